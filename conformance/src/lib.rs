@@ -1,0 +1,1 @@
+//! zoolock conformance: trace reading and replay.

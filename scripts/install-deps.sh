@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Make sure the tools the tests need are present; safe to run again and again.
+#
+#   Debian packages: zookeeper (3.8, the test server) and libcurator-recipes-java
+#                    (Curator 5.4, for interop), plus python3 used by the scripts
+#   Java:            `java -version` must work
+#   Rust:            rustfmt and clippy components
+#
+# Only touches apt when a package is missing. Needs root (or passwordless sudo)
+# in that case.
+set -euo pipefail
+
+die() {
+    echo "install-deps: $*" >&2
+    exit 1
+}
+
+have_pkg() {
+    dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q '^install ok installed$'
+}
+
+# --- Debian packages -------------------------------------------------------
+command -v dpkg-query >/dev/null 2>&1 || die "dpkg not found: this script expects Debian or Ubuntu"
+
+missing=()
+for pkg in zookeeper libcurator-recipes-java; do
+    have_pkg "$pkg" || missing+=("$pkg")
+done
+command -v python3 >/dev/null 2>&1 || missing+=(python3)
+
+if ((${#missing[@]})); then
+    echo "install-deps: installing ${missing[*]}"
+    sudo=()
+    if ((EUID != 0)); then
+        command -v sudo >/dev/null 2>&1 || die "need root (or sudo) to install ${missing[*]}"
+        sudo=(sudo -n)
+    fi
+    # Wait for a concurrent apt/dpkg run instead of failing on its lock.
+    apt_opts=(-o DPkg::Lock::Timeout=600)
+    "${sudo[@]}" apt-get "${apt_opts[@]}" update
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
+        apt-get "${apt_opts[@]}" install -y "${missing[@]}"
+    for pkg in "${missing[@]}"; do
+        [[ $pkg == python3 ]] || have_pkg "$pkg" || die "$pkg is still not installed"
+    done
+fi
+
+for jar in zookeeper zookeeper-jute slf4j-simple curator-client curator-framework curator-recipes; do
+    [[ -f /usr/share/java/$jar.jar ]] || die "/usr/share/java/$jar.jar is missing after install"
+done
+echo "install-deps: zookeeper $(dpkg-query -W -f='${Version}' zookeeper)," \
+    "libcurator-recipes-java $(dpkg-query -W -f='${Version}' libcurator-recipes-java)"
+
+# --- Java ------------------------------------------------------------------
+command -v java >/dev/null 2>&1 || die "java not found (the zookeeper package should have pulled in default-jre)"
+java_version=$(java -version 2>&1) || die "\`java -version\` failed: $java_version"
+echo "install-deps: ${java_version%%$'\n'*}"
+
+# --- Rust components -------------------------------------------------------
+command -v cargo >/dev/null 2>&1 || die "cargo not found: install a Rust toolchain (https://rustup.rs)"
+if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 2>&1; then
+    echo "install-deps: rustfmt or clippy missing, trying rustup component add"
+    command -v rustup >/dev/null 2>&1 ||
+        die "rustfmt/clippy missing and rustup not found: install them with your toolchain's package manager"
+    rustup component add rustfmt clippy ||
+        die "rustup could not add rustfmt/clippy (no network?): install them and re-run"
+    cargo fmt --version >/dev/null 2>&1 || die "cargo fmt still not available"
+    cargo clippy --version >/dev/null 2>&1 || die "cargo clippy still not available"
+fi
+echo "install-deps: $(cargo fmt --version), $(cargo clippy --version)"
+echo "install-deps: ok"

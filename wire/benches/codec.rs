@@ -1,0 +1,2 @@
+//! Placeholder; the codec benchmarks are being written.
+fn main() {}
