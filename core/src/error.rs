@@ -1,0 +1,105 @@
+//! Errors, typed by who is to blame.
+
+use zoolock_wire::{DecodeError, ErrorCode};
+
+/// How a request ended without a result.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RequestError {
+    /// The server answered with a result code (NoNode, NodeExists, ...).
+    #[error("server answered {0}")]
+    Server(ErrorCode),
+    /// The connection dropped with the request in flight: its outcome is unknown.
+    #[error("connection lost; the request's outcome is unknown")]
+    ConnectionLoss,
+    /// The session expired: its ephemeral nodes are gone.
+    #[error("session expired")]
+    SessionExpired,
+    /// The session was closed by the user before the request completed.
+    #[error("session closed")]
+    Closed,
+    /// The server rejected our credentials and closed the session.
+    #[error("authentication failed")]
+    AuthFailed,
+    /// The request does not fit in a frame.
+    #[error("request of {len} bytes exceeds the frame limit {max}")]
+    TooLarge {
+        /// Encoded length.
+        len: usize,
+        /// Configured maximum.
+        max: usize,
+    },
+}
+
+impl RequestError {
+    /// The equivalent ZooKeeper result code (client-generated ones included).
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            RequestError::Server(code) => *code,
+            RequestError::ConnectionLoss => ErrorCode::CONNECTION_LOSS,
+            RequestError::SessionExpired => ErrorCode::SESSION_EXPIRED,
+            RequestError::Closed => ErrorCode::SESSION_EXPIRED,
+            RequestError::AuthFailed => ErrorCode::AUTH_FAILED,
+            RequestError::TooLarge { .. } => ErrorCode::MARSHALLING_ERROR,
+        }
+    }
+}
+
+/// The server sent something well-formed but illegal.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Misbehavior {
+    /// A reply's xid is not the oldest outstanding request's.
+    #[error("reply xid {got} but {expected:?} was next")]
+    UnexpectedXid {
+        /// The xid at the head of the FIFO (`None` when nothing was pending).
+        expected: Option<i32>,
+        /// The xid received.
+        got: i32,
+    },
+    /// The handshake resumed a different session than the one asked for.
+    #[error("asked to resume session {asked:#x}, server answered {got:#x}")]
+    SessionIdChanged {
+        /// Our session id.
+        asked: i64,
+        /// The server's.
+        got: i64,
+    },
+}
+
+/// The connection had to be dropped because of what the server sent.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SessionError {
+    /// Bytes that do not decode.
+    #[error("undecodable frame from server: {0}")]
+    Decode(#[from] DecodeError),
+    /// Well-formed but illegal traffic.
+    #[error("server misbehaved: {0}")]
+    ServerMisbehaved(#[from] Misbehavior),
+}
+
+/// The caller used the API wrongly; nothing was changed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ApiMisuse {
+    /// The session is closed, closing, expired or failed authentication.
+    #[error("session is no longer usable")]
+    SessionEnded,
+    /// The op is session plumbing (ping, auth, setWatches, closeSession, ...),
+    /// which the session sends itself.
+    #[error("{0} is sent by the session itself")]
+    ReservedOp(zoolock_wire::OpCode),
+    /// A watch was requested with no watcher to deliver it to.
+    #[error("a watch needs a watcher id")]
+    WatchWithoutWatcher,
+    /// A path in the request is not a valid ZooKeeper path.
+    #[error("invalid path: {0}")]
+    InvalidPath(#[from] crate::PathError),
+    /// The recipe id is not registered with the client.
+    #[error("unknown recipe {0}")]
+    UnknownRecipe(usize),
+    /// The recipe does not allow this command in its current state.
+    #[error("{0}")]
+    InvalidState(&'static str),
+}

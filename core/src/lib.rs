@@ -1,0 +1,33 @@
+//! zoolock's sans-IO core: the ZooKeeper session, the client multiplexer and
+//! (soon) Curator's lock recipes, as state machines.
+//!
+//! Determinism: nothing here reads a clock, draws OS randomness, opens a
+//! socket, spawns, locks or awaits. Every input carries `now`, and all
+//! randomness comes from the seed in the configuration, so the same inputs
+//! always give the same outputs.
+#![no_std]
+#![warn(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+
+extern crate alloc;
+#[cfg(feature = "std")]
+extern crate std;
+
+mod connect_string;
+mod error;
+mod op;
+mod path;
+mod rng;
+mod session;
+mod time;
+
+pub use connect_string::{ConnectString, ConnectStringError, DEFAULT_PORT, HostAddr};
+pub use error::{ApiMisuse, Misbehavior, RequestError, SessionError};
+pub use op::Op;
+pub use path::{PathError, ZkPath};
+pub use rng::Rng;
+pub use session::{
+    ConnectionState, HostId, IoCommand, RequestId, Session, SessionConfig, SessionEvent, SessionStatus, WatchEvent,
+    WatchKind, WatcherId,
+};
+pub use time::Instant;
+pub use zoolock_wire as wire;

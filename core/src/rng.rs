@@ -1,0 +1,101 @@
+//! The one source of randomness: a PRNG seeded by the caller.
+//!
+//! Transports seed it from the OS and the simulator from the test seed, so a
+//! run is reproducible from its seed.
+
+use alloc::string::String;
+use core::time::Duration;
+
+/// A seeded PRNG (wyrand from `fastrand`).
+#[derive(Debug, Clone)]
+pub struct Rng(fastrand::Rng);
+
+impl Rng {
+    /// A generator that yields the same sequence for the same seed.
+    pub fn with_seed(seed: u64) -> Self {
+        Rng(fastrand::Rng::with_seed(seed))
+    }
+
+    /// A random `u64`.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0.u64(..)
+    }
+
+    /// A uniformly random duration in `[0, max]`.
+    pub fn duration_up_to(&mut self, max: Duration) -> Duration {
+        let nanos = u64::try_from(max.as_nanos()).unwrap_or(u64::MAX);
+        Duration::from_nanos(self.0.u64(0..=nanos))
+    }
+
+    /// Shuffles `items` in place.
+    pub fn shuffle<T>(&mut self, items: &mut [T]) {
+        self.0.shuffle(items);
+    }
+
+    /// A random version-4 UUID in canonical lowercase form, as Curator's
+    /// protected-mode prefix uses (`xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx`).
+    pub fn uuid_v4(&mut self) -> String {
+        let mut bytes = [0u8; 16];
+        self.0.fill(&mut bytes);
+        bytes[6] = (bytes[6] & 0x0f) | 0x40;
+        bytes[8] = (bytes[8] & 0x3f) | 0x80;
+        let mut out = String::with_capacity(36);
+        for (i, b) in bytes.iter().enumerate() {
+            if matches!(i, 4 | 6 | 8 | 10) {
+                out.push('-');
+            }
+            push_hex(&mut out, *b);
+        }
+        out
+    }
+}
+
+fn push_hex(out: &mut String, b: u8) {
+    for nibble in [b >> 4, b & 0xf] {
+        out.extend(char::from_digit(u32::from(nibble), 16));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn same_seed_same_sequence() {
+        let mut a = Rng::with_seed(7);
+        let mut b = Rng::with_seed(7);
+        for _ in 0..100 {
+            assert_eq!(a.next_u64(), b.next_u64());
+        }
+        assert_ne!(Rng::with_seed(7).next_u64(), Rng::with_seed(8).next_u64());
+    }
+
+    #[test]
+    fn uuid_is_canonical_v4() {
+        let mut rng = Rng::with_seed(1);
+        for _ in 0..200 {
+            let u = rng.uuid_v4();
+            assert_eq!(u.len(), 36);
+            let b = u.as_bytes();
+            for (i, c) in b.iter().enumerate() {
+                if matches!(i, 8 | 13 | 18 | 23) {
+                    assert_eq!(*c, b'-');
+                } else {
+                    assert!(c.is_ascii_hexdigit() && !c.is_ascii_uppercase(), "{u}");
+                }
+            }
+            assert_eq!(b[14], b'4');
+            assert!(matches!(b[19], b'8' | b'9' | b'a' | b'b'), "{u}");
+        }
+    }
+
+    #[test]
+    fn duration_up_to_stays_in_range() {
+        let mut rng = Rng::with_seed(3);
+        let max = Duration::from_millis(250);
+        for _ in 0..1000 {
+            assert!(rng.duration_up_to(max) <= max);
+        }
+        assert_eq!(rng.duration_up_to(Duration::ZERO), Duration::ZERO);
+    }
+}

@@ -1,0 +1,70 @@
+//! Session configuration.
+
+use core::time::Duration;
+
+use zoolock_wire::DEFAULT_MAX_FRAME_LEN;
+
+use crate::connect_string::ConnectString;
+
+/// How a [`Session`](super::Session) connects and times itself.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct SessionConfig {
+    /// Hosts (shuffled from `seed`) and optional chroot.
+    pub connect_string: ConnectString,
+    /// Requested session timeout; the server clamps it and every timer derives
+    /// from the negotiated value.
+    pub session_timeout: Duration,
+    /// Seeds host shuffling and reconnect jitter.
+    pub seed: u64,
+    /// Whether a read-only server is acceptable (sent in the handshake).
+    pub can_be_read_only: bool,
+    /// Largest frame accepted or sent.
+    pub max_frame_len: usize,
+    /// Upper bound of the random pause before each reconnect attempt (herd
+    /// avoidance, as the Java client's 0–1 s); capped at a tenth of the timeout.
+    pub reconnect_jitter: Duration,
+    /// Per-attempt limit for TCP connect plus handshake; `None` means the
+    /// session timeout divided by the number of hosts, as the Java client does.
+    pub connect_timeout: Option<Duration>,
+}
+
+impl SessionConfig {
+    /// Defaults: 10 s session timeout, no read-only servers, ZooKeeper's frame
+    /// limit, up to 1 s reconnect jitter.
+    pub fn new(connect_string: ConnectString, seed: u64) -> Self {
+        SessionConfig {
+            connect_string,
+            session_timeout: Duration::from_secs(10),
+            seed,
+            can_be_read_only: false,
+            max_frame_len: DEFAULT_MAX_FRAME_LEN,
+            reconnect_jitter: Duration::from_secs(1),
+            connect_timeout: None,
+        }
+    }
+
+    /// Sets the requested session timeout.
+    pub fn with_session_timeout(mut self, timeout: Duration) -> Self {
+        self.session_timeout = timeout;
+        self
+    }
+
+    /// Sets the reconnect jitter bound.
+    pub fn with_reconnect_jitter(mut self, jitter: Duration) -> Self {
+        self.reconnect_jitter = jitter;
+        self
+    }
+
+    /// Sets the per-attempt connect timeout.
+    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = Some(timeout);
+        self
+    }
+
+    /// Sets the frame limit.
+    pub fn with_max_frame_len(mut self, max: usize) -> Self {
+        self.max_frame_len = max;
+        self
+    }
+}

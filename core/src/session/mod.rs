@@ -1,0 +1,842 @@
+//! The ZooKeeper session as a sans-IO state machine.
+//!
+//! Inputs: [`Session::handle_connected`], [`Session::handle_bytes`],
+//! [`Session::handle_disconnected`], [`Session::handle_timeout`], and the
+//! commands [`Session::submit`], [`Session::add_auth`], [`Session::close`].
+//!
+//! Outputs, drained in this order after every input: [`Session::poll_io`]
+//! (dial or drop the socket), [`Session::poll_transmit`] (bytes to write),
+//! [`Session::poll_event`] (state changes, replies, watch notifications), and
+//! last [`Session::poll_timeout`], since handling events may queue work.
+//!
+//! Timers follow the Java client, from the negotiated timeout T: a ping after
+//! T/3 without sending, the connection declared dead after 2T/3 without
+//! receiving, T/hosts per connect attempt, and the session declared lost once
+//! T has passed since the disconnect without a successful reconnect.
+//!
+//! Watches are re-armed after a reconnect with setWatches (101). The table
+//! holds only data, exist and child watches, which every server since 3.0
+//! accepts in setWatches, so setWatches2 (105, 3.6+) is never needed and an
+//! old server never sees an opcode it would answer with Unimplemented.
+
+mod config;
+mod watches;
+
+use alloc::collections::VecDeque;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use zoolock_wire::{
+    AuthPacket, ConnectRequest, ConnectResponse, DecodeErrorKind, ErrorCode, EventType, FrameDecoder,
+    MultiResult, OpCode, PASSWORD_LEN, Request, RequestFrame, RequestHeader, Response, ServerMessage, SetWatches, Xid,
+    encode_frame,
+};
+
+pub use config::SessionConfig;
+pub use watches::{WatchKind, WatcherId};
+
+use crate::connect_string::HostAddr;
+use crate::error::{ApiMisuse, Misbehavior, RequestError, SessionError};
+use crate::op::{Op, WatchRead, apply_chroot, to_client_path, to_server_path};
+use crate::rng::Rng;
+use crate::time::Instant;
+use watches::WatchTable;
+
+/// Index of a host in the session's (shuffled) host list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct HostId(pub usize);
+
+/// Identifies a submitted request; its reply carries the same id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RequestId(pub u64);
+
+/// Something the driver must do to the transport.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum IoCommand {
+    /// Open a TCP connection, then call [`Session::handle_connected`] (or
+    /// [`Session::handle_disconnected`] if it fails).
+    Connect {
+        /// Which host, for logging.
+        host: HostId,
+        /// Where to dial.
+        addr: HostAddr,
+    },
+    /// Drop the current connection. The session already knows; do not call
+    /// [`Session::handle_disconnected`] for it.
+    Close,
+}
+
+/// Connection state changes, in Curator's vocabulary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ConnectionState {
+    /// The session was established for the first time.
+    Connected,
+    /// Established, but the server is read-only.
+    ConnectedReadOnly,
+    /// The connection dropped: the session may still be alive, so a lock held
+    /// through it is uncertain until `Reconnected` or `Lost`.
+    Suspended,
+    /// The same session is connected again; ephemeral nodes survived.
+    Reconnected,
+    /// The session expired (server answer, -112 reply, or client-side timer):
+    /// its ephemeral nodes are gone. Terminal.
+    Lost,
+    /// The session was closed by [`Session::close`]. Terminal.
+    Closed,
+    /// The server rejected our credentials. Terminal.
+    AuthFailed,
+}
+
+/// A watch notification, with the chroot stripped from the path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WatchEvent {
+    /// What happened.
+    pub event_type: EventType,
+    /// The node it happened to (client path).
+    pub path: String,
+}
+
+/// An output of the session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SessionEvent {
+    /// The connection state changed.
+    State(ConnectionState),
+    /// A submitted request finished. Every [`RequestId`] gets exactly one.
+    Reply {
+        /// The request.
+        id: RequestId,
+        /// The response (chroot stripped) or why there is none.
+        result: Result<Response, RequestError>,
+    },
+    /// A registered watch fired.
+    Watch {
+        /// Who registered it.
+        watcher: WatcherId,
+        /// The event.
+        event: WatchEvent,
+    },
+}
+
+/// Where the session is, as a plain status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SessionStatus {
+    /// Waiting before the next connect attempt.
+    Disconnected,
+    /// A connect command is out; waiting for the transport.
+    Connecting,
+    /// ConnectRequest sent; waiting for the ConnectResponse.
+    Handshaking,
+    /// Connected and serving requests.
+    Connected,
+    /// closeSession sent.
+    Closing,
+    /// Closed by the user.
+    Closed,
+    /// Expired.
+    Expired,
+    /// Authentication failed.
+    AuthFailed,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum End {
+    Closed,
+    Expired,
+    AuthFailed,
+}
+
+#[derive(Debug)]
+enum Phase {
+    /// Waiting to dial at `at`.
+    Idle { at: Instant },
+    /// A Connect command was issued.
+    Connecting { host: usize, deadline: Instant },
+    /// ConnectRequest sent; nothing else goes out until the answer.
+    Handshaking { host: usize, deadline: Instant },
+    Connected { host: usize },
+    /// closeSession sent; waiting for its reply.
+    Closing { deadline: Instant },
+    Ended(End),
+}
+
+/// A watch a read will leave if it succeeds.
+#[derive(Debug)]
+struct PendingWatch {
+    read: WatchRead,
+    path: String,
+    watcher: WatcherId,
+}
+
+#[derive(Debug)]
+enum Purpose {
+    User { id: RequestId, watch: Option<PendingWatch> },
+    SetWatches,
+    Close,
+}
+
+#[derive(Debug)]
+struct InFlight {
+    xid: i32,
+    op: OpCode,
+    purpose: Purpose,
+}
+
+#[derive(Debug)]
+struct Queued {
+    id: RequestId,
+    request: Request,
+    watch: Option<PendingWatch>,
+}
+
+/// Path characters per setWatches request, as the Java client splits them to
+/// stay far below `jute.maxbuffer`.
+const SET_WATCHES_CHUNK: usize = 128 * 1024;
+
+/// The ZooKeeper session machine. See the module docs for the drive loop.
+#[derive(Debug)]
+pub struct Session {
+    config: SessionConfig,
+    hosts: Vec<HostAddr>,
+    chroot: Option<String>,
+    rng: Rng,
+    decoder: FrameDecoder,
+    phase: Phase,
+    /// A connect was issued and not yet closed, so a Close command is owed.
+    socket_open: bool,
+    next_host: usize,
+    failed_in_cycle: usize,
+    session_id: i64,
+    passwd: Bytes,
+    negotiated: Option<Duration>,
+    read_only: bool,
+    last_zxid: i64,
+    ever_connected: bool,
+    disconnected_at: Option<Instant>,
+    last_send: Instant,
+    last_recv: Instant,
+    next_xid: i32,
+    next_request: u64,
+    auth: Vec<(String, Bytes)>,
+    watches: WatchTable,
+    queued: VecDeque<Queued>,
+    in_flight: VecDeque<InFlight>,
+    outbound: BytesMut,
+    io: VecDeque<IoCommand>,
+    events: VecDeque<SessionEvent>,
+}
+
+impl Session {
+    /// A session that will dial its first (shuffled) host at `now`.
+    pub fn new(config: SessionConfig, now: Instant) -> Session {
+        let mut rng = Rng::with_seed(config.seed);
+        let mut hosts = config.connect_string.hosts().to_vec();
+        rng.shuffle(&mut hosts);
+        let chroot = config.connect_string.chroot().map(|c| String::from(c.as_str()));
+        Session {
+            decoder: FrameDecoder::new(config.max_frame_len),
+            config,
+            hosts,
+            chroot,
+            rng,
+            phase: Phase::Idle { at: now },
+            socket_open: false,
+            next_host: 0,
+            failed_in_cycle: 0,
+            session_id: 0,
+            passwd: Bytes::from_static(&[0; PASSWORD_LEN]),
+            negotiated: None,
+            read_only: false,
+            last_zxid: 0,
+            ever_connected: false,
+            disconnected_at: None,
+            last_send: now,
+            last_recv: now,
+            next_xid: 1,
+            next_request: 0,
+            auth: Vec::new(),
+            watches: WatchTable::default(),
+            queued: VecDeque::new(),
+            in_flight: VecDeque::new(),
+            outbound: BytesMut::new(),
+            io: VecDeque::new(),
+            events: VecDeque::new(),
+        }
+    }
+
+    // ---- accessors ------------------------------------------------------------------
+
+    /// Where the session is.
+    pub fn status(&self) -> SessionStatus {
+        match self.phase {
+            Phase::Idle { .. } => SessionStatus::Disconnected,
+            Phase::Connecting { .. } => SessionStatus::Connecting,
+            Phase::Handshaking { .. } => SessionStatus::Handshaking,
+            Phase::Connected { .. } => SessionStatus::Connected,
+            Phase::Closing { .. } => SessionStatus::Closing,
+            Phase::Ended(End::Closed) => SessionStatus::Closed,
+            Phase::Ended(End::Expired) => SessionStatus::Expired,
+            Phase::Ended(End::AuthFailed) => SessionStatus::AuthFailed,
+        }
+    }
+
+    /// The session id, 0 before the first handshake.
+    pub fn session_id(&self) -> i64 {
+        self.session_id
+    }
+
+    /// The negotiated timeout, once a handshake has succeeded.
+    pub fn negotiated_timeout(&self) -> Option<Duration> {
+        self.negotiated
+    }
+
+    /// The highest zxid seen in a reply.
+    pub fn last_zxid(&self) -> i64 {
+        self.last_zxid
+    }
+
+    /// The host of the current connection, once the handshake succeeded.
+    pub fn connected_host(&self) -> Option<HostId> {
+        match self.phase {
+            Phase::Connected { host } => Some(HostId(host)),
+            _ => None,
+        }
+    }
+
+    /// True when the connected server is read-only.
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// True once the session can never serve requests again.
+    pub fn is_ended(&self) -> bool {
+        matches!(self.phase, Phase::Ended(_))
+    }
+
+    /// Requests sent and not yet answered.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    fn timeout(&self) -> Duration {
+        self.negotiated.unwrap_or(self.config.session_timeout)
+    }
+
+    fn connect_timeout(&self) -> Duration {
+        self.config.connect_timeout.unwrap_or_else(|| {
+            let hosts = u32::try_from(self.hosts.len().max(1)).unwrap_or(u32::MAX);
+            self.timeout() / hosts
+        })
+    }
+
+    fn expiry_deadline(&self) -> Option<Instant> {
+        if self.session_id == 0 || matches!(self.phase, Phase::Connected { .. } | Phase::Ended(_)) {
+            return None;
+        }
+        self.disconnected_at.map(|at| at + self.timeout())
+    }
+
+    // ---- commands ------------------------------------------------------------------
+
+    /// Queues `op`; its reply comes back as [`SessionEvent::Reply`] with the
+    /// returned id. A read with `watch` set needs a `watcher` to deliver to.
+    /// Requests submitted while disconnected go out after the next handshake.
+    pub fn submit(&mut self, now: Instant, op: Op, watcher: Option<WatcherId>) -> Result<RequestId, ApiMisuse> {
+        if matches!(self.phase, Phase::Ended(_) | Phase::Closing { .. }) {
+            return Err(ApiMisuse::SessionEnded);
+        }
+        let watch = match (op.watch(), watcher) {
+            (Some(_), None) => return Err(ApiMisuse::WatchWithoutWatcher),
+            (Some((read, path)), Some(watcher)) => Some(PendingWatch { read, path: String::from(path), watcher }),
+            (None, _) => None,
+        };
+        let id = RequestId(self.next_request);
+        self.next_request += 1;
+        let mut request = op.into_request();
+        if let Some(root) = &self.chroot {
+            apply_chroot(&mut request, root);
+        }
+        if matches!(self.phase, Phase::Connected { .. }) {
+            self.send(now, request, Purpose::User { id, watch });
+        } else {
+            self.queued.push_back(Queued { id, request, watch });
+        }
+        Ok(id)
+    }
+
+    /// Adds credentials (`digest`, `user:password`). They are sent now if
+    /// connected, and again after every reconnect.
+    pub fn add_auth(&mut self, now: Instant, scheme: &str, auth: Bytes) -> Result<(), ApiMisuse> {
+        if self.is_ended() {
+            return Err(ApiMisuse::SessionEnded);
+        }
+        self.auth.push((String::from(scheme), auth.clone()));
+        if matches!(self.phase, Phase::Connected { .. }) {
+            self.send_auth(now, scheme, auth);
+        }
+        Ok(())
+    }
+
+    /// Forgets a watcher's registration locally (see [`WatchKind`]).
+    pub fn remove_watch(&mut self, path: &str, kind: WatchKind, watcher: WatcherId) -> bool {
+        self.watches.remove(path, kind, watcher)
+    }
+
+    /// Forgets every registration of `watcher`.
+    pub fn remove_watcher(&mut self, watcher: WatcherId) {
+        self.watches.remove_watcher(watcher);
+    }
+
+    /// Ends the session: closeSession when connected (the server then deletes
+    /// our ephemerals at once), otherwise immediately.
+    pub fn close(&mut self, now: Instant) {
+        match self.phase {
+            Phase::Connected { .. } => {
+                self.send(now, Request::CloseSession, Purpose::Close);
+                let deadline = now + self.timeout() * 2 / 3;
+                self.phase = Phase::Closing { deadline };
+            }
+            Phase::Closing { .. } | Phase::Ended(_) => {}
+            Phase::Idle { .. } | Phase::Connecting { .. } | Phase::Handshaking { .. } => self.end(End::Closed),
+        }
+    }
+
+    // ---- inputs --------------------------------------------------------------------
+
+    /// The transport asked for by [`IoCommand::Connect`] is up.
+    pub fn handle_connected(&mut self, now: Instant) {
+        let Phase::Connecting { host, deadline } = self.phase else {
+            return;
+        };
+        self.phase = Phase::Handshaking { host, deadline };
+        self.outbound.clear();
+        let request = ConnectRequest {
+            protocol_version: 0,
+            last_zxid_seen: self.last_zxid,
+            timeout_ms: i32::try_from(self.config.session_timeout.as_millis()).unwrap_or(i32::MAX),
+            session_id: self.session_id,
+            passwd: Some(self.passwd.clone()),
+            read_only: Some(self.config.can_be_read_only),
+        };
+        // A ConnectRequest is 45 bytes; no configured limit is that small.
+        let _ = encode_frame(&request, usize::MAX, &mut self.outbound);
+        self.last_send = now;
+        self.last_recv = now;
+    }
+
+    /// The transport failed or the server closed it.
+    pub fn handle_disconnected(&mut self, now: Instant) {
+        self.socket_open = false;
+        self.drop_connection(now);
+    }
+
+    /// Consumes every complete frame at the front of `buf`, leaving a partial
+    /// frame in place. On an error the connection has been dropped (a
+    /// [`IoCommand::Close`] is queued) and the session will reconnect.
+    pub fn handle_bytes(&mut self, now: Instant, buf: &mut BytesMut) -> Result<(), SessionError> {
+        loop {
+            if !matches!(self.phase, Phase::Handshaking { .. } | Phase::Connected { .. } | Phase::Closing { .. }) {
+                buf.clear();
+                return Ok(());
+            }
+            let frame = match self.decoder.decode(buf) {
+                Ok(Some(frame)) => frame,
+                Ok(None) => return Ok(()),
+                Err(e) => {
+                    buf.clear();
+                    self.drop_connection(now);
+                    return Err(e.into());
+                }
+            };
+            self.last_recv = now;
+            let result = if matches!(self.phase, Phase::Handshaking { .. }) {
+                self.handle_handshake(now, &frame)
+            } else {
+                self.handle_message(now, &frame)
+            };
+            if let Err(e) = result {
+                buf.clear();
+                self.drop_connection(now);
+                return Err(e);
+            }
+        }
+    }
+
+    /// Fires every timer due at `now`. Idempotent.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        if self.expiry_deadline().is_some_and(|d| now >= d) {
+            self.end(End::Expired);
+            return;
+        }
+        match self.phase {
+            Phase::Idle { at } if now >= at => self.start_attempt(now),
+            Phase::Connecting { deadline, .. } | Phase::Handshaking { deadline, .. } if now >= deadline => {
+                self.drop_connection(now)
+            }
+            Phase::Connected { .. } => {
+                let t = self.timeout();
+                if now >= self.last_recv + t * 2 / 3 {
+                    self.drop_connection(now);
+                } else if now >= self.last_send + t / 3 {
+                    let ping = RequestFrame::new(Xid::PING, Request::Ping);
+                    let _ = encode_frame(&ping, usize::MAX, &mut self.outbound);
+                    self.last_send = now;
+                }
+            }
+            Phase::Closing { deadline } if now >= deadline => self.end(End::Closed),
+            _ => {}
+        }
+    }
+
+    // ---- outputs -------------------------------------------------------------------
+
+    /// The next transport command.
+    #[must_use]
+    pub fn poll_io(&mut self) -> Option<IoCommand> {
+        self.io.pop_front()
+    }
+
+    /// Appends every frame ready to send to `dst`; returns the byte count.
+    #[must_use]
+    pub fn poll_transmit(&mut self, dst: &mut BytesMut) -> usize {
+        let n = self.outbound.len();
+        dst.extend_from_slice(&self.outbound);
+        self.outbound.clear();
+        n
+    }
+
+    /// The next event.
+    #[must_use]
+    pub fn poll_event(&mut self) -> Option<SessionEvent> {
+        self.events.pop_front()
+    }
+
+    /// When [`Session::handle_timeout`] must next be called; `None` is never.
+    /// Changes after any input or command.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let t = self.timeout();
+        let phase = match self.phase {
+            Phase::Idle { at } => Some(at),
+            Phase::Connecting { deadline, .. } | Phase::Handshaking { deadline, .. } => Some(deadline),
+            Phase::Connected { .. } => Some((self.last_send + t / 3).min(self.last_recv + t * 2 / 3)),
+            Phase::Closing { deadline } => Some(deadline),
+            Phase::Ended(_) => None,
+        };
+        match (phase, self.expiry_deadline()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    // ---- mechanism -----------------------------------------------------------------
+
+    fn start_attempt(&mut self, now: Instant) {
+        let Some(addr) = self.hosts.get(self.next_host).cloned() else {
+            // The connect string guarantees at least one host.
+            self.end(End::Closed);
+            return;
+        };
+        let host = self.next_host;
+        self.next_host = (self.next_host + 1) % self.hosts.len();
+        self.phase = Phase::Connecting { host, deadline: now + self.connect_timeout() };
+        self.socket_open = true;
+        self.io.push_back(IoCommand::Connect { host: HostId(host), addr });
+    }
+
+    fn close_socket(&mut self) {
+        if self.socket_open {
+            self.socket_open = false;
+            self.io.push_back(IoCommand::Close);
+        }
+        self.outbound.clear();
+    }
+
+    /// Schedules the next attempt: a seeded pause, longer after a whole cycle of
+    /// hosts has failed.
+    fn schedule_reconnect(&mut self, now: Instant) {
+        let t = self.timeout();
+        let mut pause = self.rng.duration_up_to(self.config.reconnect_jitter.min(t / 10));
+        if self.failed_in_cycle >= self.hosts.len() {
+            self.failed_in_cycle = 0;
+            pause += Duration::from_secs(1).min(t / 3);
+        }
+        self.phase = Phase::Idle { at: now + pause };
+    }
+
+    /// The current connection is unusable: fail what it carried and move on.
+    fn drop_connection(&mut self, now: Instant) {
+        match self.phase {
+            Phase::Connecting { .. } | Phase::Handshaking { .. } => {
+                self.close_socket();
+                self.failed_in_cycle += 1;
+                self.schedule_reconnect(now);
+            }
+            Phase::Connected { .. } => {
+                self.close_socket();
+                self.fail_in_flight(RequestError::ConnectionLoss);
+                self.disconnected_at.get_or_insert(now);
+                self.events.push_back(SessionEvent::State(ConnectionState::Suspended));
+                self.schedule_reconnect(now);
+            }
+            Phase::Closing { .. } => self.end(End::Closed),
+            Phase::Idle { .. } | Phase::Ended(_) => self.close_socket(),
+        }
+    }
+
+    /// Terminal transition: everything outstanding fails, watches are dropped.
+    fn end(&mut self, end: End) {
+        if matches!(self.phase, Phase::Ended(_)) {
+            return;
+        }
+        self.phase = Phase::Ended(end);
+        self.close_socket();
+        let (error, state) = match end {
+            End::Closed => (RequestError::Closed, ConnectionState::Closed),
+            End::Expired => (RequestError::SessionExpired, ConnectionState::Lost),
+            End::AuthFailed => (RequestError::AuthFailed, ConnectionState::AuthFailed),
+        };
+        self.fail_in_flight(error.clone());
+        for q in core::mem::take(&mut self.queued) {
+            self.events.push_back(SessionEvent::Reply { id: q.id, result: Err(error.clone()) });
+        }
+        self.watches.clear();
+        self.events.push_back(SessionEvent::State(state));
+    }
+
+    fn fail_in_flight(&mut self, error: RequestError) {
+        for p in core::mem::take(&mut self.in_flight) {
+            if let Purpose::User { id, .. } = p.purpose {
+                self.events.push_back(SessionEvent::Reply { id, result: Err(error.clone()) });
+            }
+        }
+    }
+
+    fn alloc_xid(&mut self) -> i32 {
+        let xid = self.next_xid;
+        self.next_xid = if self.next_xid >= i32::MAX - 1 { 1 } else { self.next_xid + 1 };
+        xid
+    }
+
+    fn send(&mut self, now: Instant, request: Request, purpose: Purpose) {
+        let xid = self.alloc_xid();
+        let op = request.op_code();
+        let frame = RequestFrame { header: RequestHeader { xid: Xid(xid), op }, request };
+        match encode_frame(&frame, self.config.max_frame_len, &mut self.outbound) {
+            Ok(()) => {
+                self.in_flight.push_back(InFlight { xid, op, purpose });
+                self.last_send = now;
+            }
+            Err(zoolock_wire::EncodeError::FrameTooLarge { len, max }) => {
+                if let Purpose::User { id, .. } = purpose {
+                    self.events.push_back(SessionEvent::Reply { id, result: Err(RequestError::TooLarge { len, max }) });
+                }
+            }
+            Err(_) => {}
+        }
+    }
+
+    fn send_auth(&mut self, now: Instant, scheme: &str, auth: Bytes) {
+        let packet = RequestFrame::new(
+            Xid::AUTH,
+            Request::Auth(AuthPacket { auth_type: 0, scheme: String::from(scheme), auth: Some(auth) }),
+        );
+        if encode_frame(&packet, self.config.max_frame_len, &mut self.outbound).is_ok() {
+            self.last_send = now;
+        }
+    }
+
+    fn send_set_watches(&mut self, now: Instant) {
+        let armed = self.watches.armed();
+        let root = self.chroot.clone();
+        let mut current = SetWatches { relative_zxid: self.last_zxid, ..SetWatches::default() };
+        let mut size = 0;
+        let lists = [(0, armed.data), (1, armed.exist), (2, armed.child)];
+        for (which, paths) in lists {
+            for path in paths {
+                let server = to_server_path(root.as_deref(), &path);
+                if size + server.len() > SET_WATCHES_CHUNK && size > 0 {
+                    let full = core::mem::replace(
+                        &mut current,
+                        SetWatches { relative_zxid: self.last_zxid, ..SetWatches::default() },
+                    );
+                    self.send(now, Request::SetWatches(full), Purpose::SetWatches);
+                    size = 0;
+                }
+                size += server.len();
+                match which {
+                    0 => current.data_watches.push(server),
+                    1 => current.exist_watches.push(server),
+                    _ => current.child_watches.push(server),
+                }
+            }
+        }
+        if size > 0 {
+            self.send(now, Request::SetWatches(current), Purpose::SetWatches);
+        }
+    }
+
+    fn handle_handshake(&mut self, now: Instant, frame: &[u8]) -> Result<(), SessionError> {
+        let Phase::Handshaking { host, .. } = self.phase else {
+            return Ok(());
+        };
+        let response = ConnectResponse::decode(frame)?;
+        if response.is_expired() {
+            self.end(End::Expired);
+            return Ok(());
+        }
+        if self.session_id != 0 && response.session_id != self.session_id {
+            return Err(Misbehavior::SessionIdChanged { asked: self.session_id, got: response.session_id }.into());
+        }
+        self.session_id = response.session_id;
+        if let Some(passwd) = response.passwd {
+            self.passwd = passwd;
+        }
+        self.negotiated = Some(Duration::from_millis(u64::try_from(response.timeout_ms).unwrap_or(0)));
+        self.read_only = response.read_only.unwrap_or(false);
+        self.phase = Phase::Connected { host };
+        self.failed_in_cycle = 0;
+        self.disconnected_at = None;
+        let state = match (self.ever_connected, self.read_only) {
+            (_, true) => ConnectionState::ConnectedReadOnly,
+            (false, false) => ConnectionState::Connected,
+            (true, false) => ConnectionState::Reconnected,
+        };
+        self.ever_connected = true;
+        self.events.push_back(SessionEvent::State(state));
+        // Order after a handshake: credentials, watches, then queued requests.
+        for (scheme, auth) in self.auth.clone() {
+            self.send_auth(now, &scheme, auth);
+        }
+        if !self.watches.is_empty() {
+            self.send_set_watches(now);
+        }
+        while let Some(q) = self.queued.pop_front() {
+            self.send(now, q.request, Purpose::User { id: q.id, watch: q.watch });
+        }
+        Ok(())
+    }
+
+    fn handle_message(&mut self, now: Instant, frame: &[u8]) -> Result<(), SessionError> {
+        let in_flight = &self.in_flight;
+        let decoded = ServerMessage::decode(frame, |xid| in_flight.iter().find(|p| p.xid == xid.0).map(|p| p.op));
+        let message = match decoded {
+            Ok(m) => m,
+            Err(e) => {
+                if let DecodeErrorKind::UnknownXid(got) = e.kind {
+                    let expected = self.in_flight.front().map(|p| p.xid);
+                    return Err(Misbehavior::UnexpectedXid { expected, got }.into());
+                }
+                return Err(e.into());
+            }
+        };
+        match message {
+            ServerMessage::Notification { event, .. } => {
+                let path = to_client_path(self.chroot.as_deref(), &event.path);
+                for watcher in self.watches.fire(&path, event.event_type) {
+                    let event = WatchEvent { event_type: event.event_type, path: path.clone() };
+                    self.events.push_back(SessionEvent::Watch { watcher, event });
+                }
+                Ok(())
+            }
+            ServerMessage::Reply { header, response } => match header.xid {
+                Xid::PING => Ok(()),
+                Xid::AUTH => {
+                    if header.err == ErrorCode::AUTH_FAILED {
+                        self.end(End::AuthFailed);
+                    }
+                    Ok(())
+                }
+                Xid(xid) => self.handle_reply(now, xid, header.zxid, header.err, response),
+            },
+        }
+    }
+
+    fn handle_reply(
+        &mut self,
+        now: Instant,
+        xid: i32,
+        zxid: i64,
+        err: ErrorCode,
+        response: Option<Response>,
+    ) -> Result<(), SessionError> {
+        let head = self.in_flight.front().map(|p| p.xid);
+        if head != Some(xid) {
+            // The server answers an unknown opcode at once, out of order, then
+            // closes the connection.
+            if err == ErrorCode::UNIMPLEMENTED {
+                if let Some(pos) = self.in_flight.iter().position(|p| p.xid == xid) {
+                    if let Some(InFlight { purpose: Purpose::User { id, .. }, .. }) = self.in_flight.remove(pos) {
+                        self.events.push_back(SessionEvent::Reply { id, result: Err(RequestError::Server(err)) });
+                    }
+                    self.drop_connection(now);
+                    return Ok(());
+                }
+            }
+            return Err(Misbehavior::UnexpectedXid { expected: head, got: xid }.into());
+        }
+        let Some(entry) = self.in_flight.pop_front() else {
+            return Ok(());
+        };
+        if zxid > 0 {
+            self.last_zxid = self.last_zxid.max(zxid);
+        }
+        if err == ErrorCode::SESSION_EXPIRED {
+            if let Purpose::User { id, .. } = entry.purpose {
+                self.events.push_back(SessionEvent::Reply { id, result: Err(RequestError::SessionExpired) });
+            }
+            self.end(End::Expired);
+            return Ok(());
+        }
+        match entry.purpose {
+            Purpose::User { id, watch } => {
+                if let Some(w) = watch {
+                    self.register_watch(w, err);
+                }
+                let result = match response {
+                    Some(r) if err.is_ok() => Ok(self.strip_chroot(r)),
+                    _ => Err(RequestError::Server(err)),
+                };
+                self.events.push_back(SessionEvent::Reply { id, result });
+            }
+            Purpose::SetWatches => {}
+            Purpose::Close => self.end(End::Closed),
+        }
+        Ok(())
+    }
+
+    fn register_watch(&mut self, w: PendingWatch, err: ErrorCode) {
+        let kind = match (w.read, err) {
+            (WatchRead::Exists, ErrorCode::OK) | (WatchRead::Data, ErrorCode::OK) => WatchKind::Data,
+            (WatchRead::Exists, ErrorCode::NO_NODE) => WatchKind::Exist,
+            (WatchRead::Children, ErrorCode::OK) => WatchKind::Child,
+            _ => return,
+        };
+        self.watches.add(&w.path, kind, w.watcher);
+    }
+
+    fn strip_chroot(&self, response: Response) -> Response {
+        let Some(root) = self.chroot.as_deref() else {
+            return response;
+        };
+        match response {
+            Response::Path(p) => Response::Path(to_client_path(Some(root), &p)),
+            Response::Create2 { path, stat } => Response::Create2 { path: to_client_path(Some(root), &path), stat },
+            Response::Multi(results) => Response::Multi(
+                results
+                    .into_iter()
+                    .map(|r| match r {
+                        MultiResult::Ok { op, response } => MultiResult::Ok { op, response: self.strip_chroot(response) },
+                        e => e,
+                    })
+                    .collect(),
+            ),
+            other => other,
+        }
+    }
+}
