@@ -98,7 +98,7 @@ pub enum ApiMisuse {
     InvalidPath(#[from] crate::PathError),
     /// The recipe id is not registered with the client.
     #[error("unknown recipe {0}")]
-    UnknownRecipe(usize),
+    UnknownRecipe(u64),
     /// The recipe does not allow this command in its current state.
     #[error("{0}")]
     InvalidState(&'static str),

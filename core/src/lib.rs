@@ -12,18 +12,22 @@ extern crate alloc;
 #[cfg(feature = "std")]
 extern crate std;
 
+mod client;
 mod connect_string;
 mod error;
 mod op;
 mod path;
+mod recipe;
 mod rng;
 mod session;
 mod time;
 
+pub use client::{Client, ClientEvent, RecipeId};
 pub use connect_string::{ConnectString, ConnectStringError, DEFAULT_PORT, HostAddr};
 pub use error::{ApiMisuse, Misbehavior, RequestError, SessionError};
 pub use op::Op;
 pub use path::{PathError, ZkPath};
+pub use recipe::{FencingToken, OpId, Recipe, RecipeEvent, RecipeOp};
 pub use rng::Rng;
 pub use session::{
     ConnectionState, HostId, IoCommand, RequestId, Session, SessionConfig, SessionEvent, SessionStatus, WatchEvent,

@@ -62,7 +62,11 @@ impl Op {
 
     /// setData (5); `None` writes any version.
     pub fn set_data(path: &ZkPath, data: Bytes, version: Option<i32>) -> Op {
-        Op(Request::SetData(SetDataRequest { path: path.to_string(), data: Some(data), version: version.unwrap_or(-1) }))
+        Op(Request::SetData(SetDataRequest {
+            path: path.to_string(),
+            data: Some(data),
+            version: version.unwrap_or(-1),
+        }))
     }
 
     /// getChildren2 (12): names plus the parent's Stat.
@@ -140,7 +144,11 @@ impl Op {
 }
 
 fn check_path(path: &str, sequential: bool) -> Result<(), ApiMisuse> {
-    if sequential { ZkPath::new_sequential_prefix(path)? } else { ZkPath::new(path)? };
+    if sequential {
+        ZkPath::new_sequential_prefix(path)?
+    } else {
+        ZkPath::new(path)?
+    };
     Ok(())
 }
 
@@ -271,7 +279,8 @@ mod tests {
         assert_eq!(Op::from_request(Request::CloseSession), Err(ApiMisuse::ReservedOp(OpCode::CLOSE_SESSION)));
         let bad = Request::GetData(PathWatchRequest { path: "/a/".into(), watch: false });
         assert!(matches!(Op::from_request(bad), Err(ApiMisuse::InvalidPath(_))));
-        let nested = Request::Multi(alloc::vec![Request::GetData(PathWatchRequest { path: "/a".into(), watch: false })]);
+        let nested =
+            Request::Multi(alloc::vec![Request::GetData(PathWatchRequest { path: "/a".into(), watch: false })]);
         assert_eq!(Op::from_request(nested), Err(ApiMisuse::ReservedOp(OpCode::GET_DATA)));
         let seq = Request::Create(CreateRequest {
             path: "/q/".into(),

@@ -99,10 +99,7 @@ impl ZkPath {
     /// Every proper ancestor from the top down, excluding `/` (the order in
     /// which Curator's mkdirs checks them).
     pub fn ancestors(&self) -> impl Iterator<Item = &str> {
-        self.0
-            .match_indices('/')
-            .filter(|(i, _)| *i > 0)
-            .filter_map(|(i, _)| self.0.get(..i))
+        self.0.match_indices('/').filter(|(i, _)| *i > 0).filter_map(|(i, _)| self.0.get(..i))
     }
 }
 

@@ -29,9 +29,8 @@ use core::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use zoolock_wire::{
-    AuthPacket, ConnectRequest, ConnectResponse, DecodeErrorKind, ErrorCode, EventType, FrameDecoder,
-    MultiResult, OpCode, PASSWORD_LEN, Request, RequestFrame, RequestHeader, Response, ServerMessage, SetWatches, Xid,
-    encode_frame,
+    AuthPacket, ConnectRequest, ConnectResponse, DecodeErrorKind, ErrorCode, EventType, FrameDecoder, MultiResult,
+    OpCode, PASSWORD_LEN, Request, RequestFrame, RequestHeader, Response, ServerMessage, SetWatches, Xid, encode_frame,
 };
 
 pub use config::SessionConfig;
@@ -154,14 +153,26 @@ enum End {
 #[derive(Debug)]
 enum Phase {
     /// Waiting to dial at `at`.
-    Idle { at: Instant },
+    Idle {
+        at: Instant,
+    },
     /// A Connect command was issued.
-    Connecting { host: usize, deadline: Instant },
+    Connecting {
+        host: usize,
+        deadline: Instant,
+    },
     /// ConnectRequest sent; nothing else goes out until the answer.
-    Handshaking { host: usize, deadline: Instant },
-    Connected { host: usize },
+    Handshaking {
+        host: usize,
+        deadline: Instant,
+    },
+    Connected {
+        host: usize,
+    },
     /// closeSession sent; waiting for its reply.
-    Closing { deadline: Instant },
+    Closing {
+        deadline: Instant,
+    },
     Ended(End),
 }
 
@@ -831,7 +842,9 @@ impl Session {
                 results
                     .into_iter()
                     .map(|r| match r {
-                        MultiResult::Ok { op, response } => MultiResult::Ok { op, response: self.strip_chroot(response) },
+                        MultiResult::Ok { op, response } => {
+                            MultiResult::Ok { op, response: self.strip_chroot(response) }
+                        }
                         e => e,
                     })
                     .collect(),

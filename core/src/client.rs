@@ -1,0 +1,275 @@
+//! [`Client`]: one [`Session`] shared by many recipes and plain requests.
+//!
+//! It maps each recipe's op ids to session request ids and back, delivers a
+//! watch to the recipe that registered it, and broadcasts connection state
+//! to every recipe. Drain order after any input: [`Client::poll_io`],
+//! [`Client::poll_transmit`], [`Client::poll_event`], then
+//! [`Client::poll_timeout`].
+
+use alloc::boxed::Box;
+use alloc::collections::{BTreeMap, VecDeque};
+
+use bytes::{Bytes, BytesMut};
+use zoolock_wire::Response;
+
+use crate::error::{ApiMisuse, RequestError, SessionError};
+use crate::op::Op;
+use crate::recipe::{OpId, Recipe, RecipeEvent};
+use crate::session::{
+    ConnectionState, IoCommand, RequestId, Session, SessionConfig, SessionEvent, SessionStatus, WatchEvent, WatcherId,
+};
+use crate::time::Instant;
+
+/// Identifies a recipe registered with a [`Client`]. Never reused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RecipeId(pub u64);
+
+/// Watcher id of plain requests' watches; recipes use their own id.
+const PLAIN_WATCHER: WatcherId = WatcherId(u64::MAX);
+
+/// An output of the client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ClientEvent {
+    /// The connection state changed (every recipe has been told as well).
+    State(ConnectionState),
+    /// A plain request finished.
+    Reply {
+        /// From [`Client::submit`].
+        id: RequestId,
+        /// The response or why there is none.
+        result: Result<Response, RequestError>,
+    },
+    /// A watch left by a plain request fired.
+    Watch(WatchEvent),
+    /// A recipe reported something.
+    Recipe {
+        /// Which recipe.
+        recipe: RecipeId,
+        /// What it reported.
+        event: RecipeEvent,
+    },
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Route {
+    Plain,
+    Recipe(RecipeId, OpId),
+}
+
+/// A session plus the recipes that run on it.
+pub struct Client {
+    session: Session,
+    recipes: BTreeMap<RecipeId, Box<dyn Recipe>>,
+    next_recipe: u64,
+    routes: BTreeMap<RequestId, Route>,
+    events: VecDeque<ClientEvent>,
+}
+
+impl core::fmt::Debug for Client {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Client")
+            .field("session", &self.session)
+            .field("recipes", &self.recipes.len())
+            .field("routes", &self.routes.len())
+            .finish()
+    }
+}
+
+impl Client {
+    /// A client whose session dials its first host at `now`.
+    pub fn new(config: SessionConfig, now: Instant) -> Client {
+        Client {
+            session: Session::new(config, now),
+            recipes: BTreeMap::new(),
+            next_recipe: 0,
+            routes: BTreeMap::new(),
+            events: VecDeque::new(),
+        }
+    }
+
+    /// The underlying session, for its status and ids.
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    // ---- commands ------------------------------------------------------------------
+
+    /// Registers a recipe and sends whatever it already wants to send.
+    pub fn add_recipe(&mut self, now: Instant, recipe: Box<dyn Recipe>) -> RecipeId {
+        let id = RecipeId(self.next_recipe);
+        self.next_recipe += 1;
+        self.recipes.insert(id, recipe);
+        self.pump(now);
+        id
+    }
+
+    /// Unregisters a recipe. Replies still due to it are dropped and its
+    /// watches forgotten. Whatever it owned on the server is the caller's to
+    /// clean up first (release before removing).
+    pub fn remove_recipe(&mut self, id: RecipeId) -> Option<Box<dyn Recipe>> {
+        let recipe = self.recipes.remove(&id)?;
+        self.routes.retain(|_, r| !matches!(r, Route::Recipe(rid, _) if *rid == id));
+        self.session.remove_watcher(WatcherId(id.0));
+        Some(recipe)
+    }
+
+    /// Runs a command on the recipe `id` (downcast to `R`), then sends the ops
+    /// it queued.
+    pub fn command<R: Recipe, T>(
+        &mut self,
+        now: Instant,
+        id: RecipeId,
+        f: impl FnOnce(&mut R, Instant) -> T,
+    ) -> Result<T, ApiMisuse> {
+        let recipe = self.recipes.get_mut(&id).ok_or(ApiMisuse::UnknownRecipe(id.0))?;
+        let concrete =
+            recipe.as_any_mut().downcast_mut::<R>().ok_or(ApiMisuse::InvalidState("recipe has another type"))?;
+        let out = f(concrete, now);
+        self.pump(now);
+        Ok(out)
+    }
+
+    /// Sends a plain request; its reply comes as [`ClientEvent::Reply`], and a
+    /// watch it leaves fires as [`ClientEvent::Watch`].
+    pub fn submit(&mut self, now: Instant, op: Op) -> Result<RequestId, ApiMisuse> {
+        let id = self.session.submit(now, op, Some(PLAIN_WATCHER))?;
+        self.routes.insert(id, Route::Plain);
+        self.pump(now);
+        Ok(id)
+    }
+
+    /// Adds credentials, replayed after every reconnect.
+    pub fn add_auth(&mut self, now: Instant, scheme: &str, auth: Bytes) -> Result<(), ApiMisuse> {
+        self.session.add_auth(now, scheme, auth)
+    }
+
+    /// Closes the session.
+    pub fn close(&mut self, now: Instant) {
+        self.session.close(now);
+        self.pump(now);
+    }
+
+    // ---- inputs --------------------------------------------------------------------
+
+    /// See [`Session::handle_connected`].
+    pub fn handle_connected(&mut self, now: Instant) {
+        self.session.handle_connected(now);
+        self.pump(now);
+    }
+
+    /// See [`Session::handle_bytes`]. Events produced before an error are
+    /// still delivered.
+    pub fn handle_bytes(&mut self, now: Instant, buf: &mut BytesMut) -> Result<(), SessionError> {
+        let result = self.session.handle_bytes(now, buf);
+        self.pump(now);
+        result
+    }
+
+    /// See [`Session::handle_disconnected`].
+    pub fn handle_disconnected(&mut self, now: Instant) {
+        self.session.handle_disconnected(now);
+        self.pump(now);
+    }
+
+    /// Fires the session's and every recipe's due timers.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.session.handle_timeout(now);
+        for recipe in self.recipes.values_mut() {
+            if recipe.poll_timeout().is_some_and(|t| t <= now) {
+                recipe.handle_timeout(now);
+            }
+        }
+        self.pump(now);
+    }
+
+    // ---- outputs -------------------------------------------------------------------
+
+    /// See [`Session::poll_io`].
+    #[must_use]
+    pub fn poll_io(&mut self) -> Option<IoCommand> {
+        self.session.poll_io()
+    }
+
+    /// See [`Session::poll_transmit`].
+    #[must_use]
+    pub fn poll_transmit(&mut self, dst: &mut BytesMut) -> usize {
+        self.session.poll_transmit(dst)
+    }
+
+    /// The next event.
+    #[must_use]
+    pub fn poll_event(&mut self) -> Option<ClientEvent> {
+        self.events.pop_front()
+    }
+
+    /// The earliest of the session's and the recipes' deadlines.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.recipes.values().filter_map(|r| r.poll_timeout()).chain(self.session.poll_timeout()).min()
+    }
+
+    // ---- mechanism -----------------------------------------------------------------
+
+    /// Routes session events and sends recipes' ops until neither has more.
+    fn pump(&mut self, now: Instant) {
+        loop {
+            let mut progressed = false;
+            while let Some(event) = self.session.poll_event() {
+                progressed = true;
+                self.route(now, event);
+            }
+            for (rid, recipe) in self.recipes.iter_mut() {
+                while let Some(op) = recipe.poll_op() {
+                    progressed = true;
+                    match self.session.submit(now, op.op, Some(WatcherId(rid.0))) {
+                        Ok(req) => {
+                            self.routes.insert(req, Route::Recipe(*rid, op.id));
+                        }
+                        Err(_) => {
+                            let error = match self.session.status() {
+                                SessionStatus::Expired => RequestError::SessionExpired,
+                                SessionStatus::AuthFailed => RequestError::AuthFailed,
+                                _ => RequestError::Closed,
+                            };
+                            recipe.handle_reply(now, op.id, Err(error));
+                        }
+                    }
+                }
+                while let Some(event) = recipe.poll_event() {
+                    self.events.push_back(ClientEvent::Recipe { recipe: *rid, event });
+                }
+            }
+            if !progressed {
+                return;
+            }
+        }
+    }
+
+    fn route(&mut self, now: Instant, event: SessionEvent) {
+        match event {
+            SessionEvent::State(state) => {
+                for recipe in self.recipes.values_mut() {
+                    recipe.handle_session(now, state);
+                }
+                self.events.push_back(ClientEvent::State(state));
+            }
+            SessionEvent::Reply { id, result } => match self.routes.remove(&id) {
+                Some(Route::Plain) => self.events.push_back(ClientEvent::Reply { id, result }),
+                Some(Route::Recipe(rid, op)) => {
+                    if let Some(recipe) = self.recipes.get_mut(&rid) {
+                        recipe.handle_reply(now, op, result);
+                    }
+                }
+                None => {}
+            },
+            SessionEvent::Watch { watcher, event } => {
+                if watcher == PLAIN_WATCHER {
+                    self.events.push_back(ClientEvent::Watch(event));
+                } else if let Some(recipe) = self.recipes.get_mut(&RecipeId(watcher.0)) {
+                    recipe.handle_watch(now, &event);
+                }
+            }
+        }
+    }
+}

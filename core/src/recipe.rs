@@ -1,0 +1,80 @@
+//! The one trait every recipe implements, so a [`Client`](crate::Client) can
+//! hold them side by side and composite recipes can nest them.
+
+use alloc::string::String;
+use core::any::Any;
+
+use zoolock_wire::Response;
+
+use crate::error::RequestError;
+use crate::op::Op;
+use crate::session::{ConnectionState, WatchEvent};
+use crate::time::Instant;
+
+/// A recipe-local op id; recipes never see xids.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct OpId(pub u64);
+
+/// An op a recipe wants sent. A read with its watch flag set registers the
+/// watch for this recipe.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecipeOp {
+    /// Echoed in [`Recipe::handle_reply`].
+    pub id: OpId,
+    /// The request.
+    pub op: Op,
+}
+
+/// A monotonically increasing token that identifies one hold of a lock: the
+/// czxid of the lock node. A resource that remembers the highest token it has
+/// seen can reject writes from a holder whose lock was taken over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct FencingToken(pub i64);
+
+/// What a recipe reports to its user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RecipeEvent {
+    /// The lock (or lease) is held through `node`.
+    Acquired {
+        /// Our lock node's path.
+        node: String,
+        /// The node's czxid.
+        token: FencingToken,
+    },
+    /// The acquire deadline passed; our node has been (or is being) deleted.
+    TimedOut,
+    /// The hold ended and our node is deleted.
+    Released,
+    /// The connection dropped: stop the critical section until `Reconnected`.
+    Suspended,
+    /// The same session is back; the hold continues.
+    Reconnected,
+    /// The session expired: the hold is gone.
+    Lost,
+    /// Another process asked the holder to give the lock up.
+    RevocationRequested,
+    /// The recipe gave up on an error it cannot recover from.
+    Failed(RequestError),
+}
+
+/// A poll-driven recipe. Inputs are `handle_*`, outputs are `poll_*`; drain
+/// `poll_op`, then `poll_event`, then read `poll_timeout`.
+pub trait Recipe: Any {
+    /// The reply to an op this recipe emitted.
+    fn handle_reply(&mut self, now: Instant, op: OpId, result: Result<Response, RequestError>);
+    /// A watch this recipe registered fired.
+    fn handle_watch(&mut self, now: Instant, event: &WatchEvent);
+    /// The session's connection state changed.
+    fn handle_session(&mut self, now: Instant, state: ConnectionState);
+    /// A deadline from [`Recipe::poll_timeout`] passed.
+    fn handle_timeout(&mut self, now: Instant);
+    /// The next op to send.
+    fn poll_op(&mut self) -> Option<RecipeOp>;
+    /// The next user-visible event.
+    fn poll_event(&mut self) -> Option<RecipeEvent>;
+    /// When [`Recipe::handle_timeout`] must next run; `None` is never.
+    fn poll_timeout(&self) -> Option<Instant>;
+    /// For downcasting to the concrete recipe to call its commands.
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+}

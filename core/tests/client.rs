@@ -1,0 +1,319 @@
+//! Client multiplexer tests: routing of replies, watches and state changes
+//! between plain requests and several recipes on one session.
+
+use std::any::Any;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use zoolock_core::wire::{
+    ConnectRequest, ConnectResponse, ErrorCode, EventType, FrameDecoder, KeeperState, OpCode, ReplyHeader, Request,
+    RequestFrame, Response, ServerMessage, Stat, WatcherEvent, Xid, encode_frame,
+};
+use zoolock_core::{
+    ApiMisuse, Client, ClientEvent, ConnectString, ConnectionState, FencingToken, Instant, IoCommand, Op, OpId, Recipe,
+    RecipeEvent, RecipeOp, RequestError, SessionConfig, WatchEvent, ZkPath,
+};
+
+/// A recipe that reads one node with a watch once connected and reports what it sees.
+struct Probe {
+    path: ZkPath,
+    ops: Vec<RecipeOp>,
+    events: Vec<RecipeEvent>,
+    log: Vec<String>,
+    deadline: Option<Instant>,
+}
+
+impl Probe {
+    fn new(path: &str) -> Probe {
+        Probe { path: ZkPath::new(path).unwrap(), ops: vec![], events: vec![], log: vec![], deadline: None }
+    }
+
+    fn read(&mut self, _now: Instant) {
+        self.ops.push(RecipeOp { id: OpId(7), op: Op::get_data(&self.path, true) });
+    }
+}
+
+impl Recipe for Probe {
+    fn handle_reply(&mut self, _now: Instant, op: OpId, result: Result<Response, RequestError>) {
+        self.log.push(format!("reply {} {:?}", op.0, result.as_ref().map(|_| ()).map_err(Clone::clone)));
+        if let Ok(Response::Data { stat, .. }) = result {
+            self.events.push(RecipeEvent::Acquired { node: self.path.to_string(), token: FencingToken(stat.czxid) });
+        }
+    }
+    fn handle_watch(&mut self, _now: Instant, event: &WatchEvent) {
+        self.log.push(format!("watch {} {}", event.event_type, event.path));
+        self.events.push(RecipeEvent::RevocationRequested);
+    }
+    fn handle_session(&mut self, now: Instant, state: ConnectionState) {
+        self.log.push(format!("state {state:?}"));
+        if state == ConnectionState::Connected {
+            self.read(now);
+        }
+    }
+    fn handle_timeout(&mut self, now: Instant) {
+        self.log.push(format!("timeout {now}"));
+        self.deadline = None;
+    }
+    fn poll_op(&mut self) -> Option<RecipeOp> {
+        (!self.ops.is_empty()).then(|| self.ops.remove(0))
+    }
+    fn poll_event(&mut self) -> Option<RecipeEvent> {
+        (!self.events.is_empty()).then(|| self.events.remove(0))
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.deadline
+    }
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
+/// A hand-driven server end: decodes what the client sends, encodes answers.
+struct Server {
+    out: BytesMut,
+    decoder: FrameDecoder,
+    handshaken: bool,
+}
+
+impl Server {
+    fn new() -> Server {
+        Server { out: BytesMut::new(), decoder: FrameDecoder::default(), handshaken: false }
+    }
+
+    /// Takes the client's pending bytes and decodes them into request frames.
+    fn take(&mut self, client: &mut Client) -> Vec<RequestFrame> {
+        let _ = client.poll_transmit(&mut self.out);
+        let mut frames = vec![];
+        while let Some(frame) = self.decoder.decode(&mut self.out).unwrap() {
+            if !self.handshaken {
+                ConnectRequest::decode(&frame).unwrap();
+                self.handshaken = true;
+            } else {
+                frames.push(RequestFrame::decode(&frame).unwrap());
+            }
+        }
+        frames
+    }
+
+    fn send(client: &mut Client, now: Instant, msg: &impl zoolock_core::wire::Encode) {
+        let mut buf = BytesMut::new();
+        encode_frame(msg, usize::MAX, &mut buf).unwrap();
+        client.handle_bytes(now, &mut buf).unwrap();
+    }
+
+    fn reply(client: &mut Client, now: Instant, xid: Xid, zxid: i64, err: ErrorCode, response: Option<Response>) {
+        Server::send(client, now, &ServerMessage::Reply { header: ReplyHeader { xid, zxid, err }, response });
+    }
+
+    fn notify(client: &mut Client, now: Instant, event_type: EventType, path: &str) {
+        let header = ReplyHeader { xid: Xid::NOTIFICATION, zxid: -1, err: ErrorCode::OK };
+        let event = WatcherEvent { event_type, state: KeeperState::SYNC_CONNECTED, path: path.into() };
+        Server::send(client, now, &ServerMessage::Notification { header, event });
+    }
+}
+
+fn t(ms: u64) -> Instant {
+    Instant::from_millis(ms)
+}
+
+fn connected_client() -> (Client, Server) {
+    let cs = ConnectString::parse("127.0.0.1:2181").unwrap();
+    let mut client = Client::new(SessionConfig::new(cs, 1).with_session_timeout(Duration::from_secs(10)), t(0));
+    client.handle_timeout(t(0));
+    assert!(matches!(client.poll_io(), Some(IoCommand::Connect { .. })));
+    client.handle_connected(t(1));
+    let mut server = Server::new();
+    assert!(server.take(&mut client).is_empty());
+    let resp = ConnectResponse {
+        protocol_version: 0,
+        timeout_ms: 10_000,
+        session_id: 0x1234,
+        passwd: Some(Bytes::from_static(&[7; 16])),
+        read_only: Some(false),
+    };
+    Server::send(&mut client, t(2), &resp);
+    (client, server)
+}
+
+fn drain(client: &mut Client) -> Vec<ClientEvent> {
+    std::iter::from_fn(|| client.poll_event()).collect()
+}
+
+fn stat(czxid: i64) -> Stat {
+    Stat { czxid, mzxid: czxid, pzxid: czxid, ..Stat::default() }
+}
+
+#[test]
+fn recipes_get_state_replies_and_their_own_watches() {
+    let (mut client, mut server) = connected_client();
+    let a = client.add_recipe(t(3), Box::new(Probe::new("/a")));
+    let b = client.add_recipe(t(3), Box::new(Probe::new("/b")));
+    assert_eq!(drain(&mut client), [ClientEvent::State(ConnectionState::Connected)]);
+    // Recipes added after the handshake read when told to.
+    client.command(t(4), a, |p: &mut Probe, now| p.read(now)).unwrap();
+    client.command(t(4), b, |p: &mut Probe, now| p.read(now)).unwrap();
+    let frames = server.take(&mut client);
+    assert_eq!(frames.len(), 2);
+    assert_eq!(frames[0].request.path(), Some("/a"));
+    assert_eq!(frames[1].request.path(), Some("/b"));
+    let data = |czxid| Some(Response::Data { data: Some(Bytes::new()), stat: stat(czxid) });
+    Server::reply(&mut client, t(5), frames[0].header.xid, 10, ErrorCode::OK, data(5));
+    Server::reply(&mut client, t(5), frames[1].header.xid, 10, ErrorCode::OK, data(6));
+    assert_eq!(
+        drain(&mut client),
+        [
+            ClientEvent::Recipe {
+                recipe: a,
+                event: RecipeEvent::Acquired { node: "/a".into(), token: FencingToken(5) }
+            },
+            ClientEvent::Recipe {
+                recipe: b,
+                event: RecipeEvent::Acquired { node: "/b".into(), token: FencingToken(6) }
+            },
+        ]
+    );
+    // The watch on /b goes to b only.
+    Server::notify(&mut client, t(6), EventType::NODE_DATA_CHANGED, "/b");
+    assert_eq!(drain(&mut client), [ClientEvent::Recipe { recipe: b, event: RecipeEvent::RevocationRequested }]);
+    let log_a = client.command(t(7), a, |p: &mut Probe, _| p.log.clone()).unwrap();
+    assert_eq!(log_a, ["reply 7 Ok(())"]);
+    let log_b = client.command(t(7), b, |p: &mut Probe, _| p.log.clone()).unwrap();
+    assert_eq!(log_b, ["reply 7 Ok(())", "watch NodeDataChanged /b"]);
+}
+
+#[test]
+fn one_notification_reaches_every_recipe_and_plain_watch_on_the_path() {
+    let (mut client, mut server) = connected_client();
+    let a = client.add_recipe(t(3), Box::new(Probe::new("/x")));
+    let b = client.add_recipe(t(3), Box::new(Probe::new("/x")));
+    client.command(t(4), a, |p: &mut Probe, now| p.read(now)).unwrap();
+    client.command(t(4), b, |p: &mut Probe, now| p.read(now)).unwrap();
+    let plain = client.submit(t(4), Op::exists(&ZkPath::new("/x").unwrap(), true)).unwrap();
+    let frames = server.take(&mut client);
+    assert_eq!(frames.len(), 3);
+    for f in &frames[..2] {
+        let data = Some(Response::Data { data: None, stat: stat(1) });
+        Server::reply(&mut client, t(5), f.header.xid, 3, ErrorCode::OK, data);
+    }
+    Server::reply(&mut client, t(5), frames[2].header.xid, 3, ErrorCode::OK, Some(Response::Stat(stat(1))));
+    let events = drain(&mut client);
+    assert!(events.contains(&ClientEvent::Reply { id: plain, result: Ok(Response::Stat(stat(1))) }));
+    Server::notify(&mut client, t(6), EventType::NODE_DELETED, "/x");
+    let events = drain(&mut client);
+    assert_eq!(events.len(), 3, "{events:?}");
+    assert!(events.contains(&ClientEvent::Recipe { recipe: a, event: RecipeEvent::RevocationRequested }));
+    assert!(events.contains(&ClientEvent::Recipe { recipe: b, event: RecipeEvent::RevocationRequested }));
+    assert!(
+        events.contains(&ClientEvent::Watch(WatchEvent { event_type: EventType::NODE_DELETED, path: "/x".into() }))
+    );
+}
+
+#[test]
+fn state_changes_reach_every_recipe_and_the_user() {
+    let cs = ConnectString::parse("127.0.0.1:2181").unwrap();
+    let mut client = Client::new(SessionConfig::new(cs, 1), t(0));
+    let a = client.add_recipe(t(0), Box::new(Probe::new("/a")));
+    client.handle_timeout(t(0));
+    let _ = client.poll_io();
+    client.handle_connected(t(1));
+    let mut server = Server::new();
+    assert!(server.take(&mut client).is_empty());
+    let resp = ConnectResponse {
+        protocol_version: 0,
+        timeout_ms: 6_000,
+        session_id: 9,
+        passwd: Some(Bytes::from_static(&[1; 16])),
+        read_only: None,
+    };
+    Server::send(&mut client, t(2), &resp);
+    // The probe reacts to Connected by reading: the op goes out in the same pump.
+    let frames = server.take(&mut client);
+    assert_eq!(frames.len(), 1);
+    assert_eq!(frames[0].header.op, OpCode::GET_DATA);
+    client.handle_disconnected(t(3));
+    assert_eq!(
+        drain(&mut client),
+        [ClientEvent::State(ConnectionState::Connected), ClientEvent::State(ConnectionState::Suspended)]
+    );
+    let log = client.command(t(4), a, |p: &mut Probe, _| p.log.clone()).unwrap();
+    assert_eq!(log, ["state Connected", "reply 7 Err(ConnectionLoss)", "state Suspended"]);
+}
+
+#[test]
+fn removed_recipe_gets_nothing_and_ops_after_expiry_fail_in_place() {
+    let (mut client, mut server) = connected_client();
+    let a = client.add_recipe(t(3), Box::new(Probe::new("/a")));
+    client.command(t(4), a, |p: &mut Probe, now| p.read(now)).unwrap();
+    let frames = server.take(&mut client);
+    assert!(client.remove_recipe(a).is_some());
+    assert!(client.remove_recipe(a).is_none());
+    let data = Some(Response::Data { data: None, stat: stat(1) });
+    Server::reply(&mut client, t(5), frames[0].header.xid, 3, ErrorCode::OK, data);
+    assert_eq!(drain(&mut client), [ClientEvent::State(ConnectionState::Connected)]);
+    assert_eq!(client.command(t(6), a, |p: &mut Probe, _| p.log.len()), Err(ApiMisuse::UnknownRecipe(a.0)));
+
+    // A reply with SessionExpired ends the session; a later op fails at once.
+    let b = client.add_recipe(t(7), Box::new(Probe::new("/b")));
+    let id = client.submit(t(7), Op::sync(&ZkPath::new("/b").unwrap())).unwrap();
+    let frames = server.take(&mut client);
+    Server::reply(&mut client, t(8), frames[0].header.xid, 3, ErrorCode::SESSION_EXPIRED, None);
+    assert_eq!(
+        drain(&mut client),
+        [
+            ClientEvent::Reply { id, result: Err(RequestError::SessionExpired) },
+            ClientEvent::State(ConnectionState::Lost)
+        ]
+    );
+    client.command(t(9), b, |p: &mut Probe, now| p.read(now)).unwrap();
+    let log = client.command(t(9), b, |p: &mut Probe, _| p.log.clone()).unwrap();
+    assert_eq!(log, ["state Lost", "reply 7 Err(SessionExpired)"]);
+    assert_eq!(client.submit(t(9), Op::sync(&ZkPath::root())), Err(ApiMisuse::SessionEnded));
+}
+
+#[test]
+fn recipe_timers_are_part_of_poll_timeout() {
+    let (mut client, _server) = connected_client();
+    let mut probe = Probe::new("/a");
+    probe.deadline = Some(t(50));
+    let a = client.add_recipe(t(3), Box::new(probe));
+    assert_eq!(client.poll_timeout(), Some(t(50)));
+    client.handle_timeout(t(50));
+    let log = client.command(t(51), a, |p: &mut Probe, _| p.log.clone()).unwrap();
+    assert_eq!(log, ["timeout 50.000ms"]);
+    assert!(client.poll_timeout().unwrap() > t(50));
+}
+
+#[test]
+fn command_with_the_wrong_type_is_refused() {
+    struct Other;
+    impl Recipe for Other {
+        fn handle_reply(&mut self, _: Instant, _: OpId, _: Result<Response, RequestError>) {}
+        fn handle_watch(&mut self, _: Instant, _: &WatchEvent) {}
+        fn handle_session(&mut self, _: Instant, _: ConnectionState) {}
+        fn handle_timeout(&mut self, _: Instant) {}
+        fn poll_op(&mut self) -> Option<RecipeOp> {
+            None
+        }
+        fn poll_event(&mut self) -> Option<RecipeEvent> {
+            None
+        }
+        fn poll_timeout(&self) -> Option<Instant> {
+            None
+        }
+        fn as_any_mut(&mut self) -> &mut dyn Any {
+            self
+        }
+    }
+    let (mut client, _server) = connected_client();
+    let id = client.add_recipe(t(3), Box::new(Other));
+    assert!(matches!(client.command(t(3), id, |p: &mut Probe, _| p.log.len()), Err(ApiMisuse::InvalidState(_))));
+    assert!(client.command(t(3), id, |_: &mut Other, _| ()).is_ok());
+}
+
+#[test]
+fn plain_requests_are_validated() {
+    let (mut client, _server) = connected_client();
+    assert_eq!(Op::from_request(Request::Ping), Err(ApiMisuse::ReservedOp(OpCode::PING)));
+    assert!(client.submit(t(3), Op::sync(&ZkPath::root())).is_ok());
+    assert!(matches!(Op::from_request(Request::CloseSession), Err(ApiMisuse::ReservedOp(OpCode::CLOSE_SESSION))));
+}
