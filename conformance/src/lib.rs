@@ -1,1 +1,13 @@
-//! zoolock conformance: trace reading and replay.
+//! zoolock conformance: reading recorded ZooKeeper traces, decoding them with
+//! `zoolock-wire`, and rendering the result as JSON.
+//!
+//! * [`trace`] reads `zk-trace/1` files and scenario folders.
+//! * [`decode`] decodes one connection's frames in order.
+//! * [`json`] renders decoded frames for humans and diff tools.
+
+pub mod decode;
+pub mod json;
+pub mod trace;
+
+pub use decode::{DecodedFrame, FrameDecodeError, StreamDecoder, TraceDecodeError, decode_trace};
+pub use trace::{Close, Direction, Entry, Frame, Scenario, Trace, TraceError, TraceHeader};
