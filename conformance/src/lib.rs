@@ -3,8 +3,10 @@
 //!
 //! * [`trace`] reads `zk-trace/1` files and scenario folders.
 //! * [`decode`] decodes one connection's frames in order.
+//! * [`blocking`] drives a session over blocking TCP for real-server tests.
 //! * [`json`] renders decoded frames for humans and diff tools.
 
+pub mod blocking;
 pub mod decode;
 pub mod json;
 pub mod trace;

@@ -1,0 +1,149 @@
+//! A minimal blocking driver for a [`Session`] over `std::net`, for tests
+//! against a real ZooKeeper. It follows the session's drain order and reads
+//! with a socket timeout bounded by the session's next deadline.
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::time::Duration;
+
+use bytes::BytesMut;
+use zoolock_core::{Instant, IoCommand, Session, SessionEvent};
+
+/// The address of the test server, from `ZOOLOCK_TEST_CONNECT`. Without it the
+/// caller should skip: this prints the reason and returns `None`.
+pub fn test_server(test: &str) -> Option<String> {
+    match std::env::var("ZOOLOCK_TEST_CONNECT") {
+        Ok(addr) if !addr.trim().is_empty() => Some(addr),
+        _ => {
+            eprintln!("skipped {test}: ZOOLOCK_TEST_CONNECT is not set (bash .ci/run starts a server and sets it)");
+            None
+        }
+    }
+}
+
+/// Drives one session over blocking TCP.
+#[derive(Debug)]
+pub struct BlockingDriver {
+    session: Session,
+    stream: Option<TcpStream>,
+    origin: std::time::Instant,
+    rx: BytesMut,
+    tx: BytesMut,
+}
+
+impl BlockingDriver {
+    /// Wraps a session created with [`BlockingDriver::now`]-compatible time
+    /// (its origin is this driver's creation).
+    pub fn new(make: impl FnOnce(Instant) -> Session) -> BlockingDriver {
+        let origin = std::time::Instant::now();
+        BlockingDriver { session: make(Instant::ZERO), stream: None, origin, rx: BytesMut::new(), tx: BytesMut::new() }
+    }
+
+    /// The session's clock: time since this driver started.
+    pub fn now(&self) -> Instant {
+        Instant::from_nanos(u64::try_from(self.origin.elapsed().as_nanos()).unwrap_or(u64::MAX))
+    }
+
+    /// The session, for commands.
+    pub fn session(&mut self) -> &mut Session {
+        &mut self.session
+    }
+
+    /// Runs the loop until `done` accepts an event or `limit` passes. Returns
+    /// every event seen, or an error naming what was seen when time ran out.
+    pub fn run_until(
+        &mut self,
+        limit: Duration,
+        mut done: impl FnMut(&SessionEvent) -> bool,
+    ) -> Result<Vec<SessionEvent>, String> {
+        let start = std::time::Instant::now();
+        let mut seen = Vec::new();
+        loop {
+            for event in self.step(Duration::from_millis(20))? {
+                let finished = done(&event);
+                seen.push(event);
+                if finished {
+                    return Ok(seen);
+                }
+            }
+            if start.elapsed() > limit {
+                return Err(format!("timed out after {limit:?}; events so far: {seen:?}"));
+            }
+        }
+    }
+
+    /// One turn of the loop: timers, transport commands, writes, one read.
+    pub fn step(&mut self, max_wait: Duration) -> Result<Vec<SessionEvent>, String> {
+        let now = self.now();
+        if self.session.poll_timeout().is_some_and(|t| t <= now) {
+            self.session.handle_timeout(now);
+        }
+        while let Some(cmd) = self.session.poll_io() {
+            match cmd {
+                IoCommand::Connect { addr, .. } => {
+                    let target = (addr.host.as_str(), addr.port).to_socket_addrs().ok().and_then(|mut a| a.next());
+                    match target.and_then(|a| TcpStream::connect_timeout(&a, Duration::from_secs(2)).ok()) {
+                        Some(stream) => {
+                            stream.set_nodelay(true).map_err(|e| e.to_string())?;
+                            self.stream = Some(stream);
+                            self.rx.clear();
+                            let now = self.now();
+                            self.session.handle_connected(now);
+                        }
+                        None => {
+                            let now = self.now();
+                            self.session.handle_disconnected(now);
+                        }
+                    }
+                }
+                IoCommand::Close => self.stream = None,
+                _ => return Err(String::from("unknown IoCommand")),
+            }
+        }
+        let _ = self.session.poll_transmit(&mut self.tx);
+        if let Some(stream) = self.stream.as_mut() {
+            if !self.tx.is_empty() {
+                if stream.write_all(&self.tx).is_err() {
+                    self.stream = None;
+                    let now = self.now();
+                    self.session.handle_disconnected(now);
+                }
+                self.tx.clear();
+            }
+        } else {
+            self.tx.clear();
+        }
+        let wait = match self.session.poll_timeout() {
+            Some(t) => t.saturating_duration_since(self.now()).min(max_wait),
+            None => max_wait,
+        }
+        .max(Duration::from_millis(1));
+        if let Some(stream) = self.stream.as_mut() {
+            stream.set_read_timeout(Some(wait)).map_err(|e| e.to_string())?;
+            let mut chunk = [0u8; 64 * 1024];
+            match stream.read(&mut chunk) {
+                Ok(0) => {
+                    self.stream = None;
+                    let now = self.now();
+                    self.session.handle_disconnected(now);
+                }
+                Ok(n) => {
+                    self.rx.extend_from_slice(chunk.get(..n).unwrap_or_default());
+                    let now = self.now();
+                    if let Err(e) = self.session.handle_bytes(now, &mut self.rx) {
+                        return Err(format!("session error: {e}"));
+                    }
+                }
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+                Err(_) => {
+                    self.stream = None;
+                    let now = self.now();
+                    self.session.handle_disconnected(now);
+                }
+            }
+        } else {
+            std::thread::sleep(wait);
+        }
+        Ok(std::iter::from_fn(|| self.session.poll_event()).collect())
+    }
+}
