@@ -58,9 +58,6 @@ pub enum DecodeErrorKind {
     /// A multi response result type that does not match any op result.
     #[error("multi result type {0} is not valid")]
     InvalidMultiResult(i32),
-    /// A multi header that ended a list with unexpected fields.
-    #[error("malformed multi terminator")]
-    InvalidMultiTerminator,
     /// A reply's xid matches no pending request, so its body cannot be typed.
     #[error("reply xid {0} matches no pending request")]
     UnknownXid(i32),
