@@ -18,6 +18,7 @@ mod error;
 mod op;
 mod path;
 mod recipe;
+pub mod recipes;
 mod rng;
 mod session;
 mod time;
@@ -27,7 +28,8 @@ pub use connect_string::{ConnectString, ConnectStringError, DEFAULT_PORT, HostAd
 pub use error::{ApiMisuse, Misbehavior, RequestError, SessionError};
 pub use op::Op;
 pub use path::{PathError, ZkPath};
-pub use recipe::{FencingToken, OpId, Recipe, RecipeEvent, RecipeOp};
+pub use recipe::{FencingToken, OpId, Participant, Recipe, RecipeEvent, RecipeOp};
+pub use recipes::{LockConfig, Mutex, OpPlan, RetryPolicy};
 pub use rng::Rng;
 pub use session::{
     ConnectionState, HostId, IoCommand, RequestId, Session, SessionConfig, SessionEvent, SessionStatus, WatchEvent,

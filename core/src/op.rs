@@ -74,6 +74,11 @@ impl Op {
         Op(Request::GetChildren2(PathWatchRequest { path: path.to_string(), watch }))
     }
 
+    /// getChildren (8): names only (Curator's protected-create lookup uses it).
+    pub fn get_children_names(path: &ZkPath, watch: bool) -> Op {
+        Op(Request::GetChildren(PathWatchRequest { path: path.to_string(), watch }))
+    }
+
     /// sync (9).
     pub fn sync(path: &ZkPath) -> Op {
         Op(Request::Sync(PathRequest { path: path.to_string() }))

@@ -56,6 +56,28 @@ pub enum RecipeEvent {
     RevocationRequested,
     /// The recipe gave up on an error it cannot recover from.
     Failed(RequestError),
+    /// An event of one member of a composite recipe (the read or write half of
+    /// a read-write lock, one lock of a multi-lock).
+    Member {
+        /// The member's index.
+        index: usize,
+        /// Its event.
+        event: alloc::boxed::Box<RecipeEvent>,
+    },
+    /// The lock's participants, in queue order.
+    Participants(alloc::vec::Vec<Participant>),
+    /// A revocation request was written to the holder's node.
+    RevokeSent,
+}
+
+/// One node queued on a lock path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Participant {
+    /// The node's full path.
+    pub path: String,
+    /// Its data (Curator writes the holder's address), `None` if it vanished
+    /// before it could be read.
+    pub data: Option<bytes::Bytes>,
 }
 
 /// A poll-driven recipe. Inputs are `handle_*`, outputs are `poll_*`; drain

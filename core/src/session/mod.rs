@@ -485,7 +485,6 @@ impl Session {
             return;
         }
         match self.phase {
-            Phase::Idle { at } if now >= at => self.start_attempt(now),
             Phase::Connecting { deadline, .. } | Phase::Handshaking { deadline, .. } if now >= deadline => {
                 self.drop_connection(now)
             }
@@ -501,6 +500,12 @@ impl Session {
             }
             Phase::Closing { deadline } if now >= deadline => self.end(End::Closed),
             _ => {}
+        }
+        // Checked last: a connection dropped just above may have scheduled the
+        // next attempt for `now` (a zero reconnect pause), and leaving that
+        // deadline in place would hand the driver a timer that is already due.
+        if matches!(self.phase, Phase::Idle { at } if now >= at) {
+            self.start_attempt(now);
         }
     }
 

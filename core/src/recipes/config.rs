@@ -1,0 +1,94 @@
+//! Settings shared by every lock recipe.
+
+use alloc::vec::Vec;
+use core::time::Duration;
+
+use bytes::Bytes;
+use zoolock_wire::Acl;
+
+/// Which op sequence a recipe emits. Both use the same nodes and names, so
+/// they interoperate with each other and with Curator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum OpPlan {
+    /// Curator 5.4.0's exact sequence, one request per round trip (for
+    /// conformance replay against recorded traces).
+    Curator,
+    /// The default: create2 and getChildren2 go out back to back (an
+    /// uncontended acquire is one round trip), release returns once the
+    /// delete is queued (it stays guaranteed), and a deleted predecessor is
+    /// handed off without a re-list when the last listing proves it safe.
+    #[default]
+    Pipelined,
+}
+
+/// The retry budget for re-creating a vanished node (Curator's
+/// `ExponentialBackoffRetry`): pause `base × random(1..2^(n+1))`, at most
+/// `max_retries` times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Base pause.
+    pub base: Duration,
+    /// Retries allowed.
+    pub max_retries: u32,
+    /// Longest single pause.
+    pub max_pause: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy { base: Duration::from_millis(100), max_retries: 3, max_pause: Duration::from_secs(5) }
+    }
+}
+
+/// Settings for one lock recipe instance.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct LockConfig {
+    /// The op plan.
+    pub plan: OpPlan,
+    /// Data written into our lock node. Curator writes the local address;
+    /// the driver fills that in. Revocable locks always write empty data.
+    pub data: Bytes,
+    /// ACL of lock nodes and of the parents we create.
+    pub acl: Vec<Acl>,
+    /// Create missing parents as containers (opcode 19); falls back to
+    /// persistent nodes when the server answers Unimplemented.
+    pub container_parents: bool,
+    /// Budget for re-creating a node that vanished while waiting.
+    pub retry: RetryPolicy,
+    /// Seeds protection UUIDs and retry jitter.
+    pub seed: u64,
+    /// The fast-handoff assumption of the Pipelined plan: only Curator-keyed
+    /// names live on this path, so nodes ahead of ours can only disappear.
+    /// It is applied only when every child in the last listing has a
+    /// 10-digit sequence key.
+    pub fast_handoff: bool,
+}
+
+impl LockConfig {
+    /// Defaults: Pipelined plan, empty data, open ACL, container parents.
+    pub fn new(seed: u64) -> Self {
+        LockConfig {
+            plan: OpPlan::default(),
+            data: Bytes::new(),
+            acl: Acl::open_unsafe(),
+            container_parents: true,
+            retry: RetryPolicy::default(),
+            seed,
+            fast_handoff: true,
+        }
+    }
+
+    /// Sets the op plan.
+    pub fn with_plan(mut self, plan: OpPlan) -> Self {
+        self.plan = plan;
+        self
+    }
+
+    /// Sets the node data.
+    pub fn with_data(mut self, data: Bytes) -> Self {
+        self.data = data;
+        self
+    }
+}

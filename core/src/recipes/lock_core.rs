@@ -1,0 +1,870 @@
+//! `LockCore`: Curator's `LockInternals` loop as a state machine. The mutex,
+//! both read-write halves and the semaphore's internal lock run on it.
+//!
+//! One acquire: protected create (with lazy container parents and recovery of
+//! a create whose reply was lost), list the children, apply the pure rule from
+//! [`policy`](super::policy), then either hold or watch the node the rule names
+//! with getData and wait. Any wake-up re-lists. A node whose session was lost is
+//! never trusted again (CURATOR-604); an abandoned node is deleted until the
+//! server says OK or NoNode, or the session ends.
+
+use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::time::Duration;
+
+use bytes::Bytes;
+use zoolock_wire::{CreateMode, ErrorCode, EventType, Response, WatcherType};
+
+use super::config::{LockConfig, OpPlan};
+use super::policy::{self, SortKey, Verdict};
+use crate::error::{ApiMisuse, RequestError};
+use crate::op::Op;
+use crate::path::ZkPath;
+use crate::recipe::{FencingToken, OpId, RecipeEvent, RecipeOp};
+use crate::rng::Rng;
+use crate::session::{ConnectionState, WatchEvent};
+use crate::time::Instant;
+
+/// The bytes a revoker writes into a holder's node.
+pub const REVOKE_MESSAGE: &[u8] = b"__REVOKE__";
+
+/// Which pure rule decides ownership.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Rule {
+    /// Index below `max_leases` among all children.
+    Standard { max_leases: usize },
+    /// No write node ahead of ours.
+    Read,
+    /// At most `max_leases` children in all, ours included (semaphore
+    /// leases). Waiting is a child watch on the base path, not a predecessor
+    /// watch, and the watch is checked off once the lease is held.
+    Count { max_leases: usize },
+}
+
+/// How the node name is formed after the protection prefix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Shape {
+    /// `_c_<uuid>-<name>` + server sequence, EPHEMERAL_SEQUENTIAL.
+    Sequential,
+    /// `_c_<uuid>-<name><suffix>`, EPHEMERAL: the read node of a downgrade
+    /// reuses the held write node's sequence (Curator 5.5+, CURATOR-621).
+    Fixed(String),
+}
+
+/// Our lock node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Node {
+    pub(crate) path: String,
+    pub(crate) name: String,
+    pub(crate) token: FencingToken,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CreateStep {
+    /// create2 in flight.
+    Sent,
+    /// Checking ancestor `idx` with exists (Curator's top-down mkdirs).
+    Probe(usize),
+    /// Creating ancestor `idx`.
+    MakeParent(usize),
+    /// The create's reply was lost; waiting to reconnect before the lookup.
+    AwaitReconnect,
+    /// getChildren(parent) in flight, looking for our protection prefix.
+    Recover,
+    /// Adopted a node found by prefix; reading its Stat for the token.
+    AdoptStat,
+}
+
+#[derive(Debug)]
+struct Create {
+    prefix: String,
+    target: String,
+    parent: String,
+    step: CreateStep,
+    made_parents: bool,
+    adopted: Option<String>,
+}
+
+#[derive(Debug)]
+enum State {
+    Idle,
+    Creating(Create),
+    /// getChildren2 in flight.
+    Listing { node: Node },
+    /// getData(pred, watch) in flight.
+    Watching { node: Node, pred: String, fired: bool },
+    /// Predecessor watch armed.
+    Waiting { node: Node, pred: String },
+    /// Pausing before a re-create with a new UUID.
+    RetryPause { until: Instant },
+    Held { node: Node },
+    /// Curator plan: delete in flight; Released follows its reply.
+    Releasing { path: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Purpose {
+    Create,
+    List,
+    Probe,
+    MakeParent,
+    Recover,
+    AdoptStat,
+    WatchPred,
+    RevokeRead,
+    Verify,
+    Delete(String),
+    FindOrphans(String, String),
+    CheckWatches,
+}
+
+/// The lock loop. Not a [`Recipe`](crate::Recipe) itself: wrappers add
+/// reentrancy, revocation commands and their own events.
+#[derive(Debug)]
+pub(crate) struct LockCore {
+    config: LockConfig,
+    base: ZkPath,
+    name: &'static str,
+    key: SortKey,
+    rule: Rule,
+    /// Read rule: this owner holds the write half (downgrade short-circuit).
+    pub(crate) holds_write: bool,
+    /// Revocable: empty data, a watch on our own node.
+    pub(crate) revocable: bool,
+    shape: Shape,
+    rng: Rng,
+    state: State,
+    /// Bumped at every new attempt, so replies to an abandoned one are ignored.
+    attempt: u64,
+    expected: BTreeMap<OpId, (u64, Purpose)>,
+    next_op: u64,
+    deadline: Option<Instant>,
+    retries: u32,
+    /// The revocation watch on our node is armed server-side.
+    revoke_armed: bool,
+    /// Last sorted listing while waiting, for the fast handoff.
+    last_listing: Vec<String>,
+    /// Paths under guaranteed delete, with whether a delete is in flight.
+    deleting: BTreeMap<String, bool>,
+    /// Abandoned creates whose reply was lost: (parent, prefix) to find and delete.
+    orphans: BTreeSet<(String, String)>,
+    ops: VecDeque<RecipeOp>,
+    events: VecDeque<RecipeEvent>,
+}
+
+impl LockCore {
+    pub(crate) fn new(config: LockConfig, base: ZkPath, name: &'static str, key: SortKey, rule: Rule) -> Self {
+        LockCore {
+            rng: Rng::with_seed(config.seed),
+            config,
+            base,
+            name,
+            key,
+            rule,
+            holds_write: false,
+            revocable: false,
+            shape: Shape::Sequential,
+            state: State::Idle,
+            attempt: 0,
+            expected: BTreeMap::new(),
+            next_op: 0,
+            deadline: None,
+            retries: 0,
+            revoke_armed: false,
+            last_listing: Vec::new(),
+            deleting: BTreeMap::new(),
+            orphans: BTreeSet::new(),
+            ops: VecDeque::new(),
+            events: VecDeque::new(),
+        }
+    }
+
+    pub(crate) fn base(&self) -> &ZkPath {
+        &self.base
+    }
+
+    /// Our node while held.
+    pub(crate) fn held(&self) -> Option<&Node> {
+        match &self.state {
+            State::Held { node } => Some(node),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn is_idle(&self) -> bool {
+        matches!(self.state, State::Idle)
+    }
+
+    /// True while an acquire is under way (not idle, not held, not releasing).
+    pub(crate) fn is_acquiring(&self) -> bool {
+        !matches!(self.state, State::Idle | State::Held { .. } | State::Releasing { .. })
+    }
+
+    /// Work still owed to the server: deletes or orphan lookups.
+    pub(crate) fn has_cleanup(&self) -> bool {
+        !self.deleting.is_empty() || !self.orphans.is_empty()
+    }
+
+    // ---- commands ------------------------------------------------------------------
+
+    /// Starts an acquire; `deadline` bounds the wait (Curator's semantics: a
+    /// free lock is taken even when the deadline has passed).
+    pub(crate) fn acquire(&mut self, now: Instant, deadline: Option<Instant>, shape: Shape) -> Result<(), ApiMisuse> {
+        if !self.is_idle() {
+            return Err(ApiMisuse::InvalidState("an acquire is already under way or the lock is held"));
+        }
+        self.deadline = deadline;
+        self.retries = 0;
+        self.shape = shape;
+        self.begin_create(now);
+        Ok(())
+    }
+
+    /// Gives the lock up: delete our node (guaranteed). In the Curator plan
+    /// `Released` follows the delete's reply; in the Pipelined plan it is
+    /// reported at once.
+    pub(crate) fn release(&mut self, now: Instant) -> Result<(), ApiMisuse> {
+        let State::Held { node } = core::mem::replace(&mut self.state, State::Idle) else {
+            return Err(ApiMisuse::InvalidState("the lock is not held"));
+        };
+        let _ = now;
+        if self.revoke_armed {
+            self.revoke_armed = false;
+            let path = node_path(&node.path);
+            self.send(Op::check_watches(&path, WatcherType::ANY), Purpose::CheckWatches);
+        }
+        self.start_delete(node.path.clone());
+        match self.config.plan {
+            OpPlan::Curator => self.state = State::Releasing { path: node.path },
+            OpPlan::Pipelined => self.events.push_back(RecipeEvent::Released),
+        }
+        Ok(())
+    }
+
+    /// Abandons an acquire in progress (cancellation): whatever node it made
+    /// or may have made is deleted.
+    pub(crate) fn cancel(&mut self, _now: Instant) {
+        match core::mem::replace(&mut self.state, State::Idle) {
+            State::Creating(c) => {
+                self.orphans.insert((c.parent.clone(), c.prefix.clone()));
+                if let Some(path) = c.adopted {
+                    self.start_delete(path);
+                }
+                if !matches!(c.step, CreateStep::AwaitReconnect) {
+                    // Look now: the create may already have landed.
+                    self.find_orphans();
+                }
+            }
+            State::Listing { node } | State::Watching { node, .. } | State::Waiting { node, .. } => {
+                self.start_delete(node.path)
+            }
+            State::Held { node } => self.start_delete(node.path),
+            other => self.state = other,
+        }
+        self.attempt += 1;
+    }
+
+    // ---- inputs --------------------------------------------------------------------
+
+    pub(crate) fn handle_reply(&mut self, now: Instant, op: OpId, result: Result<Response, RequestError>) {
+        let Some((attempt, purpose)) = self.expected.remove(&op) else {
+            return;
+        };
+        // Cleanup replies matter whatever attempt they belonged to.
+        match purpose {
+            Purpose::Delete(path) => return self.on_delete(path, result),
+            Purpose::FindOrphans(parent, prefix) => return self.on_find_orphans(parent, prefix, result),
+            Purpose::CheckWatches => return,
+            Purpose::RevokeRead => return self.on_revoke_read(result),
+            _ => {}
+        }
+        if attempt != self.attempt {
+            // A reply to an abandoned attempt; a create that landed is an orphan.
+            if purpose == Purpose::Create {
+                if let Ok(Response::Create2 { path, .. }) = result {
+                    self.start_delete(path);
+                }
+            }
+            return;
+        }
+        match purpose {
+            Purpose::Create => self.on_create(now, result),
+            Purpose::Probe => self.on_probe(now, result),
+            Purpose::MakeParent => self.on_make_parent(now, result),
+            Purpose::Recover => self.on_recover(now, result),
+            Purpose::AdoptStat => self.on_adopt_stat(now, result),
+            Purpose::List => self.on_list(now, result),
+            Purpose::WatchPred => self.on_watch_pred(now, result),
+            Purpose::Verify => self.on_verify(result),
+            Purpose::Delete(_) | Purpose::FindOrphans(..) | Purpose::CheckWatches | Purpose::RevokeRead => {}
+        }
+    }
+
+    pub(crate) fn handle_watch(&mut self, now: Instant, event: &WatchEvent) {
+        // Revocation: a data change on our own node.
+        if self.revocable && event.event_type == EventType::NODE_DATA_CHANGED {
+            let own = match &self.state {
+                State::Held { node }
+                | State::Listing { node }
+                | State::Watching { node, .. }
+                | State::Waiting { node, .. } => Some(node.path.clone()),
+                _ => None,
+            };
+            if own.as_deref() == Some(event.path.as_str()) {
+                self.send(Op::get_data(&node_path(&event.path), true), Purpose::RevokeRead);
+                return;
+            }
+        }
+        let base = String::from(self.base.as_str());
+        let prefix = String::from(self.base_prefix());
+        let pred_path = |pred: &str| if pred.is_empty() { base.clone() } else { format!("{prefix}/{pred}") };
+        match &mut self.state {
+            State::Watching { pred, fired, .. } if pred_path(pred) == event.path => *fired = true,
+            State::Waiting { node, pred } if pred_path(pred) == event.path => {
+                let node = node.clone();
+                let pred = pred.clone();
+                if event.event_type == EventType::NODE_DELETED && self.fast_handoff_allowed() {
+                    self.last_listing.retain(|c| *c != pred);
+                    let listing = core::mem::take(&mut self.last_listing);
+                    self.evaluate(now, node, listing);
+                } else {
+                    self.relist(node);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    pub(crate) fn handle_session(&mut self, now: Instant, state: ConnectionState) {
+        match state {
+            ConnectionState::Suspended => match core::mem::replace(&mut self.state, State::Idle) {
+                State::Held { node } => {
+                    self.state = State::Held { node };
+                    self.events.push_back(RecipeEvent::Suspended);
+                }
+                // Curator's loop wakes on every connection event and re-lists;
+                // the request waits in the session until the reconnect.
+                State::Waiting { node, .. } => self.relist(node),
+                State::Watching { node, pred, .. } => self.state = State::Watching { node, pred, fired: true },
+                other => self.state = other,
+            },
+            ConnectionState::Reconnected | ConnectionState::Connected | ConnectionState::ConnectedReadOnly => {
+                if let State::Creating(c) = &mut self.state {
+                    if c.step == CreateStep::AwaitReconnect {
+                        c.step = CreateStep::Recover;
+                        let parent = node_path(&c.parent);
+                        self.send(Op::get_children_names(&parent, false), Purpose::Recover);
+                    }
+                }
+                if let State::Held { node } = &self.state {
+                    if state == ConnectionState::Reconnected {
+                        // Same session: confirm the node survived before
+                        // telling the holder it may go on.
+                        let path = node_path(&node.path);
+                        self.send(Op::exists(&path, false), Purpose::Verify);
+                    }
+                }
+                let pending: Vec<String> =
+                    self.deleting.iter().filter(|(_, in_flight)| !**in_flight).map(|(p, _)| p.clone()).collect();
+                for path in pending {
+                    self.send_delete(path);
+                }
+                self.find_orphans();
+                let _ = now;
+            }
+            ConnectionState::Lost | ConnectionState::Closed | ConnectionState::AuthFailed => {
+                // Every ephemeral of the session is gone (or going): nothing
+                // created under it may be trusted or needs deleting.
+                self.deleting.clear();
+                self.orphans.clear();
+                self.expected.clear();
+                self.revoke_armed = false;
+                let error = match state {
+                    ConnectionState::Lost => RequestError::SessionExpired,
+                    ConnectionState::AuthFailed => RequestError::AuthFailed,
+                    _ => RequestError::Closed,
+                };
+                match core::mem::replace(&mut self.state, State::Idle) {
+                    State::Held { .. } => self.events.push_back(RecipeEvent::Lost),
+                    State::Releasing { .. } => self.events.push_back(RecipeEvent::Released),
+                    State::Idle => {}
+                    _ => self.events.push_back(RecipeEvent::Failed(error)),
+                }
+                self.attempt += 1;
+            }
+        }
+    }
+
+    pub(crate) fn handle_timeout(&mut self, now: Instant) {
+        match &self.state {
+            State::RetryPause { until } if now >= *until => self.begin_create(now),
+            State::Waiting { node, .. } if self.deadline.is_some_and(|d| now >= d) => {
+                // Curator runs the loop once more at the deadline.
+                let node = node.clone();
+                self.relist(node);
+            }
+            _ => {}
+        }
+    }
+
+    pub(crate) fn poll_op(&mut self) -> Option<RecipeOp> {
+        self.ops.pop_front()
+    }
+
+    pub(crate) fn poll_event(&mut self) -> Option<RecipeEvent> {
+        self.events.pop_front()
+    }
+
+    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
+        match &self.state {
+            State::RetryPause { until } => Some(*until),
+            State::Waiting { .. } => self.deadline,
+            _ => None,
+        }
+    }
+
+    // ---- mechanism -----------------------------------------------------------------
+
+    fn base_prefix(&self) -> &str {
+        if self.base.is_root() { "" } else { self.base.as_str() }
+    }
+
+    fn send(&mut self, op: Op, purpose: Purpose) {
+        let id = OpId(self.next_op);
+        self.next_op += 1;
+        self.expected.insert(id, (self.attempt, purpose));
+        self.ops.push_back(RecipeOp { id, op });
+    }
+
+    fn node_data(&self) -> Bytes {
+        if self.revocable { Bytes::new() } else { self.config.data.clone() }
+    }
+
+    fn begin_create(&mut self, _now: Instant) {
+        self.attempt += 1;
+        let uuid = self.rng.uuid_v4();
+        let prefix = format!("_c_{uuid}-");
+        let target = match &self.shape {
+            Shape::Sequential => format!("{}/{prefix}{}", self.base_prefix(), self.name),
+            Shape::Fixed(suffix) => format!("{}/{prefix}{}{suffix}", self.base_prefix(), self.name),
+        };
+        let parent = String::from(self.base.as_str());
+        self.state = State::Creating(Create {
+            prefix,
+            target,
+            parent,
+            step: CreateStep::Sent,
+            made_parents: false,
+            adopted: None,
+        });
+        self.send_create();
+    }
+
+    fn send_create(&mut self) {
+        let State::Creating(c) = &mut self.state else { return };
+        c.step = CreateStep::Sent;
+        let mode = match self.shape {
+            Shape::Sequential => CreateMode::EPHEMERAL_SEQUENTIAL,
+            Shape::Fixed(_) => CreateMode::EPHEMERAL,
+        };
+        let target = c.target.clone();
+        let op = match ZkPath::new_sequential_prefix(&target) {
+            Ok(path) => Op::create(&path, self.node_data(), self.config.acl.clone(), mode),
+            Err(_) => {
+                self.fail(RequestError::Server(ErrorCode::BAD_ARGUMENTS));
+                return;
+            }
+        };
+        self.send(op, Purpose::Create);
+        if self.config.plan == OpPlan::Pipelined && !self.revocable {
+            // The listing rides in the same round trip; the server runs it
+            // after the create, so it sees our node.
+            self.send(Op::get_children(&self.base.clone(), self.list_watch()), Purpose::List);
+        }
+    }
+
+    /// Semaphore leases list with a child watch; locks list without one.
+    fn list_watch(&self) -> bool {
+        matches!(self.rule, Rule::Count { .. })
+    }
+
+    fn fail(&mut self, error: RequestError) {
+        self.state = State::Idle;
+        self.attempt += 1;
+        self.events.push_back(RecipeEvent::Failed(error));
+    }
+
+    fn on_create(&mut self, now: Instant, result: Result<Response, RequestError>) {
+        let State::Creating(c) = &mut self.state else { return };
+        match result {
+            Ok(Response::Create2 { path, stat }) => {
+                let node = make_node(&path, FencingToken(stat.czxid));
+                self.created(now, node);
+            }
+            Ok(_) => self.fail(RequestError::Server(ErrorCode::MARSHALLING_ERROR)),
+            Err(RequestError::Server(ErrorCode::NO_NODE)) if !c.made_parents => {
+                c.made_parents = true;
+                // A pipelined listing of the missing parent is now stale.
+                self.attempt += 1;
+                self.probe(0);
+            }
+            Err(RequestError::Server(ErrorCode::NO_NODE)) => self.no_node_retry(now),
+            Err(RequestError::ConnectionLoss) => {
+                c.step = CreateStep::AwaitReconnect;
+                // The pipelined listing of this attempt is stale too.
+                self.attempt += 1;
+            }
+            Err(e) => self.fail(e),
+        }
+    }
+
+    /// Ancestors of the node to make, top-down, excluding `/` (Curator 5.4's mkdirs).
+    fn ancestors(&self) -> Vec<String> {
+        let State::Creating(c) = &self.state else { return Vec::new() };
+        let mut out = Vec::new();
+        for (idx, _) in c.target.match_indices('/').filter(|(i, _)| *i > 0) {
+            if let Some(a) = c.target.get(..idx) {
+                out.push(String::from(a));
+            }
+        }
+        out
+    }
+
+    fn probe(&mut self, idx: usize) {
+        let ancestors = self.ancestors();
+        let State::Creating(c) = &mut self.state else { return };
+        match ancestors.get(idx).and_then(|a| ZkPath::new(a).ok()) {
+            Some(path) => {
+                c.step = CreateStep::Probe(idx);
+                self.send(Op::exists(&path, false), Purpose::Probe);
+            }
+            None => self.send_create(),
+        }
+    }
+
+    fn make_parent(&mut self, idx: usize) {
+        let ancestors = self.ancestors();
+        let State::Creating(c) = &mut self.state else { return };
+        let Some(path) = ancestors.get(idx).and_then(|a| ZkPath::new(a).ok()) else {
+            return self.send_create();
+        };
+        c.step = CreateStep::MakeParent(idx);
+        let op = if self.config.container_parents {
+            Op::create_container(&path, Bytes::new(), self.config.acl.clone())
+        } else {
+            Op::create(&path, Bytes::new(), self.config.acl.clone(), CreateMode::PERSISTENT)
+        };
+        self.send(op, Purpose::MakeParent);
+    }
+
+    fn on_probe(&mut self, _now: Instant, result: Result<Response, RequestError>) {
+        let State::Creating(Create { step: CreateStep::Probe(idx), .. }) = self.state else { return };
+        match result {
+            Ok(_) => self.probe(idx + 1),
+            Err(RequestError::Server(ErrorCode::NO_NODE)) => self.make_parent(idx),
+            Err(RequestError::ConnectionLoss) => self.probe(idx),
+            Err(e) => self.fail(e),
+        }
+    }
+
+    fn on_make_parent(&mut self, _now: Instant, result: Result<Response, RequestError>) {
+        let State::Creating(Create { step: CreateStep::MakeParent(idx), .. }) = self.state else { return };
+        match result {
+            Ok(_) | Err(RequestError::Server(ErrorCode::NODE_EXISTS)) => self.probe(idx + 1),
+            Err(RequestError::Server(ErrorCode::UNIMPLEMENTED)) if self.config.container_parents => {
+                // A server without containers: persistent parents from now on.
+                self.config.container_parents = false;
+                self.make_parent(idx);
+            }
+            Err(RequestError::ConnectionLoss) => self.make_parent(idx),
+            Err(e) => self.fail(e),
+        }
+    }
+
+    fn on_recover(&mut self, now: Instant, result: Result<Response, RequestError>) {
+        let State::Creating(c) = &mut self.state else { return };
+        match result {
+            Ok(Response::Children(names)) | Ok(Response::Children2 { children: names, .. }) => {
+                match names.iter().find(|n| n.starts_with(&c.prefix)) {
+                    Some(found) => {
+                        let path = format!("{}/{found}", if c.parent == "/" { "" } else { c.parent.as_str() });
+                        c.adopted = Some(path.clone());
+                        c.step = CreateStep::AdoptStat;
+                        self.send(Op::exists(&node_path(&path), false), Purpose::AdoptStat);
+                    }
+                    None => self.send_create(),
+                }
+            }
+            Ok(_) => self.send_create(),
+            Err(RequestError::Server(ErrorCode::NO_NODE)) => self.send_create(),
+            Err(RequestError::ConnectionLoss) => c.step = CreateStep::AwaitReconnect,
+            Err(e) => self.fail(e),
+        }
+        let _ = now;
+    }
+
+    fn on_adopt_stat(&mut self, now: Instant, result: Result<Response, RequestError>) {
+        let State::Creating(c) = &mut self.state else { return };
+        let Some(path) = c.adopted.clone() else { return };
+        match result {
+            Ok(Response::Stat(stat)) => self.created(now, make_node(&path, FencingToken(stat.czxid))),
+            Err(RequestError::ConnectionLoss) => c.step = CreateStep::AwaitReconnect,
+            // Gone between the lookup and now: create again.
+            _ => {
+                c.adopted = None;
+                self.send_create();
+            }
+        }
+    }
+
+    /// Our node exists: arm revocation, then list (unless a pipelined listing
+    /// is already on its way).
+    fn created(&mut self, _now: Instant, node: Node) {
+        let list_in_flight = self.expected.values().any(|(a, p)| *a == self.attempt && *p == Purpose::List);
+        if self.revocable {
+            self.revoke_armed = true;
+            self.send(Op::get_data(&node_path(&node.path), true), Purpose::RevokeRead);
+        }
+        if list_in_flight {
+            self.state = State::Listing { node };
+        } else {
+            self.relist(node);
+        }
+    }
+
+    fn relist(&mut self, node: Node) {
+        self.state = State::Listing { node };
+        self.send(Op::get_children(&self.base.clone(), self.list_watch()), Purpose::List);
+    }
+
+    fn on_list(&mut self, now: Instant, result: Result<Response, RequestError>) {
+        let State::Listing { node } = &self.state else { return };
+        let node = node.clone();
+        let children = match result {
+            Ok(Response::Children2 { children, .. }) | Ok(Response::Children(children)) => children,
+            // A reaped base path lists as empty (Curator 4.0.1+).
+            Err(RequestError::Server(ErrorCode::NO_NODE)) => Vec::new(),
+            Err(RequestError::ConnectionLoss) => return self.relist(node),
+            Err(e) => return self.abandon_with(node, RecipeEvent::Failed(e)),
+            Ok(_) => return self.abandon_with(node, RecipeEvent::Failed(RequestError::Server(ErrorCode::MARSHALLING_ERROR))),
+        };
+        if let Rule::Count { max_leases } = self.rule {
+            return self.evaluate_count(now, node, &children, max_leases);
+        }
+        let sorted = policy::sorted(&children, self.key);
+        self.evaluate(now, node, sorted);
+    }
+
+    fn evaluate_count(&mut self, now: Instant, node: Node, children: &[String], max_leases: usize) {
+        match policy::semaphore(children, &node.name, max_leases) {
+            None => {
+                self.start_delete(node.path.clone());
+                self.no_node_retry(now);
+            }
+            Some(true) => {
+                // Curator checks off the leases child watch once it has a lease.
+                self.send(Op::check_watches(&self.base.clone(), WatcherType::ANY), Purpose::CheckWatches);
+                self.events.push_back(RecipeEvent::Acquired { node: node.path.clone(), token: node.token });
+                self.state = State::Held { node };
+            }
+            Some(false) if self.deadline.is_some_and(|d| now >= d) => self.abandon_with(node, RecipeEvent::TimedOut),
+            // Waiting on the child watch; `pred` empty means "the base path".
+            Some(false) => self.state = State::Waiting { node, pred: String::new() },
+        }
+    }
+
+    fn verdict(&self, sorted: &[String], ours: &str) -> Verdict {
+        match self.rule {
+            Rule::Standard { max_leases } | Rule::Count { max_leases } => policy::standard(sorted, ours, max_leases),
+            Rule::Read => policy::read(sorted, ours, self.holds_write),
+        }
+    }
+
+    fn evaluate(&mut self, now: Instant, node: Node, sorted: Vec<String>) {
+        match self.verdict(&sorted, &node.name) {
+            Verdict::Acquired => {
+                self.last_listing.clear();
+                self.events.push_back(RecipeEvent::Acquired { node: node.path.clone(), token: node.token });
+                self.state = State::Held { node };
+            }
+            Verdict::Missing => {
+                // Our node vanished (expiry, deletion): delete it anyway and
+                // re-create at the back of the queue.
+                self.start_delete(node.path.clone());
+                self.no_node_retry(now);
+            }
+            Verdict::Watch(pred) => {
+                let pred_path = format!("{}/{}", self.base_prefix(), pred);
+                self.last_listing = sorted;
+                match ZkPath::new(&pred_path) {
+                    Ok(path) => {
+                        self.state = State::Watching { node, pred, fired: false };
+                        self.send(Op::get_data(&path, true), Purpose::WatchPred);
+                    }
+                    Err(_) => self.relist(node),
+                }
+            }
+        }
+    }
+
+    fn on_watch_pred(&mut self, now: Instant, result: Result<Response, RequestError>) {
+        let State::Watching { node, pred, fired } = &self.state else { return };
+        let (node, pred, fired) = (node.clone(), pred.clone(), *fired);
+        match result {
+            Ok(_) => {
+                if self.deadline.is_some_and(|d| now >= d) {
+                    self.abandon_with(node, RecipeEvent::TimedOut);
+                } else if fired {
+                    self.relist(node);
+                } else {
+                    self.state = State::Waiting { node, pred };
+                }
+            }
+            // Already gone, or the connection dropped: look again.
+            Err(RequestError::Server(ErrorCode::NO_NODE)) | Err(RequestError::ConnectionLoss) => self.relist(node),
+            Err(e) => self.abandon_with(node, RecipeEvent::Failed(e)),
+        }
+    }
+
+    fn on_verify(&mut self, result: Result<Response, RequestError>) {
+        if !matches!(self.state, State::Held { .. }) {
+            return;
+        }
+        match result {
+            Ok(_) => self.events.push_back(RecipeEvent::Reconnected),
+            Err(RequestError::Server(ErrorCode::NO_NODE)) => {
+                self.state = State::Idle;
+                self.events.push_back(RecipeEvent::Lost);
+            }
+            // Dropped again: the next Reconnected verifies again.
+            Err(_) => {}
+        }
+    }
+
+    fn on_revoke_read(&mut self, result: Result<Response, RequestError>) {
+        match result {
+            Ok(Response::Data { data, .. }) => {
+                if data.as_deref() == Some(REVOKE_MESSAGE) {
+                    self.events.push_back(RecipeEvent::RevocationRequested);
+                }
+            }
+            // NoNode: our node is gone; the watch was not set.
+            _ => {}
+        }
+    }
+
+    /// Leaves the queue: delete our node and report `event`.
+    fn abandon_with(&mut self, node: Node, event: RecipeEvent) {
+        self.start_delete(node.path);
+        self.state = State::Idle;
+        self.attempt += 1;
+        self.revoke_armed = false;
+        self.events.push_back(event);
+    }
+
+    fn no_node_retry(&mut self, now: Instant) {
+        let policy = self.config.retry;
+        if self.retries >= policy.max_retries {
+            return self.fail(RequestError::Server(ErrorCode::NO_NODE));
+        }
+        let n = self.retries;
+        self.retries += 1;
+        let factor = 1 + self.rng.next_u64() % (1u64 << (n + 1).min(30));
+        let pause = policy.base.saturating_mul(u32::try_from(factor).unwrap_or(u32::MAX)).min(policy.max_pause);
+        self.attempt += 1;
+        self.state = State::RetryPause { until: now + pause.max(Duration::from_millis(1)) };
+    }
+
+    fn start_delete(&mut self, path: String) {
+        if self.deleting.contains_key(&path) {
+            return;
+        }
+        self.deleting.insert(path.clone(), false);
+        self.send_delete(path);
+    }
+
+    fn send_delete(&mut self, path: String) {
+        let Ok(zk) = ZkPath::new(&path) else {
+            self.deleting.remove(&path);
+            return;
+        };
+        self.deleting.insert(path.clone(), true);
+        self.send(Op::delete(&zk, None), Purpose::Delete(path));
+    }
+
+    fn on_delete(&mut self, path: String, result: Result<Response, RequestError>) {
+        match result {
+            Ok(_) | Err(RequestError::Server(ErrorCode::NO_NODE)) => {
+                self.deleting.remove(&path);
+                if matches!(&self.state, State::Releasing { path: p } if *p == path) {
+                    self.state = State::Idle;
+                    self.events.push_back(RecipeEvent::Released);
+                }
+            }
+            // Retried after the next reconnect.
+            Err(RequestError::ConnectionLoss) => {
+                self.deleting.insert(path, false);
+            }
+            Err(e) => {
+                // Not ours to fix (NoAuth, ...): report it and stop trying.
+                self.deleting.remove(&path);
+                if matches!(&self.state, State::Releasing { path: p } if *p == path) {
+                    self.state = State::Idle;
+                }
+                self.events.push_back(RecipeEvent::Failed(e));
+            }
+        }
+    }
+
+    fn find_orphans(&mut self) {
+        let lookups: Vec<(String, String)> = self.orphans.iter().cloned().collect();
+        for (parent, prefix) in lookups {
+            if let Ok(path) = ZkPath::new(&parent) {
+                let already = self
+                    .expected
+                    .values()
+                    .any(|(_, p)| matches!(p, Purpose::FindOrphans(a, b) if *a == parent && *b == prefix));
+                if !already {
+                    self.send(Op::get_children_names(&path, false), Purpose::FindOrphans(parent, prefix));
+                }
+            }
+        }
+    }
+
+    fn on_find_orphans(&mut self, parent: String, prefix: String, result: Result<Response, RequestError>) {
+        match result {
+            Ok(Response::Children(names)) | Ok(Response::Children2 { children: names, .. }) => {
+                self.orphans.remove(&(parent.clone(), prefix.clone()));
+                let base = if parent == "/" { "" } else { parent.as_str() };
+                for name in names.iter().filter(|n| n.starts_with(&prefix)) {
+                    self.start_delete(format!("{base}/{name}"));
+                }
+            }
+            // Retried after the next reconnect.
+            Err(RequestError::ConnectionLoss) => {}
+            _ => {
+                self.orphans.remove(&(parent, prefix));
+            }
+        }
+    }
+
+    fn fast_handoff_allowed(&self) -> bool {
+        self.config.plan == OpPlan::Pipelined
+            && self.config.fast_handoff
+            && !self.last_listing.is_empty()
+            && self.last_listing.iter().all(|c| policy::is_sequence_key(self.key.key(c)))
+    }
+}
+
+fn make_node(path: &str, token: FencingToken) -> Node {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    Node { path: String::from(path), name: String::from(name), token }
+}
+
+/// Paths we built or the server returned are valid; fall back to `/` rather
+/// than panic if one ever is not.
+fn node_path(path: &str) -> ZkPath {
+    ZkPath::new(path).unwrap_or_else(|_| ZkPath::root())
+}

@@ -1,0 +1,141 @@
+//! [`Mutex`]: Curator's `InterProcessMutex`. Fair, reentrant per handle,
+//! optionally revocable.
+
+use core::any::Any;
+
+use zoolock_wire::Response;
+
+use super::config::LockConfig;
+use super::lock_core::{LockCore, Rule, Shape};
+use super::policy::{LOCK_NAME, SortKey};
+use crate::error::{ApiMisuse, RequestError};
+use crate::path::ZkPath;
+use crate::recipe::{FencingToken, OpId, Recipe, RecipeEvent, RecipeOp};
+use crate::session::{ConnectionState, WatchEvent};
+use crate::time::Instant;
+
+/// A fair, reentrant lock on `base`, wire-compatible with Curator's
+/// `InterProcessMutex`: nodes `_c_<uuid>-lock-<seq>`, first in sequence holds.
+///
+/// Reentrancy belongs to this handle: acquiring again while held only counts
+/// up (no traffic, and `Acquired` is reported again at once), and the node is
+/// deleted when the count returns to zero.
+#[derive(Debug)]
+pub struct Mutex {
+    core: LockCore,
+    holds: u32,
+    reentrant_events: alloc::collections::VecDeque<RecipeEvent>,
+}
+
+impl Mutex {
+    /// A mutex on `base` (the lock path; nodes go underneath).
+    pub fn new(base: ZkPath, config: LockConfig) -> Mutex {
+        let core = LockCore::new(config, base, LOCK_NAME, SortKey::Standard(LOCK_NAME), Rule::Standard { max_leases: 1 });
+        Mutex { core, holds: 0, reentrant_events: alloc::collections::VecDeque::new() }
+    }
+
+    /// The lock path.
+    pub fn base(&self) -> &ZkPath {
+        self.core.base()
+    }
+
+    /// Makes later acquires revocable: the node is created with empty data and
+    /// its own data watched; a `__REVOKE__` write yields
+    /// [`RecipeEvent::RevocationRequested`].
+    pub fn make_revocable(&mut self) -> Result<(), ApiMisuse> {
+        if !self.core.is_idle() {
+            return Err(ApiMisuse::InvalidState("make_revocable must come before acquire"));
+        }
+        self.core.revocable = true;
+        Ok(())
+    }
+
+    /// Acquires, waiting until `deadline` (`None`: forever). Reported as
+    /// `Acquired`, `TimedOut` or `Failed`.
+    pub fn acquire(&mut self, now: Instant, deadline: Option<Instant>) -> Result<(), ApiMisuse> {
+        if let Some(node) = self.core.held() {
+            self.holds += 1;
+            let event = RecipeEvent::Acquired { node: node.path.clone(), token: node.token };
+            self.reentrant_events.push_back(event);
+            return Ok(());
+        }
+        self.core.acquire(now, deadline, Shape::Sequential)
+    }
+
+    /// Releases one hold; the last one deletes the node.
+    pub fn release(&mut self, now: Instant) -> Result<(), ApiMisuse> {
+        if self.core.held().is_none() || self.holds == 0 {
+            return Err(ApiMisuse::InvalidState("the lock is not held"));
+        }
+        self.holds -= 1;
+        if self.holds > 0 {
+            return Ok(());
+        }
+        self.core.release(now)
+    }
+
+    /// Abandons an acquire in progress; no node is left behind.
+    pub fn cancel(&mut self, now: Instant) {
+        if self.core.is_acquiring() {
+            self.core.cancel(now);
+        }
+    }
+
+    /// How many holds are outstanding (0 when not held).
+    pub fn hold_count(&self) -> u32 {
+        self.holds
+    }
+
+    /// Our node and fencing token while held.
+    pub fn holder(&self) -> Option<(&str, FencingToken)> {
+        self.core.held().map(|n| (n.path.as_str(), n.token))
+    }
+
+    /// True when nothing is in progress and nothing is owed to the server.
+    pub fn is_quiescent(&self) -> bool {
+        self.core.is_idle() && !self.core.has_cleanup()
+    }
+}
+
+impl Recipe for Mutex {
+    fn handle_reply(&mut self, now: Instant, op: OpId, result: Result<Response, RequestError>) {
+        self.core.handle_reply(now, op, result);
+    }
+
+    fn handle_watch(&mut self, now: Instant, event: &WatchEvent) {
+        self.core.handle_watch(now, event);
+    }
+
+    fn handle_session(&mut self, now: Instant, state: ConnectionState) {
+        self.core.handle_session(now, state);
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        self.core.handle_timeout(now);
+    }
+
+    fn poll_op(&mut self) -> Option<RecipeOp> {
+        self.core.poll_op()
+    }
+
+    fn poll_event(&mut self) -> Option<RecipeEvent> {
+        if let Some(e) = self.reentrant_events.pop_front() {
+            return Some(e);
+        }
+        let event = self.core.poll_event()?;
+        match &event {
+            RecipeEvent::Acquired { .. } => self.holds = 1,
+            RecipeEvent::Lost | RecipeEvent::Released => self.holds = 0,
+            _ => {}
+        }
+        Some(event)
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.core.poll_timeout()
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}

@@ -1,0 +1,241 @@
+//! The pure "do I hold it?" rules, separate from the machines that apply them.
+//!
+//! Children are ordered by Curator's sort key: the text after the last
+//! occurrence of the lock name (the sequence suffix), or the whole name when
+//! the lock name does not occur. Every child of the base path counts, foreign
+//! ones included, and the sort is stable, exactly as Curator sorts.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::cmp::Ordering;
+
+/// Curator's mutex, semaphore-internal lock and lease name.
+pub const LOCK_NAME: &str = "lock-";
+/// Read-lock node marker.
+pub const READ_NAME: &str = "__READ__";
+/// Write-lock node marker.
+pub const WRITE_NAME: &str = "__WRIT__";
+/// Semaphore lease name.
+pub const LEASE_NAME: &str = "lease-";
+
+/// Curator's `standardFixForSorting`: everything after the last `lock_name`,
+/// or the whole name when it is absent.
+pub fn sort_key<'a>(name: &'a str, lock_name: &str) -> &'a str {
+    match name.rfind(lock_name) {
+        Some(idx) => name.get(idx + lock_name.len()..).unwrap_or(""),
+        None => name,
+    }
+}
+
+/// The read-write lock's key: strip through the last `__READ__`, then through
+/// the last `__WRIT__`.
+pub fn rw_sort_key(name: &str) -> &str {
+    sort_key(sort_key(name, READ_NAME), WRITE_NAME)
+}
+
+/// How a recipe orders its base path's children.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SortKey {
+    /// `standardFixForSorting` with this lock name.
+    Standard(&'static str),
+    /// The read-write lock's combined key.
+    ReadWrite,
+}
+
+impl SortKey {
+    /// The key of one child name.
+    pub fn key<'a>(&self, name: &'a str) -> &'a str {
+        match self {
+            SortKey::Standard(lock_name) => sort_key(name, lock_name),
+            SortKey::ReadWrite => rw_sort_key(name),
+        }
+    }
+
+    /// Sorts children stably by key. Keys compare as UTF-16 code units, as
+    /// Java's `String.compareTo` does (the same as byte order for ASCII).
+    pub fn sort(&self, children: &mut [String]) {
+        children.sort_by(|a, b| utf16_cmp(self.key(a), self.key(b)));
+    }
+}
+
+fn utf16_cmp(a: &str, b: &str) -> Ordering {
+    if a.is_ascii() && b.is_ascii() { a.cmp(b) } else { a.encode_utf16().cmp(b.encode_utf16()) }
+}
+
+/// True when a key is exactly Curator's 10-digit sequence suffix: such a
+/// node can only be followed, never preceded, by nodes created later.
+pub fn is_sequence_key(key: &str) -> bool {
+    key.len() == 10 && key.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// What a waiter should do after evaluating a listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// We hold it.
+    Acquired,
+    /// Watch this child (a name from the listing) and wait.
+    Watch(String),
+    /// Our node is not in the listing: it vanished (expiry, deletion).
+    Missing,
+}
+
+/// The standard rule (mutex, write lock, V1 semaphore): holding iff our
+/// index is below `max_leases`; otherwise watch the child `max_leases` ahead.
+pub fn standard(sorted: &[String], ours: &str, max_leases: usize) -> Verdict {
+    let Some(idx) = sorted.iter().position(|c| c == ours) else {
+        return Verdict::Missing;
+    };
+    if idx < max_leases {
+        return Verdict::Acquired;
+    }
+    match sorted.get(idx - max_leases) {
+        Some(pred) => Verdict::Watch(pred.clone()),
+        None => Verdict::Acquired,
+    }
+}
+
+/// The read rule: holding iff no write node precedes ours; otherwise watch
+/// the first write node in the list (Curator watches the first, not the
+/// nearest). `holds_write` is the downgrade short-circuit.
+pub fn read(sorted: &[String], ours: &str, holds_write: bool) -> Verdict {
+    if holds_write {
+        return Verdict::Acquired;
+    }
+    let mut first_write = None;
+    for (idx, name) in sorted.iter().enumerate() {
+        if name.contains(WRITE_NAME) {
+            first_write.get_or_insert(idx);
+        } else if name.starts_with(ours) {
+            return match first_write.and_then(|w| sorted.get(w)) {
+                Some(writer) => Verdict::Watch(writer.clone()),
+                None => Verdict::Acquired,
+            };
+        }
+    }
+    Verdict::Missing
+}
+
+/// The semaphore rule: the lease is held once the number of lease nodes,
+/// ours included, is at most `max_leases`.
+pub fn semaphore(children: &[String], ours: &str, max_leases: usize) -> Option<bool> {
+    if !children.iter().any(|c| c == ours) {
+        return None;
+    }
+    Some(children.len() <= max_leases)
+}
+
+/// Children that sort strictly before ours under `key`: the ones we wait for.
+pub fn ahead_of<'a>(sorted: &'a [String], ours: &str) -> &'a [String] {
+    let idx = sorted.iter().position(|c| c == ours).unwrap_or(sorted.len());
+    sorted.get(..idx).unwrap_or(&[])
+}
+
+/// Sorts a copy of `children` by `key`.
+pub fn sorted(children: &[String], key: SortKey) -> Vec<String> {
+    let mut v = children.to_vec();
+    key.sort(&mut v);
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::string::ToString;
+    use alloc::vec;
+
+    fn names(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn sort_keys() {
+        let cases = [
+            ("_c_3f2504e0-4f89-41d3-9a0c-0305e82c3301-lock-0000000042", LOCK_NAME, "0000000042"),
+            ("lock-0000000007", LOCK_NAME, "0000000007"),
+            ("_c_8eb60557ba51e0da67eefc47467d3f34-lock-0000000031", LOCK_NAME, "0000000031"),
+            ("514e5a831836450cb1a56c741e990fd8__lock__0000000032", LOCK_NAME, "514e5a831836450cb1a56c741e990fd8__lock__0000000032"),
+            ("readme", LOCK_NAME, "readme"),
+            ("x-lock-lock-0000000001", LOCK_NAME, "0000000001"),
+            ("ends-with-lock-", LOCK_NAME, ""),
+            ("_c_u-lease-0000000003", LEASE_NAME, "0000000003"),
+        ];
+        for (name, lock, key) in cases {
+            assert_eq!(sort_key(name, lock), key, "{name}");
+        }
+        assert_eq!(rw_sort_key("_c_u-__READ__0000000004"), "0000000004");
+        assert_eq!(rw_sort_key("_c_u-__WRIT__0000000003"), "0000000003");
+        assert_eq!(rw_sort_key("__WRIT__x__READ__0000000009"), "0000000009");
+        assert_eq!(rw_sort_key("foreign"), "foreign");
+    }
+
+    #[test]
+    fn sort_is_stable_and_counts_foreign_children() {
+        let mut v = names(&["b-lock-0000000002", "zzz", "a-lock-0000000001", "0000", "c-lock-0000000001"]);
+        SortKey::Standard(LOCK_NAME).sort(&mut v);
+        assert_eq!(v, names(&["0000", "a-lock-0000000001", "c-lock-0000000001", "b-lock-0000000002", "zzz"]));
+        assert!(is_sequence_key("0000000001"));
+        assert!(!is_sequence_key("-2147483648"));
+        assert!(!is_sequence_key("zzz"));
+    }
+
+    /// Every position of our node among 0..4 children, with 1..3 leases.
+    #[test]
+    fn standard_rule_table() {
+        for n in 1..=4usize {
+            let sorted: Vec<String> = (0..n).map(|i| alloc::format!("n-lock-{i:010}")).collect();
+            for ours in 0..n {
+                for max in 1..=3usize {
+                    let expected = if ours < max {
+                        Verdict::Acquired
+                    } else {
+                        Verdict::Watch(sorted[ours - max].clone())
+                    };
+                    assert_eq!(standard(&sorted, &sorted[ours], max), expected, "n={n} ours={ours} max={max}");
+                }
+            }
+            assert_eq!(standard(&sorted, "missing-lock-0000000099", 1), Verdict::Missing);
+        }
+        assert_eq!(standard(&[], "x", 1), Verdict::Missing);
+    }
+
+    /// Every arrangement of up to 4 nodes, each a reader or a writer, with our
+    /// reader at every position.
+    #[test]
+    fn read_rule_table() {
+        for n in 1..=4usize {
+            for mask in 0..(1u32 << n) {
+                let sorted: Vec<String> = (0..n)
+                    .map(|i| {
+                        let kind = if mask & (1 << i) != 0 { WRITE_NAME } else { READ_NAME };
+                        alloc::format!("_c_{i}-{kind}{i:010}")
+                    })
+                    .collect();
+                for ours in (0..n).filter(|i| mask & (1 << i) == 0) {
+                    let first_write = (0..ours).find(|i| mask & (1 << i) != 0);
+                    let expected = match first_write {
+                        Some(w) => Verdict::Watch(sorted[w].clone()),
+                        None => Verdict::Acquired,
+                    };
+                    assert_eq!(read(&sorted, &sorted[ours], false), expected, "mask={mask:b} ours={ours}");
+                    assert_eq!(read(&sorted, &sorted[ours], true), Verdict::Acquired);
+                }
+                assert_eq!(read(&sorted, "_c_x-__READ__0000000099", false), Verdict::Missing);
+            }
+        }
+    }
+
+    #[test]
+    fn semaphore_rule_table() {
+        for n in 0..=4usize {
+            let children: Vec<String> = (0..n).map(|i| alloc::format!("_c_{i}-lease-{i:010}")).collect();
+            for max in 1..=4usize {
+                for ours in 0..n {
+                    assert_eq!(semaphore(&children, &children[ours], max), Some(n <= max), "n={n} max={max}");
+                }
+                assert_eq!(semaphore(&children, "missing", max), None);
+            }
+        }
+        let _ = vec![0];
+    }
+}
