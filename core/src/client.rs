@@ -59,6 +59,8 @@ enum Route {
 
 /// A session plus the recipes that run on it.
 pub struct Client {
+    config: SessionConfig,
+    generation: u64,
     session: Session,
     recipes: BTreeMap<RecipeId, Box<dyn Recipe>>,
     next_recipe: u64,
@@ -80,7 +82,9 @@ impl Client {
     /// A client whose session dials its first host at `now`.
     pub fn new(config: SessionConfig, now: Instant) -> Client {
         Client {
-            session: Session::new(config, now),
+            session: Session::new(config.clone(), now),
+            config,
+            generation: 0,
             recipes: BTreeMap::new(),
             next_recipe: 0,
             routes: BTreeMap::new(),
@@ -94,6 +98,22 @@ impl Client {
     }
 
     // ---- commands ------------------------------------------------------------------
+
+    /// Replaces an expired session with a new one (Curator does the same after
+    /// LOST). Recipes keep their state: they learn of the new session through
+    /// `Connected`, and nodes of the old one are deleted, never reused.
+    pub fn restart_session(&mut self, now: Instant) -> Result<(), ApiMisuse> {
+        if self.session.status() != SessionStatus::Expired {
+            return Err(ApiMisuse::InvalidState("only an expired session is replaced"));
+        }
+        self.generation += 1;
+        let mut config = self.config.clone();
+        config.seed = config.seed.wrapping_add(self.generation);
+        self.session = Session::new(config, now);
+        self.routes.clear();
+        self.pump(now);
+        Ok(())
+    }
 
     /// Registers a recipe and sends whatever it already wants to send.
     pub fn add_recipe(&mut self, now: Instant, recipe: Box<dyn Recipe>) -> RecipeId {

@@ -92,16 +92,31 @@ enum State {
     Idle,
     Creating(Create),
     /// getChildren2 in flight.
-    Listing { node: Node },
+    Listing {
+        node: Node,
+    },
     /// getData(pred, watch) in flight.
-    Watching { node: Node, pred: String, fired: bool },
+    Watching {
+        node: Node,
+        pred: String,
+        fired: bool,
+    },
     /// Predecessor watch armed.
-    Waiting { node: Node, pred: String },
+    Waiting {
+        node: Node,
+        pred: String,
+    },
     /// Pausing before a re-create with a new UUID.
-    RetryPause { until: Instant },
-    Held { node: Node },
+    RetryPause {
+        until: Instant,
+    },
+    Held {
+        node: Node,
+    },
     /// Curator plan: delete in flight; Released follows its reply.
-    Releasing { path: String },
+    Releasing {
+        path: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -375,12 +390,30 @@ impl LockCore {
                 let _ = now;
             }
             ConnectionState::Lost | ConnectionState::Closed | ConnectionState::AuthFailed => {
-                // Every ephemeral of the session is gone (or going): nothing
-                // created under it may be trusted or needs deleting.
-                self.deleting.clear();
-                self.orphans.clear();
+                // Nothing created under the old session may be trusted again
+                // (CURATOR-604). After an expiry our nodes may still exist for
+                // a while (the client-side timer can fire before the server's),
+                // so they stay queued for deletion by a later session; after a
+                // close the server has already deleted them.
+                let stale = match &self.state {
+                    State::Held { node }
+                    | State::Listing { node }
+                    | State::Watching { node, .. }
+                    | State::Waiting { node, .. } => Some(node.path.clone()),
+                    State::Releasing { path } => Some(path.clone()),
+                    _ => None,
+                };
                 self.expected.clear();
                 self.revoke_armed = false;
+                if state == ConnectionState::Lost {
+                    self.deleting.values_mut().for_each(|in_flight| *in_flight = false);
+                    if let Some(path) = stale {
+                        self.deleting.insert(path, false);
+                    }
+                } else {
+                    self.deleting.clear();
+                    self.orphans.clear();
+                }
                 let error = match state {
                     ConnectionState::Lost => RequestError::SessionExpired,
                     ConnectionState::AuthFailed => RequestError::AuthFailed,
@@ -648,7 +681,10 @@ impl LockCore {
             Err(RequestError::Server(ErrorCode::NO_NODE)) => Vec::new(),
             Err(RequestError::ConnectionLoss) => return self.relist(node),
             Err(e) => return self.abandon_with(node, RecipeEvent::Failed(e)),
-            Ok(_) => return self.abandon_with(node, RecipeEvent::Failed(RequestError::Server(ErrorCode::MARSHALLING_ERROR))),
+            Ok(_) => {
+                return self
+                    .abandon_with(node, RecipeEvent::Failed(RequestError::Server(ErrorCode::MARSHALLING_ERROR)));
+            }
         };
         if let Rule::Count { max_leases } = self.rule {
             return self.evaluate_count(now, node, &children, max_leases);
@@ -744,14 +780,11 @@ impl LockCore {
     }
 
     fn on_revoke_read(&mut self, result: Result<Response, RequestError>) {
-        match result {
-            Ok(Response::Data { data, .. }) => {
-                if data.as_deref() == Some(REVOKE_MESSAGE) {
-                    self.events.push_back(RecipeEvent::RevocationRequested);
-                }
+        // NoNode: our node is gone and the watch was not set; nothing to do.
+        if let Ok(Response::Data { data, .. }) = result {
+            if data.as_deref() == Some(REVOKE_MESSAGE) {
+                self.events.push_back(RecipeEvent::RevocationRequested);
             }
-            // NoNode: our node is gone; the watch was not set.
-            _ => {}
         }
     }
 
@@ -803,8 +836,9 @@ impl LockCore {
                     self.events.push_back(RecipeEvent::Released);
                 }
             }
-            // Retried after the next reconnect.
-            Err(RequestError::ConnectionLoss) => {
+            // Retried after the next (re)connect; a lost session's nodes are
+            // retried by the next session.
+            Err(RequestError::ConnectionLoss | RequestError::SessionExpired | RequestError::Closed) => {
                 self.deleting.insert(path, false);
             }
             Err(e) => {
