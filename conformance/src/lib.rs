@@ -5,11 +5,17 @@
 //! * [`decode`] decodes one connection's frames in order.
 //! * [`blocking`] drives a session over blocking TCP for real-server tests.
 //! * [`json`] renders decoded frames for humans and diff tools.
+//! * [`replay`] drives a `zoolock_core::Session` through recorded connections.
 
 pub mod blocking;
 pub mod decode;
 pub mod json;
+pub mod replay;
 pub mod trace;
 
 pub use decode::{DecodedFrame, FrameDecodeError, StreamDecoder, TraceDecodeError, decode_trace};
+pub use replay::{
+    Chunking, ConnectionReport, LoggedEvent, MismatchKind, ReplayConfig, ReplayError, ReplayReport, SessionReplay,
+    replay_session,
+};
 pub use trace::{Close, Direction, Entry, Frame, Scenario, Trace, TraceError, TraceHeader};
