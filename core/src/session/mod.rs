@@ -383,7 +383,7 @@ impl Session {
     /// Adds credentials (`digest`, `user:password`). They are sent now if
     /// connected, and again after every reconnect.
     pub fn add_auth(&mut self, now: Instant, scheme: &str, auth: Bytes) -> Result<(), ApiMisuse> {
-        if self.is_ended() {
+        if matches!(self.phase, Phase::Ended(_) | Phase::Closing { .. }) {
             return Err(ApiMisuse::SessionEnded);
         }
         self.auth.push((String::from(scheme), auth.clone()));
@@ -640,11 +640,13 @@ impl Session {
     }
 
     fn send(&mut self, now: Instant, request: Request, purpose: Purpose) {
-        let xid = self.alloc_xid();
+        // The xid is only used up once the frame is known to fit.
+        let xid = self.next_xid;
         let op = request.op_code();
         let frame = RequestFrame { header: RequestHeader { xid: Xid(xid), op }, request };
         match encode_frame(&frame, self.config.max_frame_len, &mut self.outbound) {
             Ok(()) => {
+                self.alloc_xid();
                 self.in_flight.push_back(InFlight { xid, op, purpose });
                 self.last_send = now;
             }
