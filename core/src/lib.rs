@@ -30,6 +30,8 @@ pub use op::Op;
 pub use path::{PathError, ZkPath};
 pub use recipe::{FencingToken, OpId, Participant, Recipe, RecipeEvent, RecipeOp};
 pub use recipes::{LockConfig, Mutex, OpPlan, RetryPolicy};
+pub use recipes::{MultiLock, Participants, ReadWriteLock, Revoker};
+pub use recipes::{Semaphore, SemaphoreMutex};
 pub use rng::Rng;
 pub use session::{
     ConnectionState, HostId, IoCommand, RequestId, Session, SessionConfig, SessionEvent, SessionStatus, WatchEvent,

@@ -15,7 +15,7 @@ use alloc::vec::Vec;
 use core::time::Duration;
 
 use bytes::Bytes;
-use zoolock_wire::{CreateMode, ErrorCode, EventType, Response, WatcherType};
+use zoolock_wire::{CreateMode, CreateRequest, ErrorCode, EventType, Request, Response, WatcherType};
 
 use super::config::{LockConfig, OpPlan};
 use super::policy::{self, SortKey, Verdict};
@@ -148,6 +148,10 @@ pub(crate) struct LockCore {
     pub(crate) holds_write: bool,
     /// Revocable: empty data, a watch on our own node.
     pub(crate) revocable: bool,
+    /// A vanished own node (or a NoNode create) ends the attempt with
+    /// `Failed(NoNode)` instead of a re-create in place: the semaphore's
+    /// lease core, whose retry must also release the internal mutex.
+    pub(crate) defer_missing: bool,
     shape: Shape,
     rng: Rng,
     state: State,
@@ -180,6 +184,7 @@ impl LockCore {
             rule,
             holds_write: false,
             revocable: false,
+            defer_missing: false,
             shape: Shape::Sequential,
             state: State::Idle,
             attempt: 0,
@@ -276,6 +281,9 @@ impl LockCore {
                 self.start_delete(node.path)
             }
             State::Held { node } => self.start_delete(node.path),
+            // Pausing before a re-create: no node of ours exists (the vanished
+            // one is already being deleted), and none may be created now.
+            State::RetryPause { .. } => {}
             other => self.state = other,
         }
         self.attempt += 1;
@@ -406,6 +414,7 @@ impl LockCore {
                 self.expected.clear();
                 self.revoke_armed = false;
                 if state == ConnectionState::Lost {
+                    self.orphan_create();
                     self.deleting.values_mut().for_each(|in_flight| *in_flight = false);
                     if let Some(path) = stale {
                         self.deleting.insert(path, false);
@@ -524,9 +533,24 @@ impl LockCore {
     }
 
     fn fail(&mut self, error: RequestError) {
+        if error == RequestError::SessionExpired {
+            self.orphan_create();
+        }
         self.state = State::Idle;
         self.attempt += 1;
         self.events.push_back(RecipeEvent::Failed(error));
+    }
+
+    /// A create abandoned with the session: it may have landed, so a later
+    /// session looks for its prefix and deletes what it finds (Curator's
+    /// protected create does the same on a session change, CURATOR-498).
+    fn orphan_create(&mut self) {
+        if let State::Creating(c) = &self.state {
+            self.orphans.insert((c.parent.clone(), c.prefix.clone()));
+            if let Some(path) = &c.adopted {
+                self.deleting.entry(path.clone()).or_insert(false);
+            }
+        }
     }
 
     fn on_create(&mut self, now: Instant, result: Result<Response, RequestError>) {
@@ -587,7 +611,18 @@ impl LockCore {
         let op = if self.config.container_parents {
             Op::create_container(&path, Bytes::new(), self.config.acl.clone())
         } else {
-            Op::create(&path, Bytes::new(), self.config.acl.clone(), CreateMode::PERSISTENT)
+            // Curator's `dontUseContainerParents()`: a plain create (opcode 1),
+            // flags 0; no Stat is needed for a parent.
+            let request = CreateRequest {
+                path: String::from(path.as_str()),
+                data: Some(Bytes::new()),
+                acl: self.config.acl.clone(),
+                flags: CreateMode::PERSISTENT,
+            };
+            match Op::from_request(Request::Create(request)) {
+                Ok(op) => op,
+                Err(_) => return self.fail(RequestError::Server(ErrorCode::BAD_ARGUMENTS)),
+            }
         };
         self.send(op, Purpose::MakeParent);
     }
@@ -780,11 +815,24 @@ impl LockCore {
     }
 
     fn on_revoke_read(&mut self, result: Result<Response, RequestError>) {
-        // NoNode: our node is gone and the watch was not set; nothing to do.
-        if let Ok(Response::Data { data, .. }) = result {
-            if data.as_deref() == Some(REVOKE_MESSAGE) {
+        match result {
+            Ok(Response::Data { data, .. }) if data.as_deref() == Some(REVOKE_MESSAGE) => {
                 self.events.push_back(RecipeEvent::RevocationRequested);
             }
+            // Dropped before the watch was set: read again (the request waits
+            // in the session for the reconnect), or revocation is lost.
+            Err(RequestError::ConnectionLoss) if self.revoke_armed => {
+                if let State::Held { node }
+                | State::Listing { node }
+                | State::Watching { node, .. }
+                | State::Waiting { node, .. } = &self.state
+                {
+                    let path = node_path(&node.path);
+                    self.send(Op::get_data(&path, true), Purpose::RevokeRead);
+                }
+            }
+            // NoNode: our node is gone and the watch was not set; nothing to do.
+            _ => {}
         }
     }
 
@@ -798,13 +846,17 @@ impl LockCore {
     }
 
     fn no_node_retry(&mut self, now: Instant) {
+        if self.defer_missing {
+            return self.fail(RequestError::Server(ErrorCode::NO_NODE));
+        }
         let policy = self.config.retry;
         if self.retries >= policy.max_retries {
             return self.fail(RequestError::Server(ErrorCode::NO_NODE));
         }
         let n = self.retries;
         self.retries += 1;
-        let factor = 1 + self.rng.next_u64() % (1u64 << (n + 1).min(30));
+        // ExponentialBackoffRetry: base × max(1, R), R uniform in [0, 2^(n+1)).
+        let factor = (self.rng.next_u64() % (1u64 << (n + 1).min(30))).max(1);
         let pause = policy.base.saturating_mul(u32::try_from(factor).unwrap_or(u32::MAX)).min(policy.max_pause);
         self.attempt += 1;
         self.state = State::RetryPause { until: now + pause.max(Duration::from_millis(1)) };
@@ -876,8 +928,9 @@ impl LockCore {
                     self.start_delete(format!("{base}/{name}"));
                 }
             }
-            // Retried after the next reconnect.
-            Err(RequestError::ConnectionLoss) => {}
+            // Retried after the next (re)connect; as with deletes, a lost
+            // session's lookups are retried by the next session.
+            Err(RequestError::ConnectionLoss | RequestError::SessionExpired | RequestError::Closed) => {}
             _ => {
                 self.orphans.remove(&(parent, prefix));
             }

@@ -1,6 +1,7 @@
 //! [`Mutex`]: Curator's `InterProcessMutex`. Fair, reentrant per handle,
 //! optionally revocable.
 
+use alloc::string::String;
 use core::any::Any;
 
 use zoolock_wire::Response;
@@ -23,15 +24,20 @@ use crate::time::Instant;
 #[derive(Debug)]
 pub struct Mutex {
     core: LockCore,
+    /// Holds of the node in `counted`; any other node the core holds counts
+    /// once. Derived from the core's state, never from when events are polled.
     holds: u32,
-    reentrant_events: alloc::collections::VecDeque<RecipeEvent>,
+    counted: Option<String>,
+    /// Reentrant `Acquired` events, behind whatever the core reported first.
+    events: alloc::collections::VecDeque<RecipeEvent>,
 }
 
 impl Mutex {
     /// A mutex on `base` (the lock path; nodes go underneath).
     pub fn new(base: ZkPath, config: LockConfig) -> Mutex {
-        let core = LockCore::new(config, base, LOCK_NAME, SortKey::Standard(LOCK_NAME), Rule::Standard { max_leases: 1 });
-        Mutex { core, holds: 0, reentrant_events: alloc::collections::VecDeque::new() }
+        let core =
+            LockCore::new(config, base, LOCK_NAME, SortKey::Standard(LOCK_NAME), Rule::Standard { max_leases: 1 });
+        Mutex { core, holds: 0, counted: None, events: alloc::collections::VecDeque::new() }
     }
 
     /// The lock path.
@@ -54,9 +60,14 @@ impl Mutex {
     /// `Acquired`, `TimedOut` or `Failed`.
     pub fn acquire(&mut self, now: Instant, deadline: Option<Instant>) -> Result<(), ApiMisuse> {
         if let Some(node) = self.core.held() {
-            self.holds += 1;
             let event = RecipeEvent::Acquired { node: node.path.clone(), token: node.token };
-            self.reentrant_events.push_back(event);
+            self.holds = self.hold_count() + 1;
+            self.counted = Some(node.path.clone());
+            // Keep the order: what the core reported happened first.
+            while let Some(e) = self.core.poll_event() {
+                self.events.push_back(e);
+            }
+            self.events.push_back(event);
             return Ok(());
         }
         self.core.acquire(now, deadline, Shape::Sequential)
@@ -64,13 +75,16 @@ impl Mutex {
 
     /// Releases one hold; the last one deletes the node.
     pub fn release(&mut self, now: Instant) -> Result<(), ApiMisuse> {
-        if self.core.held().is_none() || self.holds == 0 {
+        let holds = self.hold_count();
+        if holds == 0 {
             return Err(ApiMisuse::InvalidState("the lock is not held"));
         }
-        self.holds -= 1;
+        self.holds = holds - 1;
+        self.counted = self.core.held().map(|n| n.path.clone());
         if self.holds > 0 {
             return Ok(());
         }
+        self.counted = None;
         self.core.release(now)
     }
 
@@ -83,7 +97,11 @@ impl Mutex {
 
     /// How many holds are outstanding (0 when not held).
     pub fn hold_count(&self) -> u32 {
-        self.holds
+        match self.core.held() {
+            Some(node) if self.counted.as_deref() == Some(node.path.as_str()) => self.holds,
+            Some(_) => 1,
+            None => 0,
+        }
     }
 
     /// Our node and fencing token while held.
@@ -119,16 +137,7 @@ impl Recipe for Mutex {
     }
 
     fn poll_event(&mut self) -> Option<RecipeEvent> {
-        if let Some(e) = self.reentrant_events.pop_front() {
-            return Some(e);
-        }
-        let event = self.core.poll_event()?;
-        match &event {
-            RecipeEvent::Acquired { .. } => self.holds = 1,
-            RecipeEvent::Lost | RecipeEvent::Released => self.holds = 0,
-            _ => {}
-        }
-        Some(event)
+        self.events.pop_front().or_else(|| self.core.poll_event())
     }
 
     fn poll_timeout(&self) -> Option<Instant> {

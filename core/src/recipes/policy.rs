@@ -154,7 +154,11 @@ mod tests {
             ("_c_3f2504e0-4f89-41d3-9a0c-0305e82c3301-lock-0000000042", LOCK_NAME, "0000000042"),
             ("lock-0000000007", LOCK_NAME, "0000000007"),
             ("_c_8eb60557ba51e0da67eefc47467d3f34-lock-0000000031", LOCK_NAME, "0000000031"),
-            ("514e5a831836450cb1a56c741e990fd8__lock__0000000032", LOCK_NAME, "514e5a831836450cb1a56c741e990fd8__lock__0000000032"),
+            (
+                "514e5a831836450cb1a56c741e990fd8__lock__0000000032",
+                LOCK_NAME,
+                "514e5a831836450cb1a56c741e990fd8__lock__0000000032",
+            ),
             ("readme", LOCK_NAME, "readme"),
             ("x-lock-lock-0000000001", LOCK_NAME, "0000000001"),
             ("ends-with-lock-", LOCK_NAME, ""),
@@ -186,11 +190,8 @@ mod tests {
             let sorted: Vec<String> = (0..n).map(|i| alloc::format!("n-lock-{i:010}")).collect();
             for ours in 0..n {
                 for max in 1..=3usize {
-                    let expected = if ours < max {
-                        Verdict::Acquired
-                    } else {
-                        Verdict::Watch(sorted[ours - max].clone())
-                    };
+                    let expected =
+                        if ours < max { Verdict::Acquired } else { Verdict::Watch(sorted[ours - max].clone()) };
                     assert_eq!(standard(&sorted, &sorted[ours], max), expected, "n={n} ours={ours} max={max}");
                 }
             }

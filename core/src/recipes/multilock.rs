@@ -1,0 +1,379 @@
+//! [`MultiLock`]: Curator's `InterProcessMultiLock`. All of several mutexes,
+//! or none.
+
+use alloc::boxed::Box;
+use alloc::collections::{BTreeSet, VecDeque};
+use alloc::vec::Vec;
+use core::any::Any;
+
+use zoolock_wire::{ErrorCode, Response};
+
+use super::config::LockConfig;
+use super::mutex::Mutex;
+use super::rwlock::member_seed;
+use crate::error::{ApiMisuse, RequestError};
+use crate::path::ZkPath;
+use crate::recipe::{FencingToken, OpId, Recipe, RecipeEvent, RecipeOp};
+use crate::session::{ConnectionState, WatchEvent};
+use crate::time::Instant;
+
+#[derive(Debug)]
+enum State {
+    Idle,
+    /// Member `next` is acquiring; every member before it is held.
+    Acquiring {
+        next: usize,
+    },
+    Held,
+    /// Releasing members one at a time: `current` is in flight, `remaining`
+    /// follow in order. `outcome` is reported at the end (`None`: a release
+    /// or a cancellation, which report `Released` / nothing).
+    Releasing {
+        current: Option<usize>,
+        remaining: Vec<usize>,
+        outcome: Option<RecipeEvent>,
+        release: bool,
+    },
+}
+
+/// All-or-nothing over several [`Mutex`]es, like Curator's
+/// `InterProcessMultiLock`.
+///
+/// - [`MultiLock::acquire`] takes the members one at a time in list order
+///   (use one global order everywhere to avoid deadlocks; nothing is sorted).
+///   Every member waits until the *same* deadline. Curator gives each member
+///   the full timeout afresh (worst case n × timeout); the shared deadline is
+///   stricter and bounds the whole acquire.
+/// - The first member that times out or fails stops the acquire (Curator goes
+///   on after an exception and only then rolls back). The members already held
+///   are released in reverse order, one at a time, and then `TimedOut` or
+///   `Failed(that error)` is reported. Errors of the rollback come as
+///   `Member { index, Failed(..) }` before it.
+/// - Once every member is held: `Acquired` with the **first** member's node
+///   and fencing token. A multi-lock holder always holds the first member, so
+///   that token increases from one holder to the next. Every member's node
+///   and token is available from [`MultiLock::holders`].
+/// - [`MultiLock::release`] releases every member in reverse list order, one at
+///   a time, reports each member's error as `Member { index, Failed(..) }`, and
+///   ends with `Released`.
+/// - Acquiring again while held only counts up (reentrant per handle).
+/// - While held, connection events are merged: `Suspended` once when the
+///   first member reports it, `Reconnected` once all suspended members have
+///   verified their nodes, `Lost` once when any member loses its node (then
+///   release to drop the rest). Other member events, and every member event
+///   outside the held state, come as `Member { index, event }`.
+///
+/// Op ids: member `m`'s op id `i` becomes `OpId(i × n + m)` for `n` members.
+/// After every input the members' ops and events are collected in index order.
+#[derive(Debug)]
+pub struct MultiLock {
+    members: Vec<Mutex>,
+    state: State,
+    holds: u32,
+    deadline: Option<Instant>,
+    suspended: BTreeSet<usize>,
+    lost: bool,
+    ops: VecDeque<RecipeOp>,
+    events: VecDeque<RecipeEvent>,
+}
+
+impl MultiLock {
+    /// One [`Mutex`] per path, in this (acquisition) order. Each member gets a
+    /// distinct seed derived from `config.seed`. At least one path is needed.
+    pub fn new(paths: Vec<ZkPath>, config: LockConfig) -> Result<MultiLock, ApiMisuse> {
+        if paths.is_empty() {
+            return Err(ApiMisuse::InvalidState("a multi-lock needs at least one path"));
+        }
+        let members = paths
+            .into_iter()
+            .enumerate()
+            .map(|(i, path)| {
+                let mut member_config = config.clone();
+                member_config.seed = member_seed(config.seed, i);
+                Mutex::new(path, member_config)
+            })
+            .collect();
+        Ok(MultiLock {
+            members,
+            state: State::Idle,
+            holds: 0,
+            deadline: None,
+            suspended: BTreeSet::new(),
+            lost: false,
+            ops: VecDeque::new(),
+            events: VecDeque::new(),
+        })
+    }
+
+    /// The number of members.
+    pub fn len(&self) -> usize {
+        self.members.len()
+    }
+
+    /// Never true: a multi-lock has at least one member.
+    pub fn is_empty(&self) -> bool {
+        self.members.is_empty()
+    }
+
+    /// Member `index`, for inspection.
+    pub fn member(&self, index: usize) -> Option<&Mutex> {
+        self.members.get(index)
+    }
+
+    /// Every member's node and fencing token, `None` for members not held.
+    pub fn holders(&self) -> Vec<Option<(&str, FencingToken)>> {
+        self.members.iter().map(|m| m.holder()).collect()
+    }
+
+    /// Outstanding holds (0 when not held).
+    pub fn hold_count(&self) -> u32 {
+        self.holds
+    }
+
+    /// True when nothing is in progress and no member owes the server work.
+    pub fn is_quiescent(&self) -> bool {
+        matches!(self.state, State::Idle) && self.ops.is_empty() && self.members.iter().all(|m| m.is_quiescent())
+    }
+
+    /// Acquires every member, waiting until `deadline` (`None`: forever).
+    /// Reported as `Acquired`, `TimedOut` or `Failed`.
+    pub fn acquire(&mut self, now: Instant, deadline: Option<Instant>) -> Result<(), ApiMisuse> {
+        match self.state {
+            State::Held if self.lost => {
+                return Err(ApiMisuse::InvalidState("a member's hold was lost: release before acquiring again"));
+            }
+            State::Held => {
+                self.holds += 1;
+                if let Some(event) = self.acquired_event() {
+                    self.events.push_back(event);
+                }
+                return Ok(());
+            }
+            State::Idle => {}
+            _ => return Err(ApiMisuse::InvalidState("an acquire or release is already under way")),
+        }
+        let first = self.members.first_mut().ok_or(ApiMisuse::InvalidState("a multi-lock needs a member"))?;
+        first.acquire(now, deadline)?;
+        self.deadline = deadline;
+        self.lost = false;
+        self.suspended.clear();
+        self.state = State::Acquiring { next: 0 };
+        self.collect(now);
+        Ok(())
+    }
+
+    /// Releases one hold; the last one releases every member, last first.
+    pub fn release(&mut self, now: Instant) -> Result<(), ApiMisuse> {
+        if !matches!(self.state, State::Held) || self.holds == 0 {
+            return Err(ApiMisuse::InvalidState("the multi-lock is not held"));
+        }
+        self.holds -= 1;
+        if self.holds > 0 {
+            return Ok(());
+        }
+        let remaining = (0..self.members.len()).collect();
+        self.state = State::Releasing { current: None, remaining, outcome: None, release: true };
+        self.advance_release(now);
+        self.collect(now);
+        Ok(())
+    }
+
+    /// Abandons an acquire in progress: the acquiring member is cancelled and
+    /// the members already held are released, last first. Nothing is reported.
+    pub fn cancel(&mut self, now: Instant) {
+        if let State::Acquiring { next } = self.state {
+            if let Some(m) = self.members.get_mut(next) {
+                m.cancel(now);
+            }
+            // Its cleanup goes out first, then the releases.
+            self.collect(now);
+            self.roll_back(now, next, None);
+            self.collect(now);
+        }
+    }
+
+    fn acquired_event(&self) -> Option<RecipeEvent> {
+        let (node, token) = self.members.first()?.holder()?;
+        Some(RecipeEvent::Acquired { node: node.into(), token })
+    }
+
+    /// Releases members `0..upto` in reverse, then reports `outcome`.
+    fn roll_back(&mut self, now: Instant, upto: usize, outcome: Option<RecipeEvent>) {
+        let remaining = (0..upto).collect();
+        self.state = State::Releasing { current: None, remaining, outcome, release: false };
+        self.advance_release(now);
+    }
+
+    /// Starts the next member release, or finishes.
+    fn advance_release(&mut self, now: Instant) {
+        let State::Releasing { current, remaining, outcome, release } = &mut self.state else { return };
+        while let Some(idx) = remaining.pop() {
+            let Some(m) = self.members.get_mut(idx) else { continue };
+            // Members hold once each (reentrancy is counted here, not in
+            // them); a member whose hold was lost has nothing to release.
+            if m.holder().is_some() && m.release(now).is_ok() {
+                *current = Some(idx);
+                return;
+            }
+        }
+        let outcome = outcome.take();
+        let release = *release;
+        self.state = State::Idle;
+        self.holds = 0;
+        if release {
+            self.events.push_back(RecipeEvent::Released);
+        } else if let Some(event) = outcome {
+            self.events.push_back(event);
+        }
+    }
+
+    /// Moves members' ops and events out, driving the sequence, until nothing
+    /// more happens.
+    fn collect(&mut self, now: Instant) {
+        let n = u64::try_from(self.members.len()).unwrap_or(u64::MAX).max(1);
+        loop {
+            let mut progressed = false;
+            for idx in 0..self.members.len() {
+                let Some(m) = self.members.get_mut(idx) else { continue };
+                let tag = u64::try_from(idx).unwrap_or(0);
+                while let Some(op) = m.poll_op() {
+                    let id = OpId(op.id.0.saturating_mul(n).saturating_add(tag));
+                    self.ops.push_back(RecipeOp { id, op: op.op });
+                }
+                if let Some(event) = self.members.get_mut(idx).and_then(|m| m.poll_event()) {
+                    progressed = true;
+                    self.on_member_event(now, idx, event);
+                }
+            }
+            if !progressed {
+                return;
+            }
+        }
+    }
+
+    fn on_member_event(&mut self, now: Instant, idx: usize, event: RecipeEvent) {
+        match (&mut self.state, event) {
+            (State::Acquiring { next }, RecipeEvent::Acquired { .. }) if *next == idx => {
+                let following = idx + 1;
+                if following == self.members.len() {
+                    self.state = State::Held;
+                    self.holds = 1;
+                    if let Some(event) = self.acquired_event() {
+                        self.events.push_back(event);
+                    }
+                    return;
+                }
+                *next = following;
+                let deadline = self.deadline;
+                let started = self.members.get_mut(following).map(|m| m.acquire(now, deadline));
+                if !matches!(started, Some(Ok(()))) {
+                    // Members only run under this machine, so this does not
+                    // happen; fail safe rather than hang.
+                    let error = RequestError::Server(ErrorCode::SYSTEM_ERROR);
+                    self.roll_back(now, following, Some(RecipeEvent::Failed(error)));
+                }
+            }
+            (State::Acquiring { next }, RecipeEvent::TimedOut) if *next == idx => {
+                self.roll_back(now, idx, Some(RecipeEvent::TimedOut));
+            }
+            (State::Acquiring { next }, RecipeEvent::Failed(e)) if *next == idx => {
+                self.roll_back(now, idx, Some(RecipeEvent::Failed(e)));
+            }
+            (State::Releasing { current, .. }, event @ (RecipeEvent::Released | RecipeEvent::Failed(_)))
+                if *current == Some(idx) =>
+            {
+                *current = None;
+                self.suspended.remove(&idx);
+                if let RecipeEvent::Failed(e) = event {
+                    self.events.push_back(member(idx, RecipeEvent::Failed(e)));
+                }
+                self.advance_release(now);
+            }
+            (State::Held, RecipeEvent::Suspended) => {
+                if self.suspended.is_empty() && !self.lost {
+                    self.events.push_back(RecipeEvent::Suspended);
+                }
+                self.suspended.insert(idx);
+            }
+            (State::Held, RecipeEvent::Reconnected) => {
+                if self.suspended.remove(&idx) && self.suspended.is_empty() && !self.lost {
+                    self.events.push_back(RecipeEvent::Reconnected);
+                }
+            }
+            (State::Held, RecipeEvent::Lost) => {
+                self.suspended.remove(&idx);
+                if !self.lost {
+                    self.lost = true;
+                    self.events.push_back(RecipeEvent::Lost);
+                }
+            }
+            (_, event) => {
+                match event {
+                    RecipeEvent::Suspended => {
+                        self.suspended.insert(idx);
+                    }
+                    RecipeEvent::Reconnected | RecipeEvent::Lost => {
+                        self.suspended.remove(&idx);
+                    }
+                    _ => {}
+                }
+                self.events.push_back(member(idx, event));
+            }
+        }
+    }
+}
+
+fn member(index: usize, event: RecipeEvent) -> RecipeEvent {
+    RecipeEvent::Member { index, event: Box::new(event) }
+}
+
+impl Recipe for MultiLock {
+    fn handle_reply(&mut self, now: Instant, op: OpId, result: Result<Response, RequestError>) {
+        let n = u64::try_from(self.members.len()).unwrap_or(u64::MAX).max(1);
+        let idx = usize::try_from(op.0 % n).unwrap_or(usize::MAX);
+        if let Some(m) = self.members.get_mut(idx) {
+            m.handle_reply(now, OpId(op.0 / n), result);
+        }
+        self.collect(now);
+    }
+
+    fn handle_watch(&mut self, now: Instant, event: &WatchEvent) {
+        // Members ignore paths that are not theirs.
+        for m in &mut self.members {
+            m.handle_watch(now, event);
+        }
+        self.collect(now);
+    }
+
+    fn handle_session(&mut self, now: Instant, state: ConnectionState) {
+        for m in &mut self.members {
+            m.handle_session(now, state);
+        }
+        self.collect(now);
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        for m in &mut self.members {
+            if m.poll_timeout().is_some_and(|t| t <= now) {
+                m.handle_timeout(now);
+            }
+        }
+        self.collect(now);
+    }
+
+    fn poll_op(&mut self) -> Option<RecipeOp> {
+        self.ops.pop_front()
+    }
+
+    fn poll_event(&mut self) -> Option<RecipeEvent> {
+        self.events.pop_front()
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.members.iter().filter_map(|m| m.poll_timeout()).min()
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}

@@ -1,0 +1,288 @@
+//! [`Participants`]: who is queued on a lock path, in queue order (Curator's
+//! `getParticipantNodes`, plus each node's data).
+
+use alloc::collections::{BTreeMap, VecDeque};
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::any::Any;
+
+use bytes::Bytes;
+use zoolock_wire::{ErrorCode, Response};
+
+use super::policy::{LEASE_NAME, LOCK_NAME, SortKey};
+use super::semaphore::SEMAPHORE_LEASES;
+use crate::error::{ApiMisuse, RequestError};
+use crate::op::Op;
+use crate::path::{PathError, ZkPath};
+use crate::recipe::{OpId, Participant, Recipe, RecipeEvent, RecipeOp};
+use crate::session::{ConnectionState, WatchEvent};
+use crate::time::Instant;
+
+#[derive(Debug)]
+enum Step {
+    /// getChildren2 in flight (or owed after a reconnect).
+    Listing,
+    /// getData of each child in flight: the sorted paths, the data read so
+    /// far (`None` = not yet answered), and which op reads which child.
+    Reading {
+        paths: Vec<String>,
+        data: Vec<Option<Option<Bytes>>>,
+        pending: BTreeMap<OpId, usize>,
+    },
+    Done,
+}
+
+/// A one-shot listing of a lock path's participants: `getChildren2(base)`
+/// (NoNode lists as empty), sorted stably by the recipe's key so the holder
+/// comes first, then `getData` of every child in one round trip (a child that
+/// vanished meanwhile gets `data: None`). Reported once as
+/// [`RecipeEvent::Participants`] with full paths.
+///
+/// Like Curator, every child counts, foreign names included; they sort by
+/// the same key the lock uses. Curator's `getParticipantNodes` returns paths
+/// only; the data (Curator writes the holder's address) is our addition and
+/// can be turned off with [`Participants::without_data`] for Curator's exact
+/// single request. [`Participants::refresh`] lists again.
+///
+/// Connection loss: the requests still owed are sent again after the
+/// reconnect. Other errors and a session end are reported as `Failed`.
+#[derive(Debug)]
+pub struct Participants {
+    base: ZkPath,
+    key: SortKey,
+    marker: Option<&'static str>,
+    with_data: bool,
+    step: Step,
+    next_op: u64,
+    /// Requests that met a connection loss, resent on reconnect.
+    owed: Vec<(OpId, ZkPath, Option<usize>)>,
+    list_op: Option<OpId>,
+    ops: VecDeque<RecipeOp>,
+    events: VecDeque<RecipeEvent>,
+}
+
+impl Participants {
+    /// Lists `base`'s children ordered by `key`. The listing is queued at
+    /// once.
+    pub fn new(base: ZkPath, key: SortKey) -> Participants {
+        let mut p = Participants {
+            base,
+            key,
+            marker: None,
+            with_data: true,
+            step: Step::Done,
+            next_op: 0,
+            owed: Vec::new(),
+            list_op: None,
+            ops: VecDeque::new(),
+            events: VecDeque::new(),
+        };
+        p.list();
+        p
+    }
+
+    /// A [`Mutex`](super::Mutex)'s (or Curator `InterProcessMutex`'s) queue.
+    pub fn for_mutex(base: ZkPath) -> Participants {
+        Participants::new(base, SortKey::Standard(LOCK_NAME))
+    }
+
+    /// A [`ReadWriteLock`](super::ReadWriteLock)'s queue: readers and writers
+    /// in one order (tell them apart by `__READ__` / `__WRIT__` in the name,
+    /// or narrow with [`Participants::containing`]).
+    pub fn for_rwlock(base: ZkPath) -> Participants {
+        Participants::new(base, SortKey::ReadWrite)
+    }
+
+    /// A semaphore's lease holders: the children of `base/leases`. Curator
+    /// returns lease names unsorted (server order); we sort them by the
+    /// `lease-` sequence so the order is stable and means "oldest first".
+    pub fn for_semaphore(base: ZkPath) -> Result<Participants, PathError> {
+        Ok(Participants::new(base.join(SEMAPHORE_LEASES)?, SortKey::Standard(LEASE_NAME)))
+    }
+
+    /// Keeps only children whose name contains `marker`, as each half of
+    /// Curator's read-write lock does (`"__READ__"` or `"__WRIT__"`).
+    pub fn containing(mut self, marker: &'static str) -> Participants {
+        self.marker = Some(marker);
+        self
+    }
+
+    /// Lists paths only (Curator's exact `getParticipantNodes`: one
+    /// getChildren2); every `data` is `None`.
+    pub fn without_data(mut self) -> Participants {
+        self.with_data = false;
+        self
+    }
+
+    /// Lists again; refused while a listing is under way.
+    pub fn refresh(&mut self, _now: Instant) -> Result<(), ApiMisuse> {
+        if !matches!(self.step, Step::Done) {
+            return Err(ApiMisuse::InvalidState("a listing is already under way"));
+        }
+        self.list();
+        Ok(())
+    }
+
+    fn next_id(&mut self) -> OpId {
+        let id = OpId(self.next_op);
+        self.next_op += 1;
+        id
+    }
+
+    fn list(&mut self) {
+        self.step = Step::Listing;
+        self.owed.clear();
+        let id = self.next_id();
+        self.list_op = Some(id);
+        self.ops.push_back(RecipeOp { id, op: Op::get_children(&self.base, false) });
+    }
+
+    fn finish(&mut self, event: RecipeEvent) {
+        self.step = Step::Done;
+        self.list_op = None;
+        self.owed.clear();
+        self.events.push_back(event);
+    }
+
+    fn on_list(&mut self, result: Result<Response, RequestError>) {
+        let mut children = match result {
+            Ok(Response::Children2 { children, .. }) | Ok(Response::Children(children)) => children,
+            Err(RequestError::Server(ErrorCode::NO_NODE)) => Vec::new(),
+            Err(RequestError::ConnectionLoss) => {
+                if let Some(id) = self.list_op {
+                    self.owed.push((id, self.base.clone(), None));
+                }
+                return;
+            }
+            Err(e) => return self.finish(RecipeEvent::Failed(e)),
+            Ok(_) => return self.finish(RecipeEvent::Failed(RequestError::Server(ErrorCode::MARSHALLING_ERROR))),
+        };
+        self.list_op = None;
+        if let Some(marker) = self.marker {
+            children.retain(|c| c.contains(marker));
+        }
+        self.key.sort(&mut children);
+        let prefix = if self.base.is_root() { "" } else { self.base.as_str() };
+        let paths: Vec<String> = children.iter().map(|c| format!("{prefix}/{c}")).collect();
+        if !self.with_data || paths.is_empty() {
+            let list = paths.into_iter().map(|path| Participant { path, data: None }).collect();
+            return self.finish(RecipeEvent::Participants(list));
+        }
+        let mut pending = BTreeMap::new();
+        let mut data = Vec::with_capacity(paths.len());
+        for (idx, path) in paths.iter().enumerate() {
+            match ZkPath::new(path) {
+                Ok(zk) => {
+                    let id = self.next_id();
+                    pending.insert(id, idx);
+                    data.push(None);
+                    self.ops.push_back(RecipeOp { id, op: Op::get_data(&zk, false) });
+                }
+                // A name the server returned that is not a valid path: no data.
+                Err(_) => data.push(Some(None)),
+            }
+        }
+        self.step = Step::Reading { paths, data, pending };
+        self.maybe_done();
+    }
+
+    fn on_data(&mut self, op: OpId, result: Result<Response, RequestError>) {
+        let Step::Reading { paths, data, pending } = &mut self.step else { return };
+        let Some(idx) = pending.remove(&op) else { return };
+        let value = match result {
+            Ok(Response::Data { data, .. }) => Some(data.unwrap_or_default()),
+            Ok(_) | Err(RequestError::Server(ErrorCode::NO_NODE)) => None,
+            Err(RequestError::ConnectionLoss) => {
+                if let Some(zk) = paths.get(idx).and_then(|p| ZkPath::new(p).ok()) {
+                    self.owed.push((op, zk, Some(idx)));
+                    return;
+                }
+                None
+            }
+            Err(e) => return self.finish(RecipeEvent::Failed(e)),
+        };
+        if let Some(slot) = data.get_mut(idx) {
+            *slot = Some(value);
+        }
+        self.maybe_done();
+    }
+
+    fn maybe_done(&mut self) {
+        let Step::Reading { paths, data, pending } = &mut self.step else { return };
+        if !pending.is_empty() || !self.owed.is_empty() {
+            return;
+        }
+        let paths = core::mem::take(paths);
+        let data = core::mem::take(data);
+        let list = paths.into_iter().zip(data).map(|(path, data)| Participant { path, data: data.flatten() }).collect();
+        self.finish(RecipeEvent::Participants(list));
+    }
+
+    fn resend_owed(&mut self) {
+        for (_, path, child) in core::mem::take(&mut self.owed) {
+            let id = self.next_id();
+            match child {
+                None => {
+                    self.list_op = Some(id);
+                    self.ops.push_back(RecipeOp { id, op: Op::get_children(&path, false) });
+                }
+                Some(idx) => {
+                    if let Step::Reading { pending, .. } = &mut self.step {
+                        pending.insert(id, idx);
+                    }
+                    self.ops.push_back(RecipeOp { id, op: Op::get_data(&path, false) });
+                }
+            }
+        }
+    }
+}
+
+impl Recipe for Participants {
+    fn handle_reply(&mut self, _now: Instant, op: OpId, result: Result<Response, RequestError>) {
+        match self.step {
+            Step::Listing if self.list_op == Some(op) => self.on_list(result),
+            Step::Reading { .. } => self.on_data(op, result),
+            _ => {}
+        }
+    }
+
+    fn handle_watch(&mut self, _now: Instant, _event: &WatchEvent) {}
+
+    fn handle_session(&mut self, _now: Instant, state: ConnectionState) {
+        match state {
+            ConnectionState::Connected | ConnectionState::Reconnected | ConnectionState::ConnectedReadOnly => {
+                self.resend_owed();
+            }
+            ConnectionState::Lost | ConnectionState::Closed | ConnectionState::AuthFailed => {
+                if !matches!(self.step, Step::Done) {
+                    let error = match state {
+                        ConnectionState::Lost => RequestError::SessionExpired,
+                        ConnectionState::AuthFailed => RequestError::AuthFailed,
+                        _ => RequestError::Closed,
+                    };
+                    self.finish(RecipeEvent::Failed(error));
+                }
+            }
+            ConnectionState::Suspended => {}
+        }
+    }
+
+    fn handle_timeout(&mut self, _now: Instant) {}
+
+    fn poll_op(&mut self) -> Option<RecipeOp> {
+        self.ops.pop_front()
+    }
+
+    fn poll_event(&mut self) -> Option<RecipeEvent> {
+        self.events.pop_front()
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        None
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}

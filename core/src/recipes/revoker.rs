@@ -1,0 +1,134 @@
+//! [`Revoker`]: Curator's `Revoker.attemptRevoke`, one setData.
+
+use alloc::collections::VecDeque;
+use core::any::Any;
+
+use bytes::Bytes;
+use zoolock_wire::Response;
+
+use super::lock_core::REVOKE_MESSAGE;
+use crate::error::{ApiMisuse, RequestError};
+use crate::op::Op;
+use crate::path::ZkPath;
+use crate::recipe::{OpId, Recipe, RecipeEvent, RecipeOp};
+use crate::session::{ConnectionState, WatchEvent};
+use crate::time::Instant;
+
+/// Asks the holder of a lock node to give it up: `setData(node, "__REVOKE__",
+/// version -1)`, which a revocable holder (Curator's `makeRevocable`, or
+/// [`Mutex::make_revocable`](super::Mutex::make_revocable)) sees as
+/// [`RecipeEvent::RevocationRequested`]. Revocation is cooperative: the holder
+/// decides whether to release.
+///
+/// The request is queued at construction, so it goes out as soon as the
+/// revoker is added to a [`Client`](crate::Client); [`Revoker::revoke`] sends it
+/// again. Outcomes:
+/// - OK: [`RecipeEvent::RevokeSent`].
+/// - NoNode: `Failed(Server(NoNode))`. Curator ignores NoNode silently; we
+///   report it so the caller knows nothing was revoked (the holder is already
+///   gone).
+/// - Connection loss: the write is idempotent, so it is sent again after the
+///   reconnect.
+/// - Anything else (NoAuth, session end): `Failed(error)`.
+#[derive(Debug)]
+pub struct Revoker {
+    node: ZkPath,
+    next_op: u64,
+    /// The op in flight, if any.
+    in_flight: Option<OpId>,
+    /// The last attempt met a connection loss; resend on reconnect.
+    retry: bool,
+    ops: VecDeque<RecipeOp>,
+    events: VecDeque<RecipeEvent>,
+}
+
+impl Revoker {
+    /// A revoker for the lock node `node` (a full path, e.g. from
+    /// [`Participants`](super::Participants)); the request is queued at once.
+    pub fn new(node: ZkPath) -> Revoker {
+        let mut revoker =
+            Revoker { node, next_op: 0, in_flight: None, retry: false, ops: VecDeque::new(), events: VecDeque::new() };
+        revoker.send();
+        revoker
+    }
+
+    /// The node being revoked.
+    pub fn node(&self) -> &ZkPath {
+        &self.node
+    }
+
+    /// Writes `__REVOKE__` again (e.g. after the holder re-armed its watch).
+    pub fn revoke(&mut self, _now: Instant) -> Result<(), ApiMisuse> {
+        if self.in_flight.is_some() || self.retry {
+            return Err(ApiMisuse::InvalidState("a revocation request is already under way"));
+        }
+        self.send();
+        Ok(())
+    }
+
+    fn send(&mut self) {
+        let id = OpId(self.next_op);
+        self.next_op += 1;
+        self.in_flight = Some(id);
+        self.retry = false;
+        let op = Op::set_data(&self.node, Bytes::from_static(REVOKE_MESSAGE), None);
+        self.ops.push_back(RecipeOp { id, op });
+    }
+}
+
+impl Recipe for Revoker {
+    fn handle_reply(&mut self, _now: Instant, op: OpId, result: Result<Response, RequestError>) {
+        if self.in_flight != Some(op) {
+            return;
+        }
+        self.in_flight = None;
+        match result {
+            Ok(_) => self.events.push_back(RecipeEvent::RevokeSent),
+            Err(RequestError::ConnectionLoss) => self.retry = true,
+            Err(e) => self.events.push_back(RecipeEvent::Failed(e)),
+        }
+    }
+
+    fn handle_watch(&mut self, _now: Instant, _event: &WatchEvent) {}
+
+    fn handle_session(&mut self, _now: Instant, state: ConnectionState) {
+        match state {
+            ConnectionState::Connected | ConnectionState::Reconnected | ConnectionState::ConnectedReadOnly => {
+                if self.retry {
+                    self.send();
+                }
+            }
+            ConnectionState::Lost | ConnectionState::Closed | ConnectionState::AuthFailed => {
+                if self.retry || self.in_flight.is_some() {
+                    self.retry = false;
+                    self.in_flight = None;
+                    let error = match state {
+                        ConnectionState::Lost => RequestError::SessionExpired,
+                        ConnectionState::AuthFailed => RequestError::AuthFailed,
+                        _ => RequestError::Closed,
+                    };
+                    self.events.push_back(RecipeEvent::Failed(error));
+                }
+            }
+            ConnectionState::Suspended => {}
+        }
+    }
+
+    fn handle_timeout(&mut self, _now: Instant) {}
+
+    fn poll_op(&mut self) -> Option<RecipeOp> {
+        self.ops.pop_front()
+    }
+
+    fn poll_event(&mut self) -> Option<RecipeEvent> {
+        self.events.pop_front()
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        None
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}

@@ -1,0 +1,337 @@
+//! [`ReadWriteLock`]: Curator's `InterProcessReadWriteLock`. Two lock loops
+//! on one base path: readers share, writers exclude everyone, and the queue is
+//! one FIFO by sequence number, so neither side starves.
+
+use alloc::boxed::Box;
+use alloc::collections::VecDeque;
+use alloc::string::String;
+use core::any::Any;
+
+use zoolock_wire::Response;
+
+use super::config::{LockConfig, OpPlan};
+use super::lock_core::{LockCore, Rule, Shape};
+use super::policy::{READ_NAME, SortKey, WRITE_NAME, rw_sort_key};
+use crate::error::{ApiMisuse, RequestError};
+use crate::path::ZkPath;
+use crate::recipe::{FencingToken, OpId, Recipe, RecipeEvent, RecipeOp};
+use crate::session::{ConnectionState, WatchEvent};
+use crate::time::Instant;
+
+/// [`RecipeEvent::Member`] index of the read half's events.
+pub const READ: usize = 0;
+/// [`RecipeEvent::Member`] index of the write half's events.
+pub const WRITE: usize = 1;
+
+/// A distinct, well-mixed seed for member `index` of a composite recipe
+/// (SplitMix64 over the configured seed), so members never share protection
+/// UUIDs: the orphan lookup deletes by UUID prefix.
+pub(crate) fn member_seed(seed: u64, index: usize) -> u64 {
+    let index = u64::try_from(index).unwrap_or(u64::MAX);
+    let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15u64.wrapping_mul(index.wrapping_add(1)));
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// A read-write lock on `base`, wire-compatible with Curator's
+/// `InterProcessReadWriteLock`: nodes `_c_<uuid>-__READ__<seq>` and
+/// `_c_<uuid>-__WRIT__<seq>` share one sequence. A writer holds once its node
+/// is first among all children; a reader holds once no `__WRIT__` node is ahead
+/// of its own (it watches the *first* writer, as Curator does).
+///
+/// Events come as [`RecipeEvent::Member`] with index [`READ`] or [`WRITE`].
+///
+/// Each half is reentrant per handle, like [`Mutex`](super::Mutex): acquiring
+/// a held half again only counts up and reports `Acquired` at once.
+///
+/// - **Downgrade** (hold write, then acquire read) always succeeds at once:
+///   the read rule short-circuits while this handle holds the write half.
+///   With [`OpPlan::Curator`] the read node is an ordinary sequential node,
+///   exactly as Curator 5.4.0 creates it (so a writer that queued meanwhile
+///   overtakes the reader once the write half is released, CURATOR-621). With
+///   [`OpPlan::Pipelined`] it is an EPHEMERAL node named with the write node's
+///   sequence suffix (Curator 5.5+'s fix), so it stays ahead of every queued
+///   writer after the write half is released.
+/// - **Upgrade** (hold or be acquiring read, then acquire write) would wait
+///   on our own read node forever; [`ReadWriteLock::acquire_write`] refuses it
+///   with [`ApiMisuse::InvalidState`] instead of queueing.
+///
+/// The Pipelined plan's fast handoff (skip the re-list when a watched
+/// predecessor goes) is used by the read half only: a downgrading holder can
+/// put a read node ahead of a queued writer after that writer listed.
+///
+/// Op ids: the half's own op id `i` becomes `OpId(2 * i + half)`. After every
+/// input the halves' ops and events are collected, read half first.
+#[derive(Debug)]
+pub struct ReadWriteLock {
+    read: LockCore,
+    write: LockCore,
+    plan: OpPlan,
+    read_holds: u32,
+    write_holds: u32,
+    ops: VecDeque<RecipeOp>,
+    events: VecDeque<RecipeEvent>,
+}
+
+impl ReadWriteLock {
+    /// The read half's [`RecipeEvent::Member`] index (same as [`READ`]).
+    pub const READ: usize = READ;
+    /// The write half's [`RecipeEvent::Member`] index (same as [`WRITE`]).
+    pub const WRITE: usize = WRITE;
+
+    /// A read-write lock on `base` (the lock path; nodes go underneath). The
+    /// two halves draw their UUIDs from distinct seeds derived from
+    /// `config.seed`.
+    pub fn new(base: ZkPath, config: LockConfig) -> ReadWriteLock {
+        let plan = config.plan;
+        let mut read_config = config.clone();
+        read_config.seed = member_seed(config.seed, READ);
+        let mut write_config = config;
+        write_config.seed = member_seed(write_config.seed, WRITE);
+        // A downgrade (ours in the Pipelined plan, or Curator 5.5+'s) creates
+        // a read node with the held write node's sequence, i.e. *ahead* of
+        // every queued writer, after those writers listed. The fast handoff's
+        // premise ("nodes ahead can only disappear") fails for writers, so the
+        // write half always lists again. (Readers keep it: the only nodes
+        // that can appear ahead of them are readers, which they share with.)
+        write_config.fast_handoff = false;
+        let read = LockCore::new(read_config, base.clone(), READ_NAME, SortKey::ReadWrite, Rule::Read);
+        let write = LockCore::new(write_config, base, WRITE_NAME, SortKey::ReadWrite, Rule::Standard { max_leases: 1 });
+        ReadWriteLock {
+            read,
+            write,
+            plan,
+            read_holds: 0,
+            write_holds: 0,
+            ops: VecDeque::new(),
+            events: VecDeque::new(),
+        }
+    }
+
+    /// The lock path.
+    pub fn base(&self) -> &ZkPath {
+        self.write.base()
+    }
+
+    /// Makes later read acquires revocable (empty node data, a watch on the
+    /// node, [`RecipeEvent::RevocationRequested`] on `__REVOKE__`).
+    pub fn make_revocable_read(&mut self) -> Result<(), ApiMisuse> {
+        if !self.read.is_idle() {
+            return Err(ApiMisuse::InvalidState("make_revocable must come before acquire"));
+        }
+        self.read.revocable = true;
+        Ok(())
+    }
+
+    /// Makes later write acquires revocable.
+    pub fn make_revocable_write(&mut self) -> Result<(), ApiMisuse> {
+        if !self.write.is_idle() {
+            return Err(ApiMisuse::InvalidState("make_revocable must come before acquire"));
+        }
+        self.write.revocable = true;
+        Ok(())
+    }
+
+    /// Acquires the read half, waiting until `deadline` (`None`: forever).
+    /// Reported as `Member { index: READ, .. }` with `Acquired`, `TimedOut` or
+    /// `Failed`. While this handle holds the write half it is a downgrade and
+    /// succeeds without waiting.
+    pub fn acquire_read(&mut self, now: Instant, deadline: Option<Instant>) -> Result<(), ApiMisuse> {
+        if let Some(node) = self.read.held() {
+            self.read_holds += 1;
+            let event = RecipeEvent::Acquired { node: node.path.clone(), token: node.token };
+            self.events.push_back(member(READ, event));
+            return Ok(());
+        }
+        let shape = match (self.write.held(), self.plan) {
+            // Curator 5.5+ (CURATOR-621): reuse the write node's sequence.
+            (Some(write), OpPlan::Pipelined) => Shape::Fixed(String::from(rw_sort_key(&write.name))),
+            // Curator 5.4.0 creates an ordinary sequential node.
+            _ => Shape::Sequential,
+        };
+        self.read.holds_write = self.write.held().is_some();
+        let result = self.read.acquire(now, deadline, shape);
+        self.collect();
+        result
+    }
+
+    /// Acquires the write half, waiting until `deadline` (`None`: forever).
+    /// Reported as `Member { index: WRITE, .. }`. Refused while this handle
+    /// holds the read half (or is acquiring it) without the write half: that
+    /// upgrade would wait on its own read node forever.
+    pub fn acquire_write(&mut self, now: Instant, deadline: Option<Instant>) -> Result<(), ApiMisuse> {
+        if let Some(node) = self.write.held() {
+            self.write_holds += 1;
+            let event = RecipeEvent::Acquired { node: node.path.clone(), token: node.token };
+            self.events.push_back(member(WRITE, event));
+            return Ok(());
+        }
+        if self.read.held().is_some() || self.read.is_acquiring() {
+            return Err(ApiMisuse::InvalidState(
+                "read→write upgrade would deadlock: release the read lock before acquiring the write lock",
+            ));
+        }
+        let result = self.write.acquire(now, deadline, Shape::Sequential);
+        self.collect();
+        result
+    }
+
+    /// Releases one hold of the read half; the last one deletes its node.
+    pub fn release_read(&mut self, now: Instant) -> Result<(), ApiMisuse> {
+        if self.read.held().is_none() || self.read_holds == 0 {
+            return Err(ApiMisuse::InvalidState("the read lock is not held"));
+        }
+        self.read_holds -= 1;
+        if self.read_holds > 0 {
+            return Ok(());
+        }
+        let result = self.read.release(now);
+        self.collect();
+        result
+    }
+
+    /// Releases one hold of the write half; the last one deletes its node. A
+    /// read hold taken meanwhile (downgrade) continues.
+    pub fn release_write(&mut self, now: Instant) -> Result<(), ApiMisuse> {
+        if self.write.held().is_none() || self.write_holds == 0 {
+            return Err(ApiMisuse::InvalidState("the write lock is not held"));
+        }
+        self.write_holds -= 1;
+        if self.write_holds > 0 {
+            return Ok(());
+        }
+        let result = self.write.release(now);
+        self.collect();
+        result
+    }
+
+    /// Abandons a read acquire in progress; no node is left behind.
+    pub fn cancel_read(&mut self, now: Instant) {
+        if self.read.is_acquiring() {
+            self.read.cancel(now);
+        }
+        self.collect();
+    }
+
+    /// Abandons a write acquire in progress; no node is left behind.
+    pub fn cancel_write(&mut self, now: Instant) {
+        if self.write.is_acquiring() {
+            self.write.cancel(now);
+        }
+        self.collect();
+    }
+
+    /// Outstanding holds of the read half.
+    pub fn read_hold_count(&self) -> u32 {
+        self.read_holds
+    }
+
+    /// Outstanding holds of the write half.
+    pub fn write_hold_count(&self) -> u32 {
+        self.write_holds
+    }
+
+    /// The read node and its fencing token while the read half is held.
+    pub fn read_holder(&self) -> Option<(&str, FencingToken)> {
+        self.read.held().map(|n| (n.path.as_str(), n.token))
+    }
+
+    /// The write node and its fencing token while the write half is held.
+    pub fn write_holder(&self) -> Option<(&str, FencingToken)> {
+        self.write.held().map(|n| (n.path.as_str(), n.token))
+    }
+
+    /// True when neither half has anything in progress or owed to the server.
+    pub fn is_quiescent(&self) -> bool {
+        self.ops.is_empty()
+            && self.read.is_idle()
+            && self.write.is_idle()
+            && !self.read.has_cleanup()
+            && !self.write.has_cleanup()
+    }
+
+    /// Moves the halves' ops and events out (read half first), keeps the hold
+    /// counts, and keeps the downgrade short-circuit equal to "this handle
+    /// holds the write half".
+    fn collect(&mut self) {
+        for half in [READ, WRITE] {
+            let core = match half {
+                READ => &mut self.read,
+                _ => &mut self.write,
+            };
+            while let Some(op) = core.poll_op() {
+                let id = OpId((op.id.0 << 1) | u64::from(half == WRITE));
+                self.ops.push_back(RecipeOp { id, op: op.op });
+            }
+            while let Some(event) = core.poll_event() {
+                let holds = if half == READ { &mut self.read_holds } else { &mut self.write_holds };
+                match &event {
+                    RecipeEvent::Acquired { .. } => *holds = 1,
+                    RecipeEvent::Lost | RecipeEvent::Released => *holds = 0,
+                    _ => {}
+                }
+                self.events.push_back(member(half, event));
+            }
+        }
+        self.read.holds_write = self.write.held().is_some();
+    }
+}
+
+fn member(index: usize, event: RecipeEvent) -> RecipeEvent {
+    RecipeEvent::Member { index, event: Box::new(event) }
+}
+
+impl Recipe for ReadWriteLock {
+    fn handle_reply(&mut self, now: Instant, op: OpId, result: Result<Response, RequestError>) {
+        let inner = OpId(op.0 >> 1);
+        if op.0 & 1 == 0 {
+            self.read.handle_reply(now, inner, result);
+        } else {
+            self.write.handle_reply(now, inner, result);
+        }
+        self.collect();
+    }
+
+    fn handle_watch(&mut self, now: Instant, event: &WatchEvent) {
+        // Both halves may watch the same node; each ignores paths not its own.
+        self.read.handle_watch(now, event);
+        self.write.handle_watch(now, event);
+        self.collect();
+    }
+
+    fn handle_session(&mut self, now: Instant, state: ConnectionState) {
+        self.read.handle_session(now, state);
+        self.write.handle_session(now, state);
+        self.collect();
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        if self.read.poll_timeout().is_some_and(|t| t <= now) {
+            self.read.handle_timeout(now);
+        }
+        if self.write.poll_timeout().is_some_and(|t| t <= now) {
+            self.write.handle_timeout(now);
+        }
+        self.collect();
+    }
+
+    fn poll_op(&mut self) -> Option<RecipeOp> {
+        self.ops.pop_front()
+    }
+
+    fn poll_event(&mut self) -> Option<RecipeEvent> {
+        self.events.pop_front()
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        match (self.read.poll_timeout(), self.write.poll_timeout()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}

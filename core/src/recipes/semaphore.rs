@@ -1,0 +1,768 @@
+//! [`Semaphore`]: Curator's `InterProcessSemaphoreV2`. Up to `max_leases`
+//! leases on a path, taken one at a time under an internal mutex.
+//!
+//! Layout (wire-compatible with Curator 5.4.0): the internal mutex is an
+//! ordinary lock on `base/locks` (nodes `_c_<uuid>-lock-<seq>`), and each
+//! lease is an EPHEMERAL_SEQUENTIAL node `base/leases/_c_<uuid>-lease-<seq>`.
+//! One lease is taken like this, exactly as Curator does:
+//!
+//! 1. acquire the `locks` mutex;
+//! 2. create a lease node and list `leases` with a child watch;
+//! 3. while there are more than `max_leases` children (ours and foreign ones
+//!    included), wait for the child watch *still holding the mutex*, then list
+//!    again;
+//! 4. once held: checkWatches on `leases`, then delete the mutex node.
+//!
+//! Only the mutex holder watches `leases`; everyone else queues on the mutex,
+//! so waiters form a fair FIFO and nobody deadlocks on a count that includes
+//! every waiter's node.
+//!
+//! Events of one `acquire(qty)`: when all `qty` leases are obtained, `qty`
+//! [`RecipeEvent::Acquired`] events follow back to back (one per lease, in the
+//! order obtained; `node` is the lease path, `token` its czxid). If the call
+//! cannot complete (deadline, error), the leases it already obtained are
+//! deleted and one `TimedOut` or `Failed` is reported instead; no `Acquired`
+//! is ever reported for a lease that is not kept. `cancel` reports nothing.
+//!
+//! Plans: with [`OpPlan::Curator`](super::OpPlan::Curator) the next lease (or
+//! the `Acquired` events) waits for the reply to the mutex node's delete, as
+//! Curator's foreground release does; with `Pipelined` it follows as soon as
+//! the delete is queued (the delete stays guaranteed), and every create2 goes
+//! out with its getChildren2 in the same round trip.
+//!
+//! Vanished lease (Curator's MISSING_NODE): the lease node is deleted, the
+//! watch checked off, the mutex node deleted, and after the retry policy's
+//! pause the lease starts over with a new mutex node and a new lease node.
+
+use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
+use alloc::vec::Vec;
+use core::any::Any;
+use core::time::Duration;
+
+use zoolock_wire::{ErrorCode, Response, WatcherType};
+
+use super::config::LockConfig;
+use super::lock_core::{LockCore, Rule, Shape};
+use super::policy::{LEASE_NAME, LOCK_NAME, SortKey};
+use crate::error::{ApiMisuse, RequestError};
+use crate::op::Op;
+use crate::path::ZkPath;
+use crate::recipe::{FencingToken, OpId, Recipe, RecipeEvent, RecipeOp};
+use crate::rng::Rng;
+use crate::session::{ConnectionState, WatchEvent};
+use crate::time::Instant;
+
+/// Curator's `LOCK_PARENT`: the internal mutex's path under the semaphore.
+pub const SEMAPHORE_LOCKS: &str = "locks";
+/// Curator's `LEASE_PARENT`: where lease nodes live.
+pub const SEMAPHORE_LEASES: &str = "leases";
+
+/// Slot of the internal mutex core; lease cores get slots from 1 up.
+const MUTEX_SLOT: u64 = 0;
+
+/// Where an outgoing op came from, so its reply goes back there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Route {
+    /// A core (the mutex or one lease) and its own op id.
+    Core(u64, OpId),
+    /// Sent by the semaphore itself (checkWatches); the reply is not needed.
+    Own,
+}
+
+/// Where one lease of an acquire stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// The internal mutex core is still finishing an earlier release.
+    MutexBusy,
+    /// Waiting for the internal mutex.
+    Mutex,
+    /// Mutex held; the lease core in `slot` is acquiring.
+    Lease { slot: u64 },
+    /// Lease `slot` held; waiting for the internal mutex's release.
+    Unlocking { slot: u64 },
+    /// Our lease vanished: pausing before starting this lease over.
+    Pause { until: Instant },
+}
+
+#[derive(Debug)]
+struct Acquiring {
+    qty: usize,
+    deadline: Option<Instant>,
+    /// Leases obtained by this call, not yet reported.
+    got: Vec<u64>,
+    phase: Phase,
+    /// Vanished-lease retries used for the current lease.
+    retries: u32,
+}
+
+/// A counting semaphore on `base`, wire-compatible with Curator's
+/// `InterProcessSemaphoreV2` (see the module docs for the layout and the
+/// events).
+///
+/// Several acquires may be made in turn on one handle; each lease is held
+/// until returned with [`Semaphore::return_lease`] or
+/// [`Semaphore::return_all`]. Every returned lease is reported as
+/// [`RecipeEvent::Released`] (Curator plan: after the delete's reply;
+/// Pipelined plan: at once, the delete staying guaranteed).
+///
+/// Connection events while leases are held are reported once for the
+/// handle: `Suspended` when the connection drops, then, after a reconnect of
+/// the same session has verified every held lease, `Reconnected` if all
+/// survived or `Lost` if any vanished ([`Semaphore::leases`] lists the
+/// survivors). Session expiry (or close) reports `Lost` if leases were held
+/// and `Failed` for an acquire under way.
+///
+/// Drain order after any input or command: [`Recipe::poll_op`] (ops leave in
+/// Curator's order: after a lease is held, checkWatches on `leases` before the
+/// mutex node's delete), then [`Recipe::poll_event`], then
+/// [`Recipe::poll_timeout`].
+#[derive(Debug)]
+pub struct Semaphore {
+    base: ZkPath,
+    leases_path: ZkPath,
+    max_leases: usize,
+    config: LockConfig,
+    rng: Rng,
+    mutex: LockCore,
+    cores: BTreeMap<u64, LockCore>,
+    next_slot: u64,
+    /// Reported leases, in the order obtained.
+    held: Vec<u64>,
+    /// Returned leases whose `Released` has not been reported yet.
+    returning: BTreeSet<u64>,
+    acquiring: Option<Acquiring>,
+    /// Held leases still being checked after a reconnect.
+    verifying: BTreeSet<u64>,
+    /// `Suspended` was reported and not yet answered.
+    suspended: bool,
+    /// A lease vanished during the current reconnect check.
+    lost_on_verify: bool,
+    routes: BTreeMap<OpId, Route>,
+    next_op: u64,
+    ops: VecDeque<RecipeOp>,
+    events: VecDeque<RecipeEvent>,
+}
+
+impl Semaphore {
+    /// A semaphore on `base` allowing `max_leases` concurrent leases (a
+    /// convention every participant must share, as in Curator).
+    pub fn new(base: ZkPath, max_leases: usize, config: LockConfig) -> Semaphore {
+        let locks = child(&base, SEMAPHORE_LOCKS);
+        let leases_path = child(&base, SEMAPHORE_LEASES);
+        let mut rng = Rng::with_seed(config.seed);
+        let mut mutex_config = config.clone();
+        mutex_config.seed = rng.next_u64();
+        let mutex = LockCore::new(
+            mutex_config,
+            locks,
+            LOCK_NAME,
+            SortKey::Standard(LOCK_NAME),
+            Rule::Standard { max_leases: 1 },
+        );
+        Semaphore {
+            base,
+            leases_path,
+            max_leases,
+            config,
+            rng,
+            mutex,
+            cores: BTreeMap::new(),
+            next_slot: MUTEX_SLOT + 1,
+            held: Vec::new(),
+            returning: BTreeSet::new(),
+            acquiring: None,
+            verifying: BTreeSet::new(),
+            suspended: false,
+            lost_on_verify: false,
+            routes: BTreeMap::new(),
+            next_op: 0,
+            ops: VecDeque::new(),
+            events: VecDeque::new(),
+        }
+    }
+
+    /// The semaphore path.
+    pub fn base(&self) -> &ZkPath {
+        &self.base
+    }
+
+    /// The lease limit.
+    pub fn max_leases(&self) -> usize {
+        self.max_leases
+    }
+
+    // ---- commands ------------------------------------------------------------------
+
+    /// Acquires `qty` leases, waiting until `deadline` (`None`: forever). The
+    /// deadline covers the whole call, the internal mutex included; as in
+    /// Curator, a free mutex and a free lease are taken even when it has
+    /// already passed. Reported as `qty` × `Acquired`, or `TimedOut` /
+    /// `Failed` with every lease of this call returned.
+    pub fn acquire(&mut self, now: Instant, qty: usize, deadline: Option<Instant>) -> Result<(), ApiMisuse> {
+        if qty == 0 {
+            return Err(ApiMisuse::InvalidState("qty must be at least 1"));
+        }
+        if self.acquiring.is_some() {
+            return Err(ApiMisuse::InvalidState("an acquire is already under way"));
+        }
+        self.acquiring = Some(Acquiring { qty, deadline, got: Vec::new(), phase: Phase::Mutex, retries: 0 });
+        self.start_lease(now);
+        self.pump(now);
+        Ok(())
+    }
+
+    /// Returns one held lease: its node is deleted (guaranteed; NoNode is
+    /// fine) and `Released` reported.
+    pub fn return_lease(&mut self, now: Instant, lease: &str) -> Result<(), ApiMisuse> {
+        let slot = self
+            .held
+            .iter()
+            .copied()
+            .find(|s| self.cores.get(s).and_then(|c| c.held()).is_some_and(|n| n.path == lease))
+            .ok_or(ApiMisuse::InvalidState("not a lease held by this semaphore"))?;
+        self.return_slot(now, slot);
+        self.pump(now);
+        Ok(())
+    }
+
+    /// Returns every held lease, in the order they were obtained.
+    pub fn return_all(&mut self, now: Instant) {
+        for slot in self.held.clone() {
+            self.return_slot(now, slot);
+        }
+        self.pump(now);
+    }
+
+    /// Abandons an acquire in progress. Nothing is left behind: the mutex
+    /// node, the pending lease node (also one whose create reply was lost)
+    /// and the leases this call already obtained are all deleted. Nothing is
+    /// reported.
+    pub fn cancel(&mut self, now: Instant) {
+        self.abort(now, None);
+        self.pump(now);
+    }
+
+    /// Ends the acquire under way, deleting every node it made or obtained,
+    /// and reports `event`.
+    fn abort(&mut self, now: Instant, event: Option<RecipeEvent>) {
+        let Some(acq) = self.acquiring.take() else { return };
+        match acq.phase {
+            Phase::Mutex | Phase::MutexBusy => {
+                if self.mutex.is_acquiring() {
+                    self.mutex.cancel(now);
+                    self.drain(MUTEX_SLOT);
+                }
+            }
+            Phase::Lease { slot } | Phase::Unlocking { slot } => {
+                self.on_core(slot, |c| c.cancel(now));
+                self.release_mutex(now);
+            }
+            Phase::Pause { .. } => {}
+        }
+        self.drop_leases(now, &acq.got);
+        self.events.extend(event);
+    }
+
+    /// The held lease paths, in the order obtained.
+    pub fn leases(&self) -> Vec<&str> {
+        self.held.iter().filter_map(|s| self.cores.get(s)?.held()).map(|n| n.path.as_str()).collect()
+    }
+
+    /// A held lease's fencing token (its node's czxid).
+    pub fn lease_token(&self, lease: &str) -> Option<FencingToken> {
+        self.held.iter().filter_map(|s| self.cores.get(s)?.held()).find(|n| n.path == lease).map(|n| n.token)
+    }
+
+    /// True while an acquire is under way.
+    pub fn is_acquiring(&self) -> bool {
+        self.acquiring.is_some()
+    }
+
+    /// True when nothing is in progress, nothing is held and nothing is owed
+    /// to the server.
+    pub fn is_quiescent(&self) -> bool {
+        self.acquiring.is_none()
+            && self.held.is_empty()
+            && self.returning.is_empty()
+            && self.mutex.is_idle()
+            && !self.mutex.has_cleanup()
+            && self.cores.values().all(|c| c.is_idle() && !c.has_cleanup())
+    }
+
+    // ---- mechanism -----------------------------------------------------------------
+
+    /// Starts (or restarts) the current lease with the internal mutex.
+    fn start_lease(&mut self, now: Instant) {
+        let Some(acq) = self.acquiring.as_mut() else { return };
+        if !self.mutex.is_idle() {
+            // The previous release is still in flight (Curator plan).
+            acq.phase = Phase::MutexBusy;
+            return;
+        }
+        acq.phase = Phase::Mutex;
+        let deadline = acq.deadline;
+        let started = self.mutex.acquire(now, deadline, Shape::Sequential);
+        self.drain(MUTEX_SLOT);
+        if started.is_err() {
+            // Unreachable while idle; fail rather than hang.
+            self.fail_acquire(now, RecipeEvent::Failed(RequestError::Server(ErrorCode::SYSTEM_ERROR)));
+        }
+    }
+
+    /// The mutex is ours: create the lease.
+    fn start_lease_node(&mut self, now: Instant) {
+        let Some(acq) = self.acquiring.as_mut() else { return };
+        let slot = self.next_slot;
+        self.next_slot += 1;
+        let mut config = self.config.clone();
+        config.seed = self.rng.next_u64();
+        let mut core = LockCore::new(
+            config,
+            self.leases_path.clone(),
+            LEASE_NAME,
+            SortKey::Standard(LEASE_NAME),
+            Rule::Count { max_leases: self.max_leases },
+        );
+        core.defer_missing = true;
+        acq.phase = Phase::Lease { slot };
+        let deadline = acq.deadline;
+        let started = core.acquire(now, deadline, Shape::Sequential);
+        self.cores.insert(slot, core);
+        self.drain(slot);
+        if started.is_err() {
+            self.release_mutex(now);
+            self.fail_acquire(now, RecipeEvent::Failed(RequestError::Server(ErrorCode::SYSTEM_ERROR)));
+        }
+    }
+
+    /// Deletes the internal mutex node if it is held (Curator's `finally`).
+    /// True if a release was started.
+    fn release_mutex(&mut self, now: Instant) -> bool {
+        let released = self.mutex.held().is_some() && self.mutex.release(now).is_ok();
+        self.drain(MUTEX_SLOT);
+        released
+    }
+
+    /// Curator's `removeWatchers()` on the lease path after a listing.
+    fn check_lease_watch(&mut self) {
+        let op = Op::check_watches(&self.leases_path, WatcherType::ANY);
+        self.send_own(op);
+    }
+
+    fn send_own(&mut self, op: Op) {
+        let id = OpId(self.next_op);
+        self.next_op += 1;
+        self.routes.insert(id, Route::Own);
+        self.ops.push_back(RecipeOp { id, op });
+    }
+
+    fn return_slot(&mut self, now: Instant, slot: u64) {
+        self.held.retain(|s| *s != slot);
+        if self.verifying.remove(&slot) {
+            self.finish_verify();
+        }
+        if self.on_core(slot, |c| c.release(now).is_ok()) == Some(true) {
+            self.returning.insert(slot);
+        }
+    }
+
+    /// Deletes leases that will not be kept, without any event.
+    fn drop_leases(&mut self, now: Instant, slots: &[u64]) {
+        for slot in slots {
+            self.on_core(*slot, |c| c.cancel(now));
+        }
+    }
+
+    /// Ends the acquire: return what it obtained and report `event`.
+    fn fail_acquire(&mut self, now: Instant, event: RecipeEvent) {
+        if let Some(acq) = self.acquiring.take() {
+            self.drop_leases(now, &acq.got);
+        }
+        self.events.push_back(event);
+    }
+
+    /// Lease `slot` is ours and the mutex is free again.
+    fn commit(&mut self, now: Instant, slot: u64) {
+        let Some(acq) = self.acquiring.as_mut() else { return };
+        acq.got.push(slot);
+        if acq.got.len() < acq.qty {
+            acq.retries = 0;
+            self.start_lease(now);
+            return;
+        }
+        if !acq.got.iter().all(|s| self.cores.get(s).is_some_and(|c| c.held().is_some())) {
+            // A lease vanished (found missing on a reconnect) before the
+            // call completed: return the others rather than report less.
+            return self.fail_acquire(now, RecipeEvent::Failed(RequestError::Server(ErrorCode::NO_NODE)));
+        }
+        let got = core::mem::take(&mut acq.got);
+        self.acquiring = None;
+        for slot in got {
+            if let Some(node) = self.cores.get(&slot).and_then(|c| c.held()) {
+                self.events.push_back(RecipeEvent::Acquired { node: node.path.clone(), token: node.token });
+                self.held.push(slot);
+            }
+        }
+    }
+
+    /// Our lease vanished (or its create found no parent): Curator's
+    /// MISSING_NODE path. The mutex is already being released.
+    fn retry_lease(&mut self, now: Instant) {
+        let policy = self.config.retry;
+        let Some(acq) = self.acquiring.as_mut() else { return };
+        if acq.retries >= policy.max_retries {
+            return self.fail_acquire(now, RecipeEvent::Failed(RequestError::Server(ErrorCode::NO_NODE)));
+        }
+        let n = acq.retries;
+        acq.retries += 1;
+        let factor = 1 + self.rng.next_u64() % (1u64 << (n + 1).min(30));
+        let pause = policy.base.saturating_mul(u32::try_from(factor).unwrap_or(u32::MAX)).min(policy.max_pause);
+        acq.phase = Phase::Pause { until: now.saturating_add(pause.max(Duration::from_millis(1))) };
+    }
+
+    /// `Suspended`, once per connection drop.
+    fn report_suspended(&mut self) {
+        if !self.suspended {
+            self.suspended = true;
+            self.events.push_back(RecipeEvent::Suspended);
+        }
+    }
+
+    fn finish_verify(&mut self) {
+        if !self.verifying.is_empty() || !self.suspended {
+            return;
+        }
+        self.suspended = false;
+        let event =
+            if core::mem::take(&mut self.lost_on_verify) { RecipeEvent::Lost } else { RecipeEvent::Reconnected };
+        self.events.push_back(event);
+    }
+
+    fn slots(&self) -> Vec<u64> {
+        self.cores.keys().copied().collect()
+    }
+
+    fn phase(&self) -> Option<Phase> {
+        self.acquiring.as_ref().map(|a| a.phase)
+    }
+
+    fn in_got(&self, slot: u64) -> bool {
+        self.acquiring.as_ref().is_some_and(|a| a.got.contains(&slot))
+    }
+
+    fn on_mutex_event(&mut self, now: Instant, event: RecipeEvent) {
+        let phase = self.phase();
+        match event {
+            RecipeEvent::Acquired { .. } => match phase {
+                Some(Phase::Mutex) => self.start_lease_node(now),
+                // Nobody wants it any more.
+                _ => {
+                    self.release_mutex(now);
+                }
+            },
+            RecipeEvent::TimedOut if phase == Some(Phase::Mutex) => self.fail_acquire(now, RecipeEvent::TimedOut),
+            RecipeEvent::Released => {
+                if let Some(Phase::Unlocking { slot }) = phase {
+                    self.commit(now, slot);
+                }
+            }
+            RecipeEvent::Failed(e) => match phase {
+                // A failed cleanup delete of an earlier attempt: the acquire goes on.
+                Some(Phase::Mutex) if self.mutex.is_acquiring() => {}
+                Some(Phase::Mutex) => self.fail_acquire(now, RecipeEvent::Failed(e)),
+                // The mutex node's delete failed for good: Curator's acquire
+                // throws; return the lease rather than leak it.
+                Some(Phase::Unlocking { slot }) if self.mutex.is_idle() => {
+                    self.on_core(slot, |c| c.cancel(now));
+                    self.fail_acquire(now, RecipeEvent::Failed(e));
+                }
+                Some(_) => {}
+                None => self.events.push_back(RecipeEvent::Failed(e)),
+            },
+            // The mutex only serves liveness; its connection events and a
+            // loss found on reconnect change nothing for the lease.
+            _ => {}
+        }
+    }
+
+    fn on_lease_event(&mut self, now: Instant, slot: u64, event: RecipeEvent) {
+        let current = matches!(self.phase(), Some(Phase::Lease { slot: s }) if s == slot);
+        if current {
+            let still_acquiring = self.cores.get(&slot).is_some_and(|c| c.is_acquiring());
+            match event {
+                RecipeEvent::Acquired { .. } => {
+                    // The core has already queued checkWatches on `leases`;
+                    // now release the internal mutex.
+                    if let Some(acq) = self.acquiring.as_mut() {
+                        acq.phase = Phase::Unlocking { slot };
+                    }
+                    if !self.release_mutex(now) {
+                        // The mutex node was lost on a reconnect: nothing to release.
+                        self.commit(now, slot);
+                    }
+                }
+                RecipeEvent::TimedOut => {
+                    self.check_lease_watch();
+                    self.release_mutex(now);
+                    self.fail_acquire(now, RecipeEvent::TimedOut);
+                }
+                RecipeEvent::Failed(RequestError::Server(ErrorCode::NO_NODE)) if !still_acquiring => {
+                    // A listing without our node leaves its delete pending and
+                    // its child watch armed; a NoNode create does neither.
+                    if self.cores.get(&slot).is_some_and(|c| c.has_cleanup()) {
+                        self.check_lease_watch();
+                    }
+                    self.release_mutex(now);
+                    self.retry_lease(now);
+                }
+                RecipeEvent::Failed(e) if !still_acquiring => {
+                    self.release_mutex(now);
+                    self.fail_acquire(now, RecipeEvent::Failed(e));
+                }
+                _ => {}
+            }
+            return;
+        }
+        if self.in_got(slot) {
+            // A lease of this call vanished on a reconnect: the call fails.
+            if event == RecipeEvent::Lost {
+                self.abort(now, Some(RecipeEvent::Failed(RequestError::Server(ErrorCode::NO_NODE))));
+            }
+            return;
+        }
+        if self.held.contains(&slot) {
+            match event {
+                RecipeEvent::Suspended => self.report_suspended(),
+                RecipeEvent::Reconnected => {
+                    self.verifying.remove(&slot);
+                    self.finish_verify();
+                }
+                RecipeEvent::Lost => {
+                    self.held.retain(|s| *s != slot);
+                    self.verifying.remove(&slot);
+                    self.lost_on_verify = true;
+                    if !self.suspended {
+                        self.suspended = true;
+                    }
+                    self.finish_verify();
+                }
+                RecipeEvent::Failed(e) => self.events.push_back(RecipeEvent::Failed(e)),
+                _ => {}
+            }
+            return;
+        }
+        match event {
+            RecipeEvent::Released if self.returning.remove(&slot) => self.events.push_back(RecipeEvent::Released),
+            // A failed delete of a returned or abandoned lease.
+            RecipeEvent::Failed(e) => {
+                if self.returning.remove(&slot) {
+                    self.events.push_back(RecipeEvent::Released);
+                }
+                self.events.push_back(RecipeEvent::Failed(e));
+            }
+            _ => {}
+        }
+    }
+
+    /// Moves the cores' ops out (mutex first, then leases by slot) and reacts
+    /// to their events, until neither has more. Ops a core queued before an
+    /// event are sent before anything the reaction queues.
+    fn pump(&mut self, now: Instant) {
+        loop {
+            self.drain_ops();
+            if let Some(event) = self.mutex.poll_event() {
+                self.on_mutex_event(now, event);
+                continue;
+            }
+            let next = self.cores.iter_mut().find_map(|(slot, core)| core.poll_event().map(|e| (*slot, e)));
+            if let Some((slot, event)) = next {
+                self.on_lease_event(now, slot, event);
+                continue;
+            }
+            if self.phase() == Some(Phase::MutexBusy) && self.mutex.is_idle() {
+                self.start_lease(now);
+                continue;
+            }
+            break;
+        }
+        self.collect();
+    }
+
+    /// Moves every core's queued ops out (mutex first, then leases by slot).
+    fn drain_ops(&mut self) {
+        self.drain(MUTEX_SLOT);
+        let slots: Vec<u64> = self.cores.keys().copied().collect();
+        for slot in slots {
+            self.drain(slot);
+        }
+    }
+
+    /// Moves one core's queued ops out, in order. Called right after every
+    /// command or input given to a core, so ops leave in the order they were
+    /// made across cores.
+    fn drain(&mut self, slot: u64) {
+        loop {
+            let op = match slot {
+                MUTEX_SLOT => self.mutex.poll_op(),
+                _ => self.cores.get_mut(&slot).and_then(|c| c.poll_op()),
+            };
+            let Some(op) = op else { return };
+            let id = OpId(self.next_op);
+            self.next_op += 1;
+            self.routes.insert(id, Route::Core(slot, op.id));
+            self.ops.push_back(RecipeOp { id, op: op.op });
+        }
+    }
+
+    /// Runs `f` on the lease core in `slot` (if any), then moves its ops out.
+    fn on_core<X>(&mut self, slot: u64, f: impl FnOnce(&mut LockCore) -> X) -> Option<X> {
+        let out = self.cores.get_mut(&slot).map(f);
+        self.drain(slot);
+        out
+    }
+
+    /// Forgets lease cores that hold nothing and owe nothing.
+    fn collect(&mut self) {
+        let current = match self.phase() {
+            Some(Phase::Lease { slot } | Phase::Unlocking { slot }) => Some(slot),
+            _ => None,
+        };
+        let keep: BTreeSet<u64> = self
+            .held
+            .iter()
+            .chain(self.returning.iter())
+            .chain(self.acquiring.iter().flat_map(|a| a.got.iter()))
+            .chain(current.iter())
+            .copied()
+            .collect();
+        self.cores.retain(|slot, core| keep.contains(slot) || !core.is_idle() || core.has_cleanup());
+    }
+
+    /// Session expiry or close: every ephemeral node is gone.
+    fn end_session(&mut self, now: Instant, state: ConnectionState) {
+        let had_leases = !self.held.is_empty();
+        let was_acquiring = self.acquiring.take().is_some();
+        self.held.clear();
+        self.verifying.clear();
+        self.suspended = false;
+        self.lost_on_verify = false;
+        self.mutex.handle_session(now, state);
+        while self.mutex.poll_event().is_some() {}
+        for (slot, core) in self.cores.iter_mut() {
+            core.handle_session(now, state);
+            while let Some(event) = core.poll_event() {
+                if event == RecipeEvent::Released && self.returning.remove(slot) {
+                    self.events.push_back(RecipeEvent::Released);
+                }
+            }
+        }
+        self.returning.clear();
+        self.routes.clear();
+        if had_leases {
+            self.events.push_back(RecipeEvent::Lost);
+        }
+        if was_acquiring {
+            let error = match state {
+                ConnectionState::Lost => RequestError::SessionExpired,
+                ConnectionState::AuthFailed => RequestError::AuthFailed,
+                _ => RequestError::Closed,
+            };
+            self.events.push_back(RecipeEvent::Failed(error));
+        }
+        self.pump(now);
+    }
+}
+
+impl Recipe for Semaphore {
+    fn handle_reply(&mut self, now: Instant, op: OpId, result: Result<Response, RequestError>) {
+        match self.routes.remove(&op) {
+            Some(Route::Core(MUTEX_SLOT, inner)) => self.mutex.handle_reply(now, inner, result),
+            Some(Route::Core(slot, inner)) => {
+                self.on_core(slot, |c| c.handle_reply(now, inner, result));
+            }
+            Some(Route::Own) | None => return,
+        }
+        self.pump(now);
+    }
+
+    fn handle_watch(&mut self, now: Instant, event: &WatchEvent) {
+        self.mutex.handle_watch(now, event);
+        self.drain(MUTEX_SLOT);
+        for slot in self.slots() {
+            self.on_core(slot, |c| c.handle_watch(now, event));
+        }
+        self.pump(now);
+    }
+
+    fn handle_session(&mut self, now: Instant, state: ConnectionState) {
+        match state {
+            ConnectionState::Lost | ConnectionState::Closed | ConnectionState::AuthFailed => {
+                return self.end_session(now, state);
+            }
+            ConnectionState::Suspended if !self.held.is_empty() => self.report_suspended(),
+            ConnectionState::Reconnected => {
+                self.verifying = self
+                    .held
+                    .iter()
+                    .copied()
+                    .filter(|s| self.cores.get(s).is_some_and(|c| c.held().is_some()))
+                    .collect();
+            }
+            _ => {}
+        }
+        self.mutex.handle_session(now, state);
+        self.drain(MUTEX_SLOT);
+        for slot in self.slots() {
+            self.on_core(slot, |c| c.handle_session(now, state));
+        }
+        self.pump(now);
+        if state == ConnectionState::Reconnected {
+            self.finish_verify();
+        }
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        if self.mutex.poll_timeout().is_some_and(|t| t <= now) {
+            self.mutex.handle_timeout(now);
+            self.drain(MUTEX_SLOT);
+        }
+        for slot in self.slots() {
+            self.on_core(slot, |c| {
+                if c.poll_timeout().is_some_and(|t| t <= now) {
+                    c.handle_timeout(now);
+                }
+            });
+        }
+        if let Some(Phase::Pause { until }) = self.phase() {
+            if now >= until {
+                self.start_lease(now);
+            }
+        }
+        self.pump(now);
+    }
+
+    fn poll_op(&mut self) -> Option<RecipeOp> {
+        self.ops.pop_front()
+    }
+
+    fn poll_event(&mut self) -> Option<RecipeEvent> {
+        self.events.pop_front()
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        let pause = match self.phase() {
+            Some(Phase::Pause { until }) => Some(until),
+            _ => None,
+        };
+        self.cores.values().filter_map(|c| c.poll_timeout()).chain(self.mutex.poll_timeout()).chain(pause).min()
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
+/// `base/name`; both parts are valid, so this cannot fail in practice.
+fn child(base: &ZkPath, name: &str) -> ZkPath {
+    base.join(name).unwrap_or_else(|_| base.clone())
+}

@@ -1,0 +1,115 @@
+//! [`SemaphoreMutex`]: Curator's `InterProcessSemaphoreMutex`, a one-lease
+//! [`Semaphore`]. Not reentrant.
+
+use core::any::Any;
+
+use zoolock_wire::Response;
+
+use super::config::LockConfig;
+use super::semaphore::Semaphore;
+use crate::error::{ApiMisuse, RequestError};
+use crate::path::ZkPath;
+use crate::recipe::{FencingToken, OpId, Recipe, RecipeEvent, RecipeOp};
+use crate::session::{ConnectionState, WatchEvent};
+use crate::time::Instant;
+
+/// A non-reentrant lock on `base`, wire-compatible with Curator's
+/// `InterProcessSemaphoreMutex`: a [`Semaphore`] with one lease, so its nodes
+/// are `base/locks/_c_<uuid>-lock-<seq>` (briefly, while acquiring) and
+/// `base/leases/_c_<uuid>-lease-<seq>` (while held). It does not exclude a
+/// [`Mutex`](super::Mutex) on the same path (a different layout, as in
+/// Curator).
+///
+/// Events: `Acquired` (the lease path and its czxid), `TimedOut`, `Failed`,
+/// `Released`, and `Suspended` / `Reconnected` / `Lost` while held.
+#[derive(Debug)]
+pub struct SemaphoreMutex {
+    semaphore: Semaphore,
+}
+
+impl SemaphoreMutex {
+    /// A mutex on `base`.
+    pub fn new(base: ZkPath, config: LockConfig) -> SemaphoreMutex {
+        SemaphoreMutex { semaphore: Semaphore::new(base, 1, config) }
+    }
+
+    /// The lock path.
+    pub fn base(&self) -> &ZkPath {
+        self.semaphore.base()
+    }
+
+    /// Acquires, waiting until `deadline` (`None`: forever). Not reentrant:
+    /// while held or acquiring, this is refused. (Curator's holder would
+    /// create a second lease and wait for itself.)
+    pub fn acquire(&mut self, now: Instant, deadline: Option<Instant>) -> Result<(), ApiMisuse> {
+        if self.holder().is_some() {
+            return Err(ApiMisuse::InvalidState("the semaphore mutex is already held (it is not reentrant)"));
+        }
+        self.semaphore.acquire(now, 1, deadline)
+    }
+
+    /// Releases: the lease node is deleted (guaranteed) and `Released`
+    /// reported.
+    pub fn release(&mut self, now: Instant) -> Result<(), ApiMisuse> {
+        let Some(lease) = self.semaphore.leases().first().map(|l| alloc::string::String::from(*l)) else {
+            return Err(ApiMisuse::InvalidState("the lock is not held"));
+        };
+        self.semaphore.return_lease(now, &lease)
+    }
+
+    /// Abandons an acquire in progress; no node is left behind.
+    pub fn cancel(&mut self, now: Instant) {
+        self.semaphore.cancel(now);
+    }
+
+    /// Our lease node and fencing token while held.
+    pub fn holder(&self) -> Option<(&str, FencingToken)> {
+        let lease = *self.semaphore.leases().first()?;
+        Some((lease, self.semaphore.lease_token(lease)?))
+    }
+
+    /// True while an acquire is under way.
+    pub fn is_acquiring(&self) -> bool {
+        self.semaphore.is_acquiring()
+    }
+
+    /// True when nothing is in progress, nothing held and nothing owed to the
+    /// server.
+    pub fn is_quiescent(&self) -> bool {
+        self.semaphore.is_quiescent()
+    }
+}
+
+impl Recipe for SemaphoreMutex {
+    fn handle_reply(&mut self, now: Instant, op: OpId, result: Result<Response, RequestError>) {
+        self.semaphore.handle_reply(now, op, result);
+    }
+
+    fn handle_watch(&mut self, now: Instant, event: &WatchEvent) {
+        self.semaphore.handle_watch(now, event);
+    }
+
+    fn handle_session(&mut self, now: Instant, state: ConnectionState) {
+        self.semaphore.handle_session(now, state);
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        self.semaphore.handle_timeout(now);
+    }
+
+    fn poll_op(&mut self) -> Option<RecipeOp> {
+        self.semaphore.poll_op()
+    }
+
+    fn poll_event(&mut self) -> Option<RecipeEvent> {
+        self.semaphore.poll_event()
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.semaphore.poll_timeout()
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}

@@ -1,0 +1,483 @@
+//! Transcript tests of `ReadWriteLock`: replies fed by hand, exact op and
+//! event sequences checked, including Curator 5.4.0's recorded `rwlock` trace.
+
+mod transcript;
+
+use zoolock_core::recipes::{READ, WRITE};
+use zoolock_core::wire::{Bytes, ErrorCode, EventType, Request};
+use zoolock_core::{ApiMisuse, LockConfig, OpPlan, ReadWriteLock, Recipe, RecipeEvent, ZkPath};
+
+use transcript::{Answer, Harness, acquired, at, kids, member, name, other, uuid_of};
+
+const BASE: &str = "/traces/rwlock";
+
+fn lock(plan: OpPlan, seed: u64) -> Harness<ReadWriteLock> {
+    let config = LockConfig::new(seed).with_plan(plan).with_data(Bytes::from_static(b"127.0.0.1"));
+    Harness::new(ReadWriteLock::new(ZkPath::new(BASE).unwrap(), config))
+}
+
+fn read_acquired(node: &str, czxid: i64) -> RecipeEvent {
+    member(READ, acquired(node, czxid))
+}
+
+fn write_acquired(node: &str, czxid: i64) -> RecipeEvent {
+    member(WRITE, acquired(node, czxid))
+}
+
+/// Trace `rwlock/A.conn1`: the first reader finds the base path missing,
+/// makes it, holds at once, releases.
+#[test]
+fn curator_trace_reader_a() {
+    let mut h = lock(OpPlan::Curator, 1);
+    h.run(|l| l.acquire_read(at(0), None)).unwrap();
+    h.answer(at(1), "create2 /traces/rwlock/_c_<uuid>-__READ__ [ES]", Answer::Err(ErrorCode::NO_NODE));
+    h.answer(at(2), "exists /traces", Answer::Stat);
+    h.answer(at(3), "exists /traces/rwlock", Answer::Err(ErrorCode::NO_NODE));
+    h.answer(at(4), "createContainer /traces/rwlock [C]", Answer::Made(1));
+    let node = h.answer(at(5), "create2 /traces/rwlock/_c_<uuid>-__READ__ [ES]", Answer::Seq(0));
+    h.answer(at(6), "getChildren2 /traces/rwlock", kids(&[name(&node)]));
+    assert_eq!(h.events(), vec![read_acquired(&node, 1000)]);
+    assert_eq!(h.recipe.read_hold_count(), 1);
+
+    h.run(|l| l.release_read(at(7))).unwrap();
+    h.answer(at(8), "delete /traces/rwlock/_c_<uuid>-__READ__0000000000", Answer::Empty);
+    assert_eq!(h.events(), vec![member(READ, RecipeEvent::Released)]);
+    h.assert_idle();
+    assert_eq!(
+        h.log,
+        [
+            "create2 /traces/rwlock/_c_<uuid>-__READ__ [ES]",
+            "exists /traces",
+            "exists /traces/rwlock",
+            "createContainer /traces/rwlock [C]",
+            "create2 /traces/rwlock/_c_<uuid>-__READ__ [ES]",
+            "getChildren2 /traces/rwlock",
+            "delete /traces/rwlock/_c_<uuid>-__READ__0000000000",
+        ]
+    );
+    // Curator's default data, the local address.
+    let Request::Create2(create) = h.sent_ops[0].op.request() else { panic!() };
+    assert_eq!(create.data.as_deref(), Some(&b"127.0.0.1"[..]));
+    assert!(h.recipe.is_quiescent());
+}
+
+/// Trace `rwlock/B.conn1`: a reader behind a reader shares the lock.
+#[test]
+fn curator_trace_reader_b_shares() {
+    let mut h = lock(OpPlan::Curator, 2);
+    h.run(|l| l.acquire_read(at(0), None)).unwrap();
+    let node = h.answer(at(1), "create2 /traces/rwlock/_c_<uuid>-__READ__ [ES]", Answer::Seq(1));
+    h.answer(at(2), "getChildren2 /traces/rwlock", kids(&[other(0xa, "__READ__", 0), name(&node)]));
+    assert_eq!(h.events(), vec![read_acquired(&node, 1001)]);
+    h.run(|l| l.release_read(at(3))).unwrap();
+    h.answer(at(4), "delete /traces/rwlock/_c_<uuid>-__READ__0000000001", Answer::Empty);
+    assert_eq!(h.events(), vec![member(READ, RecipeEvent::Released)]);
+    assert_eq!(
+        h.log,
+        [
+            "create2 /traces/rwlock/_c_<uuid>-__READ__ [ES]",
+            "getChildren2 /traces/rwlock",
+            "delete /traces/rwlock/_c_<uuid>-__READ__0000000001",
+        ]
+    );
+}
+
+/// Trace `rwlock/C.conn1`: the writer waits on its immediate predecessor
+/// (B's read node, not A's), acquires once it goes, then downgrades the
+/// Curator 5.4.0 way: an ordinary sequential `__READ__` node.
+#[test]
+fn curator_trace_writer_c_and_downgrade() {
+    let mut h = lock(OpPlan::Curator, 3);
+    let a = other(0xa, "__READ__", 0);
+    let b = other(0xb, "__READ__", 1);
+    h.run(|l| l.acquire_write(at(0), None)).unwrap();
+    let w = h.answer(at(1), "create2 /traces/rwlock/_c_<uuid>-__WRIT__ [ES]", Answer::Seq(2));
+    // The server's (unsorted) order, as recorded.
+    h.answer(at(2), "getChildren2 /traces/rwlock", kids(&[a.clone(), name(&w), b.clone()]));
+    h.answer(at(3), &format!("getData /traces/rwlock/{} w", transcript::mask(&b)), Answer::Data(b"127.0.0.1"));
+    assert_eq!(
+        h.sent(),
+        [
+            "create2 /traces/rwlock/_c_<uuid>-__WRIT__ [ES]",
+            "getChildren2 /traces/rwlock",
+            "getData /traces/rwlock/_c_<uuid>-__READ__0000000001 w",
+        ]
+    );
+    assert!(h.events().is_empty());
+    // A's release does not concern C; B's does.
+    h.watch(at(4), EventType::NODE_DELETED, &format!("{BASE}/{a}"));
+    assert!(h.sent().is_empty());
+    h.watch(at(5), EventType::NODE_DELETED, &format!("{BASE}/{b}"));
+    h.answer(at(6), "getChildren2 /traces/rwlock", kids(&[name(&w)]));
+    assert_eq!(h.events(), vec![write_acquired(&w, 1002)]);
+
+    // Downgrade: read while holding write.
+    h.run(|l| l.acquire_read(at(7), None)).unwrap();
+    let r = h.answer(at(8), "create2 /traces/rwlock/_c_<uuid>-__READ__ [ES]", Answer::Seq(3));
+    h.answer(at(9), "getChildren2 /traces/rwlock", kids(&[name(&w), name(&r)]));
+    assert_eq!(h.events(), vec![read_acquired(&r, 1003)]);
+    h.run(|l| l.release_write(at(10))).unwrap();
+    h.answer(at(11), "delete /traces/rwlock/_c_<uuid>-__WRIT__0000000002", Answer::Empty);
+    assert_eq!(h.events(), vec![member(WRITE, RecipeEvent::Released)]);
+    assert_eq!(h.recipe.read_holder().map(|(n, _)| n.to_string()), Some(r.clone()));
+    h.run(|l| l.release_read(at(12))).unwrap();
+    h.answer(at(13), "delete /traces/rwlock/_c_<uuid>-__READ__0000000003", Answer::Empty);
+    assert_eq!(h.events(), vec![member(READ, RecipeEvent::Released)]);
+    h.assert_idle();
+    assert_eq!(
+        h.log,
+        [
+            "create2 /traces/rwlock/_c_<uuid>-__WRIT__ [ES]",
+            "getChildren2 /traces/rwlock",
+            "getData /traces/rwlock/_c_<uuid>-__READ__0000000001 w",
+            "getChildren2 /traces/rwlock",
+            "create2 /traces/rwlock/_c_<uuid>-__READ__ [ES]",
+            "getChildren2 /traces/rwlock",
+            "delete /traces/rwlock/_c_<uuid>-__WRIT__0000000002",
+            "delete /traces/rwlock/_c_<uuid>-__READ__0000000003",
+        ]
+    );
+    // The halves draw distinct UUIDs.
+    assert_ne!(uuid_of(&w), uuid_of(&r));
+}
+
+/// Pipelined: create2 and getChildren2 go out together; readers behind
+/// readers hold without a watch.
+#[test]
+fn pipelined_readers_share() {
+    let mut h = lock(OpPlan::Pipelined, 4);
+    h.run(|l| l.acquire_read(at(0), None)).unwrap();
+    assert_eq!(h.sent(), ["create2 /traces/rwlock/_c_<uuid>-__READ__ [ES]", "getChildren2 /traces/rwlock"]);
+    let node = h.answer(at(1), "create2", Answer::Seq(3));
+    let children = [other(1, "__READ__", 0), other(2, "__READ__", 1), other(3, "__READ__", 2), name(&node)];
+    h.answer(at(1), "getChildren2", kids(&children));
+    assert_eq!(h.events(), vec![read_acquired(&node, 1003)]);
+    assert!(h.sent().is_empty());
+    // Pipelined release reports at once; the delete stays guaranteed.
+    h.run(|l| l.release_read(at(2))).unwrap();
+    assert_eq!(h.sent(), ["delete /traces/rwlock/_c_<uuid>-__READ__0000000003"]);
+    assert_eq!(h.events(), vec![member(READ, RecipeEvent::Released)]);
+    assert!(!h.recipe.is_quiescent());
+    h.answer(at(3), "delete", Answer::Empty);
+    assert!(h.recipe.is_quiescent());
+}
+
+/// A writer watches the child just before its own, reader or writer.
+#[test]
+fn writer_waits_on_immediate_predecessor() {
+    let mut h = lock(OpPlan::Curator, 5);
+    h.run(|l| l.acquire_write(at(0), None)).unwrap();
+    let w = h.answer(at(1), "create2 /traces/rwlock/_c_<uuid>-__WRIT__ [ES]", Answer::Seq(3));
+    let r0 = other(1, "__READ__", 0);
+    let w1 = other(2, "__WRIT__", 1);
+    let r2 = other(3, "__READ__", 2);
+    h.answer(at(2), "getChildren2", kids(&[name(&w), r2.clone(), w1.clone(), r0.clone()]));
+    assert_eq!(
+        h.sent(),
+        [
+            "create2 /traces/rwlock/_c_<uuid>-__WRIT__ [ES]",
+            "getChildren2 /traces/rwlock",
+            "getData /traces/rwlock/_c_<uuid>-__READ__0000000002 w"
+        ]
+    );
+    assert_eq!(transcript::path_of(&h.pending[0]), format!("{BASE}/{r2}"));
+    // The predecessor vanished before the watch could be set: list again.
+    h.answer(at(3), "getData", Answer::Err(ErrorCode::NO_NODE));
+    h.answer(at(4), "getChildren2", kids(&[name(&w), w1.clone(), r0.clone()]));
+    assert_eq!(transcript::path_of(&h.pending[0]), format!("{BASE}/{w1}"));
+    h.answer(at(5), "getData", Answer::Data(b""));
+    h.watch(at(6), EventType::NODE_DELETED, &format!("{BASE}/{w1}"));
+    h.answer(at(7), "getChildren2", kids(&[name(&w), r0.clone()]));
+    assert_eq!(transcript::path_of(&h.pending[0]), format!("{BASE}/{r0}"));
+    h.answer(at(8), "getData", Answer::Data(b""));
+    assert!(h.events().is_empty());
+    h.watch(at(9), EventType::NODE_DELETED, &format!("{BASE}/{r0}"));
+    h.answer(at(10), "getChildren2", kids(&[name(&w)]));
+    assert_eq!(h.events(), vec![write_acquired(&w, 1003)]);
+}
+
+/// A reader watches the first writer in the queue, not the nearest one.
+#[test]
+fn reader_waits_on_first_writer() {
+    let mut h = lock(OpPlan::Curator, 6);
+    h.run(|l| l.acquire_read(at(0), None)).unwrap();
+    let r = h.answer(at(1), "create2 /traces/rwlock/_c_<uuid>-__READ__ [ES]", Answer::Seq(4));
+    let r0 = other(1, "__READ__", 0);
+    let w1 = other(2, "__WRIT__", 1);
+    let r2 = other(3, "__READ__", 2);
+    let w3 = other(4, "__WRIT__", 3);
+    h.answer(at(2), "getChildren2", kids(&[r0.clone(), name(&r), w3.clone(), r2.clone(), w1.clone()]));
+    assert_eq!(transcript::path_of(&h.pending[0]), format!("{BASE}/{w1}"));
+    h.answer(at(3), "getData /traces/rwlock/_c_<uuid>-__WRIT__0000000001 w", Answer::Data(b""));
+    h.watch(at(4), EventType::NODE_DELETED, &format!("{BASE}/{w1}"));
+    h.answer(at(5), "getChildren2", kids(&[r0.clone(), name(&r), w3.clone(), r2.clone()]));
+    assert_eq!(transcript::path_of(&h.pending[0]), format!("{BASE}/{w3}"));
+    h.answer(at(6), "getData /traces/rwlock/_c_<uuid>-__WRIT__0000000003 w", Answer::Data(b""));
+    assert!(h.events().is_empty());
+    h.watch(at(7), EventType::NODE_DELETED, &format!("{BASE}/{w3}"));
+    // Readers ahead do not matter.
+    h.answer(at(8), "getChildren2", kids(&[r0, name(&r), r2]));
+    assert_eq!(h.events(), vec![read_acquired(&r, 1004)]);
+}
+
+/// Pipelined downgrade (Curator 5.5+, CURATOR-621): the read node is
+/// EPHEMERAL and reuses the write node's sequence, so a writer that queued
+/// meanwhile stays behind it after the write half is released.
+#[test]
+fn pipelined_downgrade_reuses_the_write_sequence() {
+    let mut h = lock(OpPlan::Pipelined, 7);
+    h.run(|l| l.acquire_write(at(0), None)).unwrap();
+    let w = h.answer(at(1), "create2 /traces/rwlock/_c_<uuid>-__WRIT__ [ES]", Answer::Seq(7));
+    h.answer(at(1), "getChildren2", kids(&[name(&w)]));
+    assert_eq!(h.events(), vec![write_acquired(&w, 1007)]);
+
+    // Another client's writer queues behind us.
+    let queued = other(9, "__WRIT__", 8);
+    h.run(|l| l.acquire_read(at(2), None)).unwrap();
+    assert_eq!(
+        h.sent(),
+        [
+            "create2 /traces/rwlock/_c_<uuid>-__WRIT__ [ES]",
+            "getChildren2 /traces/rwlock",
+            "create2 /traces/rwlock/_c_<uuid>-__READ__0000000007 [E]",
+            "getChildren2 /traces/rwlock",
+        ]
+    );
+    let r = h.answer(at(3), "create2 /traces/rwlock/_c_<uuid>-__READ__0000000007 [E]", Answer::Made(2000));
+    h.answer(at(3), "getChildren2", kids(&[queued.clone(), name(&r), name(&w)]));
+    assert_eq!(h.events(), vec![read_acquired(&r, 2000)]);
+    // Op ids: read half even, write half odd.
+    assert!(h.sent_ops.iter().take(2).all(|op| op.id.0 % 2 == 1));
+    assert!(h.sent_ops.iter().skip(2).all(|op| op.id.0 % 2 == 0));
+
+    h.run(|l| l.release_write(at(4))).unwrap();
+    assert_eq!(h.sent(), ["delete /traces/rwlock/_c_<uuid>-__WRIT__0000000007"]);
+    assert_eq!(h.events(), vec![member(WRITE, RecipeEvent::Released)]);
+    assert_eq!(h.recipe.read_hold_count(), 1);
+
+    // The queued writer (seen from its own client) still waits on our read node.
+    let mut theirs = lock(OpPlan::Curator, 70);
+    theirs.run(|l| l.acquire_write(at(5), None)).unwrap();
+    let tw = theirs.answer(at(6), "create2", Answer::Seq(8));
+    theirs.answer(at(7), "getChildren2", kids(&[name(&tw), name(&r)]));
+    assert_eq!(transcript::path_of(&theirs.pending[0]), r);
+}
+
+/// Curator 5.4.0's downgrade (the Curator plan) uses a fresh sequence, so a
+/// writer that queued meanwhile overtakes the reader once the write half is
+/// released: the CURATOR-621 bug, reproduced on purpose for trace parity.
+#[test]
+fn curator_plan_downgrade_lets_a_queued_writer_overtake() {
+    let mut h = lock(OpPlan::Curator, 8);
+    h.run(|l| l.acquire_write(at(0), None)).unwrap();
+    let w = h.answer(at(1), "create2", Answer::Seq(7));
+    h.answer(at(2), "getChildren2", kids(&[name(&w)]));
+    h.run(|l| l.acquire_read(at(3), None)).unwrap();
+    let r = h.answer(at(4), "create2 /traces/rwlock/_c_<uuid>-__READ__ [ES]", Answer::Seq(9));
+    let queued = other(9, "__WRIT__", 8);
+    h.answer(at(5), "getChildren2", kids(&[name(&w), queued.clone(), name(&r)]));
+    assert_eq!(h.events(), vec![write_acquired(&w, 1007), read_acquired(&r, 1009)]);
+    let mut theirs = lock(OpPlan::Curator, 80);
+    theirs.run(|l| l.acquire_write(at(5), None)).unwrap();
+    let tw = theirs.answer(at(6), "create2", Answer::Seq(8));
+    theirs.answer(at(7), "getChildren2", kids(&[name(&tw), name(&r)]));
+    assert_eq!(theirs.events(), vec![write_acquired(&tw, 1008)]);
+}
+
+/// Read → write would wait on our own read node forever: refused, nothing sent.
+#[test]
+fn upgrade_is_refused() {
+    let mut h = lock(OpPlan::Pipelined, 9);
+    h.run(|l| l.acquire_read(at(0), None)).unwrap();
+    // Refused while the read acquire is still under way, too.
+    let err = h.run(|l| l.acquire_write(at(0), None)).unwrap_err();
+    let ApiMisuse::InvalidState(msg) = err else { panic!("{err:?}") };
+    assert!(msg.contains("read→write upgrade would deadlock"), "{msg}");
+    let r = h.answer(at(1), "create2", Answer::Seq(0));
+    h.answer(at(1), "getChildren2", kids(&[name(&r)]));
+    assert_eq!(h.events(), vec![read_acquired(&r, 1000)]);
+    h.sent();
+    assert!(matches!(h.run(|l| l.acquire_write(at(2), None)), Err(ApiMisuse::InvalidState(_))));
+    assert!(h.sent().is_empty());
+    assert!(h.events().is_empty());
+    // After the read release, write is fine.
+    h.run(|l| l.release_read(at(3))).unwrap();
+    h.answer(at(3), "delete", Answer::Empty);
+    h.run(|l| l.acquire_write(at(4), None)).unwrap();
+    assert_eq!(
+        h.sent(),
+        [
+            "delete /traces/rwlock/_c_<uuid>-__READ__0000000000",
+            "create2 /traces/rwlock/_c_<uuid>-__WRIT__ [ES]",
+            "getChildren2 /traces/rwlock",
+        ]
+    );
+}
+
+/// Write then read (downgrade) then write again: the write half is simply
+/// reentrant; both halves count holds.
+#[test]
+fn reentrant_halves() {
+    let mut h = lock(OpPlan::Curator, 10);
+    h.run(|l| l.acquire_write(at(0), None)).unwrap();
+    let w = h.answer(at(1), "create2", Answer::Seq(0));
+    h.answer(at(2), "getChildren2", kids(&[name(&w)]));
+    h.run(|l| l.acquire_read(at(3), None)).unwrap();
+    let r = h.answer(at(4), "create2", Answer::Seq(1));
+    h.answer(at(5), "getChildren2", kids(&[name(&w), name(&r)]));
+    h.events();
+    h.sent();
+    h.run(|l| l.acquire_write(at(6), None)).unwrap();
+    h.run(|l| l.acquire_read(at(6), None)).unwrap();
+    assert!(h.sent().is_empty());
+    assert_eq!(h.events(), vec![write_acquired(&w, 1000), read_acquired(&r, 1001)]);
+    assert_eq!((h.recipe.read_hold_count(), h.recipe.write_hold_count()), (2, 2));
+    h.run(|l| l.release_write(at(7))).unwrap();
+    h.run(|l| l.release_read(at(7))).unwrap();
+    assert!(h.sent().is_empty());
+    h.run(|l| l.release_write(at(8))).unwrap();
+    h.run(|l| l.release_read(at(8))).unwrap();
+    assert_eq!(
+        h.sent(),
+        ["delete /traces/rwlock/_c_<uuid>-__WRIT__0000000000", "delete /traces/rwlock/_c_<uuid>-__READ__0000000001",]
+    );
+    assert!(matches!(h.run(|l| l.release_read(at(9))), Err(ApiMisuse::InvalidState(_))));
+    assert!(matches!(h.run(|l| l.release_write(at(9))), Err(ApiMisuse::InvalidState(_))));
+}
+
+/// A timed-out writer goes round once more at the deadline (Curator's loop),
+/// then deletes its node and reports `TimedOut`.
+#[test]
+fn timed_out_writer_deletes_its_node() {
+    let mut h = lock(OpPlan::Curator, 11);
+    h.run(|l| l.acquire_write(at(0), Some(at(300)))).unwrap();
+    let w = h.answer(at(1), "create2", Answer::Seq(1));
+    let r0 = other(1, "__READ__", 0);
+    h.answer(at(2), "getChildren2", kids(&[r0.clone(), name(&w)]));
+    h.answer(at(3), "getData /traces/rwlock/_c_<uuid>-__READ__0000000000 w", Answer::Data(b""));
+    assert_eq!(h.recipe.poll_timeout(), Some(at(300)));
+    h.timeout(at(300));
+    h.answer(at(301), "getChildren2", kids(&[r0.clone(), name(&w)]));
+    h.answer(at(302), "getData /traces/rwlock/_c_<uuid>-__READ__0000000000 w", Answer::Data(b""));
+    assert_eq!(h.events(), vec![member(WRITE, RecipeEvent::TimedOut)]);
+    h.answer(at(303), "delete /traces/rwlock/_c_<uuid>-__WRIT__0000000001", Answer::Empty);
+    h.assert_idle();
+    assert_eq!(h.recipe.write_hold_count(), 0);
+    assert_eq!(h.recipe.poll_timeout(), None);
+    assert!(h.recipe.is_quiescent());
+    h.sent();
+    // A late watch event from the abandoned wait changes nothing.
+    h.watch(at(400), EventType::NODE_DELETED, &format!("{BASE}/{r0}"));
+    assert!(h.sent().is_empty());
+    assert!(h.events().is_empty());
+}
+
+/// Our node vanished (someone deleted it, or an expiry): delete it anyway,
+/// pause, and re-create with a new UUID at the back of the queue.
+#[test]
+fn missing_own_node_is_recreated() {
+    let mut h = lock(OpPlan::Curator, 12);
+    h.run(|l| l.acquire_read(at(0), None)).unwrap();
+    let first = h.answer(at(1), "create2", Answer::Seq(5));
+    h.answer(at(2), "getChildren2", kids(&[other(1, "__WRIT__", 4)]));
+    assert_eq!(
+        h.sent(),
+        [
+            "create2 /traces/rwlock/_c_<uuid>-__READ__ [ES]",
+            "getChildren2 /traces/rwlock",
+            "delete /traces/rwlock/_c_<uuid>-__READ__0000000005",
+        ]
+    );
+    h.answer(at(3), "delete", Answer::Err(ErrorCode::NO_NODE));
+    let pause = h.recipe.poll_timeout().expect("a retry pause");
+    h.timeout(pause);
+    let second = h.answer(pause, "create2 /traces/rwlock/_c_<uuid>-__READ__ [ES]", Answer::Seq(6));
+    assert_ne!(uuid_of(&first), uuid_of(&second));
+    h.answer(pause, "getChildren2", kids(&[name(&second)]));
+    assert_eq!(h.events(), vec![read_acquired(&second, 1006)]);
+}
+
+/// Cancelling a waiting read deletes its node; nothing is reported.
+#[test]
+fn cancel_read_leaves_no_node() {
+    let mut h = lock(OpPlan::Curator, 13);
+    h.run(|l| l.acquire_read(at(0), None)).unwrap();
+    let r = h.answer(at(1), "create2", Answer::Seq(2));
+    h.answer(at(2), "getChildren2", kids(&[other(1, "__WRIT__", 1), name(&r)]));
+    h.answer(at(3), "getData", Answer::Data(b""));
+    h.run(|l| l.cancel_read(at(4)));
+    assert_eq!(h.sent().last().map(String::as_str), Some("delete /traces/rwlock/_c_<uuid>-__READ__0000000002"));
+    h.answer(at(5), "delete", Answer::Empty);
+    assert!(h.events().is_empty());
+    assert!(h.recipe.is_quiescent());
+}
+
+/// Both halves are driven through a `Client` by downcasting.
+#[test]
+fn usable_as_a_client_recipe() {
+    let mut l = ReadWriteLock::new(ZkPath::new(BASE).unwrap(), LockConfig::new(14));
+    let any: &mut dyn Recipe = &mut l;
+    let rw = any.as_any_mut().downcast_mut::<ReadWriteLock>().unwrap();
+    rw.acquire_write(at(0), None).unwrap();
+    assert_eq!(rw.base().as_str(), BASE);
+}
+
+/// Cancelling during the pause before a re-create creates nothing.
+#[test]
+fn cancel_during_retry_pause_creates_nothing() {
+    let mut h = lock(OpPlan::Curator, 15);
+    h.run(|l| l.acquire_read(at(0), None)).unwrap();
+    h.answer(at(1), "create2", Answer::Seq(5));
+    h.answer(at(2), "getChildren2", kids(&[other(1, "__WRIT__", 4)]));
+    h.answer(at(3), "delete", Answer::Err(ErrorCode::NO_NODE));
+    assert!(h.recipe.poll_timeout().is_some());
+    h.sent();
+    h.run(|l| l.cancel_read(at(4)));
+    assert_eq!(h.recipe.poll_timeout(), None);
+    h.timeout(at(10_000));
+    assert!(h.sent().is_empty());
+    assert!(h.events().is_empty());
+    assert!(h.recipe.is_quiescent());
+}
+
+/// A downgrade by another client (Curator 5.5+ or our Pipelined plan) puts a
+/// read node with the released write node's sequence *ahead* of a queued
+/// writer. So the write half never takes the fast handoff: on its
+/// predecessor's deletion it lists again and finds the reader.
+#[test]
+fn pipelined_writer_relists_after_a_downgrade_ahead() {
+    let mut h = lock(OpPlan::Pipelined, 16);
+    let w7 = other(1, "__WRIT__", 7);
+    let r7 = other(1, "__READ__", 7);
+    h.run(|l| l.acquire_write(at(0), None)).unwrap();
+    let w = h.answer(at(1), "create2", Answer::Seq(8));
+    h.answer(at(1), "getChildren2", kids(&[w7.clone(), name(&w)]));
+    h.answer(at(2), "getData /traces/rwlock/_c_<uuid>-__WRIT__0000000007 w", Answer::Data(b""));
+    h.sent();
+    // The holder downgraded (R7 created) and then released its write node.
+    h.watch(at(3), EventType::NODE_DELETED, &format!("{BASE}/{w7}"));
+    assert!(h.events().is_empty(), "must not acquire from the stale listing");
+    assert_eq!(h.sent(), ["getChildren2 /traces/rwlock"]);
+    h.answer(at(4), "getChildren2", kids(&[name(&w), r7.clone()]));
+    assert_eq!(h.sent(), ["getData /traces/rwlock/_c_<uuid>-__READ__0000000007 w"]);
+    h.answer(at(5), "getData", Answer::Data(b""));
+    h.watch(at(6), EventType::NODE_DELETED, &format!("{BASE}/{r7}"));
+    h.answer(at(7), "getChildren2", kids(&[name(&w)]));
+    assert_eq!(h.events(), vec![write_acquired(&w, 1008)]);
+}
+
+/// A reader may take the fast handoff: the only nodes that can appear ahead
+/// of it are downgrade readers, which it shares with.
+#[test]
+fn pipelined_reader_takes_the_fast_handoff() {
+    let mut h = lock(OpPlan::Pipelined, 17);
+    let w3 = other(1, "__WRIT__", 3);
+    h.run(|l| l.acquire_read(at(0), None)).unwrap();
+    let r = h.answer(at(1), "create2", Answer::Seq(4));
+    h.answer(at(1), "getChildren2", kids(&[w3.clone(), name(&r)]));
+    h.answer(at(2), "getData /traces/rwlock/_c_<uuid>-__WRIT__0000000003 w", Answer::Data(b""));
+    h.sent();
+    h.watch(at(3), EventType::NODE_DELETED, &format!("{BASE}/{w3}"));
+    assert!(h.sent().is_empty());
+    assert_eq!(h.events(), vec![read_acquired(&r, 1004)]);
+}

@@ -1,0 +1,258 @@
+//! Transcript-test support for recipes: drive a [`Recipe`] by hand (no
+//! session), render the ops it emits as text with protection UUIDs masked,
+//! and answer them oldest first, as a ZooKeeper server does.
+#![allow(dead_code)]
+
+use std::collections::VecDeque;
+
+use zoolock_core::wire::{Bytes, CreateMode, ErrorCode, EventType, Request, Response, Stat};
+use zoolock_core::{ConnectionState, Instant, Recipe, RecipeEvent, RecipeOp, RequestError, WatchEvent};
+
+/// `ms` milliseconds after the origin.
+pub(crate) fn at(ms: u64) -> Instant {
+    Instant::from_millis(ms)
+}
+
+/// True for a canonical lowercase version-4 UUID.
+pub(crate) fn is_uuid_v4(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 36
+        && b.iter().enumerate().all(|(i, c)| match i {
+            8 | 13 | 18 | 23 => *c == b'-',
+            14 => *c == b'4',
+            19 => matches!(c, b'8' | b'9' | b'a' | b'b'),
+            _ => c.is_ascii_digit() || (b'a'..=b'f').contains(c),
+        })
+}
+
+/// Replaces every `_c_<uuid>-` whose UUID is a valid v4 UUID with the
+/// literal `_c_<uuid>-` (the notation of `conformance/traces/README.md`).
+pub(crate) fn mask(path: &str) -> String {
+    let mut out = String::new();
+    let mut rest = path;
+    while let Some(idx) = rest.find("_c_") {
+        out.push_str(&rest[..idx]);
+        let after = &rest[idx + 3..];
+        if after.len() > 36 && is_uuid_v4(&after[..36]) && after.as_bytes()[36] == b'-' {
+            out.push_str("_c_<uuid>-");
+            rest = &after[37..];
+        } else {
+            out.push_str("_c_");
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The protection UUID in a node path.
+pub(crate) fn uuid_of(path: &str) -> String {
+    let idx = path.rfind("_c_").expect("a protected name");
+    path[idx + 3..idx + 39].to_string()
+}
+
+/// The last segment of a path.
+pub(crate) fn name(path: &str) -> String {
+    path.rsplit('/').next().unwrap().to_string()
+}
+
+fn mode(flags: CreateMode) -> &'static str {
+    match flags.0 {
+        0 => "P",
+        1 => "E",
+        2 => "PS",
+        3 => "ES",
+        4 => "C",
+        _ => "?",
+    }
+}
+
+fn watch(w: bool) -> &'static str {
+    if w { " w" } else { "" }
+}
+
+/// One op as text: `create2 /a/_c_<uuid>-lock- [ES]`, `getData /a/x w`, ...
+pub(crate) fn describe(op: &RecipeOp) -> String {
+    match op.op.request() {
+        Request::Create2(r) => format!("create2 {} [{}]", mask(&r.path), mode(r.flags)),
+        Request::Create(r) => format!("create {} [{}]", mask(&r.path), mode(r.flags)),
+        Request::CreateContainer(r) => format!("createContainer {} [{}]", mask(&r.path), mode(r.flags)),
+        Request::Delete(r) if r.version == -1 => format!("delete {}", mask(&r.path)),
+        Request::Delete(r) => format!("delete {} v{}", mask(&r.path), r.version),
+        Request::Exists(r) => format!("exists {}{}", mask(&r.path), watch(r.watch)),
+        Request::GetData(r) => format!("getData {}{}", mask(&r.path), watch(r.watch)),
+        Request::GetChildren(r) => format!("getChildren {}{}", mask(&r.path), watch(r.watch)),
+        Request::GetChildren2(r) => format!("getChildren2 {}{}", mask(&r.path), watch(r.watch)),
+        Request::SetData(r) => {
+            let data = r.data.as_deref().map(String::from_utf8_lossy).unwrap_or_default();
+            format!("setData {} '{}' v{}", mask(&r.path), data, r.version)
+        }
+        Request::CheckWatches(r) => format!("checkWatches {} type={}", mask(&r.path), r.watcher_type.0),
+        other => format!("{other:?}"),
+    }
+}
+
+/// The path an op names (unmasked).
+pub(crate) fn path_of(op: &RecipeOp) -> String {
+    op.op.request().path().expect("an op with a path").to_string()
+}
+
+/// How the fake server answers one op.
+#[derive(Debug, Clone)]
+pub(crate) enum Answer {
+    /// create2 of a sequential node: the request path plus this sequence
+    /// number; czxid = 1000 + seq.
+    Seq(i32),
+    /// create2 / createContainer of a fixed path: the request path; czxid = the given value.
+    Made(i64),
+    /// getChildren2: these names.
+    Kids(Vec<String>),
+    /// getData: these bytes.
+    Data(&'static [u8]),
+    /// exists / setData: a Stat.
+    Stat,
+    /// delete / checkWatches: no body.
+    Empty,
+    /// A server error code.
+    Err(ErrorCode),
+    /// The connection dropped with the op in flight.
+    Loss,
+}
+
+/// `Answer::Kids` from names.
+pub(crate) fn kids<S: AsRef<str>>(names: &[S]) -> Answer {
+    Answer::Kids(names.iter().map(|s| s.as_ref().to_string()).collect())
+}
+
+/// A recipe under test, its unanswered ops, and everything it emitted.
+pub(crate) struct Harness<R: Recipe> {
+    pub(crate) recipe: R,
+    /// Ops emitted and not yet answered, oldest first.
+    pub(crate) pending: VecDeque<RecipeOp>,
+    /// Every op ever emitted, as text, in order.
+    pub(crate) log: Vec<String>,
+    /// Every op ever emitted.
+    pub(crate) sent_ops: Vec<RecipeOp>,
+    seen: usize,
+    events: Vec<RecipeEvent>,
+}
+
+impl<R: Recipe> Harness<R> {
+    pub(crate) fn new(recipe: R) -> Harness<R> {
+        let mut h = Harness {
+            recipe,
+            pending: VecDeque::new(),
+            log: Vec::new(),
+            sent_ops: Vec::new(),
+            seen: 0,
+            events: vec![],
+        };
+        h.pump();
+        h
+    }
+
+    fn pump(&mut self) {
+        while let Some(op) = self.recipe.poll_op() {
+            self.log.push(describe(&op));
+            self.sent_ops.push(op.clone());
+            self.pending.push_back(op);
+        }
+        while let Some(event) = self.recipe.poll_event() {
+            self.events.push(event);
+        }
+    }
+
+    /// Runs a command on the recipe, then collects what it emitted.
+    pub(crate) fn run<T>(&mut self, f: impl FnOnce(&mut R) -> T) -> T {
+        let out = f(&mut self.recipe);
+        self.pump();
+        out
+    }
+
+    /// Ops emitted since the last call, as text.
+    pub(crate) fn sent(&mut self) -> Vec<String> {
+        self.pump();
+        let out = self.log[self.seen..].to_vec();
+        self.seen = self.log.len();
+        out
+    }
+
+    /// Events emitted since the last call.
+    pub(crate) fn events(&mut self) -> Vec<RecipeEvent> {
+        self.pump();
+        std::mem::take(&mut self.events)
+    }
+
+    /// Answers the oldest pending op, whose text must start with `expect`.
+    /// Returns the node path the answer names (created path, or the request
+    /// path).
+    pub(crate) fn answer(&mut self, now: Instant, expect: &str, answer: Answer) -> String {
+        self.pump();
+        let op = self.pending.pop_front().unwrap_or_else(|| panic!("nothing pending; expected {expect}"));
+        let text = describe(&op);
+        assert!(text.starts_with(expect), "oldest pending op is `{text}`, expected `{expect}…`");
+        let path = path_of(&op);
+        let (result, named) = match answer {
+            Answer::Seq(seq) => {
+                let created = format!("{path}{seq:010}");
+                let stat = Stat { czxid: 1000 + i64::from(seq), ..Stat::default() };
+                (Ok(Response::Create2 { path: created.clone(), stat }), created)
+            }
+            Answer::Made(czxid) => {
+                let stat = Stat { czxid, ..Stat::default() };
+                (Ok(Response::Create2 { path: path.clone(), stat }), path)
+            }
+            Answer::Kids(children) => (Ok(Response::Children2 { children, stat: Stat::default() }), path),
+            Answer::Data(bytes) => {
+                (Ok(Response::Data { data: Some(Bytes::from_static(bytes)), stat: Stat::default() }), path)
+            }
+            Answer::Stat => (Ok(Response::Stat(Stat::default())), path),
+            Answer::Empty => (Ok(Response::Empty), path),
+            Answer::Err(code) => (Err(RequestError::Server(code)), path),
+            Answer::Loss => (Err(RequestError::ConnectionLoss), path),
+        };
+        self.recipe.handle_reply(now, op.id, result);
+        self.pump();
+        named
+    }
+
+    /// Delivers a watch notification.
+    pub(crate) fn watch(&mut self, now: Instant, event_type: EventType, path: &str) {
+        self.recipe.handle_watch(now, &WatchEvent { event_type, path: path.to_string() });
+        self.pump();
+    }
+
+    /// Delivers a connection-state change.
+    pub(crate) fn session(&mut self, now: Instant, state: ConnectionState) {
+        self.recipe.handle_session(now, state);
+        self.pump();
+    }
+
+    /// Fires the recipe's timer.
+    pub(crate) fn timeout(&mut self, now: Instant) {
+        self.recipe.handle_timeout(now);
+        self.pump();
+    }
+
+    /// Asserts nothing is pending.
+    pub(crate) fn assert_idle(&mut self) {
+        self.pump();
+        let left: Vec<String> = self.pending.iter().map(describe).collect();
+        assert!(left.is_empty(), "unanswered ops: {left:?}");
+    }
+}
+
+/// A `Member` event.
+pub(crate) fn member(index: usize, event: RecipeEvent) -> RecipeEvent {
+    RecipeEvent::Member { index, event: Box::new(event) }
+}
+
+/// An `Acquired` event for `node` created with sequence `seq` by [`Answer::Seq`].
+pub(crate) fn acquired(node: &str, czxid: i64) -> RecipeEvent {
+    RecipeEvent::Acquired { node: node.to_string(), token: zoolock_core::FencingToken(czxid) }
+}
+
+/// A foreign protected node name (fixed UUID per `who`).
+pub(crate) fn other(who: u8, kind: &str, seq: u32) -> String {
+    format!("_c_{who:08x}-0000-4000-8000-00000000000{}-{kind}{seq:010}", who % 10)
+}
