@@ -68,6 +68,14 @@ pub enum RecipeEvent {
     Participants(alloc::vec::Vec<Participant>),
     /// A revocation request was written to the holder's node.
     RevokeSent,
+    /// Deleting a node we abandoned failed for a reason retrying cannot fix
+    /// (NoAuth, ...): the node stays until our session ends.
+    CleanupFailed {
+        /// The node.
+        path: String,
+        /// Why.
+        error: RequestError,
+    },
 }
 
 /// One node queued on a lock path.

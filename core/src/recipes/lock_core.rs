@@ -894,12 +894,17 @@ impl LockCore {
                 self.deleting.insert(path, false);
             }
             Err(e) => {
-                // Not ours to fix (NoAuth, ...): report it and stop trying.
+                // Not ours to fix (NoAuth, ...): report it and stop trying. A
+                // failed release is the release's outcome; a failed clean-up of
+                // an abandoned node is reported on its own, so it is never
+                // mistaken for the outcome of an acquire under way.
                 self.deleting.remove(&path);
                 if matches!(&self.state, State::Releasing { path: p } if *p == path) {
                     self.state = State::Idle;
+                    self.events.push_back(RecipeEvent::Failed(e));
+                } else {
+                    self.events.push_back(RecipeEvent::CleanupFailed { path, error: e });
                 }
-                self.events.push_back(RecipeEvent::Failed(e));
             }
         }
     }

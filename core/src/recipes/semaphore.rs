@@ -451,6 +451,9 @@ impl Semaphore {
     }
 
     fn on_mutex_event(&mut self, now: Instant, event: RecipeEvent) {
+        if let RecipeEvent::CleanupFailed { .. } = event {
+            return self.events.push_back(event);
+        }
         let phase = self.phase();
         match event {
             RecipeEvent::Acquired { .. } => match phase {
@@ -486,6 +489,9 @@ impl Semaphore {
     }
 
     fn on_lease_event(&mut self, now: Instant, slot: u64, event: RecipeEvent) {
+        if let RecipeEvent::CleanupFailed { .. } = event {
+            return self.events.push_back(event);
+        }
         let current = matches!(self.phase(), Some(Phase::Lease { slot: s }) if s == slot);
         if current {
             let still_acquiring = self.cores.get(&slot).is_some_and(|c| c.is_acquiring());
