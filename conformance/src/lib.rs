@@ -6,14 +6,20 @@
 //! * [`blocking`] drives a session over blocking TCP for real-server tests.
 //! * [`json`] renders decoded frames for humans and diff tools.
 //! * [`replay`] drives a `zoolock_core::Session` through recorded connections.
+//! * [`recipe_replay`] drives a `zoolock_core::Client` and its lock recipes
+//!   through whole recorded scenarios.
 
 pub mod blocking;
 pub mod decode;
 pub mod json;
+pub mod recipe_replay;
 pub mod replay;
 pub mod trace;
 
 pub use decode::{DecodedFrame, FrameDecodeError, StreamDecoder, TraceDecodeError, decode_trace};
+pub use recipe_replay::{
+    ClientReport, ConnectionTally, RecipeReplayConfig, ScenarioReport, replay_scenario, replay_scenario_dir,
+};
 pub use replay::{
     Chunking, ConnectionReport, LoggedEvent, MismatchKind, ReplayConfig, ReplayError, ReplayReport, SessionReplay,
     replay_session,

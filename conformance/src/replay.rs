@@ -210,6 +210,9 @@ pub enum MismatchKind {
     Leftover,
     /// The session's timers did not settle.
     Timer,
+    /// A user-visible outcome (recipe event or connection state) differs
+    /// from the recorded one (recipe-level replay).
+    Outcome,
 }
 
 impl fmt::Display for MismatchKind {
@@ -228,6 +231,7 @@ impl fmt::Display for MismatchKind {
             MismatchKind::Close => "close",
             MismatchKind::Leftover => "leftover",
             MismatchKind::Timer => "timer",
+            MismatchKind::Outcome => "outcome",
         })
     }
 }
@@ -1455,7 +1459,7 @@ fn plan(trace: &Trace) -> Result<Vec<Step>, ReplayError> {
 
 /// In a trace with dropped frames: `t_us` of the last frame forwarded before
 /// the first dropped one (0 if none was).
-fn blackhole_start(trace: &Trace) -> Option<u64> {
+pub(crate) fn blackhole_start(trace: &Trace) -> Option<u64> {
     let mut last = 0;
     for frame in trace.frames() {
         if frame.dropped {
