@@ -90,7 +90,7 @@ pub struct Participant {
 
 /// A poll-driven recipe. Inputs are `handle_*`, outputs are `poll_*`; drain
 /// `poll_op`, then `poll_event`, then read `poll_timeout`.
-pub trait Recipe: Any {
+pub trait Recipe: Any + Send {
     /// The reply to an op this recipe emitted.
     fn handle_reply(&mut self, now: Instant, op: OpId, result: Result<Response, RequestError>);
     /// A watch this recipe registered fired.
@@ -105,6 +105,9 @@ pub trait Recipe: Any {
     fn poll_event(&mut self) -> Option<RecipeEvent>;
     /// When [`Recipe::handle_timeout`] must next run; `None` is never.
     fn poll_timeout(&self) -> Option<Instant>;
+    /// True when nothing is in progress and nothing is owed to the server
+    /// (no deletes pending), so the recipe can be dropped without leaking.
+    fn is_quiescent(&self) -> bool;
     /// For downcasting to the concrete recipe to call its commands.
     fn as_any_mut(&mut self) -> &mut dyn Any;
 }

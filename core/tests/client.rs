@@ -63,6 +63,9 @@ impl Recipe for Probe {
     fn poll_timeout(&self) -> Option<Instant> {
         self.deadline
     }
+    fn is_quiescent(&self) -> bool {
+        self.ops.is_empty()
+    }
     fn as_any_mut(&mut self) -> &mut dyn Any {
         self
     }
@@ -299,6 +302,9 @@ fn command_with_the_wrong_type_is_refused() {
         }
         fn poll_timeout(&self) -> Option<Instant> {
             None
+        }
+        fn is_quiescent(&self) -> bool {
+            true
         }
         fn as_any_mut(&mut self) -> &mut dyn Any {
             self

@@ -373,6 +373,10 @@ impl Recipe for MultiLock {
         self.members.iter().filter_map(|m| m.poll_timeout()).min()
     }
 
+    fn is_quiescent(&self) -> bool {
+        MultiLock::is_quiescent(self)
+    }
+
     fn as_any_mut(&mut self) -> &mut dyn Any {
         self
     }

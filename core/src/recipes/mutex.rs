@@ -144,6 +144,10 @@ impl Recipe for Mutex {
         self.core.poll_timeout()
     }
 
+    fn is_quiescent(&self) -> bool {
+        Mutex::is_quiescent(self)
+    }
+
     fn as_any_mut(&mut self) -> &mut dyn Any {
         self
     }

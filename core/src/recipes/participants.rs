@@ -282,6 +282,10 @@ impl Recipe for Participants {
         None
     }
 
+    fn is_quiescent(&self) -> bool {
+        matches!(self.step, Step::Done)
+    }
+
     fn as_any_mut(&mut self) -> &mut dyn Any {
         self
     }

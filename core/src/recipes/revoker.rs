@@ -128,6 +128,10 @@ impl Recipe for Revoker {
         None
     }
 
+    fn is_quiescent(&self) -> bool {
+        self.in_flight.is_none() && !self.retry && self.ops.is_empty()
+    }
+
     fn as_any_mut(&mut self) -> &mut dyn Any {
         self
     }

@@ -331,6 +331,10 @@ impl Recipe for ReadWriteLock {
         }
     }
 
+    fn is_quiescent(&self) -> bool {
+        ReadWriteLock::is_quiescent(self)
+    }
+
     fn as_any_mut(&mut self) -> &mut dyn Any {
         self
     }

@@ -763,6 +763,10 @@ impl Recipe for Semaphore {
         self.cores.values().filter_map(|c| c.poll_timeout()).chain(self.mutex.poll_timeout()).chain(pause).min()
     }
 
+    fn is_quiescent(&self) -> bool {
+        Semaphore::is_quiescent(self)
+    }
+
     fn as_any_mut(&mut self) -> &mut dyn Any {
         self
     }

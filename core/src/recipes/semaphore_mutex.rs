@@ -109,6 +109,10 @@ impl Recipe for SemaphoreMutex {
         self.semaphore.poll_timeout()
     }
 
+    fn is_quiescent(&self) -> bool {
+        SemaphoreMutex::is_quiescent(self)
+    }
+
     fn as_any_mut(&mut self) -> &mut dyn Any {
         self
     }
