@@ -92,6 +92,11 @@ impl Client {
         }
     }
 
+    /// A registered recipe, for inspection.
+    pub fn recipe(&self, id: RecipeId) -> Option<&dyn Recipe> {
+        self.recipes.get(&id).map(|r| &**r)
+    }
+
     /// The underlying session, for its status and ids.
     pub fn session(&self) -> &Session {
         &self.session

@@ -1,0 +1,399 @@
+//! [`Client`]: the async handle to one ZooKeeper session and its recipes.
+
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_channel::{mpsc, oneshot};
+use futures_lite::future;
+use zoolock_core::wire::{Acl, CreateMode, Response, Stat};
+use zoolock_core::{
+    Client as CoreClient, ConnectString, ConnectionState, LockConfig, Op, OpPlan, Participant, RecipeEvent, RecipeId,
+    SessionConfig, ZkPath,
+};
+
+use crate::error::Error;
+use crate::lock::{Lock, LockKind};
+use crate::runtime::Runtime;
+use crate::semaphore::Semaphore;
+use crate::task::{Command, DriverTask, Shared};
+
+/// How to connect and how recipes behave.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Options {
+    /// Requested session timeout.
+    pub session_timeout: Duration,
+    /// How long [`Client::connect`] waits for the first session.
+    pub connect_timeout: Duration,
+    /// The recipes' op plan.
+    pub plan: OpPlan,
+    /// Lock node data; `None` writes the local address of the connection,
+    /// as Curator does.
+    pub lock_data: Option<Bytes>,
+    /// Seed for protection ids, host order and jitter; `None` draws one from
+    /// the OS.
+    pub seed: Option<u64>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            session_timeout: Duration::from_secs(10),
+            connect_timeout: Duration::from_secs(15),
+            plan: OpPlan::Pipelined,
+            lock_data: None,
+            seed: None,
+        }
+    }
+}
+
+impl Options {
+    /// Sets the session timeout.
+    pub fn session_timeout(mut self, timeout: Duration) -> Self {
+        self.session_timeout = timeout;
+        self
+    }
+
+    /// Sets the op plan.
+    pub fn plan(mut self, plan: OpPlan) -> Self {
+        self.plan = plan;
+        self
+    }
+
+    /// Sets the lock node data.
+    pub fn lock_data(mut self, data: Bytes) -> Self {
+        self.lock_data = Some(data);
+        self
+    }
+
+    /// Sets the seed.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+}
+
+pub(crate) struct Inner {
+    pub(crate) commands: mpsc::UnboundedSender<Command>,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) options: Options,
+    pub(crate) seed: std::sync::Mutex<u64>,
+}
+
+impl Inner {
+    pub(crate) fn send(&self, command: Command) -> Result<(), Error> {
+        self.commands.unbounded_send(command).map_err(|_| Error::ClientClosed)
+    }
+
+    /// Runs `f` on the driver task and returns its result.
+    pub(crate) async fn run<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut CoreClient, zoolock_core::Instant) -> T + Send + 'static,
+    ) -> Result<T, Error> {
+        let (tx, rx) = oneshot::channel();
+        self.send(Command::Run(Box::new(move |client, now| {
+            let _ = tx.send(f(client, now));
+        })))?;
+        rx.await.map_err(|_| Error::ClientClosed)
+    }
+
+    pub(crate) fn lock_config(&self) -> LockConfig {
+        let seed = {
+            let mut s = self.seed.lock().unwrap_or_else(|e| e.into_inner());
+            *s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            *s
+        };
+        let data = self.options.lock_data.clone().unwrap_or_else(|| {
+            let ip = self.shared.read(|s| s.local_ip).flatten();
+            ip.map(|ip| Bytes::from(ip.to_string())).unwrap_or_default()
+        });
+        LockConfig::new(seed).with_plan(self.options.plan).with_data(data)
+    }
+}
+
+/// A ZooKeeper session with its event loop. Cheap to clone; the session is
+/// closed when the last clone and every handle made from it are dropped, or
+/// by [`Client::close`].
+#[derive(Clone)]
+pub struct Client {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client").field("options", &self.inner.options).finish()
+    }
+}
+
+fn os_seed() -> u64 {
+    let mut h = RandomState::new().build_hasher();
+    h.write_u64(0x5eed);
+    h.finish()
+}
+
+impl Client {
+    /// Connects to `connect_string` (`host:port,...[/chroot]`) and waits for
+    /// the session, at most `options.connect_timeout`.
+    pub async fn connect(runtime: Arc<dyn Runtime>, connect_string: &str, options: Options) -> Result<Client, Error> {
+        let cs = ConnectString::parse(connect_string)?;
+        let seed = options.seed.unwrap_or_else(os_seed);
+        let origin = runtime.now();
+        let config = SessionConfig::new(cs, seed).with_session_timeout(options.session_timeout);
+        let core = CoreClient::new(config, zoolock_core::Instant::ZERO);
+        let (commands, rx) = mpsc::unbounded();
+        let shared = Arc::new(Shared::default());
+        let task = DriverTask::new(core, runtime.clone(), origin, shared.clone(), rx);
+        runtime.spawn(Box::pin(task));
+        let connect_timeout = options.connect_timeout;
+        let client = Client { inner: Arc::new(Inner { commands, shared, options, seed: std::sync::Mutex::new(seed) }) };
+        let deadline = runtime.now() + connect_timeout;
+        let wait = client.wait_connected();
+        let timeout = async {
+            runtime.sleep_until(deadline).await;
+            Err(Error::ConnectTimeout(connect_timeout))
+        };
+        match future::or(wait, timeout).await {
+            Ok(()) => Ok(client),
+            Err(e) => {
+                client.close_in_background();
+                Err(e)
+            }
+        }
+    }
+
+    async fn wait_connected(&self) -> Result<(), Error> {
+        loop {
+            let listener = self.inner.shared.changed.listen();
+            let state = self.inner.shared.read(|s| (s.connection, s.finished)).ok_or(Error::ClientClosed)?;
+            match state {
+                (_, true) => return Err(Error::ClientClosed),
+                (Some(ConnectionState::Connected | ConnectionState::ConnectedReadOnly), _) => return Ok(()),
+                (Some(ConnectionState::Lost), _) => {
+                    return Err(Error::Request(zoolock_core::RequestError::SessionExpired));
+                }
+                (Some(ConnectionState::AuthFailed), _) => {
+                    return Err(Error::Request(zoolock_core::RequestError::AuthFailed));
+                }
+                _ => listener.await,
+            }
+        }
+    }
+
+    /// The latest connection state.
+    pub fn state(&self) -> Option<ConnectionState> {
+        self.inner.shared.read(|s| s.connection).flatten()
+    }
+
+    /// The session id (0 before the first session).
+    pub fn session_id(&self) -> i64 {
+        self.inner.shared.read(|s| s.session_id).unwrap_or(0)
+    }
+
+    /// A stream of connection state changes, starting with the current one.
+    pub fn state_changes(&self) -> Result<mpsc::UnboundedReceiver<ConnectionState>, Error> {
+        let (tx, rx) = mpsc::unbounded();
+        self.inner.send(Command::Subscribe(tx))?;
+        Ok(rx)
+    }
+
+    /// Closes the session (closeSession, so our ephemeral nodes go at once)
+    /// and waits until it is closed.
+    pub async fn close(&self) -> Result<(), Error> {
+        self.inner.send(Command::Close)?;
+        loop {
+            let listener = self.inner.shared.changed.listen();
+            let done = self
+                .inner
+                .shared
+                .read(|s| s.finished || matches!(s.connection, Some(ConnectionState::Closed | ConnectionState::Lost)))
+                .unwrap_or(true);
+            if done {
+                return Ok(());
+            }
+            listener.await;
+        }
+    }
+
+    fn close_in_background(&self) {
+        let _ = self.inner.send(Command::Close);
+    }
+
+    // ---- recipes ---------------------------------------------------------------------
+
+    /// A fair, reentrant mutex on `path` (Curator's `InterProcessMutex`).
+    pub async fn mutex(&self, path: &str) -> Result<Lock, Error> {
+        let base = ZkPath::new(path)?;
+        Lock::new(self.clone(), LockKind::Mutex(base)).await
+    }
+
+    /// A revocable mutex: its holder gets [`crate::Guard::revocation_requested`].
+    pub async fn revocable_mutex(&self, path: &str) -> Result<Lock, Error> {
+        let base = ZkPath::new(path)?;
+        Lock::new(self.clone(), LockKind::RevocableMutex(base)).await
+    }
+
+    /// The read and write halves of a read-write lock on `path`.
+    pub async fn read_write_lock(&self, path: &str) -> Result<(Lock, Lock), Error> {
+        let base = ZkPath::new(path)?;
+        Lock::read_write(self.clone(), base).await
+    }
+
+    /// A non-reentrant mutex built on a one-lease semaphore
+    /// (Curator's `InterProcessSemaphoreMutex`).
+    pub async fn semaphore_mutex(&self, path: &str) -> Result<Lock, Error> {
+        let base = ZkPath::new(path)?;
+        Lock::new(self.clone(), LockKind::SemaphoreMutex(base)).await
+    }
+
+    /// All of `paths` as one lock, taken in order and released in reverse.
+    pub async fn multi_lock(&self, paths: &[&str]) -> Result<Lock, Error> {
+        let bases = paths.iter().map(|p| ZkPath::new(p)).collect::<Result<Vec<_>, _>>()?;
+        Lock::new(self.clone(), LockKind::Multi(bases)).await
+    }
+
+    /// A counting semaphore with `leases` leases on `path`
+    /// (Curator's `InterProcessSemaphoreV2`).
+    pub async fn semaphore(&self, path: &str, leases: usize) -> Result<Semaphore, Error> {
+        let base = ZkPath::new(path)?;
+        Semaphore::new(self.clone(), base, leases).await
+    }
+
+    /// The nodes queued on a lock path, holder first, with their data.
+    /// `kind` picks the sort key: "mutex", "rwlock" or "semaphore".
+    pub async fn participants(&self, path: &str, kind: ParticipantsOf) -> Result<Vec<Participant>, Error> {
+        let base = ZkPath::new(path)?;
+        let recipe = match kind {
+            ParticipantsOf::Mutex => zoolock_core::recipes::Participants::for_mutex(base),
+            ParticipantsOf::ReadWriteLock => zoolock_core::recipes::Participants::for_rwlock(base),
+            ParticipantsOf::Semaphore => zoolock_core::recipes::Participants::for_semaphore(base)?,
+        };
+        match self.one_shot(Box::new(recipe)).await? {
+            RecipeEvent::Participants(list) => Ok(list),
+            RecipeEvent::Failed(e) => Err(e.into()),
+            _ => Err(Error::ClientClosed),
+        }
+    }
+
+    /// Asks the holder of lock node `node` to release it (writes
+    /// `__REVOKE__`, as Curator's `Revoker`).
+    pub async fn revoke(&self, node: &str) -> Result<(), Error> {
+        let node = ZkPath::new(node)?;
+        match self.one_shot(Box::new(zoolock_core::recipes::Revoker::new(node))).await? {
+            RecipeEvent::RevokeSent => Ok(()),
+            RecipeEvent::Failed(e) => Err(e.into()),
+            _ => Err(Error::ClientClosed),
+        }
+    }
+
+    /// Runs a one-shot recipe to its first event, then drops it.
+    async fn one_shot(&self, recipe: Box<dyn zoolock_core::Recipe>) -> Result<RecipeEvent, Error> {
+        let (tx, rx) = oneshot::channel();
+        let mut tx = Some(tx);
+        let sink = Box::new(move |_: &mut CoreClient, _, _: RecipeId, event: RecipeEvent| {
+            if let Some(tx) = tx.take() {
+                let _ = tx.send(event);
+            }
+        });
+        let id = self.add_recipe(recipe, sink).await?;
+        let event = rx.await.map_err(|_| Error::ClientClosed);
+        let _ = self.inner.send(Command::DropRecipe(id));
+        event
+    }
+
+    pub(crate) async fn add_recipe(
+        &self,
+        recipe: Box<dyn zoolock_core::Recipe>,
+        sink: crate::task::Sink,
+    ) -> Result<RecipeId, Error> {
+        let (reply, rx) = oneshot::channel();
+        self.inner.send(Command::AddRecipe { recipe, sink, reply })?;
+        rx.await.map_err(|_| Error::ClientClosed)
+    }
+
+    // ---- plain operations ------------------------------------------------------------
+
+    async fn call(&self, op: Op) -> Result<Response, Error> {
+        let (reply, rx) = oneshot::channel();
+        self.inner.send(Command::Submit { op, reply })?;
+        Ok(rx.await.map_err(|_| Error::ClientClosed)??)
+    }
+
+    /// Creates a node; returns its path (with the sequence suffix) and Stat.
+    pub async fn create(&self, path: &str, data: &[u8], mode: CreateMode) -> Result<(String, Stat), Error> {
+        let p = if mode.is_sequential() { ZkPath::new_sequential_prefix(path)? } else { ZkPath::new(path)? };
+        match self.call(Op::create(&p, Bytes::copy_from_slice(data), Acl::open_unsafe(), mode)).await? {
+            Response::Create2 { path, stat } => Ok((path, stat)),
+            _ => Err(unexpected()),
+        }
+    }
+
+    /// Reads a node's data and Stat.
+    pub async fn get_data(&self, path: &str) -> Result<(Bytes, Stat), Error> {
+        match self.call(Op::get_data(&ZkPath::new(path)?, false)).await? {
+            Response::Data { data, stat } => Ok((data.unwrap_or_default(), stat)),
+            _ => Err(unexpected()),
+        }
+    }
+
+    /// Writes a node's data; `version` `None` matches any.
+    pub async fn set_data(&self, path: &str, data: &[u8], version: Option<i32>) -> Result<Stat, Error> {
+        match self.call(Op::set_data(&ZkPath::new(path)?, Bytes::copy_from_slice(data), version)).await? {
+            Response::Stat(stat) => Ok(stat),
+            _ => Err(unexpected()),
+        }
+    }
+
+    /// Deletes a node; `version` `None` matches any.
+    pub async fn delete(&self, path: &str, version: Option<i32>) -> Result<(), Error> {
+        self.call(Op::delete(&ZkPath::new(path)?, version)).await.map(|_| ())
+    }
+
+    /// Lists a node's children (unordered) and its Stat.
+    pub async fn get_children(&self, path: &str) -> Result<(Vec<String>, Stat), Error> {
+        match self.call(Op::get_children(&ZkPath::new(path)?, false)).await? {
+            Response::Children2 { children, stat } => Ok((children, stat)),
+            _ => Err(unexpected()),
+        }
+    }
+
+    /// A node's Stat, or `None` if it does not exist.
+    pub async fn exists(&self, path: &str) -> Result<Option<Stat>, Error> {
+        match self.call(Op::exists(&ZkPath::new(path)?, false)).await {
+            Ok(Response::Stat(stat)) => Ok(Some(stat)),
+            Err(Error::Request(zoolock_core::RequestError::Server(code)))
+                if code == zoolock_core::wire::ErrorCode::NO_NODE =>
+            {
+                Ok(None)
+            }
+            Ok(_) => Err(unexpected()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Runs ops atomically; returns each op's result.
+    pub async fn multi(&self, ops: Vec<Op>) -> Result<Vec<zoolock_core::wire::MultiResult>, Error> {
+        match self.call(Op::multi(ops)?).await? {
+            Response::Multi(results) => Ok(results),
+            _ => Err(unexpected()),
+        }
+    }
+}
+
+/// Which recipe's layout [`Client::participants`] reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ParticipantsOf {
+    /// Mutex nodes (`lock-` key).
+    Mutex,
+    /// Read-write lock nodes (both kinds).
+    ReadWriteLock,
+    /// Semaphore leases (`leases/`).
+    Semaphore,
+}
+
+fn unexpected() -> Error {
+    Error::Request(zoolock_core::RequestError::Server(zoolock_core::wire::ErrorCode::MARSHALLING_ERROR))
+}

@@ -1,0 +1,23 @@
+//! zoolock's async layer: one event loop ([`task`]) that runs the sans-IO
+//! session and recipes from `zoolock-core` over any [`Runtime`], and the
+//! user-facing handles: [`Client`], [`Lock`] with its [`Guard`], and
+//! [`Semaphore`] with its [`Lease`]s.
+//!
+//! Transports (`zoolock-tokio`, `zoolock-smol`) only implement [`Runtime`].
+
+mod client;
+mod error;
+mod lock;
+mod runtime;
+mod semaphore;
+mod task;
+
+pub use client::{Client, Options, ParticipantsOf};
+pub use error::Error;
+pub use futures_lite::io as futures_io;
+pub use lock::{Guard, HoldStatus, Lock};
+pub use runtime::{BoxFuture, Conn, Runtime};
+pub use semaphore::{Lease, Semaphore};
+/// The sans-IO core, for plain ops ([`zoolock_core::Op`]) and wire types.
+pub use zoolock_core as core;
+pub use zoolock_core::{ConnectionState, FencingToken, OpPlan, Participant};

@@ -1,0 +1,420 @@
+//! [`Lock`] and [`Guard`]: async handles over the lock recipes.
+//!
+//! Cancellation safety: dropping an acquire future at any point leaves no
+//! node behind. The drop closes the future's reply channel and queues a
+//! cancel on the driver task (after the start, since commands run in order).
+//! If the lock was granted meanwhile, the driver finds nobody waiting and
+//! releases it at once.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex as StdMutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use event_listener::Event;
+use futures_channel::oneshot;
+use zoolock_core::recipes::{MultiLock, ReadWriteLock, SemaphoreMutex};
+use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Instant, Mutex, RecipeEvent, RecipeId};
+
+use crate::client::Client;
+use crate::error::Error;
+use crate::task::Command;
+
+/// Which recipe a [`Lock`] drives (internal).
+pub(crate) enum LockKind {
+    Mutex(zoolock_core::ZkPath),
+    RevocableMutex(zoolock_core::ZkPath),
+    SemaphoreMutex(zoolock_core::ZkPath),
+    Multi(Vec<zoolock_core::ZkPath>),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tag {
+    Mutex,
+    SemaphoreMutex,
+    Multi,
+    Read,
+    Write,
+}
+
+/// The state of a hold, as the holder should act on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum HoldStatus {
+    /// Held, and the session is connected.
+    Held,
+    /// The connection dropped: the hold is uncertain. Stop the critical
+    /// section until it is `Held` again.
+    Suspended,
+    /// The session expired or the node vanished: the lock is gone.
+    Lost,
+    /// Not held (released, or never acquired).
+    NotHeld,
+}
+
+type Grant = Result<(String, FencingToken), Error>;
+
+#[derive(Debug)]
+struct HalfState {
+    waiter: Option<oneshot::Sender<Grant>>,
+    release_waiter: Option<oneshot::Sender<Result<(), Error>>>,
+    status: HoldStatus,
+    revocations: u64,
+}
+
+impl Default for HalfState {
+    fn default() -> Self {
+        HalfState { waiter: None, release_waiter: None, status: HoldStatus::NotHeld, revocations: 0 }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Watched {
+    state: StdMutex<HalfState>,
+    changed: Event,
+}
+
+impl Watched {
+    fn with<T>(&self, f: impl FnOnce(&mut HalfState) -> T) -> T {
+        let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let out = f(&mut guard);
+        drop(guard);
+        self.changed.notify(usize::MAX);
+        out
+    }
+}
+
+/// Drops the recipe (once it owes the server nothing) when the last handle goes.
+struct RecipeHandle {
+    client: Client,
+    id: RecipeId,
+}
+
+impl Drop for RecipeHandle {
+    fn drop(&mut self) {
+        let _ = self.client.inner.send(Command::DropRecipe(self.id));
+    }
+}
+
+/// An async handle on one lock (a mutex, one half of a read-write lock, a
+/// semaphore mutex or a multi-lock). Clones share the same hold: reentrancy
+/// belongs to the handle.
+#[derive(Clone)]
+pub struct Lock {
+    recipe: Arc<RecipeHandle>,
+    tag: Tag,
+    watched: Arc<Watched>,
+}
+
+impl std::fmt::Debug for Lock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lock").field("recipe", &self.recipe.id).field("kind", &self.tag).finish()
+    }
+}
+
+fn on_event(watched: &Watched, client: &mut CoreClient, now: Instant, id: RecipeId, tag: Tag, event: RecipeEvent) {
+    match event {
+        RecipeEvent::Acquired { node, token } => {
+            let waiter = watched.with(|s| {
+                s.status = HoldStatus::Held;
+                s.waiter.take()
+            });
+            let delivered = waiter.is_some_and(|w| w.send(Ok((node, token))).is_ok());
+            if !delivered {
+                // Granted to an acquire that was dropped: give it back.
+                let _ = unlock(client, now, id, tag);
+            }
+        }
+        RecipeEvent::TimedOut => watched.with(|s| s.waiter.take()).into_iter().for_each(|w| {
+            let _ = w.send(Err(Error::TimedOut));
+        }),
+        RecipeEvent::Failed(e) => {
+            let (waiter, release) = watched.with(|s| (s.waiter.take(), s.release_waiter.take()));
+            if let Some(w) = waiter {
+                let _ = w.send(Err(e.clone().into()));
+            }
+            if let Some(r) = release {
+                let _ = r.send(Err(e.into()));
+            }
+        }
+        RecipeEvent::Released => {
+            if let Some(r) = watched.with(|s| {
+                s.status = HoldStatus::NotHeld;
+                s.release_waiter.take()
+            }) {
+                let _ = r.send(Ok(()));
+            }
+        }
+        RecipeEvent::Suspended => watched.with(|s| s.status = HoldStatus::Suspended),
+        RecipeEvent::Reconnected => watched.with(|s| s.status = HoldStatus::Held),
+        RecipeEvent::Lost => watched.with(|s| s.status = HoldStatus::Lost),
+        RecipeEvent::RevocationRequested => watched.with(|s| s.revocations += 1),
+        RecipeEvent::CleanupFailed { path, error } => tracing::warn!(%path, %error, "lock node clean-up failed"),
+        other => tracing::trace!(?other, "lock event"),
+    }
+}
+
+fn start(
+    client: &mut CoreClient,
+    now: Instant,
+    id: RecipeId,
+    tag: Tag,
+    deadline: Option<Instant>,
+) -> Result<(), ApiMisuse> {
+    match tag {
+        Tag::Mutex => client.command(now, id, |m: &mut Mutex, now| m.acquire(now, deadline))?,
+        Tag::SemaphoreMutex => client.command(now, id, |m: &mut SemaphoreMutex, now| m.acquire(now, deadline))?,
+        Tag::Multi => client.command(now, id, |m: &mut MultiLock, now| m.acquire(now, deadline))?,
+        Tag::Read => client.command(now, id, |m: &mut ReadWriteLock, now| m.acquire_read(now, deadline))?,
+        Tag::Write => client.command(now, id, |m: &mut ReadWriteLock, now| m.acquire_write(now, deadline))?,
+    }
+}
+
+/// Releases one hold; returns how many remain.
+fn unlock(client: &mut CoreClient, now: Instant, id: RecipeId, tag: Tag) -> Result<u32, ApiMisuse> {
+    match tag {
+        Tag::Mutex => client.command(now, id, |m: &mut Mutex, now| m.release(now).map(|()| m.hold_count()))?,
+        Tag::SemaphoreMutex => client.command(now, id, |m: &mut SemaphoreMutex, now| m.release(now).map(|()| 0))?,
+        Tag::Multi => client.command(now, id, |m: &mut MultiLock, now| m.release(now).map(|()| m.hold_count()))?,
+        Tag::Read => {
+            client.command(now, id, |m: &mut ReadWriteLock, now| m.release_read(now).map(|()| m.read_hold_count()))?
+        }
+        Tag::Write => {
+            client.command(now, id, |m: &mut ReadWriteLock, now| m.release_write(now).map(|()| m.write_hold_count()))?
+        }
+    }
+}
+
+fn cancel(client: &mut CoreClient, now: Instant, id: RecipeId, tag: Tag) {
+    let _ = match tag {
+        Tag::Mutex => client.command(now, id, |m: &mut Mutex, now| m.cancel(now)),
+        Tag::SemaphoreMutex => client.command(now, id, |m: &mut SemaphoreMutex, now| m.cancel(now)),
+        Tag::Multi => client.command(now, id, |m: &mut MultiLock, now| m.cancel(now)),
+        Tag::Read => client.command(now, id, |m: &mut ReadWriteLock, now| m.cancel_read(now)),
+        Tag::Write => client.command(now, id, |m: &mut ReadWriteLock, now| m.cancel_write(now)),
+    };
+}
+
+impl Lock {
+    pub(crate) async fn new(client: Client, kind: LockKind) -> Result<Lock, Error> {
+        let config = client.inner.lock_config();
+        let (recipe, tag): (Box<dyn zoolock_core::Recipe>, Tag) = match kind {
+            LockKind::Mutex(base) => (Box::new(Mutex::new(base, config)), Tag::Mutex),
+            LockKind::RevocableMutex(base) => {
+                let mut m = Mutex::new(base, config);
+                m.make_revocable()?;
+                (Box::new(m), Tag::Mutex)
+            }
+            LockKind::SemaphoreMutex(base) => (Box::new(SemaphoreMutex::new(base, config)), Tag::SemaphoreMutex),
+            LockKind::Multi(bases) => (Box::new(MultiLock::new(bases, config)?), Tag::Multi),
+        };
+        let watched = Arc::new(Watched::default());
+        let sink_watched = watched.clone();
+        let sink = Box::new(move |c: &mut CoreClient, now, id, event| on_event(&sink_watched, c, now, id, tag, event));
+        let id = client.add_recipe(recipe, sink).await?;
+        Ok(Lock { recipe: Arc::new(RecipeHandle { client, id }), tag, watched })
+    }
+
+    pub(crate) async fn read_write(client: Client, base: zoolock_core::ZkPath) -> Result<(Lock, Lock), Error> {
+        let config = client.inner.lock_config();
+        let read = Arc::new(Watched::default());
+        let write = Arc::new(Watched::default());
+        let (r, w) = (read.clone(), write.clone());
+        let sink = Box::new(move |c: &mut CoreClient, now, id, event| match event {
+            RecipeEvent::Member { index, event } if index == ReadWriteLock::READ => {
+                on_event(&r, c, now, id, Tag::Read, *event)
+            }
+            RecipeEvent::Member { event, .. } => on_event(&w, c, now, id, Tag::Write, *event),
+            other => tracing::trace!(?other, "read-write lock event"),
+        });
+        let id = client.add_recipe(Box::new(ReadWriteLock::new(base, config)), sink).await?;
+        let recipe = Arc::new(RecipeHandle { client, id });
+        Ok((
+            Lock { recipe: recipe.clone(), tag: Tag::Read, watched: read },
+            Lock { recipe, tag: Tag::Write, watched: write },
+        ))
+    }
+
+    fn client(&self) -> &Client {
+        &self.recipe.client
+    }
+
+    /// Waits until the lock is held.
+    pub async fn acquire(&self) -> Result<Guard, Error> {
+        self.acquire_inner(None).await
+    }
+
+    /// Waits at most `timeout`; [`Error::TimedOut`] after it. A free lock is
+    /// taken even if the timeout has already passed.
+    pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Guard, Error> {
+        self.acquire_inner(Some(timeout)).await
+    }
+
+    /// Takes the lock only if that needs no waiting.
+    pub async fn try_acquire(&self) -> Result<Option<Guard>, Error> {
+        match self.acquire_inner(Some(Duration::ZERO)).await {
+            Ok(g) => Ok(Some(g)),
+            Err(Error::TimedOut) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn acquire_inner(&self, timeout: Option<Duration>) -> Result<Guard, Error> {
+        let (tx, rx) = oneshot::channel();
+        let mut pending = PendingAcquire { lock: self.clone(), rx: Some(rx) };
+        let (watched, id, tag) = (self.watched.clone(), self.recipe.id, self.tag);
+        self.client()
+            .inner
+            .run(move |client, now| {
+                watched.with(|s| s.waiter = Some(tx));
+                let started = start(client, now, id, tag, timeout.map(|d| now + d));
+                if started.is_err() {
+                    watched.with(|s| s.waiter = None);
+                }
+                started
+            })
+            .await??;
+        let (node, token) = (&mut pending).await?;
+        pending.rx = None;
+        Ok(Guard { lock: self.clone(), node, token, released: false })
+    }
+
+    /// The queue on this lock's path, holder first (see [`Client::participants`]).
+    pub fn status(&self) -> HoldStatus {
+        self.watched.with(|s| s.status)
+    }
+}
+
+/// An acquire in flight; dropping it cancels cleanly.
+struct PendingAcquire {
+    lock: Lock,
+    rx: Option<oneshot::Receiver<Grant>>,
+}
+
+impl Future for &mut PendingAcquire {
+    type Output = Grant;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Grant> {
+        let Some(rx) = self.rx.as_mut() else { return Poll::Ready(Err(Error::ClientClosed)) };
+        match Pin::new(rx).poll(cx) {
+            Poll::Ready(Ok(grant)) => {
+                self.rx = None;
+                Poll::Ready(grant)
+            }
+            Poll::Ready(Err(_)) => {
+                self.rx = None;
+                Poll::Ready(Err(Error::ClientClosed))
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl Drop for PendingAcquire {
+    fn drop(&mut self) {
+        let Some(mut rx) = self.rx.take() else { return };
+        rx.close();
+        let (id, tag) = (self.lock.recipe.id, self.lock.tag);
+        let granted = matches!(rx.try_recv(), Ok(Some(Ok(_))));
+        let _ = self.lock.client().inner.send(Command::Run(Box::new(move |client, now| {
+            if granted {
+                let _ = unlock(client, now, id, tag);
+            } else {
+                cancel(client, now, id, tag);
+            }
+        })));
+    }
+}
+
+/// A held lock. Dropping it releases in the background; [`Guard::release`]
+/// waits for the release.
+#[derive(Debug)]
+pub struct Guard {
+    lock: Lock,
+    node: String,
+    token: FencingToken,
+    released: bool,
+}
+
+impl Guard {
+    /// The fencing token of this hold: it increases from one holder to the next.
+    pub fn fencing_token(&self) -> FencingToken {
+        self.token
+    }
+
+    /// Our lock node.
+    pub fn node(&self) -> &str {
+        &self.node
+    }
+
+    /// Whether the hold is still good.
+    pub fn status(&self) -> HoldStatus {
+        self.lock.status()
+    }
+
+    /// Completes when the hold becomes uncertain (`Suspended`) or is gone
+    /// (`Lost`), returning which; `select!` on it beside the critical section.
+    pub async fn lost(&self) -> HoldStatus {
+        loop {
+            let listener = self.lock.watched.changed.listen();
+            let status = self.lock.status();
+            if matches!(status, HoldStatus::Suspended | HoldStatus::Lost) {
+                return status;
+            }
+            listener.await;
+        }
+    }
+
+    /// Completes when someone asks the holder to release (revocable locks).
+    pub async fn revocation_requested(&self) {
+        let seen = self.lock.watched.with(|s| s.revocations);
+        loop {
+            let listener = self.lock.watched.changed.listen();
+            if self.lock.watched.with(|s| s.revocations) > seen {
+                return;
+            }
+            listener.await;
+        }
+    }
+
+    /// Releases and waits until the node is deleted (or, with reentrant
+    /// holds, until this hold is counted off). Releasing a lost lock is not an
+    /// error: there is nothing left to release.
+    pub async fn release(mut self) -> Result<(), Error> {
+        self.released = true;
+        let (tx, rx) = oneshot::channel();
+        let (watched, id, tag) = (self.lock.watched.clone(), self.lock.recipe.id, self.lock.tag);
+        let lost = self.lock.status() == HoldStatus::Lost;
+        let immediate = self
+            .lock
+            .client()
+            .inner
+            .run(move |client, now| {
+                watched.with(|s| s.release_waiter = Some(tx));
+                match unlock(client, now, id, tag) {
+                    Ok(0) => None,
+                    Ok(_) => Some(Ok(())),
+                    Err(_) if lost => Some(Ok(())),
+                    Err(e) => Some(Err(Error::from(e))),
+                }
+            })
+            .await?;
+        match immediate {
+            Some(result) => result,
+            None => rx.await.map_err(|_| Error::ClientClosed)?,
+        }
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if self.released {
+            return;
+        }
+        let (id, tag) = (self.lock.recipe.id, self.lock.tag);
+        let _ = self.lock.client().inner.send(Command::Run(Box::new(move |client, now| {
+            let _ = unlock(client, now, id, tag);
+        })));
+    }
+}

@@ -1,0 +1,397 @@
+//! The one event loop: a future that owns the sans-IO [`CoreClient`] and a
+//! connection, and follows the client's drain order on every wake-up.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::io;
+use std::net::IpAddr;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex as StdMutex};
+use std::task::{Context, Poll};
+
+use bytes::{Buf, BytesMut};
+use event_listener::Event;
+use futures_channel::{mpsc, oneshot};
+use futures_lite::Stream;
+use zoolock_core::wire::Response;
+use zoolock_core::{
+    Client as CoreClient, ClientEvent, ConnectionState, Instant, IoCommand, Op, Recipe, RecipeEvent, RecipeId,
+    RequestError, RequestId,
+};
+
+use crate::runtime::{BoxFuture, Conn, Runtime};
+
+/// Receives a recipe's events on the driver task, with the client at hand so
+/// it can react at once (for example release a lock nobody waits for).
+pub(crate) type Sink = Box<dyn FnMut(&mut CoreClient, Instant, RecipeId, RecipeEvent) + Send>;
+
+/// A closure run on the driver task with the client and the current time.
+pub(crate) type Job = Box<dyn FnOnce(&mut CoreClient, Instant) + Send>;
+
+/// Work a handle asks the loop to do.
+pub(crate) enum Command {
+    Submit {
+        op: Op,
+        reply: oneshot::Sender<Result<Response, RequestError>>,
+    },
+    AddRecipe {
+        recipe: Box<dyn Recipe>,
+        sink: Sink,
+        reply: oneshot::Sender<RecipeId>,
+    },
+    Run(Job),
+    /// Drop the recipe once it owes the server nothing.
+    DropRecipe(RecipeId),
+    Subscribe(mpsc::UnboundedSender<ConnectionState>),
+    Close,
+}
+
+/// What handles can see of the loop.
+#[derive(Debug, Default)]
+pub(crate) struct SharedState {
+    pub(crate) connection: Option<ConnectionState>,
+    pub(crate) local_ip: Option<IpAddr>,
+    pub(crate) session_id: i64,
+    /// The loop has exited.
+    pub(crate) finished: bool,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Shared {
+    pub(crate) state: StdMutex<SharedState>,
+    pub(crate) changed: Event,
+}
+
+impl Shared {
+    pub(crate) fn update(&self, f: impl FnOnce(&mut SharedState)) {
+        if let Ok(mut s) = self.state.lock() {
+            f(&mut s);
+        }
+        self.changed.notify(usize::MAX);
+    }
+
+    pub(crate) fn read<T>(&self, f: impl FnOnce(&SharedState) -> T) -> Option<T> {
+        self.state.lock().ok().map(|s| f(&s))
+    }
+}
+
+struct Slot {
+    sink: Sink,
+    dropping: bool,
+}
+
+/// The driver loop. Spawned once per client by [`crate::Client::connect`].
+pub(crate) struct DriverTask {
+    client: CoreClient,
+    runtime: Arc<dyn Runtime>,
+    origin: std::time::Instant,
+    shared: Arc<Shared>,
+    commands: mpsc::UnboundedReceiver<Command>,
+    handles_gone: bool,
+    conn: Option<Box<dyn Conn>>,
+    connecting: Option<BoxFuture<io::Result<Box<dyn Conn>>>>,
+    rx: BytesMut,
+    tx: BytesMut,
+    timer: Option<(Instant, BoxFuture<()>)>,
+    replies: HashMap<RequestId, oneshot::Sender<Result<Response, RequestError>>>,
+    slots: HashMap<RecipeId, Slot>,
+    subscribers: Vec<mpsc::UnboundedSender<ConnectionState>>,
+}
+
+const READ_CHUNK: usize = 64 * 1024;
+
+impl DriverTask {
+    pub(crate) fn new(
+        client: CoreClient,
+        runtime: Arc<dyn Runtime>,
+        origin: std::time::Instant,
+        shared: Arc<Shared>,
+        commands: mpsc::UnboundedReceiver<Command>,
+    ) -> Self {
+        DriverTask {
+            client,
+            runtime,
+            origin,
+            shared,
+            commands,
+            handles_gone: false,
+            conn: None,
+            connecting: None,
+            rx: BytesMut::with_capacity(READ_CHUNK),
+            tx: BytesMut::new(),
+            timer: None,
+            replies: HashMap::new(),
+            slots: HashMap::new(),
+            subscribers: Vec::new(),
+        }
+    }
+
+    fn now(&self) -> Instant {
+        to_core(self.origin, self.runtime.now())
+    }
+
+    fn apply(&mut self, command: Command) {
+        let now = self.now();
+        match command {
+            Command::Submit { op, reply } => match self.client.submit(now, op) {
+                Ok(id) => {
+                    self.replies.insert(id, reply);
+                }
+                Err(_) => {
+                    let _ = reply.send(Err(self.ended_error()));
+                }
+            },
+            Command::AddRecipe { recipe, sink, reply } => {
+                let id = self.client.add_recipe(now, recipe);
+                self.slots.insert(id, Slot { sink, dropping: false });
+                let _ = reply.send(id);
+            }
+            Command::Run(f) => f(&mut self.client, now),
+            Command::DropRecipe(id) => {
+                if let Some(slot) = self.slots.get_mut(&id) {
+                    slot.dropping = true;
+                }
+            }
+            Command::Subscribe(tx) => {
+                if let Some(Some(state)) = self.shared.read(|s| s.connection) {
+                    let _ = tx.unbounded_send(state);
+                }
+                self.subscribers.push(tx);
+            }
+            Command::Close => self.client.close(now),
+        }
+    }
+
+    fn ended_error(&self) -> RequestError {
+        match self.client.session().status() {
+            zoolock_core::SessionStatus::Expired => RequestError::SessionExpired,
+            zoolock_core::SessionStatus::AuthFailed => RequestError::AuthFailed,
+            _ => RequestError::Closed,
+        }
+    }
+
+    fn dispatch(&mut self, event: ClientEvent) {
+        let now = self.now();
+        match event {
+            ClientEvent::State(state) => {
+                tracing::debug!(?state, "connection state");
+                let session_id = self.client.session().session_id();
+                self.shared.update(|s| {
+                    s.connection = Some(state);
+                    s.session_id = session_id;
+                });
+                self.subscribers.retain(|tx| tx.unbounded_send(state).is_ok());
+            }
+            ClientEvent::Reply { id, result } => {
+                if let Some(reply) = self.replies.remove(&id) {
+                    let _ = reply.send(result);
+                }
+            }
+            ClientEvent::Watch(event) => tracing::trace!(?event, "plain watch fired"),
+            ClientEvent::Recipe { recipe, event } => {
+                tracing::trace!(?recipe, ?event, "recipe event");
+                if let Some(slot) = self.slots.get_mut(&recipe) {
+                    (slot.sink)(&mut self.client, now, recipe, event);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Drops recipes whose handles are gone once they owe the server nothing.
+    fn reap(&mut self) {
+        let done: Vec<RecipeId> = self
+            .slots
+            .iter()
+            .filter(|(id, slot)| slot.dropping && self.client.recipe(**id).is_none_or(|r| r.is_quiescent()))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in done {
+            self.slots.remove(&id);
+            self.client.remove_recipe(id);
+        }
+    }
+
+    fn disconnected(&mut self) {
+        self.conn = None;
+        self.rx.clear();
+        self.tx.clear();
+        let now = self.now();
+        self.client.handle_disconnected(now);
+    }
+
+    /// One pass over every input and output; true if anything happened.
+    fn turn(&mut self, cx: &mut Context<'_>) -> bool {
+        let mut progress = false;
+        while !self.handles_gone {
+            match Pin::new(&mut self.commands).poll_next(cx) {
+                Poll::Ready(Some(cmd)) => {
+                    self.apply(cmd);
+                    progress = true;
+                }
+                Poll::Ready(None) => {
+                    // Every handle is gone: close the session cleanly.
+                    self.handles_gone = true;
+                    let now = self.now();
+                    self.client.close(now);
+                    progress = true;
+                }
+                Poll::Pending => break,
+            }
+        }
+        if let Some(fut) = self.connecting.as_mut() {
+            if let Poll::Ready(result) = fut.as_mut().poll(cx) {
+                self.connecting = None;
+                progress = true;
+                match result {
+                    Ok(conn) => {
+                        let ip = conn.local_ip();
+                        self.shared.update(|s| s.local_ip = ip.or(s.local_ip));
+                        self.conn = Some(conn);
+                        let now = self.now();
+                        self.client.handle_connected(now);
+                    }
+                    Err(error) => {
+                        tracing::debug!(%error, "connect failed");
+                        let now = self.now();
+                        self.client.handle_disconnected(now);
+                    }
+                }
+            }
+        }
+        while let Some(conn) = self.conn.as_mut() {
+            if self.rx.capacity() - self.rx.len() < READ_CHUNK {
+                self.rx.reserve(READ_CHUNK);
+            }
+            let start = self.rx.len();
+            self.rx.resize(start + READ_CHUNK, 0);
+            let read = Pin::new(&mut **conn).poll_read(cx, &mut self.rx[start..]);
+            match read {
+                Poll::Ready(Ok(0)) | Poll::Ready(Err(_)) => {
+                    self.rx.truncate(start);
+                    self.disconnected();
+                    progress = true;
+                }
+                Poll::Ready(Ok(n)) => {
+                    self.rx.truncate(start + n);
+                    let now = self.now();
+                    if let Err(error) = self.client.handle_bytes(now, &mut self.rx) {
+                        tracing::warn!(%error, "dropping the connection");
+                    }
+                    progress = true;
+                }
+                Poll::Pending => {
+                    self.rx.truncate(start);
+                    break;
+                }
+            }
+        }
+        let now = self.now();
+        if self.client.poll_timeout().is_some_and(|t| t <= now) {
+            self.client.handle_timeout(now);
+            progress = true;
+        }
+        while let Some(io) = self.client.poll_io() {
+            progress = true;
+            match io {
+                IoCommand::Connect { addr, .. } => {
+                    tracing::debug!(%addr, "connecting");
+                    self.conn = None;
+                    self.rx.clear();
+                    self.tx.clear();
+                    self.connecting = Some(self.runtime.connect(addr.host.clone(), addr.port));
+                }
+                IoCommand::Close => {
+                    self.conn = None;
+                    self.connecting = None;
+                    self.rx.clear();
+                    self.tx.clear();
+                }
+                _ => {}
+            }
+        }
+        let _ = self.client.poll_transmit(&mut self.tx);
+        if self.conn.is_none() {
+            self.tx.clear();
+        }
+        let mut write_failed = false;
+        if let Some(conn) = self.conn.as_mut() {
+            while !self.tx.is_empty() {
+                match Pin::new(&mut **conn).poll_write(cx, &self.tx) {
+                    Poll::Ready(Ok(0)) | Poll::Ready(Err(_)) => {
+                        write_failed = true;
+                        break;
+                    }
+                    Poll::Ready(Ok(n)) => {
+                        self.tx.advance(n);
+                        progress = true;
+                    }
+                    Poll::Pending => break,
+                }
+            }
+            if !write_failed && self.tx.is_empty() {
+                let _ = Pin::new(&mut **conn).poll_flush(cx);
+            }
+        }
+        if write_failed {
+            self.disconnected();
+            progress = true;
+        }
+        while let Some(event) = self.client.poll_event() {
+            self.dispatch(event);
+            progress = true;
+        }
+        self.reap();
+        progress
+    }
+
+    /// Every handle is gone and the session has ended (closed or expired).
+    fn finished(&self) -> bool {
+        self.handles_gone && self.client.session().is_ended()
+    }
+}
+
+impl Future for DriverTask {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self.get_mut();
+        // Bounded, so one busy connection cannot starve the executor; if
+        // there is still work after the budget, ask to be polled again.
+        let mut idle = false;
+        for _ in 0..64 {
+            if !this.turn(cx) {
+                idle = true;
+                break;
+            }
+        }
+        if !idle {
+            cx.waker().wake_by_ref();
+        }
+        if this.finished() {
+            this.shared.update(|s| s.finished = true);
+            return Poll::Ready(());
+        }
+        match this.client.poll_timeout() {
+            Some(at) => {
+                if this.timer.as_ref().is_none_or(|(t, _)| *t != at) {
+                    let deadline = this.origin + std::time::Duration::from_nanos(at.as_nanos());
+                    this.timer = Some((at, this.runtime.sleep_until(deadline)));
+                }
+                if let Some((_, timer)) = this.timer.as_mut() {
+                    if timer.as_mut().poll(cx).is_ready() {
+                        this.timer = None;
+                        cx.waker().wake_by_ref();
+                    }
+                }
+            }
+            None => this.timer = None,
+        }
+        Poll::Pending
+    }
+}
+
+/// Maps the runtime's clock onto core time (nanoseconds since `origin`).
+pub(crate) fn to_core(origin: std::time::Instant, t: std::time::Instant) -> Instant {
+    Instant::from_nanos(u64::try_from(t.saturating_duration_since(origin).as_nanos()).unwrap_or(u64::MAX))
+}

@@ -1,0 +1,128 @@
+//! zoolock on smol: the [`Runtime`] for async-io based executors, and
+//! [`connect`]. With the `async-std` feature (off by default; async-std is
+//! deprecated upstream in favour of smol), [`connect_async_std`] spawns the
+//! event loop on async-std's executor instead; sockets and timers are the
+//! same async-io ones.
+//!
+//! ```no_run
+//! # fn demo() -> Result<(), zoolock_smol::Error> {
+//! smol::block_on(async {
+//!     let client = zoolock_smol::connect("127.0.0.1:2181", zoolock_smol::Options::default()).await?;
+//!     let lock = client.mutex("/app/lock").await?;
+//!     let guard = lock.acquire().await?;
+//!     guard.release().await?;
+//!     client.close().await
+//! })
+//! # }
+//! ```
+
+use std::io;
+use std::net::IpAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use smol::net::TcpStream;
+use zoolock_driver::futures_io::{AsyncRead, AsyncWrite};
+
+pub use zoolock_driver::*;
+
+/// Where the event loop is spawned; sockets and timers are async-io's either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Spawner {
+    Smol,
+    #[cfg(feature = "async-std")]
+    AsyncStd,
+}
+
+/// Runs zoolock's event loop on smol's global executor (or async-std's).
+#[derive(Debug, Clone)]
+pub struct SmolRuntime {
+    spawner: Spawner,
+}
+
+impl SmolRuntime {
+    /// Spawns on smol's global executor.
+    pub fn new() -> SmolRuntime {
+        SmolRuntime { spawner: Spawner::Smol }
+    }
+
+    /// Spawns on async-std's executor.
+    #[cfg(feature = "async-std")]
+    pub fn async_std() -> SmolRuntime {
+        SmolRuntime { spawner: Spawner::AsyncStd }
+    }
+}
+
+impl Default for SmolRuntime {
+    fn default() -> Self {
+        SmolRuntime::new()
+    }
+}
+
+struct SmolConn {
+    stream: TcpStream,
+    local_ip: Option<IpAddr>,
+}
+
+impl AsyncRead for SmolConn {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for SmolConn {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_close(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_close(cx)
+    }
+}
+
+impl Conn for SmolConn {
+    fn local_ip(&self) -> Option<IpAddr> {
+        self.local_ip
+    }
+}
+
+impl Runtime for SmolRuntime {
+    fn connect(&self, host: String, port: u16) -> BoxFuture<io::Result<Box<dyn Conn>>> {
+        Box::pin(async move {
+            let stream = TcpStream::connect((host.as_str(), port)).await?;
+            stream.set_nodelay(true)?;
+            let local_ip = stream.local_addr().ok().map(|a| a.ip());
+            Ok(Box::new(SmolConn { stream, local_ip }) as Box<dyn Conn>)
+        })
+    }
+
+    fn sleep_until(&self, deadline: std::time::Instant) -> BoxFuture<()> {
+        Box::pin(async move {
+            smol::Timer::at(deadline).await;
+        })
+    }
+
+    fn spawn(&self, task: BoxFuture<()>) {
+        match self.spawner {
+            Spawner::Smol => smol::spawn(task).detach(),
+            #[cfg(feature = "async-std")]
+            Spawner::AsyncStd => drop(async_std::task::spawn(task)),
+        }
+    }
+}
+
+/// Connects, running the event loop on smol's global executor.
+pub async fn connect(connect_string: &str, options: Options) -> Result<Client, Error> {
+    Client::connect(Arc::new(SmolRuntime::new()), connect_string, options).await
+}
+
+/// Connects, running the event loop on async-std's executor.
+#[cfg(feature = "async-std")]
+pub async fn connect_async_std(connect_string: &str, options: Options) -> Result<Client, Error> {
+    Client::connect(Arc::new(SmolRuntime::async_std()), connect_string, options).await
+}

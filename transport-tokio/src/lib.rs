@@ -1,0 +1,98 @@
+//! zoolock on tokio: the [`Runtime`] for tokio, and [`connect`].
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), zoolock_tokio::Error> {
+//! let client = zoolock_tokio::connect("127.0.0.1:2181", zoolock_tokio::Options::default()).await?;
+//! let lock = client.mutex("/app/lock").await?;
+//! let guard = lock.acquire().await?;
+//! println!("holding with fencing token {:?}", guard.fencing_token());
+//! guard.release().await?;
+//! client.close().await?;
+//! # Ok(()) }
+//! ```
+
+use std::io;
+use std::net::IpAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use tokio::net::TcpStream;
+use tokio_util::compat::{Compat, TokioAsyncReadCompatExt};
+use zoolock_driver::futures_io::{AsyncRead, AsyncWrite};
+
+pub use zoolock_driver::*;
+
+/// Runs zoolock's event loop on a tokio runtime.
+#[derive(Debug, Clone)]
+pub struct TokioRuntime {
+    handle: tokio::runtime::Handle,
+}
+
+impl TokioRuntime {
+    /// The runtime of the calling context. Panics outside a tokio runtime,
+    /// as `tokio::runtime::Handle::current` does.
+    pub fn current() -> TokioRuntime {
+        TokioRuntime { handle: tokio::runtime::Handle::current() }
+    }
+
+    /// A specific runtime.
+    pub fn new(handle: tokio::runtime::Handle) -> TokioRuntime {
+        TokioRuntime { handle }
+    }
+}
+
+struct TokioConn {
+    stream: Compat<TcpStream>,
+    local_ip: Option<IpAddr>,
+}
+
+impl AsyncRead for TokioConn {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for TokioConn {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_close(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_close(cx)
+    }
+}
+
+impl Conn for TokioConn {
+    fn local_ip(&self) -> Option<IpAddr> {
+        self.local_ip
+    }
+}
+
+impl Runtime for TokioRuntime {
+    fn connect(&self, host: String, port: u16) -> BoxFuture<io::Result<Box<dyn Conn>>> {
+        Box::pin(async move {
+            let stream = TcpStream::connect((host.as_str(), port)).await?;
+            stream.set_nodelay(true)?;
+            let local_ip = stream.local_addr().ok().map(|a| a.ip());
+            Ok(Box::new(TokioConn { stream: stream.compat(), local_ip }) as Box<dyn Conn>)
+        })
+    }
+
+    fn sleep_until(&self, deadline: std::time::Instant) -> BoxFuture<()> {
+        Box::pin(tokio::time::sleep_until(deadline.into()))
+    }
+
+    fn spawn(&self, task: BoxFuture<()>) {
+        drop(self.handle.spawn(task));
+    }
+}
+
+/// Connects on the current tokio runtime.
+pub async fn connect(connect_string: &str, options: Options) -> Result<Client, Error> {
+    Client::connect(Arc::new(TokioRuntime::current()), connect_string, options).await
+}
