@@ -1,0 +1,203 @@
+//! The command line (clap).
+
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::exit;
+
+const ABOUT: &str = "Run a command while holding a Curator-compatible ZooKeeper lock.";
+
+const LONG_ABOUT: &str = "\
+Run a command while holding a Curator-compatible ZooKeeper lock.
+
+`zoolock lock /x -- CMD ARGS...` waits for the mutex /x, runs CMD with
+ZOOLOCK_FENCING_TOKEN (the lock node's czxid, increasing from one holder to
+the next) and ZOOLOCK_NODE (the lock node's path) in its environment, releases
+the lock when CMD exits and exits with CMD's status.
+
+If the lock is lost while CMD runs (the session expired, or the connection
+stayed suspended longer than --grace), CMD is sent SIGTERM, then SIGKILL after
+--kill-after, and zoolock exits 70. SIGINT, SIGTERM and SIGHUP sent to zoolock
+are forwarded to CMD (its process only, not its children: use `exec` in a
+shell wrapper); the lock is released once CMD exits. While waiting, the same
+signals cancel the wait and zoolock exits 128+N without running CMD.
+
+While waiting, a progress line is shown on stderr if stderr is a terminal.";
+
+/// The `zoolock` command line.
+#[derive(Debug, Parser)]
+#[command(name = "zoolock", version, about = ABOUT, long_about = LONG_ABOUT, after_long_help = exit::HELP)]
+pub(crate) struct Cli {
+    #[command(flatten)]
+    pub(crate) global: Global,
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+/// Options every subcommand takes.
+#[derive(Debug, Args)]
+pub(crate) struct Global {
+    /// ZooKeeper connect string: host:port,host:port,... and an optional /chroot suffix.
+    #[arg(long, value_name = "HOSTS", env = "ZOOLOCK_CONNECT", default_value = "127.0.0.1:2181", global = true)]
+    pub(crate) connect: String,
+    /// Requested session timeout (e.g. 10s, 1500ms). The server may clamp it.
+    #[arg(long, value_name = "D", value_parser = duration, default_value = "10s", global = true)]
+    pub(crate) session_timeout: Duration,
+    /// How long to wait for the first session before giving up (exit 69).
+    #[arg(long, value_name = "D", value_parser = duration, default_value = "15s", global = true)]
+    pub(crate) connect_timeout: Duration,
+    /// Log to stderr: -v info, -vv debug, -vvv trace (default: warnings only).
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub(crate) verbose: u8,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Run CMD while holding the mutex PATH (Curator's InterProcessMutex).
+    Lock {
+        #[command(flatten)]
+        hold: HoldArgs,
+        /// Make the lock revocable by `zoolock revoke`.
+        ///
+        /// On a revocation CMD is sent SIGTERM (SIGKILL after --kill-after),
+        /// the lock is released once CMD exits, and zoolock exits with CMD's
+        /// status. A revocable lock node has no data (--data is ignored).
+        #[arg(long)]
+        revocable: bool,
+    },
+    /// Run CMD while holding the read half of the read-write lock PATH.
+    ReadLock {
+        #[command(flatten)]
+        hold: HoldArgs,
+    },
+    /// Run CMD while holding the write half of the read-write lock PATH.
+    WriteLock {
+        #[command(flatten)]
+        hold: HoldArgs,
+    },
+    /// Run CMD while holding one lease of the N-lease semaphore PATH
+    /// (Curator's InterProcessSemaphoreV2).
+    Semaphore {
+        #[command(flatten)]
+        hold: HoldArgs,
+        /// How many leases the semaphore has (all users must agree).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+        leases: u32,
+    },
+    /// List the participants of PATH in queue order (holder first): one line
+    /// `INDEX NODE DATA` each, DATA as UTF-8 with escapes.
+    Holders {
+        /// The lock path.
+        #[arg(value_parser = zk_path)]
+        path: String,
+        /// Which recipe's layout PATH has.
+        #[arg(long, value_enum, default_value_t = Kind::Mutex)]
+        kind: Kind,
+    },
+    /// Ask the holder of a revocable mutex to give it up (Curator's Revoker).
+    /// Exits 1 if PATH has no holder.
+    Revoke {
+        /// The mutex path; its first participant (the holder) is revoked.
+        #[arg(value_parser = zk_path, required_unless_present = "node", conflicts_with = "node")]
+        path: Option<String>,
+        /// Revoke this lock node instead (a full node path, as `holders` prints).
+        #[arg(long, value_name = "NODE", value_parser = zk_path)]
+        node: Option<String>,
+    },
+}
+
+/// What every lock-and-run subcommand takes.
+#[derive(Debug, Args)]
+pub(crate) struct HoldArgs {
+    /// The lock path.
+    #[arg(value_parser = zk_path)]
+    pub(crate) path: String,
+    /// Give up after waiting this long (exit 75, CMD not run). A free lock is
+    /// taken even with 0s.
+    #[arg(long, value_name = "D", value_parser = duration)]
+    pub(crate) timeout: Option<Duration>,
+    /// How long a suspended connection is tolerated before CMD is stopped
+    /// and zoolock exits 70 [default: session timeout / 6].
+    ///
+    /// While suspended, the hold is uncertain. Must be below the session
+    /// timeout. With the defaults of --grace and --kill-after, CMD is dead a
+    /// third of the session timeout after the suspension: a silent
+    /// connection is noticed two thirds of the session timeout after the
+    /// server last answered, and the server may expire the session and grant
+    /// the lock to someone else one third later.
+    #[arg(long, value_name = "D", value_parser = duration)]
+    pub(crate) grace: Option<Duration>,
+    /// How long CMD gets to exit after SIGTERM on a lost lock or a
+    /// revocation before it is sent SIGKILL [default: session timeout / 6].
+    #[arg(long, value_name = "D", value_parser = duration)]
+    pub(crate) kill_after: Option<Duration>,
+    /// Data for the lock node, shown by `holders` (default: this host's
+    /// address, as Curator writes).
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) data: Option<String>,
+    /// The command to run, and its arguments (after `--`, or after PATH).
+    #[arg(value_name = "CMD", required = true, trailing_var_arg = true, num_args = 1..)]
+    pub(crate) command: Vec<String>,
+}
+
+/// The recipe layout of a lock path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Kind {
+    /// A mutex (`zoolock lock`).
+    Mutex,
+    /// A read-write lock (`read-lock`, `write-lock`).
+    Rwlock,
+    /// A semaphore (`zoolock semaphore`).
+    Semaphore,
+}
+
+fn duration(s: &str) -> Result<Duration, humantime::DurationError> {
+    humantime::parse_duration(s)
+}
+
+fn zk_path(s: &str) -> Result<String, String> {
+    zoolock_tokio::core::ZkPath::new(s).map(|p| p.as_str().to_owned()).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clap_definition_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn lock_takes_command_after_double_dash() {
+        let cli = Cli::try_parse_from(["zoolock", "lock", "/x", "--timeout", "300ms", "--", "sh", "-c", "exit 7"])
+            .expect("parses");
+        let Command::Lock { hold, revocable } = cli.command else { panic!("not lock") };
+        assert!(!revocable);
+        assert_eq!(hold.path, "/x");
+        assert_eq!(hold.timeout, Some(Duration::from_millis(300)));
+        assert_eq!(hold.command, ["sh", "-c", "exit 7"]);
+    }
+
+    #[test]
+    fn global_options_go_before_or_after_the_subcommand() {
+        let a = Cli::try_parse_from(["zoolock", "--connect", "h:1", "lock", "/x", "--", "true"]).expect("parses");
+        let b = Cli::try_parse_from(["zoolock", "lock", "/x", "--connect", "h:1", "--", "true"]).expect("parses");
+        assert_eq!(a.global.connect, "h:1");
+        assert_eq!(b.global.connect, "h:1");
+    }
+
+    #[test]
+    fn bad_paths_and_missing_commands_are_usage_errors() {
+        assert!(Cli::try_parse_from(["zoolock", "lock", "x", "--", "true"]).is_err());
+        assert!(Cli::try_parse_from(["zoolock", "lock", "/x/", "--", "true"]).is_err());
+        assert!(Cli::try_parse_from(["zoolock", "lock", "/x"]).is_err());
+        assert!(Cli::try_parse_from(["zoolock", "semaphore", "/x", "--", "true"]).is_err());
+        assert!(Cli::try_parse_from(["zoolock", "semaphore", "/x", "--leases", "0", "--", "true"]).is_err());
+        assert!(Cli::try_parse_from(["zoolock", "revoke"]).is_err());
+        assert!(Cli::try_parse_from(["zoolock", "revoke", "/x", "--node", "/x/n"]).is_err());
+    }
+}

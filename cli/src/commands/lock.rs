@@ -1,0 +1,282 @@
+//! `lock`, `read-lock`, `write-lock` and `semaphore`: wait for the lock,
+//! run CMD while holding it, release it when CMD exits.
+
+use std::convert::Infallible;
+use std::io;
+use std::time::Duration;
+
+use futures_lite::StreamExt;
+use tokio::sync::watch;
+use zoolock_tokio::{Client, ConnectionState, Error, Guard, HoldStatus, Lease, ParticipantsOf};
+
+use crate::args::{Global, HoldArgs};
+use crate::exit::{self, Failure, Outcome};
+use crate::progress::Progress;
+use crate::supervise::{self, Ending, Loss, Policy};
+
+/// How often a suspended hold is checked for being `Held` again: the driver
+/// signals the way into `Suspended` but not the way back.
+const SUSPENDED_POLL: Duration = Duration::from_millis(50);
+
+/// Which lock to take.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Recipe {
+    /// A mutex, optionally revocable.
+    Mutex { revocable: bool },
+    /// The read half of a read-write lock.
+    Read,
+    /// The write half of a read-write lock.
+    Write,
+    /// One lease of a semaphore with `leases` leases.
+    Semaphore { leases: u32 },
+}
+
+impl Recipe {
+    fn participants(self) -> ParticipantsOf {
+        match self {
+            Recipe::Mutex { .. } => ParticipantsOf::Mutex,
+            Recipe::Read | Recipe::Write => ParticipantsOf::ReadWriteLock,
+            Recipe::Semaphore { .. } => ParticipantsOf::Semaphore,
+        }
+    }
+}
+
+/// A granted hold.
+#[derive(Debug)]
+enum Held {
+    Guard(Guard),
+    Lease(Lease),
+}
+
+impl Held {
+    fn node(&self) -> &str {
+        match self {
+            Held::Guard(g) => g.node(),
+            Held::Lease(l) => l.node(),
+        }
+    }
+
+    fn fencing_token(&self) -> i64 {
+        match self {
+            Held::Guard(g) => g.fencing_token().0,
+            Held::Lease(l) => l.fencing_token().0,
+        }
+    }
+
+    /// Reports the hold's status on `tx` until dropped; never completes.
+    ///
+    /// A lock guard reports its own status. A semaphore lease has none, so
+    /// the session's connection state stands in for it (a lease node deleted
+    /// by someone else goes unnoticed).
+    async fn watch(&self, client: &Client, tx: &watch::Sender<HoldStatus>) -> Infallible {
+        match self {
+            Held::Guard(guard) => loop {
+                let status = guard.lost().await;
+                tx.send_replace(status);
+                if status != HoldStatus::Suspended {
+                    break;
+                }
+                loop {
+                    tokio::time::sleep(SUSPENDED_POLL).await;
+                    let status = guard.status();
+                    if status != HoldStatus::Suspended {
+                        tx.send_replace(status);
+                        break;
+                    }
+                }
+                if *tx.borrow() != HoldStatus::Held {
+                    break;
+                }
+            },
+            Held::Lease(_) => match client.state_changes() {
+                Ok(mut changes) => {
+                    while let Some(state) = changes.next().await {
+                        tx.send_replace(match state {
+                            ConnectionState::Connected
+                            | ConnectionState::ConnectedReadOnly
+                            | ConnectionState::Reconnected => HoldStatus::Held,
+                            ConnectionState::Suspended => HoldStatus::Suspended,
+                            _ => HoldStatus::Lost,
+                        });
+                    }
+                    tx.send_replace(HoldStatus::Lost);
+                }
+                Err(_) => {
+                    tx.send_replace(HoldStatus::Lost);
+                }
+            },
+        }
+        std::future::pending().await
+    }
+
+    /// Completes when a revocation is requested (revocable mutexes only).
+    async fn revoked(&self) {
+        match self {
+            Held::Guard(g) => g.revocation_requested().await,
+            Held::Lease(_) => std::future::pending().await,
+        }
+    }
+
+    async fn release(self) -> Result<(), Error> {
+        match self {
+            Held::Guard(g) => g.release().await,
+            Held::Lease(l) => l.release().await,
+        }
+    }
+}
+
+/// The supervision policy from the options, checked against the session timeout.
+fn policy(global: &Global, hold: &HoldArgs) -> Result<Policy, Failure> {
+    let session = global.session_timeout;
+    let grace = hold.grace.unwrap_or(session / 6);
+    let kill_after = hold.kill_after.unwrap_or(session / 6);
+    if grace >= session {
+        return Err(Failure::new(
+            exit::USAGE,
+            format!(
+                "--grace {} must be below the session timeout {}",
+                humantime::format_duration(grace),
+                humantime::format_duration(session)
+            ),
+        ));
+    }
+    Ok(Policy { grace, kill_after })
+}
+
+/// Waits for the lock, then runs CMD under [`supervise::supervise`].
+pub(super) async fn run(global: &Global, hold: HoldArgs, recipe: Recipe) -> Outcome {
+    let policy = policy(global, &hold)?;
+    let Some((program, args)) = hold.command.split_first() else {
+        return Err(Failure::new(exit::USAGE, "no command to run"));
+    };
+    let mut signals =
+        crate::signals::install().map_err(|e| Failure::new(exit::FAILURE, format!("cannot handle signals: {e}")))?;
+
+    let client = tokio::select! {
+        client = super::connect(global, hold.data.as_deref()) => client?,
+        Some(sig) = signals.recv() => return Ok(exit::signal_code(sig as i32)),
+    };
+    let close_limit = Duration::from_secs(2).min(global.session_timeout);
+
+    let progress = Progress::new();
+    let acquired = tokio::select! {
+        held = acquire(&client, &hold, recipe) => held,
+        never = progress.run(&client, &hold.path, recipe.participants()) => match never {},
+        Some(sig) = signals.recv() => {
+            progress.clear();
+            super::close(&client, close_limit).await;
+            return Ok(exit::signal_code(sig as i32));
+        }
+    };
+    progress.clear();
+    let held = match acquired {
+        Ok(held) => held,
+        Err(Error::TimedOut) => {
+            super::close(&client, close_limit).await;
+            let waited = humantime::format_duration(hold.timeout.unwrap_or_default());
+            return Err(Failure::new(exit::TIMEOUT, format!("timed out after {waited} waiting for {}", hold.path)));
+        }
+        Err(e) => {
+            super::close(&client, close_limit).await;
+            return Err(super::request_failed(&format!("cannot lock {}", hold.path), &e));
+        }
+    };
+    tracing::info!(node = held.node(), token = held.fencing_token(), "acquired");
+
+    let mut command = tokio::process::Command::new(program);
+    command.args(args).env("ZOOLOCK_FENCING_TOKEN", held.fencing_token().to_string()).env("ZOOLOCK_NODE", held.node());
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            let code = match e.kind() {
+                io::ErrorKind::NotFound => exit::NOT_FOUND,
+                _ => exit::CANNOT_EXECUTE,
+            };
+            release(held, global.session_timeout).await;
+            super::close(&client, close_limit).await;
+            return Err(Failure::new(code, format!("cannot run {program}: {e}")));
+        }
+    };
+
+    let (tx, mut rx) = watch::channel(HoldStatus::Held);
+    let ending = tokio::select! {
+        ending = supervise::supervise(&mut child, &mut rx, held.revoked(), &mut signals, policy) => ending,
+        never = held.watch(&client, &tx) => match never {},
+    };
+    finish(ending, held, &client, &hold.path, global, policy).await
+}
+
+/// Releases and closes, and picks the exit code.
+async fn finish(
+    ending: io::Result<Ending>,
+    held: Held,
+    client: &Client,
+    path: &str,
+    global: &Global,
+    policy: Policy,
+) -> Outcome {
+    let close_limit = Duration::from_secs(2).min(global.session_timeout);
+    let ending = match ending {
+        Ok(ending) => ending,
+        Err(e) => {
+            release(held, global.session_timeout).await;
+            super::close(client, close_limit).await;
+            return Err(Failure::new(exit::FAILURE, format!("cannot wait for the command: {e}")));
+        }
+    };
+    match ending {
+        Ending::Exited(status) | Ending::Revoked(status) => {
+            release(held, global.session_timeout).await;
+            super::close(client, close_limit).await;
+            Ok(exit::child_code(status))
+        }
+        Ending::Lost(loss, status) => {
+            // No release: the hold is gone or unreachable. Closing the
+            // session (or its expiry) deletes the node if it is still there.
+            drop(held);
+            super::close(client, close_limit).await;
+            let why = match loss {
+                Loss::Lost => "the session expired or the lock node vanished".to_owned(),
+                Loss::SuspendedTooLong => {
+                    format!("the connection was suspended longer than {}", humantime::format_duration(policy.grace))
+                }
+            };
+            Err(Failure::new(
+                exit::LOCK_LOST,
+                format!("lost the lock on {path} ({why}); the command was stopped ({status})"),
+            ))
+        }
+    }
+}
+
+async fn release(held: Held, limit: Duration) {
+    match tokio::time::timeout(limit, held.release()).await {
+        Ok(Ok(())) => {}
+        Ok(Err(error)) => tracing::warn!(%error, "release failed; closing the session deletes the node"),
+        Err(_) => tracing::warn!("release did not complete within {limit:?}; closing the session"),
+    }
+}
+
+/// Creates the lock and waits for it (at most `--timeout`).
+async fn acquire(client: &Client, hold: &HoldArgs, recipe: Recipe) -> Result<Held, Error> {
+    let path = hold.path.as_str();
+    let lock = match recipe {
+        Recipe::Mutex { revocable: false } => client.mutex(path).await?,
+        Recipe::Mutex { revocable: true } => client.revocable_mutex(path).await?,
+        Recipe::Read => client.read_write_lock(path).await?.0,
+        Recipe::Write => client.read_write_lock(path).await?.1,
+        Recipe::Semaphore { leases } => {
+            let semaphore = client.semaphore(path, leases as usize).await?;
+            let mut leases = match hold.timeout {
+                Some(t) => semaphore.acquire_timeout(1, t).await?,
+                None => semaphore.acquire(1).await?,
+            };
+            return leases.pop().map(Held::Lease).ok_or(Error::ClientClosed);
+        }
+    };
+    let guard = match hold.timeout {
+        Some(t) => lock.acquire_timeout(t).await?,
+        None => lock.acquire().await?,
+    };
+    Ok(Held::Guard(guard))
+}

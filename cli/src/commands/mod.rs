@@ -1,0 +1,71 @@
+//! The subcommands, and what they share: connecting and closing.
+
+mod holders;
+mod lock;
+mod revoke;
+
+use std::time::Duration;
+
+use zoolock_tokio::{Client, Error, Options, ParticipantsOf};
+
+use crate::args::{Cli, Command, Global, Kind};
+use crate::exit::{self, Failure, Outcome};
+
+/// Runs the parsed command line.
+pub(crate) async fn run(cli: Cli) -> Outcome {
+    let global = &cli.global;
+    match cli.command {
+        Command::Lock { hold, revocable } => lock::run(global, hold, lock::Recipe::Mutex { revocable }).await,
+        Command::ReadLock { hold } => lock::run(global, hold, lock::Recipe::Read).await,
+        Command::WriteLock { hold } => lock::run(global, hold, lock::Recipe::Write).await,
+        Command::Semaphore { hold, leases } => lock::run(global, hold, lock::Recipe::Semaphore { leases }).await,
+        Command::Holders { path, kind } => holders::run(global, &path, kind).await,
+        Command::Revoke { path, node } => revoke::run(global, path.as_deref(), node.as_deref()).await,
+    }
+}
+
+/// Connects with the global options; `data` is the lock node data.
+async fn connect(global: &Global, data: Option<&str>) -> Result<Client, Failure> {
+    let mut options = Options::default().session_timeout(global.session_timeout);
+    options.connect_timeout = global.connect_timeout;
+    if let Some(data) = data {
+        options = options.lock_data(data.as_bytes().to_vec().into());
+    }
+    tracing::debug!(connect = %global.connect, "connecting");
+    zoolock_tokio::connect(&global.connect, options).await.map_err(|e| match e {
+        Error::ConnectString(e) => Failure::new(exit::USAGE, format!("bad --connect {:?}: {e}", global.connect)),
+        e => Failure::new(exit::UNAVAILABLE, format!("cannot connect to {}: {e}", global.connect)),
+    })
+}
+
+/// Closes the session (deleting our ephemeral nodes at once), waiting at
+/// most `limit`: an unreachable server lets the session expire instead.
+async fn close(client: &Client, limit: Duration) {
+    match tokio::time::timeout(limit, client.close()).await {
+        Ok(Ok(())) => {}
+        Ok(Err(error)) => tracing::debug!(%error, "close"),
+        Err(_) => tracing::warn!("the session did not close within {limit:?}; it will expire on the server"),
+    }
+}
+
+/// The participant layout for a `--kind`.
+fn participants_of(kind: Kind) -> ParticipantsOf {
+    match kind {
+        Kind::Mutex => ParticipantsOf::Mutex,
+        Kind::Rwlock => ParticipantsOf::ReadWriteLock,
+        Kind::Semaphore => ParticipantsOf::Semaphore,
+    }
+}
+
+/// A request failed after connecting.
+fn request_failed(what: &str, e: &Error) -> Failure {
+    use zoolock_tokio::core::RequestError;
+    let code = match e {
+        Error::Path(_) => exit::USAGE,
+        // The server's answer to a request (NoNode, NoAuth, ...).
+        Error::Request(RequestError::Server(_) | RequestError::TooLarge { .. }) => exit::FAILURE,
+        Error::Request(_) | Error::ClientClosed | Error::ConnectTimeout(_) => exit::UNAVAILABLE,
+        _ => exit::FAILURE,
+    };
+    Failure::new(code, format!("{what}: {e}"))
+}

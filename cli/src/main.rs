@@ -1,0 +1,70 @@
+//! `zoolock`: run a command while holding a Curator-compatible ZooKeeper lock.
+//!
+//! ```text
+//! zoolock [--connect HOSTS] [--session-timeout D] lock PATH [--timeout D] [--grace D] [--revocable] -- CMD ARGS...
+//! zoolock read-lock PATH -- CMD ...      zoolock write-lock PATH -- CMD ...
+//! zoolock semaphore PATH --leases N -- CMD ...
+//! zoolock holders PATH [--kind mutex|rwlock|semaphore]
+//! zoolock revoke PATH | --node NODE
+//! ```
+//!
+//! The connect string comes from `--connect`, else `ZOOLOCK_CONNECT`, else
+//! `127.0.0.1:2181`. CMD gets `ZOOLOCK_FENCING_TOKEN` and `ZOOLOCK_NODE`.
+//! The exit codes are listed in [`exit`] and in `zoolock --help`.
+//!
+//! Modules: [`args`] (the command line), [`commands`] (one module per
+//! subcommand), [`supervise`] (running CMD under the hold), [`signals`],
+//! [`progress`] (the waiting line), [`exit`] (exit codes).
+
+mod args;
+mod commands;
+mod exit;
+mod progress;
+mod signals;
+mod supervise;
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = match args::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { exit::USAGE } else { 0 });
+        }
+    };
+    init_logging(cli.global.verbose);
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("zoolock: cannot start the runtime: {e}");
+            return ExitCode::from(exit::FAILURE);
+        }
+    };
+    match runtime.block_on(commands::run(cli)) {
+        Ok(code) => ExitCode::from(code),
+        Err(failure) => {
+            eprintln!("zoolock: {}", failure.message);
+            ExitCode::from(failure.code)
+        }
+    }
+}
+
+/// Logs to stderr: warnings by default, more with each `-v`.
+fn init_logging(verbose: u8) {
+    let level = match verbose {
+        0 => tracing::Level::WARN,
+        1 => tracing::Level::INFO,
+        2 => tracing::Level::DEBUG,
+        _ => tracing::Level::TRACE,
+    };
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_max_level(level)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_target(verbose >= 2)
+        .init();
+}

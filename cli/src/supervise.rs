@@ -1,0 +1,320 @@
+//! Running CMD while the lock is held: forwards zoolock's signals to it,
+//! stops it when the hold is lost or revoked, and reports how it ended.
+//!
+//! The hold is seen as a stream of [`HoldStatus`] values (a `watch`
+//! channel), so the policy can be tested without a server.
+
+use std::future::Future;
+use std::io;
+use std::process::ExitStatus;
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use tokio::process::Child;
+use tokio::sync::{mpsc, watch};
+use tokio::time::{Instant, sleep_until};
+use zoolock_tokio::HoldStatus;
+
+/// How long a suspension is tolerated, and how long CMD gets after SIGTERM.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Policy {
+    /// A `Suspended` hold that is not `Held` again within this counts as lost.
+    pub(crate) grace: Duration,
+    /// After a SIGTERM sent because of a loss or a revocation, SIGKILL
+    /// follows if CMD is still running this much later.
+    pub(crate) kill_after: Duration,
+}
+
+/// Why the hold counts as lost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Loss {
+    /// The recipe reported the lock gone (session expired, node vanished).
+    Lost,
+    /// The connection stayed suspended longer than the grace period.
+    SuspendedTooLong,
+}
+
+/// How CMD ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ending {
+    /// CMD exited by itself (or after a signal zoolock forwarded to it).
+    Exited(ExitStatus),
+    /// CMD was sent SIGTERM because the holder was asked to release.
+    Revoked(ExitStatus),
+    /// CMD was stopped because the hold was lost.
+    Lost(Loss, ExitStatus),
+}
+
+/// Sends `signal` to CMD's process (not its process group). Once CMD has
+/// been reaped there is nobody to signal, and its pid may be someone else's,
+/// so nothing is sent.
+pub(crate) fn signal(child: &Child, signal: Signal) {
+    let Some(pid) = child.id().and_then(|pid| i32::try_from(pid).ok()) else { return };
+    if let Err(error) = kill(Pid::from_raw(pid), signal) {
+        tracing::debug!(%error, ?signal, pid, "could not signal CMD");
+    }
+}
+
+/// Waits for `child` to exit while watching the hold.
+///
+/// * `status`: the hold's status. `Suspended` starts the grace timer,
+///   `Held` stops it; `Lost` (or any other status) is a loss at once, as is
+///   the grace timer running out. A loss sends SIGTERM to CMD.
+/// * `revoked`: completes when someone asked us to release; CMD gets SIGTERM.
+/// * `signals`: signals zoolock received; each is forwarded to CMD.
+///
+/// After a SIGTERM of our own, CMD gets `policy.kill_after` before SIGKILL.
+/// Returns once CMD has exited, never earlier.
+pub(crate) async fn supervise(
+    child: &mut Child,
+    status: &mut watch::Receiver<HoldStatus>,
+    revoked: impl Future<Output = ()>,
+    signals: &mut mpsc::UnboundedReceiver<Signal>,
+    policy: Policy,
+) -> io::Result<Ending> {
+    let mut revoked = std::pin::pin!(revoked);
+    let mut was_revoked = false;
+    let mut lost: Option<Loss> = None;
+    let mut grace_deadline: Option<Instant> = None;
+    let mut kill_deadline: Option<Instant> = None;
+    let mut killed = false;
+    let mut status_open = true;
+    let mut signals_open = true;
+    // Far enough to never fire; only used by disabled branches.
+    let never = Instant::now() + Duration::from_secs(86_400 * 365);
+
+    // The status may already be bad before the first change.
+    let mut current = Some(*status.borrow_and_update());
+    loop {
+        if let Some(s) = current.take() {
+            match s {
+                HoldStatus::Held => grace_deadline = None,
+                HoldStatus::Suspended => {
+                    grace_deadline.get_or_insert_with(|| Instant::now() + policy.grace);
+                }
+                _ => lost = lost.or(Some(Loss::Lost)),
+            }
+            if lost.is_some() && kill_deadline.is_none() {
+                tracing::warn!(?lost, "lock lost: sending SIGTERM to CMD");
+                signal(child, Signal::SIGTERM);
+                kill_deadline = Some(Instant::now() + policy.kill_after);
+            }
+        }
+        tokio::select! {
+            exit = child.wait() => {
+                let exit = exit?;
+                return Ok(match (lost, was_revoked) {
+                    (Some(loss), _) => Ending::Lost(loss, exit),
+                    (None, true) => Ending::Revoked(exit),
+                    (None, false) => Ending::Exited(exit),
+                });
+            }
+            changed = status.changed(), if status_open => match changed {
+                Ok(()) => current = Some(*status.borrow_and_update()),
+                // Nobody reports any more: keep the last status.
+                Err(_) => status_open = false,
+            },
+            () = sleep_until(grace_deadline.unwrap_or(never)), if grace_deadline.is_some() && lost.is_none() => {
+                lost = Some(Loss::SuspendedTooLong);
+                grace_deadline = None;
+                // Re-enter the status handling above to send SIGTERM.
+                current = Some(HoldStatus::Lost);
+            }
+            () = &mut revoked, if !was_revoked => {
+                was_revoked = true;
+                if kill_deadline.is_none() {
+                    tracing::info!("revocation requested: sending SIGTERM to CMD");
+                    signal(child, Signal::SIGTERM);
+                    kill_deadline = Some(Instant::now() + policy.kill_after);
+                }
+            }
+            sig = signals.recv(), if signals_open => match sig {
+                Some(sig) => {
+                    tracing::info!(?sig, "forwarding signal to CMD");
+                    signal(child, sig);
+                }
+                None => signals_open = false,
+            },
+            () = sleep_until(kill_deadline.unwrap_or(never)), if kill_deadline.is_some() && !killed => {
+                tracing::warn!("CMD still running {:?} after SIGTERM: sending SIGKILL", policy.kill_after);
+                killed = true;
+                if let Err(error) = child.start_kill() {
+                    tracing::debug!(%error, "could not kill CMD");
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
+
+    use super::*;
+
+    fn spawn(script: &str) -> Child {
+        tokio::process::Command::new("sh")
+            .args(["-c", script])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn sh")
+    }
+
+    /// Runs `setup`, then `body`; returns once `setup` has run.
+    async fn spawn_ready(setup: &str, body: &str) -> Child {
+        let mut child = tokio::process::Command::new("sh")
+            .args(["-c", &format!("{setup}; echo ready; {body}")])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn sh");
+        let mut ready = [0u8; 6];
+        tokio::io::AsyncReadExt::read_exact(child.stdout.as_mut().unwrap(), &mut ready).await.unwrap();
+        child
+    }
+
+    const POLICY: Policy = Policy { grace: Duration::from_millis(300), kill_after: Duration::from_millis(300) };
+
+    struct Rig {
+        status: watch::Sender<HoldStatus>,
+        status_rx: watch::Receiver<HoldStatus>,
+        signals: mpsc::UnboundedSender<Signal>,
+        signals_rx: mpsc::UnboundedReceiver<Signal>,
+    }
+
+    fn rig() -> Rig {
+        let (status, status_rx) = watch::channel(HoldStatus::Held);
+        let (signals, signals_rx) = mpsc::unbounded_channel();
+        Rig { status, status_rx, signals, signals_rx }
+    }
+
+    #[tokio::test]
+    async fn exit_status_passes_through() {
+        let mut r = rig();
+        let mut child = spawn("exit 7");
+        let ending =
+            supervise(&mut child, &mut r.status_rx, std::future::pending(), &mut r.signals_rx, POLICY).await.unwrap();
+        assert_eq!(ending, Ending::Exited(ExitStatus::from_raw(7 << 8)));
+    }
+
+    #[tokio::test]
+    async fn suspension_shorter_than_grace_is_tolerated() {
+        let mut r = rig();
+        let mut child = spawn("sleep 0.8; exit 3");
+        let status = r.status.clone();
+        let flap = async move {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            status.send_replace(HoldStatus::Suspended);
+            tokio::time::sleep(Duration::from_millis(150)).await;
+            status.send_replace(HoldStatus::Held);
+            // A second short suspension gets a fresh grace period.
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            status.send_replace(HoldStatus::Suspended);
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            status.send_replace(HoldStatus::Held);
+            std::future::pending::<()>().await
+        };
+        let ending = tokio::select! {
+            e = supervise(&mut child, &mut r.status_rx, std::future::pending(), &mut r.signals_rx, POLICY) => e,
+            () = flap => unreachable!(),
+        };
+        assert_eq!(ending.unwrap(), Ending::Exited(ExitStatus::from_raw(3 << 8)));
+    }
+
+    #[tokio::test]
+    async fn suspension_past_grace_terminates() {
+        let mut r = rig();
+        let mut child = spawn("exec sleep 30");
+        let started = Instant::now();
+        r.status.send_replace(HoldStatus::Suspended);
+        let ending =
+            supervise(&mut child, &mut r.status_rx, std::future::pending(), &mut r.signals_rx, POLICY).await.unwrap();
+        assert_eq!(ending, Ending::Lost(Loss::SuspendedTooLong, ExitStatus::from_raw(Signal::SIGTERM as i32)));
+        let took = started.elapsed();
+        assert!(took >= POLICY.grace && took < Duration::from_secs(5), "{took:?}");
+    }
+
+    #[tokio::test]
+    async fn loss_terminates_at_once() {
+        let mut r = rig();
+        let mut child = spawn("exec sleep 30");
+        let status = r.status.clone();
+        let started = Instant::now();
+        let lose = async move {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            status.send_replace(HoldStatus::Lost);
+            std::future::pending::<()>().await
+        };
+        let ending = tokio::select! {
+            e = supervise(&mut child, &mut r.status_rx, std::future::pending(), &mut r.signals_rx, POLICY) => e,
+            () = lose => unreachable!(),
+        };
+        assert_eq!(ending.unwrap(), Ending::Lost(Loss::Lost, ExitStatus::from_raw(Signal::SIGTERM as i32)));
+        assert!(started.elapsed() < POLICY.grace, "{:?}", started.elapsed());
+    }
+
+    #[tokio::test]
+    async fn a_lost_status_before_the_start_counts() {
+        let mut r = rig();
+        let mut child = spawn("exec sleep 30");
+        r.status.send_replace(HoldStatus::NotHeld);
+        let ending =
+            supervise(&mut child, &mut r.status_rx, std::future::pending(), &mut r.signals_rx, POLICY).await.unwrap();
+        assert_eq!(ending, Ending::Lost(Loss::Lost, ExitStatus::from_raw(Signal::SIGTERM as i32)));
+    }
+
+    #[tokio::test]
+    async fn sigterm_ignored_means_sigkill_after_kill_after() {
+        let mut r = rig();
+        // The shell ignores TERM (once it says so); its short sleeps end by themselves.
+        let mut child = spawn_ready("trap '' TERM", "while :; do sleep 0.05; done").await;
+        r.status.send_replace(HoldStatus::Lost);
+        let started = Instant::now();
+        let ending =
+            supervise(&mut child, &mut r.status_rx, std::future::pending(), &mut r.signals_rx, POLICY).await.unwrap();
+        assert_eq!(ending, Ending::Lost(Loss::Lost, ExitStatus::from_raw(Signal::SIGKILL as i32)));
+        assert!(started.elapsed() >= POLICY.kill_after, "{:?}", started.elapsed());
+    }
+
+    #[tokio::test]
+    async fn revocation_sends_sigterm() {
+        let mut r = rig();
+        let mut child = spawn("exec sleep 30");
+        let revoked = tokio::time::sleep(Duration::from_millis(50));
+        let ending = supervise(&mut child, &mut r.status_rx, revoked, &mut r.signals_rx, POLICY).await.unwrap();
+        assert_eq!(ending, Ending::Revoked(ExitStatus::from_raw(Signal::SIGTERM as i32)));
+    }
+
+    #[tokio::test]
+    async fn signals_are_forwarded_and_the_child_decides() {
+        let mut r = rig();
+        // The shell traps INT and exits 42: a forwarded signal is not a kill.
+        let mut child = spawn_ready("trap 'exit 42' INT", "while :; do sleep 0.05; done").await;
+        let signals = r.signals.clone();
+        let send = async move {
+            tokio::time::sleep(Duration::from_millis(150)).await;
+            signals.send(Signal::SIGINT).unwrap();
+            std::future::pending::<()>().await
+        };
+        let ending = tokio::select! {
+            e = supervise(&mut child, &mut r.status_rx, std::future::pending(), &mut r.signals_rx, POLICY) => e,
+            () = send => unreachable!(),
+        };
+        assert_eq!(ending.unwrap(), Ending::Exited(ExitStatus::from_raw(42 << 8)));
+    }
+
+    #[tokio::test]
+    async fn a_closed_status_channel_keeps_the_last_status() {
+        let mut r = rig();
+        let mut child = spawn("sleep 0.3; exit 0");
+        drop(r.status);
+        let ending =
+            supervise(&mut child, &mut r.status_rx, std::future::pending(), &mut r.signals_rx, POLICY).await.unwrap();
+        assert_eq!(ending, Ending::Exited(ExitStatus::from_raw(0)));
+    }
+}

@@ -1,0 +1,509 @@
+//! Black-box tests of the `zoolock` binary against the real server from
+//! `ZOOLOCK_TEST_CONNECT` (`bash .ci/run` starts one and sets it). Without
+//! the variable the server tests are skipped with a message; with it set
+//! and the server unreachable they fail.
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use zoolock_tokio::{Options, ParticipantsOf};
+
+const BIN: &str = env!("CARGO_BIN_EXE_zoolock");
+
+/// The server address, or `None` (with a message) if the tests should skip.
+/// Panics if the variable is set but nothing answers there.
+fn server() -> Option<String> {
+    let addr = match std::env::var("ZOOLOCK_TEST_CONNECT") {
+        Ok(s) if !s.is_empty() => s,
+        _ => {
+            eprintln!("skipped: ZOOLOCK_TEST_CONNECT is not set (bash .ci/run starts a server and sets it)");
+            return None;
+        }
+    };
+    let hosts = addr.split('/').next().unwrap_or_default();
+    let reachable = hosts.split(',').any(|host| {
+        host.to_socket_addrs()
+            .map(|mut a| a.any(|a| TcpStream::connect_timeout(&a, Duration::from_secs(2)).is_ok()))
+            .unwrap_or(false)
+    });
+    assert!(reachable, "ZOOLOCK_TEST_CONNECT={addr} is set but no server answers there");
+    Some(addr)
+}
+
+/// A fresh lock path for one test.
+fn unique_path(name: &str) -> String {
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().subsec_nanos();
+    format!("/zoolock-cli-{name}-{}-{nanos}", std::process::id())
+}
+
+/// A fresh scratch directory.
+fn scratch(name: &str) -> PathBuf {
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos();
+    let dir = std::env::temp_dir().join(format!("zoolock-cli-{name}-{}-{nanos}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn zoolock(addr: &str) -> Command {
+    let mut c = Command::new(BIN);
+    c.env_remove("ZOOLOCK_CONNECT").arg("--connect").arg(addr).stdin(Stdio::null());
+    c
+}
+
+fn output(cmd: &mut Command) -> Output {
+    cmd.output().expect("run zoolock")
+}
+
+fn code(status: ExitStatus) -> i32 {
+    status.code().unwrap_or_else(|| panic!("zoolock died by a signal: {status:?}"))
+}
+
+/// Runs `f` on a small tokio runtime with a client connected to `addr`.
+fn with_client<T>(addr: &str, f: impl AsyncFnOnce(&zoolock_tokio::Client) -> T) -> T {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let client = zoolock_tokio::connect(addr, Options::default()).await.expect("test client connects");
+        let out = f(&client).await;
+        client.close().await.unwrap();
+        out
+    })
+}
+
+/// The participants of `path` (full node path and data).
+fn participants(addr: &str, path: &str, kind: ParticipantsOf) -> Vec<(String, String)> {
+    with_client(addr, async |c| {
+        c.participants(path, kind)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|p| (p.path, String::from_utf8_lossy(&p.data.unwrap_or_default()).into_owned()))
+            .collect()
+    })
+}
+
+/// Waits until `path` has `n` participants.
+fn wait_for_participants(addr: &str, path: &str, kind: ParticipantsOf, n: usize) -> Vec<(String, String)> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let list = participants(addr, path, kind);
+        if list.len() == n {
+            return list;
+        }
+        assert!(Instant::now() < deadline, "{path}: waited for {n} participants, have {list:?}");
+        thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Asserts `path` has no children (waiting up to `patience` for them to go), then deletes it.
+fn assert_empty_and_remove(addr: &str, path: &str, patience: Duration) {
+    let deadline = Instant::now() + patience;
+    with_client(addr, async |c| {
+        loop {
+            let children = match c.get_children(path).await {
+                Ok((children, _)) => children,
+                Err(e) => panic!("get_children({path}): {e}"),
+            };
+            if children.is_empty() {
+                break;
+            }
+            assert!(Instant::now() < deadline, "leftover nodes under {path}: {children:?}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        // Remove the path and any layout folders (read-write lock, semaphore).
+        for sub in ["leases", "locks"] {
+            let _ = c.delete(&format!("{path}/{sub}"), None).await;
+        }
+        c.delete(path, None).await.unwrap();
+    });
+}
+
+/// Sends `signal` to a process this test started.
+fn signal(child: &Child, signal: Signal) {
+    kill(Pid::from_raw(i32::try_from(child.id()).unwrap()), signal).unwrap();
+}
+
+/// Waits for a background zoolock at most `limit`.
+fn wait_with_limit(child: &mut Child, limit: Duration) -> ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            panic!("zoolock (pid {}) still running after {limit:?}", child.id());
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+// ---- the acceptance test ---------------------------------------------------------------
+
+#[test]
+fn concurrent_processes_never_overlap_and_leave_nothing_behind() {
+    const WORKERS: usize = 8;
+    const CYCLES: usize = 50;
+    let Some(addr) = server() else { return };
+    let path = unique_path("exclusion");
+    let dir = scratch("exclusion");
+    // An atomic mkdir marks the critical section: a second process inside it
+    // at the same time fails the mkdir and exits 99. Each section appends its
+    // fencing token, in section order.
+    let section =
+        r#"mkdir "$D/cs" || exit 99; echo "$ZOOLOCK_FENCING_TOKEN" >> "$D/tokens"; sleep 0.002; rmdir "$D/cs""#;
+    let started = Instant::now();
+    let workers: Vec<_> = (0..WORKERS)
+        .map(|_| {
+            let (addr, path, dir) = (addr.clone(), path.clone(), dir.clone());
+            thread::spawn(move || {
+                (0..CYCLES)
+                    .map(|_| {
+                        let status = zoolock(&addr)
+                            .args(["lock", &path, "--timeout", "60s", "--", "sh", "-c", section])
+                            .env("D", &dir)
+                            .status()
+                            .expect("run zoolock");
+                        code(status)
+                    })
+                    .collect::<Vec<i32>>()
+            })
+        })
+        .collect();
+    let codes: Vec<i32> = workers.into_iter().flat_map(|w| w.join().unwrap()).collect();
+    let took = started.elapsed();
+    eprintln!("{WORKERS} processes x {CYCLES} cycles of `zoolock lock` took {took:.2?}");
+
+    let violations = codes.iter().filter(|&&c| c == 99).count();
+    assert_eq!(violations, 0, "critical sections overlapped {violations} times");
+    let failures: Vec<_> = codes.iter().filter(|&&c| c != 0).collect();
+    assert!(failures.is_empty(), "non-zero exits: {failures:?}");
+    assert_eq!(codes.len(), WORKERS * CYCLES);
+
+    let tokens: Vec<i64> = std::fs::read_to_string(dir.join("tokens"))
+        .unwrap()
+        .lines()
+        .map(|l| l.parse().expect("fencing token is an i64"))
+        .collect();
+    assert_eq!(tokens.len(), WORKERS * CYCLES);
+    assert!(tokens.windows(2).all(|w| w[0] < w[1]), "fencing tokens not increasing in section order");
+    assert!(!dir.join("cs").exists());
+
+    assert_empty_and_remove(&addr, &path, Duration::ZERO);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+// ---- what CMD sees and what zoolock returns ---------------------------------------------
+
+#[test]
+fn cmd_gets_the_fencing_token_and_node() {
+    let Some(addr) = server() else { return };
+    let path = unique_path("env");
+    let out = output(zoolock(&addr).args([
+        "lock",
+        &path,
+        "--",
+        "sh",
+        "-c",
+        r#"echo "$ZOOLOCK_FENCING_TOKEN"; echo "$ZOOLOCK_NODE""#,
+    ]));
+    assert!(out.status.success(), "{out:?}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let mut lines = stdout.lines();
+    let token: i64 = lines.next().unwrap().parse().expect("token is an i64");
+    assert!(token > 0);
+    let node = lines.next().unwrap();
+    assert!(node.starts_with(&format!("{path}/_c_")), "{node}");
+    assert!(node.contains("-lock-"), "{node}");
+    assert_empty_and_remove(&addr, &path, Duration::ZERO);
+}
+
+#[test]
+fn exit_status_is_cmds() {
+    let Some(addr) = server() else { return };
+    let path = unique_path("status");
+    let out = output(zoolock(&addr).args(["lock", &path, "--", "sh", "-c", "exit 7"]));
+    assert_eq!(code(out.status), 7);
+    // A CMD killed by a signal gives 128+N, as in a shell.
+    let out = output(zoolock(&addr).args(["lock", &path, "--", "sh", "-c", "kill -9 $$"]));
+    assert_eq!(code(out.status), 128 + 9);
+    // A CMD that cannot be found: 127, and the lock is released.
+    let out = output(zoolock(&addr).args(["lock", &path, "--", "/nonexistent/zoolock-test-cmd"]));
+    assert_eq!(code(out.status), 127, "{out:?}");
+    assert_empty_and_remove(&addr, &path, Duration::ZERO);
+}
+
+#[test]
+fn timeout_exits_75_without_running_cmd() {
+    let Some(addr) = server() else { return };
+    let path = unique_path("timeout");
+    let dir = scratch("timeout");
+    let marker = dir.join("marker");
+    let mut holder = zoolock(&addr).args(["lock", &path, "--", "sleep", "30"]).spawn().unwrap();
+    wait_for_participants(&addr, &path, ParticipantsOf::Mutex, 1);
+
+    let started = Instant::now();
+    let out = output(zoolock(&addr).args(["lock", &path, "--timeout", "300ms", "--", "touch"]).arg(&marker));
+    let took = started.elapsed();
+    assert_eq!(code(out.status), 75, "{out:?}");
+    assert!(!marker.exists(), "CMD ran after a timeout");
+    assert!(took >= Duration::from_millis(300) && took < Duration::from_secs(5), "{took:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("timed out"), "{out:?}");
+    // The timed-out waiter left nothing: only the holder remains.
+    assert_eq!(participants(&addr, &path, ParticipantsOf::Mutex).len(), 1);
+
+    // SIGTERM to zoolock goes to `sleep`, which dies of it: 128+15.
+    signal(&holder, Signal::SIGTERM);
+    assert_eq!(code(wait_with_limit(&mut holder, Duration::from_secs(10))), 128 + 15);
+    assert_empty_and_remove(&addr, &path, Duration::ZERO);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_signal_while_waiting_cancels_the_wait() {
+    let Some(addr) = server() else { return };
+    let path = unique_path("cancel");
+    let mut holder = zoolock(&addr).args(["lock", &path, "--", "sleep", "30"]).spawn().unwrap();
+    wait_for_participants(&addr, &path, ParticipantsOf::Mutex, 1);
+    let mut waiter = zoolock(&addr).args(["lock", &path, "--", "true"]).spawn().unwrap();
+    wait_for_participants(&addr, &path, ParticipantsOf::Mutex, 2);
+    signal(&waiter, Signal::SIGINT);
+    assert_eq!(code(wait_with_limit(&mut waiter, Duration::from_secs(10))), 128 + 2);
+    assert_eq!(participants(&addr, &path, ParticipantsOf::Mutex).len(), 1, "the waiter's node is gone");
+    signal(&holder, Signal::SIGTERM);
+    wait_with_limit(&mut holder, Duration::from_secs(10));
+    assert_empty_and_remove(&addr, &path, Duration::ZERO);
+}
+
+// ---- holders and revoke ------------------------------------------------------------------
+
+#[test]
+fn holders_lists_the_queue_with_data() {
+    let Some(addr) = server() else { return };
+    let path = unique_path("holders");
+    let out = output(zoolock(&addr).args(["holders", &path]));
+    assert!(out.status.success() && out.stdout.is_empty(), "{out:?}");
+
+    let mut holder =
+        zoolock(&addr).args(["lock", &path, "--data", "first holder", "--", "sleep", "30"]).spawn().unwrap();
+    wait_for_participants(&addr, &path, ParticipantsOf::Mutex, 1);
+    let mut waiter = zoolock(&addr).args(["lock", &path, "--data", "second", "--", "true"]).spawn().unwrap();
+    let list = wait_for_participants(&addr, &path, ParticipantsOf::Mutex, 2);
+
+    let out = output(zoolock(&addr).args(["holders", &path]));
+    assert!(out.status.success(), "{out:?}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines, [format!("0 {} first holder", list[0].0), format!("1 {} second", list[1].0)]);
+    assert!(lines[0].starts_with(&format!("0 {path}/_c_")));
+
+    signal(&holder, Signal::SIGTERM);
+    wait_with_limit(&mut holder, Duration::from_secs(10));
+    assert_eq!(code(wait_with_limit(&mut waiter, Duration::from_secs(10))), 0);
+    assert_empty_and_remove(&addr, &path, Duration::ZERO);
+}
+
+#[test]
+fn revoke_stops_a_revocable_holder() {
+    let Some(addr) = server() else { return };
+    let path = unique_path("revoke");
+    let out = output(zoolock(&addr).args(["revoke", &path]));
+    assert_eq!(code(out.status), 1, "no holder: {out:?}");
+
+    let mut holder = zoolock(&addr).args(["lock", &path, "--revocable", "--", "sleep", "30"]).spawn().unwrap();
+    let list = wait_for_participants(&addr, &path, ParticipantsOf::Mutex, 1);
+    let started = Instant::now();
+    let out = output(zoolock(&addr).args(["revoke", &path]));
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(String::from_utf8(out.stdout).unwrap().trim(), list[0].0);
+    // The holder sends SIGTERM to `sleep`, releases, and exits with its status.
+    assert_eq!(code(wait_with_limit(&mut holder, Duration::from_secs(10))), 128 + 15);
+    eprintln!("revoked holder exited {:.2?} after the revoke", started.elapsed());
+    assert_empty_and_remove(&addr, &path, Duration::ZERO);
+
+    // --node names the node directly; a vanished node is an error.
+    let out = output(zoolock(&addr).args(["revoke", "--node", &list[0].0]));
+    assert_eq!(code(out.status), 1, "{out:?}");
+}
+
+// ---- the other recipes -------------------------------------------------------------------
+
+#[test]
+fn read_locks_share_and_write_locks_exclude() {
+    let Some(addr) = server() else { return };
+    let path = unique_path("rw");
+    let mut reader = zoolock(&addr).args(["read-lock", &path, "--", "sleep", "30"]).spawn().unwrap();
+    wait_for_participants(&addr, &path, ParticipantsOf::ReadWriteLock, 1);
+    let out = output(zoolock(&addr).args(["read-lock", &path, "--timeout", "5s", "--", "true"]));
+    assert_eq!(code(out.status), 0, "a second reader gets in: {out:?}");
+    let out = output(zoolock(&addr).args(["write-lock", &path, "--timeout", "300ms", "--", "true"]));
+    assert_eq!(code(out.status), 75, "a writer waits for the reader: {out:?}");
+    let out = output(zoolock(&addr).args(["holders", &path, "--kind", "rwlock"]));
+    assert_eq!(String::from_utf8(out.stdout).unwrap().lines().count(), 1);
+    signal(&reader, Signal::SIGTERM);
+    wait_with_limit(&mut reader, Duration::from_secs(10));
+    let out = output(zoolock(&addr).args(["write-lock", &path, "--timeout", "5s", "--", "true"]));
+    assert_eq!(code(out.status), 0, "{out:?}");
+    assert_empty_and_remove(&addr, &path, Duration::ZERO);
+}
+
+#[test]
+fn semaphore_hands_out_n_leases() {
+    let Some(addr) = server() else { return };
+    let path = unique_path("sem");
+    let holders: Vec<Child> = (0..2)
+        .map(|_| zoolock(&addr).args(["semaphore", &path, "--leases", "2", "--", "sleep", "30"]).spawn().unwrap())
+        .collect();
+    wait_for_participants(&addr, &path, ParticipantsOf::Semaphore, 2);
+    let out = output(zoolock(&addr).args(["semaphore", &path, "--leases", "2", "--timeout", "300ms", "--", "true"]));
+    assert_eq!(code(out.status), 75, "a third lease waits: {out:?}");
+    let out = output(zoolock(&addr).args(["holders", &path, "--kind", "semaphore"]));
+    assert_eq!(String::from_utf8(out.stdout).unwrap().lines().count(), 2);
+    for mut h in holders {
+        signal(&h, Signal::SIGTERM);
+        assert_eq!(code(wait_with_limit(&mut h, Duration::from_secs(10))), 128 + 15);
+    }
+    let out = output(zoolock(&addr).args([
+        "semaphore",
+        &path,
+        "--leases",
+        "2",
+        "--timeout",
+        "5s",
+        "--",
+        "sh",
+        "-c",
+        r#"test "$ZOOLOCK_FENCING_TOKEN" -gt 0 && echo "$ZOOLOCK_NODE""#,
+    ]));
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8(out.stdout).unwrap().starts_with(&format!("{path}/leases/")));
+    let leases = format!("{path}/leases");
+    assert_empty_and_remove(&addr, &leases, Duration::ZERO);
+    with_client(&addr, async |c| {
+        for p in [format!("{path}/locks"), path.clone()] {
+            let _ = c.delete(&p, None).await;
+        }
+    });
+}
+
+// ---- losing the lock -----------------------------------------------------------------------
+
+/// A TCP relay to the server that can be cut: after [`Proxy::cut`] every
+/// relayed connection is shut down and new ones are closed at once.
+struct Proxy {
+    addr: SocketAddr,
+    cut: Arc<AtomicBool>,
+    streams: Arc<Mutex<Vec<TcpStream>>>,
+}
+
+impl Proxy {
+    fn start(upstream: &str) -> Proxy {
+        let upstream = upstream.split(['/', ',']).next().unwrap().to_owned();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let cut = Arc::new(AtomicBool::new(false));
+        let streams = Arc::new(Mutex::new(Vec::new()));
+        let (c, s) = (cut.clone(), streams.clone());
+        thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { continue };
+                if c.load(Ordering::SeqCst) {
+                    continue;
+                }
+                let Ok(server) = TcpStream::connect(&upstream) else { continue };
+                let mut list = s.lock().unwrap();
+                list.push(client.try_clone().unwrap());
+                list.push(server.try_clone().unwrap());
+                drop(list);
+                for (mut from, mut to) in [
+                    (client.try_clone().unwrap(), server.try_clone().unwrap()),
+                    (server.try_clone().unwrap(), client.try_clone().unwrap()),
+                ] {
+                    thread::spawn(move || {
+                        let mut buf = [0u8; 8192];
+                        while let Ok(n) = from.read(&mut buf) {
+                            if n == 0 || to.write_all(&buf[..n]).is_err() {
+                                break;
+                            }
+                        }
+                        let _ = to.shutdown(Shutdown::Both);
+                    });
+                }
+            }
+        });
+        Proxy { addr, cut, streams }
+    }
+
+    fn cut(&self) {
+        self.cut.store(true, Ordering::SeqCst);
+        for s in self.streams.lock().unwrap().drain(..) {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+#[test]
+fn a_connection_suspended_past_grace_stops_cmd_and_exits_70() {
+    let Some(addr) = server() else { return };
+    let path = unique_path("loss");
+    let proxy = Proxy::start(&addr);
+    let mut holder = zoolock(&proxy.addr.to_string())
+        .args(["--session-timeout", "3s", "lock", &path, "--grace", "300ms", "--kill-after", "300ms", "--"])
+        .args(["sh", "-c", "trap 'echo got TERM; exit 0' TERM; while :; do sleep 0.05; done"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_participants(&addr, &path, ParticipantsOf::Mutex, 1);
+    thread::sleep(Duration::from_millis(200));
+    let cut_at = Instant::now();
+    proxy.cut();
+    let status = wait_with_limit(&mut holder, Duration::from_secs(10));
+    let took = cut_at.elapsed();
+    let mut stdout = String::new();
+    let mut stderr = String::new();
+    holder.stdout.take().unwrap().read_to_string(&mut stdout).unwrap();
+    holder.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    assert_eq!(code(status), 70, "stdout {stdout:?} stderr {stderr:?}");
+    assert_eq!(stdout.trim(), "got TERM", "CMD got SIGTERM");
+    assert!(stderr.contains("lost the lock"), "{stderr}");
+    // Grace, then up to 2 s of bounded close.
+    assert!(took >= Duration::from_millis(300) && took < Duration::from_secs(5), "{took:?}");
+    eprintln!("exit 70 came {took:.2?} after the cut");
+    // The server expires the session (3 s) and with it the node.
+    assert_empty_and_remove(&addr, &path, Duration::from_secs(15));
+}
+
+// ---- no server needed -----------------------------------------------------------------------
+
+#[test]
+fn usage_errors_exit_64_and_unreachable_servers_69() {
+    let out = output(Command::new(BIN).args(["lock", "relative/path", "--", "true"]));
+    assert_eq!(code(out.status), 64, "{out:?}");
+    let out = output(Command::new(BIN).args(["lock", "/x"]));
+    assert_eq!(code(out.status), 64, "{out:?}");
+    let out = output(Command::new(BIN).args(["lock", "/x", "--grace", "10s", "--", "true"]));
+    assert_eq!(code(out.status), 64, "grace not below the session timeout: {out:?}");
+    let out = output(Command::new(BIN).arg("--help"));
+    assert!(out.status.success());
+    assert!(String::from_utf8(out.stdout).unwrap().contains("Exit codes:"));
+
+    // A port nothing listens on (bound, then released).
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let out = output(Command::new(BIN).env("ZOOLOCK_CONNECT", format!("127.0.0.1:{port}")).args([
+        "--connect-timeout",
+        "500ms",
+        "lock",
+        "/x",
+        "--",
+        "true",
+    ]));
+    assert_eq!(code(out.status), 69, "{out:?}");
+}
