@@ -57,6 +57,12 @@ impl Options {
         self
     }
 
+    /// Sets how long [`Client::connect`] waits for the first session.
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
     /// Sets the op plan.
     pub fn plan(mut self, plan: OpPlan) -> Self {
         self.plan = plan;
@@ -117,6 +123,11 @@ impl Inner {
 /// A ZooKeeper session with its event loop. Cheap to clone; the session is
 /// closed when the last clone and every handle made from it are dropped, or
 /// by [`Client::close`].
+///
+/// One client is one session: a dropped connection is re-established with
+/// the same session (locks are `Suspended`, then held again), but once the
+/// session has expired ([`ConnectionState::Lost`]) the client stays ended and
+/// every request fails with `SessionExpired`; connect a new client.
 #[derive(Clone)]
 pub struct Client {
     pub(crate) inner: Arc<Inner>,
@@ -145,7 +156,8 @@ impl Client {
         let core = CoreClient::new(config, zoolock_core::Instant::ZERO);
         let (commands, rx) = mpsc::unbounded();
         let shared = Arc::new(Shared::default());
-        let task = DriverTask::new(core, runtime.clone(), origin, shared.clone(), rx);
+        let span = tracing::info_span!("zoolock", hosts = %connect_string, session = tracing::field::Empty);
+        let task = DriverTask::new(core, runtime.clone(), origin, shared.clone(), rx, span);
         runtime.spawn(Box::pin(task));
         let connect_timeout = options.connect_timeout;
         let client = Client { inner: Arc::new(Inner { commands, shared, options, seed: std::sync::Mutex::new(seed) }) };
@@ -199,17 +211,22 @@ impl Client {
         Ok(rx)
     }
 
-    /// Closes the session (closeSession, so our ephemeral nodes go at once)
-    /// and waits until it is closed.
+    /// Closes the session for every clone and handle, and waits until it is
+    /// closed. Connected, this sends closeSession and waits for its answer,
+    /// so the server has deleted our ephemeral nodes (locks, leases) by the
+    /// time it returns; while disconnected it ends the session locally and
+    /// the server drops the nodes at the session timeout. Acquires under way
+    /// fail, held guards report [`crate::HoldStatus::Lost`], and later
+    /// requests fail with a `Closed` error. Closing an ended session does
+    /// nothing. Dropping every clone and handle closes the session the same
+    /// way, in the background.
     pub async fn close(&self) -> Result<(), Error> {
-        self.inner.send(Command::Close)?;
+        if self.inner.send(Command::Close).is_err() {
+            return Ok(());
+        }
         loop {
             let listener = self.inner.shared.changed.listen();
-            let done = self
-                .inner
-                .shared
-                .read(|s| s.finished || matches!(s.connection, Some(ConnectionState::Closed | ConnectionState::Lost)))
-                .unwrap_or(true);
+            let done = self.inner.shared.read(|s| s.finished || s.ended).unwrap_or(true);
             if done {
                 return Ok(());
             }
@@ -298,9 +315,9 @@ impl Client {
             }
         });
         let id = self.add_recipe(recipe, sink).await?;
-        let event = rx.await.map_err(|_| Error::ClientClosed);
-        let _ = self.inner.send(Command::DropRecipe(id));
-        event
+        // Dropped with the future too, so an abandoned call leaves nothing.
+        let _drop = DropOnExit { client: self, id };
+        rx.await.map_err(|_| Error::ClientClosed)
     }
 
     pub(crate) async fn add_recipe(
@@ -379,6 +396,18 @@ impl Client {
             Response::Multi(results) => Ok(results),
             _ => Err(unexpected()),
         }
+    }
+}
+
+/// Drops a one-shot recipe when its call ends, however it ends.
+struct DropOnExit<'a> {
+    client: &'a Client,
+    id: RecipeId,
+}
+
+impl Drop for DropOnExit<'_> {
+    fn drop(&mut self) {
+        let _ = self.client.inner.send(Command::DropRecipe(self.id));
     }
 }
 

@@ -1,9 +1,15 @@
-//! zoolock's async layer: one event loop ([`task`]) that runs the sans-IO
-//! session and recipes from `zoolock-core` over any [`Runtime`], and the
-//! user-facing handles: [`Client`], [`Lock`] with its [`Guard`], and
+//! zoolock's async layer: one event loop (the `task` module) that runs the
+//! sans-IO session and recipes from `zoolock-core` over any [`Runtime`], and
+//! the user-facing handles: [`Client`], [`Lock`] with its [`Guard`], and
 //! [`Semaphore`] with its [`Lease`]s.
 //!
 //! Transports (`zoolock-tokio`, `zoolock-smol`) only implement [`Runtime`].
+//!
+//! Tracing: the event loop runs inside an `info` span named `zoolock` with
+//! the connect string (`hosts`) and, once known, the session id
+//! (`session`); connection state changes are logged at `info`, lost holds
+//! at `warn`, grants, releases and cancellations at `debug`, and single
+//! requests and recipe events at `trace`.
 
 mod client;
 mod error;

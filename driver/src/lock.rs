@@ -1,13 +1,24 @@
 //! [`Lock`] and [`Guard`]: async handles over the lock recipes.
 //!
 //! Cancellation safety: dropping an acquire future at any point leaves no
-//! node behind. The drop closes the future's reply channel and queues a
-//! cancel on the driver task (after the start, since commands run in order).
-//! If the lock was granted meanwhile, the driver finds nobody waiting and
-//! releases it at once.
+//! node behind. Every acquire carries a ticket. The drop closes the future's
+//! reply channel and queues a cancel for that ticket on the driver task
+//! (after the start, since commands run in order); the cancel only touches
+//! the recipe while the acquire it started is still waiting, so it never
+//! disturbs a later acquire on the same handle. If the lock was granted
+//! meanwhile, either the grant is still in the closed channel (the cancel
+//! releases it) or the driver finds nobody to hand it to and releases it at
+//! once.
+//!
+//! An acquire refused by the recipe (an upgrade, a second concurrent acquire
+//! on one handle) fails with [`Error::Misuse`] and cancels nothing. An acquire
+//! that meets the previous hold of the same handle still being released (the
+//! Curator plan deletes before it reports `Released`) waits for that release
+//! instead of failing.
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -55,17 +66,38 @@ pub enum HoldStatus {
 
 type Grant = Result<(String, FencingToken), Error>;
 
+/// The acquire the recipe is working for.
+#[derive(Debug)]
+struct Waiter {
+    ticket: u64,
+    reply: oneshot::Sender<Grant>,
+    /// Not started yet: waiting for the previous hold's release to finish;
+    /// the deadline to start with.
+    deferred: Option<Option<Instant>>,
+}
+
 #[derive(Debug)]
 struct HalfState {
-    waiter: Option<oneshot::Sender<Grant>>,
+    waiter: Option<Waiter>,
     release_waiter: Option<oneshot::Sender<Result<(), Error>>>,
+    /// A release was started and its `Released` has not come yet.
+    releasing: bool,
     status: HoldStatus,
     revocations: u64,
+    /// `revocations` when the current attempt started: later ones are for it.
+    revocations_seen: u64,
 }
 
 impl Default for HalfState {
     fn default() -> Self {
-        HalfState { waiter: None, release_waiter: None, status: HoldStatus::NotHeld, revocations: 0 }
+        HalfState {
+            waiter: None,
+            release_waiter: None,
+            releasing: false,
+            status: HoldStatus::NotHeld,
+            revocations: 0,
+            revocations_seen: 0,
+        }
     }
 }
 
@@ -73,15 +105,23 @@ impl Default for HalfState {
 struct Watched {
     state: StdMutex<HalfState>,
     changed: Event,
+    next_ticket: AtomicU64,
 }
 
 impl Watched {
+    /// Changes the state and wakes everyone waiting on it.
     fn with<T>(&self, f: impl FnOnce(&mut HalfState) -> T) -> T {
         let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let out = f(&mut guard);
         drop(guard);
         self.changed.notify(usize::MAX);
         out
+    }
+
+    /// Reads the state without waking anyone (a notifying read would wake
+    /// the reader's own listener and spin).
+    fn peek<T>(&self, f: impl FnOnce(&HalfState) -> T) -> T {
+        f(&self.state.lock().unwrap_or_else(|e| e.into_inner()))
     }
 }
 
@@ -99,7 +139,9 @@ impl Drop for RecipeHandle {
 
 /// An async handle on one lock (a mutex, one half of a read-write lock, a
 /// semaphore mutex or a multi-lock). Clones share the same hold: reentrancy
-/// belongs to the handle.
+/// belongs to the handle, and one handle runs one acquire at a time (a
+/// second concurrent one fails with [`Error::Misuse`]; use one handle per
+/// task to queue tasks against each other).
 #[derive(Clone)]
 pub struct Lock {
     recipe: Arc<RecipeHandle>,
@@ -120,39 +162,105 @@ fn on_event(watched: &Watched, client: &mut CoreClient, now: Instant, id: Recipe
                 s.status = HoldStatus::Held;
                 s.waiter.take()
             });
-            let delivered = waiter.is_some_and(|w| w.send(Ok((node, token))).is_ok());
-            if !delivered {
+            let delivered = waiter.is_some_and(|w| w.reply.send(Ok((node.clone(), token))).is_ok());
+            if delivered {
+                tracing::debug!(?id, %node, token = token.0, "lock granted");
+            } else {
                 // Granted to an acquire that was dropped: give it back.
-                let _ = unlock(client, now, id, tag);
+                tracing::debug!(?id, %node, "lock granted to a dropped acquire: releasing");
+                let _ = release_one(watched, client, now, id, tag);
             }
         }
-        RecipeEvent::TimedOut => watched.with(|s| s.waiter.take()).into_iter().for_each(|w| {
-            let _ = w.send(Err(Error::TimedOut));
-        }),
-        RecipeEvent::Failed(e) => {
-            let (waiter, release) = watched.with(|s| (s.waiter.take(), s.release_waiter.take()));
-            if let Some(w) = waiter {
-                let _ = w.send(Err(e.clone().into()));
+        RecipeEvent::TimedOut => {
+            tracing::debug!(?id, "acquire timed out");
+            if let Some(w) = watched.with(|s| s.waiter.take()) {
+                let _ = w.reply.send(Err(Error::TimedOut));
             }
-            if let Some(r) = release {
-                let _ = r.send(Err(e.into()));
+        }
+        RecipeEvent::Failed(e) => {
+            // An acquire under way owns the failure; otherwise, while a
+            // release is under way, it is the release's outcome. (Only the
+            // semaphore mutex runs an acquire beside a release; the others
+            // defer the acquire until `Released`.)
+            let release_failed =
+                watched.peek(|s| s.releasing && s.waiter.as_ref().is_none_or(|w| w.deferred.is_some()));
+            if release_failed {
+                tracing::warn!(?id, error = %e, "release failed");
+                let release = watched.with(|s| {
+                    s.releasing = false;
+                    s.status = HoldStatus::NotHeld;
+                    s.release_waiter.take()
+                });
+                if let Some(r) = release {
+                    let _ = r.send(Err(e.into()));
+                }
+                start_deferred(watched, client, now, id, tag);
+            } else {
+                tracing::debug!(?id, error = %e, "acquire failed");
+                if let Some(w) = watched.with(|s| s.waiter.take()) {
+                    let _ = w.reply.send(Err(e.into()));
+                }
             }
         }
         RecipeEvent::Released => {
-            if let Some(r) = watched.with(|s| {
+            tracing::debug!(?id, "lock released");
+            let release = watched.with(|s| {
                 s.status = HoldStatus::NotHeld;
+                s.releasing = false;
                 s.release_waiter.take()
-            }) {
+            });
+            if let Some(r) = release {
                 let _ = r.send(Ok(()));
             }
+            start_deferred(watched, client, now, id, tag);
         }
-        RecipeEvent::Suspended => watched.with(|s| s.status = HoldStatus::Suspended),
-        RecipeEvent::Reconnected => watched.with(|s| s.status = HoldStatus::Held),
-        RecipeEvent::Lost => watched.with(|s| s.status = HoldStatus::Lost),
-        RecipeEvent::RevocationRequested => watched.with(|s| s.revocations += 1),
+        RecipeEvent::Suspended => {
+            tracing::info!(?id, "hold suspended: the connection dropped");
+            watched.with(|s| s.status = HoldStatus::Suspended);
+        }
+        RecipeEvent::Reconnected => {
+            tracing::info!(?id, "hold confirmed after the reconnect");
+            watched.with(|s| s.status = HoldStatus::Held);
+        }
+        RecipeEvent::Lost => {
+            tracing::warn!(?id, "hold lost");
+            watched.with(|s| s.status = HoldStatus::Lost);
+        }
+        RecipeEvent::RevocationRequested => {
+            tracing::debug!(?id, "revocation requested");
+            watched.with(|s| s.revocations += 1);
+        }
         RecipeEvent::CleanupFailed { path, error } => tracing::warn!(%path, %error, "lock node clean-up failed"),
         other => tracing::trace!(?other, "lock event"),
     }
+}
+
+/// Starts an acquire that waited for the previous release.
+fn start_deferred(watched: &Watched, client: &mut CoreClient, now: Instant, id: RecipeId, tag: Tag) {
+    let Some(deadline) = watched.with(|s| s.waiter.as_mut().and_then(|w| w.deferred.take())) else { return };
+    if let Err(e) = begin(watched, client, now, id, tag, deadline) {
+        if let Some(w) = watched.with(|s| s.waiter.take()) {
+            let _ = w.reply.send(Err(e.into()));
+        }
+    }
+}
+
+/// Starts an attempt on the recipe (or counts up a reentrant hold).
+fn begin(
+    watched: &Watched,
+    client: &mut CoreClient,
+    now: Instant,
+    id: RecipeId,
+    tag: Tag,
+    deadline: Option<Instant>,
+) -> Result<(), ApiMisuse> {
+    let fresh = watched.peek(|s| !matches!(s.status, HoldStatus::Held | HoldStatus::Suspended));
+    start(client, now, id, tag, deadline)?;
+    if fresh {
+        // Revocations from here on are for this attempt.
+        watched.with(|s| s.revocations_seen = s.revocations);
+    }
+    Ok(())
 }
 
 fn start(
@@ -169,6 +277,21 @@ fn start(
         Tag::Read => client.command(now, id, |m: &mut ReadWriteLock, now| m.acquire_read(now, deadline))?,
         Tag::Write => client.command(now, id, |m: &mut ReadWriteLock, now| m.acquire_write(now, deadline))?,
     }
+}
+
+/// Releases one hold, noting a release under way if it was the last.
+fn release_one(
+    watched: &Watched,
+    client: &mut CoreClient,
+    now: Instant,
+    id: RecipeId,
+    tag: Tag,
+) -> Result<u32, ApiMisuse> {
+    let left = unlock(client, now, id, tag)?;
+    if left == 0 {
+        watched.with(|s| s.releasing = true);
+    }
+    Ok(left)
 }
 
 /// Releases one hold; returns how many remain.
@@ -262,33 +385,56 @@ impl Lock {
 
     async fn acquire_inner(&self, timeout: Option<Duration>) -> Result<Guard, Error> {
         let (tx, rx) = oneshot::channel();
-        let mut pending = PendingAcquire { lock: self.clone(), rx: Some(rx) };
+        let ticket = self.watched.next_ticket.fetch_add(1, Ordering::Relaxed);
+        let mut pending = PendingAcquire { lock: self.clone(), ticket, rx: Some(rx) };
         let (watched, id, tag) = (self.watched.clone(), self.recipe.id, self.tag);
-        self.client()
+        tracing::trace!(?id, ticket, ?timeout, "acquire");
+        let started = self
+            .client()
             .inner
             .run(move |client, now| {
-                watched.with(|s| s.waiter = Some(tx));
-                let started = start(client, now, id, tag, timeout.map(|d| now + d));
-                if started.is_err() {
-                    watched.with(|s| s.waiter = None);
+                let deadline = timeout.map(|d| now + d);
+                let waiting = watched.peek(|s| s.waiter.is_some());
+                match begin(&watched, client, now, id, tag, deadline) {
+                    Ok(()) => {
+                        watched.with(|s| s.waiter = Some(Waiter { ticket, reply: tx, deferred: None }));
+                        Ok(())
+                    }
+                    // The previous hold is still being deleted: start once it is.
+                    Err(_) if !waiting && watched.peek(|s| s.releasing) => {
+                        watched.with(|s| s.waiter = Some(Waiter { ticket, reply: tx, deferred: Some(deadline) }));
+                        Ok(())
+                    }
+                    Err(e) => Err(e),
                 }
-                started
             })
-            .await??;
+            .await;
+        match started {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                // Refused: nothing was started, so nothing to cancel.
+                pending.rx = None;
+                return Err(e.into());
+            }
+            Err(e) => {
+                pending.rx = None;
+                return Err(e);
+            }
+        }
         let (node, token) = (&mut pending).await?;
-        pending.rx = None;
         Ok(Guard { lock: self.clone(), node, token, released: false })
     }
 
-    /// The queue on this lock's path, holder first (see [`Client::participants`]).
+    /// Whether this handle holds the lock, as far as it knows.
     pub fn status(&self) -> HoldStatus {
-        self.watched.with(|s| s.status)
+        self.watched.peek(|s| s.status)
     }
 }
 
 /// An acquire in flight; dropping it cancels cleanly.
 struct PendingAcquire {
     lock: Lock,
+    ticket: u64,
     rx: Option<oneshot::Receiver<Grant>>,
 }
 
@@ -314,13 +460,28 @@ impl Future for &mut PendingAcquire {
 impl Drop for PendingAcquire {
     fn drop(&mut self) {
         let Some(mut rx) = self.rx.take() else { return };
+        // After close, the driver can no longer deliver: what is in the
+        // channel now is all there will ever be.
         rx.close();
-        let (id, tag) = (self.lock.recipe.id, self.lock.tag);
+        let (id, tag, ticket) = (self.lock.recipe.id, self.lock.tag, self.ticket);
         let granted = matches!(rx.try_recv(), Ok(Some(Ok(_))));
+        let watched = self.lock.watched.clone();
+        tracing::trace!(?id, ticket, granted, "acquire dropped");
         let _ = self.lock.client().inner.send(Command::Run(Box::new(move |client, now| {
             if granted {
-                let _ = unlock(client, now, id, tag);
-            } else {
+                let _ = release_one(&watched, client, now, id, tag);
+                return;
+            }
+            // Still waiting for this acquire? Then stop it; otherwise it has
+            // ended (timed out, failed, or granted to nobody and released).
+            let waiting = watched.with(|s| match s.waiter.take() {
+                Some(w) if w.ticket == ticket => Some(w.deferred.is_some()),
+                other => {
+                    s.waiter = other;
+                    None
+                }
+            });
+            if waiting == Some(false) {
                 cancel(client, now, id, tag);
             }
         })));
@@ -355,6 +516,8 @@ impl Guard {
 
     /// Completes when the hold becomes uncertain (`Suspended`) or is gone
     /// (`Lost`), returning which; `select!` on it beside the critical section.
+    /// After a `Suspended`, [`Guard::status`] tells whether the hold came back
+    /// (`Held`) or was lost; call this again to wait for the next change.
     pub async fn lost(&self) -> HoldStatus {
         loop {
             let listener = self.lock.watched.changed.listen();
@@ -366,12 +529,13 @@ impl Guard {
         }
     }
 
-    /// Completes when someone asks the holder to release (revocable locks).
+    /// Completes once someone has asked the holder to release (revocable
+    /// locks; see [`crate::Client::revoke`]), including a request that came
+    /// before this call but during this hold's acquire or hold.
     pub async fn revocation_requested(&self) {
-        let seen = self.lock.watched.with(|s| s.revocations);
         loop {
             let listener = self.lock.watched.changed.listen();
-            if self.lock.watched.with(|s| s.revocations) > seen {
+            if self.lock.watched.peek(|s| s.revocations > s.revocations_seen) {
                 return;
             }
             listener.await;
@@ -390,14 +554,14 @@ impl Guard {
             .lock
             .client()
             .inner
-            .run(move |client, now| {
-                watched.with(|s| s.release_waiter = Some(tx));
-                match unlock(client, now, id, tag) {
-                    Ok(0) => None,
-                    Ok(_) => Some(Ok(())),
-                    Err(_) if lost => Some(Ok(())),
-                    Err(e) => Some(Err(Error::from(e))),
+            .run(move |client, now| match release_one(&watched, client, now, id, tag) {
+                Ok(0) => {
+                    watched.with(|s| s.release_waiter = Some(tx));
+                    None
                 }
+                Ok(_) => Some(Ok(())),
+                Err(_) if lost => Some(Ok(())),
+                Err(e) => Some(Err(Error::from(e))),
             })
             .await?;
         match immediate {
@@ -412,9 +576,9 @@ impl Drop for Guard {
         if self.released {
             return;
         }
-        let (id, tag) = (self.lock.recipe.id, self.lock.tag);
+        let (watched, id, tag) = (self.lock.watched.clone(), self.lock.recipe.id, self.lock.tag);
         let _ = self.lock.client().inner.send(Command::Run(Box::new(move |client, now| {
-            let _ = unlock(client, now, id, tag);
+            let _ = release_one(&watched, client, now, id, tag);
         })));
     }
 }

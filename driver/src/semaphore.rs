@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use futures_channel::oneshot;
 use zoolock_core::recipes::Semaphore as CoreSemaphore;
-use zoolock_core::{Client as CoreClient, FencingToken, Instant, RecipeEvent, RecipeId, ZkPath};
+use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Instant, RecipeEvent, RecipeId, ZkPath};
 
 use crate::client::Client;
 use crate::error::Error;
@@ -17,7 +17,9 @@ type Grant = Result<Vec<(String, FencingToken)>, Error>;
 struct State {
     want: usize,
     got: Vec<(String, FencingToken)>,
-    waiter: Option<oneshot::Sender<Grant>>,
+    /// The acquire under way: its ticket and reply.
+    waiter: Option<(u64, oneshot::Sender<Grant>)>,
+    next_ticket: u64,
 }
 
 struct Handle {
@@ -31,7 +33,9 @@ impl Drop for Handle {
     }
 }
 
-/// A counting semaphore (Curator's `InterProcessSemaphoreV2` layout).
+/// A counting semaphore (Curator's `InterProcessSemaphoreV2` layout). One
+/// handle runs one acquire at a time (a second concurrent one fails with
+/// [`Error::Misuse`]); leases from earlier acquires stay held meanwhile.
 #[derive(Clone)]
 pub struct Semaphore {
     handle: Arc<Handle>,
@@ -44,8 +48,14 @@ impl std::fmt::Debug for Semaphore {
     }
 }
 
-fn return_lease(client: &mut CoreClient, now: Instant, id: RecipeId, node: &str) {
-    let _ = client.command(now, id, |s: &mut CoreSemaphore, now| s.return_lease(now, node));
+fn return_lease(client: &mut CoreClient, now: Instant, id: RecipeId, node: &str) -> Result<(), Error> {
+    tracing::debug!(?id, %node, "returning lease");
+    client.command(now, id, |s: &mut CoreSemaphore, now| s.return_lease(now, node))??;
+    Ok(())
+}
+
+fn lock(state: &StdMutex<State>) -> std::sync::MutexGuard<'_, State> {
+    state.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Semaphore {
@@ -54,35 +64,40 @@ impl Semaphore {
         let state = Arc::new(StdMutex::new(State::default()));
         let sink_state = state.clone();
         let sink = Box::new(move |c: &mut CoreClient, now, id, event| {
-            let mut s = sink_state.lock().unwrap_or_else(|e| e.into_inner());
+            let mut s = lock(&sink_state);
             match event {
                 RecipeEvent::Acquired { node, token } => {
                     s.got.push((node, token));
                     if s.got.len() >= s.want {
                         let got = std::mem::take(&mut s.got);
                         let delivered = match s.waiter.take() {
-                            Some(w) => w.send(Ok(got.clone())).is_ok(),
+                            Some((_, w)) => w.send(Ok(got.clone())).is_ok(),
                             None => false,
                         };
-                        if !delivered {
+                        drop(s);
+                        if delivered {
+                            tracing::debug!(?id, leases = got.len(), "leases granted");
+                        } else {
+                            tracing::debug!(?id, "leases granted to a dropped acquire: returning them");
                             for (node, _) in &got {
-                                return_lease(c, now, id, node);
+                                let _ = return_lease(c, now, id, node);
                             }
                         }
                     }
                 }
                 RecipeEvent::TimedOut => {
                     s.got.clear();
-                    if let Some(w) = s.waiter.take() {
+                    if let Some((_, w)) = s.waiter.take() {
                         let _ = w.send(Err(Error::TimedOut));
                     }
                 }
                 RecipeEvent::Failed(e) => {
                     s.got.clear();
-                    if let Some(w) = s.waiter.take() {
+                    if let Some((_, w)) = s.waiter.take() {
                         let _ = w.send(Err(e.into()));
                     }
                 }
+                RecipeEvent::Suspended | RecipeEvent::Lost => tracing::warn!(?id, ?event, "semaphore leases"),
                 other => tracing::trace!(?other, "semaphore event"),
             }
         });
@@ -101,53 +116,88 @@ impl Semaphore {
     }
 
     async fn acquire_inner(&self, qty: usize, timeout: Option<Duration>) -> Result<Vec<Lease>, Error> {
-        let (tx, mut rx) = oneshot::channel();
+        let (tx, rx) = oneshot::channel();
+        let ticket = {
+            let mut s = lock(&self.state);
+            s.next_ticket += 1;
+            s.next_ticket
+        };
         let (state, id) = (self.state.clone(), self.handle.id);
-        let client = &self.handle.client;
-        let mut cancel_on_drop = CancelOnDrop { sem: self.clone(), armed: true };
-        client
+        let mut pending = PendingLeases { sem: self.clone(), ticket, rx: Some(rx) };
+        let started = self
+            .handle
+            .client
             .inner
             .run(move |c, now| {
-                {
-                    let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
+                let deadline = timeout.map(|d| now + d);
+                let started = c.command(now, id, |sem: &mut CoreSemaphore, now| sem.acquire(now, qty, deadline));
+                let started = started.and_then(|r| r);
+                if started.is_ok() {
+                    // Events come after this job, so the reply is in place in time.
+                    let mut s = lock(&state);
                     s.want = qty;
                     s.got.clear();
-                    s.waiter = Some(tx);
-                }
-                let started =
-                    c.command(now, id, |sem: &mut CoreSemaphore, now| sem.acquire(now, qty, timeout.map(|d| now + d)));
-                let started = started.and_then(|r| r);
-                if started.is_err() {
-                    state.lock().unwrap_or_else(|e| e.into_inner()).waiter = None;
+                    s.waiter = Some((ticket, tx));
                 }
                 started
             })
-            .await??;
-        let grant = (&mut rx).await.map_err(|_| Error::ClientClosed)?;
-        cancel_on_drop.armed = false;
-        let leases = grant?;
+            .await;
+        match started {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                pending.rx = None;
+                return Err(e.into());
+            }
+            Err(e) => {
+                pending.rx = None;
+                return Err(e);
+            }
+        }
+        let grant = match pending.rx.as_mut() {
+            Some(rx) => rx.await.map_err(|_| Error::ClientClosed),
+            None => Err(Error::ClientClosed),
+        };
+        pending.rx = None;
+        let leases = grant??;
         Ok(leases.into_iter().map(|(node, token)| Lease { sem: self.clone(), node, token, returned: false }).collect())
     }
 }
 
-/// Cancels an acquire whose future was dropped; the sink returns leases
-/// granted to nobody.
-struct CancelOnDrop {
+/// An acquire in flight. Dropping it cancels the acquire if it is still
+/// under way, and returns leases granted to it that it never handed out.
+struct PendingLeases {
     sem: Semaphore,
-    armed: bool,
+    ticket: u64,
+    rx: Option<oneshot::Receiver<Grant>>,
 }
 
-impl Drop for CancelOnDrop {
+impl Drop for PendingLeases {
     fn drop(&mut self) {
-        if !self.armed {
-            return;
-        }
-        if let Ok(mut s) = self.sem.state.lock() {
-            s.waiter = None;
-        }
-        let id = self.sem.handle.id;
+        let Some(mut rx) = self.rx.take() else { return };
+        rx.close();
+        let granted = match rx.try_recv() {
+            Ok(Some(Ok(leases))) => leases,
+            _ => Vec::new(),
+        };
+        let (state, id, ticket) = (self.sem.state.clone(), self.sem.handle.id, self.ticket);
+        tracing::trace!(?id, ticket, granted = granted.len(), "semaphore acquire dropped");
         let _ = self.sem.handle.client.inner.send(Command::Run(Box::new(move |c, now| {
-            let _ = c.command(now, id, |sem: &mut CoreSemaphore, now| sem.cancel(now));
+            for (node, _) in &granted {
+                let _ = return_lease(c, now, id, node);
+            }
+            let mine = {
+                let mut s = lock(&state);
+                if s.waiter.as_ref().is_some_and(|(t, _)| *t == ticket) {
+                    s.waiter = None;
+                    s.got.clear();
+                    true
+                } else {
+                    false
+                }
+            };
+            if mine {
+                let _ = c.command(now, id, |sem: &mut CoreSemaphore, now| sem.cancel(now));
+            }
         })));
     }
 }
@@ -172,11 +222,18 @@ impl Lease {
         self.token
     }
 
-    /// Returns the lease (deletes its node).
+    /// Returns the lease: its node is deleted, a guaranteed delete that is
+    /// retried across reconnects. Completes once the return is under way
+    /// (unlike [`crate::Guard::release`], it does not wait for the delete's
+    /// reply in the Curator plan). Returning a lease whose session has ended
+    /// is not an error: there is nothing left to return.
     pub async fn release(mut self) -> Result<(), Error> {
         self.returned = true;
         let (id, node) = (self.sem.handle.id, self.node.clone());
-        self.sem.handle.client.inner.run(move |c, now| return_lease(c, now, id, &node)).await
+        match self.sem.handle.client.inner.run(move |c, now| return_lease(c, now, id, &node)).await? {
+            Err(Error::Misuse(ApiMisuse::InvalidState(_))) => Ok(()),
+            other => other,
+        }
     }
 }
 
@@ -186,7 +243,8 @@ impl Drop for Lease {
             return;
         }
         let (id, node) = (self.sem.handle.id, self.node.clone());
-        let _ =
-            self.sem.handle.client.inner.send(Command::Run(Box::new(move |c, now| return_lease(c, now, id, &node))));
+        let _ = self.sem.handle.client.inner.send(Command::Run(Box::new(move |c, now| {
+            let _ = return_lease(c, now, id, &node);
+        })));
     }
 }

@@ -52,6 +52,9 @@ pub(crate) struct SharedState {
     pub(crate) connection: Option<ConnectionState>,
     pub(crate) local_ip: Option<IpAddr>,
     pub(crate) session_id: i64,
+    /// The session has ended (closed, expired or refused): it serves nothing
+    /// more, though the loop runs on until every handle is gone.
+    pub(crate) ended: bool,
     /// The loop has exited.
     pub(crate) finished: bool,
 }
@@ -91,11 +94,14 @@ pub(crate) struct DriverTask {
     conn: Option<Box<dyn Conn>>,
     connecting: Option<BoxFuture<io::Result<Box<dyn Conn>>>>,
     rx: BytesMut,
+    scratch: Box<[u8]>,
     tx: BytesMut,
     timer: Option<(Instant, BoxFuture<()>)>,
     replies: HashMap<RequestId, oneshot::Sender<Result<Response, RequestError>>>,
     slots: HashMap<RecipeId, Slot>,
     subscribers: Vec<mpsc::UnboundedSender<ConnectionState>>,
+    /// Entered on every poll, so everything the loop logs carries the session.
+    span: tracing::Span,
 }
 
 const READ_CHUNK: usize = 64 * 1024;
@@ -107,6 +113,7 @@ impl DriverTask {
         origin: std::time::Instant,
         shared: Arc<Shared>,
         commands: mpsc::UnboundedReceiver<Command>,
+        span: tracing::Span,
     ) -> Self {
         DriverTask {
             client,
@@ -118,11 +125,13 @@ impl DriverTask {
             conn: None,
             connecting: None,
             rx: BytesMut::with_capacity(READ_CHUNK),
+            scratch: vec![0; READ_CHUNK].into_boxed_slice(),
             tx: BytesMut::new(),
             timer: None,
             replies: HashMap::new(),
             slots: HashMap::new(),
             subscribers: Vec::new(),
+            span,
         }
     }
 
@@ -133,18 +142,24 @@ impl DriverTask {
     fn apply(&mut self, command: Command) {
         let now = self.now();
         match command {
-            Command::Submit { op, reply } => match self.client.submit(now, op) {
-                Ok(id) => {
-                    self.replies.insert(id, reply);
+            Command::Submit { op, reply } => {
+                tracing::trace!(?op, "submit");
+                match self.client.submit(now, op) {
+                    Ok(id) => {
+                        self.replies.insert(id, reply);
+                    }
+                    Err(_) => {
+                        let _ = reply.send(Err(self.ended_error()));
+                    }
                 }
-                Err(_) => {
-                    let _ = reply.send(Err(self.ended_error()));
-                }
-            },
+            }
             Command::AddRecipe { recipe, sink, reply } => {
                 let id = self.client.add_recipe(now, recipe);
-                self.slots.insert(id, Slot { sink, dropping: false });
-                let _ = reply.send(id);
+                // Nobody took the id (the future that asked was dropped): no
+                // handle will ever drop the recipe, so drop it once it is idle.
+                let dropping = reply.send(id).is_err();
+                tracing::trace!(?id, dropping, "recipe added");
+                self.slots.insert(id, Slot { sink, dropping });
             }
             Command::Run(f) => f(&mut self.client, now),
             Command::DropRecipe(id) => {
@@ -158,7 +173,10 @@ impl DriverTask {
                 }
                 self.subscribers.push(tx);
             }
-            Command::Close => self.client.close(now),
+            Command::Close => {
+                tracing::debug!("closing the session");
+                self.client.close(now);
+            }
         }
     }
 
@@ -174,11 +192,16 @@ impl DriverTask {
         let now = self.now();
         match event {
             ClientEvent::State(state) => {
-                tracing::debug!(?state, "connection state");
                 let session_id = self.client.session().session_id();
+                if session_id != 0 {
+                    self.span.record("session", tracing::field::display(format_args!("{session_id:#x}")));
+                }
+                tracing::info!(?state, "connection state");
+                let ended = self.client.session().is_ended();
                 self.shared.update(|s| {
                     s.connection = Some(state);
                     s.session_id = session_id;
+                    s.ended = ended;
                 });
                 self.subscribers.retain(|tx| tx.unbounded_send(state).is_ok());
             }
@@ -207,6 +230,7 @@ impl DriverTask {
             .map(|(id, _)| *id)
             .collect();
         for id in done {
+            tracing::trace!(?id, "recipe dropped");
             self.slots.remove(&id);
             self.client.remove_recipe(id);
         }
@@ -260,30 +284,36 @@ impl DriverTask {
             }
         }
         while let Some(conn) = self.conn.as_mut() {
-            if self.rx.capacity() - self.rx.len() < READ_CHUNK {
-                self.rx.reserve(READ_CHUNK);
-            }
-            let start = self.rx.len();
-            self.rx.resize(start + READ_CHUNK, 0);
-            let read = Pin::new(&mut **conn).poll_read(cx, &mut self.rx[start..]);
+            // Read into a scratch buffer: growing `rx` by a zeroed chunk on
+            // every poll would clear 64 KiB per wake-up, mostly for Pending.
+            let read = Pin::new(&mut **conn).poll_read(cx, &mut self.scratch);
             match read {
-                Poll::Ready(Ok(0)) | Poll::Ready(Err(_)) => {
-                    self.rx.truncate(start);
-                    self.disconnected();
+                Poll::Ready(result) => {
                     progress = true;
-                }
-                Poll::Ready(Ok(n)) => {
-                    self.rx.truncate(start + n);
+                    let n = match result {
+                        Ok(n) => n,
+                        Err(error) => {
+                            tracing::debug!(%error, "read failed");
+                            0
+                        }
+                    };
+                    if n == 0 {
+                        tracing::debug!("connection closed");
+                        self.disconnected();
+                        continue;
+                    }
+                    self.rx.extend_from_slice(&self.scratch[..n.min(self.scratch.len())]);
                     let now = self.now();
                     if let Err(error) = self.client.handle_bytes(now, &mut self.rx) {
+                        // The session has dropped this connection (its Close
+                        // command follows): read nothing more from it.
                         tracing::warn!(%error, "dropping the connection");
+                        self.conn = None;
+                        self.rx.clear();
+                        self.tx.clear();
                     }
-                    progress = true;
                 }
-                Poll::Pending => {
-                    self.rx.truncate(start);
-                    break;
-                }
+                Poll::Pending => break,
             }
         }
         let now = self.now();
@@ -319,6 +349,7 @@ impl DriverTask {
             while !self.tx.is_empty() {
                 match Pin::new(&mut **conn).poll_write(cx, &self.tx) {
                     Poll::Ready(Ok(0)) | Poll::Ready(Err(_)) => {
+                        tracing::debug!("write failed");
                         write_failed = true;
                         break;
                     }
@@ -356,6 +387,8 @@ impl Future for DriverTask {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = self.get_mut();
+        let span = this.span.clone();
+        let _entered = span.enter();
         // Bounded, so one busy connection cannot starve the executor; if
         // there is still work after the budget, ask to be polled again.
         let mut idle = false;
@@ -369,7 +402,11 @@ impl Future for DriverTask {
             cx.waker().wake_by_ref();
         }
         if this.finished() {
-            this.shared.update(|s| s.finished = true);
+            tracing::debug!("event loop finished");
+            this.shared.update(|s| {
+                s.finished = true;
+                s.ended = true;
+            });
             return Poll::Ready(());
         }
         match this.client.poll_timeout() {

@@ -84,6 +84,10 @@ impl Runtime for TokioRuntime {
     }
 
     fn sleep_until(&self, deadline: std::time::Instant) -> BoxFuture<()> {
+        // The timer registers with the runtime it is created in: enter ours,
+        // so a caller outside tokio (say `Client::connect` awaited on another
+        // executor with `TokioRuntime::new`) does not panic.
+        let _entered = self.handle.enter();
         Box::pin(tokio::time::sleep_until(deadline.into()))
     }
 

@@ -1,0 +1,46 @@
+//! End-to-end tests on smol against the real server from
+//! `ZOOLOCK_TEST_CONNECT`: the scenarios shared with every transport, in
+//! `driver/tests/common`, each inside `smol::block_on` with the event loop on
+//! smol's global executor. Skipped (with a printed reason) when it is unset.
+
+#[path = "../../driver/tests/common/mod.rs"]
+mod common;
+
+use std::sync::Arc;
+
+fn env() -> Option<common::Env> {
+    common::Env::new(Arc::new(zoolock_smol::SmolRuntime::new()), "smol")
+}
+
+macro_rules! scenarios {
+    ($($name:ident $(($($arg:expr),*))?),* $(,)?) => {$(
+        #[test]
+        fn $name() {
+            let Some(env) = env() else { return };
+            smol::block_on(common::$name(&env $($(, $arg)*)?));
+        }
+    )*};
+}
+
+scenarios!(
+    mutex_exclusion,
+    mutex_fifo,
+    mutex_reentrancy,
+    mutex_concurrent_on_one_handle,
+    rwlock,
+    semaphore,
+    semaphore_mutex,
+    multi_lock,
+    revocation,
+    participants,
+    plain_ops,
+    connection_states,
+    close_session,
+    loss_suspended_then_reconnected,
+    loss_lost_after_session_timeout,
+    cancellation_mutex(1000),
+    cancellation_rwlock(100),
+    cancellation_semaphore(100),
+    cancellation_semaphore_mutex(100),
+    cancellation_multi_lock(100),
+);

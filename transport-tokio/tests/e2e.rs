@@ -1,0 +1,45 @@
+//! End-to-end tests on tokio against the real server from
+//! `ZOOLOCK_TEST_CONNECT`: the scenarios shared with every transport, in
+//! `driver/tests/common`. Skipped (with a printed reason) when it is unset.
+
+#[path = "../../driver/tests/common/mod.rs"]
+mod common;
+
+use std::sync::Arc;
+
+fn env() -> Option<common::Env> {
+    common::Env::new(Arc::new(zoolock_tokio::TokioRuntime::current()), "tokio")
+}
+
+macro_rules! scenarios {
+    ($($name:ident $(($($arg:expr),*))?),* $(,)?) => {$(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $name() {
+            let Some(env) = env() else { return };
+            common::$name(&env $($(, $arg)*)?).await;
+        }
+    )*};
+}
+
+scenarios!(
+    mutex_exclusion,
+    mutex_fifo,
+    mutex_reentrancy,
+    mutex_concurrent_on_one_handle,
+    rwlock,
+    semaphore,
+    semaphore_mutex,
+    multi_lock,
+    revocation,
+    participants,
+    plain_ops,
+    connection_states,
+    close_session,
+    loss_suspended_then_reconnected,
+    loss_lost_after_session_timeout,
+    cancellation_mutex(1000),
+    cancellation_rwlock(100),
+    cancellation_semaphore(100),
+    cancellation_semaphore_mutex(100),
+    cancellation_multi_lock(100),
+);
