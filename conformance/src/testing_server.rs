@@ -1,0 +1,253 @@
+//! [`TestingServer`]: the [`ZkModel`] served over TCP on loopback with
+//! tokio, for tests that want a real socket without a real ZooKeeper.
+//!
+//! One task owns the model. Each connection has a reader task, which
+//! forwards what it reads, and a writer task, which writes what the model
+//! transmits and, when the model closes the connection, flushes, shuts the
+//! socket down and stops the reader. A tokio timer drives
+//! [`ZkModel::handle_timeout`] at [`ZkModel::poll_timeout`]. Model time is
+//! the tokio clock since the server started, so `tokio::time::pause` works.
+//!
+//! ```no_run
+//! # async fn demo() {
+//! use zoolock_conformance::testing_server::TestingServer;
+//! let server = TestingServer::start().await;
+//! let connect = server.connect_string(); // "127.0.0.1:PORT"
+//! # let _ = connect;
+//! server.stop().await;
+//! # }
+//! ```
+
+use std::collections::HashMap;
+use std::io;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::{AbortHandle, JoinHandle, JoinSet};
+use zoolock_core::Instant;
+
+use crate::model::{ConnId, ModelConfig, ZkModel};
+
+/// A job run on the model inside the server task.
+type Job = Box<dyn FnOnce(&mut ZkModel, Instant) + Send>;
+
+enum Command {
+    Run(Job),
+    Stop,
+}
+
+/// What connection tasks report to the server task.
+enum Inbound {
+    Data(ConnId, Bytes),
+    Eof(ConnId),
+}
+
+/// What the server task tells a writer task.
+enum Outbound {
+    Data(Bytes),
+    Close,
+}
+
+/// The model on a loopback port. Dropping it stops the server (its
+/// connections are closed as by a crash); [`TestingServer::stop`] does the
+/// same and waits for it.
+#[derive(Debug)]
+pub struct TestingServer {
+    addr: SocketAddr,
+    connect_string: String,
+    commands: mpsc::UnboundedSender<Command>,
+    task: Option<JoinHandle<()>>,
+}
+
+impl TestingServer {
+    /// Starts a server with [`ModelConfig::default`] on `127.0.0.1:0`.
+    ///
+    /// # Panics
+    ///
+    /// If no loopback port can be bound; use [`TestingServer::start_with`] to
+    /// handle that.
+    pub async fn start() -> TestingServer {
+        match TestingServer::start_with(ModelConfig::default()).await {
+            Ok(server) => server,
+            Err(e) => panic!("cannot bind a loopback port: {e}"),
+        }
+    }
+
+    /// Starts a server with `config` on `127.0.0.1:0`. Must be called inside
+    /// a tokio runtime.
+    pub async fn start_with(config: ModelConfig) -> io::Result<TestingServer> {
+        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        let addr = listener.local_addr()?;
+        let (commands, rx) = mpsc::unbounded_channel();
+        let task = tokio::spawn(serve(listener, ZkModel::new(config), rx));
+        Ok(TestingServer { addr, connect_string: addr.to_string(), commands, task: Some(task) })
+    }
+
+    /// `127.0.0.1:PORT`, for a client's connect string.
+    pub fn connect_string(&self) -> &str {
+        &self.connect_string
+    }
+
+    /// The listening address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Runs `f` on the model (with the model's `now`) and returns its result;
+    /// output it causes (notifications, closes) is sent afterwards. `None` if
+    /// the server has stopped.
+    pub async fn with_model<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut ZkModel, Instant) -> R + Send + 'static,
+    ) -> Option<R> {
+        let (tx, rx) = oneshot::channel();
+        let job: Job = Box::new(move |model, now| {
+            let _ = tx.send(f(model, now));
+        });
+        self.commands.send(Command::Run(job)).ok()?;
+        rx.await.ok()
+    }
+
+    /// Stops the server and waits until its task has ended and every
+    /// connection is closed.
+    pub async fn stop(mut self) {
+        let _ = self.commands.send(Command::Stop);
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for TestingServer {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.take() {
+            let _ = self.commands.send(Command::Stop);
+            task.abort();
+        }
+    }
+}
+
+/// One connection as the server task sees it.
+struct Link {
+    inbuf: BytesMut,
+    writer: mpsc::UnboundedSender<Outbound>,
+}
+
+/// The server task: owns the model, the listener and every connection's tasks.
+async fn serve(listener: TcpListener, mut model: ZkModel, mut commands: mpsc::UnboundedReceiver<Command>) {
+    let origin = tokio::time::Instant::now();
+    let now = move || Instant::from_nanos(u64::try_from(origin.elapsed().as_nanos()).unwrap_or(u64::MAX));
+    let (inbound_tx, mut inbound) = mpsc::unbounded_channel::<Inbound>();
+    let mut links: HashMap<ConnId, Link> = HashMap::new();
+    // Dropping the set (when this task ends or is aborted) aborts every
+    // connection task, which closes the sockets.
+    let mut tasks = JoinSet::new();
+    loop {
+        let wake = model
+            .poll_timeout()
+            .map_or(origin + Duration::from_secs(365 * 24 * 3600), |t| origin + Duration::from_nanos(t.as_nanos()));
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    let conn = model.connect(now());
+                    let writer = spawn_connection(&mut tasks, conn, stream, inbound_tx.clone());
+                    links.insert(conn, Link { inbuf: BytesMut::new(), writer });
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+            },
+            Some(event) = inbound.recv() => match event {
+                Inbound::Data(conn, bytes) => {
+                    if let Some(link) = links.get_mut(&conn) {
+                        link.inbuf.extend_from_slice(&bytes);
+                        model.handle_bytes(now(), conn, &mut link.inbuf);
+                    }
+                }
+                Inbound::Eof(conn) => {
+                    if links.remove(&conn).is_some() {
+                        model.disconnect(now(), conn);
+                    }
+                }
+            },
+            command = commands.recv() => match command {
+                Some(Command::Run(job)) => job(&mut model, now()),
+                Some(Command::Stop) | None => break,
+            },
+            () = tokio::time::sleep_until(wake) => model.handle_timeout(now()),
+        }
+        flush(&mut model, &mut links);
+        while tasks.try_join_next().is_some() {}
+    }
+}
+
+/// Sends everything the model transmitted, then carries out its closes.
+fn flush(model: &mut ZkModel, links: &mut HashMap<ConnId, Link>) {
+    while let Some(conn) = model.poll_writable() {
+        let mut buf = BytesMut::new();
+        model.poll_transmit(conn, &mut buf);
+        if let Some(link) = links.get(&conn) {
+            let _ = link.writer.send(Outbound::Data(buf.freeze()));
+        }
+    }
+    while let Some(conn) = model.poll_close() {
+        let mut buf = BytesMut::new();
+        model.poll_transmit(conn, &mut buf);
+        if let Some(link) = links.remove(&conn) {
+            if !buf.is_empty() {
+                let _ = link.writer.send(Outbound::Data(buf.freeze()));
+            }
+            let _ = link.writer.send(Outbound::Close);
+        }
+    }
+}
+
+/// Spawns the reader and writer of one connection; returns the writer's queue.
+fn spawn_connection(
+    tasks: &mut JoinSet<()>,
+    conn: ConnId,
+    stream: TcpStream,
+    inbound: mpsc::UnboundedSender<Inbound>,
+) -> mpsc::UnboundedSender<Outbound> {
+    let _ = stream.set_nodelay(true);
+    let (mut rd, mut wr) = stream.into_split();
+    let reader = tasks.spawn(async move {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            match rd.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    if inbound.send(Inbound::Data(conn, Bytes::copy_from_slice(&buf[..n]))).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+        let _ = inbound.send(Inbound::Eof(conn));
+    });
+    let (tx, mut rx) = mpsc::unbounded_channel::<Outbound>();
+    tasks.spawn(async move {
+        while let Some(out) = rx.recv().await {
+            match out {
+                Outbound::Data(bytes) => {
+                    if wr.write_all(&bytes).await.is_err() {
+                        break;
+                    }
+                }
+                Outbound::Close => {
+                    let _ = wr.shutdown().await;
+                    break;
+                }
+            }
+        }
+        stop_reader(&reader);
+    });
+    tx
+}
+
+/// Drops the read half, which (with the write half gone) closes the socket.
+fn stop_reader(reader: &AbortHandle) {
+    reader.abort();
+}
