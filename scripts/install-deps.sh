@@ -3,7 +3,8 @@
 #
 #   Debian packages: zookeeper (3.8, the test server) and libcurator-recipes-java
 #                    (Curator 5.4, for interop), plus python3 used by the scripts
-#   Java:            `java -version` must work
+#   Java:            `java -version` must work, and `javac` (default-jdk-headless when
+#                    missing): the interop tests compile their Curator driver
 #   Rust:            rustfmt and clippy components
 #
 # Only touches apt when a package is missing. Needs root (or passwordless sudo)
@@ -27,6 +28,8 @@ for pkg in zookeeper libcurator-recipes-java; do
     have_pkg "$pkg" || missing+=("$pkg")
 done
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
+# The interop tests (conformance/tests/interop.rs) compile a Java driver.
+command -v javac >/dev/null 2>&1 || missing+=(default-jdk-headless)
 
 if ((${#missing[@]})); then
     echo "install-deps: installing ${missing[*]}"
@@ -45,7 +48,7 @@ if ((${#missing[@]})); then
     done
 fi
 
-for jar in zookeeper zookeeper-jute slf4j-simple curator-client curator-framework curator-recipes; do
+for jar in zookeeper zookeeper-jute slf4j-api slf4j-simple guava curator-client curator-framework curator-recipes; do
     [[ -f /usr/share/java/$jar.jar ]] || die "/usr/share/java/$jar.jar is missing after install"
 done
 echo "install-deps: zookeeper $(dpkg-query -W -f='${Version}' zookeeper)," \
@@ -55,6 +58,8 @@ echo "install-deps: zookeeper $(dpkg-query -W -f='${Version}' zookeeper)," \
 command -v java >/dev/null 2>&1 || die "java not found (the zookeeper package should have pulled in default-jre)"
 java_version=$(java -version 2>&1) || die "\`java -version\` failed: $java_version"
 echo "install-deps: ${java_version%%$'\n'*}"
+command -v javac >/dev/null 2>&1 || die "javac not found (default-jdk-headless should provide it)"
+echo "install-deps: $(javac -version 2>&1)"
 
 # --- Rust components -------------------------------------------------------
 command -v cargo >/dev/null 2>&1 || die "cargo not found: install a Rust toolchain (https://rustup.rs)"

@@ -1,0 +1,1080 @@
+//! Interop with Apache Curator 5.4.0: Curator and zoolock clients contend on
+//! the same paths against the real ZooKeeper from `ZOOLOCK_TEST_CONNECT`.
+//!
+//! The Curator side is `conformance/java/CuratorDriver.java`, compiled here
+//! with `javac` against Debian's jars (`/usr/share/java`, or `ZK_JAVA_DIR`)
+//! and driven over stdin/stdout with a line protocol (see the Java file).
+//! Every Curator contender id is its own ZooKeeper session on its own thread.
+//!
+//! Clock: both sides report wall-clock microseconds since the Unix epoch
+//! (Java `Instant.now()`, Rust `SystemTime::now()`, both CLOCK_REALTIME on
+//! the same machine), so critical sections from both processes lie on one
+//! time line. A critical section runs from the moment acquire returned to the
+//! moment just before release was called.
+//!
+//! Checks: no two exclusive holds overlap; holds are granted in the order of
+//! their nodes' sequence numbers (FIFO across implementations); each side
+//! lists the other's nodes in the same order; no node is left behind.
+//!
+//! Skipped, with the reason printed, when `ZOOLOCK_TEST_CONNECT` is unset, or
+//! when java, javac or the jars are missing outside CI. With `CI` set (to
+//! anything but `0`/`false`) a missing toolchain or jar fails the test:
+//! `.ci/run` installs them.
+
+use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio::time::{sleep, timeout};
+use zoolock_conformance::blocking::test_server;
+use zoolock_tokio::{Client, Error, Guard, Lock, OpPlan, Options, ParticipantsOf};
+
+/// Longest wait for any single step; generous, failures should not hang.
+const STEP: Duration = Duration::from_secs(30);
+/// The jars named on the classpath; their manifests pull in the rest
+/// (netty, jackson, commons-*, ...).
+const JARS: &[&str] = &[
+    "curator-recipes",
+    "curator-framework",
+    "curator-client",
+    "zookeeper",
+    "zookeeper-jute",
+    "guava",
+    "slf4j-api",
+    "slf4j-simple",
+];
+const DRIVER_SOURCE: &str = include_str!("../java/CuratorDriver.java");
+
+// ---- clock and small helpers ---------------------------------------------------------
+
+fn now_us() -> i64 {
+    let d = SystemTime::now().duration_since(UNIX_EPOCH).expect("clock before 1970");
+    i64::try_from(d.as_micros()).expect("clock overflow")
+}
+
+fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && !v.eq_ignore_ascii_case("false"))
+}
+
+/// The sequence number of a lock or lease node (its last ten characters).
+fn seq(node: &str) -> i64 {
+    let tail = node.get(node.len().saturating_sub(10)..).unwrap_or("");
+    tail.parse().unwrap_or_else(|_| panic!("no sequence suffix in {node:?}"))
+}
+
+fn base_path(test: &str) -> String {
+    format!("/zoolock-interop/{test}-{}-{}", std::process::id(), now_us())
+}
+
+async fn within<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
+    timeout(STEP, f).await.unwrap_or_else(|_| panic!("{what}: no result within {STEP:?}"))
+}
+
+async fn connect(addr: &str) -> Client {
+    connect_plan(addr, OpPlan::default()).await
+}
+
+/// A zoolock client with the given op plan. The contention loops pair a
+/// default (Pipelined) client with one in Curator's exact op sequence.
+async fn connect_plan(addr: &str, plan: OpPlan) -> Client {
+    let options = Options::default().session_timeout(Duration::from_secs(10)).plan(plan);
+    within("zoolock connect", zoolock_tokio::connect(addr, options)).await.expect("zoolock connect")
+}
+
+async fn children(client: &Client, path: &str) -> Vec<String> {
+    match client.get_children(path).await {
+        Ok((mut names, _)) => {
+            names.sort_by_key(|n| seq(n));
+            names
+        }
+        Err(Error::Request(zoolock_tokio::core::RequestError::Server(code)))
+            if code == zoolock_tokio::core::wire::ErrorCode::NO_NODE =>
+        {
+            Vec::new()
+        }
+        Err(e) => panic!("getChildren {path}: {e}"),
+    }
+}
+
+/// Waits until `path` has exactly `n` children.
+async fn wait_children(client: &Client, path: &str, n: usize) -> Vec<String> {
+    let deadline = Instant::now() + STEP;
+    loop {
+        let names = children(client, path).await;
+        if names.len() == n {
+            return names;
+        }
+        assert!(Instant::now() < deadline, "{path}: expected {n} children, have {names:?}");
+        sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// No node left behind (the containers themselves may stay).
+async fn assert_no_leaks(client: &Client, paths: &[String]) {
+    for path in paths {
+        wait_children(client, path, 0).await;
+    }
+}
+
+async fn zoolock_participants(client: &Client, path: &str, kind: ParticipantsOf) -> Vec<String> {
+    within("participants", client.participants(path, kind))
+        .await
+        .expect("participants")
+        .into_iter()
+        .map(|p| p.path)
+        .collect()
+}
+
+fn spawn_acquire(lock: &Lock) -> JoinHandle<(Guard, i64)> {
+    let lock = lock.clone();
+    tokio::spawn(async move {
+        let guard = lock.acquire().await.expect("zoolock acquire");
+        (guard, now_us())
+    })
+}
+
+async fn join<T>(what: &str, handle: JoinHandle<T>) -> T {
+    within(what, handle).await.unwrap_or_else(|e| panic!("{what}: task failed: {e}"))
+}
+
+// ---- the Java side -------------------------------------------------------------------
+
+struct JavaSetup {
+    classpath: String,
+}
+
+fn java_dir() -> PathBuf {
+    PathBuf::from(std::env::var("ZK_JAVA_DIR").unwrap_or_else(|_| "/usr/share/java".into()))
+}
+
+fn tool_works(tool: &str) -> Result<(), String> {
+    match Command::new(tool).arg("-version").stdout(Stdio::null()).stderr(Stdio::null()).status() {
+        Ok(s) if s.success() => Ok(()),
+        Ok(s) => Err(format!("`{tool} -version` failed ({s})")),
+        Err(e) => Err(format!("{tool} not found ({e})")),
+    }
+}
+
+/// Finds the jars, checks java/javac, and compiles the driver once per
+/// source and jar set (cached under the target folder).
+fn java_setup() -> &'static Result<JavaSetup, String> {
+    static SETUP: OnceLock<Result<JavaSetup, String>> = OnceLock::new();
+    SETUP.get_or_init(|| {
+        let dir = java_dir();
+        let mut jars = Vec::new();
+        for jar in JARS {
+            let path = dir.join(format!("{jar}.jar"));
+            if !path.is_file() {
+                return Err(format!("missing {} (scripts/install-deps.sh installs it)", path.display()));
+            }
+            jars.push(path);
+        }
+        tool_works("java")?;
+        tool_works("javac")?;
+        let jar_cp = jars.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(":");
+
+        let mut hasher = DefaultHasher::new();
+        DRIVER_SOURCE.hash(&mut hasher);
+        for jar in &jars {
+            jar.hash(&mut hasher);
+            if let Ok(meta) = std::fs::metadata(jar) {
+                meta.len().hash(&mut hasher);
+                meta.modified().ok().hash(&mut hasher);
+            }
+        }
+        let classes = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("interop-java-{:016x}", hasher.finish()));
+        if !classes.join("CuratorDriver.class").is_file() {
+            compile(&classes, &jar_cp)?;
+        }
+        Ok(JavaSetup { classpath: format!("{}:{jar_cp}", classes.display()) })
+    })
+}
+
+/// Compiles into a scratch folder, then renames it into place, so parallel
+/// test runs never see a half-written class folder.
+fn compile(classes: &Path, jar_cp: &str) -> Result<(), String> {
+    let scratch = classes.with_extension(format!("tmp-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&scratch);
+    std::fs::create_dir_all(&scratch).map_err(|e| format!("create {}: {e}", scratch.display()))?;
+    let source = scratch.join("CuratorDriver.java");
+    std::fs::write(&source, DRIVER_SOURCE).map_err(|e| format!("write {}: {e}", source.display()))?;
+    let started = Instant::now();
+    let out = Command::new("javac")
+        .args(["-nowarn", "-Xlint:-path", "-encoding", "UTF-8", "-cp", jar_cp, "-d"])
+        .arg(&scratch)
+        .arg(&source)
+        .output()
+        .map_err(|e| format!("javac: {e}"))?;
+    if !out.status.success() {
+        let _ = std::fs::remove_dir_all(&scratch);
+        // A compile error is our bug, never a reason to skip.
+        panic!("javac failed:\n{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    }
+    eprintln!("compiled CuratorDriver.java in {:?}", started.elapsed());
+    if std::fs::rename(&scratch, classes).is_err() {
+        // Another run won the race; its classes are the same.
+        let _ = std::fs::remove_dir_all(&scratch);
+    }
+    if classes.join("CuratorDriver.class").is_file() {
+        Ok(())
+    } else {
+        Err(format!("no CuratorDriver.class in {}", classes.display()))
+    }
+}
+
+/// The server address and the Java setup, or `None` to skip.
+fn setup(test: &str) -> Option<(String, &'static JavaSetup)> {
+    let addr = test_server(test)?;
+    match java_setup() {
+        Ok(java) => Some((addr, java)),
+        Err(reason) if in_ci() => panic!("{test}: {reason} (CI is set: .ci/run installs java and the jars)"),
+        Err(reason) => {
+            eprintln!("skipped {test}: {reason}");
+            None
+        }
+    }
+}
+
+type Line = Vec<String>;
+
+struct JavaShared {
+    stdin: Mutex<Option<ChildStdin>>,
+    routes: Mutex<HashMap<String, mpsc::UnboundedSender<Line>>>,
+}
+
+impl JavaShared {
+    fn send(&self, line: &str) {
+        let mut stdin = self.stdin.lock().unwrap();
+        let stdin = stdin.as_mut().expect("java driver already closed");
+        writeln!(stdin, "{line}").and_then(|()| stdin.flush()).expect("write to the java driver");
+    }
+}
+
+/// The Curator driver process; killed (after a polite QUIT) on drop.
+struct Java {
+    child: Child,
+    shared: Arc<JavaShared>,
+    /// Receives the replies without an id (`READY`, `CONNECTED`, `BYE`).
+    control: Option<Peer>,
+}
+
+impl Java {
+    async fn start(java: &JavaSetup, addr: &str) -> Java {
+        let mut child = Command::new("java")
+            .args([
+                "-Xmx256m",
+                "-XX:+UseSerialGC",
+                "-XX:TieredStopAtLevel=1",
+                "-Djava.net.preferIPv4Stack=true",
+                "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+                // Closing a session logs a harmless EndOfStreamException.
+                "-Dorg.slf4j.simpleLogger.log.org.apache.zookeeper.ClientCnxn=error",
+                "-cp",
+                &java.classpath,
+                "CuratorDriver",
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start java");
+        let stdout = child.stdout.take().expect("stdout");
+        let stderr = child.stderr.take().expect("stderr");
+        let shared = Arc::new(JavaShared { stdin: Mutex::new(child.stdin.take()), routes: Mutex::new(HashMap::new()) });
+        let mut java = Java { child, shared, control: None };
+        let mut control = java.peer("_");
+
+        let reader_shared = java.shared.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let words: Line = line.split_whitespace().map(str::to_owned).collect();
+                let id = words.get(1).cloned().unwrap_or_default();
+                let sent = reader_shared.routes.lock().unwrap().get(&id).map(|tx| tx.send(words).is_ok());
+                if sent != Some(true) {
+                    eprintln!("[java] unrouted: {line}");
+                }
+            }
+            // EOF: every waiting peer learns that the driver is gone.
+            reader_shared.routes.lock().unwrap().clear();
+        });
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                eprintln!("[java] {line}");
+            }
+        });
+
+        control.expect("READY").await;
+        java.shared.send(&format!("CONNECT {addr} 10000"));
+        control.expect("CONNECTED").await;
+        java.control = Some(control);
+        java
+    }
+
+    /// A Curator contender (or a one-shot requester) with its own reply queue.
+    fn peer(&self, id: &str) -> Peer {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let old = self.shared.routes.lock().unwrap().insert(id.to_owned(), tx);
+        assert!(old.is_none(), "java peer id {id} used twice");
+        Peer { id: id.to_owned(), shared: self.shared.clone(), rx }
+    }
+}
+
+impl Drop for Java {
+    fn drop(&mut self) {
+        if let Some(mut stdin) = self.shared.stdin.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let _ = writeln!(stdin, "QUIT");
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(_)) => return,
+                Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+                _ => break,
+            }
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One id on the Java side.
+struct Peer {
+    id: String,
+    shared: Arc<JavaShared>,
+    rx: mpsc::UnboundedReceiver<Line>,
+}
+
+impl Peer {
+    fn send(&self, verb: &str, args: &str) {
+        self.shared.send(&format!("{verb} {} {args}", self.id));
+    }
+
+    async fn next(&mut self) -> Line {
+        let words = within(&format!("java {}", self.id), self.rx.recv())
+            .await
+            .unwrap_or_else(|| panic!("java {}: the driver exited", self.id));
+        assert_ne!(words[0], "ERROR", "java {}: {}", self.id, words.join(" "));
+        words
+    }
+
+    /// A reply that is already there, if any.
+    fn try_next(&mut self) -> Option<Line> {
+        self.rx.try_recv().ok()
+    }
+
+    async fn expect(&mut self, word: &str) -> Line {
+        let words = self.next().await;
+        assert_eq!(words[0], word, "java {}: expected {word}, got {}", self.id, words.join(" "));
+        words
+    }
+
+    fn micros(words: &Line, i: usize) -> i64 {
+        words[i].parse().unwrap_or_else(|_| panic!("bad time in {}", words.join(" ")))
+    }
+
+    /// Sends an acquire; use [`Peer::acquired`] for the reply.
+    fn start_acquire(&self, verb: &str, args: &str) {
+        self.send(verb, args);
+    }
+
+    /// The reply to an acquire: `Some((node, enter))`, or `None` on timeout.
+    async fn acquired(&mut self) -> Option<(String, i64)> {
+        let words = self.next().await;
+        match words[0].as_str() {
+            "ACQUIRED" => Some((words[2].clone(), Self::micros(&words, 3))),
+            "TIMEOUT" => None,
+            _ => panic!("java {}: expected ACQUIRED or TIMEOUT, got {}", self.id, words.join(" ")),
+        }
+    }
+
+    async fn acquire(&mut self, verb: &str, args: &str) -> (String, i64) {
+        self.start_acquire(verb, args);
+        self.acquired().await.unwrap_or_else(|| panic!("java {}: {verb} timed out", self.id))
+    }
+
+    /// Releases; returns (exit, done): just before release() and after it.
+    async fn release(&mut self, verb: &str) -> (i64, i64) {
+        self.send(verb, "");
+        self.released().await
+    }
+
+    async fn released(&mut self) -> (i64, i64) {
+        let words = self.expect("RELEASED").await;
+        (Self::micros(&words, 2), Self::micros(&words, 3))
+    }
+
+    async fn participants(&mut self, kind: &str, path: &str) -> Vec<String> {
+        self.send("PARTICIPANTS", &format!("{kind} {path}"));
+        let words = self.expect("NODES").await;
+        let n: usize = words[2].parse().unwrap();
+        assert_eq!(words.len(), n + 3, "{}", words.join(" "));
+        words[3..].to_vec()
+    }
+}
+
+// ---- holds and the checks ------------------------------------------------------------
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Exclusive,
+    Read,
+    Write,
+}
+
+#[derive(Debug, Clone)]
+struct Hold {
+    who: String,
+    mode: Mode,
+    node: String,
+    enter: i64,
+    exit: i64,
+}
+
+fn overlap(a: &Hold, b: &Hold) -> bool {
+    a.enter < b.exit && b.enter < a.exit
+}
+
+fn conflicting(a: &Hold, b: &Hold) -> bool {
+    !(a.mode == Mode::Read && b.mode == Mode::Read)
+}
+
+/// No two conflicting holds overlap, and conflicting holds were granted in
+/// their nodes' sequence order.
+fn check_exclusion_and_order(holds: &[Hold]) {
+    for (i, a) in holds.iter().enumerate() {
+        assert!(a.enter <= a.exit, "{a:?}");
+        for b in &holds[i + 1..] {
+            if !conflicting(a, b) {
+                continue;
+            }
+            assert!(!overlap(a, b), "critical sections overlap:\n  {a:?}\n  {b:?}");
+            let (first, second) = if a.enter < b.enter { (a, b) } else { (b, a) };
+            assert!(seq(&first.node) < seq(&second.node), "granted out of sequence order:\n  {first:?}\n  {second:?}");
+        }
+    }
+}
+
+/// The most holds at one instant (exits before enters at equal times).
+fn max_concurrent(holds: &[Hold]) -> usize {
+    let mut events: Vec<(i64, i32)> = holds.iter().flat_map(|h| [(h.enter, 1), (h.exit, -1)]).collect();
+    events.sort_by_key(|&(t, delta)| (t, delta));
+    let (mut now, mut max) = (0i32, 0i32);
+    for (_, delta) in events {
+        now += delta;
+        max = max.max(now);
+    }
+    usize::try_from(max).unwrap_or(0)
+}
+
+/// How often the hold passed from one implementation to the other.
+fn handoffs(holds: &[Hold]) -> usize {
+    let mut sorted: Vec<&Hold> = holds.iter().collect();
+    sorted.sort_by_key(|h| h.enter);
+    sorted.windows(2).filter(|w| w[0].who.starts_with('c') != w[1].who.starts_with('c')).count()
+}
+
+fn pause(i: usize) -> Duration {
+    Duration::from_millis([0, 1, 3][i % 3])
+}
+
+/// A Curator contender looping `cycles` times over acquire, hold, release.
+async fn java_loop(
+    mut peer: Peer,
+    acquire: &'static str,
+    args: String,
+    release: &'static str,
+    mode: Mode,
+    cycles: usize,
+) -> Vec<Hold> {
+    let mut holds = Vec::new();
+    for i in 0..cycles {
+        let (node, enter) = peer.acquire(acquire, &args).await;
+        sleep(Duration::from_millis(2)).await;
+        let (exit, _) = peer.release(release).await;
+        holds.push(Hold { who: peer.id.clone(), mode, node, enter, exit });
+        sleep(pause(i)).await;
+    }
+    holds
+}
+
+/// A zoolock contender doing the same with a `Lock`.
+async fn zoolock_loop(who: String, lock: Lock, mode: Mode, cycles: usize) -> Vec<Hold> {
+    let mut holds = Vec::new();
+    for i in 0..cycles {
+        let guard = within(&who, lock.acquire()).await.expect("zoolock acquire");
+        let enter = now_us();
+        sleep(Duration::from_millis(2)).await;
+        let exit = now_us();
+        let node = guard.node().to_owned();
+        within(&who, guard.release()).await.expect("zoolock release");
+        holds.push(Hold { who: who.clone(), mode, node, enter, exit });
+        sleep(pause(i + 1)).await;
+    }
+    holds
+}
+
+async fn collect(tasks: Vec<JoinHandle<Vec<Hold>>>) -> Vec<Hold> {
+    let mut all = Vec::new();
+    for task in tasks {
+        all.extend(join("contender", task).await);
+    }
+    all.sort_by_key(|h| h.enter);
+    all
+}
+
+fn report(test: &str, holds: &[Hold], started: Instant) {
+    let curator = holds.iter().filter(|h| h.who.starts_with('c')).count();
+    println!(
+        "{test}: {} holds ({curator} Curator, {} zoolock), {} handoffs between implementations, \
+         at most {} at once, {:?}",
+        holds.len(),
+        holds.len() - curator,
+        handoffs(holds),
+        max_concurrent(holds),
+        started.elapsed()
+    );
+}
+
+// ---- (a) mutex ---------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn interop_mutex() {
+    let Some((addr, java)) = setup("interop_mutex") else { return };
+    let started = Instant::now();
+    let path = base_path("mutex");
+    let jv = Java::start(java, &addr).await;
+    let admin = connect(&addr).await;
+    let (z1, z2) = (connect(&addr).await, connect_plan(&addr, OpPlan::Curator).await);
+
+    // Two Curator and two zoolock contenders, 8 cycles each.
+    const CYCLES: usize = 8;
+    let mut tasks = Vec::new();
+    for id in ["c1", "c2"] {
+        tasks.push(tokio::spawn(java_loop(
+            jv.peer(id),
+            "MUTEX_ACQUIRE",
+            path.clone(),
+            "MUTEX_RELEASE",
+            Mode::Exclusive,
+            CYCLES,
+        )));
+    }
+    for (who, client) in [("z1", &z1), ("z2", &z2)] {
+        let lock = client.mutex(&path).await.unwrap();
+        tasks.push(tokio::spawn(zoolock_loop(who.into(), lock, Mode::Exclusive, CYCLES)));
+    }
+    let holds = collect(tasks).await;
+    assert_eq!(holds.len(), 4 * CYCLES);
+    check_exclusion_and_order(&holds);
+    assert_no_leaks(&admin, std::slice::from_ref(&path)).await;
+    report("interop_mutex contention", &holds, started);
+
+    // A zoolock waiter between two Curator contenders gives up; the Curator
+    // successor re-targets its watch and still gets the lock in order.
+    let t = Instant::now();
+    let (mut c3, mut c4) = (jv.peer("c3"), jv.peer("c4"));
+    let (c3_node, _) = c3.acquire("MUTEX_ACQUIRE", &path).await;
+    let z1_lock = z1.mutex(&path).await.unwrap();
+    let z1_wait = tokio::spawn(async move { z1_lock.acquire_timeout(Duration::from_millis(500)).await.map(|_| ()) });
+    wait_children(&admin, &path, 2).await;
+    c4.start_acquire("MUTEX_ACQUIRE", &path);
+    let queued = wait_children(&admin, &path, 3).await;
+    assert!(matches!(join("z1 timed acquire", z1_wait).await, Err(Error::TimedOut)));
+    wait_children(&admin, &path, 2).await;
+    sleep(Duration::from_millis(100)).await;
+    assert!(c4.try_next().is_none(), "Curator waiter acquired while a Curator holder held");
+    let (exit, _) = c3.release("MUTEX_RELEASE").await;
+    let (c4_node, enter) = c4.acquired().await.expect("c4 acquires");
+    assert!(enter >= exit);
+    assert!(c4_node.ends_with(&queued[2]) && c3_node.ends_with(&queued[0]), "{queued:?} {c3_node} {c4_node}");
+    c4.release("MUTEX_RELEASE").await;
+    assert_no_leaks(&admin, std::slice::from_ref(&path)).await;
+
+    // And the reverse: a Curator waiter between two zoolock contenders times out.
+    let (l1, l2) = (z1.mutex(&path).await.unwrap(), z2.mutex(&path).await.unwrap());
+    let g1 = within("z1", l1.acquire()).await.unwrap();
+    c3.start_acquire("MUTEX_ACQUIRE", &format!("{path} 500"));
+    wait_children(&admin, &path, 2).await;
+    let z2_wait = spawn_acquire(&l2);
+    wait_children(&admin, &path, 3).await;
+    assert!(c3.acquired().await.is_none(), "Curator waiter should time out");
+    wait_children(&admin, &path, 2).await;
+    sleep(Duration::from_millis(100)).await;
+    assert!(!z2_wait.is_finished(), "zoolock waiter acquired while a zoolock holder held");
+    let exit = now_us();
+    g1.release().await.unwrap();
+    let (g2, enter) = join("z2", z2_wait).await;
+    assert!(enter >= exit);
+    g2.release().await.unwrap();
+    assert_no_leaks(&admin, std::slice::from_ref(&path)).await;
+    println!("interop_mutex timeouts between foreign waiters: ok, {:?}", t.elapsed());
+
+    for c in [z1, z2, admin] {
+        c.close().await.unwrap();
+    }
+    println!("interop_mutex: {:?}", started.elapsed());
+}
+
+// ---- (b) read-write lock -------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn interop_read_write_lock() {
+    let Some((addr, java)) = setup("interop_read_write_lock") else { return };
+    let started = Instant::now();
+    let path = base_path("rwlock");
+    let jv = Java::start(java, &addr).await;
+    let admin = connect(&addr).await;
+    let zs = [connect(&addr).await, connect_plan(&addr, OpPlan::Curator).await, connect(&addr).await];
+    let mut halves = Vec::new();
+    for z in &zs {
+        halves.push(z.read_write_lock(&path).await.unwrap());
+    }
+
+    // 1. A Curator writer holds: zoolock readers wait, then share the lock.
+    let (mut cw, mut cr1, mut cr2) = (jv.peer("cw"), jv.peer("cr1"), jv.peer("cr2"));
+    cw.acquire("WRITE_ACQUIRE", &path).await;
+    let (r1, r2) = (spawn_acquire(&halves[0].0), spawn_acquire(&halves[1].0));
+    wait_children(&admin, &path, 3).await;
+    sleep(Duration::from_millis(200)).await;
+    assert!(!r1.is_finished() && !r2.is_finished(), "zoolock reader acquired under a Curator writer");
+    let (exit, _) = cw.release("WRITE_RELEASE").await;
+    let ((g1, e1), (g2, e2)) = (join("zr1", r1).await, join("zr2", r2).await);
+    assert!(e1 >= exit && e2 >= exit);
+    // Both readers hold at once.
+    g1.release().await.unwrap();
+    g2.release().await.unwrap();
+
+    // 2. A zoolock writer holds: Curator readers wait, then share the lock.
+    let gw = within("zw", halves[2].1.acquire()).await.unwrap();
+    cr1.start_acquire("READ_ACQUIRE", &path);
+    cr2.start_acquire("READ_ACQUIRE", &path);
+    wait_children(&admin, &path, 3).await;
+    sleep(Duration::from_millis(200)).await;
+    assert!(cr1.try_next().is_none() && cr2.try_next().is_none(), "Curator reader acquired under a zoolock writer");
+    let exit = now_us();
+    gw.release().await.unwrap();
+    let (_, e1) = cr1.acquired().await.unwrap();
+    let (_, e2) = cr2.acquired().await.unwrap();
+    assert!(e1 >= exit && e2 >= exit);
+    cr1.release("READ_RELEASE").await;
+    cr2.release("READ_RELEASE").await;
+
+    // 3. Readers of both kinds share; writers of both kinds queue behind them
+    //    and behind each other.
+    let gr = within("zr", halves[0].0.acquire()).await.unwrap();
+    cr1.acquire("READ_ACQUIRE", &path).await;
+    let zw = spawn_acquire(&halves[1].1);
+    wait_children(&admin, &path, 3).await;
+    cw.start_acquire("WRITE_ACQUIRE", &path);
+    wait_children(&admin, &path, 4).await;
+    sleep(Duration::from_millis(100)).await;
+    gr.release().await.unwrap();
+    sleep(Duration::from_millis(200)).await;
+    assert!(!zw.is_finished(), "zoolock writer acquired while a Curator reader held");
+    let (exit, _) = cr1.release("READ_RELEASE").await;
+    let (gw, enter) = join("zw", zw).await;
+    assert!(enter >= exit);
+    sleep(Duration::from_millis(200)).await;
+    assert!(cw.try_next().is_none(), "Curator writer acquired while a zoolock writer held");
+    let exit = now_us();
+    gw.release().await.unwrap();
+    let (_, enter) = cw.acquired().await.unwrap();
+    assert!(enter >= exit);
+    cw.release("WRITE_RELEASE").await;
+    assert_no_leaks(&admin, std::slice::from_ref(&path)).await;
+    println!("interop_read_write_lock handoffs: ok, {:?}", started.elapsed());
+
+    // 4. Downgrade (write -> read -> release write) with a writer of the other
+    //    kind queued behind it.
+    //    a. zoolock downgrades (default plan: Curator 5.5+'s shape, the read
+    //       node reuses the write node's sequence): the queued Curator writer
+    //       stays blocked until the read is released.
+    let t = Instant::now();
+    let (zr_half, zw_half) = &halves[0];
+    let gw = within("zw", zw_half.acquire()).await.unwrap();
+    cw.start_acquire("WRITE_ACQUIRE", &path);
+    wait_children(&admin, &path, 2).await;
+    let gr = within("zoolock downgrade", zr_half.acquire()).await.unwrap();
+    assert_eq!(seq(gr.node()), seq(gw.node()), "zoolock's downgrade read node reuses the write sequence");
+    wait_children(&admin, &path, 3).await;
+    gw.release().await.unwrap();
+    wait_children(&admin, &path, 2).await;
+    sleep(Duration::from_millis(200)).await;
+    assert!(cw.try_next().is_none(), "Curator writer overtook zoolock's downgraded reader");
+    let exit = now_us();
+    gr.release().await.unwrap();
+    let (_, enter) = cw.acquired().await.unwrap();
+    assert!(enter >= exit);
+    //    b. Curator downgrades with a zoolock writer queued.
+    let zw = spawn_acquire(&halves[1].1);
+    wait_children(&admin, &path, 2).await;
+    let held_write = children(&admin, &path).await[0].clone();
+    cw.send("DOWNGRADE", "");
+    let words = cw.expect("DOWNGRADED").await;
+    let read_node = words[2].clone();
+    if seq(&read_node) == seq(&held_write) {
+        // Curator 5.5+ (CURATOR-621 fixed): the read node stays ahead.
+        sleep(Duration::from_millis(200)).await;
+        assert!(!zw.is_finished(), "zoolock writer overtook Curator's downgraded reader");
+        let (exit, _) = cw.release("READ_RELEASE").await;
+        let (g, enter) = join("zw", zw).await;
+        assert!(enter >= exit);
+        g.release().await.unwrap();
+    } else {
+        // Curator 5.4.0 (CURATOR-621 open): the downgrade read node is a new
+        // sequential node behind the queued writer, so that writer is first
+        // and acquires while the reader still holds, exactly as a queued
+        // Curator 5.4.0 writer would. zoolock follows the node order.
+        let (g, _) = join("zw", zw).await;
+        assert!(seq(g.node()) < seq(&read_node), "{} vs {read_node}", g.node());
+        println!(
+            "interop_read_write_lock: Curator 5.4.0 downgrade puts its read node {read_node} behind the queued \
+             writer {}; the writer holds while the downgraded reader does (CURATOR-621, fixed in 5.5.0)",
+            g.node()
+        );
+        g.release().await.unwrap();
+        cw.release("READ_RELEASE").await;
+    }
+    assert_no_leaks(&admin, std::slice::from_ref(&path)).await;
+    println!("interop_read_write_lock downgrades: ok, {:?}", t.elapsed());
+
+    // 5. Mixed loop: a Curator writer and reader, a zoolock writer and two
+    //    zoolock readers.
+    let t = Instant::now();
+    const CYCLES: usize = 6;
+    let tasks = vec![
+        tokio::spawn(java_loop(cw, "WRITE_ACQUIRE", path.clone(), "WRITE_RELEASE", Mode::Write, CYCLES)),
+        tokio::spawn(java_loop(cr1, "READ_ACQUIRE", path.clone(), "READ_RELEASE", Mode::Read, CYCLES)),
+        tokio::spawn(zoolock_loop("zw".into(), halves[0].1.clone(), Mode::Write, CYCLES)),
+        tokio::spawn(zoolock_loop("zr1".into(), halves[1].0.clone(), Mode::Read, CYCLES)),
+        tokio::spawn(zoolock_loop("zr2".into(), halves[2].0.clone(), Mode::Read, CYCLES)),
+    ];
+    let holds = collect(tasks).await;
+    assert_eq!(holds.len(), 5 * CYCLES);
+    check_exclusion_and_order(&holds);
+    assert_no_leaks(&admin, std::slice::from_ref(&path)).await;
+    report("interop_read_write_lock contention", &holds, t);
+
+    drop(halves);
+    for c in zs.into_iter().chain([admin]) {
+        c.close().await.unwrap();
+    }
+    println!("interop_read_write_lock: {:?}", started.elapsed());
+}
+
+// ---- (c) semaphore ---------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn interop_semaphore() {
+    let Some((addr, java)) = setup("interop_semaphore") else { return };
+    let started = Instant::now();
+    let path = base_path("semaphore");
+    let (leases, locks) = (format!("{path}/leases"), format!("{path}/locks"));
+    let jv = Java::start(java, &addr).await;
+    let admin = connect(&addr).await;
+    let (z1, z2) = (connect(&addr).await, connect_plan(&addr, OpPlan::Curator).await);
+    let (s1, s2) = (z1.semaphore(&path, 2).await.unwrap(), z2.semaphore(&path, 2).await.unwrap());
+
+    // Full with one lease each side: a third contender of either kind times out.
+    let (mut c1, mut c2) = (jv.peer("c1"), jv.peer("c2"));
+    let (c1_node, _) = c1.acquire("SEM_ACQUIRE", &format!("{path} 2")).await;
+    let mut l1 = within("z1", s1.acquire(1)).await.unwrap();
+    let l1 = l1.pop().unwrap();
+    c2.start_acquire("SEM_ACQUIRE", &format!("{path} 2 300"));
+    assert!(c2.acquired().await.is_none(), "Curator got a third lease of 2");
+    assert!(matches!(within("z2", s2.acquire_timeout(1, Duration::from_millis(300))).await, Err(Error::TimedOut)));
+    let full = wait_children(&admin, &leases, 2).await;
+    assert!(c1_node.ends_with(&full[0]) && l1.node().ends_with(&full[1]), "{full:?}");
+    // Waiters of both kinds get the leases as either kind returns one.
+    let s2_wait = s2.clone();
+    let z2_wait = tokio::spawn(async move { s2_wait.acquire(1).await.map(|mut l| (l.pop().unwrap(), now_us())) });
+    wait_children(&admin, &leases, 3).await;
+    let (exit, _) = c1.release("SEM_RETURN").await;
+    let (l2, enter) = join("z2", z2_wait).await.unwrap();
+    assert!(enter >= exit);
+    c2.start_acquire("SEM_ACQUIRE", &format!("{path} 2"));
+    wait_children(&admin, &leases, 3).await;
+    sleep(Duration::from_millis(100)).await;
+    assert!(c2.try_next().is_none(), "Curator got a third lease of 2");
+    let exit = now_us();
+    l1.release().await.unwrap();
+    let (_, enter) = c2.acquired().await.unwrap();
+    assert!(enter >= exit);
+    c2.release("SEM_RETURN").await;
+    l2.release().await.unwrap();
+    assert_no_leaks(&admin, &[leases.clone(), locks.clone()]).await;
+    println!("interop_semaphore handoffs: ok, {:?}", started.elapsed());
+
+    // Mixed loop: 2 Curator and 2 zoolock contenders on 2 leases.
+    let t = Instant::now();
+    const CYCLES: usize = 6;
+    let mut tasks = vec![
+        tokio::spawn(java_loop(c1, "SEM_ACQUIRE", format!("{path} 2"), "SEM_RETURN", Mode::Exclusive, CYCLES)),
+        tokio::spawn(java_loop(c2, "SEM_ACQUIRE", format!("{path} 2"), "SEM_RETURN", Mode::Exclusive, CYCLES)),
+    ];
+    for (who, sem) in [("z1", s1.clone()), ("z2", s2.clone())] {
+        tasks.push(tokio::spawn(async move {
+            let mut holds = Vec::new();
+            for i in 0..CYCLES {
+                let lease = within(who, sem.acquire(1)).await.expect("zoolock lease").pop().unwrap();
+                let enter = now_us();
+                sleep(Duration::from_millis(3)).await;
+                let exit = now_us();
+                let node = lease.node().to_owned();
+                lease.release().await.unwrap();
+                holds.push(Hold { who: who.into(), mode: Mode::Exclusive, node, enter, exit });
+                sleep(pause(i)).await;
+            }
+            holds
+        }));
+    }
+    let holds = collect(tasks).await;
+    assert_eq!(holds.len(), 4 * CYCLES);
+    let most = max_concurrent(&holds);
+    assert!(most <= 2, "{most} holders of a 2-lease semaphore: {holds:#?}");
+    assert_no_leaks(&admin, &[leases, locks]).await;
+    report("interop_semaphore contention", &holds, t);
+
+    drop((s1, s2));
+    for c in [z1, z2, admin] {
+        c.close().await.unwrap();
+    }
+    println!("interop_semaphore: {:?}", started.elapsed());
+}
+
+// ---- (d) semaphore mutex -----------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn interop_semaphore_mutex() {
+    let Some((addr, java)) = setup("interop_semaphore_mutex") else { return };
+    let started = Instant::now();
+    let path = base_path("semmutex");
+    let jv = Java::start(java, &addr).await;
+    let admin = connect(&addr).await;
+    let (z1, z2) = (connect(&addr).await, connect_plan(&addr, OpPlan::Curator).await);
+
+    const CYCLES: usize = 6;
+    let mut tasks = Vec::new();
+    for id in ["c1", "c2"] {
+        tasks.push(tokio::spawn(java_loop(
+            jv.peer(id),
+            "SEMMUTEX_ACQUIRE",
+            path.clone(),
+            "SEMMUTEX_RELEASE",
+            Mode::Exclusive,
+            CYCLES,
+        )));
+    }
+    for (who, client) in [("z1", &z1), ("z2", &z2)] {
+        let lock = client.semaphore_mutex(&path).await.unwrap();
+        tasks.push(tokio::spawn(zoolock_loop(who.into(), lock, Mode::Exclusive, CYCLES)));
+    }
+    let holds = collect(tasks).await;
+    assert_eq!(holds.len(), 4 * CYCLES);
+    // Nodes are lease nodes: leases are created under the internal lock, so
+    // their sequence order is the grant order.
+    for h in &holds {
+        assert!(h.node.starts_with(&format!("{path}/leases/")), "{h:?}");
+    }
+    check_exclusion_and_order(&holds);
+    assert_no_leaks(&admin, &[format!("{path}/leases"), format!("{path}/locks")]).await;
+    report("interop_semaphore_mutex contention", &holds, started);
+
+    for c in [z1, z2, admin] {
+        c.close().await.unwrap();
+    }
+}
+
+// ---- (e) revocation --------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn interop_revocation() {
+    let Some((addr, java)) = setup("interop_revocation") else { return };
+    let started = Instant::now();
+    let path = base_path("revocation");
+    let jv = Java::start(java, &addr).await;
+    let admin = connect(&addr).await;
+    let z1 = connect(&addr).await;
+
+    // Curator's Revoker asks a zoolock holder to release.
+    let (mut c1, mut revoker) = (jv.peer("c1"), jv.peer("revoker"));
+    let lock = z1.revocable_mutex(&path).await.unwrap();
+    let guard = within("z1", lock.acquire()).await.unwrap();
+    c1.start_acquire("MUTEX_ACQUIRE", &path);
+    wait_children(&admin, &path, 2).await;
+    revoker.send("REVOKE", guard.node());
+    revoker.expect("REVOKE_SENT").await;
+    // Requests since this acquire began count, so awaiting after the
+    // request has arrived still sees it.
+    within("zoolock revocation_requested", guard.revocation_requested()).await;
+    sleep(Duration::from_millis(100)).await;
+    assert!(c1.try_next().is_none(), "Curator waiter acquired before the zoolock holder released");
+    let exit = now_us();
+    guard.release().await.unwrap();
+    let (_, enter) = c1.acquired().await.unwrap();
+    assert!(enter >= exit);
+    c1.release("MUTEX_RELEASE").await;
+    assert_no_leaks(&admin, std::slice::from_ref(&path)).await;
+    println!("interop_revocation Curator revokes zoolock: ok, {:?}", started.elapsed());
+
+    // zoolock's revoke asks a Curator holder to release.
+    let t = Instant::now();
+    let (node, _) = c1.acquire("REVOCABLE_ACQUIRE", &path).await;
+    let waiter = spawn_acquire(&z1.mutex(&path).await.unwrap());
+    wait_children(&admin, &path, 2).await;
+    within("zoolock revoke", admin.revoke(&node)).await.unwrap();
+    c1.expect("REVOKE_REQUESTED").await;
+    let (exit, _) = c1.released().await;
+    let (g, enter) = join("z1 waiter", waiter).await;
+    assert!(enter >= exit);
+    g.release().await.unwrap();
+    assert_no_leaks(&admin, std::slice::from_ref(&path)).await;
+    println!("interop_revocation zoolock revokes Curator: ok, {:?}", t.elapsed());
+
+    // Revoking waiters: both implementations watch their own node while they
+    // wait, so a request made then is delivered (and acted on once held).
+    let t = Instant::now();
+    let mut c2 = jv.peer("c2");
+    c1.acquire("MUTEX_ACQUIRE", &path).await;
+    let z_waiter = spawn_acquire(&z1.revocable_mutex(&path).await.unwrap());
+    wait_children(&admin, &path, 2).await;
+    let z_node = zoolock_participants(&admin, &path, ParticipantsOf::Mutex).await[1].clone();
+    revoker.send("REVOKE", &z_node);
+    revoker.expect("REVOKE_SENT").await;
+    c2.start_acquire("REVOCABLE_ACQUIRE", &path);
+    wait_children(&admin, &path, 3).await;
+    let c2_node = revoker.participants("mutex", &path).await[2].clone();
+    within("zoolock revoke", admin.revoke(&c2_node)).await.unwrap();
+    c2.expect("REVOKE_REQUESTED").await;
+    c1.release("MUTEX_RELEASE").await;
+    let (g, _) = join("revoked zoolock waiter", z_waiter).await;
+    assert_eq!(g.node(), z_node);
+    within("revocation asked while waiting", g.revocation_requested()).await;
+    let exit = now_us();
+    g.release().await.unwrap();
+    let (node, enter) = c2.acquired().await.unwrap();
+    assert_eq!(node, c2_node);
+    assert!(enter >= exit);
+    // Curator's listener already ran; its release follows the acquire.
+    c2.released().await;
+    assert_no_leaks(&admin, std::slice::from_ref(&path)).await;
+    println!("interop_revocation of waiters, both ways: ok, {:?}", t.elapsed());
+
+    drop(lock);
+    for c in [z1, admin] {
+        c.close().await.unwrap();
+    }
+}
+
+// ---- (f) participants --------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn interop_participants() {
+    let Some((addr, java)) = setup("interop_participants") else { return };
+    let started = Instant::now();
+    let path = base_path("participants");
+    let jv = Java::start(java, &addr).await;
+    let admin = connect(&addr).await;
+    let (z1, z2) = (connect(&addr).await, connect(&addr).await);
+    let mut lister = jv.peer("lister");
+
+    // Mutex: zoolock holder, then Curator, zoolock, Curator waiters.
+    let (mut c1, mut c2) = (jv.peer("c1"), jv.peer("c2"));
+    let g1 = within("z1", z1.mutex(&path).await.unwrap().acquire()).await.unwrap();
+    c1.start_acquire("MUTEX_ACQUIRE", &path);
+    wait_children(&admin, &path, 2).await;
+    let w2 = spawn_acquire(&z2.mutex(&path).await.unwrap());
+    wait_children(&admin, &path, 3).await;
+    c2.start_acquire("MUTEX_ACQUIRE", &path);
+    wait_children(&admin, &path, 4).await;
+    let queue = lister.participants("mutex", &path).await;
+    assert_eq!(queue, zoolock_participants(&admin, &path, ParticipantsOf::Mutex).await);
+    assert_eq!(queue.len(), 4);
+    assert_eq!(queue[0], g1.node(), "both sides see the zoolock holder first");
+    assert!(queue.windows(2).all(|w| seq(&w[0]) < seq(&w[1])), "{queue:?}");
+    // Walk down the queue: each next holder is the next listed node, and both
+    // sides keep agreeing.
+    g1.release().await.unwrap();
+    let (n1, _) = c1.acquired().await.unwrap();
+    assert_eq!(n1, queue[1]);
+    let rest = lister.participants("mutex", &path).await;
+    assert_eq!(rest, queue[1..]);
+    assert_eq!(rest, zoolock_participants(&admin, &path, ParticipantsOf::Mutex).await);
+    c1.release("MUTEX_RELEASE").await;
+    let (g2, _) = join("z2", w2).await;
+    assert_eq!(g2.node(), queue[2]);
+    let rest = lister.participants("mutex", &path).await;
+    assert_eq!(rest, queue[2..]);
+    assert_eq!(rest, zoolock_participants(&admin, &path, ParticipantsOf::Mutex).await);
+    g2.release().await.unwrap();
+    let (n2, _) = c2.acquired().await.unwrap();
+    assert_eq!(n2, queue[3]);
+    c2.release("MUTEX_RELEASE").await;
+    assert_no_leaks(&admin, std::slice::from_ref(&path)).await;
+    assert!(lister.participants("mutex", &path).await.is_empty());
+    assert!(zoolock_participants(&admin, &path, ParticipantsOf::Mutex).await.is_empty());
+
+    // Read-write lock: Curator writer holds; zoolock reader, Curator reader and
+    // zoolock writer wait. Curator lists each half separately (filtered by
+    // __READ__ / __WRIT__, in queue order); zoolock lists both in one order.
+    let rw_path = format!("{path}-rw");
+    let (z1r, _) = z1.read_write_lock(&rw_path).await.unwrap();
+    let (_, z2w) = z2.read_write_lock(&rw_path).await.unwrap();
+    let (mut cw, mut cr) = (jv.peer("cw"), jv.peer("cr"));
+    let (cw_node, _) = cw.acquire("WRITE_ACQUIRE", &rw_path).await;
+    let zr = spawn_acquire(&z1r);
+    wait_children(&admin, &rw_path, 2).await;
+    cr.start_acquire("READ_ACQUIRE", &rw_path);
+    wait_children(&admin, &rw_path, 3).await;
+    let zw = spawn_acquire(&z2w);
+    wait_children(&admin, &rw_path, 4).await;
+    let all = zoolock_participants(&admin, &rw_path, ParticipantsOf::ReadWriteLock).await;
+    assert_eq!(all.len(), 4);
+    assert_eq!(all[0], cw_node);
+    assert!(all.windows(2).all(|w| seq(&w[0]) < seq(&w[1])), "{all:?}");
+    let only = |marker: &str| all.iter().filter(|n| n.contains(marker)).cloned().collect::<Vec<_>>();
+    assert_eq!(lister.participants("write", &rw_path).await, only("__WRIT__"));
+    assert_eq!(lister.participants("read", &rw_path).await, only("__READ__"));
+    assert_eq!(only("__WRIT__").len(), 2);
+    cw.release("WRITE_RELEASE").await;
+    let (gr, _) = join("zoolock reader", zr).await;
+    let (cr_node, _) = cr.acquired().await.unwrap();
+    assert_eq!([gr.node(), cr_node.as_str()], [all[1].as_str(), all[2].as_str()]);
+    gr.release().await.unwrap();
+    cr.release("READ_RELEASE").await;
+    let (gw, _) = join("zoolock writer", zw).await;
+    assert_eq!(gw.node(), all[3]);
+    gw.release().await.unwrap();
+    assert_no_leaks(&admin, std::slice::from_ref(&rw_path)).await;
+
+    // Semaphore: Curator returns bare lease names in server order, zoolock
+    // full paths in sequence order; the same leases either way.
+    let sem_path = format!("{path}-sem");
+    let sem = z1.semaphore(&sem_path, 2).await.unwrap();
+    let (c_lease, _) = c1.acquire("SEM_ACQUIRE", &format!("{sem_path} 2")).await;
+    let z_lease = within("z1 lease", sem.acquire(1)).await.unwrap().pop().unwrap();
+    let mut curator = lister.participants("semaphore", &sem_path).await;
+    curator.sort_by_key(|n| seq(n));
+    let ours = zoolock_participants(&admin, &sem_path, ParticipantsOf::Semaphore).await;
+    let expected = [c_lease.clone(), z_lease.node().to_owned()];
+    assert_eq!(ours, expected);
+    let leases_dir = format!("{sem_path}/leases/");
+    let curator_full: Vec<String> = curator.iter().map(|n| format!("{leases_dir}{n}")).collect();
+    assert_eq!(curator_full, expected);
+    c1.release("SEM_RETURN").await;
+    z_lease.release().await.unwrap();
+    assert_no_leaks(&admin, &[format!("{sem_path}/leases"), format!("{sem_path}/locks")]).await;
+
+    drop(sem);
+    for c in [z1, z2, admin] {
+        c.close().await.unwrap();
+    }
+    println!("interop_participants: {:?}", started.elapsed());
+}
