@@ -252,11 +252,7 @@ impl Client {
                             self.routes.insert(req, Route::Recipe(*rid, op.id));
                         }
                         Err(_) => {
-                            let error = match self.session.status() {
-                                SessionStatus::Expired => RequestError::SessionExpired,
-                                SessionStatus::AuthFailed => RequestError::AuthFailed,
-                                _ => RequestError::Closed,
-                            };
+                            let error = self.session.status().end_error().unwrap_or(RequestError::Closed);
                             recipe.handle_reply(now, op.id, Err(error));
                         }
                     }

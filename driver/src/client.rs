@@ -411,6 +411,19 @@ impl Drop for DropOnExit<'_> {
     }
 }
 
+/// Owns a registered recipe for its handles: when the last one goes, the
+/// recipe is dropped once it owes the server nothing.
+pub(crate) struct RecipeHandle {
+    pub(crate) client: Client,
+    pub(crate) id: RecipeId,
+}
+
+impl Drop for RecipeHandle {
+    fn drop(&mut self) {
+        let _ = self.client.inner.send(Command::DropRecipe(self.id));
+    }
+}
+
 /// Which recipe's layout [`Client::participants`] reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]

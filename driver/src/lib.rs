@@ -22,7 +22,7 @@ pub use client::{Client, Options, ParticipantsOf};
 pub use error::Error;
 pub use futures_lite::io as futures_io;
 pub use lock::{Guard, HoldStatus, Lock};
-pub use runtime::{BoxFuture, Conn, Runtime};
+pub use runtime::{BoxFuture, Conn, IoConn, Runtime};
 pub use semaphore::{Lease, Semaphore};
 /// The sans-IO core, for plain ops ([`zoolock_core::Op`]) and wire types.
 pub use zoolock_core as core;

@@ -28,7 +28,7 @@ use futures_channel::oneshot;
 use zoolock_core::recipes::{MultiLock, ReadWriteLock, SemaphoreMutex};
 use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Instant, Mutex, RecipeEvent, RecipeId};
 
-use crate::client::Client;
+use crate::client::{Client, RecipeHandle};
 use crate::error::Error;
 use crate::task::Command;
 
@@ -122,18 +122,6 @@ impl Watched {
     /// the reader's own listener and spin).
     fn peek<T>(&self, f: impl FnOnce(&HalfState) -> T) -> T {
         f(&self.state.lock().unwrap_or_else(|e| e.into_inner()))
-    }
-}
-
-/// Drops the recipe (once it owes the server nothing) when the last handle goes.
-struct RecipeHandle {
-    client: Client,
-    id: RecipeId,
-}
-
-impl Drop for RecipeHandle {
-    fn drop(&mut self) {
-        let _ = self.client.inner.send(Command::DropRecipe(self.id));
     }
 }
 

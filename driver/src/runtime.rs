@@ -6,6 +6,7 @@ use std::future::Future;
 use std::io;
 use std::net::IpAddr;
 use std::pin::Pin;
+use std::task::{Context, Poll};
 
 use futures_lite::{AsyncRead, AsyncWrite};
 
@@ -30,5 +31,46 @@ pub trait Runtime: Send + Sync + Debug + 'static {
     /// The clock; overridable for tests.
     fn now(&self) -> std::time::Instant {
         std::time::Instant::now()
+    }
+}
+
+/// A [`Conn`] over any futures-io byte stream, remembering its local address.
+/// Transports wrap their TCP stream in it.
+#[derive(Debug)]
+pub struct IoConn<S> {
+    stream: S,
+    local_ip: Option<IpAddr>,
+}
+
+impl<S> IoConn<S> {
+    /// Wraps `stream`, whose local address is `local_ip`.
+    pub fn new(stream: S, local_ip: Option<IpAddr>) -> Self {
+        IoConn { stream, local_ip }
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for IoConn<S> {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_read(cx, buf)
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for IoConn<S> {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_close(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_close(cx)
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Send + Unpin + 'static> Conn for IoConn<S> {
+    fn local_ip(&self) -> Option<IpAddr> {
+        self.local_ip
     }
 }

@@ -7,7 +7,7 @@ use futures_channel::oneshot;
 use zoolock_core::recipes::Semaphore as CoreSemaphore;
 use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Instant, RecipeEvent, RecipeId, ZkPath};
 
-use crate::client::Client;
+use crate::client::{Client, RecipeHandle};
 use crate::error::Error;
 use crate::task::Command;
 
@@ -22,23 +22,12 @@ struct State {
     next_ticket: u64,
 }
 
-struct Handle {
-    client: Client,
-    id: RecipeId,
-}
-
-impl Drop for Handle {
-    fn drop(&mut self) {
-        let _ = self.client.inner.send(Command::DropRecipe(self.id));
-    }
-}
-
 /// A counting semaphore (Curator's `InterProcessSemaphoreV2` layout). One
 /// handle runs one acquire at a time (a second concurrent one fails with
 /// [`Error::Misuse`]); leases from earlier acquires stay held meanwhile.
 #[derive(Clone)]
 pub struct Semaphore {
-    handle: Arc<Handle>,
+    handle: Arc<RecipeHandle>,
     state: Arc<StdMutex<State>>,
 }
 
@@ -102,7 +91,7 @@ impl Semaphore {
             }
         });
         let id = client.add_recipe(Box::new(CoreSemaphore::new(base, leases, config)), sink).await?;
-        Ok(Semaphore { handle: Arc::new(Handle { client, id }), state })
+        Ok(Semaphore { handle: Arc::new(RecipeHandle { client, id }), state })
     }
 
     /// Takes `qty` leases, waiting as long as needed.

@@ -181,11 +181,7 @@ impl DriverTask {
     }
 
     fn ended_error(&self) -> RequestError {
-        match self.client.session().status() {
-            zoolock_core::SessionStatus::Expired => RequestError::SessionExpired,
-            zoolock_core::SessionStatus::AuthFailed => RequestError::AuthFailed,
-            _ => RequestError::Closed,
-        }
+        self.client.session().status().end_error().unwrap_or(RequestError::Closed)
     }
 
     fn dispatch(&mut self, event: ClientEvent) {

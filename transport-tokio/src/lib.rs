@@ -12,14 +12,10 @@
 //! ```
 
 use std::io;
-use std::net::IpAddr;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use tokio::net::TcpStream;
-use tokio_util::compat::{Compat, TokioAsyncReadCompatExt};
-use zoolock_driver::futures_io::{AsyncRead, AsyncWrite};
+use tokio_util::compat::TokioAsyncReadCompatExt;
 
 pub use zoolock_driver::*;
 
@@ -42,44 +38,13 @@ impl TokioRuntime {
     }
 }
 
-struct TokioConn {
-    stream: Compat<TcpStream>,
-    local_ip: Option<IpAddr>,
-}
-
-impl AsyncRead for TokioConn {
-    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_read(cx, buf)
-    }
-}
-
-impl AsyncWrite for TokioConn {
-    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write(cx, buf)
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.stream).poll_flush(cx)
-    }
-
-    fn poll_close(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.stream).poll_close(cx)
-    }
-}
-
-impl Conn for TokioConn {
-    fn local_ip(&self) -> Option<IpAddr> {
-        self.local_ip
-    }
-}
-
 impl Runtime for TokioRuntime {
     fn connect(&self, host: String, port: u16) -> BoxFuture<io::Result<Box<dyn Conn>>> {
         Box::pin(async move {
             let stream = TcpStream::connect((host.as_str(), port)).await?;
             stream.set_nodelay(true)?;
             let local_ip = stream.local_addr().ok().map(|a| a.ip());
-            Ok(Box::new(TokioConn { stream: stream.compat(), local_ip }) as Box<dyn Conn>)
+            Ok(Box::new(IoConn::new(stream.compat(), local_ip)) as Box<dyn Conn>)
         })
     }
 

@@ -423,11 +423,7 @@ impl LockCore {
                     self.deleting.clear();
                     self.orphans.clear();
                 }
-                let error = match state {
-                    ConnectionState::Lost => RequestError::SessionExpired,
-                    ConnectionState::AuthFailed => RequestError::AuthFailed,
-                    _ => RequestError::Closed,
-                };
+                let error = state.end_error().unwrap_or(RequestError::Closed);
                 match core::mem::replace(&mut self.state, State::Idle) {
                     State::Held { .. } => self.events.push_back(RecipeEvent::Lost),
                     State::Releasing { .. } => self.events.push_back(RecipeEvent::Released),

@@ -256,11 +256,7 @@ impl Recipe for Participants {
             }
             ConnectionState::Lost | ConnectionState::Closed | ConnectionState::AuthFailed => {
                 if !matches!(self.step, Step::Done) {
-                    let error = match state {
-                        ConnectionState::Lost => RequestError::SessionExpired,
-                        ConnectionState::AuthFailed => RequestError::AuthFailed,
-                        _ => RequestError::Closed,
-                    };
+                    let error = state.end_error().unwrap_or(RequestError::Closed);
                     self.finish(RecipeEvent::Failed(error));
                 }
             }

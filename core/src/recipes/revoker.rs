@@ -102,11 +102,7 @@ impl Recipe for Revoker {
                 if self.retry || self.in_flight.is_some() {
                     self.retry = false;
                     self.in_flight = None;
-                    let error = match state {
-                        ConnectionState::Lost => RequestError::SessionExpired,
-                        ConnectionState::AuthFailed => RequestError::AuthFailed,
-                        _ => RequestError::Closed,
-                    };
+                    let error = state.end_error().unwrap_or(RequestError::Closed);
                     self.events.push_back(RecipeEvent::Failed(error));
                 }
             }

@@ -668,11 +668,7 @@ impl Semaphore {
             self.events.push_back(RecipeEvent::Lost);
         }
         if was_acquiring {
-            let error = match state {
-                ConnectionState::Lost => RequestError::SessionExpired,
-                ConnectionState::AuthFailed => RequestError::AuthFailed,
-                _ => RequestError::Closed,
-            };
+            let error = state.end_error().unwrap_or(RequestError::Closed);
             self.events.push_back(RecipeEvent::Failed(error));
         }
         self.pump(now);

@@ -90,6 +90,19 @@ pub enum ConnectionState {
     AuthFailed,
 }
 
+impl ConnectionState {
+    /// How requests fail once the session has ended this way; `None` while
+    /// the session can still serve them.
+    pub fn end_error(self) -> Option<RequestError> {
+        match self {
+            ConnectionState::Lost => Some(RequestError::SessionExpired),
+            ConnectionState::Closed => Some(RequestError::Closed),
+            ConnectionState::AuthFailed => Some(RequestError::AuthFailed),
+            _ => None,
+        }
+    }
+}
+
 /// A watch notification, with the chroot stripped from the path.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WatchEvent {
@@ -141,6 +154,19 @@ pub enum SessionStatus {
     Expired,
     /// Authentication failed.
     AuthFailed,
+}
+
+impl SessionStatus {
+    /// How requests fail once the session has ended; `None` while it can
+    /// still serve them (or will again, after a reconnect).
+    pub fn end_error(self) -> Option<RequestError> {
+        match self {
+            SessionStatus::Closed => Some(RequestError::Closed),
+            SessionStatus::Expired => Some(RequestError::SessionExpired),
+            SessionStatus::AuthFailed => Some(RequestError::AuthFailed),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
