@@ -106,6 +106,14 @@ pub(crate) enum Command {
         #[arg(long, value_name = "NODE", value_parser = zk_path)]
         node: Option<String>,
     },
+    /// Serve an in-memory ZooKeeper (zoolock's model of a standalone 3.8
+    /// server) on 127.0.0.1 for tests; prints its connect string on stdout
+    /// and runs until SIGINT or SIGTERM. Nothing is persisted.
+    Serve {
+        /// The loopback port to listen on (0: any free port).
+        #[arg(long, value_name = "P", default_value_t = 0)]
+        port: u16,
+    },
 }
 
 /// What every lock-and-run subcommand takes.
@@ -199,5 +207,14 @@ mod tests {
         assert!(Cli::try_parse_from(["zoolock", "semaphore", "/x", "--leases", "0", "--", "true"]).is_err());
         assert!(Cli::try_parse_from(["zoolock", "revoke"]).is_err());
         assert!(Cli::try_parse_from(["zoolock", "revoke", "/x", "--node", "/x/n"]).is_err());
+        assert!(Cli::try_parse_from(["zoolock", "serve", "--port", "x"]).is_err());
+    }
+
+    #[test]
+    fn serve_port_defaults_to_any() {
+        let cli = Cli::try_parse_from(["zoolock", "serve"]).expect("parses");
+        assert!(matches!(cli.command, Command::Serve { port: 0 }));
+        let cli = Cli::try_parse_from(["zoolock", "serve", "--port", "2181"]).expect("parses");
+        assert!(matches!(cli.command, Command::Serve { port: 2181 }));
     }
 }

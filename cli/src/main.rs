@@ -6,6 +6,7 @@
 //! zoolock semaphore PATH --leases N -- CMD ...
 //! zoolock holders PATH [--kind mutex|rwlock|semaphore]
 //! zoolock revoke PATH | --node NODE
+//! zoolock serve [--port P]
 //! ```
 //!
 //! The connect string comes from `--connect`, else `ZOOLOCK_CONNECT`, else

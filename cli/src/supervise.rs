@@ -64,6 +64,11 @@ pub(crate) fn signal(child: &Child, signal: Signal) {
 /// * `revoked`: completes when someone asked us to release; CMD gets SIGTERM.
 /// * `signals`: signals zoolock received; each is forwarded to CMD.
 ///
+/// * `last_heard`: when the server was last heard from. The grace period
+///   runs from then, not from when the suspension was noticed: after a
+///   process pause the suspension is noticed late, and the grace may already
+///   be spent.
+///
 /// After a SIGTERM of our own, CMD gets `policy.kill_after` before SIGKILL.
 /// Returns once CMD has exited, never earlier.
 pub(crate) async fn supervise(
@@ -72,6 +77,7 @@ pub(crate) async fn supervise(
     revoked: impl Future<Output = ()>,
     signals: &mut mpsc::UnboundedReceiver<Signal>,
     policy: Policy,
+    last_heard: &(dyn Fn() -> Option<std::time::Instant> + Sync),
 ) -> io::Result<Ending> {
     let mut revoked = std::pin::pin!(revoked);
     let mut was_revoked = false;
@@ -91,7 +97,10 @@ pub(crate) async fn supervise(
             match s {
                 HoldStatus::Held => grace_deadline = None,
                 HoldStatus::Suspended => {
-                    grace_deadline.get_or_insert_with(|| Instant::now() + policy.grace);
+                    grace_deadline.get_or_insert_with(|| {
+                        let since = last_heard().map_or_else(Instant::now, Instant::from_std).min(Instant::now());
+                        since + policy.grace
+                    });
                 }
                 _ => lost = lost.or(Some(Loss::Lost)),
             }
@@ -198,7 +207,9 @@ mod tests {
         let mut r = rig();
         let mut child = spawn("exit 7");
         let ending =
-            supervise(&mut child, &mut r.status_rx, std::future::pending(), &mut r.signals_rx, POLICY).await.unwrap();
+            supervise(&mut child, &mut r.status_rx, std::future::pending(), &mut r.signals_rx, POLICY, &|| None)
+                .await
+                .unwrap();
         assert_eq!(ending, Ending::Exited(ExitStatus::from_raw(7 << 8)));
     }
 
@@ -220,7 +231,7 @@ mod tests {
             std::future::pending::<()>().await
         };
         let ending = tokio::select! {
-            e = supervise(&mut child, &mut r.status_rx, std::future::pending(), &mut r.signals_rx, POLICY) => e,
+            e = supervise(&mut child, &mut r.status_rx, std::future::pending(), &mut r.signals_rx, POLICY, &|| None) => e,
             () = flap => unreachable!(),
         };
         assert_eq!(ending.unwrap(), Ending::Exited(ExitStatus::from_raw(3 << 8)));
@@ -233,7 +244,9 @@ mod tests {
         let started = Instant::now();
         r.status.send_replace(HoldStatus::Suspended);
         let ending =
-            supervise(&mut child, &mut r.status_rx, std::future::pending(), &mut r.signals_rx, POLICY).await.unwrap();
+            supervise(&mut child, &mut r.status_rx, std::future::pending(), &mut r.signals_rx, POLICY, &|| None)
+                .await
+                .unwrap();
         assert_eq!(ending, Ending::Lost(Loss::SuspendedTooLong, ExitStatus::from_raw(Signal::SIGTERM as i32)));
         let took = started.elapsed();
         assert!(took >= POLICY.grace && took < Duration::from_secs(5), "{took:?}");
@@ -251,7 +264,7 @@ mod tests {
             std::future::pending::<()>().await
         };
         let ending = tokio::select! {
-            e = supervise(&mut child, &mut r.status_rx, std::future::pending(), &mut r.signals_rx, POLICY) => e,
+            e = supervise(&mut child, &mut r.status_rx, std::future::pending(), &mut r.signals_rx, POLICY, &|| None) => e,
             () = lose => unreachable!(),
         };
         assert_eq!(ending.unwrap(), Ending::Lost(Loss::Lost, ExitStatus::from_raw(Signal::SIGTERM as i32)));
@@ -264,7 +277,9 @@ mod tests {
         let mut child = spawn("exec sleep 30");
         r.status.send_replace(HoldStatus::NotHeld);
         let ending =
-            supervise(&mut child, &mut r.status_rx, std::future::pending(), &mut r.signals_rx, POLICY).await.unwrap();
+            supervise(&mut child, &mut r.status_rx, std::future::pending(), &mut r.signals_rx, POLICY, &|| None)
+                .await
+                .unwrap();
         assert_eq!(ending, Ending::Lost(Loss::Lost, ExitStatus::from_raw(Signal::SIGTERM as i32)));
     }
 
@@ -276,7 +291,9 @@ mod tests {
         r.status.send_replace(HoldStatus::Lost);
         let started = Instant::now();
         let ending =
-            supervise(&mut child, &mut r.status_rx, std::future::pending(), &mut r.signals_rx, POLICY).await.unwrap();
+            supervise(&mut child, &mut r.status_rx, std::future::pending(), &mut r.signals_rx, POLICY, &|| None)
+                .await
+                .unwrap();
         assert_eq!(ending, Ending::Lost(Loss::Lost, ExitStatus::from_raw(Signal::SIGKILL as i32)));
         assert!(started.elapsed() >= POLICY.kill_after, "{:?}", started.elapsed());
     }
@@ -286,7 +303,8 @@ mod tests {
         let mut r = rig();
         let mut child = spawn("exec sleep 30");
         let revoked = tokio::time::sleep(Duration::from_millis(50));
-        let ending = supervise(&mut child, &mut r.status_rx, revoked, &mut r.signals_rx, POLICY).await.unwrap();
+        let ending =
+            supervise(&mut child, &mut r.status_rx, revoked, &mut r.signals_rx, POLICY, &|| None).await.unwrap();
         assert_eq!(ending, Ending::Revoked(ExitStatus::from_raw(Signal::SIGTERM as i32)));
     }
 
@@ -302,7 +320,7 @@ mod tests {
             std::future::pending::<()>().await
         };
         let ending = tokio::select! {
-            e = supervise(&mut child, &mut r.status_rx, std::future::pending(), &mut r.signals_rx, POLICY) => e,
+            e = supervise(&mut child, &mut r.status_rx, std::future::pending(), &mut r.signals_rx, POLICY, &|| None) => e,
             () = send => unreachable!(),
         };
         assert_eq!(ending.unwrap(), Ending::Exited(ExitStatus::from_raw(42 << 8)));
@@ -314,7 +332,9 @@ mod tests {
         let mut child = spawn("sleep 0.3; exit 0");
         drop(r.status);
         let ending =
-            supervise(&mut child, &mut r.status_rx, std::future::pending(), &mut r.signals_rx, POLICY).await.unwrap();
+            supervise(&mut child, &mut r.status_rx, std::future::pending(), &mut r.signals_rx, POLICY, &|| None)
+                .await
+                .unwrap();
         assert_eq!(ending, Ending::Exited(ExitStatus::from_raw(0)));
     }
 }

@@ -507,3 +507,31 @@ fn usage_errors_exit_64_and_unreachable_servers_69() {
     ]));
     assert_eq!(code(out.status), 69, "{out:?}");
 }
+
+// ---- zoolock serve (no real server needed) ---------------------------------------------
+
+#[test]
+fn serve_runs_the_model_until_sigterm() {
+    use std::io::BufRead;
+    let mut server = Command::new(BIN)
+        .args(["serve", "--port", "0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("run zoolock serve");
+    let mut line = String::new();
+    std::io::BufReader::new(server.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let addr = line.trim().to_owned();
+    assert!(addr.parse::<SocketAddr>().is_ok_and(|a| a.ip().is_loopback() && a.port() != 0), "printed {line:?}");
+
+    let out = output(zoolock(&addr).args(["lock", "/x", "--", "sh", "-c", "test -n \"$ZOOLOCK_NODE\""]));
+    assert_eq!(code(out.status), 0, "{out:?}");
+    let out = output(zoolock(&addr).args(["holders", "/x"]));
+    assert_eq!(code(out.status), 0, "{out:?}");
+    assert!(out.stdout.is_empty(), "the lock was released: {out:?}");
+
+    signal(&server, Signal::SIGTERM);
+    let status = wait_with_limit(&mut server, Duration::from_secs(10));
+    assert_eq!(code(status), 0, "{status:?}");
+    assert!(TcpStream::connect(&addr).is_err(), "nothing listens on {addr} any more");
+}

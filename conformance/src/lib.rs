@@ -7,6 +7,8 @@
 //! * [`json`] renders decoded frames for humans and diff tools.
 //! * [`model`] is an in-memory ZooKeeper server, itself sans-IO.
 //! * [`testing_server`] serves the model over loopback TCP (tokio).
+//! * [`sim`] runs seeded simulations of lock clients against the model,
+//!   with faults and oracles.
 //! * [`replay`] drives a `zoolock_core::Session` through recorded connections.
 //! * [`recipe_replay`] drives a `zoolock_core::Client` and its lock recipes
 //!   through whole recorded scenarios.
@@ -17,6 +19,7 @@ pub mod json;
 pub mod model;
 pub mod recipe_replay;
 pub mod replay;
+pub mod sim;
 pub mod testing_server;
 pub mod trace;
 

@@ -80,7 +80,13 @@ impl TestingServer {
     /// Starts a server with `config` on `127.0.0.1:0`. Must be called inside
     /// a tokio runtime.
     pub async fn start_with(config: ModelConfig) -> io::Result<TestingServer> {
-        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        TestingServer::start_on(0, config).await
+    }
+
+    /// Starts a server with `config` on `127.0.0.1:port` (0: any free port).
+    /// Must be called inside a tokio runtime.
+    pub async fn start_on(port: u16, config: ModelConfig) -> io::Result<TestingServer> {
+        let listener = TcpListener::bind(("127.0.0.1", port)).await?;
         let addr = listener.local_addr()?;
         let (commands, rx) = mpsc::unbounded_channel();
         let task = tokio::spawn(serve(listener, ZkModel::new(config), rx));

@@ -87,6 +87,7 @@ pub(crate) struct Inner {
     pub(crate) shared: Arc<Shared>,
     pub(crate) options: Options,
     pub(crate) seed: std::sync::Mutex<u64>,
+    pub(crate) runtime: Arc<dyn Runtime>,
 }
 
 impl Inner {
@@ -160,7 +161,15 @@ impl Client {
         let task = DriverTask::new(core, runtime.clone(), origin, shared.clone(), rx, span);
         runtime.spawn(Box::pin(task));
         let connect_timeout = options.connect_timeout;
-        let client = Client { inner: Arc::new(Inner { commands, shared, options, seed: std::sync::Mutex::new(seed) }) };
+        let client = Client {
+            inner: Arc::new(Inner {
+                commands,
+                shared,
+                options,
+                seed: std::sync::Mutex::new(seed),
+                runtime: runtime.clone(),
+            }),
+        };
         let deadline = runtime.now() + connect_timeout;
         let wait = client.wait_connected();
         let timeout = async {
@@ -197,6 +206,13 @@ impl Client {
     /// The latest connection state.
     pub fn state(&self) -> Option<ConnectionState> {
         self.inner.shared.read(|s| s.connection).flatten()
+    }
+
+    /// When bytes last arrived from the server, on the runtime's clock.
+    /// Together with the negotiated timeout this bounds how stale the
+    /// connection state may be, even if this process was paused.
+    pub fn last_heard(&self) -> Option<std::time::Instant> {
+        self.inner.shared.read(|s| s.last_heard).flatten()
     }
 
     /// The session id (0 before the first session).

@@ -414,8 +414,17 @@ impl Lock {
     }
 
     /// Whether this handle holds the lock, as far as it knows.
+    ///
+    /// A `Held` that has not been confirmed by the server for two thirds of
+    /// the session timeout reads as `Suspended`, even before the event loop
+    /// has run: after a process pause the first check must not say `Held`.
     pub fn status(&self) -> HoldStatus {
-        self.watched.peek(|s| s.status)
+        let status = self.watched.peek(|s| s.status);
+        let inner = &self.recipe.client.inner;
+        if status == HoldStatus::Held && inner.shared.is_stale(inner.runtime.now()) {
+            return HoldStatus::Suspended;
+        }
+        status
     }
 }
 

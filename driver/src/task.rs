@@ -57,6 +57,12 @@ pub(crate) struct SharedState {
     pub(crate) ended: bool,
     /// The loop has exited.
     pub(crate) finished: bool,
+    /// When bytes last arrived from the server (runtime clock).
+    pub(crate) last_heard: Option<std::time::Instant>,
+    /// Two thirds of the negotiated session timeout: once nothing has been
+    /// heard for this long, the session is about to be declared dropped, and
+    /// a hold is uncertain even if the loop has not run yet (a paused process).
+    pub(crate) hold_timeout: Option<std::time::Duration>,
 }
 
 #[derive(Debug, Default)]
@@ -71,6 +77,16 @@ impl Shared {
             f(&mut s);
         }
         self.changed.notify(usize::MAX);
+    }
+
+    /// True when nothing has been heard from the server for longer than the
+    /// session would wait before dropping the connection.
+    pub(crate) fn is_stale(&self, now: std::time::Instant) -> bool {
+        self.read(|s| match (s.last_heard, s.hold_timeout) {
+            (Some(heard), Some(limit)) => now.saturating_duration_since(heard) > limit,
+            _ => false,
+        })
+        .unwrap_or(false)
     }
 
     pub(crate) fn read<T>(&self, f: impl FnOnce(&SharedState) -> T) -> Option<T> {
@@ -194,10 +210,19 @@ impl DriverTask {
                 }
                 tracing::info!(?state, "connection state");
                 let ended = self.client.session().is_ended();
+                let hold_timeout = self.client.session().negotiated_timeout().map(|t| t * 2 / 3);
+                let heard = self.runtime.now();
                 self.shared.update(|s| {
                     s.connection = Some(state);
                     s.session_id = session_id;
                     s.ended = ended;
+                    s.hold_timeout = hold_timeout.or(s.hold_timeout);
+                    if matches!(
+                        state,
+                        ConnectionState::Connected | ConnectionState::ConnectedReadOnly | ConnectionState::Reconnected
+                    ) {
+                        s.last_heard = Some(heard);
+                    }
                 });
                 self.subscribers.retain(|tx| tx.unbounded_send(state).is_ok());
             }
@@ -299,6 +324,11 @@ impl DriverTask {
                         continue;
                     }
                     self.rx.extend_from_slice(&self.scratch[..n.min(self.scratch.len())]);
+                    let heard = self.runtime.now();
+                    // Quietly: a read is not a change anybody waits for.
+                    if let Ok(mut s) = self.shared.state.lock() {
+                        s.last_heard = Some(heard);
+                    }
                     let now = self.now();
                     if let Err(error) = self.client.handle_bytes(now, &mut self.rx) {
                         // The session has dropped this connection (its Close

@@ -199,8 +199,9 @@ pub(super) async fn run(global: &Global, hold: HoldArgs, recipe: Recipe) -> Outc
     };
 
     let (tx, mut rx) = watch::channel(HoldStatus::Held);
+    let last_heard = || client.last_heard();
     let ending = tokio::select! {
-        ending = supervise::supervise(&mut child, &mut rx, held.revoked(), &mut signals, policy) => ending,
+        ending = supervise::supervise(&mut child, &mut rx, held.revoked(), &mut signals, policy, &last_heard) => ending,
         never = held.watch(&client, &tx) => match never {},
     };
     finish(ending, held, &client, &hold.path, global, policy).await

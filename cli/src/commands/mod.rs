@@ -3,6 +3,7 @@
 mod holders;
 mod lock;
 mod revoke;
+mod serve;
 
 use std::time::Duration;
 
@@ -21,6 +22,7 @@ pub(crate) async fn run(cli: Cli) -> Outcome {
         Command::Semaphore { hold, leases } => lock::run(global, hold, lock::Recipe::Semaphore { leases }).await,
         Command::Holders { path, kind } => holders::run(global, &path, kind).await,
         Command::Revoke { path, node } => revoke::run(global, path.as_deref(), node.as_deref()).await,
+        Command::Serve { port } => serve::run(port).await,
     }
 }
 

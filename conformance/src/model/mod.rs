@@ -60,7 +60,9 @@
 //!   the right event types and one notification per connection per trigger;
 //!   persistent and persistent-recursive (addWatch); checkWatches and
 //!   removeWatches (types 1–3; 4 and 5 do not exist in 3.8 and are a
-//!   MarshallingError); setWatches/setWatches2 catch-up per the table in
+//!   MarshallingError; checkWatches succeeds if *any* connection has a
+//!   watch of that kind at the path, as 3.8.0 does); setWatches/setWatches2
+//!   catch-up per the table in
 //!   `zk-wire.md` §5, catch-up events before the reply. Notifications carry
 //!   zxid -1 (3.8). A notification caused by a request is queued before that
 //!   request's reply, and to other connections at once.

@@ -171,7 +171,7 @@ impl ZkModel {
             Request::GetAllChildrenNumber(r) => self.all_children_number(conn, &r.path),
             Request::GetEphemerals(r) => Ok(Response::Children(self.session_ephemerals(session, &r.path))),
             Request::CheckWatches(r) => match valid_watcher_type(r.watcher_type) {
-                Some(kind) if self.watches.contains(&r.path, conn, kind) => Ok(Response::Empty),
+                Some(kind) if self.watches.contains(&r.path, kind) => Ok(Response::Empty),
                 Some(_) => Err(ErrorCode::NO_WATCHER),
                 None => Err(ErrorCode::MARSHALLING_ERROR),
             },

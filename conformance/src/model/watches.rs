@@ -4,8 +4,9 @@
 //! * A connection has at most one registration per (table, path), with one
 //!   mode; registering again overwrites the mode (3.8's `WatcherModeManager`;
 //!   3.9 lets modes coexist). Standard watches are one-shot, persistent ones
-//!   stay, persistent-recursive ones sit in the data table only and also fire
-//!   for descendants (never for NodeChildrenChanged).
+//!   stay, persistent-recursive ones also fire for descendants (never for
+//!   NodeChildrenChanged). addWatch registers in both tables, whatever the
+//!   mode (3.8.0; checked against the real server by the differential test).
 //! * One trigger gives each connection at most one notification. On delete,
 //!   connections already told NodeDeleted by the data table are not told
 //!   again by the child table.
@@ -39,8 +40,9 @@ impl Table {
         self.by_path.entry(p.to_string()).or_default().insert(conn, mode);
     }
 
-    fn contains(&self, p: &str, conn: ConnId) -> bool {
-        self.by_path.get(p).is_some_and(|m| m.contains_key(&conn))
+    /// Whether any connection has a registration at `p`.
+    fn any_at(&self, p: &str) -> bool {
+        self.by_path.get(p).is_some_and(|m| !m.is_empty())
     }
 
     fn remove(&mut self, p: &str, conn: ConnId) -> bool {
@@ -118,22 +120,26 @@ impl Watches {
         self.child.add(p, conn, Mode::Standard);
     }
 
-    /// addWatch: persistent goes in both tables, recursive in the data table.
+    /// addWatch: both kinds go in both tables (3.8.0's `DataTree.addWatch`).
+    /// A recursive registration in the child table never fires for
+    /// NodeChildrenChanged, so it only shows when the two tables' modes
+    /// differ (a later standard watch overwrote one of them, or
+    /// removeWatches dropped one): it still reports NodeDeleted.
     pub(crate) fn add_persistent(&mut self, p: &str, conn: ConnId, recursive: bool) {
-        if recursive {
-            self.data.add(p, conn, Mode::Recursive);
-        } else {
-            self.data.add(p, conn, Mode::Persistent);
-            self.child.add(p, conn, Mode::Persistent);
-        }
+        let mode = if recursive { Mode::Recursive } else { Mode::Persistent };
+        self.data.add(p, conn, mode);
+        self.child.add(p, conn, mode);
     }
 
-    /// checkWatches for a valid type (1 children, 2 data, 3 any).
-    pub(crate) fn contains(&self, p: &str, conn: ConnId, kind: WatcherType) -> bool {
+    /// checkWatches for a valid type (1 children, 2 data, 3 any). As in
+    /// 3.8.0's `WatchManager.containsWatcher`, *any* connection's
+    /// registration at exactly `p` in the table(s) counts, not only the
+    /// caller's (checked against the real server by the differential test).
+    pub(crate) fn contains(&self, p: &str, kind: WatcherType) -> bool {
         match kind {
-            WatcherType::CHILDREN => self.child.contains(p, conn),
-            WatcherType::DATA => self.data.contains(p, conn),
-            _ => self.child.contains(p, conn) || self.data.contains(p, conn),
+            WatcherType::CHILDREN => self.child.any_at(p),
+            WatcherType::DATA => self.data.any_at(p),
+            _ => self.child.any_at(p) || self.data.any_at(p),
         }
     }
 

@@ -261,6 +261,28 @@ fn persistent_and_recursive_watches() {
     assert!(zk.take(&mut w).is_empty());
 }
 
+/// 3.8.0's addWatch registers a recursive watch in the child table too: a
+/// standard watch that later overwrites the data table's mode leaves the
+/// child table's, which still reports the node's deletion (found by the
+/// differential test against the real server).
+#[test]
+fn recursive_watches_sit_in_both_tables() {
+    let (mut zk, mut w, mut x) = two();
+    zk.call(&mut w, add_watch("/r", AddWatchMode::PERSISTENT_RECURSIVE)).unwrap();
+    let req = |t: i32| Request::CheckWatches(WatchesRequest { path: "/r".into(), watcher_type: WatcherType(t) });
+    assert_eq!(zk.call(&mut w, req(1)), Ok(Response::Empty), "in the child table");
+    assert_eq!(zk.call(&mut w, req(2)), Ok(Response::Empty), "in the data table");
+    zk.call(&mut w, exists("/r", true)).unwrap_err();
+    zk.call(&mut x, create("/r", P)).unwrap();
+    zk.call(&mut x, set_data("/r", b"1", -1)).unwrap();
+    zk.call(&mut x, delete("/r", -1)).unwrap();
+    assert_eq!(
+        zk.take(&mut w),
+        [note(CREATED, "/r"), note(DELETED, "/r")],
+        "the one-shot data watch, then the child table"
+    );
+}
+
 #[test]
 fn check_and_remove_watches() {
     let (mut zk, mut w, _x) = two();
@@ -281,10 +303,14 @@ fn check_and_remove_watches() {
     zk.call(&mut w, get_children("/a", true)).unwrap();
     assert_eq!(zk.call(&mut w, req(3, true)), ok);
     assert_eq!(zk.m.watch_count(), 0);
-    // Another connection's watches are not ours.
+    // Another connection's watches cannot be removed, but 3.8.0's
+    // checkWatches counts any connection's watch at the path.
     let mut v = zk.open();
     zk.call(&mut w, get_data("/a", true)).unwrap();
-    assert_eq!(zk.call(&mut v, req(2, false)), nw);
+    assert_eq!(zk.call(&mut v, req(2, true)), nw);
+    assert_eq!(zk.call(&mut v, req(1, false)), nw);
+    assert_eq!(zk.call(&mut v, req(2, false)), ok);
+    assert_eq!(zk.call(&mut v, req(3, false)), ok);
 }
 
 /// One row of the setWatches catch-up table (zk-wire.md §5).

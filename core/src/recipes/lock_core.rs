@@ -633,10 +633,14 @@ impl LockCore {
         }
     }
 
-    fn on_make_parent(&mut self, _now: Instant, result: Result<Response, RequestError>) {
+    fn on_make_parent(&mut self, now: Instant, result: Result<Response, RequestError>) {
         let State::Creating(Create { step: CreateStep::MakeParent(idx), .. }) = self.state else { return };
         match result {
             Ok(_) | Err(RequestError::Server(ErrorCode::NODE_EXISTS)) => self.probe(idx + 1),
+            // An ancestor probed a moment ago has gone (the container reaper
+            // took it): start over within the retry budget, as Curator's
+            // attemptLock does on NoNode.
+            Err(RequestError::Server(ErrorCode::NO_NODE)) => self.no_node_retry(now),
             Err(RequestError::Server(ErrorCode::UNIMPLEMENTED)) if self.config.container_parents => {
                 // A server without containers: persistent parents from now on.
                 self.config.container_parents = false;

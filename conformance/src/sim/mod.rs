@@ -1,0 +1,90 @@
+//! A deterministic simulation of zoolock clients contending for locks on the
+//! in-memory ZooKeeper [`model`](crate::model), with injected faults and
+//! oracles checked after every step (`reference/sans-io-models.md` §6.6,
+//! `DESIGN.md` §7.4).
+//!
+//! # Parts
+//!
+//! * One virtual clock ([`zoolock_core::Instant`]), advanced only by the
+//!   scheduler, and one seeded PRNG that owns every random choice.
+//! * One [`ZkModel`](crate::model::ZkModel).
+//! * N simulated clients: a [`zoolock_core::Client`] with one recipe each, all
+//!   of the seed's [`RecipeKind`] (Mutex; ReadWriteLock, read or write at
+//!   random per acquire; Semaphore with N leases; SemaphoreMutex; MultiLock
+//!   over two paths, mixed with plain Mutexes on the second path).
+//! * Per-connection byte pipes with seeded latency and jitter. Delivery is in
+//!   order (TCP); faults act on whole connections. Connecting takes one
+//!   latency too, and is refused while the server is down or the client is
+//!   partitioned.
+//! * Scripted user actions: acquire (with or without a deadline), release
+//!   after a random hold, cancel an acquire under way, close the client and
+//!   open a new one. After `Lost` the client calls
+//!   [`restart_session`](zoolock_core::Client::restart_session), as Curator
+//!   does.
+//!
+//! `step()` takes the earliest due thing (fault, connect outcome, pipe
+//! delivery, model or client timer, user action), breaks ties at random,
+//! runs it, drains every output, and checks the oracles.
+//!
+//! # Faults
+//!
+//! Drawn from a seeded plan during the fault phase; the rest of the run is
+//! quiet.
+//!
+//! * **reset**: the connection dies with the bytes in flight both ways; the
+//!   client gets `handle_disconnected`, the model `disconnect`.
+//! * **stall**: the connection delivers nothing in either direction for
+//!   between T/3 and 1.3 T (T = session timeout), then resumes; past 2T/3
+//!   the client gives it up by itself.
+//! * **partition**: a reset, then the client's connects are refused for
+//!   between T/3 and 1.5 T (long ones end in expiry).
+//! * **server restart**: every connection is reset and connects are refused
+//!   for up to T/3; the model keeps its state (ZooKeeper persists it), so the
+//!   sessions survive.
+//! * **session expiry**: `ZkModel::expire_session` on one client's session.
+//! * **lost reply after commit**: the next bytes the client sends are applied
+//!   by the model, every reply is dropped, and the connection is reset.
+//! * **slow server**: extra latency (up to 400 ms each way) on one client's
+//!   traffic for a while.
+//!
+//! # Oracles (after every step)
+//!
+//! A client *holds* from its `Acquired` until it releases (the user stops
+//! using the lock when it asks to release), is told `Lost`, or closes; the
+//! hold *counts* while neither the session nor the recipe has said
+//! `Suspended` without a later `Reconnected`, and while the client's session
+//! has not been expired by an injected fault whose news is still on its way
+//! (an injected expiry is the server deciding on its own; the timers make a
+//! natural expiry reach the client as `Suspended` first, since the client
+//! gives a silent connection up after 2T/3 and latency stays below T/3).
+//!
+//! 1. Exclusion: per lock path at most one counting exclusive holder (Mutex,
+//!    SemaphoreMutex, MultiLock members), at most N counting semaphore
+//!    leases, at most one writer and never a writer alongside a reader. Each
+//!    counting hold's node exists in the model, owned by the holder's current
+//!    session.
+//! 2. Fencing: per path, an exclusive (or write, or lease) hold's token is
+//!    greater than every earlier hold's; a read hold's is greater than every
+//!    earlier write hold's.
+//! 3. Liveness: after the active phase no new acquire starts, and by a bound
+//!    every acquire has resolved and every hold has been released.
+//! 4. Hygiene: once everything settled every recipe is quiescent and the
+//!    model has no ephemeral node; after every client closed and the timeouts
+//!    passed, no node is left under `/sim` and no session is left.
+//! 5. No panic, no `ApiMisuse` from a command the script believes valid, no
+//!    `SessionError` (the model never misbehaves).
+//!
+//! # Running
+//!
+//! A failure reports `SIM_SEED=<n>` and the last trace lines. Tests in
+//! `conformance/tests/sim.rs`:
+//!
+//! ```text
+//! cargo test -p zoolock-conformance --test sim                      # CI sweep (2,000 seeds) + regressions
+//! SIM_SEED=1234 cargo test -p zoolock-conformance --test sim -- replay --nocapture
+//! SIM_SEEDS=100000 SIM_SEED_START=0 cargo test --release -p zoolock-conformance --test sim -- sweep --nocapture
+//! ```
+
+mod run;
+
+pub use run::{RecipeKind, Sim, SimConfig, SimFailure, SimReport, SweepOutcome, run_seed, sweep};

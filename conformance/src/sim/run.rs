@@ -1,0 +1,1344 @@
+//! The simulation itself: configuration, scheduler, network, faults, user
+//! script and oracles. See the module docs of [`crate::sim`].
+
+use std::collections::{BTreeMap, VecDeque};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use zoolock_core::{
+    ApiMisuse, Client, ClientEvent, ConnectString, ConnectionState, Instant, IoCommand, LockConfig, MultiLock, Mutex,
+    OpPlan, ReadWriteLock, RecipeEvent, RecipeId, RequestError, Rng, Semaphore, SemaphoreMutex, SessionConfig, ZkPath,
+};
+
+use crate::decode::StreamDecoder;
+use crate::model::{ConnId, ModelConfig, ZkModel};
+use crate::trace::Direction;
+
+/// Which recipe the clients of one simulation use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecipeKind {
+    /// `Mutex` on one path.
+    Mutex,
+    /// `ReadWriteLock` on one path; each acquire is a read or a write.
+    ReadWriteLock,
+    /// `Semaphore` with `SimConfig::leases` leases, one lease per acquire.
+    Semaphore,
+    /// `SemaphoreMutex` on one path.
+    SemaphoreMutex,
+    /// `MultiLock` over two paths, mixed with plain `Mutex`es on the second.
+    MultiLock,
+}
+
+impl RecipeKind {
+    /// Every kind, in the order seeds cycle through them.
+    pub const ALL: [RecipeKind; 5] = [
+        RecipeKind::Mutex,
+        RecipeKind::ReadWriteLock,
+        RecipeKind::Semaphore,
+        RecipeKind::SemaphoreMutex,
+        RecipeKind::MultiLock,
+    ];
+
+    /// The kind a seed uses (`seed % 5`).
+    pub fn for_seed(seed: u64) -> RecipeKind {
+        RecipeKind::ALL[(seed % 5) as usize]
+    }
+}
+
+/// Knobs of one simulation. [`SimConfig::for_seed`] draws them from the seed.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct SimConfig {
+    /// The recipe every client uses.
+    pub kind: RecipeKind,
+    /// Number of clients.
+    pub clients: usize,
+    /// Semaphore leases (Semaphore only).
+    pub leases: usize,
+    /// The op plan of every recipe.
+    pub plan: OpPlan,
+    /// The session timeout T.
+    pub session_timeout: Duration,
+    /// Faults are injected in `[0, fault_phase)`.
+    pub fault_phase: Duration,
+    /// Number of faults in the plan.
+    pub faults: usize,
+    /// New acquires start only before this instant.
+    pub active_phase: Duration,
+    /// Longest hold before the script releases.
+    pub max_hold: Duration,
+    /// Livelock guard: the run fails after this many steps.
+    pub max_steps: usize,
+}
+
+impl SimConfig {
+    /// The configuration of `seed`: kind `seed % 5`, 2 to 5 clients, the
+    /// Curator plan one time in four, T = 6 s, up to 24 faults in the first
+    /// 60 s, new acquires until 70 s.
+    pub fn for_seed(seed: u64) -> SimConfig {
+        let mut rng = Rng::with_seed(seed ^ 0x00c0_ffee_5eed);
+        let kind = RecipeKind::for_seed(seed);
+        let clients = 2 + below(&mut rng, 4) as usize;
+        let leases = 1 + below(&mut rng, (clients - 1) as u64) as usize;
+        let plan = if below(&mut rng, 4) == 0 { OpPlan::Curator } else { OpPlan::Pipelined };
+        let faults = below(&mut rng, 25) as usize;
+        SimConfig {
+            kind,
+            clients,
+            leases,
+            plan,
+            session_timeout: Duration::from_secs(6),
+            fault_phase: Duration::from_secs(60),
+            faults,
+            active_phase: Duration::from_secs(70),
+            max_hold: Duration::from_secs(2),
+            max_steps: 200_000,
+        }
+    }
+}
+
+/// What a successful run did.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct SimReport {
+    /// Steps taken.
+    pub steps: usize,
+    /// Holds that began (leases and multi-lock members counted one by one).
+    pub holds: usize,
+    /// Faults injected.
+    pub faults: usize,
+    /// Acquires that timed out or failed.
+    pub unsuccessful: usize,
+    /// Sessions replaced after `Lost`.
+    pub restarts: usize,
+}
+
+/// A failed run: the seed, what went wrong, and the newest trace lines.
+#[derive(Debug, Clone)]
+pub struct SimFailure {
+    /// The seed to replay with `SIM_SEED`.
+    pub seed: u64,
+    /// The broken oracle or the panic message.
+    pub message: String,
+    /// The last trace lines, oldest first.
+    pub trace: Vec<String>,
+}
+
+impl std::fmt::Display for SimFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "SIM_SEED={} failed: {}", self.seed, self.message)?;
+        writeln!(f, "last {} trace lines:", self.trace.len())?;
+        for line in &self.trace {
+            writeln!(f, "  {line}")?;
+        }
+        write!(f, "replay: SIM_SEED={} cargo test -p zoolock-conformance --test sim -- replay --nocapture", self.seed)
+    }
+}
+
+/// Runs one seed with its [`SimConfig::for_seed`] configuration, panics
+/// included.
+pub fn run_seed(seed: u64) -> Result<SimReport, SimFailure> {
+    run_with(seed, SimConfig::for_seed(seed))
+}
+
+fn run_with(seed: u64, config: SimConfig) -> Result<SimReport, SimFailure> {
+    let mut sim = Sim::new(seed, config);
+    let outcome = catch_unwind(AssertUnwindSafe(|| sim.run()));
+    let message = match outcome {
+        Ok(Ok(report)) => return Ok(report),
+        Ok(Err(message)) => message,
+        Err(panic) => {
+            let text = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "a panic".into());
+            format!("panic: {text}")
+        }
+    };
+    Err(SimFailure { seed, message, trace: sim.trace.iter().cloned().collect() })
+}
+
+/// The outcome of [`sweep`].
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct SweepOutcome {
+    /// Runs made.
+    pub runs: u64,
+    /// The failed runs, sorted by seed.
+    pub failures: Vec<SimFailure>,
+    /// The passed runs' reports, summed.
+    pub totals: SimReport,
+}
+
+/// Runs `count` seeds from `start` on `threads` threads.
+pub fn sweep(start: u64, count: u64, threads: usize) -> SweepOutcome {
+    let next = std::sync::atomic::AtomicU64::new(start);
+    let outcome = std::sync::Mutex::new(SweepOutcome::default());
+    std::thread::scope(|s| {
+        for _ in 0..threads.max(1) {
+            s.spawn(|| {
+                loop {
+                    let seed = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if seed >= start.saturating_add(count) {
+                        break;
+                    }
+                    let result = run_seed(seed);
+                    let mut out = outcome.lock().unwrap_or_else(|e| e.into_inner());
+                    out.runs += 1;
+                    match result {
+                        Ok(r) => {
+                            let t = &mut out.totals;
+                            t.steps += r.steps;
+                            t.holds += r.holds;
+                            t.faults += r.faults;
+                            t.unsuccessful += r.unsuccessful;
+                            t.restarts += r.restarts;
+                        }
+                        Err(f) => out.failures.push(f),
+                    }
+                }
+            });
+        }
+    });
+    let mut outcome = outcome.into_inner().unwrap_or_else(|e| e.into_inner());
+    outcome.failures.sort_by_key(|f| f.seed);
+    outcome
+}
+
+// ---- randomness helpers ----------------------------------------------------------------
+
+fn below(rng: &mut Rng, n: u64) -> u64 {
+    if n == 0 { 0 } else { rng.next_u64() % n }
+}
+
+fn chance(rng: &mut Rng, per_mille: u64) -> bool {
+    below(rng, 1000) < per_mille
+}
+
+fn between(rng: &mut Rng, lo: Duration, hi: Duration) -> Duration {
+    lo + rng.duration_up_to(hi.saturating_sub(lo))
+}
+
+// ---- the network -----------------------------------------------------------------------
+
+/// Something travelling server → client.
+#[derive(Debug)]
+enum Down {
+    Bytes(Bytes),
+    /// The server closed the connection after the bytes before it.
+    Close,
+}
+
+/// One TCP connection between a client and the model.
+#[derive(Debug)]
+struct Link {
+    conn: ConnId,
+    up: VecDeque<(Instant, Bytes)>,
+    down: VecDeque<(Instant, Down)>,
+    to_model: BytesMut,
+    from_model: BytesMut,
+    /// Nothing moves before this instant (stall).
+    stalled_until: Instant,
+    /// Apply the next client bytes, drop the replies, then reset.
+    lose_replies: bool,
+    /// Decodes frames for the trace when `SIM_TRACE_FRAMES` is set.
+    decoder: Option<StreamDecoder>,
+}
+
+impl Link {
+    fn new(conn: ConnId) -> Link {
+        Link {
+            conn,
+            up: VecDeque::new(),
+            down: VecDeque::new(),
+            to_model: BytesMut::new(),
+            from_model: BytesMut::new(),
+            stalled_until: Instant::ZERO,
+            lose_replies: false,
+            decoder: trace_frames().then(StreamDecoder::new),
+        }
+    }
+
+    fn next_up(&self) -> Option<Instant> {
+        self.up.front().map(|(at, _)| (*at).max(self.stalled_until))
+    }
+
+    fn next_down(&self) -> Option<Instant> {
+        self.down.front().map(|(at, _)| (*at).max(self.stalled_until))
+    }
+}
+
+/// True if `bytes` hold a frame with a non-negative xid: a request rather
+/// than a ping or an auth packet. (A ConnectRequest starts with protocol
+/// version 0 and passes too; losing its answer is a fine fault as well.)
+fn has_request(bytes: &[u8]) -> bool {
+    let mut rest = bytes;
+    while rest.len() >= 8 {
+        let len = u32::from_be_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
+        let xid = i32::from_be_bytes([rest[4], rest[5], rest[6], rest[7]]);
+        if xid >= 0 {
+            return true;
+        }
+        let Some(next) = rest.get(4 + len..) else { break };
+        rest = next;
+    }
+    false
+}
+
+fn trace_frames() -> bool {
+    std::env::var_os("SIM_TRACE_FRAMES").is_some()
+}
+
+/// Each whole frame of `bytes`, decoded (for the trace only).
+fn describe_frames(decoder: &mut StreamDecoder, dir: Direction, bytes: &[u8]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = bytes;
+    while rest.len() >= 4 {
+        let len = u32::from_be_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
+        let Some(frame) = rest.get(4..4 + len) else { break };
+        out.push(match decoder.decode(dir, frame) {
+            Ok(f) => format!("{f:?}"),
+            Err(e) => format!("undecodable: {e}"),
+        });
+        rest = &rest[4 + len..];
+    }
+    out
+}
+
+// ---- clients ---------------------------------------------------------------------------
+
+/// Which recipe a client runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Mutex,
+    Rw,
+    Semaphore,
+    SemaphoreMutex,
+    Multi,
+}
+
+/// How a hold counts for the exclusion oracle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Exclusive,
+    Read,
+    Write,
+    Lease,
+}
+
+#[derive(Debug, Clone)]
+struct Hold {
+    path: String,
+    node: String,
+    token: i64,
+    mode: Mode,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    mode: Mode,
+    since: Instant,
+}
+
+struct SimClient {
+    client: Client,
+    recipe: RecipeId,
+    role: Role,
+    incarnation: u64,
+    link: Option<Link>,
+    /// A connect in progress completes at this instant.
+    connecting: Option<Instant>,
+    /// Connects are refused before this instant (partition).
+    refuse_until: Instant,
+    latency: Duration,
+    slow_until: Instant,
+    slow_extra: Duration,
+    next_action: Instant,
+    pending: Option<Pending>,
+    holds: Vec<Hold>,
+    /// The session said Suspended and not yet Reconnected.
+    session_suspended: bool,
+    /// The recipe said Suspended and not yet Reconnected.
+    recipe_suspended: bool,
+    /// An injected expiry hit this session; the news has not arrived.
+    doomed: bool,
+    /// The recipe reported Lost while holding: release what is left.
+    must_release: bool,
+    closing: bool,
+}
+
+impl SimClient {
+    fn counts(&self) -> bool {
+        !self.session_suspended && !self.recipe_suspended && !self.doomed && !self.closing
+    }
+}
+
+/// The lock paths.
+const ROOT: &str = "/sim";
+const LOCK: &str = "/sim/lock";
+const MULTI_A: &str = "/sim/a";
+const MULTI_B: &str = "/sim/b";
+
+/// Scheduled things; the order breaks nothing, ties are broken at random.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Due {
+    Fault,
+    Connect(usize),
+    Up(usize),
+    Down(usize),
+    ClientTimer(usize),
+    ModelTimer,
+    Action(usize),
+    Milestone,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fault {
+    Reset(usize),
+    Stall(usize, Duration),
+    Partition(usize, Duration),
+    Restart(Duration),
+    Expire(usize),
+    LoseReply(usize),
+    Slow(usize, Duration, Duration),
+    SlowServer(Duration, Duration),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Phase {
+    /// Faults and new acquires.
+    Active,
+    /// No new acquires; everything must resolve by the liveness bound.
+    Draining,
+    /// Nothing scheduled by the script; waiting for releases to land.
+    Settling,
+    /// Every client closed; waiting for the server to forget them.
+    Closing,
+    Done,
+}
+
+/// One simulation. Build with [`Sim::new`], run with [`Sim::run`].
+pub struct Sim {
+    seed: u64,
+    config: SimConfig,
+    rng: Rng,
+    now: Instant,
+    model: ZkModel,
+    clients: Vec<SimClient>,
+    faults: VecDeque<(Instant, Fault)>,
+    server_down_until: Instant,
+    phase: Phase,
+    milestone: Instant,
+    steps: usize,
+    report: SimReport,
+    /// Per path: the highest token of any hold, and of any write hold.
+    max_token: BTreeMap<String, i64>,
+    max_write_token: BTreeMap<String, i64>,
+    trace: VecDeque<String>,
+}
+
+const TRACE_LINES: usize = 80;
+
+impl Sim {
+    /// A simulation of `seed` with `config`.
+    pub fn new(seed: u64, config: SimConfig) -> Sim {
+        let mut rng = Rng::with_seed(seed);
+        // ZooKeeper's reaper runs every 60 s; reaping at once (the model's
+        // default) makes a slow client lose the probe/create race with the
+        // reaper on every retry and exhaust its NoNode budget, which is
+        // Curator's behaviour too. One second keeps the churn without that.
+        let model = ZkModel::new(ModelConfig::default().with_seed(seed).with_container_delay(Duration::from_secs(1)));
+        let t = config.session_timeout;
+        let mut faults = Vec::new();
+        for _ in 0..config.faults {
+            let at = Instant::ZERO + rng.duration_up_to(config.fault_phase);
+            let c = below(&mut rng, config.clients as u64) as usize;
+            let fault = match below(&mut rng, 8) {
+                0 => Fault::Reset(c),
+                1 => Fault::Stall(c, between(&mut rng, t / 3, t * 13 / 10)),
+                2 => Fault::Partition(c, between(&mut rng, t / 3, t * 3 / 2)),
+                3 => Fault::Restart(between(&mut rng, Duration::from_millis(10), t / 3)),
+                4 => Fault::Expire(c),
+                5 => Fault::LoseReply(c),
+                6 => Fault::SlowServer(
+                    between(&mut rng, Duration::from_millis(50), Duration::from_millis(400)),
+                    between(&mut rng, Duration::from_secs(1), t * 2),
+                ),
+                _ => Fault::Slow(
+                    c,
+                    between(&mut rng, Duration::from_millis(50), Duration::from_millis(400)),
+                    between(&mut rng, Duration::from_secs(1), t * 2),
+                ),
+            };
+            faults.push((at, fault));
+        }
+        faults.sort_by_key(|(at, _)| *at);
+        let milestone = Instant::ZERO + config.active_phase;
+        let mut sim = Sim {
+            seed,
+            config,
+            rng,
+            now: Instant::ZERO,
+            model,
+            clients: Vec::new(),
+            faults: faults.into(),
+            server_down_until: Instant::ZERO,
+            phase: Phase::Active,
+            milestone,
+            steps: 0,
+            report: SimReport::default(),
+            max_token: BTreeMap::new(),
+            max_write_token: BTreeMap::new(),
+            trace: VecDeque::new(),
+        };
+        for i in 0..sim.config.clients {
+            let client = sim.new_client(i, 0);
+            sim.clients.push(client);
+        }
+        sim
+    }
+
+    fn log(&mut self, line: impl FnOnce() -> String) {
+        let limit = if trace_frames() { TRACE_LINES * 20 } else { TRACE_LINES };
+        if self.trace.len() >= limit {
+            self.trace.pop_front();
+        }
+        let line = format!("{} {}", self.now, line());
+        self.trace.push_back(line);
+    }
+
+    fn role_for(&mut self, _index: usize) -> Role {
+        match self.config.kind {
+            RecipeKind::Mutex => Role::Mutex,
+            RecipeKind::ReadWriteLock => Role::Rw,
+            RecipeKind::Semaphore => Role::Semaphore,
+            RecipeKind::SemaphoreMutex => Role::SemaphoreMutex,
+            RecipeKind::MultiLock => {
+                if chance(&mut self.rng, 300) {
+                    Role::Mutex
+                } else {
+                    Role::Multi
+                }
+            }
+        }
+    }
+
+    fn new_client(&mut self, index: usize, incarnation: u64) -> SimClient {
+        let seed = self.seed.wrapping_mul(1_000_003).wrapping_add(index as u64 * 7919 + incarnation * 104_729);
+        let cs = ConnectString::parse("127.0.0.1:2181").expect("a valid connect string");
+        let session = SessionConfig::new(cs, seed).with_session_timeout(self.config.session_timeout);
+        let mut client = Client::new(session, self.now);
+        let role = self.role_for(index);
+        let config = LockConfig::new(seed ^ 0xabcd).with_plan(self.config.plan);
+        let path = |p: &str| ZkPath::new(p).expect("a valid path");
+        let mutex_path = if self.config.kind == RecipeKind::MultiLock { MULTI_B } else { LOCK };
+        let recipe: Box<dyn zoolock_core::Recipe> = match role {
+            Role::Mutex => Box::new(Mutex::new(path(mutex_path), config)),
+            Role::Rw => Box::new(ReadWriteLock::new(path(LOCK), config)),
+            Role::Semaphore => Box::new(Semaphore::new(path(LOCK), self.config.leases, config)),
+            Role::SemaphoreMutex => Box::new(SemaphoreMutex::new(path(LOCK), config)),
+            Role::Multi => {
+                Box::new(MultiLock::new(vec![path(MULTI_A), path(MULTI_B)], config).expect("two paths are fine"))
+            }
+        };
+        let recipe = client.add_recipe(self.now, recipe);
+        let latency = between(&mut self.rng, Duration::from_millis(1), Duration::from_millis(30));
+        let next_action = self.now + between(&mut self.rng, Duration::from_millis(100), Duration::from_secs(2));
+        SimClient {
+            client,
+            recipe,
+            role,
+            incarnation,
+            link: None,
+            connecting: None,
+            refuse_until: Instant::ZERO,
+            latency,
+            slow_until: Instant::ZERO,
+            slow_extra: Duration::ZERO,
+            next_action,
+            pending: None,
+            holds: Vec::new(),
+            session_suspended: false,
+            recipe_suspended: false,
+            doomed: false,
+            must_release: false,
+            closing: false,
+        }
+    }
+
+    /// Runs to the end; `Err` names the broken oracle.
+    pub fn run(&mut self) -> Result<SimReport, String> {
+        for i in 0..self.clients.len() {
+            self.drain_client(i)?;
+        }
+        while self.phase != Phase::Done {
+            self.step()?;
+        }
+        self.report.steps = self.steps;
+        Ok(self.report.clone())
+    }
+
+    fn candidates(&self) -> Vec<(Instant, Due)> {
+        let mut due = Vec::new();
+        if let Some((at, _)) = self.faults.front() {
+            due.push((*at, Due::Fault));
+        }
+        due.push((self.milestone, Due::Milestone));
+        if let Some(t) = self.model.poll_timeout() {
+            due.push((t, Due::ModelTimer));
+        }
+        for (i, c) in self.clients.iter().enumerate() {
+            if let Some(t) = c.connecting {
+                due.push((t, Due::Connect(i)));
+            }
+            if let Some(link) = &c.link {
+                if let Some(t) = link.next_up() {
+                    due.push((t, Due::Up(i)));
+                }
+                if let Some(t) = link.next_down() {
+                    due.push((t, Due::Down(i)));
+                }
+            }
+            if let Some(t) = c.client.poll_timeout() {
+                due.push((t, Due::ClientTimer(i)));
+            }
+            if self.phase <= Phase::Draining {
+                due.push((c.next_action, Due::Action(i)));
+            }
+        }
+        due
+    }
+
+    /// Runs the earliest due thing (random tie-break), drains, checks.
+    pub fn step(&mut self) -> Result<(), String> {
+        self.steps += 1;
+        if self.steps > self.config.max_steps {
+            return Err(format!("livelock: more than {} steps", self.config.max_steps));
+        }
+        let due = self.candidates();
+        let Some(t) = due.iter().map(|(t, _)| *t).min() else {
+            return Err("nothing is scheduled".into());
+        };
+        let ready: Vec<Due> = due.iter().filter(|(at, _)| *at == t).map(|(_, d)| *d).collect();
+        let pick = ready[below(&mut self.rng, ready.len() as u64) as usize];
+        if t < self.now {
+            return Err(format!("{pick:?} is due at {t}, in the past"));
+        }
+        self.now = t;
+        match pick {
+            Due::Fault => {
+                let (_, fault) = self.faults.pop_front().expect("a fault is due");
+                self.inject(fault)?;
+            }
+            Due::Milestone => self.milestone()?,
+            Due::ModelTimer => {
+                self.model.handle_timeout(self.now);
+                self.drain_model();
+            }
+            Due::Connect(i) => self.complete_connect(i)?,
+            Due::Up(i) => self.deliver_up(i)?,
+            Due::Down(i) => self.deliver_down(i)?,
+            Due::ClientTimer(i) => {
+                let now = self.now;
+                self.clients[i].client.handle_timeout(now);
+                self.drain_client(i)?;
+            }
+            Due::Action(i) => self.action(i)?,
+        }
+        self.check_exclusion()
+    }
+
+    // ---- plumbing ----------------------------------------------------------------------
+
+    fn down_latency(&mut self, i: usize) -> Duration {
+        let c = &self.clients[i];
+        let extra = if self.now < c.slow_until { c.slow_extra } else { Duration::ZERO };
+        let base = c.latency + extra;
+        base + self.rng.duration_up_to(Duration::from_millis(5))
+    }
+
+    /// Everything the client wants done, and its events.
+    fn drain_client(&mut self, i: usize) -> Result<(), String> {
+        for _ in 0..1000 {
+            let mut progressed = false;
+            while let Some(io) = self.clients[i].client.poll_io() {
+                progressed = true;
+                match io {
+                    IoCommand::Connect { .. } => {
+                        self.close_link(i);
+                        let latency = self.down_latency(i);
+                        self.clients[i].connecting = Some(self.now + latency);
+                    }
+                    IoCommand::Close => {
+                        self.log(|| format!("c{i} closes its connection"));
+                        self.clients[i].connecting = None;
+                        self.close_link(i);
+                    }
+                    _ => {}
+                }
+            }
+            let mut out = BytesMut::new();
+            if self.clients[i].client.poll_transmit(&mut out) > 0 {
+                progressed = true;
+                let latency = self.down_latency(i);
+                let now = self.now;
+                if let Some(link) = self.clients[i].link.as_mut() {
+                    let at = link.up.back().map_or(now + latency, |(last, _)| (*last).max(now + latency));
+                    link.up.push_back((at, out.freeze()));
+                }
+            }
+            while let Some(event) = self.clients[i].client.poll_event() {
+                progressed = true;
+                self.client_event(i, event)?;
+            }
+            if !progressed {
+                return Ok(());
+            }
+        }
+        Err(format!("client {i} never went quiet"))
+    }
+
+    /// The client's end of its connection goes; the server learns at once.
+    fn close_link(&mut self, i: usize) {
+        if let Some(link) = self.clients[i].link.take() {
+            self.model.disconnect(self.now, link.conn);
+            self.drain_model();
+        }
+    }
+
+    /// Reset: both ends learn, the bytes in flight are gone.
+    fn reset(&mut self, i: usize) -> Result<(), String> {
+        if self.clients[i].link.is_some() {
+            self.close_link(i);
+            let now = self.now;
+            self.clients[i].client.handle_disconnected(now);
+            self.drain_client(i)?;
+        }
+        Ok(())
+    }
+
+    fn complete_connect(&mut self, i: usize) -> Result<(), String> {
+        self.clients[i].connecting = None;
+        let now = self.now;
+        if now < self.server_down_until || now < self.clients[i].refuse_until {
+            self.log(|| format!("c{i} connect refused"));
+            self.clients[i].client.handle_disconnected(now);
+        } else {
+            let conn = self.model.connect(now);
+            self.log(|| format!("c{i} connected as {conn:?}"));
+            self.clients[i].link = Some(Link::new(conn));
+            self.clients[i].client.handle_connected(now);
+        }
+        self.drain_client(i)
+    }
+
+    fn deliver_up(&mut self, i: usize) -> Result<(), String> {
+        let now = self.now;
+        let Some(link) = self.clients[i].link.as_mut() else { return Ok(()) };
+        let Some((_, bytes)) = link.up.pop_front() else { return Ok(()) };
+        let frames = link.decoder.as_mut().map(|d| describe_frames(d, Direction::C2s, &bytes));
+        for f in frames.into_iter().flatten() {
+            self.log(|| format!("c{i} >> {f}"));
+        }
+        let Some(link) = self.clients[i].link.as_mut() else { return Ok(()) };
+        link.to_model.extend_from_slice(&bytes);
+        let conn = link.conn;
+        let mut buf = std::mem::take(&mut link.to_model);
+        // Only a batch with a real request (xid >= 0, not a ping) loses its replies.
+        let lose = link.lose_replies && has_request(&bytes);
+
+        self.model.handle_bytes(now, conn, &mut buf);
+        if let Some(link) = self.clients[i].link.as_mut() {
+            link.to_model = buf;
+        }
+        self.drain_model();
+        if lose {
+            self.log(|| format!("c{i}: request applied, replies lost, connection reset"));
+            self.reset(i)?;
+        }
+        Ok(())
+    }
+
+    fn deliver_down(&mut self, i: usize) -> Result<(), String> {
+        let now = self.now;
+        let Some(link) = self.clients[i].link.as_mut() else { return Ok(()) };
+        let Some((_, item)) = link.down.pop_front() else { return Ok(()) };
+        match item {
+            Down::Bytes(bytes) => {
+                let frames = link.decoder.as_mut().map(|d| describe_frames(d, Direction::S2c, &bytes));
+                for f in frames.into_iter().flatten() {
+                    self.log(|| format!("c{i} << {f}"));
+                }
+                let Some(link) = self.clients[i].link.as_mut() else { return Ok(()) };
+                link.from_model.extend_from_slice(&bytes);
+                let mut buf = std::mem::take(&mut link.from_model);
+                let result = self.clients[i].client.handle_bytes(now, &mut buf);
+                if let Some(link) = self.clients[i].link.as_mut() {
+                    link.from_model = buf;
+                }
+                if let Err(e) = result {
+                    return Err(format!("c{i}: session error on the model's bytes: {e}"));
+                }
+            }
+            Down::Close => {
+                self.log(|| format!("c{i}: the server closed the connection"));
+                self.clients[i].link = None;
+                self.clients[i].client.handle_disconnected(now);
+            }
+        }
+        self.drain_client(i)
+    }
+
+    /// Moves the model's output into the pipes.
+    fn drain_model(&mut self) {
+        loop {
+            let mut progressed = false;
+            while let Some(conn) = self.model.poll_writable() {
+                progressed = true;
+                self.take_output(conn, false);
+            }
+            while let Some(conn) = self.model.poll_close() {
+                progressed = true;
+                self.take_output(conn, true);
+            }
+            if !progressed {
+                return;
+            }
+        }
+    }
+
+    fn take_output(&mut self, conn: ConnId, close: bool) {
+        let mut buf = BytesMut::new();
+        self.model.poll_transmit(conn, &mut buf);
+        let Some(i) = self.clients.iter().position(|c| c.link.as_ref().is_some_and(|l| l.conn == conn)) else {
+            return;
+        };
+        let latency = self.down_latency(i);
+        let now = self.now;
+        let link = self.clients[i].link.as_mut().expect("found above");
+        if link.lose_replies {
+            return;
+        }
+        let at = link.down.back().map_or(now + latency, |(last, _)| (*last).max(now + latency));
+        if !buf.is_empty() {
+            link.down.push_back((at, Down::Bytes(buf.freeze())));
+        }
+        if close {
+            link.down.push_back((at, Down::Close));
+        }
+    }
+
+    // ---- faults ------------------------------------------------------------------------
+
+    fn inject(&mut self, fault: Fault) -> Result<(), String> {
+        self.report.faults += 1;
+        self.log(|| format!("FAULT {fault:?}"));
+        match fault {
+            Fault::Reset(i) => self.reset(i)?,
+            Fault::Stall(i, d) => {
+                let until = self.now + d;
+                if let Some(link) = self.clients[i].link.as_mut() {
+                    link.stalled_until = until;
+                }
+            }
+            Fault::Partition(i, d) => {
+                self.clients[i].refuse_until = self.now + d;
+                self.reset(i)?;
+            }
+            Fault::Restart(d) => {
+                self.server_down_until = self.now + d;
+                for i in 0..self.clients.len() {
+                    self.reset(i)?;
+                }
+            }
+            Fault::Expire(i) => {
+                let session = self.clients[i].client.session().session_id();
+                if session != 0 && self.model.expire_session(self.now, session) {
+                    self.clients[i].doomed = true;
+                    self.drain_model();
+                }
+            }
+            Fault::LoseReply(i) => {
+                if let Some(link) = self.clients[i].link.as_mut() {
+                    link.lose_replies = true;
+                }
+            }
+            Fault::Slow(i, extra, d) => {
+                self.clients[i].slow_extra = extra;
+                self.clients[i].slow_until = self.now + d;
+            }
+            Fault::SlowServer(extra, d) => {
+                for c in &mut self.clients {
+                    c.slow_extra = extra;
+                    c.slow_until = self.now + d;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    // ---- the user script ---------------------------------------------------------------
+
+    fn schedule(&mut self, i: usize, lo: Duration, hi: Duration) {
+        let d = between(&mut self.rng, lo, hi);
+        self.clients[i].next_action = self.now + d;
+    }
+
+    fn action(&mut self, i: usize) -> Result<(), String> {
+        let now = self.now;
+        let c = &self.clients[i];
+        if c.closing {
+            self.reopen_if_closed(i)?;
+            if self.clients[i].closing {
+                self.schedule(i, Duration::from_millis(100), Duration::from_secs(1));
+            }
+        } else if c.must_release || !c.holds.is_empty() {
+            self.release(i)?;
+            let hold = self.config.max_hold;
+            self.schedule(i, Duration::from_millis(1), hold);
+        } else if c.pending.is_some() {
+            if self.phase == Phase::Active && chance(&mut self.rng, 150) {
+                self.cancel(i)?;
+            }
+            self.schedule(i, Duration::from_millis(200), Duration::from_secs(3));
+        } else if self.phase == Phase::Active {
+            if chance(&mut self.rng, 40) {
+                self.log(|| format!("c{i} closes its client"));
+                self.clients[i].closing = true;
+                self.clients[i].holds.clear();
+                self.clients[i].client.close(now);
+                self.drain_client(i)?;
+                self.schedule(i, Duration::from_millis(1), Duration::from_millis(500));
+            } else {
+                self.acquire(i)?;
+                let hold = self.config.max_hold;
+                self.schedule(i, Duration::from_millis(1), hold);
+            }
+        } else {
+            self.schedule(i, Duration::from_millis(500), Duration::from_secs(1));
+        }
+        Ok(())
+    }
+
+    fn reopen_if_closed(&mut self, i: usize) -> Result<(), String> {
+        if self.clients[i].closing && self.clients[i].client.session().is_ended() {
+            self.close_link(i);
+            let incarnation = self.clients[i].incarnation + 1;
+            let fresh = self.new_client(i, incarnation);
+            self.log(|| format!("c{i} reopened (incarnation {incarnation}, {:?})", fresh.role));
+            self.clients[i] = fresh;
+            self.drain_client(i)?;
+        }
+        Ok(())
+    }
+
+    fn misuse(&self, i: usize, what: &str, e: ApiMisuse) -> String {
+        format!("c{i}: {what} was refused: {e:?}")
+    }
+
+    fn acquire(&mut self, i: usize) -> Result<(), String> {
+        let now = self.now;
+        let deadline = if chance(&mut self.rng, 500) {
+            Some(now + self.rng.duration_up_to(self.config.session_timeout * 2))
+        } else {
+            None
+        };
+        let c = &mut self.clients[i];
+        let id = c.recipe;
+        let mode = match c.role {
+            Role::Mutex | Role::SemaphoreMutex | Role::Multi => Mode::Exclusive,
+            Role::Semaphore => Mode::Lease,
+            Role::Rw => {
+                if self.rng.next_u64() % 2 == 0 {
+                    Mode::Read
+                } else {
+                    Mode::Write
+                }
+            }
+        };
+        c.pending = Some(Pending { mode, since: now });
+        let result = match (c.role, mode) {
+            (Role::Mutex, _) => c.client.command::<Mutex, _>(now, id, |r, now| r.acquire(now, deadline)),
+            (Role::SemaphoreMutex, _) => {
+                c.client.command::<SemaphoreMutex, _>(now, id, |r, now| r.acquire(now, deadline))
+            }
+            (Role::Multi, _) => c.client.command::<MultiLock, _>(now, id, |r, now| r.acquire(now, deadline)),
+            (Role::Semaphore, _) => c.client.command::<Semaphore, _>(now, id, |r, now| r.acquire(now, 1, deadline)),
+            (Role::Rw, Mode::Read) => {
+                c.client.command::<ReadWriteLock, _>(now, id, |r, now| r.acquire_read(now, deadline))
+            }
+            (Role::Rw, _) => c.client.command::<ReadWriteLock, _>(now, id, |r, now| r.acquire_write(now, deadline)),
+        };
+        match result {
+            Ok(Ok(())) => self.log(|| format!("c{i} acquire {mode:?} deadline {deadline:?}")),
+            // A release (Curator plan: until the delete's reply) or a cleanup
+            // still under way: try again later. A quiescent recipe must accept.
+            Ok(Err(ApiMisuse::InvalidState(why))) if !self.quiescent(i) => {
+                self.clients[i].pending = None;
+                self.log(|| format!("c{i} acquire refused while busy: {why}"));
+            }
+            Ok(Err(e)) | Err(e) => return Err(self.misuse(i, "acquire", e)),
+        }
+        self.drain_client(i)
+    }
+
+    fn quiescent(&self, i: usize) -> bool {
+        let c = &self.clients[i];
+        c.client.recipe(c.recipe).is_some_and(|r| r.is_quiescent())
+    }
+
+    fn release(&mut self, i: usize) -> Result<(), String> {
+        let now = self.now;
+        let c = &mut self.clients[i];
+        let id = c.recipe;
+        let mode = c.holds.first().map(|h| h.mode);
+        let lost = std::mem::take(&mut c.must_release);
+        c.holds.clear();
+        let result = match c.role {
+            Role::Mutex => c.client.command::<Mutex, _>(now, id, |r, now| r.release(now)),
+            Role::SemaphoreMutex => c.client.command::<SemaphoreMutex, _>(now, id, |r, now| r.release(now)),
+            Role::Multi => c.client.command::<MultiLock, _>(now, id, |r, now| r.release(now)),
+            Role::Semaphore => c.client.command::<Semaphore, _>(now, id, |r, now| {
+                r.return_all(now);
+                Ok(())
+            }),
+            Role::Rw => match mode {
+                Some(Mode::Read) => c.client.command::<ReadWriteLock, _>(now, id, |r, now| r.release_read(now)),
+                _ => c.client.command::<ReadWriteLock, _>(now, id, |r, now| r.release_write(now)),
+            },
+        };
+        self.log(|| format!("c{i} release{}", if lost { " (after Lost)" } else { "" }));
+        match result {
+            Ok(Ok(())) => {}
+            // After Lost the hold may already be gone.
+            Ok(Err(_)) if lost => {}
+            Ok(Err(e)) | Err(e) => return Err(self.misuse(i, "release", e)),
+        }
+        self.drain_client(i)
+    }
+
+    fn cancel(&mut self, i: usize) -> Result<(), String> {
+        let now = self.now;
+        let c = &mut self.clients[i];
+        let id = c.recipe;
+        let mode = c.pending.take().map(|p| p.mode);
+        let result = match c.role {
+            Role::Mutex => c.client.command::<Mutex, _>(now, id, |r, now| r.cancel(now)),
+            Role::SemaphoreMutex => c.client.command::<SemaphoreMutex, _>(now, id, |r, now| r.cancel(now)),
+            Role::Multi => c.client.command::<MultiLock, _>(now, id, |r, now| r.cancel(now)),
+            Role::Semaphore => c.client.command::<Semaphore, _>(now, id, |r, now| r.cancel(now)),
+            Role::Rw => match mode {
+                Some(Mode::Read) => c.client.command::<ReadWriteLock, _>(now, id, |r, now| r.cancel_read(now)),
+                _ => c.client.command::<ReadWriteLock, _>(now, id, |r, now| r.cancel_write(now)),
+            },
+        };
+        self.log(|| format!("c{i} cancel"));
+        if let Err(e) = result {
+            return Err(self.misuse(i, "cancel", e));
+        }
+        self.drain_client(i)
+    }
+
+    // ---- events ------------------------------------------------------------------------
+
+    fn client_event(&mut self, i: usize, event: ClientEvent) -> Result<(), String> {
+        match event {
+            ClientEvent::State(state) => {
+                self.log(|| format!("c{i} state {state:?}"));
+                let c = &mut self.clients[i];
+                match state {
+                    ConnectionState::Suspended => c.session_suspended = true,
+                    ConnectionState::Connected | ConnectionState::Reconnected => c.session_suspended = false,
+                    ConnectionState::Lost => {
+                        c.session_suspended = false;
+                        c.doomed = false;
+                        if !c.holds.is_empty() {
+                            c.must_release = true;
+                            c.next_action = self.now;
+                        }
+                        c.holds.clear();
+                        if !c.closing {
+                            self.report.restarts += 1;
+                            let now = self.now;
+                            if let Err(e) = self.clients[i].client.restart_session(now) {
+                                return Err(self.misuse(i, "restart_session", e));
+                            }
+                            self.clients[i].recipe_suspended = false;
+                        }
+                    }
+                    ConnectionState::Closed => {
+                        c.holds.clear();
+                        c.pending = None;
+                        if !c.closing {
+                            return Err(format!("c{i}: the session closed by itself"));
+                        }
+                    }
+                    _ => {}
+                }
+                Ok(())
+            }
+            ClientEvent::Recipe { event, .. } => {
+                let (mode, event) = match event {
+                    RecipeEvent::Member { index, event } if self.clients[i].role == Role::Rw => {
+                        (Some(if index == ReadWriteLock::READ { Mode::Read } else { Mode::Write }), *event)
+                    }
+                    other => (None, other),
+                };
+                self.recipe_event(i, mode, event)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn recipe_event(&mut self, i: usize, member_mode: Option<Mode>, event: RecipeEvent) -> Result<(), String> {
+        self.log(|| format!("c{i} {member_mode:?} {event:?}"));
+        let c = &mut self.clients[i];
+        match event {
+            RecipeEvent::Acquired { node, token } => {
+                let Some(pending) = c.pending else {
+                    return Err(format!("c{i}: Acquired {node} without an acquire under way"));
+                };
+                if let Some(m) = member_mode.filter(|m| *m != pending.mode) {
+                    return Err(format!("c{i}: Acquired the {m:?} half, asked for {:?}", pending.mode));
+                }
+                c.pending = None;
+                let holds = if c.role == Role::Multi {
+                    let id = c.recipe;
+                    let now = self.now;
+                    let members = c
+                        .client
+                        .command::<MultiLock, _>(now, id, |m, _| {
+                            m.holders().into_iter().map(|h| h.map(|(n, t)| (n.to_string(), t.0))).collect::<Vec<_>>()
+                        })
+                        .map_err(|e| format!("{e:?}"))?;
+                    let mut holds = Vec::new();
+                    for (member, path) in members.into_iter().zip([MULTI_A, MULTI_B]) {
+                        let Some((node, token)) = member else {
+                            return Err(format!("c{i}: multi-lock Acquired but {path} is not held"));
+                        };
+                        holds.push(Hold { path: path.into(), node, token, mode: Mode::Exclusive });
+                    }
+                    holds
+                } else {
+                    let path = if self.config.kind == RecipeKind::MultiLock { MULTI_B } else { LOCK };
+                    vec![Hold { path: path.into(), node, token: token.0, mode: pending.mode }]
+                };
+                self.report.holds += holds.len();
+                let since = pending.since;
+                for h in holds {
+                    self.fence(i, &h)?;
+                    self.log(|| format!("c{i} HOLDS {:?} {} token {} (waited since {since})", h.mode, h.node, h.token));
+                    self.clients[i].holds.push(h);
+                }
+                Ok(())
+            }
+            RecipeEvent::Failed(RequestError::Server(code)) if c.pending.is_some() => {
+                // The server refused something the recipe should have handled
+                // (NoNode from the container reaper, NodeExists, ...).
+                Err(format!("c{i}: the acquire failed with server error {code:?}"))
+            }
+            RecipeEvent::TimedOut | RecipeEvent::Failed(_) => {
+                if c.pending.is_some() {
+                    c.pending = None;
+                    self.report.unsuccessful += 1;
+                }
+                Ok(())
+            }
+            RecipeEvent::Suspended => {
+                c.recipe_suspended = true;
+                Ok(())
+            }
+            RecipeEvent::Reconnected => {
+                c.recipe_suspended = false;
+                Ok(())
+            }
+            RecipeEvent::Lost => {
+                c.recipe_suspended = false;
+                if !c.holds.is_empty() || c.role == Role::Multi || c.role == Role::Semaphore {
+                    c.must_release = true;
+                    c.next_action = self.now;
+                }
+                c.holds.clear();
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    // ---- oracles -----------------------------------------------------------------------
+
+    fn fence(&mut self, i: usize, h: &Hold) -> Result<(), String> {
+        if !self.clients[i].counts() {
+            return Ok(());
+        }
+        let max = self.max_token.get(&h.path).copied().unwrap_or(i64::MIN);
+        let max_write = self.max_write_token.get(&h.path).copied().unwrap_or(i64::MIN);
+        // Leases of a semaphore with several of them are shared, and one can
+        // be reported late (Curator plan: after the internal mutex's delete
+        // is answered, possibly after a reconnect), so they are not ordered.
+        if h.mode == Mode::Lease && self.config.leases > 1 {
+            return Ok(());
+        }
+        let floor = if h.mode == Mode::Read { max_write } else { max };
+        if h.token <= floor {
+            return Err(format!(
+                "fencing: c{i} got {:?} {} with token {} after a hold with token {floor}",
+                h.mode, h.node, h.token
+            ));
+        }
+        self.max_token.insert(h.path.clone(), max.max(h.token));
+        if h.mode != Mode::Read {
+            self.max_write_token.insert(h.path.clone(), max_write.max(h.token));
+        }
+        Ok(())
+    }
+
+    fn check_exclusion(&self) -> Result<(), String> {
+        #[derive(Default)]
+        struct Count {
+            exclusive: Vec<usize>,
+            lease: Vec<usize>,
+            read: Vec<usize>,
+            write: Vec<usize>,
+        }
+        let mut paths: BTreeMap<&str, Count> = BTreeMap::new();
+        for (i, c) in self.clients.iter().enumerate() {
+            if !c.counts() {
+                continue;
+            }
+            let session = c.client.session().session_id();
+            for h in &c.holds {
+                match self.model.node(&h.node) {
+                    Some(n) if n.stat.ephemeral_owner == session => {}
+                    Some(n) => {
+                        return Err(format!(
+                            "c{i} holds {} but the model says its owner is 0x{:x}, not 0x{session:x}",
+                            h.node, n.stat.ephemeral_owner
+                        ));
+                    }
+                    None => return Err(format!("c{i} holds {} but the model has no such node", h.node)),
+                }
+                let count = paths.entry(&h.path).or_default();
+                match h.mode {
+                    Mode::Exclusive => count.exclusive.push(i),
+                    Mode::Lease => count.lease.push(i),
+                    Mode::Read => count.read.push(i),
+                    Mode::Write => count.write.push(i),
+                }
+            }
+        }
+        for (path, count) in paths {
+            if count.exclusive.len() > 1 {
+                return Err(format!("exclusion: clients {:?} all hold {path}", count.exclusive));
+            }
+            if count.lease.len() > self.config.leases {
+                return Err(format!(
+                    "exclusion: clients {:?} hold leases of {path}, more than {}",
+                    count.lease, self.config.leases
+                ));
+            }
+            if count.write.len() > 1 || (!count.write.is_empty() && !count.read.is_empty()) {
+                return Err(format!("exclusion: writers {:?} and readers {:?} on {path}", count.write, count.read));
+            }
+        }
+        Ok(())
+    }
+
+    /// A container chain that never had a lock node: an acquire cancelled
+    /// while it created the parents leaves one (as Curator's would), and
+    /// ZooKeeper 3.8 reaps only containers that once had a child
+    /// (`maxNeverUsedIntervalMs` is 0). Tolerated by the leak oracle.
+    fn never_used(&self, path: &str) -> bool {
+        let Some(node) = self.model.node(path) else { return true };
+        if node.stat.ephemeral_owner != 0 {
+            return false;
+        }
+        let children = self.model.children(path).unwrap_or_default();
+        if children.is_empty() {
+            return node.stat.cversion == 0;
+        }
+        children.iter().all(|c| self.never_used(&format!("{path}/{c}")))
+    }
+
+    fn milestone(&mut self) -> Result<(), String> {
+        let t = self.config.session_timeout;
+        match self.phase {
+            Phase::Active => {
+                self.phase = Phase::Draining;
+                // Every waiter is served in turn: each holder keeps the lock
+                // at most `max_hold` (plus a scheduling slack), and a lost
+                // session needs up to T to be noticed.
+                let n = self.clients.len() as u32;
+                let bound = t * 3 + (self.config.max_hold + Duration::from_secs(3)) * (n + 1);
+                self.log(|| format!("DRAIN: no new acquires; liveness bound {bound:?}"));
+                self.milestone = self.now + bound;
+            }
+            Phase::Draining => {
+                for (i, c) in self.clients.iter().enumerate() {
+                    if let Some(p) = c.pending {
+                        return Err(format!("liveness: c{i}'s {:?} acquire since {} never resolved", p.mode, p.since));
+                    }
+                    if !c.holds.is_empty() || c.must_release {
+                        return Err(format!("liveness: c{i} still holds {:?}", c.holds));
+                    }
+                }
+                self.phase = Phase::Settling;
+                self.log(|| "SETTLE".into());
+                self.milestone = self.now + t * 2;
+            }
+            Phase::Settling => {
+                for i in 0..self.clients.len() {
+                    let c = &self.clients[i];
+                    if !c.closing && c.client.recipe(c.recipe).is_some_and(|r| !r.is_quiescent()) {
+                        return Err(format!("hygiene: c{i}'s recipe is not quiescent after settling"));
+                    }
+                }
+                for path in self.model.paths() {
+                    let owner = self.model.node(&path).map_or(0, |n| n.stat.ephemeral_owner);
+                    if owner != 0 {
+                        return Err(format!("hygiene: {path} (owner 0x{owner:x}) is left after every hold ended"));
+                    }
+                }
+                for i in 0..self.clients.len() {
+                    if !self.clients[i].closing {
+                        self.clients[i].closing = true;
+                        let now = self.now;
+                        self.clients[i].client.close(now);
+                        self.drain_client(i)?;
+                    }
+                }
+                self.phase = Phase::Closing;
+                self.log(|| "CLOSE ALL".into());
+                self.milestone = self.now + t * 2;
+            }
+            Phase::Closing => {
+                let left: Vec<String> = self
+                    .model
+                    .paths()
+                    .into_iter()
+                    .filter(|p| p == ROOT || p.starts_with("/sim/"))
+                    .filter(|p| !self.never_used(p))
+                    .collect();
+                if !left.is_empty() {
+                    let stats: Vec<String> = left
+                        .iter()
+                        .map(|p| {
+                            let st = self.model.node(p).map(|n| n.stat);
+                            format!("{p} {st:?}")
+                        })
+                        .collect();
+                    return Err(format!("hygiene: nodes left at the end: {stats:?}"));
+                }
+                let sessions = self.model.sessions();
+                if !sessions.is_empty() {
+                    return Err(format!("hygiene: sessions left at the end: {sessions:x?}"));
+                }
+                self.phase = Phase::Done;
+            }
+            Phase::Done => {}
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,412 @@
+#!/usr/bin/env bash
+# Throwaway 3-server ZooKeeper 3.8 ensemble for fault tests, run from Debian's
+# jars (packages `zookeeper` / `libzookeeper-java`), on 127.0.0.1 only.
+#
+#   scripts/zk-ensemble.sh start DIR       start servers 1..3; once all three serve and one
+#                                          is leader, print 127.0.0.1:a,127.0.0.1:b,127.0.0.1:c
+#   scripts/zk-ensemble.sh stop DIR        stop every server of DIR (CONT, TERM, then KILL)
+#   scripts/zk-ensemble.sh kill DIR N      SIGKILL server N, wait until it is gone
+#   scripts/zk-ensemble.sh stop-node DIR N SIGSTOP server N (freeze it)
+#   scripts/zk-ensemble.sh cont DIR N      SIGCONT server N
+#   scripts/zk-ensemble.sh restart DIR N   (kill and) start server N again, wait until it serves
+#   scripts/zk-ensemble.sh leader DIR      print the N of the server whose `srvr` says Mode: leader
+#   scripts/zk-ensemble.sh status DIR      one line per server: N PORT PID MODE CONNECTIONS
+#
+# DIR holds everything: connect (the connect string) and, per server N, DIR/N/
+# with zoo.cfg, data/myid, server.log, pid and port. Every signal goes to a
+# pid from DIR that is checked to be the QuorumPeerMain of DIR/N/zoo.cfg, so
+# other servers on the machine are never touched.
+#
+# Environment:
+#   ZK_OWNER_PID=PID       stop the ensemble by itself once PID is gone (a
+#                          watchdog; for tests that may die without cleaning up)
+#   ZK_START_TIMEOUT=S     seconds to wait for a serving ensemble (default 60)
+#   ZK_JAVA_DIR=PATH       where the jars live (default /usr/share/java)
+#   ZK_JAVA_OPTS="..."     JVM options (default: -Xms32m -Xmx256m -XX:+UseSerialGC)
+set -euo pipefail
+
+JAVA_DIR=${ZK_JAVA_DIR:-/usr/share/java}
+MAIN_CLASS=org.apache.zookeeper.server.quorum.QuorumPeerMain
+SELF=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)/$(basename "${BASH_SOURCE[0]}")
+SERVERS="1 2 3"
+
+die() {
+    echo "zk-ensemble: $*" >&2
+    exit 1
+}
+
+usage() {
+    echo "usage: $0 start|stop|leader|status DIR" >&2
+    echo "       $0 kill|stop-node|cont|restart DIR N" >&2
+    exit 2
+}
+
+zk_classpath() {
+    local jar cp=""
+    for jar in zookeeper zookeeper-jute slf4j-api slf4j-simple; do
+        [[ -f "$JAVA_DIR/$jar.jar" ]] ||
+            die "missing $JAVA_DIR/$jar.jar (run scripts/install-deps.sh)"
+        cp+="${cp:+:}$JAVA_DIR/$jar.jar"
+    done
+    printf '%s\n' "$cp"
+}
+
+# N distinct unused loopback ports, one per line. All sockets are held open
+# together so the kernel hands out distinct ports. Someone can still take one
+# before Java binds it; `start` retries on "Address already in use".
+free_ports() {
+    command -v python3 >/dev/null 2>&1 || die "python3 not found (run scripts/install-deps.sh)"
+    python3 -c 'import socket, sys
+socks = []
+for _ in range(int(sys.argv[1])):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    socks.append(s)
+for s in socks:
+    print(s.getsockname()[1])
+for s in socks:
+    s.close()' "$1"
+}
+
+# The server's reply to a four-letter word (empty if it does not answer).
+four_letter() {
+    local port=$1 word=$2
+    # shellcheck disable=SC2016 # $1/$2 expand in the inner shell
+    timeout 2 bash -c '
+        exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
+        printf "%s" "$2" >&3
+        cat <&3' _ "$port" "$word" 2>/dev/null || true
+}
+
+# True if PID is a live (not zombie) process.
+alive() {
+    local pid=$1 state
+    kill -0 "$pid" 2>/dev/null || return 1
+    state=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) || return 1
+    [[ $state != Z ]]
+}
+
+# True if PID is the server started from CFG (guards against pid reuse).
+is_our_server() {
+    local pid=$1 cfg=$2 cmdline
+    cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
+    [[ $cmdline == *"$MAIN_CLASS"*"$cfg"* ]]
+}
+
+# The live pid of server N of DIR, or nothing.
+server_pid() {
+    local dir=$1 n=$2 pid
+    [[ -f $dir/$n/pid ]] || return 0
+    pid=$(<"$dir/$n/pid")
+    [[ $pid =~ ^[0-9]+$ ]] || return 0
+    if alive "$pid" && is_our_server "$pid" "$dir/$n/zoo.cfg"; then
+        printf '%s\n' "$pid"
+    fi
+}
+
+# Waits up to $2 tenths of a second for PID to be gone.
+wait_gone() {
+    local pid=$1 tenths=$2 _
+    for _ in $(seq 1 "$tenths"); do
+        alive "$pid" || return 0
+        sleep 0.1
+    done
+    ! alive "$pid"
+}
+
+# The Mode: line of `srvr` (leader, follower, standalone), empty when not serving.
+mode_of() {
+    four_letter "$1" srvr | sed -n 's/^Mode: //p'
+}
+
+check_n() {
+    [[ $1 =~ ^[123]$ ]] || die "server number must be 1, 2 or 3, not '$1'"
+}
+
+resolve_dir() {
+    [[ -d $1 ]] || die "no ensemble directory $1"
+    (cd "$1" && pwd -P)
+}
+
+write_configs() {
+    local dir=$1 n i
+    local -a p=("${@:2}") # client ports 0..2, quorum ports 3..5, election ports 6..8
+    for n in $SERVERS; do
+        i=$((n - 1))
+        mkdir -p "$dir/$n/data"
+        printf '%s\n' "$n" >"$dir/$n/data/myid"
+        printf '%s\n' "${p[i]}" >"$dir/$n/port"
+        cat >"$dir/$n/zoo.cfg" <<EOF
+# Written by scripts/zk-ensemble.sh: a private, loopback-only test ensemble.
+tickTime=500
+initLimit=10
+syncLimit=5
+minSessionTimeout=1000
+maxSessionTimeout=60000
+dataDir=$dir/$n/data
+clientPort=${p[i]}
+clientPortAddress=127.0.0.1
+maxClientCnxns=0
+admin.enableServer=false
+4lw.commands.whitelist=*
+forceSync=no
+server.1=127.0.0.1:${p[3]}:${p[6]}
+server.2=127.0.0.1:${p[4]}:${p[7]}
+server.3=127.0.0.1:${p[5]}:${p[8]}
+EOF
+    done
+}
+
+# Starts server N in the background and records its pid; does not wait.
+launch() {
+    local dir=$1 n=$2 cp pid
+    local -a java_opts
+    cp=$(zk_classpath)
+    read -r -a java_opts <<<"${ZK_JAVA_OPTS:--Xms32m -Xmx256m -XX:+UseSerialGC}"
+    # All three streams redirected, so a caller's $(...) does not wait for the
+    # server, and the server never reads the caller's terminal. The log is
+    # appended to, so a restart keeps the history.
+    java "${java_opts[@]}" \
+        -Djava.net.preferIPv4Stack=true \
+        -Dzookeeper.log.dir="$dir/$n" \
+        -Dorg.slf4j.simpleLogger.showDateTime=true \
+        -Dorg.slf4j.simpleLogger.dateTimeFormat="yyyy-MM-dd'T'HH:mm:ss.SSS" \
+        -cp "$cp" "$MAIN_CLASS" "$dir/$n/zoo.cfg" \
+        </dev/null >>"$dir/$n/server.log" 2>&1 &
+    pid=$!
+    printf '%s\n' "$pid" >"$dir/$n/pid"
+}
+
+# Kills server N (if running) and forgets its pid.
+kill_server() {
+    local dir=$1 n=$2 pid
+    pid=$(server_pid "$dir" "$n")
+    if [[ -n $pid ]]; then
+        kill -KILL "$pid" 2>/dev/null || true
+        wait_gone "$pid" 100 || die "server $n (pid $pid) still alive after KILL"
+    fi
+    rm -f "$dir/$n/pid"
+}
+
+# Stops server N politely: CONT (it may be frozen), TERM, KILL after 3 s.
+stop_server() {
+    local dir=$1 n=$2 pid
+    pid=$(server_pid "$dir" "$n")
+    if [[ -n $pid ]]; then
+        kill -CONT "$pid" 2>/dev/null || true
+        kill -TERM "$pid" 2>/dev/null || true
+        if ! wait_gone "$pid" 30; then
+            kill -KILL "$pid" 2>/dev/null || true
+            wait_gone "$pid" 100 || die "server $n (pid $pid) still alive after KILL"
+        fi
+    fi
+    rm -f "$dir/$n/pid"
+}
+
+# Waits until server N serves (srvr has a Mode line); dies after the timeout.
+wait_serving() {
+    local dir=$1 n=$2 deadline port pid
+    deadline=$((SECONDS + ${ZK_START_TIMEOUT:-60}))
+    port=$(<"$dir/$n/port")
+    while ((SECONDS < deadline)); do
+        pid=$(server_pid "$dir" "$n")
+        [[ -n $pid ]] || return 1
+        [[ -n $(mode_of "$port") ]] && return 0
+        sleep 0.2
+    done
+    return 1
+}
+
+# The watchdog: stops the ensemble once OWNER is gone, or exits when the
+# ensemble has been stopped by someone else.
+cmd_watch() {
+    local dir=$1 owner=$2
+    while [[ -f $dir/watchdog.pid ]]; do
+        if ! kill -0 "$owner" 2>/dev/null; then
+            echo "zk-ensemble: owner pid $owner is gone, stopping $dir" >>"$dir/watchdog.log"
+            rm -f "$dir/watchdog.pid"
+            cmd_stop "$dir" >>"$dir/watchdog.log" 2>&1
+            return 0
+        fi
+        sleep 1
+    done
+}
+
+start_watchdog() {
+    local dir=$1 owner=$2
+    [[ $owner =~ ^[0-9]+$ ]] || die "ZK_OWNER_PID must be a pid, not '$owner'"
+    nohup bash "$SELF" watch "$dir" "$owner" </dev/null >/dev/null 2>&1 &
+    printf '%s\n' "$!" >"$dir/watchdog.pid"
+}
+
+stop_watchdog() {
+    local dir=$1 pid cmdline
+    [[ -f $dir/watchdog.pid ]] || return 0
+    pid=$(<"$dir/watchdog.pid")
+    rm -f "$dir/watchdog.pid"
+    [[ $pid =~ ^[0-9]+$ ]] || return 0
+    cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 0
+    if [[ $cmdline == *"zk-ensemble.sh watch $dir "* ]]; then
+        kill -TERM "$pid" 2>/dev/null || true
+    fi
+}
+
+cmd_start() {
+    local dir=$1 attempt n leaders port mode deadline conn taken
+    local -a ports
+    command -v java >/dev/null 2>&1 || die "java not found (run scripts/install-deps.sh)"
+    zk_classpath >/dev/null
+    mkdir -p "$dir"
+    dir=$(cd "$dir" && pwd -P)
+    for n in $SERVERS; do
+        [[ -z $(server_pid "$dir" "$n") ]] || die "server $n of $dir is already running"
+    done
+    [[ -z ${ZK_OWNER_PID:-} ]] || start_watchdog "$dir" "$ZK_OWNER_PID"
+
+    for attempt in 1 2 3; do
+        mapfile -t ports < <(free_ports 9)
+        ((${#ports[@]} == 9)) || die "could not pick free ports"
+        rm -rf "$dir/1" "$dir/2" "$dir/3"
+        write_configs "$dir" "${ports[@]}"
+        for n in $SERVERS; do
+            launch "$dir" "$n"
+        done
+
+        deadline=$((SECONDS + ${ZK_START_TIMEOUT:-60}))
+        taken=""
+        while ((SECONDS < deadline)); do
+            leaders=0
+            conn=""
+            for n in $SERVERS; do
+                if [[ -z $(server_pid "$dir" "$n") ]]; then
+                    grep -q 'Address already in use' "$dir/$n/server.log" 2>/dev/null && taken=$n
+                    conn=dead
+                    break
+                fi
+                port=$(<"$dir/$n/port")
+                mode=""
+                [[ $(four_letter "$port" ruok) == imok ]] && mode=$(mode_of "$port")
+                if [[ -z $mode ]]; then
+                    conn=waiting
+                    break
+                fi
+                [[ $mode == leader ]] && leaders=$((leaders + 1))
+                conn+="${conn:+,}127.0.0.1:$port"
+            done
+            [[ $conn == dead ]] && break
+            if [[ $conn != waiting ]] && ((leaders == 1)); then
+                printf '%s\n' "$conn" >"$dir/connect"
+                printf '%s\n' "$conn"
+                return 0
+            fi
+            sleep 0.2
+        done
+
+        for n in $SERVERS; do
+            kill_server "$dir" "$n"
+        done
+        if [[ -n $taken ]]; then
+            echo "zk-ensemble: a port of server $taken was taken (attempt $attempt), trying others" >&2
+            continue
+        fi
+        break
+    done
+
+    stop_watchdog "$dir"
+    for n in $SERVERS; do
+        if [[ -f $dir/$n/server.log ]]; then
+            echo "zk-ensemble: last lines of $dir/$n/server.log:" >&2
+            tail -n 15 "$dir/$n/server.log" >&2 || true
+        fi
+    done
+    die "could not start a serving ensemble in $dir"
+}
+
+cmd_stop() {
+    local dir=$1 n
+    [[ -d $dir ]] || return 0
+    dir=$(cd "$dir" && pwd -P)
+    stop_watchdog "$dir"
+    for n in $SERVERS; do
+        stop_server "$dir" "$n"
+    done
+}
+
+cmd_restart() {
+    local dir=$1 n=$2
+    kill_server "$dir" "$n"
+    launch "$dir" "$n"
+    wait_serving "$dir" "$n" || die "server $n did not come back (see $dir/$n/server.log)"
+}
+
+cmd_signal() {
+    local dir=$1 n=$2 sig=$3 pid
+    pid=$(server_pid "$dir" "$n")
+    [[ -n $pid ]] || die "server $n of $dir is not running"
+    kill "-$sig" "$pid"
+}
+
+cmd_leader() {
+    local dir=$1 n port
+    for n in $SERVERS; do
+        [[ -f $dir/$n/port ]] || continue
+        port=$(<"$dir/$n/port")
+        if [[ -n $(server_pid "$dir" "$n") && $(mode_of "$port") == leader ]]; then
+            printf '%s\n' "$n"
+            return 0
+        fi
+    done
+    die "no server of $dir says it is the leader"
+}
+
+cmd_status() {
+    local dir=$1 n port pid srvr mode conns
+    for n in $SERVERS; do
+        [[ -f $dir/$n/port ]] || continue
+        port=$(<"$dir/$n/port")
+        pid=$(server_pid "$dir" "$n")
+        mode=down
+        conns=-
+        if [[ -n $pid ]]; then
+            srvr=$(four_letter "$port" srvr)
+            mode=$(sed -n 's/^Mode: //p' <<<"$srvr")
+            conns=$(sed -n 's/^Connections: //p' <<<"$srvr")
+            [[ -n $mode ]] || mode=not-serving
+        fi
+        printf '%s %s %s %s %s\n' "$n" "$port" "${pid:--}" "$mode" "${conns:--}"
+    done
+}
+
+(($# >= 2)) || usage
+cmd=$1
+case $cmd in
+start)
+    (($# == 2)) || usage
+    cmd_start "$2"
+    ;;
+stop)
+    (($# == 2)) || usage
+    cmd_stop "$2"
+    ;;
+leader | status)
+    (($# == 2)) || usage
+    dir=$(resolve_dir "$2")
+    "cmd_$cmd" "$dir"
+    ;;
+kill | stop-node | cont | restart)
+    (($# == 3)) || usage
+    dir=$(resolve_dir "$2")
+    check_n "$3"
+    case $cmd in
+    kill) kill_server "$dir" "$3" ;;
+    stop-node) cmd_signal "$dir" "$3" STOP ;;
+    cont) cmd_signal "$dir" "$3" CONT ;;
+    restart) cmd_restart "$dir" "$3" ;;
+    esac
+    ;;
+watch)
+    (($# == 3)) || usage
+    cmd_watch "$2" "$3"
+    ;;
+*) usage ;;
+esac
