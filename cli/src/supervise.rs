@@ -24,6 +24,11 @@ pub(crate) struct Policy {
     /// After a SIGTERM sent because of a loss or a revocation, SIGKILL
     /// follows if CMD is still running this much later.
     pub(crate) kill_after: Duration,
+    /// Silence from the server after which the hold is stale whatever the
+    /// grace says: two thirds of the session timeout, when the client would
+    /// declare the connection dead. After a process pause this has usually
+    /// passed already, so CMD is stopped at once.
+    pub(crate) stale_after: Duration,
 }
 
 /// Why the hold counts as lost.
@@ -64,10 +69,10 @@ pub(crate) fn signal(child: &Child, signal: Signal) {
 /// * `revoked`: completes when someone asked us to release; CMD gets SIGTERM.
 /// * `signals`: signals zoolock received; each is forwarded to CMD.
 ///
-/// * `last_heard`: when the server was last heard from. The grace period
-///   runs from then, not from when the suspension was noticed: after a
-///   process pause the suspension is noticed late, and the grace may already
-///   be spent.
+/// * `last_heard`: when the server was last heard from. A suspension counts
+///   as a loss at `grace` after it is noticed or at `stale_after` after the
+///   last contact, whichever comes first: after a process pause the
+///   suspension is noticed late, and the hold may already be gone.
 ///
 /// After a SIGTERM of our own, CMD gets `policy.kill_after` before SIGKILL.
 /// Returns once CMD has exited, never earlier.
@@ -98,8 +103,11 @@ pub(crate) async fn supervise(
                 HoldStatus::Held => grace_deadline = None,
                 HoldStatus::Suspended => {
                     grace_deadline.get_or_insert_with(|| {
-                        let since = last_heard().map_or_else(Instant::now, Instant::from_std).min(Instant::now());
-                        since + policy.grace
+                        let noticed = Instant::now() + policy.grace;
+                        match last_heard() {
+                            Some(heard) => noticed.min(Instant::from_std(heard) + policy.stale_after),
+                            None => noticed,
+                        }
                     });
                 }
                 _ => lost = lost.or(Some(Loss::Lost)),
@@ -187,7 +195,11 @@ mod tests {
         child
     }
 
-    const POLICY: Policy = Policy { grace: Duration::from_millis(300), kill_after: Duration::from_millis(300) };
+    const POLICY: Policy = Policy {
+        grace: Duration::from_millis(300),
+        kill_after: Duration::from_millis(300),
+        stale_after: Duration::from_secs(2),
+    };
 
     struct Rig {
         status: watch::Sender<HoldStatus>,
@@ -235,6 +247,22 @@ mod tests {
             () = flap => unreachable!(),
         };
         assert_eq!(ending.unwrap(), Ending::Exited(ExitStatus::from_raw(3 << 8)));
+    }
+
+    #[tokio::test]
+    async fn suspension_after_a_long_silence_terminates_at_once() {
+        // As after a process pause: the server was last heard from long ago.
+        let mut r = rig();
+        let mut child = spawn("exec sleep 30");
+        let started = Instant::now();
+        let heard = std::time::Instant::now().checked_sub(Duration::from_secs(10));
+        r.status.send_replace(HoldStatus::Suspended);
+        let ending =
+            supervise(&mut child, &mut r.status_rx, std::future::pending(), &mut r.signals_rx, POLICY, &|| heard)
+                .await
+                .unwrap();
+        assert_eq!(ending, Ending::Lost(Loss::SuspendedTooLong, ExitStatus::from_raw(Signal::SIGTERM as i32)));
+        assert!(started.elapsed() < POLICY.grace, "{:?}", started.elapsed());
     }
 
     #[tokio::test]

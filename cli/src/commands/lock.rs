@@ -140,7 +140,7 @@ fn policy(global: &Global, hold: &HoldArgs) -> Result<Policy, Failure> {
             ),
         ));
     }
-    Ok(Policy { grace, kill_after })
+    Ok(Policy { grace, kill_after, stale_after: session * 2 / 3 })
 }
 
 /// Waits for the lock, then runs CMD under [`supervise::supervise`].
