@@ -5,6 +5,7 @@
 #                    (Curator 5.4, for interop), plus python3 used by the scripts
 #   Java:            `java -version` must work, and `javac` (default-jdk-headless when
 #                    missing): the interop tests compile their Curator driver
+#   Python:          kazoo (pip), for conformance/tests/foreign_clients.rs
 #   Rust:            rustfmt and clippy components
 #
 # Only touches apt when a package is missing. Needs root (or passwordless sudo)
@@ -60,6 +61,19 @@ java_version=$(java -version 2>&1) || die "\`java -version\` failed: $java_versi
 echo "install-deps: ${java_version%%$'\n'*}"
 command -v javac >/dev/null 2>&1 || die "javac not found (default-jdk-headless should provide it)"
 echo "install-deps: $(javac -version 2>&1)"
+
+# --- Python: kazoo --------------------------------------------------------
+# conformance/tests/foreign_clients.rs runs conformance/python/kazoo_locks.py.
+if ! python3 -c 'import kazoo' >/dev/null 2>&1; then
+    echo "install-deps: pip install kazoo"
+    # A Debian-managed python3 refuses plain pip installs (PEP 668): then
+    # install for this user only.
+    python3 -m pip install --quiet kazoo ||
+        python3 -m pip install --quiet --user --break-system-packages kazoo ||
+        die "pip install kazoo failed (is python3-pip installed?)"
+    python3 -c 'import kazoo' >/dev/null 2>&1 || die "kazoo is still not importable after pip install"
+fi
+echo "install-deps: kazoo $(python3 -c 'import importlib.metadata as m; print(m.version("kazoo"))')"
 
 # --- Rust components -------------------------------------------------------
 command -v cargo >/dev/null 2>&1 || die "cargo not found: install a Rust toolchain (https://rustup.rs)"

@@ -1,0 +1,327 @@
+//! The Curator side of the interop tests, shared by `interop.rs` and
+//! `foreign_clients.rs`: compiles `conformance/java/CuratorDriver.java` with
+//! `javac` against Debian's jars (`/usr/share/java`, or `ZK_JAVA_DIR`) and
+//! drives it over stdin/stdout with its line protocol (see the Java file).
+//! Every Curator contender id is its own ZooKeeper session on its own thread.
+//!
+//! Timestamps are wall-clock microseconds since the Unix epoch, as in the
+//! Java driver, so both sides lie on one time line.
+
+// Each test crate that includes this module uses a different part of it.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use tokio::sync::mpsc;
+use tokio::time::timeout;
+
+/// Longest wait for any single step; generous, failures should not hang.
+pub(crate) const STEP: Duration = Duration::from_secs(30);
+/// The jars named on the classpath; their manifests pull in the rest
+/// (netty, jackson, commons-*, ...).
+pub(crate) const JARS: &[&str] = &[
+    "curator-recipes",
+    "curator-framework",
+    "curator-client",
+    "zookeeper",
+    "zookeeper-jute",
+    "guava",
+    "slf4j-api",
+    "slf4j-simple",
+];
+pub(crate) const DRIVER_SOURCE: &str = include_str!("../../java/CuratorDriver.java");
+
+pub(crate) fn now_us() -> i64 {
+    let d = SystemTime::now().duration_since(UNIX_EPOCH).expect("clock before 1970");
+    i64::try_from(d.as_micros()).expect("clock overflow")
+}
+
+pub(crate) fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && !v.eq_ignore_ascii_case("false"))
+}
+
+pub(crate) async fn within<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
+    timeout(STEP, f).await.unwrap_or_else(|_| panic!("{what}: no result within {STEP:?}"))
+}
+
+// ---- the Java side -------------------------------------------------------------------
+
+pub(crate) struct JavaSetup {
+    classpath: String,
+}
+
+pub(crate) fn java_dir() -> PathBuf {
+    PathBuf::from(std::env::var("ZK_JAVA_DIR").unwrap_or_else(|_| "/usr/share/java".into()))
+}
+
+pub(crate) fn tool_works(tool: &str) -> Result<(), String> {
+    match Command::new(tool).arg("-version").stdout(Stdio::null()).stderr(Stdio::null()).status() {
+        Ok(s) if s.success() => Ok(()),
+        Ok(s) => Err(format!("`{tool} -version` failed ({s})")),
+        Err(e) => Err(format!("{tool} not found ({e})")),
+    }
+}
+
+/// Finds the jars, checks java/javac, and compiles the driver once per
+/// source and jar set (cached under the target folder).
+pub(crate) fn java_setup() -> &'static Result<JavaSetup, String> {
+    static SETUP: OnceLock<Result<JavaSetup, String>> = OnceLock::new();
+    SETUP.get_or_init(|| {
+        let dir = java_dir();
+        let mut jars = Vec::new();
+        for jar in JARS {
+            let path = dir.join(format!("{jar}.jar"));
+            if !path.is_file() {
+                return Err(format!("missing {} (scripts/install-deps.sh installs it)", path.display()));
+            }
+            jars.push(path);
+        }
+        tool_works("java")?;
+        tool_works("javac")?;
+        let jar_cp = jars.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(":");
+
+        let mut hasher = DefaultHasher::new();
+        DRIVER_SOURCE.hash(&mut hasher);
+        for jar in &jars {
+            jar.hash(&mut hasher);
+            if let Ok(meta) = std::fs::metadata(jar) {
+                meta.len().hash(&mut hasher);
+                meta.modified().ok().hash(&mut hasher);
+            }
+        }
+        let classes = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("interop-java-{:016x}", hasher.finish()));
+        if !classes.join("CuratorDriver.class").is_file() {
+            compile(&classes, &jar_cp)?;
+        }
+        Ok(JavaSetup { classpath: format!("{}:{jar_cp}", classes.display()) })
+    })
+}
+
+/// Compiles into a scratch folder, then renames it into place, so parallel
+/// test runs never see a half-written class folder.
+pub(crate) fn compile(classes: &Path, jar_cp: &str) -> Result<(), String> {
+    let scratch = classes.with_extension(format!("tmp-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&scratch);
+    std::fs::create_dir_all(&scratch).map_err(|e| format!("create {}: {e}", scratch.display()))?;
+    let source = scratch.join("CuratorDriver.java");
+    std::fs::write(&source, DRIVER_SOURCE).map_err(|e| format!("write {}: {e}", source.display()))?;
+    let started = Instant::now();
+    let out = Command::new("javac")
+        .args(["-nowarn", "-Xlint:-path", "-encoding", "UTF-8", "-cp", jar_cp, "-d"])
+        .arg(&scratch)
+        .arg(&source)
+        .output()
+        .map_err(|e| format!("javac: {e}"))?;
+    if !out.status.success() {
+        let _ = std::fs::remove_dir_all(&scratch);
+        // A compile error is our bug, never a reason to skip.
+        panic!("javac failed:\n{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    }
+    eprintln!("compiled CuratorDriver.java in {:?}", started.elapsed());
+    if std::fs::rename(&scratch, classes).is_err() {
+        // Another run won the race; its classes are the same.
+        let _ = std::fs::remove_dir_all(&scratch);
+    }
+    if classes.join("CuratorDriver.class").is_file() {
+        Ok(())
+    } else {
+        Err(format!("no CuratorDriver.class in {}", classes.display()))
+    }
+}
+
+pub(crate) type Line = Vec<String>;
+
+pub(crate) struct JavaShared {
+    stdin: Mutex<Option<ChildStdin>>,
+    routes: Mutex<HashMap<String, mpsc::UnboundedSender<Line>>>,
+}
+
+impl JavaShared {
+    pub(crate) fn send(&self, line: &str) {
+        let mut stdin = self.stdin.lock().unwrap();
+        let stdin = stdin.as_mut().expect("java driver already closed");
+        writeln!(stdin, "{line}").and_then(|()| stdin.flush()).expect("write to the java driver");
+    }
+}
+
+/// The Curator driver process; killed (after a polite QUIT) on drop.
+pub(crate) struct Java {
+    child: Child,
+    shared: Arc<JavaShared>,
+    /// Receives the replies without an id (`READY`, `CONNECTED`, `BYE`).
+    control: Option<Peer>,
+}
+
+impl Java {
+    pub(crate) async fn start(java: &JavaSetup, addr: &str) -> Java {
+        let mut child = Command::new("java")
+            .args([
+                "-Xmx256m",
+                "-XX:+UseSerialGC",
+                "-XX:TieredStopAtLevel=1",
+                "-Djava.net.preferIPv4Stack=true",
+                "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+                // Closing a session logs a harmless EndOfStreamException.
+                "-Dorg.slf4j.simpleLogger.log.org.apache.zookeeper.ClientCnxn=error",
+                "-cp",
+                &java.classpath,
+                "CuratorDriver",
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start java");
+        let stdout = child.stdout.take().expect("stdout");
+        let stderr = child.stderr.take().expect("stderr");
+        let shared = Arc::new(JavaShared { stdin: Mutex::new(child.stdin.take()), routes: Mutex::new(HashMap::new()) });
+        let mut java = Java { child, shared, control: None };
+        let mut control = java.peer("_");
+
+        let reader_shared = java.shared.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let words: Line = line.split_whitespace().map(str::to_owned).collect();
+                let id = words.get(1).cloned().unwrap_or_default();
+                let sent = reader_shared.routes.lock().unwrap().get(&id).map(|tx| tx.send(words).is_ok());
+                if sent != Some(true) {
+                    eprintln!("[java] unrouted: {line}");
+                }
+            }
+            // EOF: every waiting peer learns that the driver is gone.
+            reader_shared.routes.lock().unwrap().clear();
+        });
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                eprintln!("[java] {line}");
+            }
+        });
+
+        control.expect("READY").await;
+        java.shared.send(&format!("CONNECT {addr} 10000"));
+        control.expect("CONNECTED").await;
+        java.control = Some(control);
+        java
+    }
+
+    /// A Curator contender (or a one-shot requester) with its own reply queue.
+    pub(crate) fn peer(&self, id: &str) -> Peer {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let old = self.shared.routes.lock().unwrap().insert(id.to_owned(), tx);
+        assert!(old.is_none(), "java peer id {id} used twice");
+        Peer { id: id.to_owned(), shared: self.shared.clone(), rx }
+    }
+}
+
+impl Drop for Java {
+    fn drop(&mut self) {
+        if let Some(mut stdin) = self.shared.stdin.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let _ = writeln!(stdin, "QUIT");
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(_)) => return,
+                Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+                _ => break,
+            }
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One id on the Java side.
+pub(crate) struct Peer {
+    pub(crate) id: String,
+    shared: Arc<JavaShared>,
+    rx: mpsc::UnboundedReceiver<Line>,
+}
+
+impl Peer {
+    pub(crate) fn send(&self, verb: &str, args: &str) {
+        self.shared.send(&format!("{verb} {} {args}", self.id));
+    }
+
+    pub(crate) async fn next(&mut self) -> Line {
+        let words = within(&format!("java {}", self.id), self.rx.recv())
+            .await
+            .unwrap_or_else(|| panic!("java {}: the driver exited", self.id));
+        assert_ne!(words[0], "ERROR", "java {}: {}", self.id, words.join(" "));
+        words
+    }
+
+    /// A reply that is already there, if any.
+    pub(crate) fn try_next(&mut self) -> Option<Line> {
+        self.rx.try_recv().ok()
+    }
+
+    pub(crate) async fn expect(&mut self, word: &str) -> Line {
+        let words = self.next().await;
+        assert_eq!(words[0], word, "java {}: expected {word}, got {}", self.id, words.join(" "));
+        words
+    }
+
+    pub(crate) fn micros(words: &Line, i: usize) -> i64 {
+        words[i].parse().unwrap_or_else(|_| panic!("bad time in {}", words.join(" ")))
+    }
+
+    /// Sends an acquire; use [`Peer::acquired`] for the reply.
+    pub(crate) fn start_acquire(&self, verb: &str, args: &str) {
+        self.send(verb, args);
+    }
+
+    /// The reply to an acquire: `Some((node, enter))`, or `None` on timeout.
+    pub(crate) async fn acquired(&mut self) -> Option<(String, i64)> {
+        let words = self.next().await;
+        match words[0].as_str() {
+            "ACQUIRED" => Some((words[2].clone(), Self::micros(&words, 3))),
+            "TIMEOUT" => None,
+            _ => panic!("java {}: expected ACQUIRED or TIMEOUT, got {}", self.id, words.join(" ")),
+        }
+    }
+
+    pub(crate) async fn acquire(&mut self, verb: &str, args: &str) -> (String, i64) {
+        self.start_acquire(verb, args);
+        self.acquired().await.unwrap_or_else(|| panic!("java {}: {verb} timed out", self.id))
+    }
+
+    /// Releases; returns (exit, done): just before release() and after it.
+    pub(crate) async fn release(&mut self, verb: &str) -> (i64, i64) {
+        self.send(verb, "");
+        self.released().await
+    }
+
+    pub(crate) async fn released(&mut self) -> (i64, i64) {
+        let words = self.expect("RELEASED").await;
+        (Self::micros(&words, 2), Self::micros(&words, 3))
+    }
+
+    pub(crate) async fn participants(&mut self, kind: &str, path: &str) -> Vec<String> {
+        self.send("PARTICIPANTS", &format!("{kind} {path}"));
+        let words = self.expect("NODES").await;
+        let n: usize = words[2].parse().unwrap();
+        assert_eq!(words.len(), n + 3, "{}", words.join(" "));
+        words[3..].to_vec()
+    }
+}
+
+/// The Java setup, or `None` (with the reason printed) to skip `test`; with
+/// `CI` set a missing toolchain or jar fails instead.
+pub(crate) fn java_or_skip(test: &str) -> Option<&'static JavaSetup> {
+    match java_setup() {
+        Ok(java) => Some(java),
+        Err(reason) if in_ci() => panic!("{test}: {reason} (CI is set: .ci/run installs java and the jars)"),
+        Err(reason) => {
+            eprintln!("skipped {test}: {reason}");
+            None
+        }
+    }
+}
