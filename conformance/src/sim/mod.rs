@@ -28,25 +28,32 @@
 //!
 //! # Faults
 //!
-//! Drawn from a seeded plan during the fault phase; the rest of the run is
-//! quiet.
+//! Drawn from a seeded plan (up to 24 faults in the first 60 s of virtual
+//! time; see [`SimConfig::for_seed`]); the rest of the run is quiet. T is the
+//! session timeout (6 s).
 //!
 //! * **reset**: the connection dies with the bytes in flight both ways; the
 //!   client gets `handle_disconnected`, the model `disconnect`.
 //! * **stall**: the connection delivers nothing in either direction for
-//!   between T/3 and 1.3 T (T = session timeout), then resumes; past 2T/3
-//!   the client gives it up by itself.
+//!   between T/3 and 1.3 T, then resumes; past 2T/3 the client gives it up by
+//!   itself (and past T the server expires the session).
 //! * **partition**: a reset, then the client's connects are refused for
-//!   between T/3 and 1.5 T (long ones end in expiry).
+//!   between T/3 and 1.5 T (long ones end in expiry and `restart_session`).
 //! * **server restart**: every connection is reset and connects are refused
 //!   for up to T/3; the model keeps its state (ZooKeeper persists it), so the
 //!   sessions survive.
 //! * **session expiry**: `ZkModel::expire_session` on one client's session.
-//! * **lost reply after commit**: the next bytes the client sends are applied
-//!   by the model, every reply is dropped, and the connection is reset.
-//! * **slow server**: extra latency (up to 400 ms each way) on one client's
-//!   traffic for a while.
+//! * **lost reply after commit**: the next batch the client sends that holds
+//!   a real request (not a ping) is applied by the model, every reply is
+//!   dropped, and the connection is reset.
+//! * **slow client link / slow server**: 50 to 400 ms of extra latency each
+//!   way, on one client's traffic or on everyone's, for 1 s to 2T.
 //!
+//! Base latency is 1 to 30 ms per client plus up to 5 ms of jitter, so the
+//! one-way latency stays below T/3 (the premise of the safety argument
+//! below). The model's container reaper runs 1 s after a container empties
+//! (ZooKeeper: every 60 s).
+
 //! # Oracles (after every step)
 //!
 //! A client *holds* from its `Acquired` until it releases (the user stops
@@ -70,20 +77,38 @@
 //!    every acquire has resolved and every hold has been released.
 //! 4. Hygiene: once everything settled every recipe is quiescent and the
 //!    model has no ephemeral node; after every client closed and the timeouts
-//!    passed, no node is left under `/sim` and no session is left.
-//! 5. No panic, no `ApiMisuse` from a command the script believes valid, no
-//!    `SessionError` (the model never misbehaves).
+//!    passed, no node is left under `/sim` (except container parents that
+//!    never had a child, left by an acquire cancelled while it created them;
+//!    ZooKeeper 3.8 never reaps those either) and no session is left.
+//! 5. No panic; no `ApiMisuse` from a command the script believes valid (an
+//!    acquire refused while the recipe is not quiescent, e.g. a Curator-plan
+//!    release still waiting for its delete, is retried later); no
+//!    `SessionError` (the model never misbehaves); no acquire ending in
+//!    `Failed` with a server error (NoNode from the reaper and the like must
+//!    be retried by the recipe), except `Failed(NoNode)` after at least 8
+//!    NoNode replies: a slow client can lose the probe/create race with the
+//!    reaper on every retry and spend its retry budget, as Curator would.
 //!
 //! # Running
 //!
-//! A failure reports `SIM_SEED=<n>` and the last trace lines. Tests in
+//! A failure reports `SIM_SEED=<n>` and the last 80 trace lines (user
+//! actions, faults, connection states, recipe events). `SIM_TRACE_FRAMES=1`
+//! also decodes every frame into the trace (and keeps 1,600 lines). Tests in
 //! `conformance/tests/sim.rs`:
 //!
 //! ```text
-//! cargo test -p zoolock-conformance --test sim                      # CI sweep (2,000 seeds) + regressions
-//! SIM_SEED=1234 cargo test -p zoolock-conformance --test sim -- replay --nocapture
+//! # CI: 2,000 seeds (all five recipes, 400 each) + regressions + determinism.
+//! # About 25-60 s in debug on 2 cores; 2,000 seeds take ~3 s in release.
+//! cargo test -p zoolock-conformance --test sim
+//! # Replay one seed, with every frame in the trace:
+//! SIM_SEED=1234 SIM_TRACE_FRAMES=1 cargo test -p zoolock-conformance --test sim -- replay --nocapture
+//! # The long sweep (~2.5 min for 100,000 seeds in release on 2 cores):
 //! SIM_SEEDS=100000 SIM_SEED_START=0 cargo test --release -p zoolock-conformance --test sim -- sweep --nocapture
 //! ```
+//!
+//! `SIM_THREADS` sets the sweep's thread count (default: available
+//! parallelism). A seed that fails goes into `REGRESSIONS` in
+//! `tests/sim.rs` once fixed.
 
 mod run;
 

@@ -11,6 +11,8 @@ use zoolock_core::{
     OpPlan, ReadWriteLock, RecipeEvent, RecipeId, RequestError, Rng, Semaphore, SemaphoreMutex, SessionConfig, ZkPath,
 };
 
+use zoolock_core::wire::ErrorCode;
+
 use crate::decode::StreamDecoder;
 use crate::model::{ConnId, ModelConfig, ZkModel};
 use crate::trace::Direction;
@@ -243,8 +245,12 @@ struct Link {
     stalled_until: Instant,
     /// Apply the next client bytes, drop the replies, then reset.
     lose_replies: bool,
+    /// The model's output for this connection is being thrown away.
+    dropping: bool,
     /// Decodes frames for the trace when `SIM_TRACE_FRAMES` is set.
     decoder: Option<StreamDecoder>,
+    /// The ConnectResponse has gone by (later frames start with a reply header).
+    answered: bool,
 }
 
 impl Link {
@@ -257,7 +263,9 @@ impl Link {
             from_model: BytesMut::new(),
             stalled_until: Instant::ZERO,
             lose_replies: false,
+            dropping: false,
             decoder: trace_frames().then(StreamDecoder::new),
+            answered: false,
         }
     }
 
@@ -285,6 +293,28 @@ fn has_request(bytes: &[u8]) -> bool {
         rest = next;
     }
     false
+}
+
+/// Counts the replies with error NoNode among the whole frames of `bytes`
+/// (reply header: xid, zxid, err), skipping a leading ConnectResponse.
+fn count_no_node(bytes: &[u8], answered: &mut bool) -> usize {
+    let mut n = 0;
+    let mut rest = bytes;
+    while rest.len() >= 4 {
+        let len = u32::from_be_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
+        let Some(frame) = rest.get(4..4 + len) else { break };
+        if !*answered {
+            *answered = true;
+        } else if frame.len() >= 16 {
+            let xid = i32::from_be_bytes([frame[0], frame[1], frame[2], frame[3]]);
+            let err = i32::from_be_bytes([frame[12], frame[13], frame[14], frame[15]]);
+            if xid >= 0 && err == -101 {
+                n += 1;
+            }
+        }
+        rest = &rest[4 + len..];
+    }
+    n
 }
 
 fn trace_frames() -> bool {
@@ -366,6 +396,8 @@ struct SimClient {
     doomed: bool,
     /// The recipe reported Lost while holding: release what is left.
     must_release: bool,
+    /// NoNode replies received since the current acquire began.
+    no_node_replies: usize,
     closing: bool,
 }
 
@@ -440,6 +472,10 @@ pub struct Sim {
 }
 
 const TRACE_LINES: usize = 80;
+
+/// NoNode replies that show a spent retry budget (four attempts, each with a
+/// NoNode create before and after making the parents).
+const NO_NODE_BUDGET: usize = 8;
 
 impl Sim {
     /// A simulation of `seed` with `config`.
@@ -564,6 +600,7 @@ impl Sim {
             recipe_suspended: false,
             doomed: false,
             must_release: false,
+            no_node_replies: 0,
             closing: false,
         }
     }
@@ -748,7 +785,7 @@ impl Sim {
         let mut buf = std::mem::take(&mut link.to_model);
         // Only a batch with a real request (xid >= 0, not a ping) loses its replies.
         let lose = link.lose_replies && has_request(&bytes);
-
+        link.dropping = lose;
         self.model.handle_bytes(now, conn, &mut buf);
         if let Some(link) = self.clients[i].link.as_mut() {
             link.to_model = buf;
@@ -771,6 +808,9 @@ impl Sim {
                 for f in frames.into_iter().flatten() {
                     self.log(|| format!("c{i} << {f}"));
                 }
+                let Some(link) = self.clients[i].link.as_mut() else { return Ok(()) };
+                let no_node = count_no_node(&bytes, &mut link.answered);
+                self.clients[i].no_node_replies += no_node;
                 let Some(link) = self.clients[i].link.as_mut() else { return Ok(()) };
                 link.from_model.extend_from_slice(&bytes);
                 let mut buf = std::mem::take(&mut link.from_model);
@@ -818,7 +858,7 @@ impl Sim {
         let latency = self.down_latency(i);
         let now = self.now;
         let link = self.clients[i].link.as_mut().expect("found above");
-        if link.lose_replies {
+        if link.dropping {
             return;
         }
         let at = link.down.back().map_or(now + latency, |(last, _)| (*last).max(now + latency));
@@ -959,6 +999,7 @@ impl Sim {
             }
         };
         c.pending = Some(Pending { mode, since: now });
+        c.no_node_replies = 0;
         let result = match (c.role, mode) {
             (Role::Mutex, _) => c.client.command::<Mutex, _>(now, id, |r, now| r.acquire(now, deadline)),
             (Role::SemaphoreMutex, _) => {
@@ -1134,10 +1175,25 @@ impl Sim {
                 }
                 Ok(())
             }
+            RecipeEvent::Failed(RequestError::Server(ErrorCode::NO_NODE))
+                if c.pending.is_some() && c.no_node_replies >= NO_NODE_BUDGET =>
+            {
+                // A slow client can lose the probe/create race with the
+                // container reaper on every retry; giving up once the retry
+                // budget is spent is Curator's behaviour (attemptLock).
+                let n = c.no_node_replies;
+                c.pending = None;
+                self.report.unsuccessful += 1;
+                self.log(|| format!("c{i}: NoNode retry budget spent ({n} NoNode replies)"));
+                Ok(())
+            }
             RecipeEvent::Failed(RequestError::Server(code)) if c.pending.is_some() => {
                 // The server refused something the recipe should have handled
                 // (NoNode from the container reaper, NodeExists, ...).
-                Err(format!("c{i}: the acquire failed with server error {code:?}"))
+                Err(format!(
+                    "c{i}: the acquire failed with server error {code:?} after {} NoNode replies",
+                    c.no_node_replies
+                ))
             }
             RecipeEvent::TimedOut | RecipeEvent::Failed(_) => {
                 if c.pending.is_some() {
