@@ -12,7 +12,7 @@
 //! SIM_SEEDS=100000 cargo test --release -p zoolock-conformance --test sim -- sweep --nocapture
 //! ```
 
-use zoolock_conformance::sim::{RecipeKind, SimConfig, run_seed, sweep};
+use zoolock_conformance::sim::{RecipeKind, SimConfig, run_seed, run_with, sweep};
 
 fn env_u64(name: &str) -> Option<u64> {
     std::env::var(name).ok().and_then(|s| s.trim().parse().ok())
@@ -86,4 +86,23 @@ fn a_seed_replays_identically() {
         let b = run_seed(seed).map(|r| format!("{r:?}")).map_err(|f| f.to_string());
         assert_eq!(a, b, "seed {seed} is not deterministic");
     }
+}
+
+/// The oracle is not vacuous: a mutex whose predicate lets the first two
+/// nodes hold (Curator's V1 semaphore rule) must be caught breaking exclusion.
+#[test]
+fn oracle_catches_a_broken_predicate() {
+    let mut caught = 0;
+    let mut runs = 0;
+    for seed in (0..200u64).filter(|s| RecipeKind::for_seed(*s) == RecipeKind::Mutex).take(20) {
+        let mut config = SimConfig::for_seed(seed);
+        config.mutex_leases = 2;
+        runs += 1;
+        if let Err(failure) = run_with(seed, config) {
+            assert!(failure.message.contains("exclusi") || failure.message.contains("holder"), "{}", failure.message);
+            caught += 1;
+        }
+    }
+    println!("the exclusion oracle caught {caught} of {runs} runs with a broken mutex predicate");
+    assert!(caught * 2 > runs, "the exclusion oracle caught only {caught} of {runs} broken runs");
 }

@@ -112,4 +112,4 @@
 
 mod run;
 
-pub use run::{RecipeKind, Sim, SimConfig, SimFailure, SimReport, SweepOutcome, run_seed, sweep};
+pub use run::{RecipeKind, Sim, SimConfig, SimFailure, SimReport, SweepOutcome, run_seed, run_with, sweep};

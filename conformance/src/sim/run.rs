@@ -72,6 +72,9 @@ pub struct SimConfig {
     pub max_hold: Duration,
     /// Livelock guard: the run fails after this many steps.
     pub max_steps: usize,
+    /// Holders a Mutex role allows: 1 is a mutex; more is a deliberately
+    /// broken predicate, which the exclusion oracle must catch.
+    pub mutex_leases: usize,
 }
 
 impl SimConfig {
@@ -86,6 +89,7 @@ impl SimConfig {
         let plan = if below(&mut rng, 4) == 0 { OpPlan::Curator } else { OpPlan::Pipelined };
         let faults = below(&mut rng, 25) as usize;
         SimConfig {
+            mutex_leases: 1,
             kind,
             clients,
             leases,
@@ -144,7 +148,8 @@ pub fn run_seed(seed: u64) -> Result<SimReport, SimFailure> {
     run_with(seed, SimConfig::for_seed(seed))
 }
 
-fn run_with(seed: u64, config: SimConfig) -> Result<SimReport, SimFailure> {
+/// Runs one seed with an explicit configuration, panics included.
+pub fn run_with(seed: u64, config: SimConfig) -> Result<SimReport, SimFailure> {
     let mut sim = Sim::new(seed, config);
     let outcome = catch_unwind(AssertUnwindSafe(|| sim.run()));
     let message = match outcome {
@@ -571,7 +576,7 @@ impl Sim {
         let path = |p: &str| ZkPath::new(p).expect("a valid path");
         let mutex_path = if self.config.kind == RecipeKind::MultiLock { MULTI_B } else { LOCK };
         let recipe: Box<dyn zoolock_core::Recipe> = match role {
-            Role::Mutex => Box::new(Mutex::new(path(mutex_path), config)),
+            Role::Mutex => Box::new(Mutex::with_leases(path(mutex_path), config, self.config.mutex_leases)),
             Role::Rw => Box::new(ReadWriteLock::new(path(LOCK), config)),
             Role::Semaphore => Box::new(Semaphore::new(path(LOCK), self.config.leases, config)),
             Role::SemaphoreMutex => Box::new(SemaphoreMutex::new(path(LOCK), config)),

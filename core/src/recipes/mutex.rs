@@ -35,8 +35,16 @@ pub struct Mutex {
 impl Mutex {
     /// A mutex on `base` (the lock path; nodes go underneath).
     pub fn new(base: ZkPath, config: LockConfig) -> Mutex {
-        let core =
-            LockCore::new(config, base, LOCK_NAME, SortKey::Standard(LOCK_NAME), Rule::Standard { max_leases: 1 });
+        Mutex::with_leases(base, config, 1)
+    }
+
+    /// The same nodes with the first `max_leases` of them holding: Curator's
+    /// deprecated V1 `InterProcessSemaphore` rule. Not mutual exclusion for
+    /// `max_leases > 1`; the simulator uses it as a deliberately broken mutex
+    /// to show that its exclusion oracle notices.
+    pub fn with_leases(base: ZkPath, config: LockConfig, max_leases: usize) -> Mutex {
+        let rule = Rule::Standard { max_leases: max_leases.max(1) };
+        let core = LockCore::new(config, base, LOCK_NAME, SortKey::Standard(LOCK_NAME), rule);
         Mutex { core, holds: 0, counted: None, events: alloc::collections::VecDeque::new() }
     }
 
