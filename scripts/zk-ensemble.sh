@@ -25,8 +25,8 @@
 #   ZK_JAVA_OPTS="..."     JVM options (default: -Xms32m -Xmx256m -XX:+UseSerialGC)
 set -euo pipefail
 
-JAVA_DIR=${ZK_JAVA_DIR:-/usr/share/java}
-MAIN_CLASS=org.apache.zookeeper.server.quorum.QuorumPeerMain
+# shellcheck source=scripts/zk-common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/zk-common.sh"
 SELF=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)/$(basename "${BASH_SOURCE[0]}")
 SERVERS="1 2 3"
 
@@ -41,15 +41,6 @@ usage() {
     exit 2
 }
 
-zk_classpath() {
-    local jar cp=""
-    for jar in zookeeper zookeeper-jute slf4j-api slf4j-simple; do
-        [[ -f "$JAVA_DIR/$jar.jar" ]] ||
-            die "missing $JAVA_DIR/$jar.jar (run scripts/install-deps.sh)"
-        cp+="${cp:+:}$JAVA_DIR/$jar.jar"
-    done
-    printf '%s\n' "$cp"
-}
 
 # N distinct unused loopback ports, one per line. All sockets are held open
 # together so the kernel hands out distinct ports. Someone can still take one
@@ -68,23 +59,7 @@ for s in socks:
     s.close()' "$1"
 }
 
-# The server's reply to a four-letter word (empty if it does not answer).
-four_letter() {
-    local port=$1 word=$2
-    # shellcheck disable=SC2016 # $1/$2 expand in the inner shell
-    timeout 2 bash -c '
-        exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
-        printf "%s" "$2" >&3
-        cat <&3' _ "$port" "$word" 2>/dev/null || true
-}
 
-# True if PID is a live (not zombie) process.
-alive() {
-    local pid=$1 state
-    kill -0 "$pid" 2>/dev/null || return 1
-    state=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) || return 1
-    [[ $state != Z ]]
-}
 
 # True if PID is the server started from CFG (guards against pid reuse).
 is_our_server() {

@@ -16,8 +16,8 @@
 #   ZK_JAVA_OPTS="..."     extra JVM options (default: -Xms32m -Xmx512m)
 set -euo pipefail
 
-JAVA_DIR=${ZK_JAVA_DIR:-/usr/share/java}
-MAIN_CLASS=org.apache.zookeeper.server.quorum.QuorumPeerMain
+# shellcheck source=scripts/zk-common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/zk-common.sh"
 
 die() {
     echo "zk-server: $*" >&2
@@ -29,19 +29,6 @@ usage() {
     exit 2
 }
 
-# Classpath: zookeeper.jar's manifest Class-Path already names its runtime
-# dependencies (jute, netty, jackson, metrics, commons-*, ...) by absolute path,
-# so the JVM pulls them in by itself. The manifest has no SLF4J binding, so add
-# slf4j-simple to get a server log instead of SLF4J's silent NOP logger.
-zk_classpath() {
-    local jar cp=""
-    for jar in zookeeper zookeeper-jute slf4j-api slf4j-simple; do
-        [[ -f "$JAVA_DIR/$jar.jar" ]] ||
-            die "missing $JAVA_DIR/$jar.jar (run scripts/install-deps.sh)"
-        cp+="${cp:+:}$JAVA_DIR/$jar.jar"
-    done
-    printf '%s\n' "$cp"
-}
 
 # Ask the kernel for an unused loopback port. There is a short window in which
 # someone else could take it; `start` retries on "Address already in use".
@@ -66,24 +53,7 @@ s.close()'
     die "no free port found after $tries tries"
 }
 
-# Print the server's reply to a four-letter word (empty if it does not answer).
-four_letter() {
-    local port=$1 word=$2
-    # shellcheck disable=SC2016 # $1/$2 expand in the inner shell
-    timeout 3 bash -c '
-        exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
-        printf "%s" "$2" >&3
-        cat <&3' _ "$port" "$word" 2>/dev/null || true
-}
 
-# True if PID is a live (not zombie) process.
-alive() {
-    local pid=$1 state
-    kill -0 "$pid" 2>/dev/null || return 1
-    # A reparented child may stay a zombie if PID 1 does not reap; that is gone.
-    state=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) || return 1
-    [[ $state != Z ]]
-}
 
 # True if PID is the ZooKeeper started for DIR (guards against pid reuse).
 is_our_server() {
