@@ -38,9 +38,10 @@ pub(crate) struct Cli {
 /// Options every subcommand takes.
 #[derive(Debug, Args)]
 pub(crate) struct Global {
-    /// ZooKeeper connect string: host:port,host:port,... and an optional /chroot suffix.
-    #[arg(long, value_name = "HOSTS", env = "ZOOLOCK_CONNECT", default_value = "127.0.0.1:2181", global = true)]
-    pub(crate) connect: String,
+    /// ZooKeeper connect string: host:port,host:port,... and an optional /chroot suffix
+    /// [default: 127.0.0.1:2181; `demo` starts an embedded server instead].
+    #[arg(long, value_name = "HOSTS", env = "ZOOLOCK_CONNECT", global = true)]
+    pub(crate) connect: Option<String>,
     /// Requested session timeout (e.g. 10s, 1500ms). The server may clamp it.
     #[arg(long, value_name = "D", value_parser = duration, default_value = "10s", global = true)]
     pub(crate) session_timeout: Duration,
@@ -51,6 +52,16 @@ pub(crate) struct Global {
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub(crate) verbose: u8,
 }
+
+impl Global {
+    /// The connect string: `--connect`, else `ZOOLOCK_CONNECT`, else the default.
+    pub(crate) fn connect_string(&self) -> &str {
+        self.connect.as_deref().unwrap_or(DEFAULT_CONNECT)
+    }
+}
+
+/// Where to connect when neither `--connect` nor `ZOOLOCK_CONNECT` says.
+pub(crate) const DEFAULT_CONNECT: &str = "127.0.0.1:2181";
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
@@ -106,6 +117,13 @@ pub(crate) enum Command {
         #[arg(long, value_name = "NODE", value_parser = zk_path)]
         node: Option<String>,
     },
+    /// Show zoolock at work: workers contend on a mutex, a read-write lock
+    /// and a semaphore, with live progress and a summary. Starts an embedded
+    /// in-memory ZooKeeper unless --connect (or ZOOLOCK_CONNECT) is given.
+    Demo(crate::commands::demo::DemoArgs),
+    /// Measure lock cycles against the server at --connect (one JSON object
+    /// per run with --json).
+    Bench(crate::commands::bench::BenchArgs),
     /// Serve an in-memory ZooKeeper (zoolock's model of a standalone 3.8
     /// server) on 127.0.0.1 for tests; prints its connect string on stdout
     /// and runs until SIGINT or SIGTERM. Nothing is persisted.
@@ -194,8 +212,8 @@ mod tests {
     fn global_options_go_before_or_after_the_subcommand() {
         let a = Cli::try_parse_from(["zoolock", "--connect", "h:1", "lock", "/x", "--", "true"]).expect("parses");
         let b = Cli::try_parse_from(["zoolock", "lock", "/x", "--connect", "h:1", "--", "true"]).expect("parses");
-        assert_eq!(a.global.connect, "h:1");
-        assert_eq!(b.global.connect, "h:1");
+        assert_eq!(a.global.connect_string(), "h:1");
+        assert_eq!(b.global.connect_string(), "h:1");
     }
 
     #[test]

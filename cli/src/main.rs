@@ -7,6 +7,8 @@
 //! zoolock holders PATH [--kind mutex|rwlock|semaphore]
 //! zoolock revoke PATH | --node NODE
 //! zoolock serve [--port P]
+//! zoolock demo [--duration D]            (embedded server unless --connect)
+//! zoolock bench --workload W [--cycles N] [--json]
 //! ```
 //!
 //! The connect string comes from `--connect`, else `ZOOLOCK_CONNECT`, else

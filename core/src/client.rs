@@ -7,7 +7,7 @@
 //! [`Client::poll_timeout`].
 
 use alloc::boxed::Box;
-use alloc::collections::{BTreeMap, VecDeque};
+use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use bytes::{Bytes, BytesMut};
 use zoolock_wire::Response;
@@ -58,6 +58,14 @@ enum Route {
 }
 
 /// A session plus the recipes that run on it.
+///
+/// A recipe's outputs (ops, events, deadline) change only when it gets an
+/// input, so the client tracks which recipes got one since they were last
+/// drained (`dirty`) and keeps their deadlines in an ordered index. Each
+/// input then costs the recipes it touched, not every recipe: with thousands
+/// of queued lock handles on one session, scanning them all per reply made
+/// a queue's drain quadratic. The outputs and their order are the same as a
+/// full scan in id order would give.
 pub struct Client {
     config: SessionConfig,
     generation: u64,
@@ -66,6 +74,11 @@ pub struct Client {
     next_recipe: u64,
     routes: BTreeMap<RequestId, Route>,
     events: VecDeque<ClientEvent>,
+    /// Recipes that got an input since their outputs were last drained.
+    dirty: BTreeSet<RecipeId>,
+    /// Every recipe's `poll_timeout`, ordered by time; and by recipe.
+    deadlines: BTreeSet<(Instant, RecipeId)>,
+    deadline_of: BTreeMap<RecipeId, Instant>,
 }
 
 impl core::fmt::Debug for Client {
@@ -89,6 +102,9 @@ impl Client {
             next_recipe: 0,
             routes: BTreeMap::new(),
             events: VecDeque::new(),
+            dirty: BTreeSet::new(),
+            deadlines: BTreeSet::new(),
+            deadline_of: BTreeMap::new(),
         }
     }
 
@@ -116,6 +132,7 @@ impl Client {
         config.seed = config.seed.wrapping_add(self.generation);
         self.session = Session::new(config, now);
         self.routes.clear();
+        self.dirty.extend(self.recipes.keys().copied());
         self.pump(now);
         Ok(())
     }
@@ -125,6 +142,7 @@ impl Client {
         let id = RecipeId(self.next_recipe);
         self.next_recipe += 1;
         self.recipes.insert(id, recipe);
+        self.dirty.insert(id);
         self.pump(now);
         id
     }
@@ -134,6 +152,10 @@ impl Client {
     /// clean up first (release before removing).
     pub fn remove_recipe(&mut self, id: RecipeId) -> Option<Box<dyn Recipe>> {
         let recipe = self.recipes.remove(&id)?;
+        self.dirty.remove(&id);
+        if let Some(at) = self.deadline_of.remove(&id) {
+            self.deadlines.remove(&(at, id));
+        }
         self.routes.retain(|_, r| !matches!(r, Route::Recipe(rid, _) if *rid == id));
         self.session.remove_watcher(WatcherId(id.0));
         Some(recipe)
@@ -151,6 +173,7 @@ impl Client {
         let concrete =
             recipe.as_any_mut().downcast_mut::<R>().ok_or(ApiMisuse::InvalidState("recipe has another type"))?;
         let out = f(concrete, now);
+        self.dirty.insert(id);
         self.pump(now);
         Ok(out)
     }
@@ -200,9 +223,15 @@ impl Client {
     /// Fires the session's and every recipe's due timers.
     pub fn handle_timeout(&mut self, now: Instant) {
         self.session.handle_timeout(now);
-        for recipe in self.recipes.values_mut() {
-            if recipe.poll_timeout().is_some_and(|t| t <= now) {
-                recipe.handle_timeout(now);
+        let mut due: alloc::vec::Vec<RecipeId> =
+            self.deadlines.iter().take_while(|(at, _)| *at <= now).map(|(_, id)| *id).collect();
+        due.sort_unstable();
+        for id in due {
+            if let Some(recipe) = self.recipes.get_mut(&id) {
+                if recipe.poll_timeout().is_some_and(|t| t <= now) {
+                    recipe.handle_timeout(now);
+                }
+                self.dirty.insert(id);
             }
         }
         self.pump(now);
@@ -231,7 +260,11 @@ impl Client {
     /// The earliest of the session's and the recipes' deadlines.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.recipes.values().filter_map(|r| r.poll_timeout()).chain(self.session.poll_timeout()).min()
+        let recipes = self.deadlines.first().map(|(at, _)| *at);
+        match (recipes, self.session.poll_timeout()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     // ---- mechanism -----------------------------------------------------------------
@@ -244,12 +277,15 @@ impl Client {
                 progressed = true;
                 self.route(now, event);
             }
-            for (rid, recipe) in self.recipes.iter_mut() {
+            // In id order, as a scan of every recipe would go; the others
+            // have nothing to say.
+            for rid in core::mem::take(&mut self.dirty) {
+                let Some(recipe) = self.recipes.get_mut(&rid) else { continue };
                 while let Some(op) = recipe.poll_op() {
                     progressed = true;
                     match self.session.submit(now, op.op, Some(WatcherId(rid.0))) {
                         Ok(req) => {
-                            self.routes.insert(req, Route::Recipe(*rid, op.id));
+                            self.routes.insert(req, Route::Recipe(rid, op.id));
                         }
                         Err(_) => {
                             let error = self.session.status().end_error().unwrap_or(RequestError::Closed);
@@ -258,7 +294,18 @@ impl Client {
                     }
                 }
                 while let Some(event) = recipe.poll_event() {
-                    self.events.push_back(ClientEvent::Recipe { recipe: *rid, event });
+                    progressed = true;
+                    self.events.push_back(ClientEvent::Recipe { recipe: rid, event });
+                }
+                let at = recipe.poll_timeout();
+                if self.deadline_of.get(&rid).copied() != at {
+                    if let Some(old) = self.deadline_of.remove(&rid) {
+                        self.deadlines.remove(&(old, rid));
+                    }
+                    if let Some(at) = at {
+                        self.deadline_of.insert(rid, at);
+                        self.deadlines.insert((at, rid));
+                    }
                 }
             }
             if !progressed {
@@ -273,6 +320,7 @@ impl Client {
                 for recipe in self.recipes.values_mut() {
                     recipe.handle_session(now, state);
                 }
+                self.dirty.extend(self.recipes.keys().copied());
                 self.events.push_back(ClientEvent::State(state));
             }
             SessionEvent::Reply { id, result } => match self.routes.remove(&id) {
@@ -280,6 +328,7 @@ impl Client {
                 Some(Route::Recipe(rid, op)) => {
                     if let Some(recipe) = self.recipes.get_mut(&rid) {
                         recipe.handle_reply(now, op, result);
+                        self.dirty.insert(rid);
                     }
                 }
                 None => {}
@@ -289,6 +338,7 @@ impl Client {
                     self.events.push_back(ClientEvent::Watch(event));
                 } else if let Some(recipe) = self.recipes.get_mut(&RecipeId(watcher.0)) {
                     recipe.handle_watch(now, &event);
+                    self.dirty.insert(RecipeId(watcher.0));
                 }
             }
         }

@@ -55,6 +55,15 @@ pub struct ConnectString {
 
 impl ConnectString {
     /// Parses `host[:port][,host[:port]...][/chroot]`. A chroot of `/` is none.
+    ///
+    /// ```
+    /// use zoolock_core::ConnectString;
+    /// let cs = ConnectString::parse("zk1:2181,zk2,[::1]:2182/app").unwrap();
+    /// let hosts: Vec<String> = cs.hosts().iter().map(|h| h.to_string()).collect();
+    /// assert_eq!(hosts.len(), 3);
+    /// assert_eq!(cs.hosts()[1].port, 2181); // the default port
+    /// assert_eq!(cs.chroot().map(|c| c.as_str()), Some("/app"));
+    /// ```
     pub fn parse(s: &str) -> Result<ConnectString, ConnectStringError> {
         let s = s.trim();
         let (hosts_part, chroot) = match s.find('/') {

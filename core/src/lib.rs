@@ -1,5 +1,29 @@
 //! zoolock's sans-IO core: the ZooKeeper session, the client multiplexer and
-//! (soon) Curator's lock recipes, as state machines.
+//! Curator's lock recipes, as state machines.
+//!
+//! [`Client`] is the entry point: feed it bytes ([`Client::handle_bytes`]),
+//! connection events and the time, and drain what it wants done
+//! ([`Client::poll_io`], [`Client::poll_transmit`], [`Client::poll_timeout`])
+//! and what happened ([`Client::poll_event`]). Recipes ([`Mutex`],
+//! [`ReadWriteLock`], [`Semaphore`], ...) are added to it and commanded with
+//! [`Client::command`]. `examples/hand_driven.rs` in the repository drives it
+//! over a blocking socket in about 150 lines; `zoolock-driver` is the async
+//! loop that the tokio and smol crates use.
+//!
+//! ```
+//! use zoolock_core::{Client, ConnectString, Instant, IoCommand, LockConfig, Mutex, SessionConfig, ZkPath};
+//!
+//! let now = Instant::from_millis(0);
+//! let config = SessionConfig::new(ConnectString::parse("127.0.0.1:2181").unwrap(), 42);
+//! let mut client = Client::new(config, now);
+//! let lock = client.add_recipe(now, Box::new(Mutex::new(ZkPath::new("/app/lock").unwrap(), LockConfig::new(7))));
+//! client.command(now, lock, |m: &mut Mutex, now| m.acquire(now, None)).unwrap().unwrap();
+//! // The acquire waits for a session. The client asks for a connection at
+//! // its first deadline, which is now.
+//! assert_eq!(client.poll_timeout(), Some(now));
+//! client.handle_timeout(now);
+//! assert!(matches!(client.poll_io(), Some(IoCommand::Connect { .. })));
+//! ```
 //!
 //! Determinism: nothing here reads a clock, draws OS randomness, opens a
 //! socket, spawns, locks or awaits. Every input carries `now`, and all

@@ -47,6 +47,14 @@ impl ZkPath {
     }
 
     /// Validates `path` by ZooKeeper's rules.
+    ///
+    /// ```
+    /// use zoolock_core::ZkPath;
+    /// assert_eq!(ZkPath::new("/app/lock").unwrap().as_str(), "/app/lock");
+    /// assert!(ZkPath::new("app/lock").is_err()); // not absolute
+    /// assert!(ZkPath::new("/app/").is_err()); // trailing slash
+    /// assert!(ZkPath::new("/app//lock").is_err()); // empty segment
+    /// ```
     pub fn new(path: &str) -> Result<ZkPath, PathError> {
         validate(path, false)?;
         Ok(ZkPath(String::from(path)))

@@ -257,18 +257,46 @@ impl Client {
     // ---- recipes ---------------------------------------------------------------------
 
     /// A fair, reentrant mutex on `path` (Curator's `InterProcessMutex`).
+    ///
+    /// ```no_run
+    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
+    /// let lock = client.mutex("/app/lock").await?;
+    /// let guard = lock.acquire().await?;
+    /// println!("holding {} with token {:?}", guard.node(), guard.fencing_token());
+    /// guard.release().await?;
+    /// # Ok(()) }
+    /// ```
     pub async fn mutex(&self, path: &str) -> Result<Lock, Error> {
         let base = ZkPath::new(path)?;
         Lock::new(self.clone(), LockKind::Mutex(base)).await
     }
 
     /// A revocable mutex: its holder gets [`crate::Guard::revocation_requested`].
+    ///
+    /// ```no_run
+    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
+    /// let lock = client.revocable_mutex("/app/lock").await?;
+    /// let guard = lock.acquire().await?;
+    /// guard.revocation_requested().await; // another process ran `client.revoke(node)`
+    /// guard.release().await?;
+    /// # Ok(()) }
+    /// ```
     pub async fn revocable_mutex(&self, path: &str) -> Result<Lock, Error> {
         let base = ZkPath::new(path)?;
         Lock::new(self.clone(), LockKind::RevocableMutex(base)).await
     }
 
     /// The read and write halves of a read-write lock on `path`.
+    ///
+    /// ```no_run
+    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
+    /// let (read, write) = client.read_write_lock("/app/rw").await?;
+    /// let writing = write.acquire().await?;
+    /// let reading = read.acquire().await?; // a writer may also read: downgrade
+    /// writing.release().await?;
+    /// reading.release().await?;
+    /// # Ok(()) }
+    /// ```
     pub async fn read_write_lock(&self, path: &str) -> Result<(Lock, Lock), Error> {
         let base = ZkPath::new(path)?;
         Lock::read_write(self.clone(), base).await
@@ -276,12 +304,29 @@ impl Client {
 
     /// A non-reentrant mutex built on a one-lease semaphore
     /// (Curator's `InterProcessSemaphoreMutex`).
+    ///
+    /// ```no_run
+    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
+    /// let lock = client.semaphore_mutex("/app/once").await?;
+    /// if let Some(guard) = lock.try_acquire().await? {
+    ///     guard.release().await?;
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn semaphore_mutex(&self, path: &str) -> Result<Lock, Error> {
         let base = ZkPath::new(path)?;
         Lock::new(self.clone(), LockKind::SemaphoreMutex(base)).await
     }
 
     /// All of `paths` as one lock, taken in order and released in reverse.
+    ///
+    /// ```no_run
+    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
+    /// let both = client.multi_lock(&["/app/a", "/app/b"]).await?;
+    /// let guard = both.acquire().await?; // holds /app/a and /app/b, or neither
+    /// guard.release().await?;
+    /// # Ok(()) }
+    /// ```
     pub async fn multi_lock(&self, paths: &[&str]) -> Result<Lock, Error> {
         let bases = paths.iter().map(|p| ZkPath::new(p)).collect::<Result<Vec<_>, _>>()?;
         Lock::new(self.clone(), LockKind::Multi(bases)).await
@@ -289,6 +334,16 @@ impl Client {
 
     /// A counting semaphore with `leases` leases on `path`
     /// (Curator's `InterProcessSemaphoreV2`).
+    ///
+    /// ```no_run
+    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
+    /// let pool = client.semaphore("/app/pool", 3).await?;
+    /// let leases = pool.acquire(1).await?;
+    /// for lease in leases {
+    ///     lease.release().await?;
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn semaphore(&self, path: &str, leases: usize) -> Result<Semaphore, Error> {
         let base = ZkPath::new(path)?;
         Semaphore::new(self.clone(), base, leases).await
@@ -296,6 +351,15 @@ impl Client {
 
     /// The nodes queued on a lock path, holder first, with their data.
     /// `kind` picks the sort key: "mutex", "rwlock" or "semaphore".
+    ///
+    /// ```no_run
+    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
+    /// use zoolock_driver::ParticipantsOf;
+    /// for p in client.participants("/app/lock", ParticipantsOf::Mutex).await? {
+    ///     println!("{p:?}"); // holder first
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn participants(&self, path: &str, kind: ParticipantsOf) -> Result<Vec<Participant>, Error> {
         let base = ZkPath::new(path)?;
         let recipe = match kind {
@@ -312,6 +376,15 @@ impl Client {
 
     /// Asks the holder of lock node `node` to release it (writes
     /// `__REVOKE__`, as Curator's `Revoker`).
+    ///
+    /// ```no_run
+    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
+    /// use zoolock_driver::ParticipantsOf;
+    /// if let Some(holder) = client.participants("/app/lock", ParticipantsOf::Mutex).await?.first() {
+    ///     client.revoke(&holder.path).await?;
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn revoke(&self, node: &str) -> Result<(), Error> {
         let node = ZkPath::new(node)?;
         match self.one_shot(Box::new(zoolock_core::recipes::Revoker::new(node))).await? {

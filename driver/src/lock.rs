@@ -358,6 +358,19 @@ impl Lock {
 
     /// Waits at most `timeout`; [`Error::TimedOut`] after it. A free lock is
     /// taken even if the timeout has already passed.
+    ///
+    /// ```no_run
+    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
+    /// use std::time::Duration;
+    /// use zoolock_driver::Error;
+    /// let lock = client.mutex("/app/lock").await?;
+    /// match lock.acquire_timeout(Duration::from_secs(5)).await {
+    ///     Ok(guard) => guard.release().await?,
+    ///     Err(Error::TimedOut) => eprintln!("busy"),
+    ///     Err(e) => return Err(e),
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Guard, Error> {
         self.acquire_inner(Some(timeout)).await
     }
@@ -411,6 +424,21 @@ impl Lock {
         }
         let (node, token) = (&mut pending).await?;
         Ok(Guard { lock: self.clone(), node, token, released: false })
+    }
+
+    /// Completes once this lock owes the server nothing: it is neither held
+    /// nor being acquired (through any clone of this handle; for a read-write
+    /// lock, through either half), and the server has applied every delete
+    /// of its releases and clean-ups.
+    ///
+    /// In the pipelined plan [`Guard::release`] returns as soon as the delete
+    /// is queued, so the next request rides in the same write. Dropping the
+    /// guard and then awaiting this is a release acknowledged by the server
+    /// (what Curator's `release()` waits for) that costs no extra request:
+    /// it completes on the delete's own reply. Fails with the session's error
+    /// if the session ends first (its ephemeral nodes go with it).
+    pub async fn settled(&self) -> Result<(), Error> {
+        crate::task::settled(&self.recipe.client, self.recipe.id).await
     }
 
     /// Whether this handle holds the lock, as far as it knows.
@@ -515,6 +543,15 @@ impl Guard {
     /// (`Lost`), returning which; `select!` on it beside the critical section.
     /// After a `Suspended`, [`Guard::status`] tells whether the hold came back
     /// (`Held`) or was lost; call this again to wait for the next change.
+    ///
+    /// ```no_run
+    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
+    /// let guard = client.mutex("/app/lock").await?.acquire().await?;
+    /// let work = async { /* the critical section, passing guard.fencing_token() along */ };
+    /// futures_lite::future::or(async { let _ = guard.lost().await; }, work).await;
+    /// guard.release().await?;
+    /// # Ok(()) }
+    /// ```
     pub async fn lost(&self) -> HoldStatus {
         loop {
             let listener = self.lock.watched.changed.listen();
@@ -539,9 +576,12 @@ impl Guard {
         }
     }
 
-    /// Releases and waits until the node is deleted (or, with reentrant
-    /// holds, until this hold is counted off). Releasing a lost lock is not an
-    /// error: there is nothing left to release.
+    /// Releases (with reentrant holds, counts this hold off). In the Curator
+    /// plan it waits for the delete's reply; in the Pipelined plan (the
+    /// default) it completes once the delete is queued, a guaranteed delete
+    /// that rides with the next request, and [`Lock::settled`] waits for the
+    /// server to apply it. Releasing a lost lock is not an error: there is
+    /// nothing left to release.
     pub async fn release(mut self) -> Result<(), Error> {
         self.released = true;
         let (tx, rx) = oneshot::channel();

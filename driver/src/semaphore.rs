@@ -94,12 +94,30 @@ impl Semaphore {
         Ok(Semaphore { handle: Arc::new(RecipeHandle { client, id }), state })
     }
 
+    /// Completes once this semaphore owes the server nothing: no acquire
+    /// under way, no lease held through it, and every returned lease's
+    /// delete applied by the server. Dropping a [`Lease`] and then awaiting
+    /// this is a return acknowledged by the server, on the delete's own
+    /// reply. Fails with the session's error if the session ends first.
+    pub async fn settled(&self) -> Result<(), Error> {
+        crate::task::settled(&self.handle.client, self.handle.id).await
+    }
+
     /// Takes `qty` leases, waiting as long as needed.
     pub async fn acquire(&self, qty: usize) -> Result<Vec<Lease>, Error> {
         self.acquire_inner(qty, None).await
     }
 
     /// Takes `qty` leases, waiting at most `timeout` for all of them.
+    ///
+    /// ```no_run
+    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
+    /// use std::time::Duration;
+    /// let pool = client.semaphore("/app/pool", 5).await?;
+    /// let leases = pool.acquire_timeout(2, Duration::from_secs(1)).await?;
+    /// drop(leases); // returned in the background, like `release` without waiting
+    /// # Ok(()) }
+    /// ```
     pub async fn acquire_timeout(&self, qty: usize, timeout: Duration) -> Result<Vec<Lease>, Error> {
         self.acquire_inner(qty, Some(timeout)).await
     }

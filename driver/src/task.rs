@@ -43,6 +43,12 @@ pub(crate) enum Command {
     /// Drop the recipe once it owes the server nothing.
     DropRecipe(RecipeId),
     Subscribe(mpsc::UnboundedSender<ConnectionState>),
+    /// Answer once the recipe owes the server nothing (is quiescent): its
+    /// releases' deletes have been applied. Fails if the session ends first.
+    Settle {
+        recipe: RecipeId,
+        reply: oneshot::Sender<Result<(), RequestError>>,
+    },
     Close,
 }
 
@@ -115,6 +121,11 @@ pub(crate) struct DriverTask {
     timer: Option<(Instant, BoxFuture<()>)>,
     replies: HashMap<RequestId, oneshot::Sender<Result<Response, RequestError>>>,
     slots: HashMap<RecipeId, Slot>,
+    /// The slots marked `dropping`, so reaping looks at them only (a scan of
+    /// every slot per turn costs too much with thousands of lock handles).
+    dropping: Vec<RecipeId>,
+    /// [`Command::Settle`]s not answered yet.
+    settling: Vec<(RecipeId, oneshot::Sender<Result<(), RequestError>>)>,
     subscribers: Vec<mpsc::UnboundedSender<ConnectionState>>,
     /// Entered on every poll, so everything the loop logs carries the session.
     span: tracing::Span,
@@ -146,6 +157,8 @@ impl DriverTask {
             timer: None,
             replies: HashMap::new(),
             slots: HashMap::new(),
+            dropping: Vec::new(),
+            settling: Vec::new(),
             subscribers: Vec::new(),
             span,
         }
@@ -176,11 +189,17 @@ impl DriverTask {
                 let dropping = reply.send(id).is_err();
                 tracing::trace!(?id, dropping, "recipe added");
                 self.slots.insert(id, Slot { sink, dropping });
+                if dropping {
+                    self.dropping.push(id);
+                }
             }
             Command::Run(f) => f(&mut self.client, now),
             Command::DropRecipe(id) => {
                 if let Some(slot) = self.slots.get_mut(&id) {
-                    slot.dropping = true;
+                    if !slot.dropping {
+                        slot.dropping = true;
+                        self.dropping.push(id);
+                    }
                 }
             }
             Command::Subscribe(tx) => {
@@ -189,6 +208,7 @@ impl DriverTask {
                 }
                 self.subscribers.push(tx);
             }
+            Command::Settle { recipe, reply } => self.settling.push((recipe, reply)),
             Command::Close => {
                 tracing::debug!("closing the session");
                 self.client.close(now);
@@ -244,17 +264,16 @@ impl DriverTask {
 
     /// Drops recipes whose handles are gone once they owe the server nothing.
     fn reap(&mut self) {
-        let done: Vec<RecipeId> = self
-            .slots
-            .iter()
-            .filter(|(id, slot)| slot.dropping && self.client.recipe(**id).is_none_or(|r| r.is_quiescent()))
-            .map(|(id, _)| *id)
-            .collect();
-        for id in done {
+        let (client, slots) = (&mut self.client, &mut self.slots);
+        self.dropping.retain(|id| {
+            if !client.recipe(*id).is_none_or(|r| r.is_quiescent()) {
+                return true;
+            }
             tracing::trace!(?id, "recipe dropped");
-            self.slots.remove(&id);
-            self.client.remove_recipe(id);
-        }
+            slots.remove(id);
+            client.remove_recipe(*id);
+            false
+        });
     }
 
     fn disconnected(&mut self) {
@@ -399,7 +418,26 @@ impl DriverTask {
             progress = true;
         }
         self.reap();
+        self.settle();
         progress
+    }
+
+    /// Answers the [`Command::Settle`]s whose recipe is quiescent (or gone),
+    /// and fails them all once the session has ended.
+    fn settle(&mut self) {
+        if self.settling.is_empty() {
+            return;
+        }
+        let ended = self.client.session().is_ended().then(|| self.ended_error());
+        for (id, reply) in std::mem::take(&mut self.settling) {
+            if self.client.recipe(id).is_none_or(|r| r.is_quiescent()) {
+                let _ = reply.send(Ok(()));
+            } else if let Some(e) = &ended {
+                let _ = reply.send(Err(e.clone()));
+            } else if !reply.is_canceled() {
+                self.settling.push((id, reply));
+            }
+        }
     }
 
     /// Every handle is gone and the session has ended (closed or expired).
@@ -457,4 +495,12 @@ impl Future for DriverTask {
 /// Maps the runtime's clock onto core time (nanoseconds since `origin`).
 pub(crate) fn to_core(origin: std::time::Instant, t: std::time::Instant) -> Instant {
     Instant::from_nanos(u64::try_from(t.saturating_duration_since(origin).as_nanos()).unwrap_or(u64::MAX))
+}
+
+/// Waits until recipe `id` of `client` owes the server nothing (see
+/// [`Command::Settle`]); the handles' `settled` methods.
+pub(crate) async fn settled(client: &crate::Client, id: RecipeId) -> Result<(), crate::Error> {
+    let (reply, rx) = oneshot::channel();
+    client.inner.send(Command::Settle { recipe: id, reply })?;
+    Ok(rx.await.map_err(|_| crate::Error::ClientClosed)??)
 }

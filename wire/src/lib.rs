@@ -5,6 +5,23 @@
 //! Reply bodies are not self-describing, so [`ServerMessage::decode`] takes the
 //! opcode of the pending request. Nothing here panics on peer bytes: malformed
 //! input is a [`DecodeError`] naming what was wrong and at which offset.
+//!
+//! A getChildren request framed, split out of a stream and decoded again:
+//!
+//! ```
+//! use zoolock_wire::{BytesMut, FrameDecoder, PathWatchRequest, Request, RequestFrame, Xid, encode_frame};
+//!
+//! let frame = RequestFrame::new(Xid(7), Request::GetChildren(PathWatchRequest { path: "/locks".into(), watch: false }));
+//! let mut stream = BytesMut::new();
+//! encode_frame(&frame, 1 << 20, &mut stream).unwrap();
+//!
+//! let decoder = FrameDecoder::new(1 << 20);
+//! let mut partial = stream.split_to(3); // only part of the frame has arrived
+//! assert_eq!(decoder.decode(&mut partial).unwrap(), None);
+//! partial.unsplit(stream);
+//! let payload = decoder.decode(&mut partial).unwrap().expect("a whole frame");
+//! assert_eq!(RequestFrame::decode(&payload).unwrap(), frame);
+//! ```
 #![no_std]
 #![warn(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 

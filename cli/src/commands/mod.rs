@@ -1,5 +1,7 @@
 //! The subcommands, and what they share: connecting and closing.
 
+pub(crate) mod bench;
+pub(crate) mod demo;
 mod holders;
 mod lock;
 mod revoke;
@@ -23,6 +25,8 @@ pub(crate) async fn run(cli: Cli) -> Outcome {
         Command::Holders { path, kind } => holders::run(global, &path, kind).await,
         Command::Revoke { path, node } => revoke::run(global, path.as_deref(), node.as_deref()).await,
         Command::Serve { port } => serve::run(port).await,
+        Command::Demo(args) => demo::run(global, args).await,
+        Command::Bench(args) => bench::run(global, args).await,
     }
 }
 
@@ -33,10 +37,11 @@ async fn connect(global: &Global, data: Option<&str>) -> Result<Client, Failure>
     if let Some(data) = data {
         options = options.lock_data(data.as_bytes().to_vec().into());
     }
-    tracing::debug!(connect = %global.connect, "connecting");
-    zoolock_tokio::connect(&global.connect, options).await.map_err(|e| match e {
-        Error::ConnectString(e) => Failure::new(exit::USAGE, format!("bad --connect {:?}: {e}", global.connect)),
-        e => Failure::new(exit::UNAVAILABLE, format!("cannot connect to {}: {e}", global.connect)),
+    let connect = global.connect_string();
+    tracing::debug!(connect, "connecting");
+    zoolock_tokio::connect(connect, options).await.map_err(|e| match e {
+        Error::ConnectString(e) => Failure::new(exit::USAGE, format!("bad --connect {connect:?}: {e}")),
+        e => Failure::new(exit::UNAVAILABLE, format!("cannot connect to {connect}: {e}")),
     })
 }
 

@@ -30,6 +30,10 @@ use crate::time::Instant;
 /// The bytes a revoker writes into a holder's node.
 pub const REVOKE_MESSAGE: &[u8] = b"__REVOKE__";
 
+/// How many of the nodes nearest ahead of ours a waiter keeps from its last
+/// listing for the fast handoff (standard rule).
+const LISTING_WINDOW: usize = 4;
+
 /// Which pure rule decides ownership.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Rule {
@@ -157,14 +161,23 @@ pub(crate) struct LockCore {
     state: State,
     /// Bumped at every new attempt, so replies to an abandoned one are ignored.
     attempt: u64,
-    expected: BTreeMap<OpId, (u64, Purpose)>,
+    /// Ops in flight: (op, attempt, purpose). A few at a time, so a small
+    /// vector: a map's node allocation per recipe adds up with thousands of
+    /// waiting lock handles.
+    expected: Vec<(OpId, u64, Purpose)>,
     next_op: u64,
     deadline: Option<Instant>,
     retries: u32,
     /// The revocation watch on our node is armed server-side.
     revoke_armed: bool,
-    /// Last sorted listing while waiting, for the fast handoff.
+    /// Last sorted listing while waiting, for the fast handoff. Standard
+    /// rule: only the [`LISTING_WINDOW`] nodes nearest ahead of ours, and
+    /// ours (see [`LockCore::keep_window`]).
     last_listing: Vec<String>,
+    /// Every name of the full last listing had a Curator sequence key.
+    listing_keyed: bool,
+    /// Nodes further ahead than the window were left out of `last_listing`.
+    listing_truncated: bool,
     /// Paths under guaranteed delete, with whether a delete is in flight.
     deleting: BTreeMap<String, bool>,
     /// Abandoned creates whose reply was lost: (parent, prefix) to find and delete.
@@ -188,12 +201,14 @@ impl LockCore {
             shape: Shape::Sequential,
             state: State::Idle,
             attempt: 0,
-            expected: BTreeMap::new(),
+            expected: Vec::new(),
             next_op: 0,
             deadline: None,
             retries: 0,
             revoke_armed: false,
             last_listing: Vec::new(),
+            listing_keyed: false,
+            listing_truncated: false,
             deleting: BTreeMap::new(),
             orphans: BTreeSet::new(),
             ops: VecDeque::new(),
@@ -292,9 +307,10 @@ impl LockCore {
     // ---- inputs --------------------------------------------------------------------
 
     pub(crate) fn handle_reply(&mut self, now: Instant, op: OpId, result: Result<Response, RequestError>) {
-        let Some((attempt, purpose)) = self.expected.remove(&op) else {
+        let Some(at) = self.expected.iter().position(|(id, _, _)| *id == op) else {
             return;
         };
+        let (_, attempt, purpose) = self.expected.swap_remove(at);
         // Cleanup replies matter whatever attempt they belonged to.
         match purpose {
             Purpose::Delete(path) => return self.on_delete(path, result),
@@ -351,7 +367,13 @@ impl LockCore {
                 if event.event_type == EventType::NODE_DELETED && self.fast_handoff_allowed() {
                     self.last_listing.retain(|c| *c != pred);
                     let listing = core::mem::take(&mut self.last_listing);
-                    self.evaluate(now, node, listing);
+                    let (keyed, truncated) = (self.listing_keyed, self.listing_truncated);
+                    if truncated && self.window_exhausted(&listing, &node.name) {
+                        // Nodes we did not keep may still be ahead: look.
+                        self.relist(node);
+                    } else {
+                        self.evaluate_listing(now, node, listing, keyed, truncated);
+                    }
                 } else {
                     self.relist(node);
                 }
@@ -472,7 +494,7 @@ impl LockCore {
     fn send(&mut self, op: Op, purpose: Purpose) {
         let id = OpId(self.next_op);
         self.next_op += 1;
-        self.expected.insert(id, (self.attempt, purpose));
+        self.expected.push((id, self.attempt, purpose));
         self.ops.push_back(RecipeOp { id, op });
     }
 
@@ -690,7 +712,7 @@ impl LockCore {
     /// Our node exists: arm revocation, then list (unless a pipelined listing
     /// is already on its way).
     fn created(&mut self, _now: Instant, node: Node) {
-        let list_in_flight = self.expected.values().any(|(a, p)| *a == self.attempt && *p == Purpose::List);
+        let list_in_flight = self.expected.iter().any(|(_, a, p)| *a == self.attempt && *p == Purpose::List);
         if self.revocable {
             self.revoke_armed = true;
             self.send(Op::get_data(&node_path(&node.path), true), Purpose::RevokeRead);
@@ -753,10 +775,19 @@ impl LockCore {
         }
     }
 
+    /// Evaluates a fresh listing.
     fn evaluate(&mut self, now: Instant, node: Node, sorted: Vec<String>) {
+        let keyed = sorted.iter().all(|c| policy::is_sequence_key(self.key.key(c)));
+        self.evaluate_listing(now, node, sorted, keyed, false);
+    }
+
+    /// Evaluates `sorted`, a fresh listing or a kept one minus a deleted
+    /// predecessor; `keyed` and `truncated` describe the listing it came from.
+    fn evaluate_listing(&mut self, now: Instant, node: Node, sorted: Vec<String>, keyed: bool, truncated: bool) {
         match self.verdict(&sorted, &node.name) {
             Verdict::Acquired => {
                 self.last_listing.clear();
+                self.listing_truncated = false;
                 self.events.push_back(RecipeEvent::Acquired { node: node.path.clone(), token: node.token });
                 self.state = State::Held { node };
             }
@@ -768,7 +799,10 @@ impl LockCore {
             }
             Verdict::Watch(pred) => {
                 let pred_path = format!("{}/{}", self.base_prefix(), pred);
-                self.last_listing = sorted;
+                let (kept, cut) = self.keep_window(sorted, &node.name);
+                self.last_listing = kept;
+                self.listing_keyed = keyed;
+                self.listing_truncated = truncated || cut;
                 match ZkPath::new(&pred_path) {
                     Ok(path) => {
                         self.state = State::Watching { node, pred, fired: false };
@@ -915,8 +949,8 @@ impl LockCore {
             if let Ok(path) = ZkPath::new(&parent) {
                 let already = self
                     .expected
-                    .values()
-                    .any(|(_, p)| matches!(p, Purpose::FindOrphans(a, b) if *a == parent && *b == prefix));
+                    .iter()
+                    .any(|(_, _, p)| matches!(p, Purpose::FindOrphans(a, b) if *a == parent && *b == prefix));
                 if !already {
                     self.send(Op::get_children_names(&path, false), Purpose::FindOrphans(parent, prefix));
                 }
@@ -946,7 +980,36 @@ impl LockCore {
         self.config.plan == OpPlan::Pipelined
             && self.config.fast_handoff
             && !self.last_listing.is_empty()
-            && self.last_listing.iter().all(|c| policy::is_sequence_key(self.key.key(c)))
+            && self.listing_keyed
+    }
+
+    /// What of a sorted listing the fast handoff needs, and whether anything
+    /// was left out. The standard rule (index below `max_leases`) depends only
+    /// on the nodes ahead of ours, and deleting one of them moves the next
+    /// nearest into its place; so ours and the nearest nodes ahead suffice
+    /// while the window lasts ([`LockCore::window_exhausted`]). Without this
+    /// a long queue keeps quadratic memory: every waiter the whole queue
+    /// ahead of it. The read rule watches the first writer, wherever it is,
+    /// so its listings are kept whole.
+    fn keep_window(&self, mut sorted: Vec<String>, ours: &str) -> (Vec<String>, bool) {
+        let Rule::Standard { max_leases } = self.rule else { return (sorted, false) };
+        let Some(idx) = sorted.iter().position(|c| c == ours) else { return (sorted, false) };
+        sorted.truncate(idx + 1);
+        let keep = LISTING_WINDOW.max(max_leases);
+        let cut = idx > keep;
+        if cut {
+            sorted.drain(..idx - keep);
+        }
+        sorted.shrink_to_fit();
+        (sorted, cut)
+    }
+
+    /// A truncated window can no longer decide: fewer than `max_leases`
+    /// nodes are left ahead of ours in it, but nodes left out may still be
+    /// there. (Only the standard rule truncates.)
+    fn window_exhausted(&self, listing: &[String], ours: &str) -> bool {
+        let Rule::Standard { max_leases } = self.rule else { return false };
+        policy::ahead_of(listing, ours).len() < max_leases
     }
 }
 

@@ -45,12 +45,22 @@ impl Entry {
     fn is_empty(&self) -> bool {
         self.data.is_empty() && self.exist.is_empty() && self.child.is_empty()
     }
+
+    fn has(&self, watcher: WatcherId) -> bool {
+        self.data.contains(&watcher) || self.exist.contains(&watcher) || self.child.contains(&watcher)
+    }
 }
 
 /// Watches keyed by client path (chroot already stripped).
+///
+/// `by_watcher` indexes the same registrations by watcher (the paths each
+/// one is registered on), so forgetting a watcher costs its own few paths,
+/// not a scan of every path: with thousands of waiting recipes, one per
+/// lock handle, each dropped handle would otherwise scan the whole table.
 #[derive(Debug, Default)]
 pub(crate) struct WatchTable {
     paths: BTreeMap<String, Entry>,
+    by_watcher: BTreeMap<WatcherId, Vec<String>>,
 }
 
 /// The armed paths per kind, for a setWatches after a reconnect.
@@ -64,9 +74,29 @@ pub(crate) struct ArmedPaths {
 impl WatchTable {
     /// Registers `watcher`; registering the same one twice delivers once.
     pub(crate) fn add(&mut self, path: &str, kind: WatchKind, watcher: WatcherId) {
-        let list = self.paths.entry(String::from(path)).or_default().list(kind);
+        let entry = self.paths.entry(String::from(path)).or_default();
+        let known = entry.has(watcher);
+        let list = entry.list(kind);
         if !list.contains(&watcher) {
             list.push(watcher);
+        }
+        if !known {
+            self.by_watcher.entry(watcher).or_default().push(String::from(path));
+        }
+    }
+
+    /// Drops `path` from `watcher`'s index once it has no registration there.
+    fn unindex(&mut self, path: &str, watcher: WatcherId) {
+        if self.paths.get(path).is_some_and(|e| e.has(watcher)) {
+            return;
+        }
+        if let Some(list) = self.by_watcher.get_mut(&watcher) {
+            if let Some(at) = list.iter().position(|p| p == path) {
+                list.swap_remove(at);
+            }
+            if list.is_empty() {
+                self.by_watcher.remove(&watcher);
+            }
         }
     }
 
@@ -83,17 +113,22 @@ impl WatchTable {
         if entry.is_empty() {
             self.paths.remove(path);
         }
+        self.unindex(path, watcher);
         removed
     }
 
     /// Forgets every registration of `watcher`.
     pub(crate) fn remove_watcher(&mut self, watcher: WatcherId) {
-        for entry in self.paths.values_mut() {
-            for kind in [WatchKind::Data, WatchKind::Exist, WatchKind::Child] {
-                entry.list(kind).retain(|w| *w != watcher);
+        for path in self.by_watcher.remove(&watcher).unwrap_or_default() {
+            if let Some(entry) = self.paths.get_mut(&path) {
+                for kind in [WatchKind::Data, WatchKind::Exist, WatchKind::Child] {
+                    entry.list(kind).retain(|w| *w != watcher);
+                }
+                if entry.is_empty() {
+                    self.paths.remove(&path);
+                }
             }
         }
-        self.paths.retain(|_, e| !e.is_empty());
     }
 
     /// Removes and returns the watchers an event of `event_type` on `path`
@@ -119,6 +154,9 @@ impl WatchTable {
         if entry.is_empty() {
             self.paths.remove(path);
         }
+        for w in &fired {
+            self.unindex(path, *w);
+        }
         fired
     }
 
@@ -142,6 +180,7 @@ impl WatchTable {
     /// Drops every registration (the session expired or closed).
     pub(crate) fn clear(&mut self) {
         self.paths.clear();
+        self.by_watcher.clear();
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -193,5 +232,26 @@ mod tests {
         t.remove_watcher(WatcherId(1));
         assert_eq!(t.armed().child, Vec::<String>::new());
         assert!(t.fire("/b", EventType::NODE_DELETED).is_empty());
+    }
+
+    #[test]
+    fn the_watcher_index_follows_every_change() {
+        let mut t = WatchTable::default();
+        t.add("/a", WatchKind::Data, WatcherId(1));
+        t.add("/a", WatchKind::Child, WatcherId(1));
+        t.add("/b", WatchKind::Data, WatcherId(1));
+        t.add("/b", WatchKind::Data, WatcherId(2));
+        assert_eq!(t.by_watcher[&WatcherId(1)].len(), 2, "one index entry per path");
+        // A partial fire keeps the path indexed; a full one drops it.
+        assert_eq!(t.fire("/a", EventType::NODE_DATA_CHANGED), [WatcherId(1)]);
+        assert_eq!(t.by_watcher[&WatcherId(1)].len(), 2);
+        assert_eq!(t.fire("/a", EventType::NODE_DELETED), [WatcherId(1)]);
+        assert_eq!(t.by_watcher[&WatcherId(1)], ["/b"]);
+        assert!(t.remove("/b", WatchKind::Data, WatcherId(1)));
+        assert!(!t.by_watcher.contains_key(&WatcherId(1)));
+        t.add("/c", WatchKind::Exist, WatcherId(1));
+        t.remove_watcher(WatcherId(1));
+        t.remove_watcher(WatcherId(2));
+        assert!(t.is_empty() && t.by_watcher.is_empty());
     }
 }

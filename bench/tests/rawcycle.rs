@@ -1,0 +1,65 @@
+//! Runs `zk-rawcycle` for every plan against the real ZooKeeper from
+//! `ZOOLOCK_TEST_CONNECT` (`bash .ci/run` starts one and sets it) and checks its
+//! JSON line. Skipped, with the reason printed, when the variable is unset,
+//! unless `CI` is set: then the missing server is a failure.
+
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_zk-rawcycle");
+
+fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && !v.eq_ignore_ascii_case("false"))
+}
+
+/// The server address, or `None` (after printing why) when the test should skip.
+fn server() -> Option<String> {
+    match std::env::var("ZOOLOCK_TEST_CONNECT") {
+        Ok(addr) if !addr.trim().is_empty() => Some(addr.trim().to_owned()),
+        _ => {
+            assert!(!in_ci(), "CI is set but ZOOLOCK_TEST_CONNECT is not: the real-server test cannot run");
+            eprintln!(
+                "skipped: ZOOLOCK_TEST_CONNECT is not set (`bash .ci/run` starts a ZooKeeper and sets it; \
+                 or `export ZOOLOCK_TEST_CONNECT=$(bash scripts/zk-server.sh start DIR)`)"
+            );
+            None
+        }
+    }
+}
+
+#[test]
+fn every_plan_prints_one_json_line() {
+    let Some(addr) = server() else { return };
+    // The probe speaks HOST:PORT only; drop a chroot if the variable has one.
+    let host = addr.split('/').next().unwrap_or_default();
+    for plan in ["3rtt", "2rtt", "1rtt"] {
+        let out = Command::new(BIN)
+            .args(["--connect", host, "--plan", plan, "--cycles", "20", "--warmup", "5", "--json"])
+            .output()
+            .expect("run zk-rawcycle");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "zk-rawcycle --plan {plan} failed ({}): {stderr}", out.status);
+        let stdout = String::from_utf8(out.stdout).expect("UTF-8 output");
+        let lines: Vec<&str> = stdout.lines().collect();
+        assert_eq!(lines.len(), 1, "one line expected, got {stdout:?}");
+        let v: serde_json::Value = serde_json::from_str(lines[0]).expect("valid JSON");
+        assert_eq!(v["impl"], "raw");
+        assert_eq!(v["workload"], "mutex-uncontended");
+        assert_eq!(v["plan"], plan);
+        assert_eq!(v["cycles"], 20);
+        for key in ["seconds", "cycles_per_sec", "p50_us", "p99_us"] {
+            let x = v[key].as_f64().unwrap_or_else(|| panic!("{key} is not a number in {v}"));
+            assert!(x > 0.0 && x.is_finite(), "{key} = {x} in {v}");
+        }
+        assert!(v["p50_us"].as_f64() <= v["p99_us"].as_f64(), "p50 above p99 in {v}");
+    }
+}
+
+#[test]
+fn an_unknown_plan_is_a_usage_error() {
+    let out = Command::new(BIN)
+        .args(["--connect", "127.0.0.1:1", "--plan", "4rtt", "--cycles", "1"])
+        .output()
+        .expect("run zk-rawcycle");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown plan"));
+}

@@ -1,0 +1,143 @@
+//! Runs each example against the real ZooKeeper from `ZOOLOCK_TEST_CONNECT`
+//! (started by `.ci/run`) and checks its exit status, its output, and that it
+//! left no lock node behind. Skipped, with the reason printed, when the
+//! variable is unset; failing instead when `CI` is set.
+//!
+//! The examples are built with the same cargo and profile as this test, then
+//! run as plain processes: quicker than `cargo run --example`, and the build
+//! step keeps them from being stale when only this test was selected.
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// How long one example may take.
+const LIMIT: Duration = Duration::from_secs(60);
+
+fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && !v.eq_ignore_ascii_case("false"))
+}
+
+/// The server to test against, or `None` (after saying why) to skip.
+fn server(test: &str) -> Option<String> {
+    match std::env::var("ZOOLOCK_TEST_CONNECT") {
+        Ok(addr) if !addr.trim().is_empty() => Some(addr),
+        _ if in_ci() => panic!("{test}: CI is set but ZOOLOCK_TEST_CONNECT is not"),
+        _ => {
+            eprintln!("skipped {test}: ZOOLOCK_TEST_CONNECT is not set (bash .ci/run starts a server and sets it)");
+            None
+        }
+    }
+}
+
+/// Builds the examples once and returns the folder holding them:
+/// `<target>/<profile>/examples`, next to this test's own `deps` folder.
+fn examples_dir() -> &'static PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let exe = std::env::current_exe().expect("test binary path");
+        let profile_dir = exe.parent().and_then(|deps| deps.parent()).expect("<target>/<profile>/deps/<test>");
+        let target_dir = profile_dir.parent().expect("<target>/<profile>");
+        let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
+            Some("debug") | None => "dev",
+            Some(other) => other,
+        };
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["build", "--quiet", "-p", "zoolock-examples", "--examples", "--profile", profile, "--target-dir"])
+            .arg(target_dir)
+            .status()
+            .expect("run cargo");
+        assert!(status.success(), "building the examples failed: {status}");
+        profile_dir.join("examples")
+    })
+}
+
+/// Runs example `name` on its own lock path; returns its stdout.
+fn run(name: &str, connect: &str, lock_path: &str) -> String {
+    let bin = examples_dir().join(name);
+    let mut child = Command::new(&bin)
+        .env("ZOOLOCK_CONNECT", connect)
+        .env("ZOOLOCK_LOCK_PATH", lock_path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("start {}: {e}", bin.display()));
+    let started = Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if started.elapsed() > LIMIT {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().expect("output");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{name} failed ({}):\n--- stdout\n{stdout}--- stderr\n{stderr}", out.status);
+    stdout
+}
+
+/// The fencing token printed on the `acquired` line (always positive: a czxid).
+fn token(stdout: &str) -> i64 {
+    let line =
+        stdout.lines().find(|l| l.starts_with("acquired ")).unwrap_or_else(|| panic!("no acquired line:\n{stdout}"));
+    let token = line.rsplit(' ').next().and_then(|t| t.parse().ok()).expect("a token at the end");
+    assert!(token > 0, "{line}");
+    token
+}
+
+/// The nodes left under `path` (a reaped container counts as none).
+fn leftovers(connect: &str, path: &str) -> Vec<String> {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    rt.block_on(async {
+        let client = zoolock_tokio::connect(connect, zoolock_tokio::Options::default()).await.expect("connect");
+        let mut left = Vec::new();
+        let mut todo = vec![path.to_string()];
+        while let Some(p) = todo.pop() {
+            if let Ok((children, _)) = client.get_children(&p).await {
+                for child in children {
+                    let full = format!("{p}/{child}");
+                    left.push(full.clone());
+                    todo.push(full);
+                }
+            }
+        }
+        client.close().await.expect("close");
+        // Parents (containers) may stay; lock and lease nodes must not.
+        left.retain(|n| n.contains("_c_"));
+        left
+    })
+}
+
+/// Runs one example and checks its output and the server afterwards.
+fn check(test: &str, example: &str, lines: &[&str]) {
+    let Some(connect) = server(test) else { return };
+    let path = format!("/zoolock-examples-test/{}-{example}", std::process::id());
+    let stdout = run(example, &connect, &path);
+    for want in lines {
+        assert!(stdout.lines().any(|l| l.starts_with(want)), "{example}: no line starting {want:?}:\n{stdout}");
+    }
+    token(&stdout);
+    assert_eq!(leftovers(&connect, &path), Vec::<String>::new(), "{example} left nodes behind");
+}
+
+#[test]
+fn tokio_mutex_takes_and_releases_a_mutex() {
+    check("tokio_mutex_takes_and_releases_a_mutex", "tokio_mutex", &["acquired ", "work done", "released"]);
+}
+
+#[test]
+fn smol_semaphore_takes_and_returns_a_lease() {
+    check("smol_semaphore_takes_and_returns_a_lease", "smol_semaphore", &["acquired lease ", "work done", "released"]);
+}
+
+#[test]
+fn hand_driven_core_takes_and_releases_a_mutex() {
+    check(
+        "hand_driven_core_takes_and_releases_a_mutex",
+        "hand_driven",
+        &["connected, session 0x", "acquired ", "released", "closed"],
+    );
+}
