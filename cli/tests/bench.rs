@@ -6,30 +6,15 @@
 
 use std::collections::BTreeMap;
 use std::io::BufRead;
-use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::net::{SocketAddr, TcpListener};
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
+
+mod common;
+
+use common::server;
 
 const BIN: &str = env!("CARGO_BIN_EXE_zoolock");
-
-/// The real server, or `None` (with a message) if its tests should skip.
-fn real_server() -> Option<String> {
-    let addr = match std::env::var("ZOOLOCK_TEST_CONNECT") {
-        Ok(s) if !s.trim().is_empty() => s.trim().to_owned(),
-        _ => {
-            eprintln!("skipped: ZOOLOCK_TEST_CONNECT is not set (bash .ci/run starts a server and sets it)");
-            return None;
-        }
-    };
-    let hosts = addr.split('/').next().unwrap_or_default();
-    let reachable = hosts.split(',').any(|host| {
-        host.to_socket_addrs()
-            .map(|mut a| a.any(|a| TcpStream::connect_timeout(&a, Duration::from_secs(2)).is_ok()))
-            .unwrap_or(false)
-    });
-    assert!(reachable, "ZOOLOCK_TEST_CONNECT={addr} is set but no server answers there");
-    Some(addr)
-}
 
 /// `zoolock serve --port 0`, killed on drop.
 struct Served {
@@ -168,8 +153,8 @@ fn every_workload_against_zoolock_serve() {
 }
 
 #[test]
-fn every_workload_against_the_real_server() {
-    let Some(addr) = real_server() else { return };
+fn every_workload_against_the_server() {
+    let Some(addr) = server() else { return };
     every_workload(&addr);
 }
 

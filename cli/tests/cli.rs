@@ -4,7 +4,7 @@
 //! and the server unreachable they fail.
 
 use std::io::{Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,27 +16,11 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use zoolock_tokio::{Options, ParticipantsOf};
 
-const BIN: &str = env!("CARGO_BIN_EXE_zoolock");
+mod common;
 
-/// The server address, or `None` (with a message) if the tests should skip.
-/// Panics if the variable is set but nothing answers there.
-fn server() -> Option<String> {
-    let addr = match std::env::var("ZOOLOCK_TEST_CONNECT") {
-        Ok(s) if !s.is_empty() => s,
-        _ => {
-            eprintln!("skipped: ZOOLOCK_TEST_CONNECT is not set (bash .ci/run starts a server and sets it)");
-            return None;
-        }
-    };
-    let hosts = addr.split('/').next().unwrap_or_default();
-    let reachable = hosts.split(',').any(|host| {
-        host.to_socket_addrs()
-            .map(|mut a| a.any(|a| TcpStream::connect_timeout(&a, Duration::from_secs(2)).is_ok()))
-            .unwrap_or(false)
-    });
-    assert!(reachable, "ZOOLOCK_TEST_CONNECT={addr} is set but no server answers there");
-    Some(addr)
-}
+use common::server;
+
+const BIN: &str = env!("CARGO_BIN_EXE_zoolock");
 
 /// A fresh lock path for one test.
 fn unique_path(name: &str) -> String {

@@ -5,7 +5,6 @@
 //! test is skipped with a message; with it set and the server unreachable it
 //! fails.
 
-use std::net::{TcpStream, ToSocketAddrs};
 use std::process::{Command, Output, Stdio};
 use std::thread;
 use std::time::Duration;
@@ -13,6 +12,10 @@ use std::time::Duration;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use zoolock_tokio::Options;
+
+mod common;
+
+use common::server;
 
 const BIN: &str = env!("CARGO_BIN_EXE_zoolock");
 
@@ -28,26 +31,6 @@ const CHECKS: [&str; 9] = [
     "worker errors",
     "leftover nodes: 0 under the base path",
 ];
-
-/// The server address, or `None` (with a message) if the test should skip.
-/// Panics if the variable is set but nothing answers there.
-fn server() -> Option<String> {
-    let addr = match std::env::var("ZOOLOCK_TEST_CONNECT") {
-        Ok(s) if !s.is_empty() => s,
-        _ => {
-            eprintln!("skipped: ZOOLOCK_TEST_CONNECT is not set (bash .ci/run starts a server and sets it)");
-            return None;
-        }
-    };
-    let hosts = addr.split('/').next().unwrap_or_default();
-    let reachable = hosts.split(',').any(|host| {
-        host.to_socket_addrs()
-            .map(|mut a| a.any(|a| TcpStream::connect_timeout(&a, Duration::from_secs(2)).is_ok()))
-            .unwrap_or(false)
-    });
-    assert!(reachable, "ZOOLOCK_TEST_CONNECT={addr} is set but no server answers there");
-    Some(addr)
-}
 
 /// `zoolock demo ARGS`, never picking up a ZOOLOCK_CONNECT from the caller.
 fn demo(args: &[&str]) -> Command {
