@@ -5,8 +5,7 @@
 //! parsed and checked; the figures themselves are not judged here.
 
 use std::collections::BTreeMap;
-use std::io::BufRead;
-use std::net::{SocketAddr, TcpListener};
+use std::net::TcpListener;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Instant;
 
@@ -24,16 +23,7 @@ struct Served {
 
 impl Served {
     fn start() -> Served {
-        let mut child = Command::new(BIN)
-            .args(["serve", "--port", "0"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("run zoolock serve");
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        let addr = line.trim().to_owned();
-        assert!(addr.parse::<SocketAddr>().is_ok(), "zoolock serve printed {line:?}");
+        let (child, addr) = common::spawn_serve();
         Served { child, addr }
     }
 }

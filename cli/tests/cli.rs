@@ -533,17 +533,7 @@ struct Served {
 
 impl Served {
     fn start() -> Served {
-        use std::io::BufRead;
-        let mut child = Command::new(BIN)
-            .args(["serve", "--port", "0"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("run zoolock serve");
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        let addr = line.trim().to_owned();
-        assert!(addr.parse::<SocketAddr>().is_ok(), "zoolock serve printed {line:?}");
+        let (child, addr) = common::spawn_serve();
         Served { child, addr }
     }
 

@@ -1,4 +1,8 @@
-//! What the CLI test files share: finding the real server.
+//! What the CLI test files share: finding the real server, starting the
+//! embedded one.
+
+// Each test file uses a different part of it.
+#![allow(dead_code)]
 
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
@@ -22,4 +26,22 @@ pub(crate) fn server() -> Option<String> {
     });
     assert!(reachable, "ZOOLOCK_TEST_CONNECT={addr} is set but no server answers there");
     Some(addr)
+}
+
+/// Starts `zoolock serve --port 0` and returns it with the address it
+/// printed; the caller decides how to stop it.
+pub(crate) fn spawn_serve() -> (std::process::Child, String) {
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_zoolock"))
+        .args(["serve", "--port", "0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("run zoolock serve");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("piped stdout")).read_line(&mut line).expect("read the address");
+    let addr = line.trim().to_owned();
+    assert!(addr.parse::<std::net::SocketAddr>().is_ok(), "zoolock serve printed {line:?}");
+    (child, addr)
 }
