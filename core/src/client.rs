@@ -24,6 +24,28 @@ use crate::time::Instant;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct RecipeId(pub u64);
 
+/// A recipe registered with [`Client::add`], typed: [`Client::with`] reaches
+/// it as an `R`.
+pub struct Handle<R> {
+    /// The recipe's id.
+    pub id: RecipeId,
+    kind: core::marker::PhantomData<fn() -> R>,
+}
+
+impl<R> Clone for Handle<R> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<R> Copy for Handle<R> {}
+
+impl<R> core::fmt::Debug for Handle<R> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_tuple("Handle").field(&self.id).finish()
+    }
+}
+
 /// Watcher id of plain requests' watches; recipes use their own id.
 const PLAIN_WATCHER: WatcherId = WatcherId(u64::MAX);
 
@@ -68,6 +90,10 @@ enum Route {
 /// full scan in id order would give.
 pub struct Client {
     config: SessionConfig,
+    /// Start a new session by itself after an expiry.
+    renew: bool,
+    /// Credentials added with [`Client::add_auth`], for renewed sessions.
+    auth: alloc::vec::Vec<(alloc::string::String, Bytes)>,
     generation: u64,
     session: Session,
     recipes: BTreeMap<RecipeId, Box<dyn Recipe>>,
@@ -97,6 +123,8 @@ impl Client {
         Client {
             session: Session::new(config.clone(), now),
             config,
+            renew: false,
+            auth: alloc::vec::Vec::new(),
             generation: 0,
             recipes: BTreeMap::new(),
             next_recipe: 0,
@@ -118,23 +146,61 @@ impl Client {
         &self.session
     }
 
+    /// How many times the session was replaced after an expiry.
+    pub fn renewals(&self) -> u64 {
+        self.generation
+    }
+
     // ---- commands ------------------------------------------------------------------
+
+    /// Whether the client starts a new session by itself after an expiry
+    /// (off by default here; the async driver turns it on). Every recipe is
+    /// told `Lost` first, then the new session begins at once; its
+    /// reconnect backoff paces the attempts while no server answers.
+    pub fn set_renew_session(&mut self, renew: bool) {
+        self.renew = renew;
+    }
 
     /// Replaces an expired session with a new one (Curator does the same after
     /// LOST). Recipes keep their state: they learn of the new session through
     /// `Connected`, and nodes of the old one are deleted, never reused.
+    /// Credentials added with [`Client::add_auth`] are carried over.
     pub fn restart_session(&mut self, now: Instant) -> Result<(), ApiMisuse> {
         if self.session.status() != SessionStatus::Expired {
             return Err(ApiMisuse::InvalidState("only an expired session is replaced"));
         }
+        self.replace_session(now);
+        self.pump(now);
+        Ok(())
+    }
+
+    fn replace_session(&mut self, now: Instant) {
         self.generation += 1;
         let mut config = self.config.clone();
         config.seed = config.seed.wrapping_add(self.generation);
         self.session = Session::new(config, now);
+        for (scheme, auth) in &self.auth {
+            let _ = self.session.add_auth(now, scheme, auth.clone());
+        }
         self.routes.clear();
         self.dirty.extend(self.recipes.keys().copied());
-        self.pump(now);
-        Ok(())
+    }
+
+    /// Registers a recipe with a typed handle, so commands reach it without
+    /// naming its type again.
+    pub fn add<R: Recipe>(&mut self, now: Instant, recipe: R) -> Handle<R> {
+        Handle { id: self.add_recipe(now, Box::new(recipe)), kind: core::marker::PhantomData }
+    }
+
+    /// Runs a command on the recipe behind `handle`, then sends the ops it
+    /// queued. Fails only if the recipe was removed.
+    pub fn with<R: Recipe, T>(
+        &mut self,
+        now: Instant,
+        handle: Handle<R>,
+        f: impl FnOnce(&mut R, Instant) -> T,
+    ) -> Result<T, ApiMisuse> {
+        self.command(now, handle.id, f)
     }
 
     /// Registers a recipe and sends whatever it already wants to send.
@@ -170,8 +236,7 @@ impl Client {
         f: impl FnOnce(&mut R, Instant) -> T,
     ) -> Result<T, ApiMisuse> {
         let recipe = self.recipes.get_mut(&id).ok_or(ApiMisuse::UnknownRecipe(id.0))?;
-        let concrete =
-            recipe.as_any_mut().downcast_mut::<R>().ok_or(ApiMisuse::InvalidState("recipe has another type"))?;
+        let concrete = recipe.as_any_mut().downcast_mut::<R>().ok_or(ApiMisuse::WrongRecipeType(id.0))?;
         let out = f(concrete, now);
         self.dirty.insert(id);
         self.pump(now);
@@ -189,7 +254,9 @@ impl Client {
 
     /// Adds credentials, replayed after every reconnect.
     pub fn add_auth(&mut self, now: Instant, scheme: &str, auth: Bytes) -> Result<(), ApiMisuse> {
-        self.session.add_auth(now, scheme, auth)
+        self.session.add_auth(now, scheme, auth.clone())?;
+        self.auth.push((alloc::string::String::from(scheme), auth));
+        Ok(())
     }
 
     /// Closes the session.
@@ -322,6 +389,11 @@ impl Client {
                 }
                 self.dirty.extend(self.recipes.keys().copied());
                 self.events.push_back(ClientEvent::State(state));
+                if state == ConnectionState::Lost && self.renew {
+                    // Every recipe has been told; ops they queue meanwhile go
+                    // to the new session.
+                    self.replace_session(now);
+                }
             }
             SessionEvent::Reply { id, result } => match self.routes.remove(&id) {
                 Some(Route::Plain) => self.events.push_back(ClientEvent::Reply { id, result }),

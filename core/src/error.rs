@@ -102,4 +102,19 @@ pub enum ApiMisuse {
     /// The recipe does not allow this command in its current state.
     #[error("{0}")]
     InvalidState(&'static str),
+    /// Release or re-entry of a hold that this ticket does not have.
+    #[error("the lock is not held by this acquire")]
+    NotHeld,
+    /// Re-entry of a lock that is not reentrant (Curator's semaphore mutex).
+    #[error("this lock is not reentrant")]
+    NotReentrant,
+    /// A ticket that is already queued, acquiring or holding.
+    #[error("ticket {0} is already in use")]
+    TicketInUse(u64),
+    /// A part the lock does not have.
+    #[error("the lock has no part {0}")]
+    NoSuchPart(usize),
+    /// A typed handle of a recipe of another type.
+    #[error("recipe {0} has another type")]
+    WrongRecipeType(u64),
 }

@@ -47,13 +47,14 @@ mod rng;
 mod session;
 mod time;
 
-pub use client::{Client, ClientEvent, RecipeId};
+pub use client::{Client, ClientEvent, Handle, RecipeId};
 pub use connect_string::{ConnectString, ConnectStringError, DEFAULT_PORT, HostAddr};
 pub use error::{ApiMisuse, Misbehavior, RequestError, SessionError};
 pub use op::Op;
 pub use path::{PathError, ZkPath};
 pub use recipe::{FencingToken, OpId, Participant, Recipe, RecipeEvent, RecipeOp};
 pub use recipes::{LockConfig, Mutex, OpPlan, RetryPolicy};
+pub use recipes::{LockRecipe, SharedLock, SharedSemaphore, Ticket};
 pub use recipes::{MultiLock, Participants, ReadWriteLock, Revoker};
 pub use recipes::{Semaphore, SemaphoreMutex};
 pub use rng::Rng;

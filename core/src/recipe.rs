@@ -56,6 +56,21 @@ pub enum RecipeEvent {
     RevocationRequested,
     /// The recipe gave up on an error it cannot recover from.
     Failed(RequestError),
+    /// The acquire was refused before anything was sent (for example a
+    /// read→write upgrade, or a lock that is not reentrant): the caller's
+    /// mistake, not the server's.
+    Refused(crate::error::ApiMisuse),
+    /// An event of one acquire through a shared lock or semaphore
+    /// ([`SharedLock`](crate::recipes::SharedLock),
+    /// [`SharedSemaphore`](crate::recipes::SharedSemaphore)): its grant,
+    /// time-out, failure, refusal, release, and the status changes of its
+    /// hold (`Suspended`, `Reconnected`, `Lost`, `RevocationRequested`).
+    Ticket {
+        /// The acquire's ticket.
+        ticket: crate::recipes::Ticket,
+        /// What happened to it.
+        event: alloc::boxed::Box<RecipeEvent>,
+    },
     /// An event of one member of a composite recipe (the read or write half of
     /// a read-write lock, one lock of a multi-lock).
     Member {

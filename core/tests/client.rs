@@ -312,7 +312,7 @@ fn command_with_the_wrong_type_is_refused() {
     }
     let (mut client, _server) = connected_client();
     let id = client.add_recipe(t(3), Box::new(Other));
-    assert!(matches!(client.command(t(3), id, |p: &mut Probe, _| p.log.len()), Err(ApiMisuse::InvalidState(_))));
+    assert!(matches!(client.command(t(3), id, |p: &mut Probe, _| p.log.len()), Err(ApiMisuse::WrongRecipeType(_))));
     assert!(client.command(t(3), id, |_: &mut Other, _| ()).is_ok());
 }
 

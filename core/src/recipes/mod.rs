@@ -1,22 +1,30 @@
 //! Curator's lock recipes as state machines.
 
+pub(crate) mod capability;
 pub(crate) mod config;
 pub(crate) mod lock_core;
 pub(crate) mod multilock;
 pub(crate) mod mutex;
 pub(crate) mod participants;
 pub mod policy;
+pub(crate) mod queue;
 pub(crate) mod revoker;
 pub(crate) mod rwlock;
 pub(crate) mod semaphore;
 pub(crate) mod semaphore_mutex;
+pub(crate) mod shared_lock;
+pub(crate) mod shared_semaphore;
 
+pub use capability::{BoxedLock, LockRecipe, Part, part_event};
 pub use config::{LockConfig, OpPlan, RetryPolicy};
 pub use lock_core::REVOKE_MESSAGE;
 pub use multilock::MultiLock;
 pub use mutex::Mutex;
 pub use participants::Participants;
+pub use queue::Ticket;
 pub use revoker::Revoker;
 pub use rwlock::{READ, ReadWriteLock, WRITE};
 pub use semaphore::{SEMAPHORE_LEASES, SEMAPHORE_LOCKS, Semaphore};
 pub use semaphore_mutex::SemaphoreMutex;
+pub use shared_lock::SharedLock;
+pub use shared_semaphore::SharedSemaphore;

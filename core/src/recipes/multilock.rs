@@ -1,13 +1,14 @@
-//! [`MultiLock`]: Curator's `InterProcessMultiLock`. All of several mutexes,
-//! or none.
+//! [`MultiLock`]: Curator's `InterProcessMultiLock`. All of several locks
+//! (any [`LockRecipe`]), or none.
 
 use alloc::boxed::Box;
 use alloc::collections::{BTreeSet, VecDeque};
 use alloc::vec::Vec;
 use core::any::Any;
 
-use zoolock_wire::{ErrorCode, Response};
+use zoolock_wire::Response;
 
+use super::capability::{BoxedLock, LockRecipe, Part, part_event};
 use super::config::LockConfig;
 use super::mutex::Mutex;
 use super::rwlock::member_seed;
@@ -36,8 +37,10 @@ enum State {
     },
 }
 
-/// All-or-nothing over several [`Mutex`]es, like Curator's
-/// `InterProcessMultiLock`.
+/// All-or-nothing over several locks, like Curator's `InterProcessMultiLock`:
+/// each member is any [`LockRecipe`] part (a mutex, one half of a read-write
+/// lock, a semaphore mutex, another multi-lock). A member owns its recipe, so
+/// a read-write lock member is a separate participant from any other handle.
 ///
 /// - [`MultiLock::acquire`] takes the members one at a time in list order
 ///   (use one global order everywhere to avoid deadlocks; nothing is sorted).
@@ -65,9 +68,8 @@ enum State {
 ///
 /// Op ids: member `m`'s op id `i` becomes `OpId(i × n + m)` for `n` members.
 /// After every input the members' ops and events are collected in index order.
-#[derive(Debug)]
 pub struct MultiLock {
-    members: Vec<Mutex>,
+    members: Vec<Member>,
     state: State,
     holds: u32,
     deadline: Option<Instant>,
@@ -77,22 +79,76 @@ pub struct MultiLock {
     events: VecDeque<RecipeEvent>,
 }
 
+/// One member: a lock recipe and which of its parts this multi-lock takes.
+struct Member {
+    lock: BoxedLock,
+    part: Part,
+}
+
+impl Member {
+    fn acquire(&mut self, now: Instant, deadline: Option<Instant>) -> Result<(), ApiMisuse> {
+        self.lock.acquire_part(now, self.part, deadline)
+    }
+
+    fn release(&mut self, now: Instant) -> Result<(), ApiMisuse> {
+        self.lock.release_part(now, self.part)
+    }
+
+    fn cancel(&mut self, now: Instant) {
+        self.lock.cancel_part(now, self.part);
+    }
+
+    fn holder(&self) -> Option<(&str, FencingToken)> {
+        self.lock.hold(self.part)
+    }
+
+    /// The member's next event for its part (events of other parts of its
+    /// recipe are dropped: nobody else uses them).
+    fn poll_event(&mut self) -> Option<RecipeEvent> {
+        let parts = self.lock.parts();
+        while let Some(event) = self.lock.poll_event() {
+            if let Some(event) = part_event(parts, self.part, event) {
+                return Some(event);
+            }
+        }
+        None
+    }
+}
+
+impl core::fmt::Debug for MultiLock {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("MultiLock").field("members", &self.members.len()).field("state", &self.state).finish()
+    }
+}
+
 impl MultiLock {
     /// One [`Mutex`] per path, in this (acquisition) order. Each member gets a
     /// distinct seed derived from `config.seed`. At least one path is needed.
     pub fn new(paths: Vec<ZkPath>, config: LockConfig) -> Result<MultiLock, ApiMisuse> {
-        if paths.is_empty() {
-            return Err(ApiMisuse::InvalidState("a multi-lock needs at least one path"));
-        }
         let members = paths
             .into_iter()
             .enumerate()
             .map(|(i, path)| {
                 let mut member_config = config.clone();
                 member_config.seed = member_seed(config.seed, i);
-                Mutex::new(path, member_config)
+                (Box::new(Mutex::new(path, member_config)) as BoxedLock, 0)
             })
             .collect();
+        MultiLock::of(members)
+    }
+
+    /// Any locks, each with the part to take (`0` for single locks,
+    /// [`READ`](super::READ) / [`WRITE`](super::WRITE) for a read-write
+    /// lock), in acquisition order. Members must be idle and have distinct
+    /// seeds (protection UUIDs). At least one member is needed.
+    pub fn of(members: Vec<(BoxedLock, Part)>) -> Result<MultiLock, ApiMisuse> {
+        if members.is_empty() {
+            return Err(ApiMisuse::InvalidState("a multi-lock needs at least one path"));
+        }
+        if members.iter().any(|(lock, part)| *part >= lock.parts()) {
+            return Err(ApiMisuse::InvalidState("a multi-lock member names a part its lock does not have"));
+        }
+        let members = members.into_iter().map(|(lock, part)| Member { lock, part }).collect();
         Ok(MultiLock {
             members,
             state: State::Idle,
@@ -115,9 +171,18 @@ impl MultiLock {
         self.members.is_empty()
     }
 
-    /// Member `index`, for inspection.
-    pub fn member(&self, index: usize) -> Option<&Mutex> {
-        self.members.get(index)
+    /// Member `index`'s lock, for inspection.
+    pub fn member(&self, index: usize) -> Option<&dyn LockRecipe> {
+        self.members.get(index).map(|m| &*m.lock)
+    }
+
+    /// The first member's node and fencing token while every member is held
+    /// (the multi-lock's own hold).
+    pub fn holder(&self) -> Option<(&str, FencingToken)> {
+        match self.state {
+            State::Held if !self.lost => self.members.first()?.holder(),
+            _ => None,
+        }
     }
 
     /// Every member's node and fencing token, `None` for members not held.
@@ -132,7 +197,7 @@ impl MultiLock {
 
     /// True when nothing is in progress and no member owes the server work.
     pub fn is_quiescent(&self) -> bool {
-        matches!(self.state, State::Idle) && self.ops.is_empty() && self.members.iter().all(|m| m.is_quiescent())
+        matches!(self.state, State::Idle) && self.ops.is_empty() && self.members.iter().all(|m| m.lock.is_quiescent())
     }
 
     /// Acquires every member, waiting until `deadline` (`None`: forever).
@@ -236,7 +301,7 @@ impl MultiLock {
             for idx in 0..self.members.len() {
                 let Some(m) = self.members.get_mut(idx) else { continue };
                 let tag = u64::try_from(idx).unwrap_or(0);
-                while let Some(op) = m.poll_op() {
+                while let Some(op) = m.lock.poll_op() {
                     let id = OpId(op.id.0.saturating_mul(n).saturating_add(tag));
                     self.ops.push_back(RecipeOp { id, op: op.op });
                 }
@@ -266,11 +331,10 @@ impl MultiLock {
                 *next = following;
                 let deadline = self.deadline;
                 let started = self.members.get_mut(following).map(|m| m.acquire(now, deadline));
-                if !matches!(started, Some(Ok(()))) {
-                    // Members only run under this machine, so this does not
-                    // happen; fail safe rather than hang.
-                    let error = RequestError::Server(ErrorCode::SYSTEM_ERROR);
-                    self.roll_back(now, following, Some(RecipeEvent::Failed(error)));
+                if let Some(Err(e)) = started {
+                    // A member that refuses (it was handed over busy) ends
+                    // the acquire; the refusal is ours, not the server's.
+                    self.roll_back(now, following, Some(RecipeEvent::Refused(e)));
                 }
             }
             (State::Acquiring { next }, RecipeEvent::TimedOut) if *next == idx => {
@@ -332,7 +396,7 @@ impl Recipe for MultiLock {
         let n = u64::try_from(self.members.len()).unwrap_or(u64::MAX).max(1);
         let idx = usize::try_from(op.0 % n).unwrap_or(usize::MAX);
         if let Some(m) = self.members.get_mut(idx) {
-            m.handle_reply(now, OpId(op.0 / n), result);
+            m.lock.handle_reply(now, OpId(op.0 / n), result);
         }
         self.collect(now);
     }
@@ -340,22 +404,22 @@ impl Recipe for MultiLock {
     fn handle_watch(&mut self, now: Instant, event: &WatchEvent) {
         // Members ignore paths that are not theirs.
         for m in &mut self.members {
-            m.handle_watch(now, event);
+            m.lock.handle_watch(now, event);
         }
         self.collect(now);
     }
 
     fn handle_session(&mut self, now: Instant, state: ConnectionState) {
         for m in &mut self.members {
-            m.handle_session(now, state);
+            m.lock.handle_session(now, state);
         }
         self.collect(now);
     }
 
     fn handle_timeout(&mut self, now: Instant) {
         for m in &mut self.members {
-            if m.poll_timeout().is_some_and(|t| t <= now) {
-                m.handle_timeout(now);
+            if m.lock.poll_timeout().is_some_and(|t| t <= now) {
+                m.lock.handle_timeout(now);
             }
         }
         self.collect(now);
@@ -370,7 +434,7 @@ impl Recipe for MultiLock {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        self.members.iter().filter_map(|m| m.poll_timeout()).min()
+        self.members.iter().filter_map(|m| m.lock.poll_timeout()).min()
     }
 
     fn is_quiescent(&self) -> bool {

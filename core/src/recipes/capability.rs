@@ -1,0 +1,166 @@
+//! "Lock" as one capability: acquire with a deadline, release, cancel and the
+//! current hold, implemented by every lock kind. The shared-handle queue
+//! ([`SharedLock`](super::SharedLock)), [`MultiLock`](super::MultiLock), the
+//! driver and the simulator drive locks through it, never per recipe kind.
+
+use alloc::boxed::Box;
+
+use crate::error::ApiMisuse;
+use crate::recipe::{FencingToken, Recipe, RecipeEvent};
+use crate::time::Instant;
+
+/// Which lock of a recipe: `0` for a single lock; [`READ`](super::READ) or
+/// [`WRITE`](super::WRITE) for the halves of a read-write lock.
+pub type Part = usize;
+
+/// The lock capability. A recipe exposes [`LockRecipe::parts`] independent
+/// locks (one, or two for a read-write lock). Each part follows one cycle:
+/// `acquire_part` → `Acquired` | `TimedOut` | `Failed`, then
+/// `release_part` → `Released`. A recipe with one part reports its events
+/// plainly; a recipe with several reports them as
+/// [`RecipeEvent::Member`] with the part as index ([`part_event`] unwraps).
+///
+/// Reentrancy is not part of the capability: a part is acquired once and
+/// released once. Counting holds is the caller's (the shared queue counts
+/// them explicitly, as Curator does).
+pub trait LockRecipe: Recipe {
+    /// How many independent locks this recipe has.
+    fn parts(&self) -> usize {
+        1
+    }
+
+    /// Starts acquiring `part`, waiting until `deadline` (`None`: forever).
+    fn acquire_part(&mut self, now: Instant, part: Part, deadline: Option<Instant>) -> Result<(), ApiMisuse>;
+
+    /// Releases the hold of `part`: its node is deleted (guaranteed).
+    fn release_part(&mut self, now: Instant, part: Part) -> Result<(), ApiMisuse>;
+
+    /// Abandons an acquire of `part` in progress; nothing is left behind and
+    /// nothing is reported.
+    fn cancel_part(&mut self, now: Instant, part: Part);
+
+    /// The node and fencing token of `part` while held.
+    fn hold(&self, part: Part) -> Option<(&str, FencingToken)>;
+
+    /// Whether a holder may take `part` again (explicit reentrancy). Curator's
+    /// semaphore mutex is not reentrant.
+    fn reentrant(&self) -> bool {
+        true
+    }
+}
+
+/// The event of `part` in an event of a recipe with `parts` parts, or `None`
+/// if it belongs to another part. With one part every event is its own.
+pub fn part_event(parts: usize, part: Part, event: RecipeEvent) -> Option<RecipeEvent> {
+    if parts <= 1 {
+        return Some(event);
+    }
+    match event {
+        RecipeEvent::Member { index, event } if index == part => Some(*event),
+        _ => None,
+    }
+}
+
+/// A boxed lock recipe, as composites hold them.
+pub type BoxedLock = Box<dyn LockRecipe>;
+
+impl LockRecipe for super::Mutex {
+    fn acquire_part(&mut self, now: Instant, _part: Part, deadline: Option<Instant>) -> Result<(), ApiMisuse> {
+        if self.holder().is_some() {
+            return Err(ApiMisuse::InvalidState("the lock is already held"));
+        }
+        self.acquire(now, deadline)
+    }
+
+    fn release_part(&mut self, now: Instant, _part: Part) -> Result<(), ApiMisuse> {
+        self.release(now)
+    }
+
+    fn cancel_part(&mut self, now: Instant, _part: Part) {
+        self.cancel(now);
+    }
+
+    fn hold(&self, _part: Part) -> Option<(&str, FencingToken)> {
+        self.holder()
+    }
+}
+
+impl LockRecipe for super::SemaphoreMutex {
+    fn acquire_part(&mut self, now: Instant, _part: Part, deadline: Option<Instant>) -> Result<(), ApiMisuse> {
+        self.acquire(now, deadline)
+    }
+
+    fn release_part(&mut self, now: Instant, _part: Part) -> Result<(), ApiMisuse> {
+        self.release(now)
+    }
+
+    fn cancel_part(&mut self, now: Instant, _part: Part) {
+        self.cancel(now);
+    }
+
+    fn hold(&self, _part: Part) -> Option<(&str, FencingToken)> {
+        self.holder()
+    }
+
+    fn reentrant(&self) -> bool {
+        false
+    }
+}
+
+impl LockRecipe for super::ReadWriteLock {
+    fn parts(&self) -> usize {
+        2
+    }
+
+    fn acquire_part(&mut self, now: Instant, part: Part, deadline: Option<Instant>) -> Result<(), ApiMisuse> {
+        match part {
+            super::READ if self.read_holder().is_none() => self.acquire_read(now, deadline),
+            super::WRITE if self.write_holder().is_none() => self.acquire_write(now, deadline),
+            super::READ | super::WRITE => Err(ApiMisuse::InvalidState("the lock is already held")),
+            _ => Err(ApiMisuse::InvalidState("a read-write lock has parts READ and WRITE")),
+        }
+    }
+
+    fn release_part(&mut self, now: Instant, part: Part) -> Result<(), ApiMisuse> {
+        match part {
+            super::READ => self.release_read(now),
+            _ => self.release_write(now),
+        }
+    }
+
+    fn cancel_part(&mut self, now: Instant, part: Part) {
+        match part {
+            super::READ => self.cancel_read(now),
+            _ => self.cancel_write(now),
+        }
+    }
+
+    fn hold(&self, part: Part) -> Option<(&str, FencingToken)> {
+        match part {
+            super::READ => self.read_holder(),
+            super::WRITE => self.write_holder(),
+            _ => None,
+        }
+    }
+}
+
+impl LockRecipe for super::MultiLock {
+    fn acquire_part(&mut self, now: Instant, _part: Part, deadline: Option<Instant>) -> Result<(), ApiMisuse> {
+        if self.hold_count() > 0 {
+            return Err(ApiMisuse::InvalidState("the lock is already held"));
+        }
+        self.acquire(now, deadline)
+    }
+
+    fn release_part(&mut self, now: Instant, _part: Part) -> Result<(), ApiMisuse> {
+        self.release(now)
+    }
+
+    fn cancel_part(&mut self, now: Instant, _part: Part) {
+        self.cancel(now);
+    }
+
+    fn hold(&self, _part: Part) -> Option<(&str, FencingToken)> {
+        self.holder()
+    }
+}

@@ -1,0 +1,122 @@
+//! The local FIFO of acquires through one shared handle: [`Ticket`]s with
+//! deadlines, one at the head working on the recipe at a time. Used by
+//! [`SharedLock`](super::SharedLock) (one queue per part) and
+//! [`SharedSemaphore`](super::SharedSemaphore).
+
+use alloc::collections::VecDeque;
+use alloc::vec::Vec;
+
+use crate::error::ApiMisuse;
+use crate::time::Instant;
+
+/// Names one acquire through a shared handle; chosen by the caller, unique
+/// among the acquires the handle has not finished.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Ticket(pub u64);
+
+/// One queued acquire.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Entry<T> {
+    pub(crate) ticket: Ticket,
+    pub(crate) deadline: Option<Instant>,
+    pub(crate) what: T,
+}
+
+/// The acquire at the head of the queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Head<T> {
+    pub(crate) entry: Entry<T>,
+    /// Started on the recipe; `false` while parked until a session can serve it.
+    pub(crate) started: bool,
+}
+
+/// FIFO of acquires; the head is the one the recipe works for.
+#[derive(Debug)]
+pub(crate) struct TicketQueue<T> {
+    waiting: VecDeque<Entry<T>>,
+    pub(crate) head: Option<Head<T>>,
+}
+
+impl<T> Default for TicketQueue<T> {
+    fn default() -> Self {
+        TicketQueue { waiting: VecDeque::new(), head: None }
+    }
+}
+
+impl<T> TicketQueue<T> {
+    /// True when `ticket` is waiting or at the head.
+    pub(crate) fn contains(&self, ticket: Ticket) -> bool {
+        self.head.as_ref().is_some_and(|h| h.entry.ticket == ticket) || self.waiting.iter().any(|e| e.ticket == ticket)
+    }
+
+    /// Queues an acquire behind every other.
+    pub(crate) fn push(&mut self, ticket: Ticket, deadline: Option<Instant>, what: T) -> Result<(), ApiMisuse> {
+        if self.contains(ticket) {
+            return Err(ApiMisuse::TicketInUse(ticket.0));
+        }
+        self.waiting.push_back(Entry { ticket, deadline, what });
+        Ok(())
+    }
+
+    /// Removes a waiting (not head) acquire; true if it was there.
+    pub(crate) fn remove_waiting(&mut self, ticket: Ticket) -> bool {
+        let before = self.waiting.len();
+        self.waiting.retain(|e| e.ticket != ticket);
+        self.waiting.len() != before
+    }
+
+    /// The head's ticket if it is `ticket`.
+    pub(crate) fn head_is(&self, ticket: Ticket) -> bool {
+        self.head.as_ref().is_some_and(|h| h.entry.ticket == ticket)
+    }
+
+    /// Moves the next waiting acquire to the (empty) head, parked.
+    pub(crate) fn promote(&mut self) -> Option<&mut Head<T>> {
+        if self.head.is_none() {
+            let entry = self.waiting.pop_front()?;
+            self.head = Some(Head { entry, started: false });
+        }
+        self.head.as_mut()
+    }
+
+    /// The earliest deadline among waiting acquires and a parked head (a
+    /// started head's deadline is the recipe's to keep).
+    pub(crate) fn next_deadline(&self) -> Option<Instant> {
+        let head = self.head.as_ref().filter(|h| !h.started).and_then(|h| h.entry.deadline);
+        self.waiting.iter().filter_map(|e| e.deadline).chain(head).min()
+    }
+
+    /// Takes the waiting acquires (and a parked head) whose deadline passed.
+    pub(crate) fn take_expired(&mut self, now: Instant) -> Vec<Ticket> {
+        let mut expired = Vec::new();
+        if self.head.as_ref().is_some_and(|h| !h.started && h.entry.deadline.is_some_and(|d| d <= now)) {
+            if let Some(h) = self.head.take() {
+                expired.push(h.entry.ticket);
+            }
+        }
+        self.waiting.retain(|e| {
+            let due = e.deadline.is_some_and(|d| d <= now);
+            if due {
+                expired.push(e.ticket);
+            }
+            !due
+        });
+        expired
+    }
+
+    /// Takes every acquire, head first.
+    pub(crate) fn take_all(&mut self) -> Vec<Ticket> {
+        let head = self.head.take().map(|h| h.entry.ticket);
+        head.into_iter().chain(self.waiting.drain(..).map(|e| e.ticket)).collect()
+    }
+
+    /// Nothing queued and nothing at the head.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.head.is_none() && self.waiting.is_empty()
+    }
+
+    /// How many acquires wait behind the head.
+    pub(crate) fn waiting(&self) -> usize {
+        self.waiting.len()
+    }
+}

@@ -1,0 +1,437 @@
+//! [`SharedLock`]: one lock used by many tasks of one process, as threads
+//! share one Curator `InterProcessMutex`.
+//!
+//! Acquires queue locally, FIFO, each named by a [`Ticket`]: the head works on
+//! the lock while the others wait, and the next starts only once the previous
+//! hold's release has finished. Reentrancy is explicit ([`SharedLock::reenter`]),
+//! counted as Curator counts. A grant to an acquire that was dropped is given
+//! back ([`SharedLock::cancel`] of a held ticket releases it). After a session
+//! expiry a hold is `Lost` for good (CURATOR-604), and with renewal on, the
+//! acquire under way waits for the new session and starts again with a new
+//! node, as Curator's do.
+
+use alloc::boxed::Box;
+use alloc::collections::{BTreeSet, VecDeque};
+use alloc::vec::Vec;
+use core::any::Any;
+
+use zoolock_wire::Response;
+
+use super::capability::{BoxedLock, Part};
+use super::queue::{Ticket, TicketQueue};
+use crate::error::{ApiMisuse, RequestError};
+use crate::recipe::{FencingToken, OpId, Recipe, RecipeEvent, RecipeOp};
+use crate::session::{ConnectionState, WatchEvent};
+use crate::time::Instant;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Hold {
+    None,
+    Held {
+        ticket: Ticket,
+        holds: u32,
+    },
+    /// The recipe is releasing; `Released` goes to `ticket` (none: a lost
+    /// hold being dropped).
+    Releasing {
+        ticket: Option<Ticket>,
+    },
+}
+
+#[derive(Debug)]
+struct PartState {
+    queue: TicketQueue<()>,
+    hold: Hold,
+    /// Tickets whose hold was lost: releasing them is a no-op.
+    lost: BTreeSet<Ticket>,
+}
+
+/// A lock recipe (any [`LockRecipe`](super::LockRecipe)) shared by tickets.
+///
+/// Events are [`RecipeEvent::Ticket`]: `Acquired`, `TimedOut`, `Failed`,
+/// `Refused` end an acquire; `Released` ends a release that had to wait for
+/// the server; `Suspended`, `Reconnected`, `Lost` and `RevocationRequested`
+/// concern the ticket holding. Other events of the lock (clean-up failures,
+/// member events of a multi-lock) pass through untagged.
+///
+/// Drain order: [`Recipe::poll_op`], [`Recipe::poll_event`],
+/// [`Recipe::poll_timeout`].
+pub struct SharedLock {
+    inner: BoxedLock,
+    parts: Vec<PartState>,
+    renew: bool,
+    /// False from a session's end until a new session connects.
+    session_up: bool,
+    events: VecDeque<RecipeEvent>,
+}
+
+impl core::fmt::Debug for SharedLock {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SharedLock").field("parts", &self.parts).field("session_up", &self.session_up).finish()
+    }
+}
+
+fn ticket_event(ticket: Ticket, event: RecipeEvent) -> RecipeEvent {
+    RecipeEvent::Ticket { ticket, event: Box::new(event) }
+}
+
+impl SharedLock {
+    /// Shares `inner`. With `renew`, an acquire whose session expired waits
+    /// for the next session (the client must renew sessions too); without,
+    /// it fails with the session's error.
+    pub fn new(inner: BoxedLock, renew: bool) -> SharedLock {
+        let parts = (0..inner.parts().max(1))
+            .map(|_| PartState { queue: TicketQueue::default(), hold: Hold::None, lost: BTreeSet::new() })
+            .collect();
+        SharedLock { inner, parts, renew, session_up: true, events: VecDeque::new() }
+    }
+
+    /// The shared lock recipe, for inspection.
+    pub fn inner(&self) -> &dyn super::LockRecipe {
+        &*self.inner
+    }
+
+    /// The shared lock recipe, for its own commands (`make_revocable`...).
+    /// Acquire and release only through the ticket commands.
+    pub fn inner_mut(&mut self) -> &mut dyn super::LockRecipe {
+        &mut *self.inner
+    }
+
+    fn part(&mut self, part: Part) -> Result<&mut PartState, ApiMisuse> {
+        self.parts.get_mut(part).ok_or(ApiMisuse::NoSuchPart(part))
+    }
+
+    // ---- commands ------------------------------------------------------------------
+
+    /// Queues an acquire of `part` for `ticket`, waiting until `deadline`
+    /// (`None`: forever; as in Curator, a free lock is taken even after it).
+    pub fn acquire(
+        &mut self,
+        now: Instant,
+        ticket: Ticket,
+        part: Part,
+        deadline: Option<Instant>,
+    ) -> Result<(), ApiMisuse> {
+        if self.owner(ticket).is_some() {
+            return Err(ApiMisuse::TicketInUse(ticket.0));
+        }
+        self.part(part)?.queue.push(ticket, deadline, ())?;
+        self.advance(now);
+        Ok(())
+    }
+
+    /// Takes the hold of `ticket` once more (explicit reentrancy); each
+    /// re-entry needs its own [`SharedLock::release`].
+    pub fn reenter(&mut self, ticket: Ticket) -> Result<(), ApiMisuse> {
+        let reentrant = self.inner.reentrant();
+        for state in &mut self.parts {
+            if let Hold::Held { ticket: t, holds } = &mut state.hold {
+                if *t == ticket {
+                    if !reentrant {
+                        return Err(ApiMisuse::NotReentrant);
+                    }
+                    *holds = holds.saturating_add(1);
+                    return Ok(());
+                }
+            }
+        }
+        Err(ApiMisuse::NotHeld)
+    }
+
+    /// Releases one hold of `ticket`. `Ok(true)`: done (a re-entry counted
+    /// off, or a lost hold, which has nothing left to release); `Ok(false)`:
+    /// the last hold is being released and `Released` follows for the ticket.
+    pub fn release(&mut self, now: Instant, ticket: Ticket) -> Result<bool, ApiMisuse> {
+        let Some(part) = self.owner(ticket) else { return Err(ApiMisuse::NotHeld) };
+        let Some(state) = self.parts.get_mut(part) else { return Err(ApiMisuse::NoSuchPart(part)) };
+        if state.lost.remove(&ticket) {
+            return Ok(true);
+        }
+        match &mut state.hold {
+            Hold::Held { holds, .. } if *holds > 1 => {
+                *holds -= 1;
+                Ok(true)
+            }
+            Hold::Held { .. } => {
+                state.hold = Hold::Releasing { ticket: Some(ticket) };
+                let done = match self.inner.release_part(now, part) {
+                    Ok(()) => false,
+                    // The recipe no longer holds it (its own loss comes as
+                    // an event): nothing is left to release.
+                    Err(_) => {
+                        if let Some(state) = self.parts.get_mut(part) {
+                            state.hold = Hold::None;
+                        }
+                        true
+                    }
+                };
+                self.collect(now);
+                self.advance(now);
+                Ok(done)
+            }
+            // Still acquiring or queued: not held.
+            _ => Err(ApiMisuse::NotHeld),
+        }
+    }
+
+    /// Abandons `ticket`'s acquire wherever it is: queued, under way, or
+    /// already granted (then its hold is released, every re-entry with it).
+    /// Nothing is reported for a cancelled acquire. Unknown tickets are
+    /// ignored, so a cancel may race with the acquire's end.
+    pub fn cancel(&mut self, now: Instant, ticket: Ticket) {
+        for part in 0..self.parts.len() {
+            let Some(state) = self.parts.get_mut(part) else { continue };
+            if state.queue.remove_waiting(ticket) {
+                return;
+            }
+            if state.queue.head_is(ticket) {
+                let started = state.queue.head.take().is_some_and(|h| h.started);
+                if started {
+                    self.inner.cancel_part(now, part);
+                }
+                self.collect(now);
+                self.advance(now);
+                return;
+            }
+            if state.lost.remove(&ticket) {
+                return;
+            }
+            if let Hold::Held { ticket: t, holds } = &mut state.hold {
+                if *t == ticket {
+                    *holds = 1;
+                    let _ = self.release(now, ticket);
+                    return;
+                }
+            }
+        }
+    }
+
+    // ---- queries -------------------------------------------------------------------
+
+    /// The ticket holding `part`, with its node and fencing token.
+    pub fn holder(&self, part: Part) -> Option<(Ticket, &str, FencingToken)> {
+        let state = self.parts.get(part)?;
+        let Hold::Held { ticket, .. } = state.hold else { return None };
+        let (node, token) = self.inner.hold(part)?;
+        Some((ticket, node, token))
+    }
+
+    /// How many acquires of `part` wait behind the one under way.
+    pub fn waiting(&self, part: Part) -> usize {
+        self.parts.get(part).map_or(0, |s| s.queue.waiting())
+    }
+
+    /// The part `ticket` is queued on, acquiring, holding or lost on.
+    fn owner(&self, ticket: Ticket) -> Option<Part> {
+        self.parts.iter().position(|s| {
+            s.queue.contains(ticket)
+                || s.lost.contains(&ticket)
+                || matches!(s.hold, Hold::Held { ticket: t, .. } if t == ticket)
+                || matches!(s.hold, Hold::Releasing { ticket: Some(t) } if t == ticket)
+        })
+    }
+
+    /// True when nothing is queued, held or owed to the server.
+    pub fn is_quiescent(&self) -> bool {
+        self.parts.iter().all(|s| s.queue.is_empty() && s.hold == Hold::None) && self.inner.is_quiescent()
+    }
+
+    // ---- mechanism -----------------------------------------------------------------
+
+    /// Starts the next acquire of every part whose lock is free, while a
+    /// session can serve it.
+    fn advance(&mut self, now: Instant) {
+        loop {
+            let mut started = false;
+            for part in 0..self.parts.len() {
+                let session_up = self.session_up;
+                let Some(state) = self.parts.get_mut(part) else { continue };
+                if state.hold != Hold::None || !session_up {
+                    continue;
+                }
+                let Some(head) = state.queue.promote() else { continue };
+                if head.started {
+                    continue;
+                }
+                head.started = true;
+                let (ticket, deadline) = (head.entry.ticket, head.entry.deadline);
+                if let Err(e) = self.inner.acquire_part(now, part, deadline) {
+                    if let Some(state) = self.parts.get_mut(part) {
+                        state.queue.head = None;
+                    }
+                    self.events.push_back(ticket_event(ticket, RecipeEvent::Refused(e)));
+                }
+                started = true;
+                self.collect(now);
+            }
+            if !started {
+                return;
+            }
+        }
+    }
+
+    /// Takes the lock's events and assigns them to tickets.
+    fn collect(&mut self, now: Instant) {
+        let parts = self.inner.parts();
+        while let Some(event) = self.inner.poll_event() {
+            let (part, event) = if parts <= 1 {
+                (0, event)
+            } else {
+                match event {
+                    RecipeEvent::Member { index, event } => (index, *event),
+                    other => {
+                        self.events.push_back(other);
+                        continue;
+                    }
+                }
+            };
+            self.on_part_event(now, part, event);
+        }
+    }
+
+    fn on_part_event(&mut self, now: Instant, part: Part, event: RecipeEvent) {
+        let renew = self.renew;
+        let Some(state) = self.parts.get_mut(part) else { return };
+        let acquiring = state.queue.head.as_ref().filter(|h| h.started).map(|h| h.entry.ticket);
+        match (event, state.hold) {
+            (RecipeEvent::Acquired { node, token }, Hold::None) if acquiring.is_some() => {
+                let ticket = acquiring.unwrap_or(Ticket(0));
+                state.queue.head = None;
+                state.hold = Hold::Held { ticket, holds: 1 };
+                self.events.push_back(ticket_event(ticket, RecipeEvent::Acquired { node, token }));
+            }
+            (RecipeEvent::Acquired { .. }, _) => {
+                // Nobody asked (cannot happen through the ticket commands):
+                // give it back rather than hold it for no one.
+                state.hold = Hold::Releasing { ticket: None };
+                let _ = self.inner.release_part(now, part);
+                self.collect(now);
+            }
+            (RecipeEvent::TimedOut, _) if acquiring.is_some() => {
+                state.queue.head = None;
+                self.events.push_back(ticket_event(acquiring.unwrap_or(Ticket(0)), RecipeEvent::TimedOut));
+            }
+            (RecipeEvent::Failed(RequestError::SessionExpired), _) if acquiring.is_some() && renew => {
+                // Park: it starts again, with a new node, on the next session.
+                if let Some(head) = state.queue.head.as_mut() {
+                    head.started = false;
+                }
+            }
+            (event @ (RecipeEvent::Failed(_) | RecipeEvent::Refused(_)), _) if acquiring.is_some() => {
+                state.queue.head = None;
+                self.events.push_back(ticket_event(acquiring.unwrap_or(Ticket(0)), event));
+            }
+            (event @ (RecipeEvent::Released | RecipeEvent::Failed(_)), Hold::Releasing { ticket }) => {
+                state.hold = Hold::None;
+                if let Some(ticket) = ticket {
+                    self.events.push_back(ticket_event(ticket, event));
+                }
+            }
+            (RecipeEvent::Lost, Hold::Held { ticket, .. }) => {
+                // Lost for good; the lock moves on to the next acquire. A
+                // multi-lock still holds its other members: drop them.
+                state.lost.insert(ticket);
+                state.hold = Hold::Releasing { ticket: None };
+                self.events.push_back(ticket_event(ticket, RecipeEvent::Lost));
+                if self.inner.release_part(now, part).is_err() {
+                    // A single lock dropped the hold with the loss.
+                    if let Some(state) = self.parts.get_mut(part) {
+                        state.hold = Hold::None;
+                    }
+                }
+                self.collect(now);
+            }
+            (event @ (RecipeEvent::Suspended | RecipeEvent::Reconnected), Hold::Held { ticket, .. }) => {
+                self.events.push_back(ticket_event(ticket, event));
+            }
+            (RecipeEvent::RevocationRequested, Hold::Held { ticket, .. }) => {
+                self.events.push_back(ticket_event(ticket, RecipeEvent::RevocationRequested));
+            }
+            (RecipeEvent::RevocationRequested, _) if acquiring.is_some() => {
+                let ticket = acquiring.unwrap_or(Ticket(0));
+                self.events.push_back(ticket_event(ticket, RecipeEvent::RevocationRequested));
+            }
+            (other, _) => self.events.push_back(other),
+        }
+    }
+
+    /// Fails every queued acquire with `error` (the session ended for good).
+    fn fail_all(&mut self, now: Instant, error: &RequestError) {
+        for part in 0..self.parts.len() {
+            let Some(state) = self.parts.get_mut(part) else { continue };
+            let started = state.queue.head.as_ref().is_some_and(|h| h.started);
+            let tickets = state.queue.take_all();
+            if started {
+                self.inner.cancel_part(now, part);
+            }
+            for ticket in tickets {
+                self.events.push_back(ticket_event(ticket, RecipeEvent::Failed(error.clone())));
+            }
+        }
+        self.collect(now);
+    }
+}
+
+impl Recipe for SharedLock {
+    fn handle_reply(&mut self, now: Instant, op: OpId, result: Result<Response, RequestError>) {
+        self.inner.handle_reply(now, op, result);
+        self.collect(now);
+        self.advance(now);
+    }
+
+    fn handle_watch(&mut self, now: Instant, event: &WatchEvent) {
+        self.inner.handle_watch(now, event);
+        self.collect(now);
+        self.advance(now);
+    }
+
+    fn handle_session(&mut self, now: Instant, state: ConnectionState) {
+        match state {
+            ConnectionState::Lost | ConnectionState::Closed | ConnectionState::AuthFailed => self.session_up = false,
+            ConnectionState::Connected | ConnectionState::ConnectedReadOnly | ConnectionState::Reconnected => {
+                self.session_up = true;
+            }
+            _ => {}
+        }
+        self.inner.handle_session(now, state);
+        self.collect(now);
+        let renewing = state == ConnectionState::Lost && self.renew;
+        if let (Some(error), false) = (state.end_error(), renewing) {
+            self.fail_all(now, &error);
+        }
+        self.advance(now);
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        if self.inner.poll_timeout().is_some_and(|t| t <= now) {
+            self.inner.handle_timeout(now);
+            self.collect(now);
+        }
+        for state in &mut self.parts {
+            for ticket in state.queue.take_expired(now) {
+                self.events.push_back(ticket_event(ticket, RecipeEvent::TimedOut));
+            }
+        }
+        self.advance(now);
+    }
+
+    fn poll_op(&mut self) -> Option<RecipeOp> {
+        self.inner.poll_op()
+    }
+
+    fn poll_event(&mut self) -> Option<RecipeEvent> {
+        self.events.pop_front()
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.parts.iter().filter_map(|s| s.queue.next_deadline()).chain(self.inner.poll_timeout()).min()
+    }
+
+    fn is_quiescent(&self) -> bool {
+        SharedLock::is_quiescent(self)
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}

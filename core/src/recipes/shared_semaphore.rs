@@ -1,0 +1,218 @@
+//! [`SharedSemaphore`]: one [`Semaphore`] used by many tasks of one process.
+//! Acquires queue locally, FIFO, each named by a [`Ticket`] and each getting
+//! its own leases; one acquire works on the semaphore at a time, while the
+//! leases of earlier ones stay held.
+
+use alloc::boxed::Box;
+use alloc::collections::VecDeque;
+use core::any::Any;
+
+use zoolock_wire::Response;
+
+use super::queue::{Ticket, TicketQueue};
+use super::semaphore::Semaphore;
+use crate::error::{ApiMisuse, RequestError};
+use crate::recipe::{OpId, Recipe, RecipeEvent, RecipeOp};
+use crate::session::{ConnectionState, WatchEvent};
+use crate::time::Instant;
+
+/// A wanted lease count and how many have come.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Want {
+    qty: usize,
+    got: usize,
+}
+
+/// A [`Semaphore`] shared by tickets.
+///
+/// Events: [`RecipeEvent::Ticket`] with one `Acquired` per lease (the
+/// acquire is complete after `qty` of them), or `TimedOut` / `Failed` /
+/// `Refused` (the leases of that acquire are returned). The semaphore's
+/// other events pass through untagged: `Released` per returned lease, and
+/// `Suspended` / `Reconnected` / `Lost` for the leases held.
+#[derive(Debug)]
+pub struct SharedSemaphore {
+    inner: Semaphore,
+    queue: TicketQueue<Want>,
+    renew: bool,
+    session_up: bool,
+    events: VecDeque<RecipeEvent>,
+}
+
+fn ticket_event(ticket: Ticket, event: RecipeEvent) -> RecipeEvent {
+    RecipeEvent::Ticket { ticket, event: Box::new(event) }
+}
+
+impl SharedSemaphore {
+    /// Shares `inner`; `renew` as for [`SharedLock::new`](super::SharedLock::new).
+    pub fn new(inner: Semaphore, renew: bool) -> SharedSemaphore {
+        SharedSemaphore { inner, queue: TicketQueue::default(), renew, session_up: true, events: VecDeque::new() }
+    }
+
+    /// The semaphore, for inspection.
+    pub fn inner(&self) -> &Semaphore {
+        &self.inner
+    }
+
+    /// Queues an acquire of `qty` leases for `ticket`, waiting until
+    /// `deadline` (`None`: forever).
+    pub fn acquire(
+        &mut self,
+        now: Instant,
+        ticket: Ticket,
+        qty: usize,
+        deadline: Option<Instant>,
+    ) -> Result<(), ApiMisuse> {
+        if qty == 0 {
+            return Err(ApiMisuse::InvalidState("qty must be at least 1"));
+        }
+        self.queue.push(ticket, deadline, Want { qty, got: 0 })?;
+        self.advance(now);
+        Ok(())
+    }
+
+    /// Abandons `ticket`'s acquire, queued or under way (the leases it has
+    /// obtained so far are returned). Unknown tickets are ignored.
+    pub fn cancel(&mut self, now: Instant, ticket: Ticket) {
+        if self.queue.remove_waiting(ticket) {
+            return;
+        }
+        if self.queue.head_is(ticket) {
+            let started = self.queue.head.take().is_some_and(|h| h.started);
+            if started {
+                self.inner.cancel(now);
+            }
+            self.collect();
+            self.advance(now);
+        }
+    }
+
+    /// Returns one held lease (see [`Semaphore::return_lease`]).
+    pub fn return_lease(&mut self, now: Instant, lease: &str) -> Result<(), ApiMisuse> {
+        let result = self.inner.return_lease(now, lease);
+        self.collect();
+        result
+    }
+
+    /// How many acquires wait behind the one under way.
+    pub fn waiting(&self) -> usize {
+        self.queue.waiting()
+    }
+
+    /// True when nothing is queued, held or owed to the server.
+    pub fn is_quiescent(&self) -> bool {
+        self.queue.is_empty() && self.inner.is_quiescent()
+    }
+
+    fn advance(&mut self, now: Instant) {
+        while self.session_up {
+            let Some(head) = self.queue.promote() else { return };
+            if head.started {
+                return;
+            }
+            head.started = true;
+            let (ticket, qty, deadline) = (head.entry.ticket, head.entry.what.qty, head.entry.deadline);
+            head.entry.what.got = 0;
+            if let Err(e) = self.inner.acquire(now, qty, deadline) {
+                self.queue.head = None;
+                self.events.push_back(ticket_event(ticket, RecipeEvent::Refused(e)));
+            }
+            self.collect();
+        }
+    }
+
+    fn collect(&mut self) {
+        while let Some(event) = self.inner.poll_event() {
+            let head = self.queue.head.as_mut().filter(|h| h.started);
+            let Some(head) = head else {
+                self.events.push_back(event);
+                continue;
+            };
+            let ticket = head.entry.ticket;
+            match event {
+                RecipeEvent::Acquired { node, token } => {
+                    head.entry.what.got += 1;
+                    if head.entry.what.got >= head.entry.what.qty {
+                        self.queue.head = None;
+                    }
+                    self.events.push_back(ticket_event(ticket, RecipeEvent::Acquired { node, token }));
+                }
+                RecipeEvent::Failed(RequestError::SessionExpired) if self.renew => head.started = false,
+                event @ (RecipeEvent::TimedOut | RecipeEvent::Failed(_) | RecipeEvent::Refused(_)) => {
+                    self.queue.head = None;
+                    self.events.push_back(ticket_event(ticket, event));
+                }
+                other => self.events.push_back(other),
+            }
+        }
+    }
+}
+
+impl Recipe for SharedSemaphore {
+    fn handle_reply(&mut self, now: Instant, op: OpId, result: Result<Response, RequestError>) {
+        self.inner.handle_reply(now, op, result);
+        self.collect();
+        self.advance(now);
+    }
+
+    fn handle_watch(&mut self, now: Instant, event: &WatchEvent) {
+        self.inner.handle_watch(now, event);
+        self.collect();
+        self.advance(now);
+    }
+
+    fn handle_session(&mut self, now: Instant, state: ConnectionState) {
+        match state {
+            ConnectionState::Lost | ConnectionState::Closed | ConnectionState::AuthFailed => self.session_up = false,
+            ConnectionState::Connected | ConnectionState::ConnectedReadOnly | ConnectionState::Reconnected => {
+                self.session_up = true;
+            }
+            _ => {}
+        }
+        self.inner.handle_session(now, state);
+        self.collect();
+        let renewing = state == ConnectionState::Lost && self.renew;
+        if let (Some(error), false) = (state.end_error(), renewing) {
+            let started = self.queue.head.as_ref().is_some_and(|h| h.started);
+            if started {
+                self.inner.cancel(now);
+            }
+            for ticket in self.queue.take_all() {
+                self.events.push_back(ticket_event(ticket, RecipeEvent::Failed(error.clone())));
+            }
+            self.collect();
+        }
+        self.advance(now);
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        if self.inner.poll_timeout().is_some_and(|t| t <= now) {
+            self.inner.handle_timeout(now);
+            self.collect();
+        }
+        for ticket in self.queue.take_expired(now) {
+            self.events.push_back(ticket_event(ticket, RecipeEvent::TimedOut));
+        }
+        self.advance(now);
+    }
+
+    fn poll_op(&mut self) -> Option<RecipeOp> {
+        self.inner.poll_op()
+    }
+
+    fn poll_event(&mut self) -> Option<RecipeEvent> {
+        self.events.pop_front()
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.queue.next_deadline().into_iter().chain(self.inner.poll_timeout()).min()
+    }
+
+    fn is_quiescent(&self) -> bool {
+        SharedSemaphore::is_quiescent(self)
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
