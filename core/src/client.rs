@@ -32,6 +32,15 @@ pub struct Handle<R> {
     kind: core::marker::PhantomData<fn() -> R>,
 }
 
+impl<R> Handle<R> {
+    /// The handle of a recipe registered by id ([`Client::add_recipe`]) that
+    /// the caller knows to be an `R`; [`Client::with`] still checks it and
+    /// fails with [`ApiMisuse::WrongRecipeType`] if it is not.
+    pub fn from_id(id: RecipeId) -> Handle<R> {
+        Handle { id, kind: core::marker::PhantomData }
+    }
+}
+
 impl<R> Clone for Handle<R> {
     fn clone(&self) -> Self {
         *self

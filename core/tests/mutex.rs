@@ -1128,7 +1128,7 @@ fn curator_release_delete_is_resent_after_reconnect() {
 #[test]
 fn api_misuse() {
     let mut t = T::new(OpPlan::Curator);
-    assert!(matches!(t.m.release(t.now), Err(ApiMisuse::InvalidState(_))), "release when not held");
+    assert!(matches!(t.m.release(t.now), Err(ApiMisuse::NotHeld)), "release when not held");
     t.acquire(None);
     t.ops();
     assert!(matches!(t.m.acquire(t.now, None), Err(ApiMisuse::InvalidState(_))), "acquire while acquiring");

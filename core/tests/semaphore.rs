@@ -340,7 +340,7 @@ fn semaphore_mutex_uncontended_matches_trace_a() {
     t.answer(empty());
     assert_eq!(t.events(), vec![RecipeEvent::Released]);
     assert_eq!(t.r.holder(), None);
-    assert_eq!(t.cmd(|m, now| m.release(now)), Err(ApiMisuse::InvalidState("the lock is not held")));
+    assert_eq!(t.cmd(|m, now| m.release(now)), Err(ApiMisuse::NotHeld));
     assert_eq!(t.log, trace_ops("semaphore-mutex", "A.conn1.jsonl", base));
 }
 

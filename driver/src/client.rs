@@ -11,11 +11,11 @@ use futures_lite::future;
 use zoolock_core::wire::{Acl, CreateMode, Response, Stat};
 use zoolock_core::{
     Client as CoreClient, ConnectString, ConnectionState, LockConfig, Op, OpPlan, Participant, RecipeEvent, RecipeId,
-    SessionConfig, ZkPath,
+    RetryPolicy, SessionConfig, ZkPath,
 };
 
 use crate::error::Error;
-use crate::lock::{Lock, LockKind};
+use crate::lock::Lock;
 use crate::runtime::Runtime;
 use crate::semaphore::Semaphore;
 use crate::task::{Command, DriverTask, Shared};
@@ -36,6 +36,18 @@ pub struct Options {
     /// Seed for protection ids, host order and jitter; `None` draws one from
     /// the OS.
     pub seed: Option<u64>,
+    /// Start a new session by itself after the session expired (on by
+    /// default, as Curator and kazoo do). Held guards and leases report
+    /// `Lost` and stay lost; acquires under way re-queue on the new session
+    /// with a new node; every handle keeps working. Off: the client ends
+    /// with the session.
+    pub renew_session: bool,
+    /// Create missing parents of lock paths as containers (ZooKeeper 3.6+;
+    /// persistent nodes on servers that lack them). Off: persistent nodes.
+    pub container_parents: bool,
+    /// How often and how long to pause before re-creating a lock node that
+    /// vanished while waiting (Curator's NoNode retry).
+    pub retry: RetryPolicy,
 }
 
 impl Default for Options {
@@ -46,6 +58,9 @@ impl Default for Options {
             plan: OpPlan::Pipelined,
             lock_data: None,
             seed: None,
+            renew_session: true,
+            container_parents: true,
+            retry: RetryPolicy::default(),
         }
     }
 }
@@ -80,6 +95,67 @@ impl Options {
         self.seed = Some(seed);
         self
     }
+
+    /// Turns session renewal after expiry on or off (on by default).
+    pub fn renew_session(mut self, renew: bool) -> Self {
+        self.renew_session = renew;
+        self
+    }
+
+    /// Creates missing parents as containers (default) or persistent nodes.
+    pub fn container_parents(mut self, containers: bool) -> Self {
+        self.container_parents = containers;
+        self
+    }
+
+    /// Sets the NoNode retry policy of lock recipes.
+    pub fn retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+}
+
+/// Settings of one lock, beyond the client's [`Options`].
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct LockOptions {
+    /// Data of this lock's nodes (Curator's `lockData` of a read-write lock,
+    /// a semaphore's node data); `None` uses [`Options::lock_data`].
+    pub data: Option<Bytes>,
+    /// Revocable: the holder is told when someone asks it to release
+    /// ([`crate::Guard::revocation_requested`]); its nodes have empty data.
+    /// For a read-write lock, both halves.
+    pub revocable: bool,
+}
+
+impl LockOptions {
+    /// Sets the node data.
+    pub fn data(mut self, data: Bytes) -> Self {
+        self.data = Some(data);
+        self
+    }
+
+    /// Makes the lock revocable.
+    pub fn revocable(mut self, revocable: bool) -> Self {
+        self.revocable = revocable;
+        self
+    }
+}
+
+/// One lock of a multi-lock ([`Client::multi_lock_of`]): any lock kind.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum LockSpec {
+    /// A mutex on the path.
+    Mutex(String),
+    /// The read half of a read-write lock on the path.
+    Read(String),
+    /// The write half of a read-write lock on the path.
+    Write(String),
+    /// A semaphore mutex on the path.
+    SemaphoreMutex(String),
+    /// A multi-lock of these, taken in order.
+    Multi(Vec<LockSpec>),
 }
 
 pub(crate) struct Inner {
@@ -108,16 +184,23 @@ impl Inner {
     }
 
     pub(crate) fn lock_config(&self) -> LockConfig {
+        self.lock_config_with(&LockOptions::default())
+    }
+
+    pub(crate) fn lock_config_with(&self, lock: &LockOptions) -> LockConfig {
         let seed = {
             let mut s = self.seed.lock().unwrap_or_else(|e| e.into_inner());
             *s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
             *s
         };
-        let data = self.options.lock_data.clone().unwrap_or_else(|| {
+        let data = lock.data.clone().or_else(|| self.options.lock_data.clone()).unwrap_or_else(|| {
             let ip = self.shared.read(|s| s.local_ip).flatten();
             ip.map(|ip| Bytes::from(ip.to_string())).unwrap_or_default()
         });
-        LockConfig::new(seed).with_plan(self.options.plan).with_data(data)
+        let mut config = LockConfig::new(seed).with_plan(self.options.plan).with_data(data);
+        config.container_parents = self.options.container_parents;
+        config.retry = self.options.retry;
+        config
     }
 }
 
@@ -125,10 +208,13 @@ impl Inner {
 /// closed when the last clone and every handle made from it are dropped, or
 /// by [`Client::close`].
 ///
-/// One client is one session: a dropped connection is re-established with
-/// the same session (locks are `Suspended`, then held again), but once the
-/// session has expired ([`ConnectionState::Lost`]) the client stays ended and
-/// every request fails with `SessionExpired`; connect a new client.
+/// A dropped connection is re-established with the same session (holds are
+/// `Suspended`, then held again). Once the session has expired
+/// ([`ConnectionState::Lost`]), the client starts a new one by itself
+/// ([`Options::renew_session`], on by default): holds of the old session are
+/// `Lost` for good, acquires under way re-queue on the new session, and every
+/// handle keeps working. With renewal off the client ends with the session
+/// and every request fails with `SessionExpired`.
 #[derive(Clone)]
 pub struct Client {
     pub(crate) inner: Arc<Inner>,
@@ -154,7 +240,8 @@ impl Client {
         let seed = options.seed.unwrap_or_else(os_seed);
         let origin = runtime.now();
         let config = SessionConfig::new(cs, seed).with_session_timeout(options.session_timeout);
-        let core = CoreClient::new(config, zoolock_core::Instant::ZERO);
+        let mut core = CoreClient::new(config, zoolock_core::Instant::ZERO);
+        core.set_renew_session(options.renew_session);
         let (commands, rx) = mpsc::unbounded();
         let shared = Arc::new(Shared::default());
         let span = tracing::info_span!("zoolock", hosts = %connect_string, session = tracing::field::Empty);
@@ -267,8 +354,13 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn mutex(&self, path: &str) -> Result<Lock, Error> {
-        let base = ZkPath::new(path)?;
-        Lock::new(self.clone(), LockKind::Mutex(base)).await
+        self.mutex_with(path, LockOptions::default()).await
+    }
+
+    /// A mutex with its own settings (node data, revocable).
+    pub async fn mutex_with(&self, path: &str, options: LockOptions) -> Result<Lock, Error> {
+        let recipe = self.build(&LockSpec::Mutex(path.into()), &options)?;
+        self.one_lock(recipe).await
     }
 
     /// A revocable mutex: its holder gets [`crate::Guard::revocation_requested`].
@@ -282,8 +374,7 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn revocable_mutex(&self, path: &str) -> Result<Lock, Error> {
-        let base = ZkPath::new(path)?;
-        Lock::new(self.clone(), LockKind::RevocableMutex(base)).await
+        self.mutex_with(path, LockOptions::default().revocable(true)).await
     }
 
     /// The read and write halves of a read-write lock on `path`.
@@ -298,8 +389,23 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn read_write_lock(&self, path: &str) -> Result<(Lock, Lock), Error> {
+        self.read_write_lock_with(path, LockOptions::default()).await
+    }
+
+    /// A read-write lock with its own settings (Curator's `lockData`,
+    /// revocable halves).
+    pub async fn read_write_lock_with(&self, path: &str, options: LockOptions) -> Result<(Lock, Lock), Error> {
         let base = ZkPath::new(path)?;
-        Lock::read_write(self.clone(), base).await
+        let mut rw = zoolock_core::ReadWriteLock::new(base, self.inner.lock_config_with(&options));
+        if options.revocable {
+            rw.make_revocable_read()?;
+            rw.make_revocable_write()?;
+        }
+        let mut halves = Lock::register(self.clone(), Box::new(rw)).await?.into_iter();
+        match (halves.next(), halves.next()) {
+            (Some(read), Some(write)) => Ok((read, write)),
+            _ => Err(Error::ClientClosed),
+        }
     }
 
     /// A non-reentrant mutex built on a one-lease semaphore
@@ -314,11 +420,12 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn semaphore_mutex(&self, path: &str) -> Result<Lock, Error> {
-        let base = ZkPath::new(path)?;
-        Lock::new(self.clone(), LockKind::SemaphoreMutex(base)).await
+        let recipe = self.build(&LockSpec::SemaphoreMutex(path.into()), &LockOptions::default())?;
+        self.one_lock(recipe).await
     }
 
-    /// All of `paths` as one lock, taken in order and released in reverse.
+    /// All of `paths` as one lock (mutexes), taken in order and released in
+    /// reverse.
     ///
     /// ```no_run
     /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
@@ -328,8 +435,62 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn multi_lock(&self, paths: &[&str]) -> Result<Lock, Error> {
-        let bases = paths.iter().map(|p| ZkPath::new(p)).collect::<Result<Vec<_>, _>>()?;
-        Lock::new(self.clone(), LockKind::Multi(bases)).await
+        self.multi_lock_of(paths.iter().map(|p| LockSpec::Mutex((*p).into())).collect()).await
+    }
+
+    /// Any locks as one, as Curator's `InterProcessMultiLock(List<InterProcessLock>)`:
+    /// taken in order, all or nothing, released in reverse. Each member is a
+    /// participant of its own (a read or write member is not a half of any
+    /// other handle's read-write lock).
+    ///
+    /// ```no_run
+    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
+    /// use zoolock_driver::LockSpec;
+    /// let lock = client
+    ///     .multi_lock_of(vec![LockSpec::Write("/app/table".into()), LockSpec::SemaphoreMutex("/app/job".into())])
+    ///     .await?;
+    /// lock.acquire().await?.release().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn multi_lock_of(&self, members: Vec<LockSpec>) -> Result<Lock, Error> {
+        let recipe = self.build(&LockSpec::Multi(members), &LockOptions::default())?;
+        self.one_lock(recipe).await
+    }
+
+    /// Builds the core recipe of a lock spec (members of a multi-lock each
+    /// get their own seed).
+    fn build(&self, spec: &LockSpec, options: &LockOptions) -> Result<zoolock_core::recipes::BoxedLock, Error> {
+        use zoolock_core::recipes::{MultiLock, READ, ReadWriteLock, SemaphoreMutex, WRITE};
+        let config = self.inner.lock_config_with(options);
+        Ok(match spec {
+            LockSpec::Mutex(path) => {
+                let mut m = zoolock_core::Mutex::new(ZkPath::new(path)?, config);
+                if options.revocable {
+                    m.make_revocable()?;
+                }
+                Box::new(m)
+            }
+            LockSpec::SemaphoreMutex(path) => Box::new(SemaphoreMutex::new(ZkPath::new(path)?, config)),
+            LockSpec::Read(path) | LockSpec::Write(path) => Box::new(ReadWriteLock::new(ZkPath::new(path)?, config)),
+            LockSpec::Multi(members) => {
+                let members = members
+                    .iter()
+                    .map(|m| {
+                        let part = match m {
+                            LockSpec::Read(_) => READ,
+                            LockSpec::Write(_) => WRITE,
+                            _ => 0,
+                        };
+                        Ok((self.build(m, options)?, part))
+                    })
+                    .collect::<Result<Vec<_>, Error>>()?;
+                Box::new(MultiLock::of(members)?)
+            }
+        })
+    }
+
+    async fn one_lock(&self, recipe: zoolock_core::recipes::BoxedLock) -> Result<Lock, Error> {
+        Lock::register(self.clone(), recipe).await?.into_iter().next().ok_or(Error::ClientClosed)
     }
 
     /// A counting semaphore with `leases` leases on `path`

@@ -13,17 +13,19 @@
 
 mod client;
 mod error;
+mod hold;
 mod lock;
 mod runtime;
 mod semaphore;
 mod task;
 
-pub use client::{Client, Options, ParticipantsOf};
+pub use client::{Client, LockOptions, LockSpec, Options, ParticipantsOf};
 pub use error::Error;
 pub use futures_lite::io as futures_io;
-pub use lock::{Guard, HoldStatus, Lock};
+pub use hold::{HoldStatus, StatusChanges};
+pub use lock::{Guard, Lock};
 pub use runtime::{BoxFuture, Conn, IoConn, Runtime};
 pub use semaphore::{Lease, Semaphore};
 /// The sans-IO core, for plain ops ([`zoolock_core::Op`]) and wire types.
 pub use zoolock_core as core;
-pub use zoolock_core::{ConnectionState, FencingToken, OpPlan, Participant};
+pub use zoolock_core::{ConnectionState, FencingToken, OpPlan, Participant, RetryPolicy};

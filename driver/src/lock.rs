@@ -1,21 +1,16 @@
-//! [`Lock`] and [`Guard`]: async handles over the lock recipes.
+//! [`Lock`] and [`Guard`]: async handles over core's [`SharedLock`], which
+//! queues the acquires of a handle and all its clones and owns every lock
+//! rule (an acquire after a release waits for it, a grant to a dropped
+//! acquire is given back, an acquire re-queues on a renewed session). This
+//! file only carries replies and statuses to the tasks; it never looks at
+//! which kind of lock it drives.
 //!
-//! Cancellation safety: dropping an acquire future at any point leaves no
-//! node behind. Every acquire carries a ticket. The drop closes the future's
-//! reply channel and queues a cancel for that ticket on the driver task
-//! (after the start, since commands run in order); the cancel only touches
-//! the recipe while the acquire it started is still waiting, so it never
-//! disturbs a later acquire on the same handle. If the lock was granted
-//! meanwhile, either the grant is still in the closed channel (the cancel
-//! releases it) or the driver finds nobody to hand it to and releases it at
-//! once.
-//!
-//! An acquire refused by the recipe (an upgrade, a second concurrent acquire
-//! on one handle) fails with [`Error::Misuse`] and cancels nothing. An acquire
-//! that meets the previous hold of the same handle still being released (the
-//! Curator plan deletes before it reports `Released`) waits for that release
-//! instead of failing.
+//! Cancellation safety: every acquire carries a ticket. Dropping its future
+//! queues `cancel(ticket)` on the event loop (after the acquire, since
+//! commands run in order); core removes the ticket wherever it is, and
+//! releases it if it was granted meanwhile.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,326 +20,212 @@ use std::time::Duration;
 
 use event_listener::Event;
 use futures_channel::oneshot;
-use zoolock_core::recipes::{MultiLock, ReadWriteLock, SemaphoreMutex};
-use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Instant, Mutex, RecipeEvent, RecipeId};
+use zoolock_core::recipes::{BoxedLock, Part, SharedLock, Ticket};
+use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Handle, Instant, RecipeEvent, RecipeId};
 
 use crate::client::{Client, RecipeHandle};
 use crate::error::Error;
+use crate::hold::{self, HoldStatus};
 use crate::task::Command;
-
-/// Which recipe a [`Lock`] drives (internal).
-pub(crate) enum LockKind {
-    Mutex(zoolock_core::ZkPath),
-    RevocableMutex(zoolock_core::ZkPath),
-    SemaphoreMutex(zoolock_core::ZkPath),
-    Multi(Vec<zoolock_core::ZkPath>),
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Tag {
-    Mutex,
-    SemaphoreMutex,
-    Multi,
-    Read,
-    Write,
-}
-
-/// The state of a hold, as the holder should act on it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum HoldStatus {
-    /// Held, and the session is connected.
-    Held,
-    /// The connection dropped: the hold is uncertain. Stop the critical
-    /// section until it is `Held` again.
-    Suspended,
-    /// The session expired or the node vanished: the lock is gone.
-    Lost,
-    /// Not held (released, or never acquired).
-    NotHeld,
-}
 
 type Grant = Result<(String, FencingToken), Error>;
 
-/// The acquire the recipe is working for.
-#[derive(Debug)]
-struct Waiter {
-    ticket: u64,
-    reply: oneshot::Sender<Grant>,
-    /// Not started yet: waiting for the previous hold's release to finish;
-    /// the deadline to start with.
-    deferred: Option<Option<Instant>>,
-}
-
-#[derive(Debug)]
-struct HalfState {
-    waiter: Option<Waiter>,
-    release_waiter: Option<oneshot::Sender<Result<(), Error>>>,
-    /// A release was started and its `Released` has not come yet.
-    releasing: bool,
+/// What the tasks see of one ticket's hold.
+#[derive(Debug, Clone, Copy)]
+struct TicketState {
     status: HoldStatus,
-    revocations: u64,
-    /// `revocations` when the current attempt started: later ones are for it.
-    revocations_seen: u64,
-}
-
-impl Default for HalfState {
-    fn default() -> Self {
-        HalfState {
-            waiter: None,
-            release_waiter: None,
-            releasing: false,
-            status: HoldStatus::NotHeld,
-            revocations: 0,
-            revocations_seen: 0,
-        }
-    }
+    revoked: bool,
 }
 
 #[derive(Debug, Default)]
-struct Watched {
-    state: StdMutex<HalfState>,
-    changed: Event,
+struct Tickets {
+    /// Acquires waiting for their outcome, with the part they want.
+    waiters: HashMap<u64, (Part, oneshot::Sender<Grant>)>,
+    /// Releases waiting for the server.
+    releases: HashMap<u64, oneshot::Sender<Result<(), Error>>>,
+    /// Holds, from the grant until the hold has ended and been let go.
+    holds: HashMap<u64, TicketState>,
+    /// The ticket holding each part.
+    holders: HashMap<Part, u64>,
+}
+
+/// State shared by the handles of one lock recipe and its event sink.
+#[derive(Debug, Default)]
+struct LockShared {
+    tickets: StdMutex<Tickets>,
+    changed: Arc<Event>,
     next_ticket: AtomicU64,
 }
 
-impl Watched {
-    /// Changes the state and wakes everyone waiting on it.
-    fn with<T>(&self, f: impl FnOnce(&mut HalfState) -> T) -> T {
-        let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
+impl LockShared {
+    fn with<T>(&self, f: impl FnOnce(&mut Tickets) -> T) -> T {
+        let mut guard = self.tickets.lock().unwrap_or_else(|e| e.into_inner());
         let out = f(&mut guard);
         drop(guard);
         self.changed.notify(usize::MAX);
         out
     }
 
-    /// Reads the state without waking anyone (a notifying read would wake
-    /// the reader's own listener and spin).
-    fn peek<T>(&self, f: impl FnOnce(&HalfState) -> T) -> T {
-        f(&self.state.lock().unwrap_or_else(|e| e.into_inner()))
+    fn peek<T>(&self, f: impl FnOnce(&Tickets) -> T) -> T {
+        f(&self.tickets.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    fn hold_status(&self, ticket: u64) -> HoldStatus {
+        self.peek(|t| t.holds.get(&ticket).map_or(HoldStatus::NotHeld, |s| s.status))
     }
 }
 
-/// An async handle on one lock (a mutex, one half of a read-write lock, a
-/// semaphore mutex or a multi-lock). Clones share the same hold: reentrancy
-/// belongs to the handle, and one handle runs one acquire at a time (a
-/// second concurrent one fails with [`Error::Misuse`]; use one handle per
-/// task to queue tasks against each other).
+/// An async handle on one lock: a mutex, one half of a read-write lock, a
+/// semaphore mutex or a multi-lock.
+///
+/// **Sharing.** Clone it freely: acquires through a `Lock` and all its clones
+/// queue locally, first come first served, like `tokio::sync::Mutex`. A task
+/// that acquires while another task holds (or waits) waits its turn; it
+/// never gets the other's hold and never an error for it. The process then
+/// queues for the lock on ZooKeeper as one participant, behind other
+/// processes that queued earlier. Reentrancy is explicit:
+/// [`Guard::reenter`] gives a nested guard on the same node, counted as
+/// Curator counts; the node is deleted when the last one goes.
+///
+/// The two halves of one read-write lock are one participant: a write
+/// acquire while the read half is held through the same pair is refused
+/// (it would wait on its own read node forever); a read while the write half
+/// is held is a downgrade and succeeds at once.
 #[derive(Clone)]
 pub struct Lock {
     recipe: Arc<RecipeHandle>,
-    tag: Tag,
-    watched: Arc<Watched>,
+    handle: Handle<SharedLock>,
+    part: Part,
+    shared: Arc<LockShared>,
 }
 
 impl std::fmt::Debug for Lock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Lock").field("recipe", &self.recipe.id).field("kind", &self.tag).finish()
+        f.debug_struct("Lock").field("recipe", &self.recipe.id).field("part", &self.part).finish()
     }
 }
 
-fn on_event(watched: &Watched, client: &mut CoreClient, now: Instant, id: RecipeId, tag: Tag, event: RecipeEvent) {
-    match event {
+/// Carries one lock event to the tasks.
+fn on_event(
+    shared: &LockShared,
+    client: &mut CoreClient,
+    now: Instant,
+    handle: Handle<SharedLock>,
+    event: RecipeEvent,
+) {
+    let id = handle.id;
+    let RecipeEvent::Ticket { ticket, event } = event else {
+        match event {
+            RecipeEvent::CleanupFailed { path, error } => tracing::warn!(%path, %error, "lock node clean-up failed"),
+            other => tracing::trace!(?id, ?other, "lock event"),
+        }
+        return;
+    };
+    let t = ticket.0;
+    match *event {
         RecipeEvent::Acquired { node, token } => {
-            let waiter = watched.with(|s| {
-                s.status = HoldStatus::Held;
-                s.waiter.take()
+            let waiter = shared.with(|s| {
+                let waiter = s.waiters.remove(&t);
+                if let Some((part, _)) = &waiter {
+                    s.holds.insert(t, TicketState { status: HoldStatus::Held, revoked: false });
+                    s.holders.insert(*part, t);
+                }
+                waiter
             });
-            let delivered = waiter.is_some_and(|w| w.reply.send(Ok((node.clone(), token))).is_ok());
-            if delivered {
+            if waiter.is_some_and(|(_, w)| w.send(Ok((node.clone(), token))).is_ok()) {
                 tracing::debug!(?id, %node, token = token.0, "lock granted");
             } else {
                 // Granted to an acquire that was dropped: give it back.
                 tracing::debug!(?id, %node, "lock granted to a dropped acquire: releasing");
-                let _ = release_one(watched, client, now, id, tag);
-            }
-        }
-        RecipeEvent::TimedOut => {
-            tracing::debug!(?id, "acquire timed out");
-            if let Some(w) = watched.with(|s| s.waiter.take()) {
-                let _ = w.reply.send(Err(Error::TimedOut));
-            }
-        }
-        RecipeEvent::Failed(e) => {
-            // An acquire under way owns the failure; otherwise, while a
-            // release is under way, it is the release's outcome. (Only the
-            // semaphore mutex runs an acquire beside a release; the others
-            // defer the acquire until `Released`.)
-            let release_failed =
-                watched.peek(|s| s.releasing && s.waiter.as_ref().is_none_or(|w| w.deferred.is_some()));
-            if release_failed {
-                tracing::warn!(?id, error = %e, "release failed");
-                let release = watched.with(|s| {
-                    s.releasing = false;
-                    s.status = HoldStatus::NotHeld;
-                    s.release_waiter.take()
-                });
-                if let Some(r) = release {
-                    let _ = r.send(Err(e.into()));
-                }
-                start_deferred(watched, client, now, id, tag);
-            } else {
-                tracing::debug!(?id, error = %e, "acquire failed");
-                if let Some(w) = watched.with(|s| s.waiter.take()) {
-                    let _ = w.reply.send(Err(e.into()));
-                }
+                shared.with(|s| forget(s, t));
+                let _ = client.with(now, handle, |q, now| q.cancel(now, ticket));
             }
         }
         RecipeEvent::Released => {
-            tracing::debug!(?id, "lock released");
-            let release = watched.with(|s| {
-                s.status = HoldStatus::NotHeld;
-                s.releasing = false;
-                s.release_waiter.take()
-            });
-            if let Some(r) = release {
+            tracing::debug!(?id, t, "lock released");
+            if let Some(r) = shared.with(|s| forget_released(s, t)) {
                 let _ = r.send(Ok(()));
             }
-            start_deferred(watched, client, now, id, tag);
         }
-        RecipeEvent::Suspended => {
-            tracing::info!(?id, "hold suspended: the connection dropped");
-            watched.with(|s| s.status = HoldStatus::Suspended);
+        end @ (RecipeEvent::TimedOut | RecipeEvent::Failed(_) | RecipeEvent::Refused(_)) => {
+            let error = match end {
+                RecipeEvent::TimedOut => Error::TimedOut,
+                RecipeEvent::Failed(e) => Error::Request(e),
+                RecipeEvent::Refused(e) => Error::Misuse(e),
+                _ => return,
+            };
+            let (waiter, release) = shared.with(|s| match s.waiters.remove(&t) {
+                Some(w) => (Some(w), None),
+                // Not an acquire: the release of this ticket failed.
+                None => (None, forget_released(s, t)),
+            });
+            tracing::debug!(?id, t, %error, "lock acquire or release ended");
+            if let Some((_, w)) = waiter {
+                let _ = w.send(Err(error));
+            } else if let Some(r) = release {
+                let _ = r.send(Err(error));
+            }
         }
-        RecipeEvent::Reconnected => {
-            tracing::info!(?id, "hold confirmed after the reconnect");
-            watched.with(|s| s.status = HoldStatus::Held);
-        }
-        RecipeEvent::Lost => {
-            tracing::warn!(?id, "hold lost");
-            watched.with(|s| s.status = HoldStatus::Lost);
+        status @ (RecipeEvent::Suspended | RecipeEvent::Reconnected | RecipeEvent::Lost) => {
+            let new = match status {
+                RecipeEvent::Suspended => HoldStatus::Suspended,
+                RecipeEvent::Reconnected => HoldStatus::Held,
+                _ => HoldStatus::Lost,
+            };
+            if new == HoldStatus::Lost {
+                tracing::warn!(?id, t, "hold lost");
+            } else {
+                tracing::info!(?id, t, ?new, "hold status");
+            }
+            shared.with(|s| {
+                if let Some(h) = s.holds.get_mut(&t) {
+                    h.status = new;
+                }
+                if new == HoldStatus::Lost {
+                    s.holders.retain(|_, holder| *holder != t);
+                }
+            });
         }
         RecipeEvent::RevocationRequested => {
-            tracing::debug!(?id, "revocation requested");
-            watched.with(|s| s.revocations += 1);
+            tracing::debug!(?id, t, "revocation requested");
+            shared.with(|s| {
+                if let Some(h) = s.holds.get_mut(&t) {
+                    h.revoked = true;
+                }
+            });
         }
-        RecipeEvent::CleanupFailed { path, error } => tracing::warn!(%path, %error, "lock node clean-up failed"),
-        other => tracing::trace!(?other, "lock event"),
+        other => tracing::trace!(?id, t, ?other, "lock ticket event"),
     }
 }
 
-/// Starts an acquire that waited for the previous release.
-fn start_deferred(watched: &Watched, client: &mut CoreClient, now: Instant, id: RecipeId, tag: Tag) {
-    let Some(deadline) = watched.with(|s| s.waiter.as_mut().and_then(|w| w.deferred.take())) else { return };
-    if let Err(e) = begin(watched, client, now, id, tag, deadline) {
-        if let Some(w) = watched.with(|s| s.waiter.take()) {
-            let _ = w.reply.send(Err(e.into()));
-        }
-    }
+/// The hold of `t` is over: forget it.
+fn forget(s: &mut Tickets, t: u64) {
+    s.holds.remove(&t);
+    s.holders.retain(|_, holder| *holder != t);
 }
 
-/// Starts an attempt on the recipe (or counts up a reentrant hold).
-fn begin(
-    watched: &Watched,
-    client: &mut CoreClient,
-    now: Instant,
-    id: RecipeId,
-    tag: Tag,
-    deadline: Option<Instant>,
-) -> Result<(), ApiMisuse> {
-    let fresh = watched.peek(|s| !matches!(s.status, HoldStatus::Held | HoldStatus::Suspended));
-    start(client, now, id, tag, deadline)?;
-    if fresh {
-        // Revocations from here on are for this attempt.
-        watched.with(|s| s.revocations_seen = s.revocations);
-    }
-    Ok(())
-}
-
-fn start(
-    client: &mut CoreClient,
-    now: Instant,
-    id: RecipeId,
-    tag: Tag,
-    deadline: Option<Instant>,
-) -> Result<(), ApiMisuse> {
-    match tag {
-        Tag::Mutex => client.command(now, id, |m: &mut Mutex, now| m.acquire(now, deadline))?,
-        Tag::SemaphoreMutex => client.command(now, id, |m: &mut SemaphoreMutex, now| m.acquire(now, deadline))?,
-        Tag::Multi => client.command(now, id, |m: &mut MultiLock, now| m.acquire(now, deadline))?,
-        Tag::Read => client.command(now, id, |m: &mut ReadWriteLock, now| m.acquire_read(now, deadline))?,
-        Tag::Write => client.command(now, id, |m: &mut ReadWriteLock, now| m.acquire_write(now, deadline))?,
-    }
-}
-
-/// Releases one hold, noting a release under way if it was the last.
-fn release_one(
-    watched: &Watched,
-    client: &mut CoreClient,
-    now: Instant,
-    id: RecipeId,
-    tag: Tag,
-) -> Result<u32, ApiMisuse> {
-    let left = unlock(client, now, id, tag)?;
-    if left == 0 {
-        watched.with(|s| s.releasing = true);
-    }
-    Ok(left)
-}
-
-/// Releases one hold; returns how many remain.
-fn unlock(client: &mut CoreClient, now: Instant, id: RecipeId, tag: Tag) -> Result<u32, ApiMisuse> {
-    match tag {
-        Tag::Mutex => client.command(now, id, |m: &mut Mutex, now| m.release(now).map(|()| m.hold_count()))?,
-        Tag::SemaphoreMutex => client.command(now, id, |m: &mut SemaphoreMutex, now| m.release(now).map(|()| 0))?,
-        Tag::Multi => client.command(now, id, |m: &mut MultiLock, now| m.release(now).map(|()| m.hold_count()))?,
-        Tag::Read => {
-            client.command(now, id, |m: &mut ReadWriteLock, now| m.release_read(now).map(|()| m.read_hold_count()))?
-        }
-        Tag::Write => {
-            client.command(now, id, |m: &mut ReadWriteLock, now| m.release_write(now).map(|()| m.write_hold_count()))?
-        }
-    }
-}
-
-fn cancel(client: &mut CoreClient, now: Instant, id: RecipeId, tag: Tag) {
-    let _ = match tag {
-        Tag::Mutex => client.command(now, id, |m: &mut Mutex, now| m.cancel(now)),
-        Tag::SemaphoreMutex => client.command(now, id, |m: &mut SemaphoreMutex, now| m.cancel(now)),
-        Tag::Multi => client.command(now, id, |m: &mut MultiLock, now| m.cancel(now)),
-        Tag::Read => client.command(now, id, |m: &mut ReadWriteLock, now| m.cancel_read(now)),
-        Tag::Write => client.command(now, id, |m: &mut ReadWriteLock, now| m.cancel_write(now)),
-    };
+/// The release of `t` finished: forget the hold, hand back the waiter.
+fn forget_released(s: &mut Tickets, t: u64) -> Option<oneshot::Sender<Result<(), Error>>> {
+    forget(s, t);
+    s.releases.remove(&t)
 }
 
 impl Lock {
-    pub(crate) async fn new(client: Client, kind: LockKind) -> Result<Lock, Error> {
-        let config = client.inner.lock_config();
-        let (recipe, tag): (Box<dyn zoolock_core::Recipe>, Tag) = match kind {
-            LockKind::Mutex(base) => (Box::new(Mutex::new(base, config)), Tag::Mutex),
-            LockKind::RevocableMutex(base) => {
-                let mut m = Mutex::new(base, config);
-                m.make_revocable()?;
-                (Box::new(m), Tag::Mutex)
-            }
-            LockKind::SemaphoreMutex(base) => (Box::new(SemaphoreMutex::new(base, config)), Tag::SemaphoreMutex),
-            LockKind::Multi(bases) => (Box::new(MultiLock::new(bases, config)?), Tag::Multi),
-        };
-        let watched = Arc::new(Watched::default());
-        let sink_watched = watched.clone();
-        let sink = Box::new(move |c: &mut CoreClient, now, id, event| on_event(&sink_watched, c, now, id, tag, event));
-        let id = client.add_recipe(recipe, sink).await?;
-        Ok(Lock { recipe: Arc::new(RecipeHandle { client, id }), tag, watched })
-    }
-
-    pub(crate) async fn read_write(client: Client, base: zoolock_core::ZkPath) -> Result<(Lock, Lock), Error> {
-        let config = client.inner.lock_config();
-        let read = Arc::new(Watched::default());
-        let write = Arc::new(Watched::default());
-        let (r, w) = (read.clone(), write.clone());
-        let sink = Box::new(move |c: &mut CoreClient, now, id, event| match event {
-            RecipeEvent::Member { index, event } if index == ReadWriteLock::READ => {
-                on_event(&r, c, now, id, Tag::Read, *event)
-            }
-            RecipeEvent::Member { event, .. } => on_event(&w, c, now, id, Tag::Write, *event),
-            other => tracing::trace!(?other, "read-write lock event"),
+    /// Registers `recipe` behind a shared queue and returns one handle per
+    /// part (one, or the read and write halves).
+    pub(crate) async fn register(client: Client, recipe: BoxedLock) -> Result<Vec<Lock>, Error> {
+        let parts = recipe.parts().max(1);
+        let renew = client.inner.options.renew_session;
+        let shared = Arc::new(LockShared::default());
+        let sink_shared = shared.clone();
+        let sink = Box::new(move |c: &mut CoreClient, now, id: RecipeId, event| {
+            on_event(&sink_shared, c, now, Handle::from_id(id), event)
         });
-        let id = client.add_recipe(Box::new(ReadWriteLock::new(base, config)), sink).await?;
+        let id = client.add_recipe(Box::new(SharedLock::new(recipe, renew)), sink).await?;
         let recipe = Arc::new(RecipeHandle { client, id });
-        Ok((
-            Lock { recipe: recipe.clone(), tag: Tag::Read, watched: read },
-            Lock { recipe, tag: Tag::Write, watched: write },
-        ))
+        Ok((0..parts)
+            .map(|part| Lock { recipe: recipe.clone(), handle: Handle::from_id(id), part, shared: shared.clone() })
+            .collect())
     }
 
     fn client(&self) -> &Client {
@@ -357,7 +238,8 @@ impl Lock {
     }
 
     /// Waits at most `timeout`; [`Error::TimedOut`] after it. A free lock is
-    /// taken even if the timeout has already passed.
+    /// taken even if the timeout has already passed; waiting behind another
+    /// task of this process counts against the timeout.
     ///
     /// ```no_run
     /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
@@ -375,7 +257,8 @@ impl Lock {
         self.acquire_inner(Some(timeout)).await
     }
 
-    /// Takes the lock only if that needs no waiting.
+    /// Takes the lock only if that needs no waiting (also not behind another
+    /// task of this process).
     pub async fn try_acquire(&self) -> Result<Option<Guard>, Error> {
         match self.acquire_inner(Some(Duration::ZERO)).await {
             Ok(g) => Ok(Some(g)),
@@ -386,44 +269,35 @@ impl Lock {
 
     async fn acquire_inner(&self, timeout: Option<Duration>) -> Result<Guard, Error> {
         let (tx, rx) = oneshot::channel();
-        let ticket = self.watched.next_ticket.fetch_add(1, Ordering::Relaxed);
-        let mut pending = PendingAcquire { lock: self.clone(), ticket, rx: Some(rx) };
-        let (watched, id, tag) = (self.watched.clone(), self.recipe.id, self.tag);
-        tracing::trace!(?id, ticket, ?timeout, "acquire");
-        let started = self
-            .client()
-            .inner
-            .run(move |client, now| {
+        let (shared, handle, part) = (self.shared.clone(), self.handle, self.part);
+        // Ticket and command under one lock: tickets queue in the order
+        // their commands reach the loop, so grants follow call order.
+        let (t, queued) = self.shared.with(|s| {
+            let t = self.shared.next_ticket.fetch_add(1, Ordering::Relaxed);
+            s.waiters.insert(t, (part, tx));
+            let queued = self.client().inner.send(Command::Run(Box::new(move |client, now| {
                 let deadline = timeout.map(|d| now + d);
-                let waiting = watched.peek(|s| s.waiter.is_some());
-                match begin(&watched, client, now, id, tag, deadline) {
-                    Ok(()) => {
-                        watched.with(|s| s.waiter = Some(Waiter { ticket, reply: tx, deferred: None }));
-                        Ok(())
+                let refused = match client.with(now, handle, |q, now| q.acquire(now, Ticket(t), part, deadline)) {
+                    Ok(Ok(())) => None,
+                    Ok(Err(e)) | Err(e) => Some(e),
+                };
+                if let Some(e) = refused {
+                    if let Some((_, w)) = shared.with(|s| s.waiters.remove(&t)) {
+                        let _ = w.send(Err(e.into()));
                     }
-                    // The previous hold is still being deleted: start once it is.
-                    Err(_) if !waiting && watched.peek(|s| s.releasing) => {
-                        watched.with(|s| s.waiter = Some(Waiter { ticket, reply: tx, deferred: Some(deadline) }));
-                        Ok(())
-                    }
-                    Err(e) => Err(e),
                 }
-            })
-            .await;
-        match started {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => {
-                // Refused: nothing was started, so nothing to cancel.
-                pending.rx = None;
-                return Err(e.into());
-            }
-            Err(e) => {
-                pending.rx = None;
-                return Err(e);
-            }
+            })));
+            (t, queued)
+        });
+        tracing::trace!(id = ?handle.id, t, ?timeout, "acquire");
+        let mut pending = PendingAcquire { lock: self.clone(), ticket: t, rx: Some(rx) };
+        if let Err(e) = queued {
+            pending.rx = None;
+            self.shared.with(|s| s.waiters.remove(&t));
+            return Err(e);
         }
         let (node, token) = (&mut pending).await?;
-        Ok(Guard { lock: self.clone(), node, token, released: false })
+        Ok(Guard { lock: self.clone(), ticket: t, node, token, released: false })
     }
 
     /// Completes once this lock owes the server nothing: it is neither held
@@ -441,18 +315,17 @@ impl Lock {
         crate::task::settled(&self.recipe.client, self.recipe.id).await
     }
 
-    /// Whether this handle holds the lock, as far as it knows.
+    /// The status of the hold this lock's part has now, through any clone
+    /// (`NotHeld` if none).
     ///
     /// A `Held` that has not been confirmed by the server for two thirds of
     /// the session timeout reads as `Suspended`, even before the event loop
     /// has run: after a process pause the first check must not say `Held`.
     pub fn status(&self) -> HoldStatus {
-        let status = self.watched.peek(|s| s.status);
-        let inner = &self.recipe.client.inner;
-        if status == HoldStatus::Held && inner.shared.is_stale(inner.runtime.now()) {
-            return HoldStatus::Suspended;
-        }
-        status
+        let reported = self
+            .shared
+            .peek(|s| s.holders.get(&self.part).and_then(|t| s.holds.get(t)).map_or(HoldStatus::NotHeld, |h| h.status));
+        hold::effective(&self.client().inner, reported)
     }
 }
 
@@ -469,13 +342,9 @@ impl Future for &mut PendingAcquire {
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Grant> {
         let Some(rx) = self.rx.as_mut() else { return Poll::Ready(Err(Error::ClientClosed)) };
         match Pin::new(rx).poll(cx) {
-            Poll::Ready(Ok(grant)) => {
+            Poll::Ready(result) => {
                 self.rx = None;
-                Poll::Ready(grant)
-            }
-            Poll::Ready(Err(_)) => {
-                self.rx = None;
-                Poll::Ready(Err(Error::ClientClosed))
+                Poll::Ready(result.unwrap_or(Err(Error::ClientClosed)))
             }
             Poll::Pending => Poll::Pending,
         }
@@ -485,39 +354,28 @@ impl Future for &mut PendingAcquire {
 impl Drop for PendingAcquire {
     fn drop(&mut self) {
         let Some(mut rx) = self.rx.take() else { return };
-        // After close, the driver can no longer deliver: what is in the
-        // channel now is all there will ever be.
         rx.close();
-        let (id, tag, ticket) = (self.lock.recipe.id, self.lock.tag, self.ticket);
-        let granted = matches!(rx.try_recv(), Ok(Some(Ok(_))));
-        let watched = self.lock.watched.clone();
-        tracing::trace!(?id, ticket, granted, "acquire dropped");
+        let (shared, handle, t) = (self.lock.shared.clone(), self.lock.handle, self.ticket);
+        tracing::trace!(id = ?handle.id, t, "acquire dropped");
         let _ = self.lock.client().inner.send(Command::Run(Box::new(move |client, now| {
-            if granted {
-                let _ = release_one(&watched, client, now, id, tag);
-                return;
-            }
-            // Still waiting for this acquire? Then stop it; otherwise it has
-            // ended (timed out, failed, or granted to nobody and released).
-            let waiting = watched.with(|s| match s.waiter.take() {
-                Some(w) if w.ticket == ticket => Some(w.deferred.is_some()),
-                other => {
-                    s.waiter = other;
-                    None
-                }
+            // Wherever the ticket is (queued, acquiring, granted), core
+            // takes it out and gives back a hold it got.
+            shared.with(|s| {
+                s.waiters.remove(&t);
+                forget(s, t);
             });
-            if waiting == Some(false) {
-                cancel(client, now, id, tag);
-            }
+            let _ = client.with(now, handle, |q, now| q.cancel(now, Ticket(t)));
         })));
     }
 }
 
 /// A held lock. Dropping it releases in the background; [`Guard::release`]
 /// waits for the release.
+#[must_use = "the lock is released as soon as the guard is dropped"]
 #[derive(Debug)]
 pub struct Guard {
     lock: Lock,
+    ticket: u64,
     node: String,
     token: FencingToken,
     released: bool,
@@ -534,15 +392,25 @@ impl Guard {
         &self.node
     }
 
-    /// Whether the hold is still good.
+    /// Whether the hold is still good: `Held`, `Suspended` (uncertain: stop
+    /// the critical section until it is `Held` again), or `Lost` (for good).
+    /// Applies the staleness rule (see [`Lock::status`]).
     pub fn status(&self) -> HoldStatus {
-        self.lock.status()
+        let reported = match self.lock.shared.hold_status(self.ticket) {
+            // The hold's record is gone only once it was let go.
+            HoldStatus::NotHeld if !self.released => HoldStatus::Lost,
+            other => other,
+        };
+        hold::effective(&self.lock.client().inner, reported)
     }
 
-    /// Completes when the hold becomes uncertain (`Suspended`) or is gone
-    /// (`Lost`), returning which; `select!` on it beside the critical section.
-    /// After a `Suspended`, [`Guard::status`] tells whether the hold came back
-    /// (`Held`) or was lost; call this again to wait for the next change.
+    /// Completes as soon as [`Guard::status`] would first read `Suspended`
+    /// or `Lost`, returning which: by an event of the loop, or by the
+    /// staleness rule on a timer of its own (no event-loop turn needed, so a
+    /// process resumed after a pause learns it at once). `select!` on it
+    /// beside the critical section. After a `Suspended`, [`Guard::status`]
+    /// tells whether the hold came back; call this again to wait for the
+    /// next change, or follow [`Guard::status_changes`].
     ///
     /// ```no_run
     /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
@@ -553,58 +421,108 @@ impl Guard {
     /// # Ok(()) }
     /// ```
     pub async fn lost(&self) -> HoldStatus {
-        loop {
-            let listener = self.lock.watched.changed.listen();
-            let status = self.lock.status();
-            if matches!(status, HoldStatus::Suspended | HoldStatus::Lost) {
-                return status;
-            }
-            listener.await;
-        }
+        hold::wait_lost(&self.lock.client().inner, &self.lock.shared.changed, || self.status()).await
+    }
+
+    /// The current status, then every change (`Suspended`, `Held` again
+    /// after a reconnect, `Lost`), ending after `Lost`.
+    pub fn status_changes(&self) -> hold::StatusChanges {
+        let (shared, inner, t) = (self.lock.shared.clone(), self.lock.client().inner.clone(), self.ticket);
+        let status_inner = inner.clone();
+        hold::changes(inner, shared.changed.clone(), move || {
+            let reported = match shared.hold_status(t) {
+                HoldStatus::NotHeld => HoldStatus::Lost,
+                other => other,
+            };
+            hold::effective(&status_inner, reported)
+        })
     }
 
     /// Completes once someone has asked the holder to release (revocable
     /// locks; see [`crate::Client::revoke`]), including a request that came
-    /// before this call but during this hold's acquire or hold.
+    /// during this hold's acquire.
     pub async fn revocation_requested(&self) {
         loop {
-            let listener = self.lock.watched.changed.listen();
-            if self.lock.watched.peek(|s| s.revocations > s.revocations_seen) {
+            let listener = self.lock.shared.changed.listen();
+            if self.lock.shared.peek(|s| s.holds.get(&self.ticket).is_some_and(|h| h.revoked)) {
                 return;
             }
             listener.await;
         }
     }
 
-    /// Releases (with reentrant holds, counts this hold off). In the Curator
+    /// A second, nested guard on the same hold (explicit reentrancy, counted
+    /// as Curator counts): the node is deleted when the last guard goes.
+    /// Refused for a lock that is not reentrant (the semaphore mutex) and for
+    /// a hold that was lost.
+    pub async fn reenter(&self) -> Result<Guard, Error> {
+        let (handle, t) = (self.lock.handle, self.ticket);
+        self.lock
+            .client()
+            .inner
+            .run(move |client, now| client.with(now, handle, |q, _| q.reenter(Ticket(t))))
+            .await???;
+        Ok(Guard { lock: self.lock.clone(), ticket: t, node: self.node.clone(), token: self.token, released: false })
+    }
+
+    /// Releases (with re-entries, counts this guard off). In the Curator
     /// plan it waits for the delete's reply; in the Pipelined plan (the
     /// default) it completes once the delete is queued, a guaranteed delete
     /// that rides with the next request, and [`Lock::settled`] waits for the
-    /// server to apply it. Releasing a lost lock is not an error: there is
-    /// nothing left to release.
+    /// server to apply it. Releasing a hold that was lost or is suspended is
+    /// never an error: a lost hold has nothing left to release, and a
+    /// suspended one's delete is guaranteed.
     pub async fn release(mut self) -> Result<(), Error> {
         self.released = true;
         let (tx, rx) = oneshot::channel();
-        let (watched, id, tag) = (self.lock.watched.clone(), self.lock.recipe.id, self.lock.tag);
-        let lost = self.lock.status() == HoldStatus::Lost;
+        let (shared, handle, t) = (self.lock.shared.clone(), self.lock.handle, self.ticket);
         let immediate = self
             .lock
             .client()
             .inner
-            .run(move |client, now| match release_one(&watched, client, now, id, tag) {
-                Ok(0) => {
-                    watched.with(|s| s.release_waiter = Some(tx));
-                    None
-                }
-                Ok(_) => Some(Ok(())),
-                Err(_) if lost => Some(Ok(())),
-                Err(e) => Some(Err(Error::from(e))),
-            })
+            .run(move |client, now| release_job(client, now, &shared, handle, t, Some(tx)))
             .await?;
         match immediate {
             Some(result) => result,
-            None => rx.await.map_err(|_| Error::ClientClosed)?,
+            None => rx.await.unwrap_or(Err(Error::ClientClosed)),
         }
+    }
+}
+
+/// Releases one hold of ticket `t` on the event loop. `Some(result)` when it
+/// is done; `None` when `reply` was parked for the server's answer.
+fn release_job(
+    client: &mut CoreClient,
+    now: Instant,
+    shared: &LockShared,
+    handle: Handle<SharedLock>,
+    t: u64,
+    reply: Option<oneshot::Sender<Result<(), Error>>>,
+) -> Option<Result<(), Error>> {
+    match client.with(now, handle, |q, now| {
+        let result = q.release(now, Ticket(t));
+        let still_held = (0..q.inner().parts()).any(|p| q.holder(p).is_some_and(|(h, _, _)| h.0 == t));
+        (result, still_held)
+    }) {
+        Ok((Ok(true), still_held)) => {
+            if !still_held {
+                shared.with(|s| forget(s, t));
+            }
+            Some(Ok(()))
+        }
+        Ok((Ok(false), _)) => {
+            if let Some(reply) = reply {
+                shared.with(|s| s.releases.insert(t, reply));
+            }
+            None
+        }
+        // Nothing held under this ticket any more: the hold was lost and
+        // let go, or released by a racing cancel.
+        Ok((Err(ApiMisuse::NotHeld), _)) => {
+            shared.with(|s| forget(s, t));
+            Some(Ok(()))
+        }
+        Ok((Err(e), _)) | Err(e) => Some(Err(e.into())),
     }
 }
 
@@ -613,9 +531,9 @@ impl Drop for Guard {
         if self.released {
             return;
         }
-        let (watched, id, tag) = (self.lock.watched.clone(), self.lock.recipe.id, self.lock.tag);
+        let (shared, handle, t) = (self.lock.shared.clone(), self.lock.handle, self.ticket);
         let _ = self.lock.client().inner.send(Command::Run(Box::new(move |client, now| {
-            let _ = release_one(&watched, client, now, id, tag);
+            let _ = release_job(client, now, &shared, handle, t, None);
         })));
     }
 }

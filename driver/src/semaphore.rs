@@ -1,34 +1,82 @@
-//! [`Semaphore`] and [`Lease`]: async handles over the counting semaphore.
+//! [`Semaphore`] and [`Lease`]: async handles over core's [`SharedSemaphore`],
+//! which queues the acquires of a handle and its clones (each gets its own
+//! leases) and re-queues them on a renewed session.
 
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
+use event_listener::Event;
 use futures_channel::oneshot;
-use zoolock_core::recipes::Semaphore as CoreSemaphore;
-use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Instant, RecipeEvent, RecipeId, ZkPath};
+use zoolock_core::recipes::{Semaphore as CoreSemaphore, SharedSemaphore, Ticket};
+use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Handle, Instant, RecipeEvent, RecipeId, ZkPath};
 
 use crate::client::{Client, RecipeHandle};
 use crate::error::Error;
+use crate::hold::{self, HoldStatus};
 use crate::task::Command;
 
 type Grant = Result<Vec<(String, FencingToken)>, Error>;
 
-#[derive(Debug, Default)]
-struct State {
-    want: usize,
+/// An acquire waiting for its leases.
+#[derive(Debug)]
+struct Waiter {
+    qty: usize,
     got: Vec<(String, FencingToken)>,
-    /// The acquire under way: its ticket and reply.
-    waiter: Option<(u64, oneshot::Sender<Grant>)>,
-    next_ticket: u64,
+    reply: oneshot::Sender<Grant>,
 }
 
-/// A counting semaphore (Curator's `InterProcessSemaphoreV2` layout). One
-/// handle runs one acquire at a time (a second concurrent one fails with
-/// [`Error::Misuse`]); leases from earlier acquires stay held meanwhile.
+#[derive(Debug, Default)]
+struct State {
+    waiters: HashMap<u64, Waiter>,
+    /// The connection dropped while leases were held (until `Reconnected`).
+    suspended: bool,
+    /// How many times leases were lost: a lease granted before the latest
+    /// loss is lost.
+    losses: u64,
+}
+
+#[derive(Debug, Default)]
+struct SemShared {
+    state: StdMutex<State>,
+    changed: Arc<Event>,
+    next_ticket: AtomicU64,
+}
+
+impl SemShared {
+    fn with<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
+        let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let out = f(&mut guard);
+        drop(guard);
+        self.changed.notify(usize::MAX);
+        out
+    }
+
+    fn peek<T>(&self, f: impl FnOnce(&State) -> T) -> T {
+        f(&self.state.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// The reported status of a lease granted after `losses` losses.
+    fn lease_status(&self, losses: u64) -> HoldStatus {
+        self.peek(|s| match (s.losses > losses, s.suspended) {
+            (true, _) => HoldStatus::Lost,
+            (false, true) => HoldStatus::Suspended,
+            (false, false) => HoldStatus::Held,
+        })
+    }
+}
+
+/// A counting semaphore (Curator's `InterProcessSemaphoreV2` layout).
+///
+/// Clone it freely: acquires through a `Semaphore` and all its clones queue
+/// locally, first come first served, each getting its own leases; leases of
+/// earlier acquires stay held meanwhile.
 #[derive(Clone)]
 pub struct Semaphore {
     handle: Arc<RecipeHandle>,
-    state: Arc<StdMutex<State>>,
+    typed: Handle<SharedSemaphore>,
+    shared: Arc<SemShared>,
 }
 
 impl std::fmt::Debug for Semaphore {
@@ -37,61 +85,92 @@ impl std::fmt::Debug for Semaphore {
     }
 }
 
-fn return_lease(client: &mut CoreClient, now: Instant, id: RecipeId, node: &str) -> Result<(), Error> {
-    tracing::debug!(?id, %node, "returning lease");
-    client.command(now, id, |s: &mut CoreSemaphore, now| s.return_lease(now, node))??;
+fn return_lease(
+    client: &mut CoreClient,
+    now: Instant,
+    typed: Handle<SharedSemaphore>,
+    node: &str,
+) -> Result<(), Error> {
+    tracing::debug!(id = ?typed.id, %node, "returning lease");
+    client.with(now, typed, |s, now| s.return_lease(now, node))??;
     Ok(())
 }
 
-fn lock(state: &StdMutex<State>) -> std::sync::MutexGuard<'_, State> {
-    state.lock().unwrap_or_else(|e| e.into_inner())
+fn on_event(
+    shared: &SemShared,
+    client: &mut CoreClient,
+    now: Instant,
+    typed: Handle<SharedSemaphore>,
+    event: RecipeEvent,
+) {
+    let id = typed.id;
+    let (ticket, event) = match event {
+        RecipeEvent::Ticket { ticket, event } => (ticket.0, *event),
+        RecipeEvent::Suspended => return shared.with(|s| s.suspended = true),
+        RecipeEvent::Reconnected => return shared.with(|s| s.suspended = false),
+        RecipeEvent::Lost => {
+            tracing::warn!(?id, "semaphore leases lost");
+            return shared.with(|s| {
+                s.suspended = false;
+                s.losses += 1;
+            });
+        }
+        RecipeEvent::CleanupFailed { path, error } => {
+            return tracing::warn!(%path, %error, "lease node clean-up failed");
+        }
+        other => return tracing::trace!(?id, ?other, "semaphore event"),
+    };
+    match event {
+        RecipeEvent::Acquired { node, token } => {
+            let done = shared.with(|s| {
+                let w = s.waiters.get_mut(&ticket)?;
+                w.got.push((node.clone(), token));
+                if w.got.len() >= w.qty { s.waiters.remove(&ticket) } else { None }
+            });
+            let Some(w) = done else {
+                if !shared.peek(|s| s.waiters.contains_key(&ticket)) {
+                    // Nobody waits for it any more: give it back.
+                    let _ = return_lease(client, now, typed, &node);
+                }
+                return;
+            };
+            let leases = w.got.clone();
+            if w.reply.send(Ok(w.got)).is_ok() {
+                tracing::debug!(?id, leases = leases.len(), "leases granted");
+            } else {
+                tracing::debug!(?id, "leases granted to a dropped acquire: returning them");
+                for (node, _) in &leases {
+                    let _ = return_lease(client, now, typed, node);
+                }
+            }
+        }
+        end @ (RecipeEvent::TimedOut | RecipeEvent::Failed(_) | RecipeEvent::Refused(_)) => {
+            let error = match end {
+                RecipeEvent::TimedOut => Error::TimedOut,
+                RecipeEvent::Failed(e) => Error::Request(e),
+                RecipeEvent::Refused(e) => Error::Misuse(e),
+                _ => return,
+            };
+            if let Some(w) = shared.with(|s| s.waiters.remove(&ticket)) {
+                let _ = w.reply.send(Err(error));
+            }
+        }
+        other => tracing::trace!(?id, ticket, ?other, "semaphore ticket event"),
+    }
 }
 
 impl Semaphore {
     pub(crate) async fn new(client: Client, base: ZkPath, leases: usize) -> Result<Semaphore, Error> {
         let config = client.inner.lock_config();
-        let state = Arc::new(StdMutex::new(State::default()));
-        let sink_state = state.clone();
-        let sink = Box::new(move |c: &mut CoreClient, now, id, event| {
-            let mut s = lock(&sink_state);
-            match event {
-                RecipeEvent::Acquired { node, token } => {
-                    s.got.push((node, token));
-                    if s.got.len() >= s.want {
-                        let got = std::mem::take(&mut s.got);
-                        let delivered = match s.waiter.take() {
-                            Some((_, w)) => w.send(Ok(got.clone())).is_ok(),
-                            None => false,
-                        };
-                        drop(s);
-                        if delivered {
-                            tracing::debug!(?id, leases = got.len(), "leases granted");
-                        } else {
-                            tracing::debug!(?id, "leases granted to a dropped acquire: returning them");
-                            for (node, _) in &got {
-                                let _ = return_lease(c, now, id, node);
-                            }
-                        }
-                    }
-                }
-                RecipeEvent::TimedOut => {
-                    s.got.clear();
-                    if let Some((_, w)) = s.waiter.take() {
-                        let _ = w.send(Err(Error::TimedOut));
-                    }
-                }
-                RecipeEvent::Failed(e) => {
-                    s.got.clear();
-                    if let Some((_, w)) = s.waiter.take() {
-                        let _ = w.send(Err(e.into()));
-                    }
-                }
-                RecipeEvent::Suspended | RecipeEvent::Lost => tracing::warn!(?id, ?event, "semaphore leases"),
-                other => tracing::trace!(?other, "semaphore event"),
-            }
+        let renew = client.inner.options.renew_session;
+        let shared = Arc::new(SemShared::default());
+        let sink_shared = shared.clone();
+        let sink = Box::new(move |c: &mut CoreClient, now, id: RecipeId, event| {
+            on_event(&sink_shared, c, now, Handle::from_id(id), event)
         });
-        let id = client.add_recipe(Box::new(CoreSemaphore::new(base, leases, config)), sink).await?;
-        Ok(Semaphore { handle: Arc::new(RecipeHandle { client, id }), state })
+        let recipe = SharedSemaphore::new(CoreSemaphore::new(base, leases, config), renew);
+        let id = client.add_recipe(Box::new(recipe), sink).await?;
+        Ok(Semaphore { handle: Arc::new(RecipeHandle { client, id }), typed: Handle::from_id(id), shared })
     }
 
     /// Completes once this semaphore owes the server nothing: no acquire
@@ -108,7 +187,8 @@ impl Semaphore {
         self.acquire_inner(qty, None).await
     }
 
-    /// Takes `qty` leases, waiting at most `timeout` for all of them.
+    /// Takes `qty` leases, waiting at most `timeout` for all of them
+    /// (waiting behind other tasks of this process included).
     ///
     /// ```no_run
     /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
@@ -124,54 +204,46 @@ impl Semaphore {
 
     async fn acquire_inner(&self, qty: usize, timeout: Option<Duration>) -> Result<Vec<Lease>, Error> {
         let (tx, rx) = oneshot::channel();
-        let ticket = {
-            let mut s = lock(&self.state);
-            s.next_ticket += 1;
-            s.next_ticket
-        };
-        let (state, id) = (self.state.clone(), self.handle.id);
-        let mut pending = PendingLeases { sem: self.clone(), ticket, rx: Some(rx) };
-        let started = self
-            .handle
-            .client
-            .inner
-            .run(move |c, now| {
+        let (shared, typed) = (self.shared.clone(), self.typed);
+        // Ticket and command under one lock: acquires queue in call order.
+        let (ticket, queued) = self.shared.with(|s| {
+            let ticket = self.shared.next_ticket.fetch_add(1, Ordering::Relaxed);
+            s.waiters.insert(ticket, Waiter { qty, got: Vec::new(), reply: tx });
+            let queued = self.handle.client.inner.send(Command::Run(Box::new(move |c, now| {
                 let deadline = timeout.map(|d| now + d);
-                let started = c.command(now, id, |sem: &mut CoreSemaphore, now| sem.acquire(now, qty, deadline));
-                let started = started.and_then(|r| r);
-                if started.is_ok() {
-                    // Events come after this job, so the reply is in place in time.
-                    let mut s = lock(&state);
-                    s.want = qty;
-                    s.got.clear();
-                    s.waiter = Some((ticket, tx));
+                let refused = match c.with(now, typed, |s, now| s.acquire(now, Ticket(ticket), qty, deadline)) {
+                    Ok(Ok(())) => None,
+                    Ok(Err(e)) | Err(e) => Some(e),
+                };
+                if let Some(e) = refused {
+                    if let Some(w) = shared.with(|s| s.waiters.remove(&ticket)) {
+                        let _ = w.reply.send(Err(e.into()));
+                    }
                 }
-                started
-            })
-            .await;
-        match started {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => {
-                pending.rx = None;
-                return Err(e.into());
-            }
-            Err(e) => {
-                pending.rx = None;
-                return Err(e);
-            }
+            })));
+            (ticket, queued)
+        });
+        let mut pending = PendingLeases { sem: self.clone(), ticket, rx: Some(rx) };
+        if let Err(e) = queued {
+            pending.rx = None;
+            self.shared.with(|s| s.waiters.remove(&ticket));
+            return Err(e);
         }
         let grant = match pending.rx.as_mut() {
-            Some(rx) => rx.await.map_err(|_| Error::ClientClosed),
+            Some(rx) => rx.await.unwrap_or(Err(Error::ClientClosed)),
             None => Err(Error::ClientClosed),
         };
         pending.rx = None;
-        let leases = grant??;
-        Ok(leases.into_iter().map(|(node, token)| Lease { sem: self.clone(), node, token, returned: false }).collect())
+        let losses = self.shared.peek(|s| s.losses);
+        Ok(grant?
+            .into_iter()
+            .map(|(node, token)| Lease { sem: self.clone(), node, token, losses, returned: false })
+            .collect())
     }
 }
 
-/// An acquire in flight. Dropping it cancels the acquire if it is still
-/// under way, and returns leases granted to it that it never handed out.
+/// An acquire in flight. Dropping it cancels the acquire wherever it is, and
+/// returns leases granted to it that it never handed out.
 struct PendingLeases {
     sem: Semaphore,
     ticket: u64,
@@ -186,35 +258,27 @@ impl Drop for PendingLeases {
             Ok(Some(Ok(leases))) => leases,
             _ => Vec::new(),
         };
-        let (state, id, ticket) = (self.sem.state.clone(), self.sem.handle.id, self.ticket);
-        tracing::trace!(?id, ticket, granted = granted.len(), "semaphore acquire dropped");
+        let (shared, typed, ticket) = (self.sem.shared.clone(), self.sem.typed, self.ticket);
+        tracing::trace!(id = ?typed.id, ticket, granted = granted.len(), "semaphore acquire dropped");
         let _ = self.sem.handle.client.inner.send(Command::Run(Box::new(move |c, now| {
             for (node, _) in &granted {
-                let _ = return_lease(c, now, id, node);
+                let _ = return_lease(c, now, typed, node);
             }
-            let mine = {
-                let mut s = lock(&state);
-                if s.waiter.as_ref().is_some_and(|(t, _)| *t == ticket) {
-                    s.waiter = None;
-                    s.got.clear();
-                    true
-                } else {
-                    false
-                }
-            };
-            if mine {
-                let _ = c.command(now, id, |sem: &mut CoreSemaphore, now| sem.cancel(now));
-            }
+            shared.with(|s| s.waiters.remove(&ticket));
+            let _ = c.with(now, typed, |s, now| s.cancel(now, Ticket(ticket)));
         })));
     }
 }
 
 /// One held lease. Dropping it returns it in the background.
+#[must_use = "the lease is returned as soon as it is dropped"]
 #[derive(Debug)]
 pub struct Lease {
     sem: Semaphore,
     node: String,
     token: FencingToken,
+    /// The semaphore's loss count when this lease was granted.
+    losses: u64,
     returned: bool,
 }
 
@@ -229,16 +293,39 @@ impl Lease {
         self.token
     }
 
+    /// Whether the lease is still good, as [`crate::Guard::status`]:
+    /// `Held`, `Suspended` while the connection is down (or the server has
+    /// not been heard for two thirds of the session timeout), `Lost` for good
+    /// once the session expired or a lease of this semaphore vanished.
+    pub fn status(&self) -> HoldStatus {
+        hold::effective(&self.sem.handle.client.inner, self.sem.shared.lease_status(self.losses))
+    }
+
+    /// Completes as soon as [`Lease::status`] would first read `Suspended`
+    /// or `Lost`, with no event-loop turn needed (see [`crate::Guard::lost`]).
+    pub async fn lost(&self) -> HoldStatus {
+        hold::wait_lost(&self.sem.handle.client.inner, &self.sem.shared.changed, || self.status()).await
+    }
+
+    /// The current status, then every change, ending after `Lost`.
+    pub fn status_changes(&self) -> hold::StatusChanges {
+        let (shared, inner, losses) = (self.sem.shared.clone(), self.sem.handle.client.inner.clone(), self.losses);
+        let status_inner = inner.clone();
+        hold::changes(inner, shared.changed.clone(), move || {
+            hold::effective(&status_inner, shared.lease_status(losses))
+        })
+    }
+
     /// Returns the lease: its node is deleted, a guaranteed delete that is
     /// retried across reconnects. Completes once the return is under way
     /// (unlike [`crate::Guard::release`], it does not wait for the delete's
-    /// reply in the Curator plan). Returning a lease whose session has ended
-    /// is not an error: there is nothing left to return.
+    /// reply in the Curator plan). Returning a lease that was lost is never
+    /// an error: there is nothing left to return.
     pub async fn release(mut self) -> Result<(), Error> {
         self.returned = true;
-        let (id, node) = (self.sem.handle.id, self.node.clone());
-        match self.sem.handle.client.inner.run(move |c, now| return_lease(c, now, id, &node)).await? {
-            Err(Error::Misuse(ApiMisuse::InvalidState(_))) => Ok(()),
+        let (typed, node) = (self.sem.typed, self.node.clone());
+        match self.sem.handle.client.inner.run(move |c, now| return_lease(c, now, typed, &node)).await? {
+            Err(Error::Misuse(ApiMisuse::NotHeld)) => Ok(()),
             other => other,
         }
     }
@@ -249,9 +336,9 @@ impl Drop for Lease {
         if self.returned {
             return;
         }
-        let (id, node) = (self.sem.handle.id, self.node.clone());
+        let (typed, node) = (self.sem.typed, self.node.clone());
         let _ = self.sem.handle.client.inner.send(Command::Run(Box::new(move |c, now| {
-            let _ = return_lease(c, now, id, &node);
+            let _ = return_lease(c, now, typed, &node);
         })));
     }
 }

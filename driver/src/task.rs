@@ -95,6 +95,15 @@ impl Shared {
         .unwrap_or(false)
     }
 
+    /// The instant [`Shared::is_stale`] turns true, if a hold can be stale.
+    pub(crate) fn stale_at(&self) -> Option<std::time::Instant> {
+        self.read(|s| match (s.last_heard, s.hold_timeout) {
+            (Some(heard), Some(limit)) => heard.checked_add(limit + std::time::Duration::from_millis(1)),
+            _ => None,
+        })
+        .flatten()
+    }
+
     pub(crate) fn read<T>(&self, f: impl FnOnce(&SharedState) -> T) -> Option<T> {
         self.state.lock().ok().map(|s| f(&s))
     }

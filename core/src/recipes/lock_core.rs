@@ -262,7 +262,7 @@ impl LockCore {
     /// reported at once.
     pub(crate) fn release(&mut self, now: Instant) -> Result<(), ApiMisuse> {
         let State::Held { node } = core::mem::replace(&mut self.state, State::Idle) else {
-            return Err(ApiMisuse::InvalidState("the lock is not held"));
+            return Err(ApiMisuse::NotHeld);
         };
         let _ = now;
         if self.revoke_armed {

@@ -230,7 +230,7 @@ impl MultiLock {
     /// Releases one hold; the last one releases every member, last first.
     pub fn release(&mut self, now: Instant) -> Result<(), ApiMisuse> {
         if !matches!(self.state, State::Held) || self.holds == 0 {
-            return Err(ApiMisuse::InvalidState("the multi-lock is not held"));
+            return Err(ApiMisuse::NotHeld);
         }
         self.holds -= 1;
         if self.holds > 0 {

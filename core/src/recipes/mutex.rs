@@ -85,7 +85,7 @@ impl Mutex {
     pub fn release(&mut self, now: Instant) -> Result<(), ApiMisuse> {
         let holds = self.hold_count();
         if holds == 0 {
-            return Err(ApiMisuse::InvalidState("the lock is not held"));
+            return Err(ApiMisuse::NotHeld);
         }
         self.holds = holds - 1;
         self.counted = self.core.held().map(|n| n.path.clone());

@@ -180,7 +180,7 @@ impl ReadWriteLock {
     /// Releases one hold of the read half; the last one deletes its node.
     pub fn release_read(&mut self, now: Instant) -> Result<(), ApiMisuse> {
         if self.read.held().is_none() || self.read_holds == 0 {
-            return Err(ApiMisuse::InvalidState("the read lock is not held"));
+            return Err(ApiMisuse::NotHeld);
         }
         self.read_holds -= 1;
         if self.read_holds > 0 {
@@ -195,7 +195,7 @@ impl ReadWriteLock {
     /// read hold taken meanwhile (downgrade) continues.
     pub fn release_write(&mut self, now: Instant) -> Result<(), ApiMisuse> {
         if self.write.held().is_none() || self.write_holds == 0 {
-            return Err(ApiMisuse::InvalidState("the write lock is not held"));
+            return Err(ApiMisuse::NotHeld);
         }
         self.write_holds -= 1;
         if self.write_holds > 0 {

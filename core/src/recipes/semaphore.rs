@@ -219,7 +219,7 @@ impl Semaphore {
             .iter()
             .copied()
             .find(|s| self.cores.get(s).and_then(|c| c.held()).is_some_and(|n| n.path == lease))
-            .ok_or(ApiMisuse::InvalidState("not a lease held by this semaphore"))?;
+            .ok_or(ApiMisuse::NotHeld)?;
         self.return_slot(now, slot);
         self.pump(now);
         Ok(())

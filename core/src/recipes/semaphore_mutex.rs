@@ -52,7 +52,7 @@ impl SemaphoreMutex {
     /// reported.
     pub fn release(&mut self, now: Instant) -> Result<(), ApiMisuse> {
         let Some(lease) = self.semaphore.leases().first().map(|l| alloc::string::String::from(*l)) else {
-            return Err(ApiMisuse::InvalidState("the lock is not held"));
+            return Err(ApiMisuse::NotHeld);
         };
         self.semaphore.return_lease(now, &lease)
     }

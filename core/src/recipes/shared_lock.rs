@@ -62,6 +62,9 @@ pub struct SharedLock {
     renew: bool,
     /// False from a session's end until a new session connects.
     session_up: bool,
+    /// The session ended for good (closed, refused, or expired without
+    /// renewal): new acquires fail with this at once.
+    ended: Option<RequestError>,
     events: VecDeque<RecipeEvent>,
 }
 
@@ -83,7 +86,7 @@ impl SharedLock {
         let parts = (0..inner.parts().max(1))
             .map(|_| PartState { queue: TicketQueue::default(), hold: Hold::None, lost: BTreeSet::new() })
             .collect();
-        SharedLock { inner, parts, renew, session_up: true, events: VecDeque::new() }
+        SharedLock { inner, parts, renew, session_up: true, ended: None, events: VecDeque::new() }
     }
 
     /// The shared lock recipe, for inspection.
@@ -114,6 +117,11 @@ impl SharedLock {
     ) -> Result<(), ApiMisuse> {
         if self.owner(ticket).is_some() {
             return Err(ApiMisuse::TicketInUse(ticket.0));
+        }
+        if let Some(error) = self.ended.clone() {
+            self.part(part)?;
+            self.events.push_back(ticket_event(ticket, RecipeEvent::Failed(error)));
+            return Ok(());
         }
         self.part(part)?.queue.push(ticket, deadline, ())?;
         self.advance(now);
@@ -390,6 +398,7 @@ impl Recipe for SharedLock {
             ConnectionState::Lost | ConnectionState::Closed | ConnectionState::AuthFailed => self.session_up = false,
             ConnectionState::Connected | ConnectionState::ConnectedReadOnly | ConnectionState::Reconnected => {
                 self.session_up = true;
+                self.ended = None;
             }
             _ => {}
         }
@@ -397,6 +406,7 @@ impl Recipe for SharedLock {
         self.collect(now);
         let renewing = state == ConnectionState::Lost && self.renew;
         if let (Some(error), false) = (state.end_error(), renewing) {
+            self.ended = Some(error.clone());
             self.fail_all(now, &error);
         }
         self.advance(now);

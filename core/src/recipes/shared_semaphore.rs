@@ -36,6 +36,7 @@ pub struct SharedSemaphore {
     queue: TicketQueue<Want>,
     renew: bool,
     session_up: bool,
+    ended: Option<RequestError>,
     events: VecDeque<RecipeEvent>,
 }
 
@@ -46,7 +47,14 @@ fn ticket_event(ticket: Ticket, event: RecipeEvent) -> RecipeEvent {
 impl SharedSemaphore {
     /// Shares `inner`; `renew` as for [`SharedLock::new`](super::SharedLock::new).
     pub fn new(inner: Semaphore, renew: bool) -> SharedSemaphore {
-        SharedSemaphore { inner, queue: TicketQueue::default(), renew, session_up: true, events: VecDeque::new() }
+        SharedSemaphore {
+            inner,
+            queue: TicketQueue::default(),
+            renew,
+            session_up: true,
+            ended: None,
+            events: VecDeque::new(),
+        }
     }
 
     /// The semaphore, for inspection.
@@ -65,6 +73,13 @@ impl SharedSemaphore {
     ) -> Result<(), ApiMisuse> {
         if qty == 0 {
             return Err(ApiMisuse::InvalidState("qty must be at least 1"));
+        }
+        if let Some(error) = self.ended.clone() {
+            if self.queue.contains(ticket) {
+                return Err(ApiMisuse::TicketInUse(ticket.0));
+            }
+            self.events.push_back(ticket_event(ticket, RecipeEvent::Failed(error)));
+            return Ok(());
         }
         self.queue.push(ticket, deadline, Want { qty, got: 0 })?;
         self.advance(now);
@@ -166,6 +181,7 @@ impl Recipe for SharedSemaphore {
             ConnectionState::Lost | ConnectionState::Closed | ConnectionState::AuthFailed => self.session_up = false,
             ConnectionState::Connected | ConnectionState::ConnectedReadOnly | ConnectionState::Reconnected => {
                 self.session_up = true;
+                self.ended = None;
             }
             _ => {}
         }
@@ -173,6 +189,7 @@ impl Recipe for SharedSemaphore {
         self.collect();
         let renewing = state == ConnectionState::Lost && self.renew;
         if let (Some(error), false) = (state.end_error(), renewing) {
+            self.ended = Some(error.clone());
             let started = self.queue.head.as_ref().is_some_and(|h| h.started);
             if started {
                 self.inner.cancel(now);

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use futures_channel::oneshot;
 use futures_lite::{StreamExt, future};
 use zoolock_driver::core::wire::{Acl, Bytes, CreateMode, ErrorCode, MultiResult};
-use zoolock_driver::core::{Op, RequestError, ZkPath};
+use zoolock_driver::core::{ApiMisuse, Op, RequestError, ZkPath};
 use zoolock_driver::{
     Client, ConnectionState, Error, Guard, HoldStatus, Lease, Lock, OpPlan, Options, ParticipantsOf, Runtime,
 };
@@ -285,8 +285,9 @@ pub(crate) async fn mutex_fifo(env: &Env) {
     holder.close().await.unwrap();
 }
 
-/// Reentrancy on one handle (and its clones); an acquire right after a
-/// dropped guard on the same handle, in both plans.
+/// Explicit reentrancy: `Guard::reenter` nests on the same node, counted as
+/// Curator counts; a clone's acquire never gets another task's hold. An
+/// acquire right after a dropped guard on the same handle, in both plans.
 pub(crate) async fn mutex_reentrancy(env: &Env) {
     for plan in [OpPlan::Pipelined, OpPlan::Curator] {
         let path = env.path(&format!("reentrant-{plan:?}"));
@@ -295,8 +296,9 @@ pub(crate) async fn mutex_reentrancy(env: &Env) {
         let la = a.mutex(&path).await.unwrap();
         let lb = b.mutex(&path).await.unwrap();
         let g1 = la.acquire().await.unwrap();
-        let g2 = la.acquire().await.unwrap();
-        let g3 = la.clone().try_acquire().await.unwrap().expect("reentrant try_acquire");
+        let g2 = g1.reenter().await.unwrap();
+        let g3 = g2.reenter().await.unwrap();
+        assert!(la.clone().try_acquire().await.unwrap().is_none(), "a clone waits: no hold of another task");
         assert_eq!(g1.node(), g2.node());
         assert_eq!(g1.node(), g3.node());
         assert_eq!(g1.fencing_token(), g3.fencing_token());
@@ -305,7 +307,9 @@ pub(crate) async fn mutex_reentrancy(env: &Env) {
         drop(g2);
         assert!(lb.try_acquire().await.unwrap().is_none(), "still held once");
         assert_eq!(la.status(), HoldStatus::Held);
+        assert_eq!(g1.status(), HoldStatus::Held);
         g1.release().await.unwrap();
+        assert_eq!(la.status(), HoldStatus::NotHeld);
         let gb = lb.try_acquire().await.unwrap().expect("free after the last hold");
         drop(gb);
 
@@ -325,8 +329,9 @@ pub(crate) async fn mutex_reentrancy(env: &Env) {
     }
 }
 
-/// Two concurrent acquires on one handle: the second is refused and the
-/// first is not disturbed.
+/// Concurrent acquires on one handle queue: a timed one behind a waiting
+/// one times out (no error, no hold), the waiting one is not disturbed, and
+/// a third gets the lock after the first.
 pub(crate) async fn mutex_concurrent_on_one_handle(env: &Env) {
     let path = env.path("one-handle");
     let a = env.client().await;
@@ -337,13 +342,148 @@ pub(crate) async fn mutex_concurrent_on_one_handle(env: &Env) {
     let first = env.spawn(async move { la2.acquire().await });
     wait_children(env, &a, &path, 2).await;
     let second = la.acquire_timeout(Duration::from_millis(100)).await;
-    assert!(is_misuse(&second), "{second:?}");
+    assert!(matches!(second, Err(Error::TimedOut)), "{second:?}");
+    let la3 = la.clone();
+    let mut third = env.spawn(async move { la3.acquire().await });
+    env.sleep(Duration::from_millis(50)).await;
+    assert_eq!(children(&a, &path).await.len(), 2, "the third waits in the process, not on the server");
     gb.release().await.unwrap();
     let g = env.within(Duration::from_secs(5), "the first acquire", first).await.unwrap();
+    env.sleep(Duration::from_millis(50)).await;
+    assert!(third.try_take().is_none(), "the third waits for the first's release");
     g.release().await.unwrap();
+    let g3 = env.within(Duration::from_secs(5), "the third acquire", third).await.unwrap();
+    g3.release().await.unwrap();
     assert_empty(env, &a, &path).await;
     remove_tree(&a, &path).await;
     close_all(&[&a, &b]).await;
+}
+
+/// Counts holders inside a critical section; every overlap is recorded.
+#[derive(Default)]
+struct Section {
+    inside: AtomicUsize,
+    overlaps: AtomicUsize,
+    entries: AtomicUsize,
+}
+
+impl Section {
+    async fn run(&self, env: &Env, hold: Duration) {
+        if self.inside.fetch_add(1, Ordering::SeqCst) != 0 {
+            self.overlaps.fetch_add(1, Ordering::SeqCst);
+        }
+        self.entries.fetch_add(1, Ordering::SeqCst);
+        env.sleep(hold).await;
+        self.inside.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// 8 tasks × 30 acquires through clones of one `Lock`, beside a second
+/// client on the same path: no overlapping holds, no errors.
+pub(crate) async fn shared_handle_exclusion(env: &Env) {
+    let path = env.path("shared-handle");
+    let a = env.client().await;
+    let b = env.client().await;
+    let lock = a.mutex(&path).await.unwrap();
+    let other = b.mutex(&path).await.unwrap();
+    let section = Arc::new(Section::default());
+    let errors = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for i in 0..9 {
+        let lock = if i < 8 { lock.clone() } else { other.clone() };
+        let (env2, section, errors) = (env.clone(), section.clone(), errors.clone());
+        tasks.push(env.spawn(async move {
+            for _ in 0..30 {
+                match lock.acquire().await {
+                    Ok(g) => {
+                        assert_eq!(g.status(), HoldStatus::Held);
+                        section.run(&env2, Duration::from_micros(300)).await;
+                        if g.release().await.is_err() {
+                            errors.fetch_add(1, Ordering::SeqCst);
+                        }
+                    }
+                    Err(e) => {
+                        eprintln!("acquire failed: {e}");
+                        errors.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        env.within(Duration::from_secs(120), "the shared-handle tasks", t).await;
+    }
+    assert_eq!(section.overlaps.load(Ordering::SeqCst), 0, "overlapping holds");
+    assert_eq!(errors.load(Ordering::SeqCst), 0, "errors");
+    assert_eq!(section.entries.load(Ordering::SeqCst), 270);
+    lock.settled().await.unwrap();
+    assert_empty(env, &b, &path).await;
+    remove_tree(&b, &path).await;
+    close_all(&[&a, &b]).await;
+}
+
+/// Tasks queued on one handle are granted in the order they asked.
+pub(crate) async fn shared_handle_fifo(env: &Env) {
+    let path = env.path("shared-fifo");
+    let a = env.client().await;
+    let lock = a.mutex(&path).await.unwrap();
+    let first = lock.acquire().await.unwrap();
+    let order = Arc::new(StdMutex::new(Vec::new()));
+    let mut tasks = Vec::new();
+    for i in 0..6 {
+        let (lock, order) = (lock.clone(), order.clone());
+        tasks.push(env.spawn(async move {
+            let g = lock.acquire().await.unwrap();
+            order.lock().unwrap().push(i);
+            g.release().await.unwrap();
+        }));
+        // Each task's acquire is queued before the next one starts.
+        env.sleep(Duration::from_millis(30)).await;
+    }
+    first.release().await.unwrap();
+    for t in tasks {
+        env.within(Duration::from_secs(10), "the queued tasks", t).await;
+    }
+    assert_eq!(*order.lock().unwrap(), (0..6).collect::<Vec<_>>(), "grants in call order");
+    lock.settled().await.unwrap();
+    remove_tree(&a, &path).await;
+    a.close().await.unwrap();
+}
+
+/// Tasks sharing one `Semaphore` each get their own leases, never more than
+/// the limit at once.
+pub(crate) async fn semaphore_shared_handle(env: &Env) {
+    let path = env.path("sem-shared");
+    let a = env.client().await;
+    let sem = a.semaphore(&path, 2).await.unwrap();
+    let inside = Arc::new(AtomicUsize::new(0));
+    let peak = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..5 {
+        let (sem, env2, inside, peak) = (sem.clone(), env.clone(), inside.clone(), peak.clone());
+        tasks.push(env.spawn(async move {
+            for _ in 0..6 {
+                let leases = sem.acquire(1).await.unwrap();
+                assert_eq!(leases.len(), 1);
+                let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
+                peak.fetch_max(now, Ordering::SeqCst);
+                assert_eq!(leases[0].status(), HoldStatus::Held);
+                env2.sleep(Duration::from_millis(2)).await;
+                inside.fetch_sub(1, Ordering::SeqCst);
+                for l in leases {
+                    l.release().await.unwrap();
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        env.within(Duration::from_secs(60), "the semaphore tasks", t).await;
+    }
+    assert!(peak.load(Ordering::SeqCst) <= 2, "more than 2 leases at once");
+    sem.settled().await.unwrap();
+    assert_empty(env, &a, &format!("{path}/leases")).await;
+    remove_tree(&a, &path).await;
+    a.close().await.unwrap();
 }
 
 // ---- read-write lock -----------------------------------------------------------------
@@ -469,8 +609,9 @@ pub(crate) async fn semaphore_mutex(env: &Env) {
     assert!(ga.node().starts_with(&format!("{path}/leases/")), "{}", ga.node());
     assert!(lb.try_acquire().await.unwrap().is_none());
     assert!(matches!(lb.acquire_timeout(Duration::from_millis(100)).await, Err(Error::TimedOut)));
-    let again = la.acquire().await;
-    assert!(is_misuse(&again), "not reentrant: {again:?}");
+    let again = ga.reenter().await;
+    assert!(matches!(again, Err(Error::Misuse(ApiMisuse::NotReentrant))), "not reentrant: {again:?}");
+    assert!(la.try_acquire().await.unwrap().is_none(), "a second task of the holder waits");
     assert_eq!(ga.status(), HoldStatus::Held);
     let lb2 = lb.clone();
     let mut waiting = env.spawn(async move { lb2.acquire().await });
@@ -926,12 +1067,14 @@ pub(crate) async fn loss_suspended_then_reconnected(env: &Env) {
     close_all(&[&a, &observer]).await;
 }
 
-/// A silent network past the session timeout: Suspended, then Lost; the
-/// server expires the session and another client takes the lock.
+/// A silent network past the session timeout, renewal off: Suspended, then
+/// Lost; the server expires the session and another client takes the lock;
+/// the client stays ended.
 pub(crate) async fn loss_lost_after_session_timeout(env: &Env) {
     let path = env.path("lost");
     let proxy = Proxy::start(&env.addr);
-    let a = env.client_at(&proxy.addr, Env::options().session_timeout(Duration::from_secs(2))).await;
+    let options = Env::options().session_timeout(Duration::from_secs(2)).renew_session(false);
+    let a = env.client_at(&proxy.addr, options).await;
     let observer = env.client().await;
     let mut states = a.state_changes().unwrap();
     assert_eq!(states.next().await, Some(ConnectionState::Connected));
@@ -964,6 +1107,72 @@ pub(crate) async fn loss_lost_after_session_timeout(env: &Env) {
     remove_tree(&observer, &path).await;
     observer.close().await.unwrap();
     drop(proxy);
+}
+
+/// The acceptance test of session renewal: a proxy cut for longer than the
+/// session timeout. The guard's and the lease's `lost()` fire within 2T/3 +
+/// 0.5 s of the cut, releasing them afterwards is `Ok`, an acquire that was
+/// waiting re-queues, and once the proxy is back the same handles acquire
+/// again on a new session, with no new `Client`.
+pub(crate) async fn loss_renewal(env: &Env) {
+    let path = env.path("renew");
+    let sem_path = env.path("renew-sem");
+    let timeout = Duration::from_secs(3);
+    let proxy = Proxy::start(&env.addr);
+    let a = env.client_at(&proxy.addr, Env::options().session_timeout(timeout)).await;
+    let observer = env.client().await;
+    let first_session = a.session_id();
+    let mut states = a.state_changes().unwrap();
+    assert_eq!(states.next().await, Some(ConnectionState::Connected));
+    let lock = a.mutex(&path).await.unwrap();
+    let sem = a.semaphore(&sem_path, 1).await.unwrap();
+    let guard = lock.acquire().await.unwrap();
+    let lease = sem.acquire(1).await.unwrap().pop().unwrap();
+    let mut guard_changes = guard.status_changes();
+    assert_eq!(guard_changes.next().await, Some(HoldStatus::Held));
+    // A second task waits behind the guard, in the process.
+    let lock2 = lock.clone();
+    let waiting = env.spawn(async move { lock2.acquire().await });
+
+    let cut = Instant::now();
+    proxy.cut();
+    let limit = timeout * 2 / 3 + Duration::from_millis(500);
+    let (g, l) =
+        env.within(limit + Duration::from_secs(1), "loss signals", future::zip(guard.lost(), lease.lost())).await;
+    let fired = cut.elapsed();
+    assert!(fired <= limit, "lost() fired {fired:?} after the cut, limit {limit:?}");
+    assert!(matches!(g, HoldStatus::Suspended | HoldStatus::Lost), "{g:?}");
+    assert!(matches!(l, HoldStatus::Suspended | HoldStatus::Lost), "{l:?}");
+    assert_eq!(guard_changes.next().await, Some(HoldStatus::Suspended));
+    // Past the session timeout the client gives the session up: Lost.
+    wait_status(env, &guard, HoldStatus::Lost, timeout * 2).await;
+    assert_eq!(lease.status(), HoldStatus::Lost);
+    assert_eq!(guard_changes.next().await, Some(HoldStatus::Lost));
+    assert_eq!(guard_changes.next().await, None, "the stream ends after Lost");
+    guard.release().await.unwrap();
+    lease.release().await.unwrap();
+
+    proxy.restore();
+    // The waiting task gets the lock on the new session, with a new node.
+    let g2 = env.within(Duration::from_secs(20), "the re-queued acquire", waiting).await.unwrap();
+    assert_ne!(a.session_id(), first_session, "a new session");
+    assert_eq!(g2.status(), HoldStatus::Held);
+    g2.release().await.unwrap();
+    let g3 = env.within(Duration::from_secs(10), "acquire on the new session", lock.acquire()).await.unwrap();
+    let lease2 = env.within(Duration::from_secs(10), "lease on the new session", sem.acquire(1)).await.unwrap();
+    assert_eq!(lease2[0].status(), HoldStatus::Held);
+    let seen: Vec<_> = std::iter::from_fn(|| states.try_recv().ok()).collect();
+    assert!(seen.contains(&ConnectionState::Lost) && seen.ends_with(&[ConnectionState::Connected]), "{seen:?}");
+    g3.release().await.unwrap();
+    drop(lease2);
+    lock.settled().await.unwrap();
+    sem.settled().await.unwrap();
+    // The old session's nodes are gone (expired or deleted by the new one).
+    assert_empty(env, &observer, &path).await;
+    assert_empty(env, &observer, &format!("{sem_path}/leases")).await;
+    remove_tree(&observer, &path).await;
+    remove_tree(&observer, &sem_path).await;
+    close_all(&[&a, &observer]).await;
 }
 
 // ---- cancellation --------------------------------------------------------------------

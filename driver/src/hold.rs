@@ -1,0 +1,96 @@
+//! What a holder sees of its hold: [`HoldStatus`], and the loss signal and
+//! status stream that [`crate::Guard`] and [`crate::Lease`] share.
+//!
+//! The signals are prompt: a hold not confirmed by the server for two thirds
+//! of the session timeout reads `Suspended` (the session is about to be
+//! declared dropped), and [`wait_lost`] wakes at that instant on a timer of
+//! its own, so a process that was paused learns of it on its first check,
+//! without waiting for the event loop.
+
+use std::sync::Arc;
+
+use event_listener::Event;
+use futures_lite::Stream;
+
+use crate::client::Inner;
+
+/// The state of a hold, as the holder should act on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum HoldStatus {
+    /// Held, and the session is connected.
+    Held,
+    /// The connection dropped: the hold is uncertain. Stop the critical
+    /// section until it is `Held` again.
+    Suspended,
+    /// The session expired or the node vanished: the lock is gone, for good.
+    Lost,
+    /// Not held (released, or never acquired).
+    NotHeld,
+}
+
+/// A stream of a hold's statuses ([`crate::Guard::status_changes`],
+/// [`crate::Lease::status_changes`]).
+pub type StatusChanges = std::pin::Pin<Box<dyn Stream<Item = HoldStatus> + Send>>;
+
+/// Applies the staleness rule to a status the event loop reported.
+pub(crate) fn effective(inner: &Inner, reported: HoldStatus) -> HoldStatus {
+    if reported == HoldStatus::Held && inner.shared.is_stale(inner.runtime.now()) {
+        return HoldStatus::Suspended;
+    }
+    reported
+}
+
+/// Completes once `status()` reads `Suspended` or `Lost` (or `NotHeld`: a
+/// hold that ended has nothing left to lose); returns it.
+pub(crate) async fn wait_lost(inner: &Inner, changed: &Event, status: impl Fn() -> HoldStatus) -> HoldStatus {
+    loop {
+        let listener = changed.listen();
+        let now = status();
+        if now != HoldStatus::Held {
+            return now;
+        }
+        wait_change(inner, listener).await;
+    }
+}
+
+/// Waits for `listener`, or for the instant the staleness rule turns a
+/// `Held` into `Suspended`, whichever comes first.
+async fn wait_change(inner: &Inner, listener: event_listener::EventListener) {
+    // The client's own state changes (connection, last heard) move the
+    // staleness instant too; listen to them as well.
+    let client_changed = inner.shared.changed.listen();
+    match inner.shared.stale_at() {
+        Some(at) => {
+            let timer = inner.runtime.sleep_until(at);
+            futures_lite::future::or(futures_lite::future::or(listener, client_changed), timer).await;
+        }
+        None => futures_lite::future::or(listener, client_changed).await,
+    }
+}
+
+/// The current status, then every change, until the hold has ended (`Lost`
+/// or `NotHeld` is the last item).
+pub(crate) fn changes<F>(inner: Arc<Inner>, changed: Arc<Event>, status: F) -> StatusChanges
+where
+    F: Fn() -> HoldStatus + Send + Sync + 'static,
+{
+    let status = Arc::new(status);
+    Box::pin(futures_lite::stream::unfold((None::<HoldStatus>, false), move |(last, done)| {
+        let (inner, changed, status) = (inner.clone(), changed.clone(), status.clone());
+        async move {
+            if done {
+                return None;
+            }
+            loop {
+                let listener = changed.listen();
+                let now = status();
+                if Some(now) != last {
+                    let finished = matches!(now, HoldStatus::Lost | HoldStatus::NotHeld);
+                    return Some((now, (Some(now), finished)));
+                }
+                wait_change(&inner, listener).await;
+            }
+        }
+    }))
+}
