@@ -394,11 +394,11 @@ async fn interop_read_write_lock() {
     //       node reuses the write node's sequence): the queued Curator writer
     //       stays blocked until the read is released.
     let t = Instant::now();
-    let (zr_half, zw_half) = &halves[0];
+    let zw_half = &halves[0].1;
     let gw = within("zw", zw_half.acquire()).await.unwrap();
     cw.start_acquire("WRITE_ACQUIRE", &path);
     wait_children(&admin, &path, 2).await;
-    let gr = within("zoolock downgrade", zr_half.acquire()).await.unwrap();
+    let gr = within("zoolock downgrade", gw.downgrade()).await.unwrap();
     assert_eq!(seq(gr.node()), seq(gw.node()), "zoolock's downgrade read node reuses the write sequence");
     wait_children(&admin, &path, 3).await;
     gw.release().await.unwrap();

@@ -178,7 +178,7 @@ fn release_reports_every_member_error() {
         ]
     );
     h.assert_idle();
-    assert!(matches!(h.run(|m| m.release(at(14))), Err(ApiMisuse::InvalidState(_))));
+    assert!(matches!(h.run(|m| m.release(at(14))), Err(ApiMisuse::NotHeld)));
 }
 
 /// Acquiring again while held only counts up.

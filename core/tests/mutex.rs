@@ -955,7 +955,7 @@ fn held_reconnected_but_node_gone_is_lost() {
     assert_eq!(t.events(), [RecipeEvent::Suspended, RecipeEvent::Lost]);
     assert_eq!(t.m.hold_count(), 0);
     assert_eq!(t.m.holder(), None);
-    assert!(matches!(t.m.release(t.now), Err(ApiMisuse::InvalidState(_))));
+    assert!(matches!(t.m.release(t.now), Err(ApiMisuse::NotHeld)));
     t.assert_quiescent();
 }
 
@@ -971,7 +971,7 @@ fn held_session_lost_reports_lost_and_the_next_session_deletes_the_node() {
     assert_eq!(t.events(), [RecipeEvent::Suspended, RecipeEvent::Lost]);
     t.no_ops();
     assert_eq!(t.m.hold_count(), 0);
-    assert!(matches!(t.m.release(t.now), Err(ApiMisuse::InvalidState(_))));
+    assert!(matches!(t.m.release(t.now), Err(ApiMisuse::NotHeld)));
     // A new session.
     t.session(ConnectionState::Connected);
     assert_eq!(t.ops(), ["delete /app/lock/_c_<U0>-lock-0000000000"]);
@@ -1132,7 +1132,7 @@ fn api_misuse() {
     t.acquire(None);
     t.ops();
     assert!(matches!(t.m.acquire(t.now, None), Err(ApiMisuse::InvalidState(_))), "acquire while acquiring");
-    assert!(matches!(t.m.release(t.now), Err(ApiMisuse::InvalidState(_))), "release while acquiring");
+    assert!(matches!(t.m.release(t.now), Err(ApiMisuse::NotHeld)), "release while acquiring");
     assert!(matches!(t.m.make_revocable(), Err(ApiMisuse::InvalidState(_))), "revocable only before acquire");
     t.no_ops();
     t.no_events();
@@ -1143,7 +1143,7 @@ fn api_misuse() {
     t.reply_list_and_acquire(&own, 1);
     t.release();
     t.ops();
-    assert!(matches!(t.m.release(t.now), Err(ApiMisuse::InvalidState(_))), "release twice");
+    assert!(matches!(t.m.release(t.now), Err(ApiMisuse::NotHeld)), "release twice");
 }
 
 // ---- cancellation -----------------------------------------------------------------------

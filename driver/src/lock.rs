@@ -47,6 +47,8 @@ struct Tickets {
     holds: HashMap<u64, TicketState>,
     /// The ticket holding each part.
     holders: HashMap<Part, u64>,
+    /// Acquires asked to give the lock up before it was granted.
+    revoked_early: std::collections::HashSet<u64>,
 }
 
 /// State shared by the handles of one lock recipe and its event sink.
@@ -87,10 +89,14 @@ impl LockShared {
 /// [`Guard::reenter`] gives a nested guard on the same node, counted as
 /// Curator counts; the node is deleted when the last one goes.
 ///
-/// The two halves of one read-write lock are one participant: a write
-/// acquire while the read half is held through the same pair is refused
-/// (it would wait on its own read node forever); a read while the write half
-/// is held is a downgrade and succeeds at once.
+/// The two halves of one read-write lock are one participant, and inside the
+/// process they exclude each other like a local read-write lock: a write
+/// waits until the process's read hold ends and a read until its write hold
+/// ends, earliest caller first; reads through one pair take turns. Curator's
+/// downgrade is explicit: [`Guard::downgrade`] on a write guard. An upgrade
+/// (acquiring the write half while the same task holds the read half) waits
+/// for itself, as with `tokio::sync::RwLock`: release the read guard first,
+/// or bound the wait with [`Lock::acquire_timeout`].
 #[derive(Clone)]
 pub struct Lock {
     recipe: Arc<RecipeHandle>,
@@ -127,7 +133,8 @@ fn on_event(
             let waiter = shared.with(|s| {
                 let waiter = s.waiters.remove(&t);
                 if let Some((part, _)) = &waiter {
-                    s.holds.insert(t, TicketState { status: HoldStatus::Held, revoked: false });
+                    let revoked = s.revoked_early.remove(&t);
+                    s.holds.insert(t, TicketState { status: HoldStatus::Held, revoked });
                     s.holders.insert(*part, t);
                 }
                 waiter
@@ -154,10 +161,14 @@ fn on_event(
                 RecipeEvent::Refused(e) => Error::Misuse(e),
                 _ => return,
             };
-            let (waiter, release) = shared.with(|s| match s.waiters.remove(&t) {
-                Some(w) => (Some(w), None),
-                // Not an acquire: the release of this ticket failed.
-                None => (None, forget_released(s, t)),
+            let (waiter, release) = shared.with(|s| {
+                match s.waiters.remove(&t).inspect(|_| {
+                    s.revoked_early.remove(&t);
+                }) {
+                    Some(w) => (Some(w), None),
+                    // Not an acquire: the release of this ticket failed.
+                    None => (None, forget_released(s, t)),
+                }
             });
             tracing::debug!(?id, t, %error, "lock acquire or release ended");
             if let Some((_, w)) = waiter {
@@ -188,10 +199,13 @@ fn on_event(
         }
         RecipeEvent::RevocationRequested => {
             tracing::debug!(?id, t, "revocation requested");
-            shared.with(|s| {
-                if let Some(h) = s.holds.get_mut(&t) {
-                    h.revoked = true;
+            shared.with(|s| match s.holds.get_mut(&t) {
+                Some(h) => h.revoked = true,
+                // Asked while still acquiring: it counts for the hold.
+                None if s.waiters.contains_key(&t) => {
+                    s.revoked_early.insert(t);
                 }
+                None => {}
             });
         }
         other => tracing::trace!(?id, t, ?other, "lock ticket event"),
@@ -201,6 +215,7 @@ fn on_event(
 /// The hold of `t` is over: forget it.
 fn forget(s: &mut Tickets, t: u64) {
     s.holds.remove(&t);
+    s.revoked_early.remove(&t);
     s.holders.retain(|_, holder| *holder != t);
 }
 
@@ -268,6 +283,16 @@ impl Lock {
     }
 
     async fn acquire_inner(&self, timeout: Option<Duration>) -> Result<Guard, Error> {
+        let part = self.part;
+        self.start(move |q, now, ticket| q.acquire(now, ticket, part, timeout.map(|d| now + d))).await
+    }
+
+    /// Queues an acquire for a new ticket with `command` and waits for its
+    /// grant. Dropping the future cancels the ticket wherever it is.
+    async fn start(
+        &self,
+        command: impl FnOnce(&mut SharedLock, Instant, Ticket) -> Result<(), ApiMisuse> + Send + 'static,
+    ) -> Result<Guard, Error> {
         let (tx, rx) = oneshot::channel();
         let (shared, handle, part) = (self.shared.clone(), self.handle, self.part);
         // Ticket and command under one lock: tickets queue in the order
@@ -276,8 +301,7 @@ impl Lock {
             let t = self.shared.next_ticket.fetch_add(1, Ordering::Relaxed);
             s.waiters.insert(t, (part, tx));
             let queued = self.client().inner.send(Command::Run(Box::new(move |client, now| {
-                let deadline = timeout.map(|d| now + d);
-                let refused = match client.with(now, handle, |q, now| q.acquire(now, Ticket(t), part, deadline)) {
+                let refused = match client.with(now, handle, |q, now| command(q, now, Ticket(t))) {
                     Ok(Ok(())) => None,
                     Ok(Err(e)) | Err(e) => Some(e),
                 };
@@ -289,7 +313,7 @@ impl Lock {
             })));
             (t, queued)
         });
-        tracing::trace!(id = ?handle.id, t, ?timeout, "acquire");
+        tracing::trace!(id = ?handle.id, t, part, "acquire");
         let mut pending = PendingAcquire { lock: self.clone(), ticket: t, rx: Some(rx) };
         if let Err(e) = queued {
             pending.rx = None;
@@ -449,6 +473,16 @@ impl Guard {
             }
             listener.await;
         }
+    }
+
+    /// Downgrades a write hold (Curator's downgrade): a read guard on the
+    /// same read-write lock, granted at once ahead of every queued acquire;
+    /// then release this write guard and keep reading. Only for the write
+    /// half of a read-write lock.
+    pub async fn downgrade(&self) -> Result<Guard, Error> {
+        let read = Lock { part: zoolock_core::recipes::READ, ..self.lock.clone() };
+        let writer = Ticket(self.ticket);
+        read.start(move |q, now, ticket| q.downgrade(now, writer, ticket)).await
     }
 
     /// A second, nested guard on the same hold (explicit reentrancy, counted

@@ -8,19 +8,23 @@
 //! * One virtual clock ([`zoolock_core::Instant`]), advanced only by the
 //!   scheduler, and one seeded PRNG that owns every random choice.
 //! * One [`ZkModel`](crate::model::ZkModel).
-//! * N simulated clients: a [`zoolock_core::Client`] with one recipe each, all
-//!   of the seed's [`RecipeKind`] (Mutex; ReadWriteLock, read or write at
-//!   random per acquire; Semaphore with N leases; SemaphoreMutex; MultiLock
-//!   over two paths, mixed with plain Mutexes on the second path).
+//! * N simulated clients: a [`zoolock_core::Client`] with one lock handle
+//!   each, of the seed's [`RecipeKind`] (Mutex; ReadWriteLock, read or write
+//!   at random per acquire; Semaphore with N leases; SemaphoreMutex; a mixed
+//!   MultiLock of a read-write lock's write half and a mutex, beside plain
+//!   read-write locks and mutexes on its two paths). Every lock kind runs
+//!   behind core's `SharedLock` (the semaphore behind `SharedSemaphore`), and
+//!   1 to 3 user tasks per client share the handle, as tasks share a cloned
+//!   `Lock` in the async API.
 //! * Per-connection byte pipes with seeded latency and jitter. Delivery is in
 //!   order (TCP); faults act on whole connections. Connecting takes one
 //!   latency too, and is refused while the server is down or the client is
 //!   partitioned.
 //! * Scripted user actions: acquire (with or without a deadline), release
 //!   after a random hold, cancel an acquire under way, close the client and
-//!   open a new one. After `Lost` the client calls
-//!   [`restart_session`](zoolock_core::Client::restart_session), as Curator
-//!   does.
+//!   open a new one. Sessions renew by themselves after `Lost`
+//!   ([`set_renew_session`](zoolock_core::Client::set_renew_session)): holds
+//!   are lost for good and acquires under way re-queue on the new session.
 //!
 //! `step()` takes the earliest due thing (fault, connect outcome, pipe
 //! delivery, model or client timer, user action), breaks ties at random,
@@ -56,18 +60,20 @@
 
 //! # Oracles (after every step)
 //!
-//! A client *holds* from its `Acquired` until it releases (the user stops
+//! A task *holds* from its `Acquired` until it releases (the user stops
 //! using the lock when it asks to release), is told `Lost`, or closes; the
-//! hold *counts* while neither the session nor the recipe has said
+//! hold *counts* while neither the session nor the hold has said
 //! `Suspended` without a later `Reconnected`, and while the client's session
 //! has not been expired by an injected fault whose news is still on its way
 //! (an injected expiry is the server deciding on its own; the timers make a
 //! natural expiry reach the client as `Suspended` first, since the client
 //! gives a silent connection up after 2T/3 and latency stays below T/3).
 //!
-//! 1. Exclusion: per lock path at most one counting exclusive holder (Mutex,
-//!    SemaphoreMutex, MultiLock members), at most N counting semaphore
-//!    leases, at most one writer and never a writer alongside a reader. Each
+//! 1. Exclusion, among all tasks of all clients (in-process holders count
+//!    like any other): per lock path at most one counting exclusive holder
+//!    (Mutex, SemaphoreMutex, MultiLock members), at most N counting
+//!    semaphore leases, at most one writer and never a writer alongside a
+//!    reader (the script never downgrades). Each
 //!    counting hold's node exists in the model, owned by the holder's current
 //!    session.
 //! 2. Fencing: per path, an exclusive (or write, or lease) hold's token is
@@ -80,9 +86,8 @@
 //!    passed, no node is left under `/sim` (except container parents that
 //!    never had a child, left by an acquire cancelled while it created them;
 //!    ZooKeeper 3.8 never reaps those either) and no session is left.
-//! 5. No panic; no `ApiMisuse` from a command the script believes valid (an
-//!    acquire refused while the recipe is not quiescent, e.g. a Curator-plan
-//!    release still waiting for its delete, is retried later); no
+//! 5. No panic; no `ApiMisuse` from a command the script believes valid
+//!    (acquires queue behind a release still under way); no
 //!    `SessionError` (the model never misbehaves); no acquire ending in
 //!    `Failed` with a server error (NoNode from the reaper and the like must
 //!    be retried by the recipe), except `Failed(NoNode)` after at least 8

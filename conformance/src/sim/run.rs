@@ -6,9 +6,11 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
+use zoolock_core::recipes::{BoxedLock, READ, WRITE};
 use zoolock_core::{
-    ApiMisuse, Client, ClientEvent, ConnectString, ConnectionState, Instant, IoCommand, LockConfig, MultiLock, Mutex,
-    OpPlan, ReadWriteLock, RecipeEvent, RecipeId, RequestError, Rng, Semaphore, SemaphoreMutex, SessionConfig, ZkPath,
+    ApiMisuse, Client, ClientEvent, ConnectString, ConnectionState, Handle, Instant, IoCommand, LockConfig, MultiLock,
+    Mutex, OpPlan, ReadWriteLock, RecipeEvent, RequestError, Rng, Semaphore, SemaphoreMutex, SessionConfig, SharedLock,
+    SharedSemaphore, Ticket, ZkPath,
 };
 
 use zoolock_core::wire::ErrorCode;
@@ -28,7 +30,9 @@ pub enum RecipeKind {
     Semaphore,
     /// `SemaphoreMutex` on one path.
     SemaphoreMutex,
-    /// `MultiLock` over two paths, mixed with plain `Mutex`es on the second.
+    /// `MultiLock` of the write half of a read-write lock on one path and a
+    /// mutex on another, beside plain read-write locks on the first and
+    /// mutexes on the second.
     MultiLock,
 }
 
@@ -75,6 +79,9 @@ pub struct SimConfig {
     /// Holders a Mutex role allows: 1 is a mutex; more is a deliberately
     /// broken predicate, which the exclusion oracle must catch.
     pub mutex_leases: usize,
+    /// User tasks per client, sharing its one lock handle (a `SharedLock`
+    /// or `SharedSemaphore` queue).
+    pub tasks: usize,
 }
 
 impl SimConfig {
@@ -88,8 +95,10 @@ impl SimConfig {
         let leases = 1 + below(&mut rng, (clients - 1) as u64) as usize;
         let plan = if below(&mut rng, 4) == 0 { OpPlan::Curator } else { OpPlan::Pipelined };
         let faults = below(&mut rng, 25) as usize;
+        let tasks = 1 + below(&mut rng, 3) as usize;
         SimConfig {
             mutex_leases: 1,
+            tasks,
             kind,
             clients,
             leases,
@@ -116,7 +125,7 @@ pub struct SimReport {
     pub faults: usize,
     /// Acquires that timed out or failed.
     pub unsuccessful: usize,
-    /// Sessions replaced after `Lost`.
+    /// Sessions renewed after `Lost`.
     pub restarts: usize,
 }
 
@@ -377,9 +386,31 @@ struct Pending {
     since: Instant,
 }
 
+/// A client's one lock handle, shared by its tasks: every lock kind through
+/// the lock capability, or the semaphore.
+#[derive(Debug, Clone, Copy)]
+enum Shared {
+    Lock(Handle<SharedLock>),
+    Semaphore(Handle<SharedSemaphore>),
+}
+
+/// One user task of a client.
+#[derive(Debug)]
+struct SimTask {
+    /// The ticket of the acquire under way or of the hold.
+    ticket: Option<Ticket>,
+    pending: Option<Pending>,
+    holds: Vec<Hold>,
+    /// Told `Suspended` for its hold and not yet `Reconnected`.
+    suspended: bool,
+    /// The hold was lost: let it go.
+    must_release: bool,
+    next_action: Instant,
+}
+
 struct SimClient {
     client: Client,
-    recipe: RecipeId,
+    shared: Shared,
     role: Role,
     incarnation: u64,
     link: Option<Link>,
@@ -390,25 +421,35 @@ struct SimClient {
     latency: Duration,
     slow_until: Instant,
     slow_extra: Duration,
-    next_action: Instant,
-    pending: Option<Pending>,
-    holds: Vec<Hold>,
+    tasks: Vec<SimTask>,
+    next_ticket: u64,
     /// The session said Suspended and not yet Reconnected.
     session_suspended: bool,
-    /// The recipe said Suspended and not yet Reconnected.
-    recipe_suspended: bool,
     /// An injected expiry hit this session; the news has not arrived.
     doomed: bool,
-    /// The recipe reported Lost while holding: release what is left.
-    must_release: bool,
-    /// NoNode replies received since the current acquire began.
+    /// NoNode replies received since a task's acquire last ended.
     no_node_replies: usize,
     closing: bool,
 }
 
 impl SimClient {
     fn counts(&self) -> bool {
-        !self.session_suspended && !self.recipe_suspended && !self.doomed && !self.closing
+        !self.session_suspended && !self.doomed && !self.closing
+    }
+
+    fn idle(&self) -> bool {
+        self.tasks.iter().all(|t| t.pending.is_none() && t.holds.is_empty() && !t.must_release)
+    }
+
+    fn quiescent_id(&self) -> Option<zoolock_core::RecipeId> {
+        Some(match self.shared {
+            Shared::Lock(h) => h.id,
+            Shared::Semaphore(h) => h.id,
+        })
+    }
+
+    fn task_of(&self, ticket: Ticket) -> Option<usize> {
+        self.tasks.iter().position(|t| t.ticket == Some(ticket))
     }
 }
 
@@ -427,7 +468,7 @@ enum Due {
     Down(usize),
     ClientTimer(usize),
     ModelTimer,
-    Action(usize),
+    Action(usize, usize),
     Milestone,
 }
 
@@ -556,13 +597,11 @@ impl Sim {
             RecipeKind::ReadWriteLock => Role::Rw,
             RecipeKind::Semaphore => Role::Semaphore,
             RecipeKind::SemaphoreMutex => Role::SemaphoreMutex,
-            RecipeKind::MultiLock => {
-                if chance(&mut self.rng, 300) {
-                    Role::Mutex
-                } else {
-                    Role::Multi
-                }
-            }
+            RecipeKind::MultiLock => match below(&mut self.rng, 10) {
+                0..=2 => Role::Mutex,
+                3..=4 => Role::Rw,
+                _ => Role::Multi,
+            },
         }
     }
 
@@ -571,25 +610,56 @@ impl Sim {
         let cs = ConnectString::parse("127.0.0.1:2181").expect("a valid connect string");
         let session = SessionConfig::new(cs, seed).with_session_timeout(self.config.session_timeout);
         let mut client = Client::new(session, self.now);
+        // Sessions renew by themselves; the queues re-queue acquires on it.
+        client.set_renew_session(true);
         let role = self.role_for(index);
         let config = LockConfig::new(seed ^ 0xabcd).with_plan(self.config.plan);
+        let member = |i: u64| {
+            let mut c = config.clone();
+            c.seed = c.seed.wrapping_add(0x9e37_79b9 * (i + 1));
+            c
+        };
         let path = |p: &str| ZkPath::new(p).expect("a valid path");
-        let mutex_path = if self.config.kind == RecipeKind::MultiLock { MULTI_B } else { LOCK };
-        let recipe: Box<dyn zoolock_core::Recipe> = match role {
-            Role::Mutex => Box::new(Mutex::with_leases(path(mutex_path), config, self.config.mutex_leases)),
-            Role::Rw => Box::new(ReadWriteLock::new(path(LOCK), config)),
-            Role::Semaphore => Box::new(Semaphore::new(path(LOCK), self.config.leases, config)),
-            Role::SemaphoreMutex => Box::new(SemaphoreMutex::new(path(LOCK), config)),
+        let multi = self.config.kind == RecipeKind::MultiLock;
+        let (mutex_path, rw_path) = if multi { (MULTI_B, MULTI_A) } else { (LOCK, LOCK) };
+        let lock: Option<BoxedLock> = match role {
+            Role::Mutex => {
+                Some(Box::new(Mutex::with_leases(path(mutex_path), config.clone(), self.config.mutex_leases)))
+            }
+            Role::Rw => Some(Box::new(ReadWriteLock::new(path(rw_path), config.clone()))),
+            Role::SemaphoreMutex => Some(Box::new(SemaphoreMutex::new(path(LOCK), config.clone()))),
             Role::Multi => {
-                Box::new(MultiLock::new(vec![path(MULTI_A), path(MULTI_B)], config).expect("two paths are fine"))
+                // A mixed multi-lock: a write half and a mutex, as Curator's
+                // InterProcessMultiLock takes any InterProcessLock.
+                let members: Vec<(BoxedLock, usize)> = vec![
+                    (Box::new(ReadWriteLock::new(path(MULTI_A), member(0))), WRITE),
+                    (Box::new(Mutex::new(path(MULTI_B), member(1))), 0),
+                ];
+                Some(Box::new(MultiLock::of(members).expect("two valid members")))
+            }
+            Role::Semaphore => None,
+        };
+        let shared = match lock {
+            Some(lock) => Shared::Lock(client.add(self.now, SharedLock::new(lock, true))),
+            None => {
+                let sem = Semaphore::new(path(LOCK), self.config.leases, config);
+                Shared::Semaphore(client.add(self.now, SharedSemaphore::new(sem, true)))
             }
         };
-        let recipe = client.add_recipe(self.now, recipe);
         let latency = between(&mut self.rng, Duration::from_millis(1), Duration::from_millis(30));
-        let next_action = self.now + between(&mut self.rng, Duration::from_millis(100), Duration::from_secs(2));
+        let tasks = (0..self.config.tasks.max(1))
+            .map(|_| SimTask {
+                ticket: None,
+                pending: None,
+                holds: Vec::new(),
+                suspended: false,
+                must_release: false,
+                next_action: self.now + between(&mut self.rng, Duration::from_millis(100), Duration::from_secs(2)),
+            })
+            .collect();
         SimClient {
             client,
-            recipe,
+            shared,
             role,
             incarnation,
             link: None,
@@ -598,13 +668,10 @@ impl Sim {
             latency,
             slow_until: Instant::ZERO,
             slow_extra: Duration::ZERO,
-            next_action,
-            pending: None,
-            holds: Vec::new(),
+            tasks,
+            next_ticket: 0,
             session_suspended: false,
-            recipe_suspended: false,
             doomed: false,
-            must_release: false,
             no_node_replies: 0,
             closing: false,
         }
@@ -647,7 +714,9 @@ impl Sim {
                 due.push((t, Due::ClientTimer(i)));
             }
             if self.phase <= Phase::Draining {
-                due.push((c.next_action, Due::Action(i)));
+                for (k, t) in c.tasks.iter().enumerate() {
+                    due.push((t.next_action, Due::Action(i, k)));
+                }
             }
         }
         due
@@ -666,7 +735,15 @@ impl Sim {
         let ready: Vec<Due> = due.iter().filter(|(at, _)| *at == t).map(|(_, d)| *d).collect();
         let pick = ready[below(&mut self.rng, ready.len() as u64) as usize];
         if t < self.now {
-            return Err(format!("{pick:?} is due at {t}, in the past"));
+            let detail = match pick {
+                Due::ClientTimer(i) => format!(
+                    " (session {:?}, recipe {:?})",
+                    self.clients[i].client.session().poll_timeout(),
+                    self.clients[i].quiescent_id().and_then(|id| self.clients[i].client.recipe(id)?.poll_timeout())
+                ),
+                _ => String::new(),
+            };
+            return Err(format!("{pick:?} is due at {t}, in the past{detail}"));
         }
         self.now = t;
         match pick {
@@ -684,10 +761,15 @@ impl Sim {
             Due::Down(i) => self.deliver_down(i)?,
             Due::ClientTimer(i) => {
                 let now = self.now;
+                let before =
+                    self.clients[i].quiescent_id().and_then(|id| self.clients[i].client.recipe(id)?.poll_timeout());
                 self.clients[i].client.handle_timeout(now);
+                let after =
+                    self.clients[i].quiescent_id().and_then(|id| self.clients[i].client.recipe(id)?.poll_timeout());
+                self.log(|| format!("c{i} timer: recipe {before:?} -> {after:?}"));
                 self.drain_client(i)?;
             }
-            Due::Action(i) => self.action(i)?,
+            Due::Action(i, k) => self.action(i, k)?,
         }
         self.check_exclusion()
     }
@@ -926,43 +1008,45 @@ impl Sim {
 
     // ---- the user script ---------------------------------------------------------------
 
-    fn schedule(&mut self, i: usize, lo: Duration, hi: Duration) {
+    fn schedule(&mut self, i: usize, k: usize, lo: Duration, hi: Duration) {
         let d = between(&mut self.rng, lo, hi);
-        self.clients[i].next_action = self.now + d;
+        if let Some(t) = self.clients[i].tasks.get_mut(k) {
+            t.next_action = self.now + d;
+        }
     }
 
-    fn action(&mut self, i: usize) -> Result<(), String> {
+    fn action(&mut self, i: usize, k: usize) -> Result<(), String> {
         let now = self.now;
         let c = &self.clients[i];
+        let Some(task) = c.tasks.get(k) else { return Ok(()) };
         if c.closing {
             self.reopen_if_closed(i)?;
             if self.clients[i].closing {
-                self.schedule(i, Duration::from_millis(100), Duration::from_secs(1));
+                self.schedule(i, k, Duration::from_millis(100), Duration::from_secs(1));
             }
-        } else if c.must_release || !c.holds.is_empty() {
-            self.release(i)?;
+        } else if task.must_release || !task.holds.is_empty() {
+            self.release(i, k)?;
             let hold = self.config.max_hold;
-            self.schedule(i, Duration::from_millis(1), hold);
-        } else if c.pending.is_some() {
+            self.schedule(i, k, Duration::from_millis(1), hold);
+        } else if task.pending.is_some() {
             if self.phase == Phase::Active && chance(&mut self.rng, 150) {
-                self.cancel(i)?;
+                self.cancel(i, k)?;
             }
-            self.schedule(i, Duration::from_millis(200), Duration::from_secs(3));
+            self.schedule(i, k, Duration::from_millis(200), Duration::from_secs(3));
         } else if self.phase == Phase::Active {
-            if chance(&mut self.rng, 40) {
+            if k == 0 && c.idle() && chance(&mut self.rng, 40) {
                 self.log(|| format!("c{i} closes its client"));
                 self.clients[i].closing = true;
-                self.clients[i].holds.clear();
                 self.clients[i].client.close(now);
                 self.drain_client(i)?;
-                self.schedule(i, Duration::from_millis(1), Duration::from_millis(500));
+                self.schedule(i, k, Duration::from_millis(1), Duration::from_millis(500));
             } else {
-                self.acquire(i)?;
+                self.acquire(i, k)?;
                 let hold = self.config.max_hold;
-                self.schedule(i, Duration::from_millis(1), hold);
+                self.schedule(i, k, Duration::from_millis(1), hold);
             }
         } else {
-            self.schedule(i, Duration::from_millis(500), Duration::from_secs(1));
+            self.schedule(i, k, Duration::from_millis(500), Duration::from_secs(1));
         }
         Ok(())
     }
@@ -983,48 +1067,33 @@ impl Sim {
         format!("c{i}: {what} was refused: {e:?}")
     }
 
-    fn acquire(&mut self, i: usize) -> Result<(), String> {
+    fn acquire(&mut self, i: usize, k: usize) -> Result<(), String> {
         let now = self.now;
         let deadline = if chance(&mut self.rng, 500) {
             Some(now + self.rng.duration_up_to(self.config.session_timeout * 2))
         } else {
             None
         };
+        let read = self.rng.next_u64() % 2 == 0;
         let c = &mut self.clients[i];
-        let id = c.recipe;
-        let mode = match c.role {
-            Role::Mutex | Role::SemaphoreMutex | Role::Multi => Mode::Exclusive,
-            Role::Semaphore => Mode::Lease,
-            Role::Rw => {
-                if self.rng.next_u64() % 2 == 0 {
-                    Mode::Read
-                } else {
-                    Mode::Write
-                }
-            }
+        let (mode, part) = match c.role {
+            Role::Mutex | Role::SemaphoreMutex | Role::Multi => (Mode::Exclusive, 0),
+            Role::Semaphore => (Mode::Lease, 0),
+            Role::Rw if read => (Mode::Read, READ),
+            Role::Rw => (Mode::Write, WRITE),
         };
-        c.pending = Some(Pending { mode, since: now });
-        c.no_node_replies = 0;
-        let result = match (c.role, mode) {
-            (Role::Mutex, _) => c.client.command::<Mutex, _>(now, id, |r, now| r.acquire(now, deadline)),
-            (Role::SemaphoreMutex, _) => {
-                c.client.command::<SemaphoreMutex, _>(now, id, |r, now| r.acquire(now, deadline))
-            }
-            (Role::Multi, _) => c.client.command::<MultiLock, _>(now, id, |r, now| r.acquire(now, deadline)),
-            (Role::Semaphore, _) => c.client.command::<Semaphore, _>(now, id, |r, now| r.acquire(now, 1, deadline)),
-            (Role::Rw, Mode::Read) => {
-                c.client.command::<ReadWriteLock, _>(now, id, |r, now| r.acquire_read(now, deadline))
-            }
-            (Role::Rw, _) => c.client.command::<ReadWriteLock, _>(now, id, |r, now| r.acquire_write(now, deadline)),
+        let ticket = Ticket(c.next_ticket);
+        c.next_ticket += 1;
+        let task = &mut c.tasks[k];
+        task.ticket = Some(ticket);
+        task.pending = Some(Pending { mode, since: now });
+        task.suspended = false;
+        let result = match c.shared {
+            Shared::Lock(h) => c.client.with(now, h, |q, now| q.acquire(now, ticket, part, deadline)),
+            Shared::Semaphore(h) => c.client.with(now, h, |q, now| q.acquire(now, ticket, 1, deadline)),
         };
         match result {
-            Ok(Ok(())) => self.log(|| format!("c{i} acquire {mode:?} deadline {deadline:?}")),
-            // A release (Curator plan: until the delete's reply) or a cleanup
-            // still under way: try again later. A quiescent recipe must accept.
-            Ok(Err(ApiMisuse::InvalidState(why))) if !self.quiescent(i) => {
-                self.clients[i].pending = None;
-                self.log(|| format!("c{i} acquire refused while busy: {why}"));
-            }
+            Ok(Ok(())) => self.log(|| format!("c{i}.{k} acquire {mode:?} {ticket:?} deadline {deadline:?}")),
             Ok(Err(e)) | Err(e) => return Err(self.misuse(i, "acquire", e)),
         }
         self.drain_client(i)
@@ -1032,55 +1101,49 @@ impl Sim {
 
     fn quiescent(&self, i: usize) -> bool {
         let c = &self.clients[i];
-        c.client.recipe(c.recipe).is_some_and(|r| r.is_quiescent())
+        let id = match c.shared {
+            Shared::Lock(h) => h.id,
+            Shared::Semaphore(h) => h.id,
+        };
+        c.client.recipe(id).is_some_and(|r| r.is_quiescent())
     }
 
-    fn release(&mut self, i: usize) -> Result<(), String> {
+    fn release(&mut self, i: usize, k: usize) -> Result<(), String> {
         let now = self.now;
         let c = &mut self.clients[i];
-        let id = c.recipe;
-        let mode = c.holds.first().map(|h| h.mode);
-        let lost = std::mem::take(&mut c.must_release);
-        c.holds.clear();
-        let result = match c.role {
-            Role::Mutex => c.client.command::<Mutex, _>(now, id, |r, now| r.release(now)),
-            Role::SemaphoreMutex => c.client.command::<SemaphoreMutex, _>(now, id, |r, now| r.release(now)),
-            Role::Multi => c.client.command::<MultiLock, _>(now, id, |r, now| r.release(now)),
-            Role::Semaphore => c.client.command::<Semaphore, _>(now, id, |r, now| {
-                r.return_all(now);
-                Ok(())
+        let task = &mut c.tasks[k];
+        let lost = std::mem::take(&mut task.must_release);
+        let holds = std::mem::take(&mut task.holds);
+        let ticket = task.ticket.take();
+        task.suspended = false;
+        let result = match (c.shared, ticket) {
+            (Shared::Lock(h), Some(ticket)) => c.client.with(now, h, |q, now| q.release(now, ticket).map(|_| ())),
+            (Shared::Semaphore(h), _) => c.client.with(now, h, |q, now| {
+                holds.iter().map(|hold| q.return_lease(now, &hold.node)).find(Result::is_err).unwrap_or(Ok(()))
             }),
-            Role::Rw => match mode {
-                Some(Mode::Read) => c.client.command::<ReadWriteLock, _>(now, id, |r, now| r.release_read(now)),
-                _ => c.client.command::<ReadWriteLock, _>(now, id, |r, now| r.release_write(now)),
-            },
+            (Shared::Lock(_), None) => Ok(Err(ApiMisuse::NotHeld)),
         };
-        self.log(|| format!("c{i} release{}", if lost { " (after Lost)" } else { "" }));
+        self.log(|| format!("c{i}.{k} release{}", if lost { " (after Lost)" } else { "" }));
         match result {
             Ok(Ok(())) => {}
             // After Lost the hold may already be gone.
-            Ok(Err(_)) if lost => {}
+            Ok(Err(ApiMisuse::NotHeld)) if lost => {}
             Ok(Err(e)) | Err(e) => return Err(self.misuse(i, "release", e)),
         }
         self.drain_client(i)
     }
 
-    fn cancel(&mut self, i: usize) -> Result<(), String> {
+    fn cancel(&mut self, i: usize, k: usize) -> Result<(), String> {
         let now = self.now;
         let c = &mut self.clients[i];
-        let id = c.recipe;
-        let mode = c.pending.take().map(|p| p.mode);
-        let result = match c.role {
-            Role::Mutex => c.client.command::<Mutex, _>(now, id, |r, now| r.cancel(now)),
-            Role::SemaphoreMutex => c.client.command::<SemaphoreMutex, _>(now, id, |r, now| r.cancel(now)),
-            Role::Multi => c.client.command::<MultiLock, _>(now, id, |r, now| r.cancel(now)),
-            Role::Semaphore => c.client.command::<Semaphore, _>(now, id, |r, now| r.cancel(now)),
-            Role::Rw => match mode {
-                Some(Mode::Read) => c.client.command::<ReadWriteLock, _>(now, id, |r, now| r.cancel_read(now)),
-                _ => c.client.command::<ReadWriteLock, _>(now, id, |r, now| r.cancel_write(now)),
-            },
+        let task = &mut c.tasks[k];
+        task.pending = None;
+        let Some(ticket) = task.ticket.take() else { return Ok(()) };
+        let result = match c.shared {
+            Shared::Lock(h) => c.client.with(now, h, |q, now| q.cancel(now, ticket)),
+            Shared::Semaphore(h) => c.client.with(now, h, |q, now| q.cancel(now, ticket)),
         };
-        self.log(|| format!("c{i} cancel"));
+        self.log(|| format!("c{i}.{k} cancel {ticket:?}"));
         if let Err(e) = result {
             return Err(self.misuse(i, "cancel", e));
         }
@@ -1098,25 +1161,21 @@ impl Sim {
                     ConnectionState::Suspended => c.session_suspended = true,
                     ConnectionState::Connected | ConnectionState::Reconnected => c.session_suspended = false,
                     ConnectionState::Lost => {
+                        // Holds get their own `Lost`; acquires under way
+                        // re-queue on the session the client renews by itself.
                         c.session_suspended = false;
                         c.doomed = false;
-                        if !c.holds.is_empty() {
-                            c.must_release = true;
-                            c.next_action = self.now;
-                        }
-                        c.holds.clear();
                         if !c.closing {
                             self.report.restarts += 1;
-                            let now = self.now;
-                            if let Err(e) = self.clients[i].client.restart_session(now) {
-                                return Err(self.misuse(i, "restart_session", e));
-                            }
-                            self.clients[i].recipe_suspended = false;
                         }
                     }
                     ConnectionState::Closed => {
-                        c.holds.clear();
-                        c.pending = None;
+                        for t in &mut c.tasks {
+                            t.holds.clear();
+                            t.pending = None;
+                            t.ticket = None;
+                            t.must_release = false;
+                        }
                         if !c.closing {
                             return Err(format!("c{i}: the session closed by itself"));
                         }
@@ -1125,103 +1184,157 @@ impl Sim {
                 }
                 Ok(())
             }
-            ClientEvent::Recipe { event, .. } => {
-                let (mode, event) = match event {
-                    RecipeEvent::Member { index, event } if self.clients[i].role == Role::Rw => {
-                        (Some(if index == ReadWriteLock::READ { Mode::Read } else { Mode::Write }), *event)
+            ClientEvent::Recipe { event: RecipeEvent::Ticket { ticket, event }, .. } => {
+                match self.clients[i].task_of(ticket) {
+                    Some(k) => self.ticket_event(i, k, *event),
+                    None => {
+                        // A cancelled acquire reports nothing; anything else
+                        // for a ticket no task owns is a bug.
+                        self.log(|| format!("c{i} {ticket:?} (no task) {event:?}"));
+                        match *event {
+                            RecipeEvent::Acquired { node, .. } => {
+                                Err(format!("c{i}: {ticket:?} was granted {node} after it was cancelled"))
+                            }
+                            _ => Ok(()),
+                        }
                     }
-                    other => (None, other),
-                };
-                self.recipe_event(i, mode, event)
+                }
             }
+            ClientEvent::Recipe { event, .. } => self.handle_event(i, event),
             _ => Ok(()),
         }
     }
 
-    fn recipe_event(&mut self, i: usize, member_mode: Option<Mode>, event: RecipeEvent) -> Result<(), String> {
-        self.log(|| format!("c{i} {member_mode:?} {event:?}"));
+    /// An untagged event: a semaphore's status for every lease it holds.
+    fn handle_event(&mut self, i: usize, event: RecipeEvent) -> Result<(), String> {
+        self.log(|| format!("c{i} {event:?}"));
+        if !matches!(self.clients[i].shared, Shared::Semaphore(_)) {
+            return Ok(());
+        }
+        let now = self.now;
+        for t in &mut self.clients[i].tasks {
+            if t.holds.is_empty() {
+                continue;
+            }
+            match event {
+                RecipeEvent::Suspended => t.suspended = true,
+                RecipeEvent::Reconnected => t.suspended = false,
+                RecipeEvent::Lost => {
+                    // The leases no longer count (`suspended`); the task
+                    // returns what is left of them.
+                    t.suspended = true;
+                    t.must_release = true;
+                    t.next_action = now;
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn ticket_event(&mut self, i: usize, k: usize, event: RecipeEvent) -> Result<(), String> {
+        self.log(|| format!("c{i}.{k} {event:?}"));
+        let now = self.now;
         let c = &mut self.clients[i];
+        let no_node = c.no_node_replies;
+        let task = &mut c.tasks[k];
         match event {
             RecipeEvent::Acquired { node, token } => {
-                let Some(pending) = c.pending else {
-                    return Err(format!("c{i}: Acquired {node} without an acquire under way"));
+                let Some(pending) = task.pending else {
+                    return Err(format!("c{i}.{k}: Acquired {node} without an acquire under way"));
                 };
-                if let Some(m) = member_mode.filter(|m| *m != pending.mode) {
-                    return Err(format!("c{i}: Acquired the {m:?} half, asked for {:?}", pending.mode));
-                }
-                c.pending = None;
-                let holds = if c.role == Role::Multi {
-                    let id = c.recipe;
-                    let now = self.now;
-                    let members = c
-                        .client
-                        .command::<MultiLock, _>(now, id, |m, _| {
-                            m.holders().into_iter().map(|h| h.map(|(n, t)| (n.to_string(), t.0))).collect::<Vec<_>>()
-                        })
-                        .map_err(|e| format!("{e:?}"))?;
-                    let mut holds = Vec::new();
-                    for (member, path) in members.into_iter().zip([MULTI_A, MULTI_B]) {
-                        let Some((node, token)) = member else {
-                            return Err(format!("c{i}: multi-lock Acquired but {path} is not held"));
-                        };
-                        holds.push(Hold { path: path.into(), node, token, mode: Mode::Exclusive });
+                task.pending = None;
+                c.no_node_replies = 0;
+                let holds = match (c.role, c.shared) {
+                    (Role::Multi, Shared::Lock(h)) => {
+                        let members = c
+                            .client
+                            .with(now, h, |q, _| {
+                                q.inner_mut().as_any_mut().downcast_mut::<MultiLock>().map(|m| {
+                                    m.holders()
+                                        .into_iter()
+                                        .map(|h| h.map(|(n, t)| (n.to_string(), t.0)))
+                                        .collect::<Vec<_>>()
+                                })
+                            })
+                            .map_err(|e| format!("{e:?}"))?
+                            .ok_or("the multi-lock role runs a MultiLock")?;
+                        let mut holds = Vec::new();
+                        for (member, (path, mode)) in
+                            members.into_iter().zip([(MULTI_A, Mode::Write), (MULTI_B, Mode::Exclusive)])
+                        {
+                            let Some((node, token)) = member else {
+                                return Err(format!("c{i}: multi-lock Acquired but {path} is not held"));
+                            };
+                            holds.push(Hold { path: path.into(), node, token, mode });
+                        }
+                        holds
                     }
-                    holds
-                } else {
-                    let path = if self.config.kind == RecipeKind::MultiLock { MULTI_B } else { LOCK };
-                    vec![Hold { path: path.into(), node, token: token.0, mode: pending.mode }]
+                    _ => {
+                        let multi = self.config.kind == RecipeKind::MultiLock;
+                        let path = match (multi, pending.mode) {
+                            (true, Mode::Read | Mode::Write) => MULTI_A,
+                            (true, _) => MULTI_B,
+                            (false, _) => LOCK,
+                        };
+                        vec![Hold { path: path.into(), node, token: token.0, mode: pending.mode }]
+                    }
                 };
                 self.report.holds += holds.len();
                 let since = pending.since;
                 for h in holds {
-                    self.fence(i, &h)?;
-                    self.log(|| format!("c{i} HOLDS {:?} {} token {} (waited since {since})", h.mode, h.node, h.token));
-                    self.clients[i].holds.push(h);
+                    self.fence(i, k, &h)?;
+                    self.log(|| {
+                        format!("c{i}.{k} HOLDS {:?} {} token {} (waited since {since})", h.mode, h.node, h.token)
+                    });
+                    self.clients[i].tasks[k].holds.push(h);
                 }
                 Ok(())
             }
             RecipeEvent::Failed(RequestError::Server(ErrorCode::NO_NODE))
-                if c.pending.is_some() && c.no_node_replies >= NO_NODE_BUDGET =>
+                if task.pending.is_some() && no_node >= NO_NODE_BUDGET =>
             {
                 // A slow client can lose the probe/create race with the
                 // container reaper on every retry; giving up once the retry
                 // budget is spent is Curator's behaviour (attemptLock).
-                let n = c.no_node_replies;
-                c.pending = None;
+                task.pending = None;
+                task.ticket = None;
+                c.no_node_replies = 0;
                 self.report.unsuccessful += 1;
-                self.log(|| format!("c{i}: NoNode retry budget spent ({n} NoNode replies)"));
+                self.log(|| format!("c{i}.{k}: NoNode retry budget spent ({no_node} NoNode replies)"));
                 Ok(())
             }
-            RecipeEvent::Failed(RequestError::Server(code)) if c.pending.is_some() => {
+            RecipeEvent::Failed(RequestError::Server(code)) if task.pending.is_some() => {
                 // The server refused something the recipe should have handled
                 // (NoNode from the container reaper, NodeExists, ...).
-                Err(format!(
-                    "c{i}: the acquire failed with server error {code:?} after {} NoNode replies",
-                    c.no_node_replies
-                ))
+                Err(format!("c{i}.{k}: the acquire failed with server error {code:?} after {no_node} NoNode replies"))
             }
-            RecipeEvent::TimedOut | RecipeEvent::Failed(_) => {
-                if c.pending.is_some() {
-                    c.pending = None;
+            RecipeEvent::Refused(e) if c.role != Role::Rw => Err(self.misuse(i, "a queued acquire", e)),
+            RecipeEvent::TimedOut | RecipeEvent::Failed(_) | RecipeEvent::Refused(_) => {
+                // (A read-write lock refuses a write while another task of
+                // the client holds the read half: the upgrade rule.)
+                if task.pending.take().is_some() {
+                    task.ticket = None;
+                    c.no_node_replies = 0;
                     self.report.unsuccessful += 1;
                 }
                 Ok(())
             }
             RecipeEvent::Suspended => {
-                c.recipe_suspended = true;
+                task.suspended = true;
                 Ok(())
             }
             RecipeEvent::Reconnected => {
-                c.recipe_suspended = false;
+                task.suspended = false;
                 Ok(())
             }
             RecipeEvent::Lost => {
-                c.recipe_suspended = false;
-                if !c.holds.is_empty() || c.role == Role::Multi || c.role == Role::Semaphore {
-                    c.must_release = true;
-                    c.next_action = self.now;
+                task.suspended = false;
+                if !task.holds.is_empty() {
+                    task.must_release = true;
+                    task.next_action = now;
                 }
-                c.holds.clear();
+                task.holds.clear();
                 Ok(())
             }
             _ => Ok(()),
@@ -1230,8 +1343,8 @@ impl Sim {
 
     // ---- oracles -----------------------------------------------------------------------
 
-    fn fence(&mut self, i: usize, h: &Hold) -> Result<(), String> {
-        if !self.clients[i].counts() {
+    fn fence(&mut self, i: usize, k: usize, h: &Hold) -> Result<(), String> {
+        if !self.clients[i].counts() || self.clients[i].tasks[k].suspended {
             return Ok(());
         }
         let max = self.max_token.get(&h.path).copied().unwrap_or(i64::MIN);
@@ -1256,13 +1369,17 @@ impl Sim {
         Ok(())
     }
 
+    /// Exclusion among every holder that was not told its hold is in doubt,
+    /// across clients and among the tasks of one client: at most one
+    /// exclusive holder and one writer per path, no more leases than the
+    /// limit, and no reader beside a writer.
     fn check_exclusion(&self) -> Result<(), String> {
         #[derive(Default)]
         struct Count {
-            exclusive: Vec<usize>,
-            lease: Vec<usize>,
-            read: Vec<usize>,
-            write: Vec<usize>,
+            exclusive: Vec<(usize, usize)>,
+            lease: Vec<(usize, usize)>,
+            read: Vec<(usize, usize)>,
+            write: Vec<(usize, usize)>,
         }
         let mut paths: BTreeMap<&str, Count> = BTreeMap::new();
         for (i, c) in self.clients.iter().enumerate() {
@@ -1270,33 +1387,38 @@ impl Sim {
                 continue;
             }
             let session = c.client.session().session_id();
-            for h in &c.holds {
-                match self.model.node(&h.node) {
-                    Some(n) if n.stat.ephemeral_owner == session => {}
-                    Some(n) => {
-                        return Err(format!(
-                            "c{i} holds {} but the model says its owner is 0x{:x}, not 0x{session:x}",
-                            h.node, n.stat.ephemeral_owner
-                        ));
-                    }
-                    None => return Err(format!("c{i} holds {} but the model has no such node", h.node)),
+            for (k, t) in c.tasks.iter().enumerate() {
+                if t.suspended {
+                    continue;
                 }
-                let count = paths.entry(&h.path).or_default();
-                match h.mode {
-                    Mode::Exclusive => count.exclusive.push(i),
-                    Mode::Lease => count.lease.push(i),
-                    Mode::Read => count.read.push(i),
-                    Mode::Write => count.write.push(i),
+                for h in &t.holds {
+                    match self.model.node(&h.node) {
+                        Some(n) if n.stat.ephemeral_owner == session => {}
+                        Some(n) => {
+                            return Err(format!(
+                                "c{i}.{k} holds {} but the model says its owner is 0x{:x}, not 0x{session:x}",
+                                h.node, n.stat.ephemeral_owner
+                            ));
+                        }
+                        None => return Err(format!("c{i}.{k} holds {} but the model has no such node", h.node)),
+                    }
+                    let count = paths.entry(&h.path).or_default();
+                    match h.mode {
+                        Mode::Exclusive => count.exclusive.push((i, k)),
+                        Mode::Lease => count.lease.push((i, k)),
+                        Mode::Read => count.read.push((i, k)),
+                        Mode::Write => count.write.push((i, k)),
+                    }
                 }
             }
         }
         for (path, count) in paths {
             if count.exclusive.len() > 1 {
-                return Err(format!("exclusion: clients {:?} all hold {path}", count.exclusive));
+                return Err(format!("exclusion: holders {:?} all hold {path}", count.exclusive));
             }
             if count.lease.len() > self.config.leases {
                 return Err(format!(
-                    "exclusion: clients {:?} hold leases of {path}, more than {}",
+                    "exclusion: holders {:?} hold leases of {path}, more than {}",
                     count.lease, self.config.leases
                 ));
             }
@@ -1331,18 +1453,23 @@ impl Sim {
                 // Every waiter is served in turn: each holder keeps the lock
                 // at most `max_hold` (plus a scheduling slack), and a lost
                 // session needs up to T to be noticed.
-                let n = self.clients.len() as u32;
+                let n = (self.clients.len() * self.config.tasks.max(1)) as u32;
                 let bound = t * 3 + (self.config.max_hold + Duration::from_secs(3)) * (n + 1);
                 self.log(|| format!("DRAIN: no new acquires; liveness bound {bound:?}"));
                 self.milestone = self.now + bound;
             }
             Phase::Draining => {
                 for (i, c) in self.clients.iter().enumerate() {
-                    if let Some(p) = c.pending {
-                        return Err(format!("liveness: c{i}'s {:?} acquire since {} never resolved", p.mode, p.since));
-                    }
-                    if !c.holds.is_empty() || c.must_release {
-                        return Err(format!("liveness: c{i} still holds {:?}", c.holds));
+                    for (k, t) in c.tasks.iter().enumerate() {
+                        if let Some(p) = t.pending {
+                            return Err(format!(
+                                "liveness: c{i}.{k}'s {:?} acquire since {} never resolved",
+                                p.mode, p.since
+                            ));
+                        }
+                        if !t.holds.is_empty() || t.must_release {
+                            return Err(format!("liveness: c{i}.{k} still holds {:?}", t.holds));
+                        }
                     }
                 }
                 self.phase = Phase::Settling;
@@ -1351,8 +1478,7 @@ impl Sim {
             }
             Phase::Settling => {
                 for i in 0..self.clients.len() {
-                    let c = &self.clients[i];
-                    if !c.closing && c.client.recipe(c.recipe).is_some_and(|r| !r.is_quiescent()) {
+                    if !self.clients[i].closing && !self.quiescent(i) {
                         return Err(format!("hygiene: c{i}'s recipe is not quiescent after settling"));
                     }
                 }

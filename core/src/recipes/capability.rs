@@ -42,6 +42,12 @@ pub trait LockRecipe: Recipe {
     /// The node and fencing token of `part` while held.
     fn hold(&self, part: Part) -> Option<(&str, FencingToken)>;
 
+    /// Whether `part` can start an acquire now: it is neither held nor
+    /// still busy with the previous cycle (a release in flight, a cancelled
+    /// multi-lock rolling back). A queue waits until it is; a refusal after
+    /// that is the caller's mistake (an upgrade).
+    fn ready(&self, part: Part) -> bool;
+
     /// Whether a holder may take `part` again (explicit reentrancy). Curator's
     /// semaphore mutex is not reentrant.
     fn reentrant(&self) -> bool {
@@ -83,6 +89,10 @@ impl LockRecipe for super::Mutex {
     fn hold(&self, _part: Part) -> Option<(&str, FencingToken)> {
         self.holder()
     }
+
+    fn ready(&self, _part: Part) -> bool {
+        self.is_idle()
+    }
 }
 
 impl LockRecipe for super::SemaphoreMutex {
@@ -100,6 +110,10 @@ impl LockRecipe for super::SemaphoreMutex {
 
     fn hold(&self, _part: Part) -> Option<(&str, FencingToken)> {
         self.holder()
+    }
+
+    fn ready(&self, _part: Part) -> bool {
+        self.holder().is_none() && !self.is_acquiring()
     }
 
     fn reentrant(&self) -> bool {
@@ -142,6 +156,10 @@ impl LockRecipe for super::ReadWriteLock {
             _ => None,
         }
     }
+
+    fn ready(&self, part: Part) -> bool {
+        self.is_idle(part)
+    }
 }
 
 impl LockRecipe for super::MultiLock {
@@ -162,5 +180,9 @@ impl LockRecipe for super::MultiLock {
 
     fn hold(&self, _part: Part) -> Option<(&str, FencingToken)> {
         self.holder()
+    }
+
+    fn ready(&self, _part: Part) -> bool {
+        self.is_idle()
     }
 }

@@ -195,6 +195,11 @@ impl MultiLock {
         self.holds
     }
 
+    /// True when neither held nor acquiring nor releasing.
+    pub fn is_idle(&self) -> bool {
+        matches!(self.state, State::Idle)
+    }
+
     /// True when nothing is in progress and no member owes the server work.
     pub fn is_quiescent(&self) -> bool {
         matches!(self.state, State::Idle) && self.ops.is_empty() && self.members.iter().all(|m| m.lock.is_quiescent())

@@ -117,6 +117,11 @@ impl Mutex {
         self.core.held().map(|n| (n.path.as_str(), n.token))
     }
 
+    /// True when neither held nor acquiring nor releasing.
+    pub fn is_idle(&self) -> bool {
+        self.core.is_idle()
+    }
+
     /// True when nothing is in progress and nothing is owed to the server.
     pub fn is_quiescent(&self) -> bool {
         self.core.is_idle() && !self.core.has_cleanup()

@@ -58,6 +58,24 @@ impl<T> TicketQueue<T> {
         Ok(())
     }
 
+    /// Queues an acquire ahead of every waiting one (behind a head).
+    pub(crate) fn push_front(&mut self, ticket: Ticket, deadline: Option<Instant>, what: T) -> Result<(), ApiMisuse> {
+        if self.contains(ticket) {
+            return Err(ApiMisuse::TicketInUse(ticket.0));
+        }
+        self.waiting.push_front(Entry { ticket, deadline, what });
+        Ok(())
+    }
+
+    /// The acquire that starts next: a parked head, else the first waiting.
+    pub(crate) fn next(&self) -> Option<&Entry<T>> {
+        match &self.head {
+            Some(h) if !h.started => Some(&h.entry),
+            Some(_) => None,
+            None => self.waiting.front(),
+        }
+    }
+
     /// Removes a waiting (not head) acquire; true if it was there.
     pub(crate) fn remove_waiting(&mut self, ticket: Ticket) -> bool {
         let before = self.waiting.len();

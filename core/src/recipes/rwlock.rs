@@ -242,6 +242,15 @@ impl ReadWriteLock {
         self.write.held().map(|n| (n.path.as_str(), n.token))
     }
 
+    /// True when half `half` ([`READ`] or [`WRITE`]) is neither held nor
+    /// acquiring nor releasing.
+    pub fn is_idle(&self, half: usize) -> bool {
+        match half {
+            READ => self.read.is_idle(),
+            _ => self.write.is_idle(),
+        }
+    }
+
     /// True when neither half has anything in progress or owed to the server.
     pub fn is_quiescent(&self) -> bool {
         self.ops.is_empty()

@@ -3,7 +3,11 @@
 //!
 //! Acquires queue locally, FIFO, each named by a [`Ticket`]: the head works on
 //! the lock while the others wait, and the next starts only once the previous
-//! hold's release has finished. Reentrancy is explicit ([`SharedLock::reenter`]),
+//! hold's release has finished. The parts of a read-write lock exclude each
+//! other inside the process as a local read-write lock would (a write waits
+//! for the process's read hold to end and the other way round, earliest
+//! ticket first), except for an explicit [`SharedLock::downgrade`].
+//! Reentrancy is explicit ([`SharedLock::reenter`]),
 //! counted as Curator counts. A grant to an acquire that was dropped is given
 //! back ([`SharedLock::cancel`] of a held ticket releases it). After a session
 //! expiry a hold is `Lost` for good (CURATOR-604), and with renewal on, the
@@ -40,7 +44,9 @@ enum Hold {
 
 #[derive(Debug)]
 struct PartState {
-    queue: TicketQueue<()>,
+    /// Acquires, each marked whether it is a downgrade (which passes the
+    /// other part's hold).
+    queue: TicketQueue<bool>,
     hold: Hold,
     /// Tickets whose hold was lost: releasing them is a no-op.
     lost: BTreeSet<Ticket>,
@@ -123,7 +129,27 @@ impl SharedLock {
             self.events.push_back(ticket_event(ticket, RecipeEvent::Failed(error)));
             return Ok(());
         }
-        self.part(part)?.queue.push(ticket, deadline, ())?;
+        self.part(part)?.queue.push(ticket, deadline, false)?;
+        self.advance(now);
+        Ok(())
+    }
+
+    /// Takes the read part for `ticket` while `writer` holds the write part
+    /// of this read-write lock (Curator's downgrade: acquire read while
+    /// holding write, then release write). It goes ahead of every queued
+    /// acquire and is granted without waiting.
+    pub fn downgrade(&mut self, now: Instant, writer: Ticket, ticket: Ticket) -> Result<(), ApiMisuse> {
+        let (read, write) = (super::READ, super::WRITE);
+        if self.parts.len() != 2 {
+            return Err(ApiMisuse::NoSuchPart(write));
+        }
+        if !matches!(self.parts.get(write).map(|s| s.hold), Some(Hold::Held { ticket: t, .. }) if t == writer) {
+            return Err(ApiMisuse::NotHeld);
+        }
+        if self.owner(ticket).is_some() {
+            return Err(ApiMisuse::TicketInUse(ticket.0));
+        }
+        self.part(read)?.queue.push_front(ticket, None, true)?;
         self.advance(now);
         Ok(())
     }
@@ -246,35 +272,45 @@ impl SharedLock {
 
     // ---- mechanism -----------------------------------------------------------------
 
-    /// Starts the next acquire of every part whose lock is free, while a
-    /// session can serve it.
+    /// Whether `part` is held, being acquired or being released.
+    fn active(&self, part: Part) -> bool {
+        self.parts.get(part).is_some_and(|s| s.hold != Hold::None || s.queue.head.as_ref().is_some_and(|h| h.started))
+    }
+
+    /// The part whose next acquire may start now: its lock is free and
+    /// ready, a session can serve it, and (read-write lock) the other part
+    /// is idle in this process or it is a downgrade. The earliest ticket
+    /// goes first.
+    fn next_startable(&self) -> Option<Part> {
+        if !self.session_up {
+            return None;
+        }
+        (0..self.parts.len())
+            .filter_map(|part| {
+                let state = self.parts.get(part)?;
+                let next = state.queue.next()?;
+                let others_idle = (0..self.parts.len()).all(|p| p == part || !self.active(p));
+                let free = state.hold == Hold::None && !self.active(part) && self.inner.ready(part);
+                (free && (others_idle || next.what)).then_some((next.ticket, part))
+            })
+            .min()
+            .map(|(_, part)| part)
+    }
+
+    /// Starts acquires while any can start.
     fn advance(&mut self, now: Instant) {
-        loop {
-            let mut started = false;
-            for part in 0..self.parts.len() {
-                let session_up = self.session_up;
-                let Some(state) = self.parts.get_mut(part) else { continue };
-                if state.hold != Hold::None || !session_up {
-                    continue;
+        while let Some(part) = self.next_startable() {
+            let Some(state) = self.parts.get_mut(part) else { return };
+            let Some(head) = state.queue.promote() else { return };
+            head.started = true;
+            let (ticket, deadline) = (head.entry.ticket, head.entry.deadline);
+            if let Err(e) = self.inner.acquire_part(now, part, deadline) {
+                if let Some(state) = self.parts.get_mut(part) {
+                    state.queue.head = None;
                 }
-                let Some(head) = state.queue.promote() else { continue };
-                if head.started {
-                    continue;
-                }
-                head.started = true;
-                let (ticket, deadline) = (head.entry.ticket, head.entry.deadline);
-                if let Err(e) = self.inner.acquire_part(now, part, deadline) {
-                    if let Some(state) = self.parts.get_mut(part) {
-                        state.queue.head = None;
-                    }
-                    self.events.push_back(ticket_event(ticket, RecipeEvent::Refused(e)));
-                }
-                started = true;
-                self.collect(now);
+                self.events.push_back(ticket_event(ticket, RecipeEvent::Refused(e)));
             }
-            if !started {
-                return;
-            }
+            self.collect(now);
         }
     }
 
@@ -320,8 +356,13 @@ impl SharedLock {
                 self.events.push_back(ticket_event(acquiring.unwrap_or(Ticket(0)), RecipeEvent::TimedOut));
             }
             (RecipeEvent::Failed(RequestError::SessionExpired), _) if acquiring.is_some() && renew => {
-                // Park: it starts again, with a new node, on the next session.
-                if let Some(head) = state.queue.head.as_mut() {
+                // Park: it starts again, with a new node, on the next
+                // session; unless its deadline has passed meanwhile.
+                let expired = state.queue.head.as_ref().and_then(|h| h.entry.deadline).is_some_and(|d| d <= now);
+                if expired {
+                    state.queue.head = None;
+                    self.events.push_back(ticket_event(acquiring.unwrap_or(Ticket(0)), RecipeEvent::TimedOut));
+                } else if let Some(head) = state.queue.head.as_mut() {
                     head.started = false;
                 }
             }

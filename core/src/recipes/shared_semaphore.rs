@@ -97,7 +97,7 @@ impl SharedSemaphore {
             if started {
                 self.inner.cancel(now);
             }
-            self.collect();
+            self.collect(now);
             self.advance(now);
         }
     }
@@ -105,7 +105,7 @@ impl SharedSemaphore {
     /// Returns one held lease (see [`Semaphore::return_lease`]).
     pub fn return_lease(&mut self, now: Instant, lease: &str) -> Result<(), ApiMisuse> {
         let result = self.inner.return_lease(now, lease);
-        self.collect();
+        self.collect(now);
         result
     }
 
@@ -132,11 +132,11 @@ impl SharedSemaphore {
                 self.queue.head = None;
                 self.events.push_back(ticket_event(ticket, RecipeEvent::Refused(e)));
             }
-            self.collect();
+            self.collect(now);
         }
     }
 
-    fn collect(&mut self) {
+    fn collect(&mut self, now: Instant) {
         while let Some(event) = self.inner.poll_event() {
             let head = self.queue.head.as_mut().filter(|h| h.started);
             let Some(head) = head else {
@@ -152,7 +152,16 @@ impl SharedSemaphore {
                     }
                     self.events.push_back(ticket_event(ticket, RecipeEvent::Acquired { node, token }));
                 }
-                RecipeEvent::Failed(RequestError::SessionExpired) if self.renew => head.started = false,
+                RecipeEvent::Failed(RequestError::SessionExpired)
+                    if self.renew && head.entry.deadline.is_none_or(|d| d > now) =>
+                {
+                    // Park: it starts again on the next session.
+                    head.started = false;
+                }
+                RecipeEvent::Failed(RequestError::SessionExpired) if self.renew => {
+                    self.queue.head = None;
+                    self.events.push_back(ticket_event(ticket, RecipeEvent::TimedOut));
+                }
                 event @ (RecipeEvent::TimedOut | RecipeEvent::Failed(_) | RecipeEvent::Refused(_)) => {
                     self.queue.head = None;
                     self.events.push_back(ticket_event(ticket, event));
@@ -166,13 +175,13 @@ impl SharedSemaphore {
 impl Recipe for SharedSemaphore {
     fn handle_reply(&mut self, now: Instant, op: OpId, result: Result<Response, RequestError>) {
         self.inner.handle_reply(now, op, result);
-        self.collect();
+        self.collect(now);
         self.advance(now);
     }
 
     fn handle_watch(&mut self, now: Instant, event: &WatchEvent) {
         self.inner.handle_watch(now, event);
-        self.collect();
+        self.collect(now);
         self.advance(now);
     }
 
@@ -186,7 +195,7 @@ impl Recipe for SharedSemaphore {
             _ => {}
         }
         self.inner.handle_session(now, state);
-        self.collect();
+        self.collect(now);
         let renewing = state == ConnectionState::Lost && self.renew;
         if let (Some(error), false) = (state.end_error(), renewing) {
             self.ended = Some(error.clone());
@@ -197,7 +206,7 @@ impl Recipe for SharedSemaphore {
             for ticket in self.queue.take_all() {
                 self.events.push_back(ticket_event(ticket, RecipeEvent::Failed(error.clone())));
             }
-            self.collect();
+            self.collect(now);
         }
         self.advance(now);
     }
@@ -205,7 +214,7 @@ impl Recipe for SharedSemaphore {
     fn handle_timeout(&mut self, now: Instant) {
         if self.inner.poll_timeout().is_some_and(|t| t <= now) {
             self.inner.handle_timeout(now);
-            self.collect();
+            self.collect(now);
         }
         for ticket in self.queue.take_expired(now) {
             self.events.push_back(ticket_event(ticket, RecipeEvent::TimedOut));

@@ -191,10 +191,6 @@ async fn close_all(clients: &[&Client]) {
     }
 }
 
-fn is_misuse<T>(r: &Result<T, Error>) -> bool {
-    matches!(r, Err(Error::Misuse(_)))
-}
-
 // ---- mutex ---------------------------------------------------------------------------
 
 /// Exclusion between two clients, try_acquire and acquire_timeout while held,
@@ -505,14 +501,14 @@ pub(crate) async fn rwlock(env: &Env) {
     // A writer is excluded.
     assert!(wc.try_acquire().await.unwrap().is_none());
     assert!(matches!(wc.acquire_timeout(Duration::from_millis(150)).await, Err(Error::TimedOut)));
-    // Upgrade refused, and the read hold is undisturbed.
-    let up = wa.acquire().await;
-    assert!(is_misuse(&up), "upgrade: {up:?}");
-    let up = wa.try_acquire().await;
-    assert!(is_misuse(&up), "upgrade: {up:?}");
+    // A write through the reader's own pair waits for the process's read
+    // hold (it could be another task's), and the read hold is undisturbed.
+    assert!(wa.try_acquire().await.unwrap().is_none(), "write beside the process's own read");
+    let up = wa.acquire_timeout(Duration::from_millis(100)).await;
+    assert!(matches!(up, Err(Error::TimedOut)), "{up:?}");
     assert_eq!(ga.status(), HoldStatus::Held);
     // (Listed by c, so after the delete of its timed-out write node.)
-    assert_eq!(children(&c, &path).await.len(), 2, "no write node left by the refused upgrade");
+    assert_eq!(children(&c, &path).await.len(), 2, "no write node left by the waiting write");
 
     let wc2 = wc.clone();
     let mut writer = env.spawn(async move { wc2.acquire().await });
@@ -523,12 +519,14 @@ pub(crate) async fn rwlock(env: &Env) {
     drop(gb);
     let gw = env.within(Duration::from_secs(5), "writer after the readers", writer).await.unwrap();
     assert!(gw.node().contains("__WRIT__"));
-    // Readers are excluded by the writer.
+    // Readers are excluded by the writer, also the writer's own pair's.
     assert!(ra.try_acquire().await.unwrap().is_none());
+    assert!(rc.try_acquire().await.unwrap().is_none(), "a read of the writer's pair waits too");
 
     // Downgrade: the writer takes the read half at once, then lets go of
     // the write half; other readers join, writers stay out.
-    let gr = env.within(Duration::from_secs(1), "downgrade", rc.acquire()).await.unwrap();
+    let gr = env.within(Duration::from_secs(1), "downgrade", gw.downgrade()).await.unwrap();
+    assert!(gr.node().contains("__READ__"));
     let wtoken = gw.fencing_token();
     gw.release().await.unwrap();
     assert_eq!(rc.status(), HoldStatus::Held);
