@@ -10,7 +10,10 @@
 //! * `frozen_holder`: a `zoolock` CLI holder and its command, SIGSTOPped
 //!   together (own process group) for 5 s with a 3 s session;
 //! * `paused_in_process_holder`: an in-process holder whose thread and
-//!   runtime block for 5 s with a 3 s session (a GC pause).
+//!   runtime block for 5 s with a 3 s session (a GC pause);
+//! * `paused_holder_checks_only_lost`: the same pause, with a holder that
+//!   writes every 10 ms and stops on nothing but `guard.lost()`: it must
+//!   make no write after the takeover.
 //!
 //! Then it checks:
 //!
@@ -817,11 +820,20 @@ struct Paused {
     told: Option<(i64, HoldStatus)>,
 }
 
+/// How the paused holder decides whether it may still write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Check {
+    /// `guard.status()` before the write after the pause.
+    Status,
+    /// Nothing but `guard.lost()`, raced (first) against a write every
+    /// 10 ms: the loss signal alone must stop it, with no event-loop turn.
+    LostOnly,
+}
+
 /// A holder whose whole process stops for longer than its session timeout:
 /// its own thread and runtime, blocked (driver included) as a GC pause or a
-/// SIGSTOP would. On the first check after the pause it writes if its guard
-/// says `Held`, as a careful holder would.
-fn paused_holder(run: Arc<Run>, held: std::sync::mpsc::Sender<()>) -> Paused {
+/// SIGSTOP would. After the pause it writes if its check says it still holds.
+fn paused_holder(run: Arc<Run>, held: std::sync::mpsc::Sender<()>, check: Check) -> Paused {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     rt.block_on(async move {
         let options = Options::default().session_timeout(CLI_SESSION).seed(run.seed ^ 0x7a05e);
@@ -832,6 +844,9 @@ fn paused_holder(run: Arc<Run>, held: std::sync::mpsc::Sender<()>) -> Paused {
         let enter = now_us();
         run.write("paused", token);
         held.send(()).unwrap();
+        if check == Check::LostOnly {
+            return lost_only_holder(run, client, guard, enter).await;
+        }
         tokio::time::sleep(Duration::from_secs(1)).await;
         let paused_at = now_us();
         std::thread::sleep(FREEZE);
@@ -860,16 +875,62 @@ fn paused_holder(run: Arc<Run>, held: std::sync::mpsc::Sender<()>) -> Paused {
     })
 }
 
+/// The `LostOnly` holder: writes every 10 ms until `lost()` completes,
+/// `lost()` polled first each time; the pause falls between two writes.
+async fn lost_only_holder(run: Arc<Run>, client: Client, guard: Guard, enter: i64) -> Paused {
+    let token = guard.fencing_token().0;
+    let (mut paused_at, mut resumed_at, mut exit) = (0, 0, enter);
+    let mut told = None;
+    while now_us() < enter + 10_000_000 {
+        tokio::select! {
+            biased;
+            s = guard.lost() => {
+                told = Some((now_us(), s));
+                break;
+            }
+            () = tokio::time::sleep(Duration::from_millis(10)) => {
+                run.write("paused", token);
+                exit = now_us();
+                if paused_at == 0 && exit > enter + 1_000_000 {
+                    paused_at = now_us();
+                    std::thread::sleep(FREEZE);
+                    resumed_at = now_us();
+                }
+            }
+        }
+    }
+    let first_status = told.map_or(HoldStatus::Held, |(_, s)| s);
+    drop(guard);
+    let _ = tokio::time::timeout(Duration::from_secs(2), client.close()).await;
+    Paused {
+        section: Section { who: "paused".to_owned(), enter, exit, token, abandoned: told },
+        paused_at,
+        resumed_at,
+        first_status,
+        told,
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn paused_in_process_holder() {
+    paused_scenario("paused-in-process", Check::Status).await;
+}
+
+/// The holder checks nothing but `guard.lost()`: after the pause it must
+/// stop before its next write, so it makes no write after the takeover.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paused_holder_checks_only_lost() {
+    paused_scenario("paused-lost-only", Check::LostOnly).await;
+}
+
+async fn paused_scenario(name: &'static str, check: Check) {
     let _serial = serial().await;
-    let name = "paused-in-process";
     let Some(ens) = ensemble(name) else { return };
     let run = new_run(&ens, name, Duration::from_secs(11));
     let (held_tx, held_rx) = std::sync::mpsc::channel();
     let victim = std::thread::spawn({
         let run = run.clone();
-        move || paused_holder(run, held_tx)
+        move || paused_holder(run, held_tx, check)
     });
     blocking(move || held_rx.recv_timeout(Duration::from_secs(15)))
         .await
@@ -900,9 +961,13 @@ async fn paused_in_process_holder() {
         "{name}: stale writes by live holders: {:?}",
         a.stale_writes
     );
-    // `status()` checks how long ago the server was last heard from, so the
-    // first check after a pause longer than the session timeout must not say
-    // Held, even before the event loop has run.
+    if check == Check::LostOnly {
+        let stale = a.stale_writes.iter().filter(|w| w.who == "paused").count();
+        assert_eq!(stale, 0, "{name}: the holder wrote after its hold was taken over, though it stops on lost()");
+    }
+    // `status()` checks how long ago the server last confirmed the session,
+    // so the first check after a pause longer than the session timeout must
+    // not say Held, even before the event loop has run.
     assert_ne!(
         p.first_status,
         HoldStatus::Held,

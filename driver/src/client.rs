@@ -295,9 +295,11 @@ impl Client {
         self.inner.shared.read(|s| s.connection).flatten()
     }
 
-    /// When bytes last arrived from the server, on the runtime's clock.
-    /// Together with the negotiated timeout this bounds how stale the
-    /// connection state may be, even if this process was paused.
+    /// The last instant the server is known to have held the session alive,
+    /// on the runtime's clock: the send time of the newest request (or ping)
+    /// it answered, so a reply read after a long pause proves nothing newer
+    /// than its question. Together with the negotiated timeout this bounds
+    /// how stale the connection state may be, even if this process was paused.
     pub fn last_heard(&self) -> Option<std::time::Instant> {
         self.inner.shared.read(|s| s.last_heard).flatten()
     }

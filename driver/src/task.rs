@@ -63,7 +63,8 @@ pub(crate) struct SharedState {
     pub(crate) ended: bool,
     /// The loop has exited.
     pub(crate) finished: bool,
-    /// When bytes last arrived from the server (runtime clock).
+    /// The last instant the server is known to have held the session alive:
+    /// the send time of the newest request it answered (runtime clock).
     pub(crate) last_heard: Option<std::time::Instant>,
     /// Two thirds of the negotiated session timeout: once nothing has been
     /// heard for this long, the session is about to be declared dropped, and
@@ -177,6 +178,12 @@ impl DriverTask {
         to_core(self.origin, self.runtime.now())
     }
 
+    /// [`zoolock_core::Session::confirmed_at`] on the runtime's clock.
+    fn confirmed(&self) -> Option<std::time::Instant> {
+        let at = self.client.session().confirmed_at()?;
+        self.origin.checked_add(std::time::Duration::from_nanos(at.as_nanos()))
+    }
+
     fn apply(&mut self, command: Command) {
         let now = self.now();
         match command {
@@ -240,18 +247,14 @@ impl DriverTask {
                 tracing::info!(?state, "connection state");
                 let ended = self.client.session().is_ended();
                 let hold_timeout = self.client.session().negotiated_timeout().map(|t| t * 2 / 3);
-                let heard = self.runtime.now();
+                let confirmed = self.confirmed();
                 self.shared.update(|s| {
                     s.connection = Some(state);
                     s.session_id = session_id;
                     s.ended = ended;
                     s.hold_timeout = hold_timeout.or(s.hold_timeout);
-                    if matches!(
-                        state,
-                        ConnectionState::Connected | ConnectionState::ConnectedReadOnly | ConnectionState::Reconnected
-                    ) {
-                        s.last_heard = Some(heard);
-                    }
+                    // A renewed session starts with nothing confirmed.
+                    s.last_heard = confirmed.or(if state == ConnectionState::Lost { None } else { s.last_heard });
                 });
                 self.subscribers.retain(|tx| tx.unbounded_send(state).is_ok());
             }
@@ -352,13 +355,14 @@ impl DriverTask {
                         continue;
                     }
                     self.rx.extend_from_slice(&self.scratch[..n.min(self.scratch.len())]);
-                    let heard = self.runtime.now();
+                    let now = self.now();
+                    let result = self.client.handle_bytes(now, &mut self.rx);
+                    let confirmed = self.confirmed();
                     // Quietly: a read is not a change anybody waits for.
                     if let Ok(mut s) = self.shared.state.lock() {
-                        s.last_heard = Some(heard);
+                        s.last_heard = confirmed.or(s.last_heard);
                     }
-                    let now = self.now();
-                    if let Err(error) = self.client.handle_bytes(now, &mut self.rx) {
+                    if let Err(error) = result {
                         // The session has dropped this connection (its Close
                         // command follows): read nothing more from it.
                         tracing::warn!(%error, "dropping the connection");

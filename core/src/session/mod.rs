@@ -222,6 +222,8 @@ struct InFlight {
     xid: i32,
     op: OpCode,
     purpose: Purpose,
+    /// When it was sent: its answer proves the session alive then.
+    sent: Instant,
 }
 
 #[derive(Debug)]
@@ -257,6 +259,11 @@ pub struct Session {
     disconnected_at: Option<Instant>,
     last_send: Instant,
     last_recv: Instant,
+    /// Send times of the pings not answered yet, and of the handshake.
+    pings: VecDeque<Instant>,
+    handshake_sent: Instant,
+    /// See [`Session::confirmed_at`].
+    confirmed: Option<Instant>,
     next_xid: i32,
     next_request: u64,
     auth: Vec<(String, Bytes)>,
@@ -294,6 +301,9 @@ impl Session {
             disconnected_at: None,
             last_send: now,
             last_recv: now,
+            pings: VecDeque::new(),
+            handshake_sent: now,
+            confirmed: None,
             next_xid: 1,
             next_request: 0,
             auth: Vec::new(),
@@ -464,6 +474,8 @@ impl Session {
         let _ = encode_frame(&request, usize::MAX, &mut self.outbound);
         self.last_send = now;
         self.last_recv = now;
+        self.handshake_sent = now;
+        self.pings.clear();
     }
 
     /// The transport failed or the server closed it.
@@ -504,6 +516,22 @@ impl Session {
         }
     }
 
+    /// The latest instant at which the server is known to have held this
+    /// session alive: the send time of the newest request (or ping, or
+    /// handshake) it has answered, so never later than the question. A
+    /// reply that arrives after a long pause (bytes queued while this
+    /// process was stopped) confirms only when it was asked, which is what
+    /// a hold's staleness rule needs: the server may have expired the
+    /// session since. Notifications confirm nothing. `None` before the
+    /// first answer.
+    pub fn confirmed_at(&self) -> Option<Instant> {
+        self.confirmed
+    }
+
+    fn confirm(&mut self, sent: Instant) {
+        self.confirmed = Some(self.confirmed.map_or(sent, |c| c.max(sent)));
+    }
+
     /// Fires every timer due at `now`. Idempotent.
     pub fn handle_timeout(&mut self, now: Instant) {
         if self.expiry_deadline().is_some_and(|d| now >= d) {
@@ -522,6 +550,7 @@ impl Session {
                     let ping = RequestFrame::new(Xid::PING, Request::Ping);
                     let _ = encode_frame(&ping, usize::MAX, &mut self.outbound);
                     self.last_send = now;
+                    self.pings.push_back(now);
                 }
             }
             Phase::Closing { deadline } if now >= deadline => self.end(End::Closed),
@@ -673,7 +702,7 @@ impl Session {
         match encode_frame(&frame, self.config.max_frame_len, &mut self.outbound) {
             Ok(()) => {
                 self.alloc_xid();
-                self.in_flight.push_back(InFlight { xid, op, purpose });
+                self.in_flight.push_back(InFlight { xid, op, purpose, sent: now });
                 self.last_send = now;
             }
             Err(zoolock_wire::EncodeError::FrameTooLarge { len, max }) => {
@@ -744,6 +773,7 @@ impl Session {
         self.negotiated = Some(Duration::from_millis(u64::try_from(response.timeout_ms).unwrap_or(0)));
         self.read_only = response.read_only.unwrap_or(false);
         self.phase = Phase::Connected { host };
+        self.confirm(self.handshake_sent);
         self.failed_in_cycle = 0;
         self.disconnected_at = None;
         let state = match (self.ever_connected, self.read_only) {
@@ -789,7 +819,12 @@ impl Session {
                 Ok(())
             }
             ServerMessage::Reply { header, response } => match header.xid {
-                Xid::PING => Ok(()),
+                Xid::PING => {
+                    if let Some(sent) = self.pings.pop_front() {
+                        self.confirm(sent);
+                    }
+                    Ok(())
+                }
                 Xid::AUTH => {
                     if header.err == ErrorCode::AUTH_FAILED {
                         self.end(End::AuthFailed);
@@ -827,6 +862,9 @@ impl Session {
         let Some(entry) = self.in_flight.pop_front() else {
             return Ok(());
         };
+        if err != ErrorCode::SESSION_EXPIRED {
+            self.confirm(entry.sent);
+        }
         if zxid > 0 {
             self.last_zxid = self.last_zxid.max(zxid);
         }
