@@ -26,8 +26,8 @@ use clap::Args;
 use nix::sys::signal::Signal;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
-use zoolock_conformance::model::ModelConfig;
-use zoolock_conformance::testing_server::TestingServer;
+use zoolock_model::ModelConfig;
+use zoolock_model::TestingServer;
 use zoolock_tokio::Client;
 
 use self::board::{Board, Role, WorkerId};

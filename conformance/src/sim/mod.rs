@@ -7,7 +7,7 @@
 //!
 //! * One virtual clock ([`zoolock_core::Instant`]), advanced only by the
 //!   scheduler, and one seeded PRNG that owns every random choice.
-//! * One [`ZkModel`](crate::model::ZkModel).
+//! * One [`ZkModel`](zoolock_model::ZkModel).
 //! * N simulated clients: a [`zoolock_core::Client`] with one recipe each, all
 //!   of the seed's [`RecipeKind`] (Mutex; ReadWriteLock, read or write at
 //!   random per acquire; Semaphore with N leases; SemaphoreMutex; MultiLock
