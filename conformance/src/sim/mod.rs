@@ -1,5 +1,5 @@
 //! A deterministic simulation of zoolock clients contending for locks on the
-//! in-memory ZooKeeper [`model`](crate::model), with injected faults and
+//! in-memory ZooKeeper [`model`](zoolock_model), with injected faults and
 //! oracles checked after every step (`reference/sans-io-models.md` §6.6,
 //! `DESIGN.md` §7.4).
 //!
