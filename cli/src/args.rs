@@ -20,8 +20,11 @@ If the lock is lost while CMD runs (the session expired, or the connection
 stayed suspended longer than --grace), CMD is sent SIGTERM, then SIGKILL after
 --kill-after, and zoolock exits 70. SIGINT, SIGTERM and SIGHUP sent to zoolock
 are forwarded to CMD (its process only, not its children: use `exec` in a
-shell wrapper); the lock is released once CMD exits. While waiting, the same
-signals cancel the wait and zoolock exits 128+N without running CMD.
+shell wrapper); the lock is released once CMD exits. Ctrl-C at a terminal
+reaches CMD once: the terminal signals CMD itself, so zoolock does not forward
+that one. While waiting, the same signals cancel the wait and zoolock exits
+128+N without running CMD. If zoolock itself dies (even by SIGKILL), CMD is
+killed with it (Linux), so it never runs without the lock.
 
 While waiting, a progress line is shown on stderr if stderr is a terminal.";
 

@@ -154,7 +154,7 @@ pub(super) async fn run(global: &Global, hold: HoldArgs, recipe: Recipe) -> Outc
 
     let client = tokio::select! {
         client = super::connect(global, hold.data.as_deref()) => client?,
-        Some(sig) = signals.recv() => return Ok(exit::signal_code(sig as i32)),
+        Some(sig) = signals.recv() => return Ok(exit::signal_code(sig.signal as i32)),
     };
     let close_limit = Duration::from_secs(2).min(global.session_timeout);
 
@@ -165,7 +165,7 @@ pub(super) async fn run(global: &Global, hold: HoldArgs, recipe: Recipe) -> Outc
         Some(sig) = signals.recv() => {
             progress.clear();
             super::close(&client, close_limit).await;
-            return Ok(exit::signal_code(sig as i32));
+            return Ok(exit::signal_code(sig.signal as i32));
         }
     };
     progress.clear();
@@ -185,6 +185,8 @@ pub(super) async fn run(global: &Global, hold: HoldArgs, recipe: Recipe) -> Outc
 
     let mut command = tokio::process::Command::new(program);
     command.args(args).env("ZOOLOCK_FENCING_TOKEN", held.fencing_token().to_string()).env("ZOOLOCK_NODE", held.node());
+    #[cfg(target_os = "linux")]
+    supervise::prepare_cmd(&mut command);
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(e) => {
