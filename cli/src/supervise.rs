@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::{Pid, getpgid, getpgrp};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 use tokio::sync::{mpsc, watch};
 use tokio::time::{Instant, sleep_until};
 use zoolock_tokio::HoldStatus;
@@ -84,7 +84,7 @@ pub(crate) fn signal(child: &Child, signal: Signal) {
 /// function alone allows it).
 #[cfg(target_os = "linux")]
 #[allow(unsafe_code)]
-pub(crate) fn prepare_cmd(command: &mut Command) {
+pub(crate) fn prepare_cmd(command: &mut tokio::process::Command) {
     use nix::sys::signal::{SigSet, SigmaskHow, sigprocmask};
 
     let parent = nix::unistd::getpid();
