@@ -44,9 +44,10 @@ impl Received {
 /// On Linux the signals are blocked in the calling thread and read from a
 /// signalfd by a thread of their own. Call it before any other thread
 /// starts: threads inherit the mask of the thread that starts them (zoolock's
-/// runtime is current-thread, and its blocking threads start later). CMD
-/// does not inherit it: the standard library clears the signal mask in the
-/// child before exec.
+/// runtime is current-thread, and its blocking threads start later). A
+/// signal mask also survives fork and exec, so whoever spawns a process
+/// after this must clear it in the child, as
+/// [`crate::supervise::prepare_cmd`] does for CMD.
 #[cfg(target_os = "linux")]
 pub(crate) fn install() -> io::Result<mpsc::UnboundedReceiver<Received>> {
     use nix::errno::Errno;
