@@ -87,4 +87,16 @@ if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 
     cargo clippy --version >/dev/null 2>&1 || die "cargo clippy still not available"
 fi
 echo "install-deps: $(cargo fmt --version), $(cargo clippy --version)"
+
+# The minimum supported Rust version (rust-version in Cargo.toml): .ci/run
+# builds the workspace with it too.
+msrv=$(sed -n 's/^rust-version = "\(.*\)"$/\1/p' "$(dirname "${BASH_SOURCE[0]}")/../Cargo.toml")
+[[ -n $msrv ]] || die "no rust-version in Cargo.toml"
+if ! cargo "+$msrv" --version >/dev/null 2>&1; then
+    echo "install-deps: installing the Rust $msrv toolchain (rust-version)"
+    command -v rustup >/dev/null 2>&1 || die "Rust $msrv missing and rustup not found"
+    rustup toolchain install "$msrv" --profile minimal ||
+        die "rustup could not install Rust $msrv (no network?): install it and re-run"
+fi
+echo "install-deps: rust-version $msrv: $(cargo "+$msrv" --version)"
 echo "install-deps: ok"

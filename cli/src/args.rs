@@ -20,8 +20,11 @@ If the lock is lost while CMD runs (the session expired, or the connection
 stayed suspended longer than --grace), CMD is sent SIGTERM, then SIGKILL after
 --kill-after, and zoolock exits 70. SIGINT, SIGTERM and SIGHUP sent to zoolock
 are forwarded to CMD (its process only, not its children: use `exec` in a
-shell wrapper); the lock is released once CMD exits. While waiting, the same
-signals cancel the wait and zoolock exits 128+N without running CMD.
+shell wrapper); the lock is released once CMD exits. Ctrl-C at a terminal
+reaches CMD once: the terminal signals CMD itself, so zoolock does not forward
+that one. While waiting, the same signals cancel the wait and zoolock exits
+128+N without running CMD. If zoolock itself dies (even by SIGKILL), CMD is
+killed with it (Linux), so it never runs without the lock.
 
 While waiting, a progress line is shown on stderr if stderr is a terminal.";
 
@@ -106,6 +109,11 @@ pub(crate) enum Command {
         /// Which recipe's layout PATH has.
         #[arg(long, value_enum, default_value_t = Kind::Mutex)]
         kind: Kind,
+        /// Print one JSON array instead, holder first:
+        /// `[{"index":0,"node":"/path/_c_...-lock-0000000000","data":"..."}]`
+        /// (data decoded as UTF-8, invalid bytes replaced).
+        #[arg(long)]
+        json: bool,
     },
     /// Ask the holder of a revocable mutex to give it up (Curator's Revoker).
     /// Exits 1 if PATH has no holder.
@@ -132,6 +140,21 @@ pub(crate) enum Command {
         #[arg(long, value_name = "P", default_value_t = 0)]
         port: u16,
     },
+    /// Print a shell completion script on stdout, e.g.
+    /// `zoolock completions bash > /etc/bash_completion.d/zoolock`.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff) on stdout, e.g.
+    /// `zoolock man > zoolock.1; man ./zoolock.1`.
+    Man {
+        /// Print the page of this subcommand instead (zoolock-SUBCOMMAND(1)),
+        /// with all its options.
+        #[arg(value_name = "SUBCOMMAND")]
+        subcommand: Option<String>,
+    },
 }
 
 /// What every lock-and-run subcommand takes.
@@ -140,10 +163,17 @@ pub(crate) struct HoldArgs {
     /// The lock path.
     #[arg(value_parser = zk_path)]
     pub(crate) path: String,
-    /// Give up after waiting this long (exit 75, CMD not run). A free lock is
-    /// taken even with 0s.
+    /// Give up after waiting this long (exit 75, or --conflict-exit-code;
+    /// CMD not run). A free lock is taken even with 0s.
     #[arg(long, value_name = "D", value_parser = duration)]
     pub(crate) timeout: Option<Duration>,
+    /// Do not wait: take the lock only if it is free (same as --timeout 0s).
+    #[arg(short = 'n', long, conflicts_with = "timeout")]
+    pub(crate) nonblock: bool,
+    /// The exit code when the lock was not granted in time (--timeout,
+    /// --nonblock).
+    #[arg(short = 'E', long, value_name = "N", default_value_t = exit::TIMEOUT)]
+    pub(crate) conflict_exit_code: u8,
     /// How long a suspended connection is tolerated before CMD is stopped
     /// and zoolock exits 70 [default: session timeout / 6].
     ///
@@ -166,6 +196,13 @@ pub(crate) struct HoldArgs {
     /// The command to run, and its arguments (after `--`, or after PATH).
     #[arg(value_name = "CMD", required = true, trailing_var_arg = true, num_args = 1..)]
     pub(crate) command: Vec<String>,
+}
+
+impl HoldArgs {
+    /// How long to wait for the lock (`None`: as long as it takes).
+    pub(crate) fn wait_limit(&self) -> Option<Duration> {
+        if self.nonblock { Some(Duration::ZERO) } else { self.timeout }
+    }
 }
 
 /// The recipe layout of a lock path.
@@ -226,6 +263,24 @@ mod tests {
         assert!(Cli::try_parse_from(["zoolock", "revoke"]).is_err());
         assert!(Cli::try_parse_from(["zoolock", "revoke", "/x", "--node", "/x/n"]).is_err());
         assert!(Cli::try_parse_from(["zoolock", "serve", "--port", "x"]).is_err());
+    }
+
+    #[test]
+    fn nonblock_is_timeout_zero_and_conflict_exit_code_defaults_to_75() {
+        let hold = |args: &[&str]| {
+            let cli = Cli::try_parse_from(args).expect("parses");
+            let Command::Lock { hold, .. } = cli.command else { panic!("not lock") };
+            hold
+        };
+        let h = hold(&["zoolock", "lock", "/x", "-n", "--", "true"]);
+        assert_eq!((h.wait_limit(), h.conflict_exit_code), (Some(Duration::ZERO), 75));
+        let h = hold(&["zoolock", "lock", "/x", "--nonblock", "-E", "3", "--", "true"]);
+        assert_eq!((h.wait_limit(), h.conflict_exit_code), (Some(Duration::ZERO), 3));
+        let h = hold(&["zoolock", "lock", "/x", "--timeout", "2s", "--conflict-exit-code", "0", "--", "true"]);
+        assert_eq!((h.wait_limit(), h.conflict_exit_code), (Some(Duration::from_secs(2)), 0));
+        assert_eq!(hold(&["zoolock", "lock", "/x", "--", "true"]).wait_limit(), None);
+        assert!(Cli::try_parse_from(["zoolock", "lock", "/x", "-n", "--timeout", "1s", "--", "true"]).is_err());
+        assert!(Cli::try_parse_from(["zoolock", "lock", "/x", "-E", "256", "--", "true"]).is_err());
     }
 
     #[test]

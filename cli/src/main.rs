@@ -1,14 +1,15 @@
 //! `zoolock`: run a command while holding a Curator-compatible ZooKeeper lock.
 //!
 //! ```text
-//! zoolock [--connect HOSTS] [--session-timeout D] lock PATH [--timeout D] [--grace D] [--revocable] -- CMD ARGS...
+//! zoolock [--connect HOSTS] [--session-timeout D] lock PATH [--timeout D | -n] [-E N] [--grace D] [--revocable] -- CMD ARGS...
 //! zoolock read-lock PATH -- CMD ...      zoolock write-lock PATH -- CMD ...
 //! zoolock semaphore PATH --leases N -- CMD ...
-//! zoolock holders PATH [--kind mutex|rwlock|semaphore]
+//! zoolock holders PATH [--kind mutex|rwlock|semaphore] [--json]
 //! zoolock revoke PATH | --node NODE
 //! zoolock serve [--port P]
 //! zoolock demo [--duration D]            (embedded server unless --connect)
 //! zoolock bench --workload W [--cycles N] [--json]
+//! zoolock completions SHELL              zoolock man [SUBCOMMAND]
 //! ```
 //!
 //! The connect string comes from `--connect`, else `ZOOLOCK_CONNECT`, else

@@ -1,5 +1,6 @@
-//! Running CMD while the lock is held: forwards zoolock's signals to it,
-//! stops it when the hold is lost or revoked, and reports how it ended.
+//! Running CMD while the lock is held: makes it die with zoolock, forwards
+//! zoolock's signals to it, stops it when the hold is lost or revoked, and
+//! reports how it ended.
 //!
 //! The hold is seen as a stream of [`HoldStatus`] values (a `watch`
 //! channel), so the policy can be tested without a server.
@@ -10,11 +11,13 @@ use std::process::ExitStatus;
 use std::time::Duration;
 
 use nix::sys::signal::{Signal, kill};
-use nix::unistd::Pid;
+use nix::unistd::{Pid, getpgid, getpgrp};
 use tokio::process::Child;
 use tokio::sync::{mpsc, watch};
 use tokio::time::{Instant, sleep_until};
 use zoolock_tokio::HoldStatus;
+
+use crate::signals::Received;
 
 /// How long a suspension is tolerated, and how long CMD gets after SIGTERM.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,13 +64,66 @@ pub(crate) fn signal(child: &Child, signal: Signal) {
     }
 }
 
+/// Prepares CMD's process between fork and exec (Linux):
+///
+/// * The kernel sends CMD SIGKILL when zoolock's main thread exits, for
+///   whatever reason (SIGKILL, the OOM killer, a crash), so that CMD never
+///   outlives the lock runner and never runs without the lock: the session
+///   would expire and someone else would take the lock. (CMD's own children
+///   are not covered: they would need CMD to do the same.) The parent-death
+///   signal is tied to the thread that forks; zoolock forks from its main
+///   thread (the runtime is current-thread), which lives as long as the
+///   process. If zoolock died between the fork and the `prctl`, the signal
+///   will never come: the parent pid has changed by then, so the child fails
+///   instead of running CMD.
+/// * The signals [`crate::signals::install`] blocked in zoolock are
+///   unblocked: a signal mask survives exec, and CMD must get its signals.
+///
+/// This is the one `unsafe` in zoolock: `pre_exec` is unsafe, and the
+/// workspace forbids `unsafe` elsewhere (the CLI crate denies it, and this
+/// function alone allows it).
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+pub(crate) fn prepare_cmd(command: &mut tokio::process::Command) {
+    use nix::sys::signal::{SigSet, SigmaskHow, sigprocmask};
+
+    let parent = nix::unistd::getpid();
+    let hook = move || -> io::Result<()> {
+        sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None)?;
+        nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
+        if nix::unistd::getppid() != parent {
+            return Err(io::Error::from(nix::errno::Errno::ESRCH));
+        }
+        Ok(())
+    };
+    // SAFETY: `pre_exec` runs `hook` in the forked child before exec, where
+    // only async-signal-safe work is allowed (the parent may have had other
+    // threads holding locks at the fork). `hook` makes three system calls,
+    // sigprocmask, prctl(PR_SET_PDEATHSIG) and getppid, and touches no lock
+    // and no heap: `parent` is a copied integer, the empty signal set lives
+    // on the stack, and the error is built from a raw errno without
+    // allocating.
+    unsafe {
+        command.pre_exec(hook);
+    }
+}
+
+/// Whether CMD is still in zoolock's process group, so that a signal the
+/// terminal sent to that group has reached CMD too.
+fn in_our_group(child: &Child) -> bool {
+    let Some(pid) = child.id().and_then(|pid| i32::try_from(pid).ok()) else { return false };
+    getpgid(Some(Pid::from_raw(pid))).is_ok_and(|group| group == getpgrp())
+}
+
 /// Waits for `child` to exit while watching the hold.
 ///
 /// * `status`: the hold's status. `Suspended` starts the grace timer,
 ///   `Held` stops it; `Lost` (or any other status) is a loss at once, as is
 ///   the grace timer running out. A loss sends SIGTERM to CMD.
 /// * `revoked`: completes when someone asked us to release; CMD gets SIGTERM.
-/// * `signals`: signals zoolock received; each is forwarded to CMD.
+/// * `signals`: signals zoolock received; each is forwarded to CMD, except
+///   one the terminal sent to the process group CMD is still in (it has
+///   reached CMD already: Ctrl-C must arrive once, not twice).
 ///
 /// * `last_heard`: when the server was last heard from. A suspension counts
 ///   as a loss at `grace` after it is noticed or at `stale_after` after the
@@ -80,7 +136,7 @@ pub(crate) async fn supervise(
     child: &mut Child,
     status: &mut watch::Receiver<HoldStatus>,
     revoked: impl Future<Output = ()>,
-    signals: &mut mpsc::UnboundedReceiver<Signal>,
+    signals: &mut mpsc::UnboundedReceiver<Received>,
     policy: Policy,
     last_heard: &(dyn Fn() -> Option<std::time::Instant> + Sync),
 ) -> io::Result<Ending> {
@@ -147,9 +203,13 @@ pub(crate) async fn supervise(
                 }
             }
             sig = signals.recv(), if signals_open => match sig {
-                Some(sig) => {
-                    tracing::info!(?sig, "forwarding signal to CMD");
-                    signal(child, sig);
+                Some(Received { signal: sig, from_terminal }) => {
+                    if from_terminal && in_our_group(child) {
+                        tracing::info!(?sig, "CMD got the signal from the terminal too: not forwarded");
+                    } else {
+                        tracing::info!(?sig, "forwarding signal to CMD");
+                        signal(child, sig);
+                    }
                 }
                 None => signals_open = false,
             },
@@ -204,8 +264,8 @@ mod tests {
     struct Rig {
         status: watch::Sender<HoldStatus>,
         status_rx: watch::Receiver<HoldStatus>,
-        signals: mpsc::UnboundedSender<Signal>,
-        signals_rx: mpsc::UnboundedReceiver<Signal>,
+        signals: mpsc::UnboundedSender<Received>,
+        signals_rx: mpsc::UnboundedReceiver<Received>,
     }
 
     fn rig() -> Rig {
@@ -344,7 +404,7 @@ mod tests {
         let signals = r.signals.clone();
         let send = async move {
             tokio::time::sleep(Duration::from_millis(150)).await;
-            signals.send(Signal::SIGINT).unwrap();
+            signals.send(Received::sent(Signal::SIGINT)).unwrap();
             std::future::pending::<()>().await
         };
         let ending = tokio::select! {
@@ -352,6 +412,29 @@ mod tests {
             () = send => unreachable!(),
         };
         assert_eq!(ending.unwrap(), Ending::Exited(ExitStatus::from_raw(42 << 8)));
+    }
+
+    #[tokio::test]
+    async fn a_terminal_signal_is_not_forwarded_to_cmd_in_our_group() {
+        let mut r = rig();
+        // CMD would exit 42 on SIGINT; it shares our process group, so the
+        // terminal has signalled it already and zoolock must not. Only the
+        // SIGTERM of the later loss ends it.
+        let mut child = spawn_ready("trap 'exit 42' INT", "while :; do sleep 0.05; done").await;
+        let signals = r.signals.clone();
+        let status = r.status.clone();
+        let send = async move {
+            tokio::time::sleep(Duration::from_millis(150)).await;
+            signals.send(Received { signal: Signal::SIGINT, from_terminal: true }).unwrap();
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            status.send_replace(HoldStatus::Lost);
+            std::future::pending::<()>().await
+        };
+        let ending = tokio::select! {
+            e = supervise(&mut child, &mut r.status_rx, std::future::pending(), &mut r.signals_rx, POLICY, &|| None) => e,
+            () = send => unreachable!(),
+        };
+        assert_eq!(ending.unwrap(), Ending::Lost(Loss::Lost, ExitStatus::from_raw(Signal::SIGTERM as i32)));
     }
 
     #[tokio::test]

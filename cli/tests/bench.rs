@@ -6,34 +6,14 @@
 
 use std::collections::BTreeMap;
 use std::net::TcpListener;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::Instant;
 
 mod common;
 
-use common::server;
+use common::{Served, server};
 
 const BIN: &str = env!("CARGO_BIN_EXE_zoolock");
-
-/// `zoolock serve --port 0`, killed on drop.
-struct Served {
-    child: Child,
-    addr: String,
-}
-
-impl Served {
-    fn start() -> Served {
-        let (child, addr) = common::spawn_serve();
-        Served { child, addr }
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn bench(addr: &str, args: &[&str]) -> Output {
     Command::new(BIN)

@@ -5,10 +5,8 @@
 //! * [`decode`] decodes one connection's frames in order.
 //! * [`blocking`] drives a session over blocking TCP for real-server tests.
 //! * [`json`] renders decoded frames for humans and diff tools.
-//! * [`model`] is an in-memory ZooKeeper server, itself sans-IO.
-//! * [`testing_server`] serves the model over loopback TCP (tokio).
-//! * [`sim`] runs seeded simulations of lock clients against the model,
-//!   with faults and oracles.
+//! * [`sim`] runs seeded simulations of lock clients against the in-memory
+//!   ZooKeeper ([`zoolock_model`]), with faults and oracles.
 //! * [`replay`] drives a `zoolock_core::Session` through recorded connections.
 //! * [`recipe_replay`] drives a `zoolock_core::Client` and its lock recipes
 //!   through whole recorded scenarios.
@@ -16,11 +14,9 @@
 pub mod blocking;
 pub mod decode;
 pub mod json;
-pub mod model;
 pub mod recipe_replay;
 pub mod replay;
 pub mod sim;
-pub mod testing_server;
 pub mod trace;
 
 pub use decode::{DecodedFrame, FrameDecodeError, StreamDecoder, TraceDecodeError, decode_trace};

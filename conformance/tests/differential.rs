@@ -30,13 +30,13 @@ use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use zoolock_conformance::blocking::test_server;
-use zoolock_conformance::model::ModelConfig;
-use zoolock_conformance::testing_server::TestingServer;
 use zoolock_core::wire::{
     Acl, AddWatchMode, AddWatchRequest, CheckVersionRequest, ConnectRequest, ConnectResponse, CreateMode,
     CreateRequest, DeleteRequest, Encode, ErrorCode, FrameDecoder, MultiResult, PathRequest, PathWatchRequest, Request,
     RequestFrame, Response, ServerMessage, SetDataRequest, Stat, WatcherType, WatchesRequest, Xid, encode_frame,
 };
+use zoolock_model::ModelConfig;
+use zoolock_model::TestingServer;
 
 /// Seeds per run and ops per seed; `ZOOLOCK_DIFF_SEEDS` / `ZOOLOCK_DIFF_OPS`
 /// override them (and `ZOOLOCK_DIFF_FIRST_SEED` the first seed). With

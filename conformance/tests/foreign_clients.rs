@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use tokio::task::JoinHandle;
 use tokio::time::sleep;
-use zoolock_conformance::testing_server::TestingServer;
+use zoolock_model::TestingServer;
 use zoolock_tokio::{Client, Error, Options};
 
 use support_java::{Java, Peer, STEP, in_ci, java_or_skip, within};

@@ -1,6 +1,6 @@
-//! The in-memory ZooKeeper model ([`zoolock_conformance::model`]) driven with
+//! The in-memory ZooKeeper model ([`zoolock_model`]) driven with
 //! wire-encoded frames, zoolock's core recipes run against it in-process,
-//! and the [`TestingServer`](zoolock_conformance::testing_server) with the
+//! and the [`TestingServer`](zoolock_model::testing_server) with the
 //! real tokio client.
 //!
 //! The harness here plays raw clients: it encodes requests with
@@ -24,13 +24,13 @@ use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use zoolock_conformance::model::{CloseReason, ConnId, ModelConfig, ZkModel};
 use zoolock_core::Instant;
 use zoolock_core::wire::{
     Acl, ConnectRequest, ConnectResponse, CreateMode, CreateRequest, DeleteRequest, Encode, ErrorCode, EventType,
     FrameDecoder, OpCode, PathRequest, PathWatchRequest, Request, RequestFrame, Response, ServerMessage,
     SetDataRequest, Stat, Xid, encode_frame,
 };
+use zoolock_model::{CloseReason, ConnId, ModelConfig, ZkModel};
 
 /// What a raw client received, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -15,6 +15,7 @@
 //! })
 //! # }
 //! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 use std::io;
 use std::sync::Arc;

@@ -1,23 +1,38 @@
 //! End-to-end tests on smol against the real server from
 //! `ZOOLOCK_TEST_CONNECT`: the scenarios shared with every transport, in
 //! `driver/tests/common`, each inside `smol::block_on` with the event loop on
-//! smol's global executor. Skipped (with a printed reason) when it is unset.
+//! smol's global executor. With the `async-std` feature, the same scenarios
+//! run inside `async_std::task::block_on` with the event loop on async-std's
+//! executor instead (`SmolRuntime::async_std`). Skipped (with a printed
+//! reason) when `ZOOLOCK_TEST_CONNECT` is unset.
 
 #[path = "../../driver/tests/common/mod.rs"]
 mod common;
 
 use std::sync::Arc;
 
+#[cfg(not(feature = "async-std"))]
 fn env() -> Option<common::Env> {
     common::Env::new(Arc::new(zoolock_smol::SmolRuntime::new()), "smol")
 }
+
+#[cfg(not(feature = "async-std"))]
+use smol::block_on;
+
+#[cfg(feature = "async-std")]
+fn env() -> Option<common::Env> {
+    common::Env::new(Arc::new(zoolock_smol::SmolRuntime::async_std()), "async-std")
+}
+
+#[cfg(feature = "async-std")]
+use async_std::task::block_on;
 
 macro_rules! scenarios {
     ($($name:ident $(($($arg:expr),*))?),* $(,)?) => {$(
         #[test]
         fn $name() {
             let Some(env) = env() else { return };
-            smol::block_on(common::$name(&env $($(, $arg)*)?));
+            block_on(common::$name(&env $($(, $arg)*)?));
         }
     )*};
 }

@@ -23,11 +23,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use nix::sys::signal::Signal;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
-use zoolock_conformance::model::ModelConfig;
-use zoolock_conformance::testing_server::TestingServer;
+use zoolock_model::ModelConfig;
+use zoolock_model::TestingServer;
 use zoolock_tokio::Client;
 
 use self::board::{Board, Role, WorkerId};
@@ -36,7 +35,7 @@ use self::workers::Handle;
 use super::{close, connect, request_failed};
 use crate::args::Global;
 use crate::exit::{self, Failure, Outcome};
-use crate::signals;
+use crate::signals::{self, Received};
 
 /// What `zoolock demo` takes.
 #[derive(Debug, Args)]
@@ -109,7 +108,7 @@ pub(crate) async fn run(global: &Global, args: DemoArgs) -> Outcome {
 async fn demo(
     global: &Global,
     args: &DemoArgs,
-    signals: &mut mpsc::UnboundedReceiver<Signal>,
+    signals: &mut mpsc::UnboundedReceiver<Received>,
     server: String,
 ) -> Outcome {
     let limit = global.session_timeout;
@@ -173,7 +172,7 @@ async fn demo(
     let (problems, leftovers) = tokio::select! {
         done = finish => done,
         Some(signal) = signals.recv() => {
-            return Err(Failure::new(exit::signal_code(signal as i32), "demo: interrupted twice, no summary"));
+            return Err(Failure::new(exit::signal_code(signal.signal as i32), "demo: interrupted twice, no summary"));
         }
     };
 

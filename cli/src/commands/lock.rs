@@ -154,7 +154,7 @@ pub(super) async fn run(global: &Global, hold: HoldArgs, recipe: Recipe) -> Outc
 
     let client = tokio::select! {
         client = super::connect(global, hold.data.as_deref()) => client?,
-        Some(sig) = signals.recv() => return Ok(exit::signal_code(sig as i32)),
+        Some(sig) = signals.recv() => return Ok(exit::signal_code(sig.signal as i32)),
     };
     let close_limit = Duration::from_secs(2).min(global.session_timeout);
 
@@ -165,7 +165,7 @@ pub(super) async fn run(global: &Global, hold: HoldArgs, recipe: Recipe) -> Outc
         Some(sig) = signals.recv() => {
             progress.clear();
             super::close(&client, close_limit).await;
-            return Ok(exit::signal_code(sig as i32));
+            return Ok(exit::signal_code(sig.signal as i32));
         }
     };
     progress.clear();
@@ -173,8 +173,11 @@ pub(super) async fn run(global: &Global, hold: HoldArgs, recipe: Recipe) -> Outc
         Ok(held) => held,
         Err(Error::TimedOut) => {
             super::close(&client, close_limit).await;
-            let waited = humantime::format_duration(hold.timeout.unwrap_or_default());
-            return Err(Failure::new(exit::TIMEOUT, format!("timed out after {waited} waiting for {}", hold.path)));
+            let waited = humantime::format_duration(hold.wait_limit().unwrap_or_default());
+            return Err(Failure::new(
+                hold.conflict_exit_code,
+                format!("timed out after {waited} waiting for {}", hold.path),
+            ));
         }
         Err(e) => {
             super::close(&client, close_limit).await;
@@ -185,6 +188,8 @@ pub(super) async fn run(global: &Global, hold: HoldArgs, recipe: Recipe) -> Outc
 
     let mut command = tokio::process::Command::new(program);
     command.args(args).env("ZOOLOCK_FENCING_TOKEN", held.fencing_token().to_string()).env("ZOOLOCK_NODE", held.node());
+    #[cfg(target_os = "linux")]
+    supervise::prepare_cmd(&mut command);
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(e) => {
@@ -258,7 +263,7 @@ async fn release(held: Held, limit: Duration) {
     }
 }
 
-/// Creates the lock and waits for it (at most `--timeout`).
+/// Creates the lock and waits for it (at most `--timeout`; not at all with `--nonblock`).
 async fn acquire(client: &Client, hold: &HoldArgs, recipe: Recipe) -> Result<Held, Error> {
     let path = hold.path.as_str();
     let lock = match recipe {
@@ -268,14 +273,14 @@ async fn acquire(client: &Client, hold: &HoldArgs, recipe: Recipe) -> Result<Hel
         Recipe::Write => client.read_write_lock(path).await?.1,
         Recipe::Semaphore { leases } => {
             let semaphore = client.semaphore(path, leases as usize).await?;
-            let mut leases = match hold.timeout {
+            let mut leases = match hold.wait_limit() {
                 Some(t) => semaphore.acquire_timeout(1, t).await?,
                 None => semaphore.acquire(1).await?,
             };
             return leases.pop().map(Held::Lease).ok_or(Error::ClientClosed);
         }
     };
-    let guard = match hold.timeout {
+    let guard = match hold.wait_limit() {
         Some(t) => lock.acquire_timeout(t).await?,
         None => lock.acquire().await?,
     };

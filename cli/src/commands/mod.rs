@@ -2,6 +2,7 @@
 
 pub(crate) mod bench;
 pub(crate) mod demo;
+mod generate;
 mod holders;
 mod lock;
 mod revoke;
@@ -22,11 +23,13 @@ pub(crate) async fn run(cli: Cli) -> Outcome {
         Command::ReadLock { hold } => lock::run(global, hold, lock::Recipe::Read).await,
         Command::WriteLock { hold } => lock::run(global, hold, lock::Recipe::Write).await,
         Command::Semaphore { hold, leases } => lock::run(global, hold, lock::Recipe::Semaphore { leases }).await,
-        Command::Holders { path, kind } => holders::run(global, &path, kind).await,
+        Command::Holders { path, kind, json } => holders::run(global, &path, kind, json).await,
         Command::Revoke { path, node } => revoke::run(global, path.as_deref(), node.as_deref()).await,
         Command::Serve { port } => serve::run(port).await,
         Command::Demo(args) => demo::run(global, args).await,
         Command::Bench(args) => bench::run(global, args).await,
+        Command::Completions { shell } => generate::completions(shell),
+        Command::Man { subcommand } => generate::man(subcommand.as_deref()),
     }
 }
 

@@ -3,8 +3,8 @@
 
 use std::io::Write;
 
-use zoolock_conformance::model::ModelConfig;
-use zoolock_conformance::testing_server::TestingServer;
+use zoolock_model::ModelConfig;
+use zoolock_model::TestingServer;
 
 use crate::exit::{self, Failure, Outcome};
 use crate::signals;

@@ -45,3 +45,23 @@ pub(crate) fn spawn_serve() -> (std::process::Child, String) {
     assert!(addr.parse::<std::net::SocketAddr>().is_ok(), "zoolock serve printed {line:?}");
     (child, addr)
 }
+
+/// `zoolock serve --port 0`, killed on drop.
+pub(crate) struct Served {
+    pub(crate) child: std::process::Child,
+    pub(crate) addr: String,
+}
+
+impl Served {
+    pub(crate) fn start() -> Served {
+        let (child, addr) = spawn_serve();
+        Served { child, addr }
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

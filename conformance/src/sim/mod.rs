@@ -1,5 +1,5 @@
 //! A deterministic simulation of zoolock clients contending for locks on the
-//! in-memory ZooKeeper [`model`](crate::model), with injected faults and
+//! in-memory ZooKeeper [`model`](zoolock_model), with injected faults and
 //! oracles checked after every step (`reference/sans-io-models.md` §6.6,
 //! `DESIGN.md` §7.4).
 //!
@@ -7,7 +7,7 @@
 //!
 //! * One virtual clock ([`zoolock_core::Instant`]), advanced only by the
 //!   scheduler, and one seeded PRNG that owns every random choice.
-//! * One [`ZkModel`](crate::model::ZkModel).
+//! * One [`ZkModel`](zoolock_model::ZkModel).
 //! * N simulated clients: a [`zoolock_core::Client`] with one lock handle
 //!   each, of the seed's [`RecipeKind`] (Mutex; ReadWriteLock, read or write
 //!   at random per acquire; Semaphore with N leases; SemaphoreMutex; a mixed

@@ -16,8 +16,8 @@ use zoolock_core::{
 use zoolock_core::wire::ErrorCode;
 
 use crate::decode::StreamDecoder;
-use crate::model::{ConnId, ModelConfig, ZkModel};
 use crate::trace::Direction;
+use zoolock_model::{ConnId, ModelConfig, ZkModel};
 
 /// Which recipe the clients of one simulation use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

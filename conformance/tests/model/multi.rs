@@ -2,10 +2,10 @@
 
 use std::time::Duration;
 
-use zoolock_conformance::model::ModelConfig;
 use zoolock_core::wire::{
     CheckVersionRequest, CreateMode, ErrorCode, EventType, MultiResult, OpCode, Request, Response, Stat,
 };
+use zoolock_model::ModelConfig;
 
 use crate::*;
 

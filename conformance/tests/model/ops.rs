@@ -2,11 +2,11 @@
 //! Stat arithmetic, sequential names, zxids, ACLs, framing.
 
 use bytes::Bytes;
-use zoolock_conformance::model::{CloseReason, ModelConfig, StandaloneCheck};
 use zoolock_core::wire::{
     Acl, AuthPacket, CheckVersionRequest, CreateMode, CreateRequest, CreateTtlRequest, ErrorCode, Id, OpCode, Perms,
     Request, Response, SetAclRequest, Stat, WatcherType, WatchesRequest, Xid,
 };
+use zoolock_model::{CloseReason, ModelConfig, StandaloneCheck};
 
 use crate::*;
 

@@ -4,11 +4,11 @@
 use std::time::Duration;
 
 use bytes::BytesMut;
-use zoolock_conformance::model::{ConnId, ModelConfig, ZkModel};
 use zoolock_core::{
     Client, ClientEvent, ConnectString, ConnectionState, FencingToken, Instant, IoCommand, LockConfig, Mutex, OpPlan,
     RecipeEvent, RecipeId, Semaphore, SessionConfig, ZkPath,
 };
+use zoolock_model::{ConnId, ModelConfig, ZkModel};
 
 /// One zoolock client and its end of the pipe.
 struct Peer {

@@ -6,8 +6,8 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use zoolock_conformance::testing_server::TestingServer;
 use zoolock_core::wire::{ConnectResponse, FrameDecoder, Request, RequestFrame, ServerMessage, Xid};
+use zoolock_model::TestingServer;
 use zoolock_tokio::{Error, HoldStatus, Options};
 
 use crate::*;

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use zoolock_conformance::model::{CloseReason, ModelConfig};
 use zoolock_core::wire::{ConnectRequest, CreateMode, ErrorCode, EventType, Request, Response};
+use zoolock_model::{CloseReason, ModelConfig};
 
 use crate::*;
 

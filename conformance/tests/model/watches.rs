@@ -1,11 +1,11 @@
 //! Watches: event types, one-shot, fan-out, ordering against replies,
 //! persistent and recursive watches, check/remove, setWatches catch-up.
 
-use zoolock_conformance::model::ModelConfig;
 use zoolock_core::wire::{
     AddWatchMode, AddWatchRequest, CreateMode, ErrorCode, EventType, Request, Response, SetWatches, SetWatches2,
     WatcherType, WatchesRequest,
 };
+use zoolock_model::ModelConfig;
 
 use crate::*;
 

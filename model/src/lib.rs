@@ -118,6 +118,8 @@
 //! order is unspecified) and ephemerals of a closing session are deleted in
 //! path order.
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 mod acl;
 mod config;
 mod digest;
@@ -130,6 +132,9 @@ mod tree;
 mod txn;
 mod watches;
 
+#[cfg(feature = "server")]
+pub mod testing_server;
+
 use std::collections::{BTreeMap, VecDeque};
 
 use bytes::{Bytes, BytesMut};
@@ -137,6 +142,8 @@ use zoolock_core::Instant;
 use zoolock_wire::{Acl, DecodeError, OpCode, Stat};
 
 pub use config::{ModelConfig, StandaloneCheck};
+#[cfg(feature = "server")]
+pub use testing_server::TestingServer;
 
 use server::Conn;
 use session::Sessions;

@@ -10,7 +10,7 @@
 //!
 //! ```no_run
 //! # async fn demo() {
-//! use zoolock_conformance::testing_server::TestingServer;
+//! use zoolock_model::TestingServer;
 //! let server = TestingServer::start().await;
 //! let connect = server.connect_string(); // "127.0.0.1:PORT"
 //! # let _ = connect;
@@ -30,7 +30,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::{AbortHandle, JoinHandle, JoinSet};
 use zoolock_core::Instant;
 
-use crate::model::{ConnId, ModelConfig, ZkModel};
+use crate::{ConnId, ModelConfig, ZkModel};
 
 /// A job run on the model inside the server task.
 type Job = Box<dyn FnOnce(&mut ZkModel, Instant) + Send>;

@@ -1,0 +1,153 @@
+//! The conveniences users of flock, etcdctl lock and consul lock expect,
+//! black-box, against the embedded server (`zoolock serve`): `-n/--nonblock`,
+//! `-E/--conflict-exit-code`, `holders --json`, `completions SHELL` and `man`.
+
+use std::process::{Child, Command, Output, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use serde_json::{Value, json};
+
+mod common;
+
+use common::Served;
+
+const BIN: &str = env!("CARGO_BIN_EXE_zoolock");
+
+fn zoolock(addr: &str) -> Command {
+    let mut c = Command::new(BIN);
+    c.env_remove("ZOOLOCK_CONNECT").args(["--connect", addr]).stdin(Stdio::null());
+    c
+}
+
+fn output(cmd: &mut Command) -> Output {
+    cmd.output().expect("run zoolock")
+}
+
+fn stdout(out: &Output) -> String {
+    assert!(out.status.success(), "zoolock failed: {out:?}");
+    String::from_utf8(out.stdout.clone()).expect("UTF-8 output")
+}
+
+/// `holders --json PATH`, parsed.
+fn holders_json(addr: &str, path: &str) -> Value {
+    serde_json::from_str(&stdout(&output(zoolock(addr).args(["holders", "--json", path])))).expect("one JSON value")
+}
+
+/// Starts a holder of `path` with lock node data `data`, running `sleep 30`,
+/// and waits until it holds.
+fn hold(addr: &str, path: &str, data: &str) -> Child {
+    let holder = zoolock(addr).args(["lock", path, "--data", data, "--", "sleep", "30"]).spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while holders_json(addr, path).as_array().is_none_or(Vec::is_empty) {
+        assert!(Instant::now() < deadline, "the holder of {path} never showed up");
+        thread::sleep(Duration::from_millis(20));
+    }
+    holder
+}
+
+/// Stops a holder (SIGTERM is forwarded to its CMD) and waits for it.
+fn stop(mut holder: Child) {
+    kill(Pid::from_raw(i32::try_from(holder.id()).unwrap()), Signal::SIGTERM).unwrap();
+    holder.wait().unwrap();
+}
+
+#[test]
+fn nonblock_gives_up_at_once_with_the_conflict_exit_code() {
+    let server = Served::start();
+    let addr = &server.addr;
+    // A free lock is taken without waiting, and CMD's status comes back.
+    let out = output(zoolock(addr).args(["lock", "-n", "/nonblock", "--", "sh", "-c", "exit 7"]));
+    assert_eq!(out.status.code(), Some(7), "{out:?}");
+
+    let holder = hold(addr, "/nonblock", "first");
+    let started = Instant::now();
+    let out = output(zoolock(addr).args(["lock", "--nonblock", "/nonblock", "--", "touch", "/nonexistent/ran"]));
+    assert_eq!(out.status.code(), Some(75), "{out:?}");
+    assert!(started.elapsed() < Duration::from_secs(5), "--nonblock waited {:?}", started.elapsed());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("timed out"), "{out:?}");
+    let out = output(zoolock(addr).args(["lock", "-n", "-E", "9", "/nonblock", "--", "true"]));
+    assert_eq!(out.status.code(), Some(9), "{out:?}");
+    let out = output(zoolock(addr).args([
+        "lock",
+        "--timeout",
+        "100ms",
+        "--conflict-exit-code",
+        "3",
+        "/nonblock",
+        "--",
+        "true",
+    ]));
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    // Nobody but the holder is left in the queue.
+    assert_eq!(holders_json(addr, "/nonblock").as_array().map(Vec::len), Some(1));
+    stop(holder);
+}
+
+#[test]
+fn holders_json_lists_the_queue_holder_first() {
+    let server = Served::start();
+    let addr = &server.addr;
+    assert_eq!(holders_json(addr, "/json"), json!([]), "no participants: an empty array");
+
+    // Quotes, a backslash and a newline must come out as valid JSON.
+    let first = "host \"a\" \\ 1\nline 2";
+    let holder = hold(addr, "/json", first);
+    let waiter = zoolock(addr).args(["lock", "/json", "--data", "b", "--", "true"]).spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let list = loop {
+        let list = holders_json(addr, "/json");
+        if list.as_array().is_some_and(|a| a.len() == 2) {
+            break list;
+        }
+        assert!(Instant::now() < deadline, "the waiter never queued: {list}");
+        thread::sleep(Duration::from_millis(20));
+    };
+    let list = list.as_array().unwrap();
+    for (i, (entry, data)) in list.iter().zip([first, "b"]).enumerate() {
+        assert_eq!(entry["index"], json!(i), "{entry}");
+        assert_eq!(entry["data"], json!(data), "{entry}");
+        let node = entry["node"].as_str().unwrap();
+        assert!(node.starts_with("/json/_c_") && node.contains("-lock-"), "{node}");
+    }
+    let text = stdout(&output(zoolock(addr).args(["holders", "/json"])));
+    assert!(text.lines().next().is_some_and(|l| l.starts_with(&format!("0 {}", list[0]["node"].as_str().unwrap()))));
+    stop(holder);
+    let mut waiter = waiter;
+    assert!(waiter.wait().unwrap().success());
+}
+
+#[test]
+fn completions_are_generated_for_every_shell() {
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let script = stdout(&output(Command::new(BIN).args(["completions", shell])));
+        for word in ["holders", "nonblock", "conflict-exit-code"] {
+            assert!(script.contains(word), "{shell} completions lack {word}");
+        }
+    }
+    // The bash script is valid bash and registers a completion for zoolock.
+    let script = stdout(&output(Command::new(BIN).args(["completions", "bash"])));
+    assert!(script.contains("complete -F _zoolock"), "{script}");
+    let check = Command::new("bash").args(["-n", "-c", &script]).output().unwrap();
+    assert!(check.status.success(), "bash -n: {}", String::from_utf8_lossy(&check.stderr));
+    let out = output(Command::new(BIN).args(["completions", "tcsh"]));
+    assert_eq!(out.status.code(), Some(64), "an unknown shell is a usage error");
+}
+
+#[test]
+fn man_pages_are_generated_from_the_command_line() {
+    let page = stdout(&output(Command::new(BIN).arg("man")));
+    assert!(page.contains(".TH zoolock 1"), "{page}");
+    for sub in ["lock", "holders", "completions", "man"] {
+        assert!(page.contains(&format!("zoolock\\-{sub}(1)")), "zoolock(1) does not refer to zoolock-{sub}(1)");
+    }
+    let lock = stdout(&output(Command::new(BIN).args(["man", "lock"])));
+    assert!(lock.contains(".TH zoolock-lock 1"), "{lock}");
+    for option in ["\\-\\-nonblock", "\\-\\-conflict\\-exit\\-code", "\\-\\-timeout", "\\-\\-connect"] {
+        assert!(lock.contains(option), "zoolock-lock(1) lacks {option}");
+    }
+    let out = output(Command::new(BIN).args(["man", "nope"]));
+    assert_eq!(out.status.code(), Some(64), "{out:?}");
+}
