@@ -36,6 +36,7 @@ extern crate alloc;
 #[cfg(feature = "std")]
 extern crate std;
 
+mod acl;
 mod client;
 mod connect_string;
 mod error;
@@ -47,6 +48,7 @@ mod rng;
 mod session;
 mod time;
 
+pub use acl::{AclParseError, AclPolicy, parse_acl};
 pub use client::{Client, ClientEvent, RecipeId};
 pub use connect_string::{ConnectString, ConnectStringError, DEFAULT_PORT, HostAddr};
 pub use error::{ApiMisuse, Misbehavior, RequestError, SessionError};
