@@ -17,6 +17,7 @@ use zoolock_core::{
 use crate::error::Error;
 use crate::lock::{Lock, LockKind};
 use crate::runtime::Runtime;
+use crate::security::{AclPolicy, AuthInfo, TlsOptions};
 use crate::semaphore::Semaphore;
 use crate::task::{Command, DriverTask, Shared};
 
@@ -36,6 +37,14 @@ pub struct Options {
     /// Seed for protection ids, host order and jitter; `None` draws one from
     /// the OS.
     pub seed: Option<u64>,
+    /// addAuth credentials, sent before the first request and after every
+    /// reconnect.
+    pub auth: Vec<AuthInfo>,
+    /// ACLs of lock nodes and of the parents created for them; `None` is
+    /// `world:anyone:cdrwa`, as Curator's default.
+    pub acl: Option<AclPolicy>,
+    /// TLS for every connection; `None` is plaintext.
+    pub tls: Option<TlsOptions>,
 }
 
 impl Default for Options {
@@ -46,6 +55,9 @@ impl Default for Options {
             plan: OpPlan::Pipelined,
             lock_data: None,
             seed: None,
+            auth: Vec::new(),
+            acl: None,
+            tls: None,
         }
     }
 }
@@ -78,6 +90,27 @@ impl Options {
     /// Sets the seed.
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = Some(seed);
+        self
+    }
+
+    /// Adds an addAuth credential (`auth("digest", "alice:secret")`); any
+    /// number. [`Client::connect`] fails with `AuthFailed` if the server
+    /// rejects one.
+    pub fn auth(mut self, scheme: &str, credentials: impl AsRef<[u8]>) -> Self {
+        self.auth
+            .push(AuthInfo { scheme: scheme.to_string(), credentials: Bytes::copy_from_slice(credentials.as_ref()) });
+        self
+    }
+
+    /// Sets the ACL policy of lock nodes and their parents.
+    pub fn acl(mut self, policy: AclPolicy) -> Self {
+        self.acl = Some(policy);
+        self
+    }
+
+    /// Connects over TLS.
+    pub fn tls(mut self, tls: TlsOptions) -> Self {
+        self.tls = Some(tls);
         self
     }
 }
@@ -117,7 +150,11 @@ impl Inner {
             let ip = self.shared.read(|s| s.local_ip).flatten();
             ip.map(|ip| Bytes::from(ip.to_string())).unwrap_or_default()
         });
-        LockConfig::new(seed).with_plan(self.options.plan).with_data(data)
+        let config = LockConfig::new(seed).with_plan(self.options.plan).with_data(data);
+        match &self.options.acl {
+            Some(policy) => config.with_acl_policy(policy.clone()),
+            None => config,
+        }
     }
 }
 
@@ -154,11 +191,16 @@ impl Client {
         let seed = options.seed.unwrap_or_else(os_seed);
         let origin = runtime.now();
         let config = SessionConfig::new(cs, seed).with_session_timeout(options.session_timeout);
-        let core = CoreClient::new(config, zoolock_core::Instant::ZERO);
+        let mut core = CoreClient::new(config, zoolock_core::Instant::ZERO);
+        for auth in &options.auth {
+            // A new session cannot have ended: this never fails.
+            let _ = core.add_auth(zoolock_core::Instant::ZERO, &auth.scheme, auth.credentials.clone());
+        }
         let (commands, rx) = mpsc::unbounded();
         let shared = Arc::new(Shared::default());
         let span = tracing::info_span!("zoolock", hosts = %connect_string, session = tracing::field::Empty);
-        let task = DriverTask::new(core, runtime.clone(), origin, shared.clone(), rx, span);
+        let mut task = DriverTask::new(core, runtime.clone(), origin, shared.clone(), rx, span);
+        task.security.tls = options.tls.clone();
         runtime.spawn(Box::pin(task));
         let connect_timeout = options.connect_timeout;
         let client = Client {
@@ -171,7 +213,21 @@ impl Client {
             }),
         };
         let deadline = runtime.now() + connect_timeout;
-        let wait = client.wait_connected();
+        let authenticated = !client.inner.options.auth.is_empty();
+        let wait = async {
+            client.wait_connected().await?;
+            if authenticated {
+                // The server checks credentials on arrival and closes the
+                // connection on AuthFailed: one round trip after them tells.
+                // NoAuth only says "/" is not ours to read.
+                match client.exists("/").await {
+                    Err(Error::Request(zoolock_core::RequestError::Server(code)))
+                        if code == zoolock_core::wire::ErrorCode::NO_AUTH => {}
+                    other => drop(other?),
+                }
+            }
+            Ok(())
+        };
         let timeout = async {
             runtime.sleep_until(deadline).await;
             Err(Error::ConnectTimeout(connect_timeout))
@@ -188,7 +244,11 @@ impl Client {
     async fn wait_connected(&self) -> Result<(), Error> {
         loop {
             let listener = self.inner.shared.changed.listen();
-            let state = self.inner.shared.read(|s| (s.connection, s.finished)).ok_or(Error::ClientClosed)?;
+            let (state, fatal) =
+                self.inner.shared.read(|s| ((s.connection, s.finished), s.fatal.clone())).ok_or(Error::ClientClosed)?;
+            if let Some(e) = fatal {
+                return Err(Error::Tls(e));
+            }
             match state {
                 (_, true) => return Err(Error::ClientClosed),
                 (Some(ConnectionState::Connected | ConnectionState::ConnectedReadOnly), _) => return Ok(()),

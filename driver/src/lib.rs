@@ -15,6 +15,7 @@ mod client;
 mod error;
 mod lock;
 mod runtime;
+mod security;
 mod semaphore;
 mod task;
 
@@ -23,6 +24,9 @@ pub use error::Error;
 pub use futures_lite::io as futures_io;
 pub use lock::{Guard, HoldStatus, Lock};
 pub use runtime::{BoxFuture, Conn, IoConn, Runtime};
+/// rustls, as the driver uses it (for [`TlsOptions::from_config`] and transports).
+pub use rustls;
+pub use security::{AclParseError, AclPolicy, AuthInfo, TlsConfigError, TlsConnect, TlsError, TlsOptions, parse_acl};
 pub use semaphore::{Lease, Semaphore};
 /// The sans-IO core, for plain ops ([`zoolock_core::Op`]) and wire types.
 pub use zoolock_core as core;

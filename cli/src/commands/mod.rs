@@ -5,6 +5,7 @@ pub(crate) mod demo;
 mod holders;
 mod lock;
 mod revoke;
+mod security;
 mod serve;
 
 use std::time::Duration;
@@ -38,6 +39,7 @@ async fn connect(global: &Global, data: Option<&str>) -> Result<Client, Failure>
         options = options.lock_data(data.as_bytes().to_vec().into());
     }
     let connect = global.connect_string();
+    options = security::apply(&global.security, options)?;
     tracing::debug!(connect, "connecting");
     zoolock_tokio::connect(connect, options).await.map_err(|e| match e {
         Error::ConnectString(e) => Failure::new(exit::USAGE, format!("bad --connect {connect:?}: {e}")),
