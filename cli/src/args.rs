@@ -70,7 +70,7 @@ pub(crate) struct Security {
     /// auth::cdrwa for "whoever I am authenticated as") [default:
     /// world:anyone:cdrwa].
     #[arg(long, value_name = "SPEC", env = "ZOOLOCK_ACL", global = true, value_parser = acl)]
-    pub(crate) acl: Option<Vec<zoolock_tokio::core::wire::Acl>>,
+    pub(crate) acl: Option<AclSpec>,
     /// Connect over TLS, trusting the CA certificates in FILE (PEM).
     #[arg(long, value_name = "FILE", env = "ZOOLOCK_TLS_CA", global = true)]
     pub(crate) tls_ca: Option<std::path::PathBuf>,
@@ -90,8 +90,12 @@ fn auth(s: &str) -> Result<zoolock_tokio::AuthInfo, String> {
     zoolock_tokio::AuthInfo::parse(s).ok_or_else(|| format!("`{s}` is not SCHEME:CREDENTIALS"))
 }
 
-fn acl(s: &str) -> Result<Vec<zoolock_tokio::core::wire::Acl>, String> {
-    zoolock_tokio::parse_acl(s).map_err(|e| e.to_string())
+/// A parsed `--acl`.
+#[derive(Debug, Clone)]
+pub(crate) struct AclSpec(pub(crate) Vec<zoolock_tokio::core::wire::Acl>);
+
+fn acl(s: &str) -> Result<AclSpec, String> {
+    zoolock_tokio::parse_acl(s).map(AclSpec).map_err(|e| e.to_string())
 }
 
 impl Global {
@@ -293,7 +297,7 @@ mod tests {
         .expect("parses");
         let s = &cli.global.security;
         assert_eq!(s.auth.iter().map(|a| a.scheme.as_str()).collect::<Vec<_>>(), ["digest", "ip"]);
-        assert_eq!(s.acl.as_ref().map(Vec::len), Some(2));
+        assert_eq!(s.acl.as_ref().map(|a| a.0.len()), Some(2));
         assert!(s.tls_ca.is_some() && s.tls_cert.is_some() && s.tls_key.is_some());
         assert!(Cli::try_parse_from(["zoolock", "--acl", "auth::rwx", "lock", "/x", "--", "true"]).is_err());
         assert!(Cli::try_parse_from(["zoolock", "--auth", "digest", "lock", "/x", "--", "true"]).is_err());

@@ -367,8 +367,7 @@ mod tests {
         for _ in 0..5 {
             assert_eq!(f.closed(false), None);
         }
-        let mut f = FailureWatch::default();
-        f.heard = true;
+        let mut f = FailureWatch { heard: true, ..FailureWatch::default() };
         assert_eq!(f.closed(false), None);
     }
 

@@ -222,7 +222,7 @@ impl DriverTask {
 
     /// Ends the session over a failure that reconnecting cannot fix.
     fn fatal(&mut self, error: crate::security::TlsError) {
-        tracing::warn!(%error, "ending the session");
+        tracing::info!(%error, "ending the session");
         self.shared.update(|s| s.fatal = Some(error));
         let now = self.now();
         self.client.close(now);

@@ -12,7 +12,7 @@ pub(crate) fn apply(security: &Security, mut options: Options) -> Result<Options
         options = options.auth(&auth.scheme, &auth.credentials);
     }
     if let Some(acl) = &security.acl {
-        options = options.acl(AclPolicy::new(acl.clone()));
+        options = options.acl(AclPolicy::new(acl.0.clone()));
     }
     let Some(ca) = &security.tls_ca else {
         if security.tls_cert.is_some() || security.tls_server_name.is_some() {
