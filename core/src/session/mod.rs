@@ -20,6 +20,7 @@
 //! old server never sees an opcode it would answer with Unimplemented.
 
 mod config;
+mod sasl;
 mod watches;
 
 use alloc::collections::VecDeque;
