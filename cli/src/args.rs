@@ -80,6 +80,11 @@ pub(crate) struct Security {
     /// The client certificate's private key (PEM, PKCS#8 or PKCS#1).
     #[arg(long, value_name = "FILE", env = "ZOOLOCK_TLS_KEY", global = true, requires = "tls_cert")]
     pub(crate) tls_key: Option<std::path::PathBuf>,
+    /// Authenticate with SASL DIGEST-MD5 as USER; the password is read from
+    /// the environment variable ZOOLOCK_SASL_PASSWORD only (never a flag, so
+    /// it stays out of `ps`).
+    #[arg(long, value_name = "USER", env = "ZOOLOCK_SASL_USER", global = true)]
+    pub(crate) sasl_user: Option<String>,
     /// Check the servers' certificates for NAME instead of the connect
     /// string's host.
     #[arg(long, value_name = "NAME", env = "ZOOLOCK_TLS_SERVER_NAME", global = true)]

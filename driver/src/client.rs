@@ -11,7 +11,7 @@ use futures_lite::future;
 use zoolock_core::wire::{Acl, CreateMode, Response, Stat};
 use zoolock_core::{
     Client as CoreClient, ConnectString, ConnectionState, LockConfig, Op, OpPlan, Participant, RecipeEvent, RecipeId,
-    SessionConfig, ZkPath,
+    SaslConfig, SessionConfig, ZkPath,
 };
 
 use crate::error::Error;
@@ -45,6 +45,8 @@ pub struct Options {
     pub acl: Option<AclPolicy>,
     /// TLS for every connection; `None` is plaintext.
     pub tls: Option<TlsOptions>,
+    /// SASL DIGEST-MD5 after every handshake, before any other request.
+    pub sasl: Option<SaslConfig>,
 }
 
 impl Default for Options {
@@ -58,6 +60,7 @@ impl Default for Options {
             auth: Vec::new(),
             acl: None,
             tls: None,
+            sasl: None,
         }
     }
 }
@@ -111,6 +114,14 @@ impl Options {
     /// Connects over TLS.
     pub fn tls(mut self, tls: TlsOptions) -> Self {
         self.tls = Some(tls);
+        self
+    }
+
+    /// Authenticates with SASL DIGEST-MD5 as `user` (a `DigestLoginModule`
+    /// user of the server's JAAS configuration) after every (re)connect.
+    /// [`Client::connect`] fails with `AuthFailed` on a wrong password.
+    pub fn sasl_digest(mut self, user: &str, password: &str) -> Self {
+        self.sasl = Some(SaslConfig::digest_md5(user, password));
         self
     }
 }
@@ -190,7 +201,10 @@ impl Client {
         let cs = ConnectString::parse(connect_string)?;
         let seed = options.seed.unwrap_or_else(os_seed);
         let origin = runtime.now();
-        let config = SessionConfig::new(cs, seed).with_session_timeout(options.session_timeout);
+        let mut config = SessionConfig::new(cs, seed).with_session_timeout(options.session_timeout);
+        if let Some(sasl) = &options.sasl {
+            config = config.with_sasl(sasl.clone());
+        }
         let mut core = CoreClient::new(config, zoolock_core::Instant::ZERO);
         for auth in &options.auth {
             // A new session cannot have ended: this never fails.

@@ -43,6 +43,13 @@ async fn connect(global: &Global, data: Option<&str>) -> Result<Client, Failure>
     tracing::debug!(connect, "connecting");
     zoolock_tokio::connect(connect, options).await.map_err(|e| match e {
         Error::ConnectString(e) => Failure::new(exit::USAGE, format!("bad --connect {connect:?}: {e}")),
+        Error::Request(zoolock_tokio::core::RequestError::AuthFailed) => {
+            let which = match &global.security.sasl_user {
+                Some(user) => format!("SASL authentication as {user} failed (wrong user or ZOOLOCK_SASL_PASSWORD?)"),
+                None => "the server rejected the --auth credentials".to_owned(),
+            };
+            Failure::new(exit::UNAVAILABLE, format!("cannot connect to {connect}: {which}"))
+        }
         e => Failure::new(exit::UNAVAILABLE, format!("cannot connect to {connect}: {e}")),
     })
 }

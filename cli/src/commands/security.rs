@@ -11,6 +11,11 @@ pub(crate) fn apply(security: &Security, mut options: Options) -> Result<Options
     for auth in &security.auth {
         options = options.auth(&auth.scheme, &auth.credentials);
     }
+    if let Some(user) = &security.sasl_user {
+        let password = std::env::var("ZOOLOCK_SASL_PASSWORD")
+            .map_err(|_| Failure::new(exit::USAGE, "--sasl-user needs the password in ZOOLOCK_SASL_PASSWORD"))?;
+        options = options.sasl_digest(user, &password);
+    }
     if let Some(acl) = &security.acl {
         options = options.acl(AclPolicy::new(acl.0.clone()));
     }

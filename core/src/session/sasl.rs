@@ -230,7 +230,8 @@ mod tests {
     fn rfc_2831_example() {
         let mut c = DigestMd5::new("chris", "secret", "imap", "elwood.innosoft.com", "OA6MHXh6VqTrRk".into());
         assert!(c.initial().is_empty());
-        let challenge = br#"realm="elwood.innosoft.com",nonce="OA6MG9tEQGm2hh",qop="auth",algorithm=md5-sess,charset=utf-8"#;
+        let challenge =
+            br#"realm="elwood.innosoft.com",nonce="OA6MG9tEQGm2hh",qop="auth",algorithm=md5-sess,charset=utf-8"#;
         let response = String::from_utf8(c.handle_challenge(challenge).unwrap().unwrap()).unwrap();
         assert_eq!(directive(&response, "response"), Some("d388dad90d4bbd760a152321f2143af7"));
         assert_eq!(directive(&response, "username"), Some("chris"));
@@ -257,8 +258,11 @@ mod tests {
     #[test]
     fn bad_challenges_are_refused() {
         let new = || DigestMd5::new("u", "p", ZK_PROTOCOL, ZK_SERVER_NAME, "c".into());
-        for bad in [&b"realm=\"r\",algorithm=md5-sess"[..], b"nonce=\"n\",algorithm=md5-sess,qop=\"auth-conf\"", b"nonce=\"n\""]
-        {
+        for bad in [
+            &b"realm=\"r\",algorithm=md5-sess"[..],
+            b"nonce=\"n\",algorithm=md5-sess,qop=\"auth-conf\"",
+            b"nonce=\"n\"",
+        ] {
             assert_eq!(new().handle_challenge(bad), Err(SaslFailure::BadChallenge), "{bad:?}");
         }
         assert_eq!(new().handle_challenge(&[0xff, 0xfe]), Err(SaslFailure::BadChallenge));
