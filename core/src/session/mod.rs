@@ -584,6 +584,8 @@ impl Session {
         let phase = match self.phase {
             Phase::Idle { at } => Some(at),
             Phase::Connecting { deadline, .. } | Phase::Handshaking { deadline, .. } => Some(deadline),
+            // No ping while SASL is under way, so only the read timeout.
+            Phase::Connected { .. } if self.sasl.is_some() => Some(self.last_recv + t * 2 / 3),
             Phase::Connected { .. } => Some((self.last_send + t / 3).min(self.last_recv + t * 2 / 3)),
             Phase::Closing { deadline } => Some(deadline),
             Phase::Ended(_) => None,
