@@ -16,7 +16,15 @@ use zoolock_tokio::core::wire::ErrorCode;
 fn zoolock(addr: &str) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_zoolock"));
     cmd.arg("--connect").arg(addr).arg("--connect-timeout").arg("10s").stdin(Stdio::null());
-    for var in ["ZOOLOCK_AUTH", "ZOOLOCK_ACL", "ZOOLOCK_TLS_CA", "ZOOLOCK_TLS_CERT", "ZOOLOCK_TLS_KEY"] {
+    for var in [
+        "ZOOLOCK_AUTH",
+        "ZOOLOCK_ACL",
+        "ZOOLOCK_TLS_CA",
+        "ZOOLOCK_TLS_CERT",
+        "ZOOLOCK_TLS_KEY",
+        "ZOOLOCK_SASL_USER",
+        "ZOOLOCK_SASL_PASSWORD",
+    ] {
         cmd.env_remove(var);
     }
     cmd
@@ -126,4 +134,55 @@ fn wrong_certificates_exit_69_with_one_line() {
         assert!(stderr.contains(says), "{ca} {client}: {stderr}");
         assert!(start.elapsed() < Duration::from_secs(10), "{ca} {client}: fast, took {:?}", start.elapsed());
     }
+}
+
+/// `--sasl-user` with `ZOOLOCK_SASL_PASSWORD` against a server that requires
+/// SASL; a wrong password exits 69 with one line saying so; no password is
+/// a usage error.
+#[test]
+fn sasl_user_with_password_from_the_environment() {
+    let dir = match std::env::var("ZOOLOCK_TEST_SASL_DIR") {
+        Ok(d) if !d.trim().is_empty() => PathBuf::from(d.trim()),
+        _ => {
+            eprintln!("skipped: ZOOLOCK_TEST_SASL_DIR is not set (bash .ci/run starts a SASL server and sets it)");
+            return;
+        }
+    };
+    let addr = format!("127.0.0.1:{}", std::fs::read_to_string(dir.join("port")).expect("port").trim());
+    let env = std::fs::read_to_string(dir.join("sasl.env")).expect("sasl.env");
+    let password = env.lines().find_map(|l| l.strip_prefix("SASL_PASSWORD=")).expect("alice's password");
+    let path = unique("sasl");
+    let out = output(zoolock(&addr).env("ZOOLOCK_SASL_PASSWORD", password).args([
+        "--sasl-user",
+        "alice",
+        "lock",
+        &path,
+        "--",
+        "sh",
+        "-c",
+        "echo \"held $ZOOLOCK_NODE\"",
+    ]));
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("held "), "{out:?}");
+
+    let out = output(zoolock(&addr).env("ZOOLOCK_SASL_PASSWORD", "wrong").args([
+        "--sasl-user",
+        "alice",
+        "lock",
+        &path,
+        "--",
+        "true",
+    ]));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(69), "{out:?}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("SASL authentication as alice failed"), "{stderr}");
+
+    let out = output(zoolock(&addr).args(["--sasl-user", "alice", "lock", &path, "--", "true"]));
+    assert_eq!(out.status.code(), Some(64), "{out:?}");
+
+    let out = output(zoolock(&addr).args(["lock", &path, "--", "true"]));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(69), "{out:?}");
+    assert!(stderr.contains("requires SASL"), "{stderr}");
 }

@@ -39,3 +39,8 @@ fn auth_failed() {
 fn tls13_recipes() {
     smol::block_on(secured::tls_recipes(&rt(), "ZOOLOCK_TEST_TLS13_DIR"));
 }
+
+#[test]
+fn sasl() {
+    smol::block_on(secured::sasl(&rt()));
+}

@@ -39,3 +39,8 @@ async fn tls13_recipes() {
 async fn tls_failures() {
     secured::tls_failures(&rt()).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sasl() {
+    secured::sasl(&rt()).await;
+}

@@ -252,3 +252,64 @@ pub(crate) async fn tls_failures(rt: &Rt) {
         assert!(elapsed < CONNECT_TIMEOUT, "{what}: took {elapsed:?}");
     }
 }
+
+/// A server started with `ZK_SECURE=sasl`: its address and the DIGEST-MD5
+/// users of its JAAS file.
+pub(crate) struct SaslServer {
+    pub(crate) addr: String,
+    vars: std::collections::HashMap<String, String>,
+}
+
+impl SaslServer {
+    pub(crate) fn from_env() -> Option<SaslServer> {
+        let dir = PathBuf::from(env_var("ZOOLOCK_TEST_SASL_DIR")?);
+        let text = std::fs::read_to_string(dir.join("sasl.env")).expect("sasl.env");
+        let vars = text.lines().filter_map(|l| l.split_once('=')).map(|(k, v)| (k.into(), v.into())).collect();
+        Some(SaslServer { addr: port(&dir, "port"), vars })
+    }
+
+    pub(crate) fn user(&self, n: &str) -> (&str, &str) {
+        (&self.vars[&format!("SASL_USER{n}")], &self.vars[&format!("SASL_PASSWORD{n}")])
+    }
+}
+
+/// SASL DIGEST-MD5 on a server that requires it of every session: locks,
+/// read-write locks and semaphores work for two users; a wrong password
+/// fails the connect with AuthFailed at once; a client without SASL gets
+/// the typed SaslAuthRequired on its first request, not a hang.
+pub(crate) async fn sasl(rt: &Rt) {
+    let Some(server) = SaslServer::from_env() else { return };
+    let (alice, alice_pw) = server.user("");
+    let (bob, bob_pw) = server.user("2");
+    let a = rt.within("connect", rt.connect(&server.addr, Options::default().sasl_digest(alice, alice_pw))).await;
+    let a = a.expect("alice authenticates");
+    let b = rt.connect(&server.addr, Options::default().sasl_digest(bob, bob_pw)).await.expect("bob authenticates");
+
+    let path = rt.path("sasl");
+    let (la, lb) = (a.mutex(&path).await.unwrap(), b.mutex(&path).await.unwrap());
+    let g = rt.within("acquire", la.acquire()).await.unwrap();
+    assert!(lb.try_acquire().await.unwrap().is_none(), "excluded");
+    g.release().await.unwrap();
+    rt.within("second", lb.acquire()).await.unwrap().release().await.unwrap();
+    let (read, write) = a.read_write_lock(&format!("{path}-rw")).await.unwrap();
+    let w = rt.within("write", write.acquire()).await.unwrap();
+    rt.within("read", read.acquire()).await.unwrap().release().await.unwrap();
+    w.release().await.unwrap();
+    let leases = rt.within("lease", b.semaphore(&format!("{path}-sem"), 2).await.unwrap().acquire(2)).await.unwrap();
+    for lease in leases {
+        lease.release().await.unwrap();
+    }
+
+    let start = Instant::now();
+    let wrong = rt.connect(&server.addr, Options::default().sasl_digest(alice, "wrong")).await;
+    assert!(matches!(wrong, Err(Error::Request(RequestError::AuthFailed))), "wrong password: {wrong:?}");
+    let unknown = rt.connect(&server.addr, Options::default().sasl_digest("mallory", "x")).await;
+    assert!(matches!(unknown, Err(Error::Request(RequestError::AuthFailed))), "unknown user: {unknown:?}");
+    assert!(start.elapsed() < CONNECT_TIMEOUT, "fast: {:?}", start.elapsed());
+
+    let none = rt.connect(&server.addr, Options::default()).await.expect("the handshake itself is allowed");
+    let refused = rt.within("refused", none.mutex(&path).await.unwrap().acquire()).await;
+    assert!(matches!(refused, Err(Error::Request(RequestError::SaslAuthRequired))), "no SASL: {refused:?}");
+    a.close().await.unwrap();
+    b.close().await.unwrap();
+}
