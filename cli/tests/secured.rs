@@ -57,8 +57,23 @@ fn tls_addr(dir: &std::path::Path) -> String {
 #[test]
 fn digest_auth_and_creator_acl() {
     let Some(addr) = common::server() else { return };
-    let path = unique("acl");
-    let node_file = std::env::temp_dir().join(format!("zoolock-acl-node-{}", std::process::id()));
+    creator_acl_holds(&addr, "real");
+}
+
+/// The same against `zoolock serve`, whose model enforces ACLs as
+/// ZooKeeper 3.8 does.
+#[test]
+fn digest_auth_and_creator_acl_on_zoolock_serve() {
+    let (mut serve, addr) = common::spawn_serve();
+    creator_acl_holds(&addr, "serve");
+    let _ = serve.kill();
+    let _ = serve.wait();
+}
+
+fn creator_acl_holds(addr: &str, label: &str) {
+    let addr = addr.to_owned();
+    let path = unique(&format!("acl-{label}"));
+    let node_file = std::env::temp_dir().join(format!("zoolock-acl-node-{label}-{}", std::process::id()));
     let _ = std::fs::remove_file(&node_file);
     let mut child = zoolock(&addr)
         .args(["--auth", "digest:alice:secret", "--acl", "auth::cdrwa", "lock", &path, "--", "sh", "-c"])
