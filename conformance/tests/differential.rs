@@ -476,7 +476,7 @@ impl Shadow {
             73..=86 => Request::Multi((0..1 + rng.below(4)).map(|_| self.multi_op(rng)).collect()),
             87..=90 => Request::Sync(PathRequest { path: self.node(rng) }),
             91..=93 => return Action::Reopen(k),
-            94 => return Action::Auth(k, *rng.pick(&IDENTITIES[..])),
+            94 => return Action::Auth(k, IDENTITIES[rng.below(IDENTITIES.len())]),
             95 => Request::AddWatch(AddWatchRequest {
                 path: self.node(rng),
                 mode: *rng.pick(&[AddWatchMode::PERSISTENT, AddWatchMode::PERSISTENT_RECURSIVE]),
