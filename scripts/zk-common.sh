@@ -95,6 +95,9 @@ zk_tls_certs() {
         openssl rsa -in client.key -traditional -out client-pkcs1.key 2>/dev/null || exit 1
         openssl pkcs12 -export -name server -inkey server.key -in server.pem -certfile ca.pem \
             -passout "pass:$pass" -out server.p12 || exit 1
+        # The client identity as a PKCS12 store too, for Java clients (Curator).
+        openssl pkcs12 -export -name client -inkey client.key -in client.pem -certfile ca.pem \
+            -passout "pass:$pass" -out client.p12 || exit 1
         keytool -importcert -noprompt -alias ca -file ca.pem -keystore trust.p12 -storetype PKCS12 \
             -storepass "$pass" >/dev/null 2>&1 || exit 1
         chmod 600 ./*.key
