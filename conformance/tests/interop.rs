@@ -201,6 +201,18 @@ async fn java_loop(
     holds
 }
 
+/// Curator contenders c1 and c2, each taking the mutex `path` `cycles` times.
+fn curator_mutex_loops(jv: &Java, path: &str, cycles: usize) -> Vec<JoinHandle<Vec<Hold>>> {
+    ["c1", "c2"]
+        .into_iter()
+        .map(|id| {
+            let run =
+                java_loop(jv.peer(id), "MUTEX_ACQUIRE", path.to_owned(), "MUTEX_RELEASE", Mode::Exclusive, cycles);
+            tokio::spawn(run)
+        })
+        .collect()
+}
+
 /// A zoolock contender doing the same with a `Lock`.
 async fn zoolock_loop(who: String, lock: Lock, mode: Mode, cycles: usize) -> Vec<Hold> {
     let mut holds = Vec::new();
@@ -252,17 +264,7 @@ async fn interop_mutex() {
 
     // Two Curator and two zoolock contenders, 8 cycles each.
     const CYCLES: usize = 8;
-    let mut tasks = Vec::new();
-    for id in ["c1", "c2"] {
-        tasks.push(tokio::spawn(java_loop(
-            jv.peer(id),
-            "MUTEX_ACQUIRE",
-            path.clone(),
-            "MUTEX_RELEASE",
-            Mode::Exclusive,
-            CYCLES,
-        )));
-    }
+    let mut tasks = curator_mutex_loops(&jv, &path, CYCLES);
     for (who, client) in [("z1", &z1), ("z2", &z2)] {
         let lock = client.mutex(&path).await.unwrap();
         tasks.push(tokio::spawn(zoolock_loop(who.into(), lock, Mode::Exclusive, CYCLES)));
@@ -827,17 +829,7 @@ async fn interop_mutex_over_tls() {
     let z1 = connect_tls(OpPlan::default()).await.expect("z1 over TLS");
 
     const CYCLES: usize = 6;
-    let mut tasks = Vec::new();
-    for id in ["c1", "c2"] {
-        tasks.push(tokio::spawn(java_loop(
-            jv.peer(id),
-            "MUTEX_ACQUIRE",
-            path.clone(),
-            "MUTEX_RELEASE",
-            Mode::Exclusive,
-            CYCLES,
-        )));
-    }
+    let mut tasks = curator_mutex_loops(&jv, &path, CYCLES);
     let lock = z1.mutex(&path).await.unwrap();
     tasks.push(tokio::spawn(zoolock_loop("z1".into(), lock, Mode::Exclusive, CYCLES)));
     let holds = collect(tasks).await;
