@@ -92,6 +92,8 @@ zk_tls_certs() {
         issue other-client other-ca zoolock-other-client clientAuth || exit 1
         issue expired-client ca zoolock-expired-client clientAuth \
             -startdate 20200101000000Z -enddate 20200201000000Z || exit 1
+        issue expired-server ca localhost serverAuth \
+            -startdate 20200101000000Z -enddate 20200201000000Z || exit 1
         openssl rsa -in client.key -traditional -out client-pkcs1.key 2>/dev/null || exit 1
         openssl pkcs12 -export -name server -inkey server.key -in server.pem -certfile ca.pem \
             -passout "pass:$pass" -out server.p12 || exit 1

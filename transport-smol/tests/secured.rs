@@ -44,3 +44,8 @@ fn tls13_recipes() {
 fn sasl() {
     smol::block_on(secured::sasl(&rt()));
 }
+
+#[test]
+fn tls_server_checks() {
+    smol::block_on(secured::tls_server_checks(&rt()));
+}

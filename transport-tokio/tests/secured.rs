@@ -44,3 +44,8 @@ async fn tls_failures() {
 async fn sasl() {
     secured::sasl(&rt()).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_server_checks() {
+    secured::tls_server_checks(&rt()).await;
+}

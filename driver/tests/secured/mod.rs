@@ -313,3 +313,44 @@ pub(crate) async fn sasl(rt: &Rt) {
     a.close().await.unwrap();
     b.close().await.unwrap();
 }
+
+/// What the client checks of the server: the name (the connect string's
+/// host, or the override) and the validity dates. The expired server is an
+/// `openssl s_server` with the test PKI's expired-server certificate.
+pub(crate) async fn tls_server_checks(rt: &Rt) {
+    let Some(server) = TlsServer::from_env("ZOOLOCK_TEST_TLS_DIR") else { return };
+    let named = server.good().server_name("localhost").unwrap();
+    let client = rt.connect(&server.tls_addr, Options::default().tls(named)).await.expect("name override");
+    client.close().await.unwrap();
+    let wrong = server.good().server_name("zk.invalid").unwrap();
+    let result = rt.connect(&server.tls_addr, Options::default().tls(wrong)).await;
+    assert!(
+        matches!(&result, Err(Error::Tls(TlsError::ServerCertificate(m))) if m.contains("NotValidForName")),
+        "{result:?}"
+    );
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut s_server = std::process::Command::new("openssl")
+        .args(["s_server", "-quiet", "-accept"])
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("-cert")
+        .arg(server.file("expired-server.pem"))
+        .arg("-key")
+        .arg(server.file("expired-server.key"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("openssl s_server");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "openssl s_server did not listen");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let start = Instant::now();
+    let result = rt.connect(&format!("127.0.0.1:{port}"), Options::default().tls(server.good())).await;
+    let _ = s_server.kill();
+    let _ = s_server.wait();
+    assert!(matches!(&result, Err(Error::Tls(TlsError::ServerCertificate(m))) if m.contains("Expired")), "{result:?}");
+    assert!(start.elapsed() < CONNECT_TIMEOUT);
+}
