@@ -199,6 +199,7 @@ impl Client {
     /// the session, at most `options.connect_timeout`.
     pub async fn connect(runtime: Arc<dyn Runtime>, connect_string: &str, options: Options) -> Result<Client, Error> {
         let cs = ConnectString::parse(connect_string)?;
+        let hosts = cs.hosts().len();
         let seed = options.seed.unwrap_or_else(os_seed);
         let origin = runtime.now();
         let mut config = SessionConfig::new(cs, seed).with_session_timeout(options.session_timeout);
@@ -215,6 +216,7 @@ impl Client {
         let span = tracing::info_span!("zoolock", hosts = %connect_string, session = tracing::field::Empty);
         let mut task = DriverTask::new(core, runtime.clone(), origin, shared.clone(), rx, span);
         task.security.tls = options.tls.clone();
+        task.security.watch.set_hosts(hosts);
         runtime.spawn(Box::pin(task));
         let connect_timeout = options.connect_timeout;
         let client = Client {

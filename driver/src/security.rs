@@ -228,9 +228,11 @@ pub enum TlsError {
     Unsupported,
 }
 
-/// How many connections closed unanswered, before any session, make a
-/// plaintext client give up (the Netty TLS port closes at once).
-const UNANSWERED_LIMIT: u32 = 3;
+/// How many connections per host closed unanswered, before any session,
+/// make a plaintext client give up (the Netty TLS port closes at once). A
+/// server that is not serving yet (an ensemble member during an election)
+/// closes the same way, so the budget grows with the number of hosts.
+const UNANSWERED_PER_HOST: u32 = 3;
 
 /// Tells fatal connection failures from ones a reconnect may fix; the
 /// driver feeds it each connection's outcome.
@@ -241,9 +243,16 @@ pub(crate) struct FailureWatch {
     /// Bytes arrived on the current connection.
     pub(crate) heard: bool,
     unanswered: u32,
+    /// Hosts in the connect string (at least one).
+    hosts: u32,
 }
 
 impl FailureWatch {
+    /// Sets the number of hosts the session cycles through.
+    pub(crate) fn set_hosts(&mut self, hosts: usize) {
+        self.hosts = u32::try_from(hosts).unwrap_or(u32::MAX);
+    }
+
     /// A new connection is up.
     pub(crate) fn connected(&mut self) {
         self.heard = false;
@@ -276,7 +285,8 @@ impl FailureWatch {
             return None;
         }
         self.unanswered += 1;
-        (self.unanswered >= UNANSWERED_LIMIT).then_some(TlsError::PlaintextRefused(self.unanswered))
+        let limit = UNANSWERED_PER_HOST.saturating_mul(self.hosts.max(1));
+        (self.unanswered >= limit).then_some(TlsError::PlaintextRefused(self.unanswered))
     }
 }
 
@@ -363,6 +373,12 @@ mod tests {
         assert_eq!(f.closed(false), None);
         assert_eq!(f.closed(false), None);
         assert_eq!(f.closed(false), Some(TlsError::PlaintextRefused(3)));
+        let mut f = FailureWatch::default();
+        f.set_hosts(2);
+        for _ in 0..5 {
+            assert_eq!(f.closed(false), None);
+        }
+        assert_eq!(f.closed(false), Some(TlsError::PlaintextRefused(6)), "three per host");
         let mut f = FailureWatch { had_session: true, ..FailureWatch::default() };
         for _ in 0..5 {
             assert_eq!(f.closed(false), None);
