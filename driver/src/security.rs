@@ -295,7 +295,19 @@ fn classify(error: &io::Error) -> Option<TlsError> {
     use rustls::{AlertDescription as A, Error as E};
     let inner = error.get_ref()?.downcast_ref::<E>()?;
     Some(match inner {
-        E::InvalidCertificate(e) => TlsError::ServerCertificate(format!("{e:?}")),
+        E::InvalidCertificate(e) => {
+            let what = format!("{e:?}");
+            let hint = if what.starts_with("UnknownIssuer") {
+                " (not signed by a trusted CA)"
+            } else if what.starts_with("Expired") {
+                " (expired)"
+            } else if what.starts_with("NotValidForName") {
+                " (not issued for this server name)"
+            } else {
+                ""
+            };
+            TlsError::ServerCertificate(format!("{what}{hint}"))
+        }
         E::AlertReceived(
             alert @ (A::BadCertificate
             | A::CertificateRequired
