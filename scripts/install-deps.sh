@@ -2,7 +2,7 @@
 # Make sure the tools the tests need are present; safe to run again and again.
 #
 #   Debian packages: zookeeper (3.8, the test server) and libcurator-recipes-java
-#                    (Curator 5.4, for interop), plus python3 used by the scripts
+#                    (Curator 5.4, for interop), plus python3 and openssl used by the scripts
 #   Java:            `java -version` must work, and `javac` (default-jdk-headless when
 #                    missing): the interop tests compile their Curator driver
 #   Python:          kazoo (pip), for conformance/tests/foreign_clients.rs
@@ -29,6 +29,8 @@ for pkg in zookeeper libcurator-recipes-java; do
     have_pkg "$pkg" || missing+=("$pkg")
 done
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
+# Secured test servers (zk-server.sh ZK_SECURE=tls) make their PKI with it.
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 # The interop tests (conformance/tests/interop.rs) compile a Java driver.
 command -v javac >/dev/null 2>&1 || missing+=(default-jdk-headless)
 

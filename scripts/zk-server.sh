@@ -14,6 +14,16 @@
 #   ZK_START_TIMEOUT=S     seconds to wait for imok (default 20)
 #   ZK_JAVA_DIR=PATH       where the jars live (default /usr/share/java)
 #   ZK_JAVA_OPTS="..."     extra JVM options (default: -Xms32m -Xmx512m)
+#   ZK_SECURE=tls|sasl     a secured server (see zk-common.sh):
+#                          tls:  Netty, plus a mutual-TLS secureClientPort (port in
+#                                DIR/tls_port; test PKI in DIR/tls/: ca.pem, client.pem,
+#                                client.key (PKCS#8), client-pkcs1.key, other-ca.pem,
+#                                client.p12 + trust.p12 (Java stores, password in store.pass),
+#                                other-client.*, expired-client.*, expired-server.*);
+#                                ZK_TLS_PROTOCOLS
+#                                (e.g. TLSv1.3) replaces 3.8's TLSv1.2-only default
+#                          sasl: DIGEST-MD5 required of every session; users and
+#                                passwords in DIR/sasl.env
 set -euo pipefail
 
 # shellcheck source=scripts/zk-common.sh
@@ -98,7 +108,7 @@ EOF
 
 cmd_start() {
     local dir=$1 sync=${ZK_FORCE_SYNC:-yes} timeout=${ZK_START_TIMEOUT:-20}
-    local cp attempt port pid deadline
+    local cp attempt port pid deadline tls_port="" secure=${ZK_SECURE:-}
     local -a java_opts
     case $sync in yes | no) ;; *) die "ZK_FORCE_SYNC must be yes or no, not '$sync'" ;; esac
     [[ $timeout =~ ^[0-9]+$ ]] || die "ZK_START_TIMEOUT must be whole seconds"
@@ -116,6 +126,19 @@ cmd_start() {
         rm -f "$dir/pid" "$dir/port"
     fi
     mkdir -p "$dir/data"
+    case $secure in
+    "") ;;
+    tls)
+        command -v openssl >/dev/null 2>&1 || die "openssl not found (run scripts/install-deps.sh)"
+        zk_tls_certs "$dir/tls" || die "could not make the test certificates in $dir/tls"
+        java_opts+=(-Dzookeeper.serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory)
+        ;;
+    sasl)
+        zk_sasl_jaas "$dir"
+        java_opts+=(-Djava.security.auth.login.config="$dir/jaas.conf" -Dzookeeper.sessionRequireClientSASLAuth=true)
+        ;;
+    *) die "ZK_SECURE must be tls or sasl, not '$secure'" ;;
+    esac
 
     # A picked port can be stolen before Java binds it: retry with a new one.
     for attempt in 1 2 3; do
@@ -128,6 +151,10 @@ cmd_start() {
             continue
         fi
         write_config "$dir" "$port" "$sync"
+        if [[ -n $secure ]]; then
+            [[ $secure != tls ]] || tls_port=$(free_port)
+            zk_secure_config "$secure" "$dir" "$tls_port" >>"$dir/zoo.cfg"
+        fi
         # stdin/stdout/stderr all redirected, so a caller's $(...) does not wait
         # for the server, and the server never reads the caller's terminal.
         java "${java_opts[@]}" \
@@ -140,10 +167,12 @@ cmd_start() {
         pid=$!
         printf '%s\n' "$pid" >"$dir/pid"
         printf '%s\n' "$port" >"$dir/port"
+        [[ -z $tls_port ]] || printf '%s\n' "$tls_port" >"$dir/tls_port"
 
         deadline=$((SECONDS + timeout))
         while ((SECONDS < deadline)); do
-            if [[ $(four_letter "$port" ruok) == imok ]] && alive "$pid"; then
+            if [[ $(four_letter "$port" ruok) == imok ]] && alive "$pid" &&
+                { [[ -z $tls_port ]] || tls_ruok "$tls_port" "$dir/tls"; }; then
                 printf '127.0.0.1:%s\n' "$port"
                 return 0
             fi
@@ -164,7 +193,7 @@ cmd_start() {
         break
     done
 
-    rm -f "$dir/pid" "$dir/port"
+    rm -f "$dir/pid" "$dir/port" "$dir/tls_port"
     if [[ -f $dir/server.log ]]; then
         echo "zk-server: last lines of $dir/server.log:" >&2
         tail -n 40 "$dir/server.log" >&2 || true

@@ -54,6 +54,56 @@ pub(crate) struct Global {
     /// Log to stderr: -v info, -vv debug, -vvv trace (default: warnings only).
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub(crate) verbose: u8,
+    #[command(flatten)]
+    pub(crate) security: Security,
+}
+
+/// How to reach a secured ZooKeeper.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Secured ZooKeeper")]
+pub(crate) struct Security {
+    /// addAuth credentials SCHEME:CREDENTIALS (e.g. digest:alice:secret),
+    /// sent after every (re)connect; repeatable. In ZOOLOCK_AUTH, separate
+    /// several with spaces.
+    #[arg(long, value_name = "SCHEME:CREDS", env = "ZOOLOCK_AUTH", value_delimiter = ' ', global = true,
+          value_parser = auth, hide_env_values = true)]
+    pub(crate) auth: Vec<zoolock_tokio::AuthInfo>,
+    /// ACL of the lock nodes and the parents created for them, in
+    /// ZooKeeper's CLI syntax: scheme:id:perms, comma-separated (e.g.
+    /// auth::cdrwa for "whoever I am authenticated as") [default:
+    /// world:anyone:cdrwa].
+    #[arg(long, value_name = "SPEC", env = "ZOOLOCK_ACL", global = true, value_parser = acl)]
+    pub(crate) acl: Option<AclSpec>,
+    /// Connect over TLS, trusting the CA certificates in FILE (PEM).
+    #[arg(long, value_name = "FILE", env = "ZOOLOCK_TLS_CA", global = true)]
+    pub(crate) tls_ca: Option<std::path::PathBuf>,
+    /// Client certificate chain for mutual TLS (PEM); needs --tls-key.
+    #[arg(long, value_name = "FILE", env = "ZOOLOCK_TLS_CERT", global = true, requires = "tls_key")]
+    pub(crate) tls_cert: Option<std::path::PathBuf>,
+    /// The client certificate's private key (PEM, PKCS#8 or PKCS#1).
+    #[arg(long, value_name = "FILE", env = "ZOOLOCK_TLS_KEY", global = true, requires = "tls_cert")]
+    pub(crate) tls_key: Option<std::path::PathBuf>,
+    /// Authenticate with SASL DIGEST-MD5 as USER; the password is read from
+    /// the environment variable ZOOLOCK_SASL_PASSWORD only (never a flag, so
+    /// it stays out of `ps`).
+    #[arg(long, value_name = "USER", env = "ZOOLOCK_SASL_USER", global = true)]
+    pub(crate) sasl_user: Option<String>,
+    /// Check the servers' certificates for NAME instead of the connect
+    /// string's host.
+    #[arg(long, value_name = "NAME", env = "ZOOLOCK_TLS_SERVER_NAME", global = true)]
+    pub(crate) tls_server_name: Option<String>,
+}
+
+fn auth(s: &str) -> Result<zoolock_tokio::AuthInfo, String> {
+    zoolock_tokio::AuthInfo::parse(s).ok_or_else(|| format!("`{s}` is not SCHEME:CREDENTIALS"))
+}
+
+/// A parsed `--acl`.
+#[derive(Debug, Clone)]
+pub(crate) struct AclSpec(pub(crate) Vec<zoolock_tokio::core::wire::Acl>);
+
+fn acl(s: &str) -> Result<AclSpec, String> {
+    zoolock_tokio::parse_acl(s).map(AclSpec).map_err(|e| e.to_string())
 }
 
 impl Global {
@@ -281,6 +331,37 @@ mod tests {
         assert_eq!(hold(&["zoolock", "lock", "/x", "--", "true"]).wait_limit(), None);
         assert!(Cli::try_parse_from(["zoolock", "lock", "/x", "-n", "--timeout", "1s", "--", "true"]).is_err());
         assert!(Cli::try_parse_from(["zoolock", "lock", "/x", "-E", "256", "--", "true"]).is_err());
+    }
+
+    #[test]
+    fn security_flags_parse() {
+        let cli = Cli::try_parse_from([
+            "zoolock",
+            "--auth",
+            "digest:a:b",
+            "--auth",
+            "ip:127.0.0.1",
+            "--acl",
+            "auth::cdrwa,world:anyone:r",
+            "--tls-ca",
+            "ca.pem",
+            "--tls-cert",
+            "c.pem",
+            "--tls-key",
+            "k.pem",
+            "lock",
+            "/x",
+            "--",
+            "true",
+        ])
+        .expect("parses");
+        let s = &cli.global.security;
+        assert_eq!(s.auth.iter().map(|a| a.scheme.as_str()).collect::<Vec<_>>(), ["digest", "ip"]);
+        assert_eq!(s.acl.as_ref().map(|a| a.0.len()), Some(2));
+        assert!(s.tls_ca.is_some() && s.tls_cert.is_some() && s.tls_key.is_some());
+        assert!(Cli::try_parse_from(["zoolock", "--acl", "auth::rwx", "lock", "/x", "--", "true"]).is_err());
+        assert!(Cli::try_parse_from(["zoolock", "--auth", "digest", "lock", "/x", "--", "true"]).is_err());
+        assert!(Cli::try_parse_from(["zoolock", "--tls-cert", "c.pem", "lock", "/x", "--", "true"]).is_err());
     }
 
     #[test]

@@ -160,6 +160,25 @@ impl Conn {
         }
     }
 
+    /// addAuth (xid -4, answered out of band); the reply's error code.
+    fn auth(&mut self, scheme: &str, credentials: &'static [u8]) -> ErrorCode {
+        let packet = zoolock_core::wire::AuthPacket {
+            auth_type: 0,
+            scheme: scheme.to_owned(),
+            auth: Some(Bytes::from_static(credentials)),
+        };
+        self.write(&RequestFrame::new(Xid::AUTH, Request::Auth(packet)));
+        loop {
+            let frame = self.read_frame().unwrap_or_else(|| panic!("connection closed before the auth reply"));
+            match ServerMessage::decode(&frame, |_| None).unwrap() {
+                ServerMessage::Notification { event, .. } => {
+                    self.events.push(format!("{} {}", event.event_type, event.path));
+                }
+                ServerMessage::Reply { header, .. } => return header.err,
+            }
+        }
+    }
+
     fn take_events(&mut self) -> Vec<String> {
         let mut events = std::mem::take(&mut self.events);
         events.sort();
@@ -279,6 +298,11 @@ impl Side {
     fn run(&mut self, action: &Action) -> (String, ErrorCode, Option<Response>) {
         match action {
             Action::Call(k, request) => self.call(*k, request.clone()),
+            Action::Auth(k, credentials) => {
+                let conn = self.conns[*k].as_mut().expect("open session");
+                let err = conn.auth("digest", credentials.as_bytes());
+                (format!("auth {err}"), err, None)
+            }
             Action::Reopen(k) => {
                 let closed = self.close(*k);
                 let opened = self.open(*k);
@@ -295,7 +319,12 @@ enum Action {
     Call(usize, Request),
     /// Session `k` closes its session (its ephemerals go) and opens a new one.
     Reopen(usize),
+    /// Session `k` adds a digest identity (`user:password`).
+    Auth(usize, &'static str),
 }
+
+/// The digest identities sessions may take (cleanup takes them all).
+const IDENTITIES: [&str; 2] = ["alice:pw", "bob:pw"];
 
 // ---- the generator -----------------------------------------------------------------------
 
@@ -378,7 +407,14 @@ impl Shadow {
             // closes, and only the model would reap it at once.
             mode = if mode.is_sequential() { CreateMode::PERSISTENT_SEQUENTIAL } else { CreateMode::PERSISTENT };
         }
-        let req = CreateRequest { path, data: Shadow::data(rng), acl: Acl::open_unsafe(), flags: mode };
+        // Mostly open; sometimes the creator's identities only (InvalidACL
+        // without one), or read-only for everyone (NoAuth below it).
+        let acl = match rng.below(20) {
+            0 | 1 => Acl::creator_all(),
+            2 if !container => Acl::read_unsafe(),
+            _ => Acl::open_unsafe(),
+        };
+        let req = CreateRequest { path, data: Shadow::data(rng), acl, flags: mode };
         if container {
             Request::CreateContainer(req)
         } else if rng.chance(20) {
@@ -439,7 +475,8 @@ impl Shadow {
             70..=72 => Request::GetChildren(PathWatchRequest { path: self.node(rng), watch }),
             73..=86 => Request::Multi((0..1 + rng.below(4)).map(|_| self.multi_op(rng)).collect()),
             87..=90 => Request::Sync(PathRequest { path: self.node(rng) }),
-            91..=94 => return Action::Reopen(k),
+            91..=93 => return Action::Reopen(k),
+            94 => return Action::Auth(k, IDENTITIES[rng.below(IDENTITIES.len())]),
             95 => Request::AddWatch(AddWatchRequest {
                 path: self.node(rng),
                 mode: *rng.pick(&[AddWatchMode::PERSISTENT, AddWatchMode::PERSISTENT_RECURSIVE]),
@@ -523,15 +560,21 @@ fn run_seed(
     let mut shadow = Shadow { root: root.clone(), containers: BTreeSet::new(), created: Vec::new() };
     let mut rng = Rng(seed.wrapping_mul(0x2545_f491_4f6c_dd1d) ^ 0x5eed);
 
-    let mut actions = vec![Action::Call(
-        0,
-        Request::Create2(CreateRequest {
-            path: root.clone(),
-            data: None,
-            acl: Acl::open_unsafe(),
-            flags: CreateMode::PERSISTENT,
-        }),
-    )];
+    // (Run from the end: the root first, then s0 and s1 take identities; s2
+    // stays anonymous.)
+    let mut actions = vec![
+        Action::Auth(1, IDENTITIES[1]),
+        Action::Auth(0, IDENTITIES[0]),
+        Action::Call(
+            0,
+            Request::Create2(CreateRequest {
+                path: root.clone(),
+                data: None,
+                acl: Acl::open_unsafe(),
+                flags: CreateMode::PERSISTENT,
+            }),
+        ),
+    ];
     let mut index = 0;
     let result = loop {
         let action = if let Some(a) = actions.pop() {
@@ -550,6 +593,7 @@ fn run_seed(
         let described = match &action {
             Action::Call(k, request) => format!("s{k} {request:?}"),
             Action::Reopen(k) => format!("s{k} reopen"),
+            Action::Auth(k, who) => format!("s{k} auth {who}"),
         };
         if std::env::var_os("ZOOLOCK_DIFF_TRACE").is_some() {
             eprintln!("{seed}/{index}: {described}\n    {real_out}");
@@ -568,7 +612,7 @@ fn run_seed(
             };
             *tally.entry(format!("{} {outcome}", request.op_code())).or_default() += 1;
         } else {
-            *tally.entry("reopen".into()).or_default() += 1;
+            *tally.entry(format!("{action:?}").split('(').next().unwrap_or_default().to_lowercase()).or_default() += 1;
         }
         *tally.entry("notifications".into()).or_default() +=
             model_out.rsplit(" events ").next().map_or(0, |e| e.matches(" /").count());
@@ -589,6 +633,9 @@ fn run_seed(
         Ok(())
     });
     let (mut cleanup, _) = Conn::connect(real_addr);
+    for who in IDENTITIES {
+        cleanup.auth("digest", who.as_bytes());
+    }
     remove_tree(&mut cleanup, &root);
     let _ = cleanup.call(Request::CloseSession);
     result

@@ -201,6 +201,18 @@ async fn java_loop(
     holds
 }
 
+/// Curator contenders c1 and c2, each taking the mutex `path` `cycles` times.
+fn curator_mutex_loops(jv: &Java, path: &str, cycles: usize) -> Vec<JoinHandle<Vec<Hold>>> {
+    ["c1", "c2"]
+        .into_iter()
+        .map(|id| {
+            let run =
+                java_loop(jv.peer(id), "MUTEX_ACQUIRE", path.to_owned(), "MUTEX_RELEASE", Mode::Exclusive, cycles);
+            tokio::spawn(run)
+        })
+        .collect()
+}
+
 /// A zoolock contender doing the same with a `Lock`.
 async fn zoolock_loop(who: String, lock: Lock, mode: Mode, cycles: usize) -> Vec<Hold> {
     let mut holds = Vec::new();
@@ -252,17 +264,7 @@ async fn interop_mutex() {
 
     // Two Curator and two zoolock contenders, 8 cycles each.
     const CYCLES: usize = 8;
-    let mut tasks = Vec::new();
-    for id in ["c1", "c2"] {
-        tasks.push(tokio::spawn(java_loop(
-            jv.peer(id),
-            "MUTEX_ACQUIRE",
-            path.clone(),
-            "MUTEX_RELEASE",
-            Mode::Exclusive,
-            CYCLES,
-        )));
-    }
+    let mut tasks = curator_mutex_loops(&jv, &path, CYCLES);
     for (who, client) in [("z1", &z1), ("z2", &z2)] {
         let lock = client.mutex(&path).await.unwrap();
         tasks.push(tokio::spawn(zoolock_loop(who.into(), lock, Mode::Exclusive, CYCLES)));
@@ -774,4 +776,68 @@ async fn interop_participants() {
         c.close().await.unwrap();
     }
     println!("interop_participants: {:?}", started.elapsed());
+}
+
+// ---- (g) over mutual TLS -----------------------------------------------------------------
+
+/// Curator (through `ZKClientConfig`'s system properties: Netty client socket,
+/// PKCS12 key and trust stores) and zoolock (rustls, PEM) contend on one
+/// mutex over the mutual-TLS port of the server in `ZOOLOCK_TEST_TLS_DIR`
+/// (started by `.ci/run` with `scripts/zk-server.sh`, `ZK_SECURE=tls`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn interop_mutex_over_tls() {
+    let Some(dir) = std::env::var("ZOOLOCK_TEST_TLS_DIR").ok().filter(|d| !d.trim().is_empty()) else {
+        eprintln!("skipped: ZOOLOCK_TEST_TLS_DIR is not set (`bash .ci/run` starts a TLS server and sets it)");
+        return;
+    };
+    let Some(java) = java_or_skip("interop_mutex_over_tls") else { return };
+    let dir = std::path::PathBuf::from(dir.trim());
+    let tls = dir.join("tls");
+    let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap_or_else(|e| panic!("{f}: {e}")).trim().to_owned();
+    let addr = format!("127.0.0.1:{}", read("tls_port"));
+    let pass = read("tls/store.pass");
+    let store = |kind: &str, file: &str| {
+        [
+            format!("-Dzookeeper.ssl.{kind}.location={}", tls.join(file).display()),
+            format!("-Dzookeeper.ssl.{kind}.password={pass}"),
+            format!("-Dzookeeper.ssl.{kind}.type=PKCS12"),
+        ]
+    };
+    let mut jvm = vec![
+        "-Dzookeeper.client.secure=true".to_owned(),
+        "-Dzookeeper.clientCnxnSocket=org.apache.zookeeper.ClientCnxnSocketNetty".to_owned(),
+    ];
+    jvm.extend(store("keyStore", "client.p12"));
+    jvm.extend(store("trustStore", "trust.p12"));
+
+    let started = Instant::now();
+    let path = base_path("mutex-tls");
+    let jv = Java::start_with(java, &addr, &jvm).await;
+    let tls_options = || {
+        zoolock_tokio::TlsOptions::from_files(
+            &tls.join("ca.pem"),
+            Some(&tls.join("client.pem")),
+            Some(&tls.join("client.key")),
+        )
+        .expect("test PKI")
+    };
+    let connect_tls = |plan: OpPlan| {
+        let options = Options::default().session_timeout(Duration::from_secs(10)).plan(plan).tls(tls_options());
+        within("zoolock TLS connect", zoolock_tokio::connect(&addr, options))
+    };
+    let admin = connect_tls(OpPlan::default()).await.expect("admin over TLS");
+    let z1 = connect_tls(OpPlan::default()).await.expect("z1 over TLS");
+
+    const CYCLES: usize = 6;
+    let mut tasks = curator_mutex_loops(&jv, &path, CYCLES);
+    let lock = z1.mutex(&path).await.unwrap();
+    tasks.push(tokio::spawn(zoolock_loop("z1".into(), lock, Mode::Exclusive, CYCLES)));
+    let holds = collect(tasks).await;
+    assert_eq!(holds.len(), 3 * CYCLES);
+    check_exclusion_and_order(&holds);
+    assert_no_leaks(&admin, std::slice::from_ref(&path)).await;
+    report("interop_mutex_over_tls", &holds, started);
+    for c in [z1, admin] {
+        c.close().await.unwrap();
+    }
 }

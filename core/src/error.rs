@@ -21,6 +21,11 @@ pub enum RequestError {
     /// The server rejected our credentials and closed the session.
     #[error("authentication failed")]
     AuthFailed,
+    /// The server requires SASL authentication of every session
+    /// (`sessionRequireClientSASLAuth`), and this one has none: the server
+    /// answered SessionClosedRequireSaslAuth and closed the session.
+    #[error("the server requires SASL authentication (configure a SASL user)")]
+    SaslAuthRequired,
     /// The request does not fit in a frame.
     #[error("request of {len} bytes exceeds the frame limit {max}")]
     TooLarge {
@@ -40,6 +45,7 @@ impl RequestError {
             RequestError::SessionExpired => ErrorCode::SESSION_EXPIRED,
             RequestError::Closed => ErrorCode::SESSION_EXPIRED,
             RequestError::AuthFailed => ErrorCode::AUTH_FAILED,
+            RequestError::SaslAuthRequired => ErrorCode::SESSION_CLOSED_REQUIRE_SASL_AUTH,
             RequestError::TooLarge { .. } => ErrorCode::MARSHALLING_ERROR,
         }
     }

@@ -36,6 +36,7 @@ extern crate alloc;
 #[cfg(feature = "std")]
 extern crate std;
 
+mod acl;
 mod client;
 mod connect_string;
 mod error;
@@ -47,6 +48,7 @@ mod rng;
 mod session;
 mod time;
 
+pub use acl::{AclParseError, AclPolicy, parse_acl};
 pub use client::{Client, ClientEvent, Handle, RecipeId};
 pub use connect_string::{ConnectString, ConnectStringError, DEFAULT_PORT, HostAddr};
 pub use error::{ApiMisuse, Misbehavior, RequestError, SessionError};
@@ -59,8 +61,8 @@ pub use recipes::{MultiLock, Participants, ReadWriteLock, Revoker};
 pub use recipes::{Semaphore, SemaphoreMutex};
 pub use rng::Rng;
 pub use session::{
-    ConnectionState, HostId, IoCommand, RequestId, Session, SessionConfig, SessionEvent, SessionStatus, WatchEvent,
-    WatchKind, WatcherId,
+    ConnectionState, HostId, IoCommand, RequestId, SaslConfig, Session, SessionConfig, SessionEvent, SessionStatus,
+    WatchEvent, WatchKind, WatcherId,
 };
 pub use time::Instant;
 pub use zoolock_wire as wire;

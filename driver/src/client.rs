@@ -11,12 +11,13 @@ use futures_lite::future;
 use zoolock_core::wire::{Acl, CreateMode, Response, Stat};
 use zoolock_core::{
     Client as CoreClient, ConnectString, ConnectionState, LockConfig, Op, OpPlan, Participant, RecipeEvent, RecipeId,
-    RetryPolicy, SessionConfig, ZkPath,
+    RetryPolicy, SaslConfig, SessionConfig, ZkPath,
 };
 
 use crate::error::Error;
 use crate::lock::Lock;
 use crate::runtime::Runtime;
+use crate::security::{AclPolicy, AuthInfo, TlsOptions};
 use crate::semaphore::Semaphore;
 use crate::task::{Command, DriverTask, Shared};
 
@@ -48,6 +49,16 @@ pub struct Options {
     /// How often and how long to pause before re-creating a lock node that
     /// vanished while waiting (Curator's NoNode retry).
     pub retry: RetryPolicy,
+    /// addAuth credentials, sent before the first request and after every
+    /// reconnect.
+    pub auth: Vec<AuthInfo>,
+    /// ACLs of lock nodes and of the parents created for them; `None` is
+    /// `world:anyone:cdrwa`, as Curator's default.
+    pub acl: Option<AclPolicy>,
+    /// TLS for every connection; `None` is plaintext.
+    pub tls: Option<TlsOptions>,
+    /// SASL DIGEST-MD5 after every handshake, before any other request.
+    pub sasl: Option<SaslConfig>,
 }
 
 impl Default for Options {
@@ -61,6 +72,10 @@ impl Default for Options {
             renew_session: true,
             container_parents: true,
             retry: RetryPolicy::default(),
+            auth: Vec::new(),
+            acl: None,
+            tls: None,
+            sasl: None,
         }
     }
 }
@@ -111,6 +126,35 @@ impl Options {
     /// Sets the NoNode retry policy of lock recipes.
     pub fn retry(mut self, retry: RetryPolicy) -> Self {
         self.retry = retry;
+        self
+    }
+
+    /// Adds an addAuth credential (`auth("digest", "alice:secret")`); any
+    /// number. [`Client::connect`] fails with `AuthFailed` if the server
+    /// rejects one.
+    pub fn auth(mut self, scheme: &str, credentials: impl AsRef<[u8]>) -> Self {
+        self.auth
+            .push(AuthInfo { scheme: scheme.to_string(), credentials: Bytes::copy_from_slice(credentials.as_ref()) });
+        self
+    }
+
+    /// Sets the ACL policy of lock nodes and their parents.
+    pub fn acl(mut self, policy: AclPolicy) -> Self {
+        self.acl = Some(policy);
+        self
+    }
+
+    /// Connects over TLS.
+    pub fn tls(mut self, tls: TlsOptions) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
+    /// Authenticates with SASL DIGEST-MD5 as `user` (a `DigestLoginModule`
+    /// user of the server's JAAS configuration) after every (re)connect.
+    /// [`Client::connect`] fails with `AuthFailed` on a wrong password.
+    pub fn sasl_digest(mut self, user: &str, password: &str) -> Self {
+        self.sasl = Some(SaslConfig::digest_md5(user, password));
         self
     }
 }
@@ -200,7 +244,10 @@ impl Inner {
         let mut config = LockConfig::new(seed).with_plan(self.options.plan).with_data(data);
         config.container_parents = self.options.container_parents;
         config.retry = self.options.retry;
-        config
+        match &self.options.acl {
+            Some(policy) => config.with_acl_policy(policy.clone()),
+            None => config,
+        }
     }
 }
 
@@ -237,15 +284,25 @@ impl Client {
     /// the session, at most `options.connect_timeout`.
     pub async fn connect(runtime: Arc<dyn Runtime>, connect_string: &str, options: Options) -> Result<Client, Error> {
         let cs = ConnectString::parse(connect_string)?;
+        let hosts = cs.hosts().len();
         let seed = options.seed.unwrap_or_else(os_seed);
         let origin = runtime.now();
-        let config = SessionConfig::new(cs, seed).with_session_timeout(options.session_timeout);
+        let mut config = SessionConfig::new(cs, seed).with_session_timeout(options.session_timeout);
+        if let Some(sasl) = &options.sasl {
+            config = config.with_sasl(sasl.clone());
+        }
         let mut core = CoreClient::new(config, zoolock_core::Instant::ZERO);
+        for auth in &options.auth {
+            // A new session cannot have ended: this never fails.
+            let _ = core.add_auth(zoolock_core::Instant::ZERO, &auth.scheme, auth.credentials.clone());
+        }
         core.set_renew_session(options.renew_session);
         let (commands, rx) = mpsc::unbounded();
         let shared = Arc::new(Shared::default());
         let span = tracing::info_span!("zoolock", hosts = %connect_string, session = tracing::field::Empty);
-        let task = DriverTask::new(core, runtime.clone(), origin, shared.clone(), rx, span);
+        let mut task = DriverTask::new(core, runtime.clone(), origin, shared.clone(), rx, span);
+        task.security.tls = options.tls.clone();
+        task.security.watch.set_hosts(hosts);
         runtime.spawn(Box::pin(task));
         let connect_timeout = options.connect_timeout;
         let client = Client {
@@ -258,7 +315,21 @@ impl Client {
             }),
         };
         let deadline = runtime.now() + connect_timeout;
-        let wait = client.wait_connected();
+        let authenticated = !client.inner.options.auth.is_empty();
+        let wait = async {
+            client.wait_connected().await?;
+            if authenticated {
+                // The server checks credentials on arrival and closes the
+                // connection on AuthFailed: one round trip after them tells.
+                // NoAuth only says "/" is not ours to read.
+                match client.exists("/").await {
+                    Err(Error::Request(zoolock_core::RequestError::Server(code)))
+                        if code == zoolock_core::wire::ErrorCode::NO_AUTH => {}
+                    other => drop(other?),
+                }
+            }
+            Ok(())
+        };
         let timeout = async {
             runtime.sleep_until(deadline).await;
             Err(Error::ConnectTimeout(connect_timeout))
@@ -275,7 +346,11 @@ impl Client {
     async fn wait_connected(&self) -> Result<(), Error> {
         loop {
             let listener = self.inner.shared.changed.listen();
-            let state = self.inner.shared.read(|s| (s.connection, s.finished)).ok_or(Error::ClientClosed)?;
+            let (state, fatal) =
+                self.inner.shared.read(|s| ((s.connection, s.finished), s.fatal.clone())).ok_or(Error::ClientClosed)?;
+            if let Some(e) = fatal {
+                return Err(Error::Tls(e));
+            }
             match state {
                 (_, true) => return Err(Error::ClientClosed),
                 (Some(ConnectionState::Connected | ConnectionState::ConnectedReadOnly), _) => return Ok(()),

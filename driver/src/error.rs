@@ -24,6 +24,9 @@ pub enum Error {
     /// The session could not be established before the connect timeout.
     #[error("could not connect within {0:?}")]
     ConnectTimeout(std::time::Duration),
+    /// A TLS or connection failure that no retry can fix ended the session.
+    #[error(transparent)]
+    Tls(#[from] crate::security::TlsError),
     /// The client's event loop has stopped (the client was closed).
     #[error("the client is closed")]
     ClientClosed,

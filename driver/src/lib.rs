@@ -16,6 +16,7 @@ mod error;
 mod hold;
 mod lock;
 mod runtime;
+mod security;
 mod semaphore;
 mod task;
 
@@ -25,6 +26,9 @@ pub use futures_lite::io as futures_io;
 pub use hold::{HoldStatus, StatusChanges};
 pub use lock::{Guard, Lock};
 pub use runtime::{BoxFuture, Conn, IoConn, Runtime};
+/// rustls, as the driver uses it (for [`TlsOptions::from_config`] and transports).
+pub use rustls;
+pub use security::{AclParseError, AclPolicy, AuthInfo, TlsConfigError, TlsConnect, TlsError, TlsOptions, parse_acl};
 pub use semaphore::{Lease, Semaphore};
 /// The sans-IO core, for plain ops ([`zoolock_core::Op`]) and wire types.
 pub use zoolock_core as core;

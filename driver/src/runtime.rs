@@ -24,6 +24,19 @@ pub trait Conn: AsyncRead + AsyncWrite + Send + Unpin + 'static {
 pub trait Runtime: Send + Sync + Debug + 'static {
     /// Opens a TCP connection to `host:port` with `TCP_NODELAY` set.
     fn connect(&self, host: String, port: u16) -> BoxFuture<io::Result<Box<dyn Conn>>>;
+    /// Opens a TCP connection like [`Runtime::connect`] and runs the TLS
+    /// handshake over it. A failed handshake returns the rustls error inside
+    /// the `io::Error` (`get_ref`), so the driver can tell a certificate
+    /// problem from an outage. The default has no TLS.
+    fn connect_tls(
+        &self,
+        host: String,
+        port: u16,
+        tls: crate::security::TlsConnect,
+    ) -> BoxFuture<io::Result<Box<dyn Conn>>> {
+        let _ = (host, port, tls);
+        Box::pin(async { Err(io::Error::new(io::ErrorKind::Unsupported, "this runtime has no TLS")) })
+    }
     /// Completes at `deadline`.
     fn sleep_until(&self, deadline: std::time::Instant) -> BoxFuture<()>;
     /// Runs `task` in the background.

@@ -63,6 +63,8 @@ pub(crate) struct SharedState {
     pub(crate) ended: bool,
     /// The loop has exited.
     pub(crate) finished: bool,
+    /// A connection failure no retry can fix ended the session.
+    pub(crate) fatal: Option<crate::security::TlsError>,
     /// The last instant the server is known to have held the session alive:
     /// the send time of the newest request it answered (runtime clock).
     pub(crate) last_heard: Option<std::time::Instant>,
@@ -139,6 +141,7 @@ pub(crate) struct DriverTask {
     subscribers: Vec<mpsc::UnboundedSender<ConnectionState>>,
     /// Entered on every poll, so everything the loop logs carries the session.
     span: tracing::Span,
+    pub(crate) security: crate::security::ConnSecurity,
 }
 
 const READ_CHUNK: usize = 64 * 1024;
@@ -171,6 +174,7 @@ impl DriverTask {
             settling: Vec::new(),
             subscribers: Vec::new(),
             span,
+            security: Default::default(),
         }
     }
 
@@ -232,6 +236,14 @@ impl DriverTask {
         }
     }
 
+    /// Ends the session over a failure that reconnecting cannot fix.
+    fn fatal(&mut self, error: crate::security::TlsError) {
+        tracing::info!(%error, "ending the session");
+        self.shared.update(|s| s.fatal = Some(error));
+        let now = self.now();
+        self.client.close(now);
+    }
+
     fn ended_error(&self) -> RequestError {
         self.client.session().status().end_error().unwrap_or(RequestError::Closed)
     }
@@ -256,6 +268,9 @@ impl DriverTask {
                     // A renewed session starts with nothing confirmed.
                     s.last_heard = confirmed.or(if state == ConnectionState::Lost { None } else { s.last_heard });
                 });
+                if matches!(state, ConnectionState::Connected | ConnectionState::ConnectedReadOnly) {
+                    self.security.watch.had_session = true;
+                }
                 self.subscribers.retain(|tx| tx.unbounded_send(state).is_ok());
             }
             ClientEvent::Reply { id, result } => {
@@ -324,6 +339,7 @@ impl DriverTask {
                         let ip = conn.local_ip();
                         self.shared.update(|s| s.local_ip = ip.or(s.local_ip));
                         self.conn = Some(conn);
+                        self.security.watch.connected();
                         let now = self.now();
                         self.client.handle_connected(now);
                     }
@@ -331,6 +347,10 @@ impl DriverTask {
                         tracing::debug!(%error, "connect failed");
                         let now = self.now();
                         self.client.handle_disconnected(now);
+                        let tls = self.security.tls.is_some();
+                        if let Some(e) = self.security.watch.connect_failed(&error, tls) {
+                            self.fatal(e);
+                        }
                     }
                 }
             }
@@ -346,14 +366,23 @@ impl DriverTask {
                         Ok(n) => n,
                         Err(error) => {
                             tracing::debug!(%error, "read failed");
+                            if let Some(e) = self.security.watch.read_failed(&error) {
+                                self.disconnected();
+                                self.fatal(e);
+                                continue;
+                            }
                             0
                         }
                     };
                     if n == 0 {
                         tracing::debug!("connection closed");
                         self.disconnected();
+                        if let Some(e) = self.security.watch.closed(self.security.tls.is_some()) {
+                            self.fatal(e);
+                        }
                         continue;
                     }
+                    self.security.watch.heard = true;
                     self.rx.extend_from_slice(&self.scratch[..n.min(self.scratch.len())]);
                     let now = self.now();
                     let result = self.client.handle_bytes(now, &mut self.rx);
@@ -387,7 +416,7 @@ impl DriverTask {
                     self.conn = None;
                     self.rx.clear();
                     self.tx.clear();
-                    self.connecting = Some(self.runtime.connect(addr.host.clone(), addr.port));
+                    self.connecting = Some(self.security.connect(&*self.runtime, addr.host.clone(), addr.port));
                 }
                 IoCommand::Close => {
                     self.conn = None;

@@ -291,11 +291,23 @@ impl ZkModel {
         }
     }
 
-    /// Queues the notifications of applied changes.
+    /// Queues the notifications of applied changes. A watcher whose
+    /// connection may not READ the node (the deleted node's last ACL, the
+    /// parent's for NodeChildrenChanged) is not told, though its watch is
+    /// used up, as ZooKeeper 3.8.4 and Debian's 3.8.0 (CVE-2024-23944) do.
     pub(crate) fn fire(&mut self, changes: &[Change], txn_zxid: i64) {
         let zxid = if self.config.notification_txn_zxid { txn_zxid } else { -1 };
         for change in changes {
             for fired in self.watches.fire(change) {
+                let acl = match change {
+                    Change::Deleted(_, acl) if fired.event == zoolock_wire::EventType::NODE_DELETED => {
+                        Some(acl.clone())
+                    }
+                    _ => self.tree.get(&fired.path).map(|n| n.acl.clone()),
+                };
+                if acl.is_some_and(|acl| self.allowed(fired.conn, &acl, zoolock_wire::Perms::READ).is_err()) {
+                    continue;
+                }
                 self.notify(fired, zxid);
             }
         }

@@ -98,8 +98,9 @@ pub(crate) struct Stamp {
 pub(crate) enum Change {
     /// A node was created (NodeCreated on it, NodeChildrenChanged on its parent).
     Created(String),
-    /// A node was deleted (NodeDeleted on it, NodeChildrenChanged on its parent).
-    Deleted(String),
+    /// A node was deleted (NodeDeleted on it, NodeChildrenChanged on its
+    /// parent), with the ACL it had (its watchers need READ on it).
+    Deleted(String, Vec<Acl>),
     /// A node's data was set (NodeDataChanged).
     DataChanged(String),
 }
@@ -225,7 +226,7 @@ impl DataTree {
             }
             Owner::Persistent => {}
         }
-        changes.push(Change::Deleted(p.to_string()));
+        changes.push(Change::Deleted(p.to_string(), node.acl.clone()));
     }
 
     /// Replaces a node's data with the already checked new version.

@@ -183,7 +183,7 @@ impl Watches {
                 let hit = self.child.trigger(parent, EventType::NODE_CHILDREN_CHANGED, &none);
                 push(&hit, EventType::NODE_CHILDREN_CHANGED, parent);
             }
-            Change::Deleted(p) => {
+            Change::Deleted(p, _) => {
                 let data = self.data.trigger(p, EventType::NODE_DELETED, &none);
                 push(&data, EventType::NODE_DELETED, p);
                 let child = self.child.trigger(p, EventType::NODE_DELETED, &data);

@@ -67,6 +67,17 @@ impl Runtime for SmolRuntime {
         })
     }
 
+    fn connect_tls(&self, host: String, port: u16, tls: TlsConnect) -> BoxFuture<io::Result<Box<dyn Conn>>> {
+        Box::pin(async move {
+            let stream = TcpStream::connect((host.as_str(), port)).await?;
+            stream.set_nodelay(true)?;
+            let local_ip = stream.local_addr().ok().map(|a| a.ip());
+            let connector = futures_rustls::TlsConnector::from(tls.config.clone());
+            let stream = connector.connect(tls.server_name.clone(), stream).await?;
+            Ok(Box::new(IoConn::new(stream, local_ip)) as Box<dyn Conn>)
+        })
+    }
+
     fn sleep_until(&self, deadline: std::time::Instant) -> BoxFuture<()> {
         Box::pin(async move {
             smol::Timer::at(deadline).await;

@@ -10,6 +10,28 @@
 //! client.close().await?;
 //! # Ok(()) }
 //! ```
+//!
+//! A secured ZooKeeper: digest auth with a creator-only ACL, mutual TLS
+//! (rustls) and SASL DIGEST-MD5 (see the README's "Secured ZooKeeper").
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::path::Path;
+//! use zoolock_tokio::{AclPolicy, Options, TlsOptions, parse_acl};
+//!
+//! let tls = TlsOptions::from_files(Path::new("ca.pem"), Some(Path::new("client.pem")), Some(Path::new("client.key")))?;
+//! let options = Options::default()
+//!     .auth("digest", "alice:secret")
+//!     .acl(AclPolicy::new(parse_acl("auth::cdrwa")?).with_prefix(
+//!         zoolock_tokio::core::ZkPath::new("/shared")?,
+//!         parse_acl("auth::cdrwa,world:anyone:r")?,
+//!     ))
+//!     .tls(tls)
+//!     .sasl_digest("alice", &std::env::var("ZK_PASSWORD")?);
+//! let client = zoolock_tokio::connect("zk1:2281,zk2:2281", options).await?;
+//! # drop(client);
+//! # Ok(()) }
+//! ```
 
 use std::io;
 use std::sync::Arc;
@@ -44,6 +66,17 @@ impl Runtime for TokioRuntime {
             let stream = TcpStream::connect((host.as_str(), port)).await?;
             stream.set_nodelay(true)?;
             let local_ip = stream.local_addr().ok().map(|a| a.ip());
+            Ok(Box::new(IoConn::new(stream.compat(), local_ip)) as Box<dyn Conn>)
+        })
+    }
+
+    fn connect_tls(&self, host: String, port: u16, tls: TlsConnect) -> BoxFuture<io::Result<Box<dyn Conn>>> {
+        Box::pin(async move {
+            let stream = TcpStream::connect((host.as_str(), port)).await?;
+            stream.set_nodelay(true)?;
+            let local_ip = stream.local_addr().ok().map(|a| a.ip());
+            let connector = tokio_rustls::TlsConnector::from(tls.config.clone());
+            let stream = connector.connect(tls.server_name.clone(), stream).await?;
             Ok(Box::new(IoConn::new(stream.compat(), local_ip)) as Box<dyn Conn>)
         })
     }

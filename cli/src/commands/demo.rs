@@ -96,6 +96,7 @@ pub(crate) async fn run(global: &Global, args: DemoArgs) -> Outcome {
         session_timeout: global.session_timeout,
         connect_timeout: global.connect_timeout,
         verbose: global.verbose,
+        security: global.security.clone(),
     };
     let outcome = demo(&global, &args, &mut signals, described).await;
     if let Some(server) = server {

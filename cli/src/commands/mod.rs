@@ -6,6 +6,7 @@ mod generate;
 mod holders;
 mod lock;
 mod revoke;
+mod security;
 mod serve;
 
 use std::time::Duration;
@@ -41,9 +42,17 @@ async fn connect(global: &Global, data: Option<&str>) -> Result<Client, Failure>
         options = options.lock_data(data.as_bytes().to_vec().into());
     }
     let connect = global.connect_string();
+    options = security::apply(&global.security, options)?;
     tracing::debug!(connect, "connecting");
     zoolock_tokio::connect(connect, options).await.map_err(|e| match e {
         Error::ConnectString(e) => Failure::new(exit::USAGE, format!("bad --connect {connect:?}: {e}")),
+        Error::Request(zoolock_tokio::core::RequestError::AuthFailed) => {
+            let which = match &global.security.sasl_user {
+                Some(user) => format!("SASL authentication as {user} failed (wrong user or ZOOLOCK_SASL_PASSWORD?)"),
+                None => "the server rejected the --auth credentials".to_owned(),
+            };
+            Failure::new(exit::UNAVAILABLE, format!("cannot connect to {connect}: {which}"))
+        }
         e => Failure::new(exit::UNAVAILABLE, format!("cannot connect to {connect}: {e}")),
     })
 }

@@ -35,6 +35,17 @@ pub(crate) const JARS: &[&str] = &[
     "slf4j-api",
     "slf4j-simple",
 ];
+/// Netty jars added when present (see [`java_setup`]).
+pub(crate) const NETTY_JARS: &[&str] = &[
+    "netty-handler",
+    "netty-codec",
+    "netty-transport",
+    "netty-buffer",
+    "netty-common",
+    "netty-resolver",
+    "netty-transport-native-unix-common",
+    "netty-transport-native-epoll",
+];
 pub(crate) const DRIVER_SOURCE: &str = include_str!("../../java/CuratorDriver.java");
 
 pub(crate) fn now_us() -> i64 {
@@ -84,6 +95,9 @@ pub(crate) fn java_setup() -> &'static Result<JavaSetup, String> {
         }
         tool_works("java")?;
         tool_works("javac")?;
+        // Netty parts that zookeeper.jar's manifest misses and its TLS
+        // client socket (ClientCnxnSocketNetty) needs, where installed.
+        jars.extend(NETTY_JARS.iter().map(|j| dir.join(format!("{j}.jar"))).filter(|p| p.is_file()));
         let jar_cp = jars.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(":");
 
         let mut hasher = DefaultHasher::new();
@@ -160,7 +174,14 @@ pub(crate) struct Java {
 
 impl Java {
     pub(crate) async fn start(java: &JavaSetup, addr: &str) -> Java {
+        Java::start_with(java, addr, &[]).await
+    }
+
+    /// [`Java::start`] with extra JVM options (`-D...` for ZooKeeper's
+    /// client, such as its TLS settings).
+    pub(crate) async fn start_with(java: &JavaSetup, addr: &str, jvm_options: &[String]) -> Java {
         let mut child = Command::new("java")
+            .args(jvm_options)
             .args([
                 "-Xmx256m",
                 "-XX:+UseSerialGC",

@@ -6,6 +6,8 @@ use core::time::Duration;
 use bytes::Bytes;
 use zoolock_wire::Acl;
 
+use crate::acl::AclPolicy;
+
 /// Which op sequence a recipe emits. Both use the same nodes and names, so
 /// they interoperate with each other and with Curator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -52,6 +54,9 @@ pub struct LockConfig {
     pub data: Bytes,
     /// ACL of lock nodes and of the parents we create.
     pub acl: Vec<Acl>,
+    /// Per-prefix ACLs; when set, it decides every node's ACL and `acl` is
+    /// its default.
+    pub acl_policy: Option<AclPolicy>,
     /// Create missing parents as containers (opcode 19); falls back to
     /// persistent nodes when the server answers Unimplemented.
     pub container_parents: bool,
@@ -73,6 +78,7 @@ impl LockConfig {
             plan: OpPlan::default(),
             data: Bytes::new(),
             acl: Acl::open_unsafe(),
+            acl_policy: None,
             container_parents: true,
             retry: RetryPolicy::default(),
             seed,
@@ -90,5 +96,21 @@ impl LockConfig {
     pub fn with_data(mut self, data: Bytes) -> Self {
         self.data = data;
         self
+    }
+
+    /// Takes each node's ACL (lock nodes and the parents created for them)
+    /// from `policy`.
+    pub fn with_acl_policy(mut self, policy: AclPolicy) -> Self {
+        self.acl = policy.default_acl().to_vec();
+        self.acl_policy = Some(policy);
+        self
+    }
+
+    /// The ACL a node created at `path` gets.
+    pub fn acl_for(&self, path: &str) -> Vec<Acl> {
+        match &self.acl_policy {
+            Some(policy) => policy.acl_for(path).to_vec(),
+            None => self.acl.clone(),
+        }
     }
 }

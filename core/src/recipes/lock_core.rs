@@ -69,7 +69,10 @@ pub(crate) struct Node {
 enum CreateStep {
     /// create2 in flight.
     Sent,
-    /// Checking ancestor `idx` with exists (Curator's top-down mkdirs).
+    /// Checking ancestor `idx` with exists: top-down with the Curator plan
+    /// (5.4's mkdirs), bottom-up with the Pipelined plan (5.7.1, CURATOR-715:
+    /// an ancestor that exists is never read, so a lock under a parent
+    /// the client may not read still works where exists checks READ).
     Probe(usize),
     /// Creating ancestor `idx`.
     MakeParent(usize),
@@ -531,7 +534,7 @@ impl LockCore {
         };
         let target = c.target.clone();
         let op = match ZkPath::new_sequential_prefix(&target) {
-            Ok(path) => Op::create(&path, self.node_data(), self.config.acl.clone(), mode),
+            Ok(path) => Op::create(&path, self.node_data(), self.config.acl_for(&target), mode),
             Err(_) => {
                 self.fail(RequestError::Server(ErrorCode::BAD_ARGUMENTS));
                 return;
@@ -583,7 +586,7 @@ impl LockCore {
                 c.made_parents = true;
                 // A pipelined listing of the missing parent is now stale.
                 self.attempt += 1;
-                self.probe(0);
+                self.start_probe();
             }
             Err(RequestError::Server(ErrorCode::NO_NODE)) => self.no_node_retry(now),
             Err(RequestError::ConnectionLoss) => {
@@ -607,6 +610,24 @@ impl LockCore {
         out
     }
 
+    fn bottom_up(&self) -> bool {
+        self.config.plan == OpPlan::Pipelined
+    }
+
+    fn start_probe(&mut self) {
+        match self.ancestors().len().checked_sub(1) {
+            Some(deepest) if self.bottom_up() => self.probe(deepest),
+            Some(_) => self.probe(0),
+            None => self.send_create(),
+        }
+    }
+
+    /// After ancestor `idx` was made: top-down probes the next one;
+    /// bottom-up already knows the ones below are missing.
+    fn after_parent(&mut self, idx: usize) {
+        if self.bottom_up() { self.make_parent(idx + 1) } else { self.probe(idx + 1) }
+    }
+
     fn probe(&mut self, idx: usize) {
         let ancestors = self.ancestors();
         let State::Creating(c) = &mut self.state else { return };
@@ -627,14 +648,14 @@ impl LockCore {
         };
         c.step = CreateStep::MakeParent(idx);
         let op = if self.config.container_parents {
-            Op::create_container(&path, Bytes::new(), self.config.acl.clone())
+            Op::create_container(&path, Bytes::new(), self.config.acl_for(path.as_str()))
         } else {
             // Curator's `dontUseContainerParents()`: a plain create (opcode 1),
             // flags 0; no Stat is needed for a parent.
             let request = CreateRequest {
                 path: String::from(path.as_str()),
                 data: Some(Bytes::new()),
-                acl: self.config.acl.clone(),
+                acl: self.config.acl_for(path.as_str()),
                 flags: CreateMode::PERSISTENT,
             };
             match Op::from_request(Request::Create(request)) {
@@ -648,7 +669,9 @@ impl LockCore {
     fn on_probe(&mut self, _now: Instant, result: Result<Response, RequestError>) {
         let State::Creating(Create { step: CreateStep::Probe(idx), .. }) = self.state else { return };
         match result {
+            Ok(_) if self.bottom_up() => self.make_parent(idx + 1),
             Ok(_) => self.probe(idx + 1),
+            Err(RequestError::Server(ErrorCode::NO_NODE)) if self.bottom_up() && idx > 0 => self.probe(idx - 1),
             Err(RequestError::Server(ErrorCode::NO_NODE)) => self.make_parent(idx),
             Err(RequestError::ConnectionLoss) => self.probe(idx),
             Err(e) => self.fail(e),
@@ -658,7 +681,7 @@ impl LockCore {
     fn on_make_parent(&mut self, now: Instant, result: Result<Response, RequestError>) {
         let State::Creating(Create { step: CreateStep::MakeParent(idx), .. }) = self.state else { return };
         match result {
-            Ok(_) | Err(RequestError::Server(ErrorCode::NODE_EXISTS)) => self.probe(idx + 1),
+            Ok(_) | Err(RequestError::Server(ErrorCode::NODE_EXISTS)) => self.after_parent(idx),
             // An ancestor probed a moment ago has gone (the container reaper
             // took it): start over within the retry budget, as Curator's
             // attemptLock does on NoNode.

@@ -1,5 +1,6 @@
 //! Session configuration.
 
+use alloc::string::String;
 use core::time::Duration;
 
 use zoolock_wire::DEFAULT_MAX_FRAME_LEN;
@@ -27,6 +28,47 @@ pub struct SessionConfig {
     /// Per-attempt limit for TCP connect plus handshake; `None` means the
     /// session timeout divided by the number of hosts, as the Java client does.
     pub connect_timeout: Option<Duration>,
+    /// SASL DIGEST-MD5 credentials, run after every handshake before any
+    /// other request; `None` for no SASL.
+    pub sasl: Option<SaslConfig>,
+}
+
+/// SASL DIGEST-MD5 credentials (ZooKeeper's `DigestLoginModule` users). Its
+/// `Debug` output hides the password.
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SaslConfig {
+    /// The user.
+    pub user: String,
+    /// The password.
+    pub password: String,
+    /// The SASL service name (`zookeeper`, as the Java client's default).
+    pub protocol: String,
+    /// The server name in the digest-uri (`zk-sasl-md5`, ZooKeeper's).
+    pub server_name: String,
+}
+
+impl core::fmt::Debug for SaslConfig {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SaslConfig")
+            .field("user", &self.user)
+            .field("password", &"<hidden>")
+            .field("protocol", &self.protocol)
+            .field("server_name", &self.server_name)
+            .finish()
+    }
+}
+
+impl SaslConfig {
+    /// DIGEST-MD5 as `user` with `password`, for ZooKeeper's defaults.
+    pub fn digest_md5(user: &str, password: &str) -> Self {
+        SaslConfig {
+            user: user.into(),
+            password: password.into(),
+            protocol: super::sasl::ZK_PROTOCOL.into(),
+            server_name: super::sasl::ZK_SERVER_NAME.into(),
+        }
+    }
 }
 
 impl SessionConfig {
@@ -41,6 +83,7 @@ impl SessionConfig {
             max_frame_len: DEFAULT_MAX_FRAME_LEN,
             reconnect_jitter: Duration::from_secs(1),
             connect_timeout: None,
+            sasl: None,
         }
     }
 
@@ -59,6 +102,12 @@ impl SessionConfig {
     /// Sets the per-attempt connect timeout.
     pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = Some(timeout);
+        self
+    }
+
+    /// Authenticates with SASL after every handshake.
+    pub fn with_sasl(mut self, sasl: SaslConfig) -> Self {
+        self.sasl = Some(sasl);
         self
     }
 

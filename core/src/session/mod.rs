@@ -20,6 +20,7 @@
 //! old server never sees an opcode it would answer with Unimplemented.
 
 mod config;
+mod sasl;
 mod watches;
 
 use alloc::collections::VecDeque;
@@ -30,10 +31,11 @@ use core::time::Duration;
 use bytes::{Bytes, BytesMut};
 use zoolock_wire::{
     AuthPacket, ConnectRequest, ConnectResponse, DecodeErrorKind, ErrorCode, EventType, FrameDecoder, MultiResult,
-    OpCode, PASSWORD_LEN, Request, RequestFrame, RequestHeader, Response, ServerMessage, SetWatches, Xid, encode_frame,
+    OpCode, PASSWORD_LEN, Request, RequestFrame, RequestHeader, Response, SaslRequest, ServerMessage, SetWatches, Xid,
+    encode_frame,
 };
 
-pub use config::SessionConfig;
+pub use config::{SaslConfig, SessionConfig};
 pub use watches::{WatchKind, WatcherId};
 
 use crate::connect_string::HostAddr;
@@ -154,6 +156,8 @@ pub enum SessionStatus {
     Expired,
     /// Authentication failed.
     AuthFailed,
+    /// The server requires SASL authentication, and this session has none.
+    SaslRequired,
 }
 
 impl SessionStatus {
@@ -164,6 +168,7 @@ impl SessionStatus {
             SessionStatus::Closed => Some(RequestError::Closed),
             SessionStatus::Expired => Some(RequestError::SessionExpired),
             SessionStatus::AuthFailed => Some(RequestError::AuthFailed),
+            SessionStatus::SaslRequired => Some(RequestError::SaslAuthRequired),
             _ => None,
         }
     }
@@ -174,6 +179,7 @@ enum End {
     Closed,
     Expired,
     AuthFailed,
+    SaslRequired,
 }
 
 #[derive(Debug)]
@@ -212,7 +218,12 @@ struct PendingWatch {
 
 #[derive(Debug)]
 enum Purpose {
-    User { id: RequestId, watch: Option<PendingWatch> },
+    User {
+        id: RequestId,
+        watch: Option<PendingWatch>,
+    },
+    /// A SASL token (opcode 102).
+    Sasl,
     SetWatches,
     Close,
 }
@@ -267,6 +278,9 @@ pub struct Session {
     next_xid: i32,
     next_request: u64,
     auth: Vec<(String, Bytes)>,
+    /// The SASL exchange under way on this connection, and the state to
+    /// report once it succeeds. Nothing else goes out until then.
+    sasl: Option<(sasl::DigestMd5, ConnectionState)>,
     watches: WatchTable,
     queued: VecDeque<Queued>,
     in_flight: VecDeque<InFlight>,
@@ -307,6 +321,7 @@ impl Session {
             next_xid: 1,
             next_request: 0,
             auth: Vec::new(),
+            sasl: None,
             watches: WatchTable::default(),
             queued: VecDeque::new(),
             in_flight: VecDeque::new(),
@@ -329,6 +344,7 @@ impl Session {
             Phase::Ended(End::Closed) => SessionStatus::Closed,
             Phase::Ended(End::Expired) => SessionStatus::Expired,
             Phase::Ended(End::AuthFailed) => SessionStatus::AuthFailed,
+            Phase::Ended(End::SaslRequired) => SessionStatus::SaslRequired,
         }
     }
 
@@ -408,7 +424,7 @@ impl Session {
         if let Some(root) = &self.chroot {
             apply_chroot(&mut request, root);
         }
-        if matches!(self.phase, Phase::Connected { .. }) {
+        if matches!(self.phase, Phase::Connected { .. }) && self.sasl.is_none() {
             self.send(now, request, Purpose::User { id, watch });
         } else {
             self.queued.push_back(Queued { id, request, watch });
@@ -423,7 +439,7 @@ impl Session {
             return Err(ApiMisuse::SessionEnded);
         }
         self.auth.push((String::from(scheme), auth.clone()));
-        if matches!(self.phase, Phase::Connected { .. }) {
+        if matches!(self.phase, Phase::Connected { .. }) && self.sasl.is_none() {
             self.send_auth(now, scheme, auth);
         }
         Ok(())
@@ -546,7 +562,9 @@ impl Session {
                 let t = self.timeout();
                 if now >= self.last_recv + t * 2 / 3 {
                     self.drop_connection(now);
-                } else if now >= self.last_send + t / 3 {
+                } else if now >= self.last_send + t / 3 && self.sasl.is_none() {
+                    // (No ping during SASL: a server that requires it refuses
+                    // anything else until it completes.)
                     let ping = RequestFrame::new(Xid::PING, Request::Ping);
                     let _ = encode_frame(&ping, usize::MAX, &mut self.outbound);
                     self.last_send = now;
@@ -595,6 +613,8 @@ impl Session {
         let phase = match self.phase {
             Phase::Idle { at } => Some(at),
             Phase::Connecting { deadline, .. } | Phase::Handshaking { deadline, .. } => Some(deadline),
+            // No ping while SASL is under way, so only the read timeout.
+            Phase::Connected { .. } if self.sasl.is_some() => Some(self.last_recv + t * 2 / 3),
             Phase::Connected { .. } => Some((self.last_send + t / 3).min(self.last_recv + t * 2 / 3)),
             Phase::Closing { deadline } => Some(deadline),
             Phase::Ended(_) => None,
@@ -671,7 +691,9 @@ impl Session {
             End::Closed => (RequestError::Closed, ConnectionState::Closed),
             End::Expired => (RequestError::SessionExpired, ConnectionState::Lost),
             End::AuthFailed => (RequestError::AuthFailed, ConnectionState::AuthFailed),
+            End::SaslRequired => (RequestError::SaslAuthRequired, ConnectionState::AuthFailed),
         };
+        self.sasl = None;
         self.fail_in_flight(error.clone());
         for q in core::mem::take(&mut self.queued) {
             self.events.push_back(SessionEvent::Reply { id: q.id, result: Err(error.clone()) });
@@ -782,6 +804,22 @@ impl Session {
             (true, false) => ConnectionState::Reconnected,
         };
         self.ever_connected = true;
+        if let Some(sasl) = &self.config.sasl {
+            // SASL first, after every handshake; the rest waits for it.
+            let cnonce = alloc::format!("{:016x}{:016x}", self.rng.next_u64(), self.rng.next_u64());
+            let exchange = sasl::DigestMd5::new(&sasl.user, &sasl.password, &sasl.protocol, &sasl.server_name, cnonce);
+            let token = exchange.initial();
+            self.sasl = Some((exchange, state));
+            self.send(now, Request::Sasl(SaslRequest { token: Some(Bytes::from(token)) }), Purpose::Sasl);
+            return Ok(());
+        }
+        self.ready(now, state);
+        Ok(())
+    }
+
+    /// The connection is usable (after the handshake, and SASL if any):
+    /// report `state`, then send credentials, watches and queued requests.
+    fn ready(&mut self, now: Instant, state: ConnectionState) {
         self.events.push_back(SessionEvent::State(state));
         // Order after a handshake: credentials, watches, then queued requests.
         for (scheme, auth) in self.auth.clone() {
@@ -793,7 +831,30 @@ impl Session {
         while let Some(q) = self.queued.pop_front() {
             self.send(now, q.request, Purpose::User { id: q.id, watch: q.watch });
         }
-        Ok(())
+    }
+
+    /// The server's SASL token (or refusal) for our exchange.
+    fn handle_sasl(&mut self, now: Instant, err: ErrorCode, response: Option<Response>) {
+        let Some((exchange, state)) = self.sasl.as_mut() else { return };
+        let state = *state;
+        // A refused exchange (wrong user or password) comes back as
+        // AuthFailed, or SessionClosedRequireSaslAuth when the server
+        // requires SASL, and the server closes the connection.
+        let token = match (err, response) {
+            (ErrorCode::OK, Some(Response::Sasl(token))) => token.unwrap_or_default(),
+            _ => return self.end(End::AuthFailed),
+        };
+        match exchange.handle_challenge(&token) {
+            Ok(Some(next)) => {
+                self.send(now, Request::Sasl(SaslRequest { token: Some(Bytes::from(next)) }), Purpose::Sasl);
+            }
+            Ok(None) if exchange.is_done() => {
+                self.sasl = None;
+                self.ready(now, state);
+            }
+            // The server's proof is wrong: it does not hold our password.
+            Ok(None) | Err(_) => self.end(End::AuthFailed),
+        }
     }
 
     fn handle_message(&mut self, now: Instant, frame: &[u8]) -> Result<(), SessionError> {
@@ -816,6 +877,13 @@ impl Session {
                     let event = WatchEvent { event_type: event.event_type, path: path.clone() };
                     self.events.push_back(SessionEvent::Watch { watcher, event });
                 }
+                Ok(())
+            }
+            // A server that requires SASL refuses anything else from an
+            // unauthenticated session, then closes the connection.
+            ServerMessage::Reply { header, .. } if header.err == ErrorCode::SESSION_CLOSED_REQUIRE_SASL_AUTH => {
+                let sasl = self.in_flight.front().is_some_and(|p| matches!(p.purpose, Purpose::Sasl));
+                self.end(if sasl { End::AuthFailed } else { End::SaslRequired });
                 Ok(())
             }
             ServerMessage::Reply { header, response } => match header.xid {
@@ -887,6 +955,7 @@ impl Session {
                 self.events.push_back(SessionEvent::Reply { id, result });
             }
             Purpose::SetWatches => {}
+            Purpose::Sasl => self.handle_sasl(now, err, response),
             Purpose::Close => self.end(End::Closed),
         }
         Ok(())

@@ -1,0 +1,356 @@
+//! Secured-ZooKeeper scenarios shared by the transports' `tests/secured.rs`:
+//! digest auth with a creator-only ACL (on the plain server of
+//! `ZOOLOCK_TEST_CONNECT`), and mutual TLS on the servers that
+//! `scripts/zk-server.sh` starts with `ZK_SECURE=tls` (directories in
+//! `ZOOLOCK_TEST_TLS_DIR` for ZooKeeper 3.8's TLS 1.2 default and
+//! `ZOOLOCK_TEST_TLS13_DIR` for a TLS 1.3 configuration). `bash .ci/run`
+//! starts them all; a scenario whose server is not configured prints why
+//! and passes.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_lite::future;
+use zoolock_driver::core::RequestError;
+use zoolock_driver::core::wire::{CreateMode, ErrorCode};
+use zoolock_driver::{AclPolicy, Client, Error, Options, Runtime, TlsError, TlsOptions, parse_acl};
+
+/// The runtime under test and a label for unique paths.
+#[derive(Clone)]
+pub(crate) struct Rt {
+    pub(crate) runtime: Arc<dyn Runtime>,
+    pub(crate) label: &'static str,
+}
+
+impl Rt {
+    fn path(&self, name: &str) -> String {
+        format!("/zoolock-secured-{}-{}/{name}", self.label, std::process::id())
+    }
+
+    async fn connect(&self, addr: &str, options: Options) -> Result<Client, Error> {
+        Client::connect(self.runtime.clone(), addr, options.connect_timeout(CONNECT_TIMEOUT)).await
+    }
+
+    async fn within<T>(&self, what: &str, f: impl std::future::Future<Output = T>) -> T {
+        let rt = self.runtime.clone();
+        future::or(f, async move {
+            rt.sleep_until(Instant::now() + Duration::from_secs(20)).await;
+            panic!("{what}: not done within 20 s")
+        })
+        .await
+    }
+}
+
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+fn env_var(name: &str) -> Option<String> {
+    match std::env::var(name) {
+        Ok(v) if !v.trim().is_empty() => Some(v.trim().to_owned()),
+        _ => {
+            eprintln!("skipped: {name} is not set (`bash .ci/run` sets it)");
+            None
+        }
+    }
+}
+
+fn port(dir: &Path, file: &str) -> String {
+    let p = std::fs::read_to_string(dir.join(file)).unwrap_or_else(|e| panic!("{}/{file}: {e}", dir.display()));
+    format!("127.0.0.1:{}", p.trim())
+}
+
+/// A server started with `ZK_SECURE=tls`: its plain and TLS addresses and PKI.
+pub(crate) struct TlsServer {
+    dir: PathBuf,
+    pub(crate) tls_addr: String,
+    pub(crate) plain_addr: String,
+}
+
+impl TlsServer {
+    pub(crate) fn from_env(var: &str) -> Option<TlsServer> {
+        let dir = PathBuf::from(env_var(var)?);
+        Some(TlsServer { tls_addr: port(&dir, "tls_port"), plain_addr: port(&dir, "port"), dir })
+    }
+
+    fn file(&self, name: &str) -> PathBuf {
+        self.dir.join("tls").join(name)
+    }
+
+    /// Mutual TLS with the CA `ca` and client identity `client` (`None`: no
+    /// client certificate).
+    pub(crate) fn tls(&self, ca: &str, client: Option<(&str, &str)>) -> TlsOptions {
+        let (cert, key) = match client {
+            Some((c, k)) => (Some(self.file(c)), Some(self.file(k))),
+            None => (None, None),
+        };
+        TlsOptions::from_files(&self.file(ca), cert.as_deref(), key.as_deref()).expect("test PKI loads")
+    }
+
+    pub(crate) fn good(&self) -> TlsOptions {
+        self.tls("ca.pem", Some(("client.pem", "client.key")))
+    }
+}
+
+fn is_server(result: &Result<impl std::fmt::Debug, Error>, code: ErrorCode) -> bool {
+    matches!(result, Err(Error::Request(RequestError::Server(c))) if *c == code)
+}
+
+/// Digest auth and `auth::cdrwa`: the lock node and its parents belong to the
+/// authenticated identity; an unauthenticated client (or one with the wrong
+/// password) gets NoAuth deleting the lock node or listing its parent.
+pub(crate) async fn digest_acl(rt: &Rt) {
+    let Some(addr) = env_var("ZOOLOCK_TEST_CONNECT") else { return };
+    let acl = AclPolicy::new(parse_acl("auth::cdrwa").unwrap());
+    let owner = Options::default().auth("digest", "alice:secret").acl(acl.clone());
+    let a = rt.within("connect", rt.connect(&addr, owner.clone())).await.expect("digest auth connects");
+    let anonymous = rt.connect(&addr, Options::default()).await.unwrap();
+    let impostor = rt.connect(&addr, Options::default().auth("digest", "alice:wrong")).await.unwrap();
+
+    let path = rt.path("mutex");
+    let lock = a.mutex(&path).await.unwrap();
+    let guard = rt.within("acquire", lock.acquire()).await.unwrap();
+    for other in [&anonymous, &impostor] {
+        let delete = other.delete(guard.node(), None).await;
+        assert!(is_server(&delete, ErrorCode::NO_AUTH), "delete by another identity: {delete:?}");
+        let list = other.get_children(&path).await;
+        assert!(is_server(&list, ErrorCode::NO_AUTH), "parent created with the ACL: {list:?}");
+    }
+    // The same identity on another session may.
+    let b = rt.connect(&addr, owner.clone()).await.unwrap();
+    assert_eq!(b.get_children(&path).await.unwrap().0.len(), 1);
+    guard.release().await.unwrap();
+
+    // Read-write lock and semaphore under the same ACL.
+    let (read, write) = a.read_write_lock(&rt.path("rw")).await.unwrap();
+    let w = rt.within("write", write.acquire()).await.unwrap();
+    let r = rt.within("downgrade", read.acquire()).await.unwrap();
+    let delete = anonymous.delete(w.node(), None).await;
+    assert!(is_server(&delete, ErrorCode::NO_AUTH), "write node: {delete:?}");
+    w.release().await.unwrap();
+    r.release().await.unwrap();
+    let sem = b.semaphore(&rt.path("sem"), 2).await.unwrap();
+    let leases = rt.within("leases", sem.acquire(2)).await.unwrap();
+    let delete = anonymous.delete(leases[0].node(), None).await;
+    assert!(is_server(&delete, ErrorCode::NO_AUTH), "lease node: {delete:?}");
+    for lease in leases {
+        lease.release().await.unwrap();
+    }
+    for c in [a, b, anonymous, impostor] {
+        c.close().await.unwrap();
+    }
+}
+
+/// Per-prefix ACLs: the prefix's ACL applies under it, the default elsewhere.
+pub(crate) async fn acl_prefix(rt: &Rt) {
+    let Some(addr) = env_var("ZOOLOCK_TEST_CONNECT") else { return };
+    let private = rt.path("private");
+    let policy = AclPolicy::default().with_prefix(
+        zoolock_driver::core::ZkPath::new(&private).unwrap(),
+        parse_acl("auth::cdrwa,world:anyone:r").unwrap(),
+    );
+    let a = rt.connect(&addr, Options::default().auth("digest", "carol:pw").acl(policy)).await.unwrap();
+    let anonymous = rt.connect(&addr, Options::default()).await.unwrap();
+    let open = a.mutex(&rt.path("open")).await.unwrap().acquire().await.unwrap();
+    let closed = a.mutex(&format!("{private}/lock")).await.unwrap().acquire().await.unwrap();
+    assert!(anonymous.get_children(&format!("{private}/lock")).await.is_ok(), "world may read");
+    let delete = anonymous.delete(closed.node(), None).await;
+    assert!(is_server(&delete, ErrorCode::NO_AUTH), "under the prefix: {delete:?}");
+    anonymous.delete(open.node(), None).await.expect("outside the prefix, the open default");
+    closed.release().await.unwrap();
+    drop(open);
+    a.close().await.unwrap();
+    anonymous.close().await.unwrap();
+}
+
+/// A credential the server rejects ends the connect with AuthFailed at once.
+pub(crate) async fn auth_failed(rt: &Rt) {
+    let Some(addr) = env_var("ZOOLOCK_TEST_CONNECT") else { return };
+    let start = Instant::now();
+    let result = rt.connect(&addr, Options::default().auth("no-such-scheme", "x")).await;
+    assert!(matches!(result, Err(Error::Request(RequestError::AuthFailed))), "{result:?}");
+    assert!(start.elapsed() < CONNECT_TIMEOUT, "failed fast: {:?}", start.elapsed());
+}
+
+/// Mutual TLS: a mutex, a read-write lock and a semaphore work; the key may
+/// be PKCS#1 as well as PKCS#8.
+pub(crate) async fn tls_recipes(rt: &Rt, var: &str) {
+    let Some(server) = TlsServer::from_env(var) else { return };
+    let a = rt.within("connect", rt.connect(&server.tls_addr, Options::default().tls(server.good()))).await.unwrap();
+    let pkcs1 = server.tls("ca.pem", Some(("client.pem", "client-pkcs1.key")));
+    let b = rt.connect(&server.tls_addr, Options::default().tls(pkcs1)).await.expect("PKCS#1 key");
+
+    let path = rt.path(&format!("tls-{var}"));
+    let (la, lb) = (a.mutex(&path).await.unwrap(), b.mutex(&path).await.unwrap());
+    let g = rt.within("acquire", la.acquire()).await.unwrap();
+    assert!(lb.try_acquire().await.unwrap().is_none(), "excluded over TLS");
+    g.release().await.unwrap();
+    rt.within("second", lb.acquire()).await.unwrap().release().await.unwrap();
+
+    let (read, write) = b.read_write_lock(&format!("{path}-rw")).await.unwrap();
+    let w = rt.within("write", write.acquire()).await.unwrap();
+    rt.within("read", read.acquire()).await.unwrap().release().await.unwrap();
+    w.release().await.unwrap();
+
+    let sem = a.semaphore(&format!("{path}-sem"), 1).await.unwrap();
+    let lease = rt.within("lease", sem.acquire(1)).await.unwrap();
+    let other = b.semaphore(&format!("{path}-sem"), 1).await.unwrap();
+    let excluded = other.acquire_timeout(1, Duration::from_millis(200)).await;
+    assert!(matches!(excluded, Err(Error::TimedOut)), "one lease: {excluded:?}");
+    drop(lease);
+    let (created, _) = a.create(&format!("{path}-plain"), b"x", CreateMode::EPHEMERAL).await.unwrap();
+    assert_eq!(&b.get_data(&created).await.unwrap().0[..], b"x");
+    a.close().await.unwrap();
+    b.close().await.unwrap();
+}
+
+/// What is wrong, where to connect, with which TLS, and the error expected.
+type FailureCase<'a> = (&'a str, &'a str, Option<TlsOptions>, fn(&TlsError) -> bool);
+
+/// Each misconfiguration fails with its typed error within the connect
+/// timeout, without a retry loop.
+pub(crate) async fn tls_failures(rt: &Rt) {
+    let Some(server) = TlsServer::from_env("ZOOLOCK_TEST_TLS_DIR") else { return };
+    let cases: [FailureCase<'_>; 6] = [
+        (
+            "unknown CA",
+            server.tls_addr.as_str(),
+            Some(server.tls("other-ca.pem", Some(("client.pem", "client.key")))),
+            |e| matches!(e, TlsError::ServerCertificate(m) if m.contains("UnknownIssuer")),
+        ),
+        ("no client certificate", server.tls_addr.as_str(), Some(server.tls("ca.pem", None)), |e| {
+            matches!(e, TlsError::Rejected(_))
+        }),
+        (
+            "client certificate from another CA",
+            server.tls_addr.as_str(),
+            Some(server.tls("ca.pem", Some(("other-client.pem", "other-client.key")))),
+            |e| matches!(e, TlsError::Rejected(_)),
+        ),
+        (
+            "expired client certificate",
+            server.tls_addr.as_str(),
+            Some(server.tls("ca.pem", Some(("expired-client.pem", "expired-client.key")))),
+            |e| matches!(e, TlsError::Rejected(_)),
+        ),
+        ("plaintext to the TLS port", server.tls_addr.as_str(), None, |e| matches!(e, TlsError::PlaintextRefused(_))),
+        ("TLS to the plain port", server.plain_addr.as_str(), Some(server.good()), |e| {
+            matches!(e, TlsError::ClosedInHandshake | TlsError::Handshake(_))
+        }),
+    ];
+    for (what, addr, tls, expected) in cases {
+        let options = match tls {
+            Some(tls) => Options::default().tls(tls),
+            None => Options::default(),
+        };
+        let start = Instant::now();
+        let result = rt.connect(addr, options).await;
+        let elapsed = start.elapsed();
+        match &result {
+            Err(Error::Tls(e)) if expected(e) => {}
+            other => panic!("{what}: {other:?}"),
+        }
+        assert!(elapsed < CONNECT_TIMEOUT, "{what}: took {elapsed:?}");
+    }
+}
+
+/// A server started with `ZK_SECURE=sasl`: its address and the DIGEST-MD5
+/// users of its JAAS file.
+pub(crate) struct SaslServer {
+    pub(crate) addr: String,
+    vars: std::collections::HashMap<String, String>,
+}
+
+impl SaslServer {
+    pub(crate) fn from_env() -> Option<SaslServer> {
+        let dir = PathBuf::from(env_var("ZOOLOCK_TEST_SASL_DIR")?);
+        let text = std::fs::read_to_string(dir.join("sasl.env")).expect("sasl.env");
+        let vars = text.lines().filter_map(|l| l.split_once('=')).map(|(k, v)| (k.into(), v.into())).collect();
+        Some(SaslServer { addr: port(&dir, "port"), vars })
+    }
+
+    pub(crate) fn user(&self, n: &str) -> (&str, &str) {
+        (&self.vars[&format!("SASL_USER{n}")], &self.vars[&format!("SASL_PASSWORD{n}")])
+    }
+}
+
+/// SASL DIGEST-MD5 on a server that requires it of every session: locks,
+/// read-write locks and semaphores work for two users; a wrong password
+/// fails the connect with AuthFailed at once; a client without SASL gets
+/// the typed SaslAuthRequired on its first request, not a hang.
+pub(crate) async fn sasl(rt: &Rt) {
+    let Some(server) = SaslServer::from_env() else { return };
+    let (alice, alice_pw) = server.user("");
+    let (bob, bob_pw) = server.user("2");
+    let a = rt.within("connect", rt.connect(&server.addr, Options::default().sasl_digest(alice, alice_pw))).await;
+    let a = a.expect("alice authenticates");
+    let b = rt.connect(&server.addr, Options::default().sasl_digest(bob, bob_pw)).await.expect("bob authenticates");
+
+    let path = rt.path("sasl");
+    let (la, lb) = (a.mutex(&path).await.unwrap(), b.mutex(&path).await.unwrap());
+    let g = rt.within("acquire", la.acquire()).await.unwrap();
+    assert!(lb.try_acquire().await.unwrap().is_none(), "excluded");
+    g.release().await.unwrap();
+    rt.within("second", lb.acquire()).await.unwrap().release().await.unwrap();
+    let (read, write) = a.read_write_lock(&format!("{path}-rw")).await.unwrap();
+    let w = rt.within("write", write.acquire()).await.unwrap();
+    rt.within("read", read.acquire()).await.unwrap().release().await.unwrap();
+    w.release().await.unwrap();
+    let leases = rt.within("lease", b.semaphore(&format!("{path}-sem"), 2).await.unwrap().acquire(2)).await.unwrap();
+    for lease in leases {
+        lease.release().await.unwrap();
+    }
+
+    let start = Instant::now();
+    let wrong = rt.connect(&server.addr, Options::default().sasl_digest(alice, "wrong")).await;
+    assert!(matches!(wrong, Err(Error::Request(RequestError::AuthFailed))), "wrong password: {wrong:?}");
+    let unknown = rt.connect(&server.addr, Options::default().sasl_digest("mallory", "x")).await;
+    assert!(matches!(unknown, Err(Error::Request(RequestError::AuthFailed))), "unknown user: {unknown:?}");
+    assert!(start.elapsed() < CONNECT_TIMEOUT, "fast: {:?}", start.elapsed());
+
+    let none = rt.connect(&server.addr, Options::default()).await.expect("the handshake itself is allowed");
+    let refused = rt.within("refused", none.mutex(&path).await.unwrap().acquire()).await;
+    assert!(matches!(refused, Err(Error::Request(RequestError::SaslAuthRequired))), "no SASL: {refused:?}");
+    a.close().await.unwrap();
+    b.close().await.unwrap();
+}
+
+/// What the client checks of the server: the name (the connect string's
+/// host, or the override) and the validity dates. The expired server is an
+/// `openssl s_server` with the test PKI's expired-server certificate.
+pub(crate) async fn tls_server_checks(rt: &Rt) {
+    let Some(server) = TlsServer::from_env("ZOOLOCK_TEST_TLS_DIR") else { return };
+    let named = server.good().server_name("localhost").unwrap();
+    let client = rt.connect(&server.tls_addr, Options::default().tls(named)).await.expect("name override");
+    client.close().await.unwrap();
+    let wrong = server.good().server_name("zk.invalid").unwrap();
+    let result = rt.connect(&server.tls_addr, Options::default().tls(wrong)).await;
+    assert!(
+        matches!(&result, Err(Error::Tls(TlsError::ServerCertificate(m))) if m.contains("NotValidForName")),
+        "{result:?}"
+    );
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut s_server = std::process::Command::new("openssl")
+        .args(["s_server", "-quiet", "-accept"])
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("-cert")
+        .arg(server.file("expired-server.pem"))
+        .arg("-key")
+        .arg(server.file("expired-server.key"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("openssl s_server");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "openssl s_server did not listen");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let start = Instant::now();
+    let result = rt.connect(&format!("127.0.0.1:{port}"), Options::default().tls(server.good())).await;
+    let _ = s_server.kill();
+    let _ = s_server.wait();
+    assert!(matches!(&result, Err(Error::Tls(TlsError::ServerCertificate(m))) if m.contains("Expired")), "{result:?}");
+    assert!(start.elapsed() < CONNECT_TIMEOUT);
+}
