@@ -49,6 +49,11 @@ pub struct Options {
     /// How often and how long to pause before re-creating a lock node that
     /// vanished while waiting (Curator's NoNode retry).
     pub retry: RetryPolicy,
+    /// Create the connect string's chroot (`host:port/app`) when it is
+    /// missing, as persistent nodes with the lock ACL, once connected (on by
+    /// default, as Curator creates its namespace). Off: a missing chroot
+    /// makes every lock fail with NoNode.
+    pub create_chroot: bool,
     /// addAuth credentials, sent before the first request and after every
     /// reconnect.
     pub auth: Vec<AuthInfo>,
@@ -72,6 +77,7 @@ impl Default for Options {
             renew_session: true,
             container_parents: true,
             retry: RetryPolicy::default(),
+            create_chroot: true,
             auth: Vec::new(),
             acl: None,
             tls: None,
@@ -126,6 +132,12 @@ impl Options {
     /// Sets the NoNode retry policy of lock recipes.
     pub fn retry(mut self, retry: RetryPolicy) -> Self {
         self.retry = retry;
+        self
+    }
+
+    /// Creates a missing chroot once connected (default) or not.
+    pub fn create_chroot(mut self, create: bool) -> Self {
+        self.create_chroot = create;
         self
     }
 
@@ -285,6 +297,7 @@ impl Client {
     pub async fn connect(runtime: Arc<dyn Runtime>, connect_string: &str, options: Options) -> Result<Client, Error> {
         let cs = ConnectString::parse(connect_string)?;
         let hosts = cs.hosts().len();
+        let chroot = cs.chroot().filter(|_| options.create_chroot).cloned();
         let seed = options.seed.unwrap_or_else(os_seed);
         let origin = runtime.now();
         let mut config = SessionConfig::new(cs, seed).with_session_timeout(options.session_timeout);
@@ -328,6 +341,9 @@ impl Client {
                     other => drop(other?),
                 }
             }
+            if let Some(chroot) = &chroot {
+                client.create_chroot(chroot).await?;
+            }
             Ok(())
         };
         let timeout = async {
@@ -341,6 +357,23 @@ impl Client {
                 Err(e)
             }
         }
+    }
+
+    /// Creates every missing node of `chroot`, top down, outside the chroot.
+    async fn create_chroot(&self, chroot: &ZkPath) -> Result<(), Error> {
+        let config = self.inner.lock_config();
+        let path = chroot.as_str();
+        for (i, _) in path.match_indices('/').skip(1).chain([(path.len(), "")]) {
+            let node = ZkPath::new(&path[..i])?;
+            let op = Op::create(&node, Bytes::new(), config.acl_for(node.as_str()), CreateMode::PERSISTENT);
+            match self.call_with(op, true).await {
+                Ok(_) => tracing::info!(%node, "created the chroot"),
+                Err(Error::Request(zoolock_core::RequestError::Server(code)))
+                    if code == zoolock_core::wire::ErrorCode::NODE_EXISTS => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
     }
 
     async fn wait_connected(&self) -> Result<(), Error> {
@@ -660,8 +693,12 @@ impl Client {
     // ---- plain operations ------------------------------------------------------------
 
     async fn call(&self, op: Op) -> Result<Response, Error> {
+        self.call_with(op, false).await
+    }
+
+    async fn call_with(&self, op: Op, unrooted: bool) -> Result<Response, Error> {
         let (reply, rx) = oneshot::channel();
-        self.inner.send(Command::Submit { op, reply })?;
+        self.inner.send(Command::Submit { op, unrooted, reply })?;
         Ok(rx.await.map_err(|_| Error::ClientClosed)??)
     }
 

@@ -52,6 +52,7 @@ scenarios!(
     revocation,
     participants,
     plain_ops,
+    chroot_created,
     connection_states,
     close_session,
     loss_suspended_then_reconnected,

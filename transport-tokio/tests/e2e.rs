@@ -36,6 +36,7 @@ scenarios!(
     revocation,
     participants,
     plain_ops,
+    chroot_created,
     connection_states,
     close_session,
     loss_suspended_then_reconnected,

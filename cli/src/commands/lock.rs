@@ -7,16 +7,12 @@ use std::time::Duration;
 
 use futures_lite::StreamExt;
 use tokio::sync::watch;
-use zoolock_tokio::{Client, ConnectionState, Error, Guard, HoldStatus, Lease, ParticipantsOf};
+use zoolock_tokio::{Client, Error, Guard, HoldStatus, Lease, ParticipantsOf};
 
 use crate::args::{Global, HoldArgs};
 use crate::exit::{self, Failure, Outcome};
 use crate::progress::Progress;
 use crate::supervise::{self, Ending, Loss, Policy};
-
-/// How often a suspended hold is checked for being `Held` again: the driver
-/// signals the way into `Suspended` but not the way back.
-const SUSPENDED_POLL: Duration = Duration::from_millis(50);
 
 /// Which lock to take.
 #[derive(Debug, Clone, Copy)]
@@ -64,48 +60,17 @@ impl Held {
     }
 
     /// Reports the hold's status on `tx` until dropped; never completes.
-    ///
-    /// A lock guard reports its own status. A semaphore lease has none, so
-    /// the session's connection state stands in for it (a lease node deleted
-    /// by someone else goes unnoticed).
-    async fn watch(&self, client: &Client, tx: &watch::Sender<HoldStatus>) -> Infallible {
-        match self {
-            Held::Guard(guard) => loop {
-                let status = guard.lost().await;
-                tx.send_replace(status);
-                if status != HoldStatus::Suspended {
-                    break;
-                }
-                loop {
-                    tokio::time::sleep(SUSPENDED_POLL).await;
-                    let status = guard.status();
-                    if status != HoldStatus::Suspended {
-                        tx.send_replace(status);
-                        break;
-                    }
-                }
-                if *tx.borrow() != HoldStatus::Held {
-                    break;
-                }
-            },
-            Held::Lease(_) => match client.state_changes() {
-                Ok(mut changes) => {
-                    while let Some(state) = changes.next().await {
-                        tx.send_replace(match state {
-                            ConnectionState::Connected
-                            | ConnectionState::ConnectedReadOnly
-                            | ConnectionState::Reconnected => HoldStatus::Held,
-                            ConnectionState::Suspended => HoldStatus::Suspended,
-                            _ => HoldStatus::Lost,
-                        });
-                    }
-                    tx.send_replace(HoldStatus::Lost);
-                }
-                Err(_) => {
-                    tx.send_replace(HoldStatus::Lost);
-                }
-            },
+    /// Both kinds of hold have a status stream of their own (`Held` again
+    /// after a reconnect included), so nothing is polled.
+    async fn watch(&self, tx: &watch::Sender<HoldStatus>) -> Infallible {
+        let mut changes = match self {
+            Held::Guard(g) => g.status_changes(),
+            Held::Lease(l) => l.status_changes(),
+        };
+        while let Some(status) = changes.next().await {
+            tx.send_replace(status);
         }
+        tx.send_replace(HoldStatus::Lost);
         std::future::pending().await
     }
 
@@ -207,7 +172,7 @@ pub(super) async fn run(global: &Global, hold: HoldArgs, recipe: Recipe) -> Outc
     let last_heard = || client.last_heard();
     let ending = tokio::select! {
         ending = supervise::supervise(&mut child, &mut rx, held.revoked(), &mut signals, policy, &last_heard) => ending,
-        never = held.watch(&client, &tx) => match never {},
+        never = held.watch(&tx) => match never {},
     };
     finish(ending, held, &client, &hold.path, global, policy).await
 }

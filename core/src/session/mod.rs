@@ -410,6 +410,26 @@ impl Session {
     /// returned id. A read with `watch` set needs a `watcher` to deliver to.
     /// Requests submitted while disconnected go out after the next handshake.
     pub fn submit(&mut self, now: Instant, op: Op, watcher: Option<WatcherId>) -> Result<RequestId, ApiMisuse> {
+        self.submit_rooted(now, op, watcher, true)
+    }
+
+    /// Queues `op` with its paths as they are, outside the chroot: for
+    /// creating the chroot itself (Curator creates its namespace the same
+    /// way). No watch may be set. Replies are as for [`Session::submit`].
+    pub fn submit_unrooted(&mut self, now: Instant, op: Op) -> Result<RequestId, ApiMisuse> {
+        if op.watch().is_some() {
+            return Err(ApiMisuse::WatchWithoutWatcher);
+        }
+        self.submit_rooted(now, op, None, false)
+    }
+
+    fn submit_rooted(
+        &mut self,
+        now: Instant,
+        op: Op,
+        watcher: Option<WatcherId>,
+        rooted: bool,
+    ) -> Result<RequestId, ApiMisuse> {
         if matches!(self.phase, Phase::Ended(_) | Phase::Closing { .. }) {
             return Err(ApiMisuse::SessionEnded);
         }
@@ -421,7 +441,7 @@ impl Session {
         let id = RequestId(self.next_request);
         self.next_request += 1;
         let mut request = op.into_request();
-        if let Some(root) = &self.chroot {
+        if let Some(root) = self.chroot.as_ref().filter(|_| rooted) {
             apply_chroot(&mut request, root);
         }
         if matches!(self.phase, Phase::Connected { .. }) && self.sasl.is_none() {

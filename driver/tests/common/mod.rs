@@ -901,6 +901,30 @@ pub(crate) async fn close_session(env: &Env) {
     observer.close().await.unwrap();
 }
 
+/// A missing chroot is created once connected (Curator's namespace is), so
+/// locks under it work at once; with `create_chroot(false)` it is not.
+pub(crate) async fn chroot_created(env: &Env) {
+    let root = env.path("chroot");
+    let observer = env.client().await;
+    let missing = format!("{}{root}/app", env.addr);
+    let off = env.client_at(&missing, Env::options().create_chroot(false)).await;
+    assert!(observer.exists(&root).await.unwrap().is_none(), "created although create_chroot(false)");
+    off.close().await.unwrap();
+    let a = env.client_at(&missing, Env::options()).await;
+    assert!(observer.exists(&format!("{root}/app")).await.unwrap().is_some(), "the chroot was not created");
+    let lock = a.mutex("/lock").await.unwrap();
+    let g = lock.acquire().await.unwrap();
+    assert_eq!(g.node().rsplit_once('/').map(|(dir, _)| dir), Some("/lock"), "paths are client paths");
+    assert_eq!(children(&observer, &format!("{root}/app/lock")).await.len(), 1);
+    g.release().await.unwrap();
+    lock.settled().await.unwrap();
+    // A second client finds it there (NodeExists is fine).
+    let b = env.client_at(&missing, Env::options()).await;
+    close_all(&[&a, &b]).await;
+    remove_tree(&observer, &root).await;
+    observer.close().await.unwrap();
+}
+
 // ---- loss signal through a proxy we can cut --------------------------------------------
 
 /// A TCP proxy to the server on 127.0.0.1, on plain threads (so it serves
