@@ -863,16 +863,17 @@ fn paused_holder(run: Arc<Run>, held: std::sync::mpsc::Sender<()>, check: Check)
             }
             s => Some((resumed_at, s)),
         };
-        drop(guard);
-        let _ = tokio::time::timeout(Duration::from_secs(2), client.close()).await;
-        Paused {
-            section: Section { who: "paused".to_owned(), enter, exit, token, abandoned: told },
-            paused_at,
-            resumed_at,
-            first_status,
-            told,
-        }
+        let section = Section { who: "paused".to_owned(), enter, exit, token, abandoned: told };
+        let paused = Paused { section, paused_at, resumed_at, first_status, told };
+        close_paused(client, guard, paused).await
     })
+}
+
+/// Lets the paused holder's hold and session go.
+async fn close_paused(client: Client, guard: Guard, paused: Paused) -> Paused {
+    drop(guard);
+    let _ = tokio::time::timeout(Duration::from_secs(2), client.close()).await;
+    paused
 }
 
 /// The `LostOnly` holder: writes every 10 ms until `lost()` completes,
@@ -900,15 +901,8 @@ async fn lost_only_holder(run: Arc<Run>, client: Client, guard: Guard, enter: i6
         }
     }
     let first_status = told.map_or(HoldStatus::Held, |(_, s)| s);
-    drop(guard);
-    let _ = tokio::time::timeout(Duration::from_secs(2), client.close()).await;
-    Paused {
-        section: Section { who: "paused".to_owned(), enter, exit, token, abandoned: told },
-        paused_at,
-        resumed_at,
-        first_status,
-        told,
-    }
+    let section = Section { who: "paused".to_owned(), enter, exit, token, abandoned: told };
+    close_paused(client, guard, Paused { section, paused_at, resumed_at, first_status, told }).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -29,6 +29,45 @@ pub enum HoldStatus {
     NotHeld,
 }
 
+/// State shared by a recipe's handles and its event sink: every change
+/// wakes whoever waits on [`Watched::changed`].
+#[derive(Debug, Default)]
+pub(crate) struct Watched<T> {
+    state: std::sync::Mutex<T>,
+    pub(crate) changed: Arc<Event>,
+    /// Tickets of the recipe's acquires.
+    pub(crate) next_ticket: std::sync::atomic::AtomicU64,
+}
+
+impl<T> Watched<T> {
+    /// Changes the state and wakes everyone waiting on it.
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+        let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let out = f(&mut guard);
+        drop(guard);
+        self.changed.notify(usize::MAX);
+        out
+    }
+
+    /// Reads the state without waking anyone (a notifying read would wake
+    /// the reader's own listener and spin).
+    pub(crate) fn peek<R>(&self, f: impl FnOnce(&T) -> R) -> R {
+        f(&self.state.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+/// The error of an acquire that ended without a grant (`TimedOut`,
+/// `Failed`, `Refused`), or `None` for any other event.
+pub(crate) fn acquire_end(event: &zoolock_core::RecipeEvent) -> Option<crate::Error> {
+    use zoolock_core::RecipeEvent;
+    match event {
+        RecipeEvent::TimedOut => Some(crate::Error::TimedOut),
+        RecipeEvent::Failed(e) => Some(crate::Error::Request(e.clone())),
+        RecipeEvent::Refused(e) => Some(crate::Error::Misuse(e.clone())),
+        _ => None,
+    }
+}
+
 /// A stream of a hold's statuses ([`crate::Guard::status_changes`],
 /// [`crate::Lease::status_changes`]).
 pub type StatusChanges = std::pin::Pin<Box<dyn Stream<Item = HoldStatus> + Send>>;

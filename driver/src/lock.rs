@@ -13,19 +13,18 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex as StdMutex};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use event_listener::Event;
 use futures_channel::oneshot;
 use zoolock_core::recipes::{BoxedLock, Part, SharedLock, Ticket};
 use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Handle, Instant, RecipeEvent, RecipeId};
 
 use crate::client::{Client, RecipeHandle};
 use crate::error::Error;
-use crate::hold::{self, HoldStatus};
+use crate::hold::{self, HoldStatus, Watched};
 use crate::task::Command;
 
 type Grant = Result<(String, FencingToken), Error>;
@@ -52,26 +51,9 @@ struct Tickets {
 }
 
 /// State shared by the handles of one lock recipe and its event sink.
-#[derive(Debug, Default)]
-struct LockShared {
-    tickets: StdMutex<Tickets>,
-    changed: Arc<Event>,
-    next_ticket: AtomicU64,
-}
+type LockShared = Watched<Tickets>;
 
 impl LockShared {
-    fn with<T>(&self, f: impl FnOnce(&mut Tickets) -> T) -> T {
-        let mut guard = self.tickets.lock().unwrap_or_else(|e| e.into_inner());
-        let out = f(&mut guard);
-        drop(guard);
-        self.changed.notify(usize::MAX);
-        out
-    }
-
-    fn peek<T>(&self, f: impl FnOnce(&Tickets) -> T) -> T {
-        f(&self.tickets.lock().unwrap_or_else(|e| e.into_inner()))
-    }
-
     fn hold_status(&self, ticket: u64) -> HoldStatus {
         self.peek(|t| t.holds.get(&ticket).map_or(HoldStatus::NotHeld, |s| s.status))
     }
@@ -155,12 +137,7 @@ fn on_event(
             }
         }
         end @ (RecipeEvent::TimedOut | RecipeEvent::Failed(_) | RecipeEvent::Refused(_)) => {
-            let error = match end {
-                RecipeEvent::TimedOut => Error::TimedOut,
-                RecipeEvent::Failed(e) => Error::Request(e),
-                RecipeEvent::Refused(e) => Error::Misuse(e),
-                _ => return,
-            };
+            let Some(error) = hold::acquire_end(&end) else { return };
             let (waiter, release) = shared.with(|s| {
                 match s.waiters.remove(&t).inspect(|_| {
                     s.revoked_early.remove(&t);

@@ -3,18 +3,17 @@
 //! leases) and re-queues them on a renewed session.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex as StdMutex};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use event_listener::Event;
 use futures_channel::oneshot;
 use zoolock_core::recipes::{Semaphore as CoreSemaphore, SharedSemaphore, Ticket};
 use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Handle, Instant, RecipeEvent, RecipeId, ZkPath};
 
 use crate::client::{Client, RecipeHandle};
 use crate::error::Error;
-use crate::hold::{self, HoldStatus};
+use crate::hold::{self, HoldStatus, Watched};
 use crate::task::Command;
 
 type Grant = Result<Vec<(String, FencingToken)>, Error>;
@@ -37,26 +36,10 @@ struct State {
     losses: u64,
 }
 
-#[derive(Debug, Default)]
-struct SemShared {
-    state: StdMutex<State>,
-    changed: Arc<Event>,
-    next_ticket: AtomicU64,
-}
+/// State shared by a semaphore's handles and its event sink.
+type SemShared = Watched<State>;
 
 impl SemShared {
-    fn with<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
-        let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let out = f(&mut guard);
-        drop(guard);
-        self.changed.notify(usize::MAX);
-        out
-    }
-
-    fn peek<T>(&self, f: impl FnOnce(&State) -> T) -> T {
-        f(&self.state.lock().unwrap_or_else(|e| e.into_inner()))
-    }
-
     /// The reported status of a lease granted after `losses` losses.
     fn lease_status(&self, losses: u64) -> HoldStatus {
         self.peek(|s| match (s.losses > losses, s.suspended) {
@@ -145,12 +128,7 @@ fn on_event(
             }
         }
         end @ (RecipeEvent::TimedOut | RecipeEvent::Failed(_) | RecipeEvent::Refused(_)) => {
-            let error = match end {
-                RecipeEvent::TimedOut => Error::TimedOut,
-                RecipeEvent::Failed(e) => Error::Request(e),
-                RecipeEvent::Refused(e) => Error::Misuse(e),
-                _ => return,
-            };
+            let Some(error) = hold::acquire_end(&end) else { return };
             if let Some(w) = shared.with(|s| s.waiters.remove(&ticket)) {
                 let _ = w.reply.send(Err(error));
             }

@@ -70,56 +70,44 @@ pub fn part_event(parts: usize, part: Part, event: RecipeEvent) -> Option<Recipe
 /// A boxed lock recipe, as composites hold them.
 pub type BoxedLock = Box<dyn LockRecipe>;
 
-impl LockRecipe for super::Mutex {
-    fn acquire_part(&mut self, now: Instant, _part: Part, deadline: Option<Instant>) -> Result<(), ApiMisuse> {
-        if self.holder().is_some() {
-            return Err(ApiMisuse::InvalidState("the lock is already held"));
+/// The capability of a one-part lock, from its inherent `acquire`,
+/// `release`, `cancel`, `holder` and `is_idle`.
+macro_rules! one_part_lock {
+    ($lock:ty, reentrant: $reentrant:expr) => {
+        impl LockRecipe for $lock {
+            fn acquire_part(&mut self, now: Instant, _part: Part, deadline: Option<Instant>) -> Result<(), ApiMisuse> {
+                if self.holder().is_some() {
+                    return Err(ApiMisuse::InvalidState("the lock is already held"));
+                }
+                self.acquire(now, deadline)
+            }
+
+            fn release_part(&mut self, now: Instant, _part: Part) -> Result<(), ApiMisuse> {
+                self.release(now)
+            }
+
+            fn cancel_part(&mut self, now: Instant, _part: Part) {
+                self.cancel(now);
+            }
+
+            fn hold(&self, _part: Part) -> Option<(&str, FencingToken)> {
+                self.holder()
+            }
+
+            fn ready(&self, _part: Part) -> bool {
+                self.is_idle()
+            }
+
+            fn reentrant(&self) -> bool {
+                $reentrant
+            }
         }
-        self.acquire(now, deadline)
-    }
-
-    fn release_part(&mut self, now: Instant, _part: Part) -> Result<(), ApiMisuse> {
-        self.release(now)
-    }
-
-    fn cancel_part(&mut self, now: Instant, _part: Part) {
-        self.cancel(now);
-    }
-
-    fn hold(&self, _part: Part) -> Option<(&str, FencingToken)> {
-        self.holder()
-    }
-
-    fn ready(&self, _part: Part) -> bool {
-        self.is_idle()
-    }
+    };
 }
 
-impl LockRecipe for super::SemaphoreMutex {
-    fn acquire_part(&mut self, now: Instant, _part: Part, deadline: Option<Instant>) -> Result<(), ApiMisuse> {
-        self.acquire(now, deadline)
-    }
-
-    fn release_part(&mut self, now: Instant, _part: Part) -> Result<(), ApiMisuse> {
-        self.release(now)
-    }
-
-    fn cancel_part(&mut self, now: Instant, _part: Part) {
-        self.cancel(now);
-    }
-
-    fn hold(&self, _part: Part) -> Option<(&str, FencingToken)> {
-        self.holder()
-    }
-
-    fn ready(&self, _part: Part) -> bool {
-        self.holder().is_none() && !self.is_acquiring()
-    }
-
-    fn reentrant(&self) -> bool {
-        false
-    }
-}
+one_part_lock!(super::Mutex, reentrant: true);
+one_part_lock!(super::SemaphoreMutex, reentrant: false);
+one_part_lock!(super::MultiLock, reentrant: true);
 
 impl LockRecipe for super::ReadWriteLock {
     fn parts(&self) -> usize {
@@ -159,30 +147,5 @@ impl LockRecipe for super::ReadWriteLock {
 
     fn ready(&self, part: Part) -> bool {
         self.is_idle(part)
-    }
-}
-
-impl LockRecipe for super::MultiLock {
-    fn acquire_part(&mut self, now: Instant, _part: Part, deadline: Option<Instant>) -> Result<(), ApiMisuse> {
-        if self.hold_count() > 0 {
-            return Err(ApiMisuse::InvalidState("the lock is already held"));
-        }
-        self.acquire(now, deadline)
-    }
-
-    fn release_part(&mut self, now: Instant, _part: Part) -> Result<(), ApiMisuse> {
-        self.release(now)
-    }
-
-    fn cancel_part(&mut self, now: Instant, _part: Part) {
-        self.cancel(now);
-    }
-
-    fn hold(&self, _part: Part) -> Option<(&str, FencingToken)> {
-        self.holder()
-    }
-
-    fn ready(&self, _part: Part) -> bool {
-        self.is_idle()
     }
 }

@@ -6,8 +6,51 @@
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 
-use crate::error::ApiMisuse;
+use crate::error::{ApiMisuse, RequestError};
+use crate::session::ConnectionState;
 use crate::time::Instant;
+
+/// Whether a shared queue may start acquires, from the session's states.
+#[derive(Debug)]
+pub(crate) struct SessionGate {
+    /// Acquires of an expired session wait for the renewed one.
+    renew: bool,
+    /// False from a session's end until a new session connects.
+    pub(crate) up: bool,
+    /// The session ended for good (closed, refused, or expired without
+    /// renewal): new acquires fail with this at once.
+    pub(crate) ended: Option<RequestError>,
+}
+
+impl SessionGate {
+    pub(crate) fn new(renew: bool) -> SessionGate {
+        SessionGate { renew, up: true, ended: None }
+    }
+
+    /// Whether an acquire failing with `error` waits for the next session.
+    pub(crate) fn parks(&self, error: &RequestError) -> bool {
+        self.renew && *error == RequestError::SessionExpired
+    }
+
+    /// Notes `state`; returns the error to fail every queued acquire with
+    /// when the session ended for good.
+    pub(crate) fn on_state(&mut self, state: ConnectionState) -> Option<RequestError> {
+        match state {
+            ConnectionState::Lost | ConnectionState::Closed | ConnectionState::AuthFailed => self.up = false,
+            ConnectionState::Connected | ConnectionState::ConnectedReadOnly | ConnectionState::Reconnected => {
+                self.up = true;
+                self.ended = None;
+            }
+            _ => {}
+        }
+        let error = state.end_error()?;
+        if state == ConnectionState::Lost && self.renew {
+            return None;
+        }
+        self.ended = Some(error.clone());
+        Some(error)
+    }
+}
 
 /// Names one acquire through a shared handle; chosen by the caller, unique
 /// among the acquires the handle has not finished.
@@ -95,6 +138,17 @@ impl<T> TicketQueue<T> {
             self.head = Some(Head { entry, started: false });
         }
         self.head.as_mut()
+    }
+
+    /// The head's acquire lost its session: parks it until the next session,
+    /// or takes it out if its deadline has passed (returned: it timed out).
+    pub(crate) fn park_head(&mut self, now: Instant) -> Option<Ticket> {
+        let head = self.head.as_mut()?;
+        if head.entry.deadline.is_some_and(|d| d <= now) {
+            return self.head.take().map(|h| h.entry.ticket);
+        }
+        head.started = false;
+        None
     }
 
     /// The earliest deadline among waiting acquires and a parked head (a

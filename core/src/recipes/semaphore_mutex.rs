@@ -68,6 +68,11 @@ impl SemaphoreMutex {
         Some((lease, self.semaphore.lease_token(lease)?))
     }
 
+    /// True when neither held nor acquiring.
+    pub fn is_idle(&self) -> bool {
+        self.holder().is_none() && !self.is_acquiring()
+    }
+
     /// True while an acquire is under way.
     pub fn is_acquiring(&self) -> bool {
         self.semaphore.is_acquiring()

@@ -22,7 +22,7 @@ use core::any::Any;
 use zoolock_wire::Response;
 
 use super::capability::{BoxedLock, Part};
-use super::queue::{Ticket, TicketQueue};
+use super::queue::{SessionGate, Ticket, TicketQueue};
 use crate::error::{ApiMisuse, RequestError};
 use crate::recipe::{FencingToken, OpId, Recipe, RecipeEvent, RecipeOp};
 use crate::session::{ConnectionState, WatchEvent};
@@ -65,18 +65,13 @@ struct PartState {
 pub struct SharedLock {
     inner: BoxedLock,
     parts: Vec<PartState>,
-    renew: bool,
-    /// False from a session's end until a new session connects.
-    session_up: bool,
-    /// The session ended for good (closed, refused, or expired without
-    /// renewal): new acquires fail with this at once.
-    ended: Option<RequestError>,
+    gate: SessionGate,
     events: VecDeque<RecipeEvent>,
 }
 
 impl core::fmt::Debug for SharedLock {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("SharedLock").field("parts", &self.parts).field("session_up", &self.session_up).finish()
+        f.debug_struct("SharedLock").field("parts", &self.parts).field("session_up", &self.gate.up).finish()
     }
 }
 
@@ -92,7 +87,7 @@ impl SharedLock {
         let parts = (0..inner.parts().max(1))
             .map(|_| PartState { queue: TicketQueue::default(), hold: Hold::None, lost: BTreeSet::new() })
             .collect();
-        SharedLock { inner, parts, renew, session_up: true, ended: None, events: VecDeque::new() }
+        SharedLock { inner, parts, gate: SessionGate::new(renew), events: VecDeque::new() }
     }
 
     /// The shared lock recipe, for inspection.
@@ -124,7 +119,7 @@ impl SharedLock {
         if self.owner(ticket).is_some() {
             return Err(ApiMisuse::TicketInUse(ticket.0));
         }
-        if let Some(error) = self.ended.clone() {
+        if let Some(error) = self.gate.ended.clone() {
             self.part(part)?;
             self.events.push_back(ticket_event(ticket, RecipeEvent::Failed(error)));
             return Ok(());
@@ -282,7 +277,7 @@ impl SharedLock {
     /// is idle in this process or it is a downgrade. The earliest ticket
     /// goes first.
     fn next_startable(&self) -> Option<Part> {
-        if !self.session_up {
+        if !self.gate.up {
             return None;
         }
         (0..self.parts.len())
@@ -334,7 +329,8 @@ impl SharedLock {
     }
 
     fn on_part_event(&mut self, now: Instant, part: Part, event: RecipeEvent) {
-        let renew = self.renew;
+        let gate = &self.gate;
+        let parks = |e: &RequestError| gate.parks(e);
         let Some(state) = self.parts.get_mut(part) else { return };
         let acquiring = state.queue.head.as_ref().filter(|h| h.started).map(|h| h.entry.ticket);
         match (event, state.hold) {
@@ -355,15 +351,11 @@ impl SharedLock {
                 state.queue.head = None;
                 self.events.push_back(ticket_event(acquiring.unwrap_or(Ticket(0)), RecipeEvent::TimedOut));
             }
-            (RecipeEvent::Failed(RequestError::SessionExpired), _) if acquiring.is_some() && renew => {
-                // Park: it starts again, with a new node, on the next
-                // session; unless its deadline has passed meanwhile.
-                let expired = state.queue.head.as_ref().and_then(|h| h.entry.deadline).is_some_and(|d| d <= now);
-                if expired {
-                    state.queue.head = None;
-                    self.events.push_back(ticket_event(acquiring.unwrap_or(Ticket(0)), RecipeEvent::TimedOut));
-                } else if let Some(head) = state.queue.head.as_mut() {
-                    head.started = false;
+            (RecipeEvent::Failed(e), _) if acquiring.is_some() && parks(&e) => {
+                // It starts again, with a new node, on the next session;
+                // unless its deadline has passed meanwhile.
+                if let Some(ticket) = state.queue.park_head(now) {
+                    self.events.push_back(ticket_event(ticket, RecipeEvent::TimedOut));
                 }
             }
             (event @ (RecipeEvent::Failed(_) | RecipeEvent::Refused(_)), _) if acquiring.is_some() => {
@@ -435,19 +427,10 @@ impl Recipe for SharedLock {
     }
 
     fn handle_session(&mut self, now: Instant, state: ConnectionState) {
-        match state {
-            ConnectionState::Lost | ConnectionState::Closed | ConnectionState::AuthFailed => self.session_up = false,
-            ConnectionState::Connected | ConnectionState::ConnectedReadOnly | ConnectionState::Reconnected => {
-                self.session_up = true;
-                self.ended = None;
-            }
-            _ => {}
-        }
+        let ended = self.gate.on_state(state);
         self.inner.handle_session(now, state);
         self.collect(now);
-        let renewing = state == ConnectionState::Lost && self.renew;
-        if let (Some(error), false) = (state.end_error(), renewing) {
-            self.ended = Some(error.clone());
+        if let Some(error) = ended {
             self.fail_all(now, &error);
         }
         self.advance(now);

@@ -9,7 +9,7 @@ use core::any::Any;
 
 use zoolock_wire::Response;
 
-use super::queue::{Ticket, TicketQueue};
+use super::queue::{SessionGate, Ticket, TicketQueue};
 use super::semaphore::Semaphore;
 use crate::error::{ApiMisuse, RequestError};
 use crate::recipe::{OpId, Recipe, RecipeEvent, RecipeOp};
@@ -34,9 +34,7 @@ struct Want {
 pub struct SharedSemaphore {
     inner: Semaphore,
     queue: TicketQueue<Want>,
-    renew: bool,
-    session_up: bool,
-    ended: Option<RequestError>,
+    gate: SessionGate,
     events: VecDeque<RecipeEvent>,
 }
 
@@ -47,14 +45,7 @@ fn ticket_event(ticket: Ticket, event: RecipeEvent) -> RecipeEvent {
 impl SharedSemaphore {
     /// Shares `inner`; `renew` as for [`SharedLock::new`](super::SharedLock::new).
     pub fn new(inner: Semaphore, renew: bool) -> SharedSemaphore {
-        SharedSemaphore {
-            inner,
-            queue: TicketQueue::default(),
-            renew,
-            session_up: true,
-            ended: None,
-            events: VecDeque::new(),
-        }
+        SharedSemaphore { inner, queue: TicketQueue::default(), gate: SessionGate::new(renew), events: VecDeque::new() }
     }
 
     /// The semaphore, for inspection.
@@ -74,7 +65,7 @@ impl SharedSemaphore {
         if qty == 0 {
             return Err(ApiMisuse::InvalidState("qty must be at least 1"));
         }
-        if let Some(error) = self.ended.clone() {
+        if let Some(error) = self.gate.ended.clone() {
             if self.queue.contains(ticket) {
                 return Err(ApiMisuse::TicketInUse(ticket.0));
             }
@@ -120,7 +111,7 @@ impl SharedSemaphore {
     }
 
     fn advance(&mut self, now: Instant) {
-        while self.session_up {
+        while self.gate.up {
             let Some(head) = self.queue.promote() else { return };
             if head.started {
                 return;
@@ -152,15 +143,12 @@ impl SharedSemaphore {
                     }
                     self.events.push_back(ticket_event(ticket, RecipeEvent::Acquired { node, token }));
                 }
-                RecipeEvent::Failed(RequestError::SessionExpired)
-                    if self.renew && head.entry.deadline.is_none_or(|d| d > now) =>
-                {
-                    // Park: it starts again on the next session.
-                    head.started = false;
-                }
-                RecipeEvent::Failed(RequestError::SessionExpired) if self.renew => {
-                    self.queue.head = None;
-                    self.events.push_back(ticket_event(ticket, RecipeEvent::TimedOut));
+                RecipeEvent::Failed(e) if self.gate.parks(&e) => {
+                    // It starts again on the next session, unless its
+                    // deadline has passed meanwhile.
+                    if let Some(ticket) = self.queue.park_head(now) {
+                        self.events.push_back(ticket_event(ticket, RecipeEvent::TimedOut));
+                    }
                 }
                 event @ (RecipeEvent::TimedOut | RecipeEvent::Failed(_) | RecipeEvent::Refused(_)) => {
                     self.queue.head = None;
@@ -186,19 +174,10 @@ impl Recipe for SharedSemaphore {
     }
 
     fn handle_session(&mut self, now: Instant, state: ConnectionState) {
-        match state {
-            ConnectionState::Lost | ConnectionState::Closed | ConnectionState::AuthFailed => self.session_up = false,
-            ConnectionState::Connected | ConnectionState::ConnectedReadOnly | ConnectionState::Reconnected => {
-                self.session_up = true;
-                self.ended = None;
-            }
-            _ => {}
-        }
+        let ended = self.gate.on_state(state);
         self.inner.handle_session(now, state);
         self.collect(now);
-        let renewing = state == ConnectionState::Lost && self.renew;
-        if let (Some(error), false) = (state.end_error(), renewing) {
-            self.ended = Some(error.clone());
+        if let Some(error) = ended {
             let started = self.queue.head.as_ref().is_some_and(|h| h.started);
             if started {
                 self.inner.cancel(now);
