@@ -100,9 +100,9 @@ use bytes::{BufMut, Bytes, BytesMut};
 use serde_json::Value;
 use zoolock_core::recipes::{READ, WRITE};
 use zoolock_core::{
-    ApiMisuse, Client, ClientEvent, ConnectString, ConnectionState, Instant, IoCommand, LockConfig, MultiLock, Mutex,
-    OpPlan, Participants, ReadWriteLock, Recipe, RecipeEvent, RecipeId, Revoker, Semaphore, SemaphoreMutex,
-    SessionConfig, SessionStatus, ZkPath,
+    ApiMisuse, Client, ClientEvent, ConnectString, ConnectionState, Instant, IoCommand, LockConfig, LockRecipe,
+    MultiLock, Mutex, OpPlan, Participants, ReadWriteLock, Recipe, RecipeEvent, RecipeId, Revoker, Semaphore,
+    SemaphoreMutex, SessionConfig, SessionStatus, ZkPath,
 };
 use zoolock_wire::{
     ConnectRequest, Encode, ErrorCode, FrameDecoder, LEN_PREFIX, OpCode, ReplyHeader, Request, RequestFrame,
@@ -1562,23 +1562,26 @@ impl<'a> ClientRun<'a> {
             Action::ReleaseLost => Ok(()),
             Action::Acquire { timeout, revocable, half } => {
                 let deadline = timeout.map(|d| now + d);
-                let revocable = *revocable;
-                let half = *half;
-                match self.lock {
-                    LockKind::Mutex => self.on_lock::<Mutex>(|m, now| {
-                        if revocable {
-                            m.make_revocable()?;
+                let (revocable, half) = (*revocable, *half);
+                if revocable && matches!(self.lock, LockKind::Mutex) {
+                    self.on_lock_recipe::<Mutex>(|m, _| m.make_revocable())?;
+                }
+                match (&self.lock, half) {
+                    (LockKind::Semaphore { .. }, _) => {
+                        self.on_lock_recipe::<Semaphore>(|s, now| s.acquire(now, 1, deadline))
+                    }
+                    (LockKind::ReadWrite, None) => {
+                        Err(self.unsupported(String::from("a read-write lock acquire names a half")))
+                    }
+                    // Every lock kind through the lock capability; an acquire
+                    // of a held part is Curator's reentrant acquire.
+                    (_, half) => self.on_lock(|l, now| {
+                        let part = half.unwrap_or(0);
+                        match l.hold(part) {
+                            Some(_) => l.reenter_part(now, part),
+                            None => l.acquire_part(now, part, deadline),
                         }
-                        m.acquire(now, deadline)
                     }),
-                    LockKind::ReadWrite => match half {
-                        Some(READ) => self.on_lock::<ReadWriteLock>(|l, now| l.acquire_read(now, deadline)),
-                        Some(_) => self.on_lock::<ReadWriteLock>(|l, now| l.acquire_write(now, deadline)),
-                        None => Err(self.unsupported(String::from("a read-write lock acquire names a half"))),
-                    },
-                    LockKind::SemaphoreMutex => self.on_lock::<SemaphoreMutex>(|s, now| s.acquire(now, deadline)),
-                    LockKind::Semaphore { .. } => self.on_lock::<Semaphore>(|s, now| s.acquire(now, 1, deadline)),
-                    LockKind::MultiLock { .. } => self.on_lock::<MultiLock>(|m, now| m.acquire(now, deadline)),
                 }?;
                 let want = match &step.result {
                     Value::Bool(true) => Want::Acquired { lease: None },
@@ -1591,18 +1594,14 @@ impl<'a> ClientRun<'a> {
             }
             Action::Release { half, reports } => {
                 let half = *half;
-                match self.lock {
-                    LockKind::Mutex => self.on_lock::<Mutex>(|m, now| m.release(now)),
-                    LockKind::ReadWrite => match half {
-                        Some(READ) => self.on_lock::<ReadWriteLock>(|l, now| l.release_read(now)),
-                        Some(_) => self.on_lock::<ReadWriteLock>(|l, now| l.release_write(now)),
-                        None => Err(self.unsupported(String::from("a read-write lock release names a half"))),
-                    },
-                    LockKind::SemaphoreMutex => self.on_lock::<SemaphoreMutex>(|s, now| s.release(now)),
-                    LockKind::Semaphore { .. } => {
+                match (&self.lock, half) {
+                    (LockKind::Semaphore { .. }, _) => {
                         Err(self.unsupported(String::from("a semaphore returns leases (returnLease)")))
                     }
-                    LockKind::MultiLock { .. } => self.on_lock::<MultiLock>(|m, now| m.release(now)),
+                    (LockKind::ReadWrite, None) => {
+                        Err(self.unsupported(String::from("a read-write lock release names a half")))
+                    }
+                    (_, half) => self.on_lock(|l, now| l.release_part(now, half.unwrap_or(0))),
                 }?;
                 if *reports {
                     self.expect(step, Role::Lock, half, Want::Released);
@@ -1610,7 +1609,7 @@ impl<'a> ClientRun<'a> {
                 Ok(())
             }
             Action::ReturnLease => {
-                self.on_lock::<Semaphore>(|s, now| {
+                self.on_lock_recipe::<Semaphore>(|s, now| {
                     let lease = s.leases().first().map(|l| String::from(*l));
                     match lease {
                         Some(lease) => s.return_lease(now, &lease),
@@ -1679,12 +1678,33 @@ impl<'a> ClientRun<'a> {
         }
     }
 
-    /// Runs `f` on the lock recipe, creating it first.
-    fn on_lock<R: Recipe>(
+    /// Runs `f` on the lock through the lock capability, creating it first.
+    fn on_lock(
+        &mut self,
+        f: impl FnOnce(&mut dyn LockRecipe, Instant) -> Result<(), ApiMisuse>,
+    ) -> Result<(), ReplayError> {
+        let id = self.lock_id()?;
+        let now = self.now;
+        let result = match &mut self.client {
+            Some(client) => client.command_lock(now, id, f).and_then(|r| r),
+            None => Err(ApiMisuse::UnknownRecipe(id.0)),
+        };
+        result.map_err(|e| self.submit_error(e))
+    }
+
+    /// Runs `f` on the lock recipe as an `R` (its own commands: a mutex's
+    /// `make_revocable`, the semaphore's), creating it first.
+    fn on_lock_recipe<R: Recipe>(
         &mut self,
         f: impl FnOnce(&mut R, Instant) -> Result<(), ApiMisuse>,
     ) -> Result<(), ReplayError> {
-        let id = match self.lock_recipe {
+        let id = self.lock_id()?;
+        self.command(id, f)
+    }
+
+    /// The lock recipe, created on first use.
+    fn lock_id(&mut self) -> Result<RecipeId, ReplayError> {
+        Ok(match self.lock_recipe {
             Some(id) => id,
             None => {
                 let base = self.base_path()?;
@@ -1707,8 +1727,7 @@ impl<'a> ClientRun<'a> {
                 self.lock_recipe = Some(id);
                 id
             }
-        };
-        self.command(id, f)
+        })
     }
 
     fn command<R: Recipe>(

@@ -252,6 +252,22 @@ impl Client {
         Ok(out)
     }
 
+    /// Runs a command on the lock recipe `id` through the lock capability
+    /// (any lock kind), then sends the ops it queued.
+    pub fn command_lock<T>(
+        &mut self,
+        now: Instant,
+        id: RecipeId,
+        f: impl FnOnce(&mut dyn crate::recipes::LockRecipe, Instant) -> T,
+    ) -> Result<T, ApiMisuse> {
+        let recipe = self.recipes.get_mut(&id).ok_or(ApiMisuse::UnknownRecipe(id.0))?;
+        let lock = recipe.as_lock_mut().ok_or(ApiMisuse::WrongRecipeType(id.0))?;
+        let out = f(lock, now);
+        self.dirty.insert(id);
+        self.pump(now);
+        Ok(out)
+    }
+
     /// Sends a plain request; its reply comes as [`ClientEvent::Reply`], and a
     /// watch it leaves fires as [`ClientEvent::Watch`].
     pub fn submit(&mut self, now: Instant, op: Op) -> Result<RequestId, ApiMisuse> {

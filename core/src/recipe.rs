@@ -125,4 +125,10 @@ pub trait Recipe: Any + Send {
     fn is_quiescent(&self) -> bool;
     /// For downcasting to the concrete recipe to call its commands.
     fn as_any_mut(&mut self) -> &mut dyn Any;
+    /// The lock capability, for recipes that are locks (every lock kind;
+    /// not the semaphore, participants or revoker), so callers drive any
+    /// lock through one interface.
+    fn as_lock_mut(&mut self) -> Option<&mut dyn crate::recipes::LockRecipe> {
+        None
+    }
 }

@@ -53,6 +53,12 @@ pub trait LockRecipe: Recipe {
     fn reentrant(&self) -> bool {
         true
     }
+
+    /// Takes the held `part` once more, reporting `Acquired` again, as
+    /// Curator's reentrant acquire does; each re-entry needs its own
+    /// `release_part`. For callers that let the recipe count (the trace
+    /// replay); the shared queue counts re-entries itself.
+    fn reenter_part(&mut self, now: Instant, part: Part) -> Result<(), ApiMisuse>;
 }
 
 /// The event of `part` in an event of a recipe with `parts` parts, or `None`
@@ -101,6 +107,14 @@ macro_rules! one_part_lock {
             fn reentrant(&self) -> bool {
                 $reentrant
             }
+
+            fn reenter_part(&mut self, now: Instant, _part: Part) -> Result<(), ApiMisuse> {
+                match (self.holder().is_some(), $reentrant) {
+                    (false, _) => Err(ApiMisuse::NotHeld),
+                    (true, false) => Err(ApiMisuse::NotReentrant),
+                    (true, true) => self.acquire(now, None),
+                }
+            }
         }
     };
 }
@@ -147,5 +161,13 @@ impl LockRecipe for super::ReadWriteLock {
 
     fn ready(&self, part: Part) -> bool {
         self.is_idle(part)
+    }
+
+    fn reenter_part(&mut self, now: Instant, part: Part) -> Result<(), ApiMisuse> {
+        match (part, self.hold(part).is_some()) {
+            (_, false) => Err(ApiMisuse::NotHeld),
+            (super::READ, true) => self.acquire_read(now, None),
+            (_, true) => self.acquire_write(now, None),
+        }
     }
 }

@@ -449,4 +449,8 @@ impl Recipe for MultiLock {
     fn as_any_mut(&mut self) -> &mut dyn Any {
         self
     }
+
+    fn as_lock_mut(&mut self) -> Option<&mut dyn super::LockRecipe> {
+        Some(self)
+    }
 }
