@@ -160,10 +160,10 @@ fn on_event(
                 RecipeEvent::Reconnected => HoldStatus::Held,
                 _ => HoldStatus::Lost,
             };
-            if new == HoldStatus::Lost {
-                tracing::warn!(?id, t, "hold lost");
-            } else {
-                tracing::info!(?id, t, ?new, "hold status");
+            match new {
+                HoldStatus::Lost => tracing::warn!(?id, t, "hold lost"),
+                HoldStatus::Suspended => tracing::info!(?id, t, "hold suspended: the connection dropped"),
+                _ => tracing::info!(?id, t, "hold confirmed after the reconnect"),
             }
             shared.with(|s| {
                 if let Some(h) = s.holds.get_mut(&t) {

@@ -89,10 +89,16 @@ fn on_event(
     let id = typed.id;
     let (ticket, event) = match event {
         RecipeEvent::Ticket { ticket, event } => (ticket.0, *event),
-        RecipeEvent::Suspended => return shared.with(|s| s.suspended = true),
-        RecipeEvent::Reconnected => return shared.with(|s| s.suspended = false),
+        RecipeEvent::Suspended => {
+            tracing::info!(?id, "hold suspended: the connection dropped (semaphore leases)");
+            return shared.with(|s| s.suspended = true);
+        }
+        RecipeEvent::Reconnected => {
+            tracing::info!(?id, "hold confirmed after the reconnect (semaphore leases)");
+            return shared.with(|s| s.suspended = false);
+        }
         RecipeEvent::Lost => {
-            tracing::warn!(?id, "semaphore leases lost");
+            tracing::warn!(?id, "hold lost (semaphore leases)");
             return shared.with(|s| {
                 s.suspended = false;
                 s.losses += 1;
