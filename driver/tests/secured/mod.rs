@@ -121,9 +121,9 @@ pub(crate) async fn digest_acl(rt: &Rt) {
     guard.release().await.unwrap();
 
     // Read-write lock and semaphore under the same ACL.
-    let (read, write) = a.read_write_lock(&rt.path("rw")).await.unwrap();
+    let (_read, write) = a.read_write_lock(&rt.path("rw")).await.unwrap();
     let w = rt.within("write", write.acquire()).await.unwrap();
-    let r = rt.within("downgrade", read.acquire()).await.unwrap();
+    let r = rt.within("downgrade", w.downgrade()).await.unwrap();
     let delete = anonymous.delete(w.node(), None).await;
     assert!(is_server(&delete, ErrorCode::NO_AUTH), "write node: {delete:?}");
     w.release().await.unwrap();
@@ -188,8 +188,9 @@ pub(crate) async fn tls_recipes(rt: &Rt, var: &str) {
 
     let (read, write) = b.read_write_lock(&format!("{path}-rw")).await.unwrap();
     let w = rt.within("write", write.acquire()).await.unwrap();
-    rt.within("read", read.acquire()).await.unwrap().release().await.unwrap();
+    rt.within("downgrade", w.downgrade()).await.unwrap().release().await.unwrap();
     w.release().await.unwrap();
+    rt.within("read", read.acquire()).await.unwrap().release().await.unwrap();
 
     let sem = a.semaphore(&format!("{path}-sem"), 1).await.unwrap();
     let lease = rt.within("lease", sem.acquire(1)).await.unwrap();
@@ -293,8 +294,9 @@ pub(crate) async fn sasl(rt: &Rt) {
     rt.within("second", lb.acquire()).await.unwrap().release().await.unwrap();
     let (read, write) = a.read_write_lock(&format!("{path}-rw")).await.unwrap();
     let w = rt.within("write", write.acquire()).await.unwrap();
-    rt.within("read", read.acquire()).await.unwrap().release().await.unwrap();
+    rt.within("downgrade", w.downgrade()).await.unwrap().release().await.unwrap();
     w.release().await.unwrap();
+    rt.within("read", read.acquire()).await.unwrap().release().await.unwrap();
     let leases = rt.within("lease", b.semaphore(&format!("{path}-sem"), 2).await.unwrap().acquire(2)).await.unwrap();
     for lease in leases {
         lease.release().await.unwrap();
