@@ -177,6 +177,7 @@ impl SharedLock {
             return Ok(true);
         }
         match &mut state.hold {
+            Hold::Held { ticket: t, .. } if *t != ticket => Err(ApiMisuse::NotHeld),
             Hold::Held { holds, .. } if *holds > 1 => {
                 *holds -= 1;
                 Ok(true)

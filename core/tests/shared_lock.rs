@@ -1,0 +1,208 @@
+//! Transcript tests of the shared-handle queues (`SharedLock`,
+//! `SharedSemaphore`): FIFO among tickets, explicit reentrancy, cancellation
+//! wherever a ticket is, a grant to a cancelled ticket given back, the parts
+//! of a read-write lock excluding each other with an explicit downgrade, and
+//! acquires re-queued on a renewed session.
+
+mod transcript;
+
+use zoolock_core::recipes::{READ, SharedSemaphore, WRITE};
+use zoolock_core::{
+    ApiMisuse, ConnectionState, LockConfig, Mutex, OpPlan, ReadWriteLock, RecipeEvent, RequestError, Semaphore,
+    SemaphoreMutex, SharedLock, Ticket, ZkPath,
+};
+
+use transcript::{Answer, Harness, acquired, at, kids, mask, name};
+
+const BASE: &str = "/app/lock";
+
+fn shared_mutex(renew: bool) -> Harness<SharedLock> {
+    let m = Mutex::new(ZkPath::new(BASE).unwrap(), LockConfig::new(3).with_plan(OpPlan::Pipelined));
+    Harness::new(SharedLock::new(Box::new(m), renew))
+}
+
+fn ticket(t: u64, event: RecipeEvent) -> RecipeEvent {
+    RecipeEvent::Ticket { ticket: Ticket(t), event: Box::new(event) }
+}
+
+/// Grants ticket `t` its node (sequence `seq`), uncontended.
+fn grant(h: &mut Harness<SharedLock>, seq: i32) -> String {
+    let node = h.answer(at(1), &format!("create2 {BASE}/"), Answer::Seq(seq));
+    h.answer(at(1), &format!("getChildren2 {BASE}"), kids(&[name(&node)]));
+    node
+}
+
+#[test]
+fn tickets_queue_fifo_and_start_after_the_previous_release() {
+    let mut h = shared_mutex(false);
+    h.run(|q| q.acquire(at(0), Ticket(1), 0, None)).unwrap();
+    h.run(|q| q.acquire(at(0), Ticket(2), 0, None)).unwrap();
+    h.run(|q| q.acquire(at(0), Ticket(3), 0, None)).unwrap();
+    assert_eq!(h.sent().len(), 2, "only the first ticket works on the lock: create2 + getChildren2");
+    let first = grant(&mut h, 0);
+    assert_eq!(h.events(), vec![ticket(1, acquired(&first, 1000))]);
+    assert_eq!(h.recipe.waiting(0), 2);
+    // A ticket in use is refused; a second ticket is not a hold.
+    assert_eq!(h.run(|q| q.acquire(at(2), Ticket(2), 0, None)), Err(ApiMisuse::TicketInUse(2)));
+    assert_eq!(h.run(|q| q.release(at(2), Ticket(2))), Err(ApiMisuse::NotHeld));
+    // Pipelined release: the delete is queued, `Released` at once, then the
+    // next ticket's create rides along.
+    assert_eq!(h.run(|q| q.release(at(3), Ticket(1))), Ok(false));
+    assert_eq!(h.events(), vec![ticket(1, RecipeEvent::Released)]);
+    h.answer(at(4), &format!("delete {}", mask(&first)), Answer::Empty);
+    let second = grant(&mut h, 1);
+    assert_eq!(h.events(), vec![ticket(2, acquired(&second, 1001))]);
+    assert_eq!(h.recipe.holder(0).map(|(t, _, _)| t), Some(Ticket(2)));
+}
+
+#[test]
+fn reentry_is_explicit_and_counted() {
+    let mut h = shared_mutex(false);
+    h.run(|q| q.acquire(at(0), Ticket(1), 0, None)).unwrap();
+    let node = grant(&mut h, 0);
+    h.events();
+    h.sent();
+    h.run(|q| q.reenter(Ticket(1))).unwrap();
+    h.run(|q| q.reenter(Ticket(1))).unwrap();
+    assert_eq!(h.run(|q| q.reenter(Ticket(9))), Err(ApiMisuse::NotHeld));
+    assert_eq!(h.run(|q| q.release(at(1), Ticket(1))), Ok(true));
+    assert_eq!(h.run(|q| q.release(at(1), Ticket(1))), Ok(true));
+    assert!(h.sent().is_empty(), "no delete while a re-entry is held");
+    assert_eq!(h.run(|q| q.release(at(2), Ticket(1))), Ok(false));
+    assert_eq!(h.sent(), vec![format!("delete {}", mask(&node))]);
+}
+
+#[test]
+fn the_semaphore_mutex_is_not_reentrant() {
+    let sm = SemaphoreMutex::new(ZkPath::new(BASE).unwrap(), LockConfig::new(1));
+    let mut h = Harness::new(SharedLock::new(Box::new(sm), false));
+    h.run(|q| q.acquire(at(0), Ticket(1), 0, None)).unwrap();
+    let lock = h.answer(at(1), &format!("create2 {BASE}/locks/"), Answer::Seq(0));
+    h.answer(at(1), &format!("getChildren2 {BASE}/locks"), kids(&[name(&lock)]));
+    let lease = h.answer(at(1), &format!("create2 {BASE}/leases/"), Answer::Seq(0));
+    h.answer(at(1), &format!("getChildren2 {BASE}/leases"), kids(&[name(&lease)]));
+    assert!(h.events().contains(&ticket(1, acquired(&lease, 1000))));
+    assert_eq!(h.run(|q| q.reenter(Ticket(1))), Err(ApiMisuse::NotReentrant));
+}
+
+#[test]
+fn cancel_removes_a_ticket_wherever_it_is_and_gives_a_grant_back() {
+    let mut h = shared_mutex(false);
+    h.run(|q| q.acquire(at(0), Ticket(1), 0, None)).unwrap();
+    h.run(|q| q.acquire(at(0), Ticket(2), 0, None)).unwrap();
+    // Queued: gone without a trace.
+    h.run(|q| q.cancel(at(1), Ticket(2)));
+    assert_eq!(h.recipe.waiting(0), 0);
+    // Granted but not handed out: released.
+    let node = grant(&mut h, 0);
+    h.events();
+    h.sent();
+    h.run(|q| q.cancel(at(2), Ticket(1)));
+    assert_eq!(h.sent(), vec![format!("delete {}", mask(&node))]);
+    assert!(h.recipe.holder(0).is_none());
+    // Unknown tickets are ignored.
+    h.run(|q| q.cancel(at(3), Ticket(77)));
+}
+
+#[test]
+fn a_queued_ticket_times_out_at_its_deadline_without_touching_the_server() {
+    let mut h = shared_mutex(false);
+    h.run(|q| q.acquire(at(0), Ticket(1), 0, None)).unwrap();
+    h.run(|q| q.acquire(at(0), Ticket(2), 0, Some(at(50)))).unwrap();
+    h.sent();
+    use zoolock_core::Recipe;
+    assert_eq!(h.recipe.poll_timeout(), Some(at(50)));
+    h.timeout(at(50));
+    assert_eq!(h.events(), vec![ticket(2, RecipeEvent::TimedOut)]);
+    assert!(h.sent().is_empty());
+    assert_eq!(h.recipe.poll_timeout(), None);
+}
+
+#[test]
+fn read_and_write_parts_exclude_each_other_in_process_except_a_downgrade() {
+    let rw = ReadWriteLock::new(ZkPath::new(BASE).unwrap(), LockConfig::new(5));
+    let mut h = Harness::new(SharedLock::new(Box::new(rw), false));
+    h.run(|q| q.acquire(at(0), Ticket(1), WRITE, None)).unwrap();
+    let write = h.answer(at(1), &format!("create2 {BASE}/"), Answer::Seq(0));
+    h.answer(at(1), &format!("getChildren2 {BASE}"), kids(&[name(&write)]));
+    assert_eq!(h.events(), vec![ticket(1, acquired(&write, 1000))]);
+    h.sent();
+    // Another task's read waits in the process: nothing is sent.
+    h.run(|q| q.acquire(at(2), Ticket(2), READ, None)).unwrap();
+    assert!(h.sent().is_empty(), "a read beside the process's own write hold");
+    // The writer downgrades: granted at once, ahead of the queued read.
+    h.run(|q| q.downgrade(at(3), Ticket(1), Ticket(3))).unwrap();
+    let sent = h.sent();
+    assert!(sent[0].contains("__READ__0000000000"), "the write node's sequence: {sent:?}");
+    let read = h.answer(at(4), &format!("create2 {BASE}/"), Answer::Made(1001));
+    if h.pending.front().is_some_and(|op| transcript::describe(op).starts_with("getChildren2")) {
+        h.answer(at(4), &format!("getChildren2 {BASE}"), kids(&[name(&write), name(&read)]));
+    }
+    assert_eq!(h.events(), vec![ticket(3, acquired(&read, 1001))]);
+    assert_eq!(h.run(|q| q.downgrade(at(4), Ticket(2), Ticket(4))), Err(ApiMisuse::NotHeld));
+}
+
+#[test]
+fn renewal_parks_the_acquire_and_loses_the_hold_for_good() {
+    let mut h = shared_mutex(true);
+    h.run(|q| q.acquire(at(0), Ticket(1), 0, None)).unwrap();
+    grant(&mut h, 0);
+    h.events();
+    h.run(|q| q.acquire(at(1), Ticket(2), 0, None)).unwrap();
+    h.sent();
+    // The session expires: the hold is lost, and the next acquire waits for
+    // the new session instead of failing.
+    h.session(at(3), ConnectionState::Lost);
+    let events = h.events();
+    assert!(events.contains(&ticket(1, RecipeEvent::Lost)), "{events:?}");
+    assert!(!events.iter().any(|e| matches!(e, RecipeEvent::Ticket { ticket: Ticket(2), .. })), "{events:?}");
+    assert!(!h.sent().iter().any(|op| op.starts_with("create2")), "nothing starts on an expired session");
+    assert_eq!(h.run(|q| q.release(at(3), Ticket(1))), Ok(true), "releasing a lost hold is no error");
+    h.session(at(4), ConnectionState::Connected);
+    let sent = h.sent();
+    assert!(sent.iter().any(|op| op.starts_with(&format!("create2 {BASE}/"))), "a new node: {sent:?}");
+}
+
+#[test]
+fn without_renewal_queued_acquires_fail_with_the_session() {
+    let mut h = shared_mutex(false);
+    h.run(|q| q.acquire(at(0), Ticket(1), 0, None)).unwrap();
+    h.run(|q| q.acquire(at(0), Ticket(2), 0, None)).unwrap();
+    h.session(at(1), ConnectionState::Lost);
+    let events = h.events();
+    assert!(events.contains(&ticket(1, RecipeEvent::Failed(RequestError::SessionExpired))), "{events:?}");
+    assert!(events.contains(&ticket(2, RecipeEvent::Failed(RequestError::SessionExpired))), "{events:?}");
+    // A later acquire fails at once, typed.
+    h.run(|q| q.acquire(at(2), Ticket(3), 0, None)).unwrap();
+    assert_eq!(h.events(), vec![ticket(3, RecipeEvent::Failed(RequestError::SessionExpired))]);
+}
+
+#[test]
+fn semaphore_tickets_each_get_their_own_leases() {
+    let sem = Semaphore::new(ZkPath::new(BASE).unwrap(), 2, LockConfig::new(9));
+    let mut h = Harness::new(SharedSemaphore::new(sem, false));
+    h.run(|q| q.acquire(at(0), Ticket(1), 1, None)).unwrap();
+    h.run(|q| q.acquire(at(0), Ticket(2), 1, None)).unwrap();
+    assert_eq!(h.recipe.waiting(), 1);
+    assert_eq!(h.run(|q| q.acquire(at(0), Ticket(3), 0, None)), Err(ApiMisuse::InvalidState("qty must be at least 1")));
+    for (t, seq) in [(1, 0), (2, 1)] {
+        let lock = h.answer(at(1), &format!("create2 {BASE}/locks/"), Answer::Seq(seq));
+        h.answer(at(1), &format!("getChildren2 {BASE}/locks"), kids(&[name(&lock)]));
+        let lease = h.answer(at(1), &format!("create2 {BASE}/leases/"), Answer::Seq(seq));
+        let leases: Vec<String> = (0..=seq).map(|s| format!("_c_x-lease-{s:010}")).collect();
+        let mut listing = leases;
+        listing.pop();
+        listing.push(name(&lease));
+        h.answer(at(1), &format!("getChildren2 {BASE}/leases"), kids(&listing));
+        let events = h.events();
+        assert!(events.contains(&ticket(t, acquired(&lease, 1000 + i64::from(seq)))), "{events:?}");
+        // The held lock node of the internal mutex is let go.
+        while let Some(op) = h.pending.front().map(transcript::describe) {
+            if op.starts_with("delete") || op.starts_with("checkWatches") {
+                h.answer(at(2), &op, Answer::Empty);
+            } else {
+                break;
+            }
+        }
+    }
+}
