@@ -214,6 +214,17 @@ pub enum LockSpec {
     Multi(Vec<LockSpec>),
 }
 
+impl LockSpec {
+    /// The lock's path, or its members' paths joined with `,`: the `path` of
+    /// its log lines and metrics.
+    fn label(&self) -> String {
+        match self {
+            LockSpec::Mutex(p) | LockSpec::Read(p) | LockSpec::Write(p) | LockSpec::SemaphoreMutex(p) => p.clone(),
+            LockSpec::Multi(members) => members.iter().map(LockSpec::label).collect::<Vec<_>>().join(","),
+        }
+    }
+}
+
 pub(crate) struct Inner {
     pub(crate) commands: mpsc::UnboundedSender<Command>,
     pub(crate) shared: Arc<Shared>,
@@ -469,8 +480,7 @@ impl Client {
 
     /// A mutex with its own settings (node data, revocable).
     pub async fn mutex_with(&self, path: &str, options: LockOptions) -> Result<Lock, Error> {
-        let recipe = self.build(&LockSpec::Mutex(path.into()), &options)?;
-        self.one_lock(recipe).await
+        self.one_lock(&LockSpec::Mutex(path.into()), &options).await
     }
 
     /// A revocable mutex: its holder gets [`crate::Guard::revocation_requested`].
@@ -511,7 +521,7 @@ impl Client {
             rw.make_revocable_read()?;
             rw.make_revocable_write()?;
         }
-        let mut halves = Lock::register(self.clone(), Box::new(rw)).await?.into_iter();
+        let mut halves = Lock::register(self.clone(), Box::new(rw), path.to_owned()).await?.into_iter();
         match (halves.next(), halves.next()) {
             (Some(read), Some(write)) => Ok((read, write)),
             _ => Err(Error::ClientClosed),
@@ -530,8 +540,7 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn semaphore_mutex(&self, path: &str) -> Result<Lock, Error> {
-        let recipe = self.build(&LockSpec::SemaphoreMutex(path.into()), &LockOptions::default())?;
-        self.one_lock(recipe).await
+        self.one_lock(&LockSpec::SemaphoreMutex(path.into()), &LockOptions::default()).await
     }
 
     /// All of `paths` as one lock (mutexes), taken in order and released in
@@ -563,8 +572,7 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn multi_lock_of(&self, members: Vec<LockSpec>) -> Result<Lock, Error> {
-        let recipe = self.build(&LockSpec::Multi(members), &LockOptions::default())?;
-        self.one_lock(recipe).await
+        self.one_lock(&LockSpec::Multi(members), &LockOptions::default()).await
     }
 
     /// Builds the core recipe of a lock spec (members of a multi-lock each
@@ -599,8 +607,9 @@ impl Client {
         })
     }
 
-    async fn one_lock(&self, recipe: zoolock_core::recipes::BoxedLock) -> Result<Lock, Error> {
-        Lock::register(self.clone(), recipe).await?.into_iter().next().ok_or(Error::ClientClosed)
+    async fn one_lock(&self, spec: &LockSpec, options: &LockOptions) -> Result<Lock, Error> {
+        let recipe = self.build(spec, options)?;
+        Lock::register(self.clone(), recipe, spec.label()).await?.into_iter().next().ok_or(Error::ClientClosed)
     }
 
     /// A counting semaphore with `leases` leases on `path`

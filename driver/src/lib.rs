@@ -15,6 +15,7 @@ mod client;
 mod error;
 mod hold;
 mod lock;
+mod metrics;
 mod runtime;
 mod security;
 mod semaphore;

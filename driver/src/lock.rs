@@ -30,10 +30,12 @@ use crate::task::Command;
 type Grant = Result<(String, FencingToken), Error>;
 
 /// What the tasks see of one ticket's hold.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct TicketState {
     status: HoldStatus,
     revoked: bool,
+    /// The lock node, for the log.
+    node: String,
 }
 
 #[derive(Debug, Default)]
@@ -85,27 +87,36 @@ pub struct Lock {
     handle: Handle<SharedLock>,
     part: Part,
     shared: Arc<LockShared>,
+    /// The lock path (paths, for a multi-lock), for the log and metrics.
+    path: Arc<str>,
 }
 
 impl std::fmt::Debug for Lock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Lock").field("recipe", &self.recipe.id).field("part", &self.part).finish()
+        f.debug_struct("Lock")
+            .field("path", &self.path)
+            .field("recipe", &self.recipe.id)
+            .field("part", &self.part)
+            .finish()
     }
 }
 
 /// Carries one lock event to the tasks.
 fn on_event(
     shared: &LockShared,
+    path: &str,
     client: &mut CoreClient,
     now: Instant,
     handle: Handle<SharedLock>,
     event: RecipeEvent,
 ) {
-    let id = handle.id;
     let RecipeEvent::Ticket { ticket, event } = event else {
         match event {
-            RecipeEvent::CleanupFailed { path, error } => tracing::warn!(%path, %error, "lock node clean-up failed"),
-            other => tracing::trace!(?id, ?other, "lock event"),
+            RecipeEvent::CleanupFailed { path: node, error } => {
+                crate::metrics::cleanup_failed(path);
+                tracing::warn!(%path, %node, %error, "lock node clean-up failed");
+            }
+            other => tracing::trace!(%path, ?other, "lock event"),
         }
         return;
     };
@@ -116,28 +127,32 @@ fn on_event(
                 let waiter = s.waiters.remove(&t);
                 if let Some((part, _)) = &waiter {
                     let revoked = s.revoked_early.remove(&t);
-                    s.holds.insert(t, TicketState { status: HoldStatus::Held, revoked });
+                    s.holds.insert(t, TicketState { status: HoldStatus::Held, revoked, node: node.clone() });
                     s.holders.insert(*part, t);
                 }
                 waiter
             });
             if waiter.is_some_and(|(_, w)| w.send(Ok((node.clone(), token))).is_ok()) {
-                tracing::debug!(?id, %node, token = token.0, "lock granted");
+                tracing::debug!(%path, %node, token = token.0, "lock granted");
             } else {
                 // Granted to an acquire that was dropped: give it back.
-                tracing::debug!(?id, %node, "lock granted to a dropped acquire: releasing");
+                tracing::debug!(%path, %node, "lock granted to a dropped acquire: releasing");
                 shared.with(|s| forget(s, t));
                 let _ = client.with(now, handle, |q, now| q.cancel(now, ticket));
             }
         }
         RecipeEvent::Released => {
-            tracing::debug!(?id, t, "lock released");
+            let node = shared.peek(|s| s.holds.get(&t).map(|h| h.node.clone())).unwrap_or_default();
+            tracing::debug!(%path, %node, "lock released");
             if let Some(r) = shared.with(|s| forget_released(s, t)) {
                 let _ = r.send(Ok(()));
             }
         }
         end @ (RecipeEvent::TimedOut | RecipeEvent::Failed(_) | RecipeEvent::Refused(_)) => {
             let Some(error) = hold::acquire_end(&end) else { return };
+            if error == Error::TimedOut {
+                crate::metrics::timed_out(path);
+            }
             let (waiter, release) = shared.with(|s| {
                 match s.waiters.remove(&t).inspect(|_| {
                     s.revoked_early.remove(&t);
@@ -147,7 +162,7 @@ fn on_event(
                     None => (None, forget_released(s, t)),
                 }
             });
-            tracing::debug!(?id, t, %error, "lock acquire or release ended");
+            tracing::debug!(%path, t, %error, "lock acquire or release ended");
             if let Some((_, w)) = waiter {
                 let _ = w.send(Err(error));
             } else if let Some(r) = release {
@@ -160,10 +175,17 @@ fn on_event(
                 RecipeEvent::Reconnected => HoldStatus::Held,
                 _ => HoldStatus::Lost,
             };
+            let node = shared.peek(|s| s.holds.get(&t).map(|h| h.node.clone())).unwrap_or_default();
             match new {
-                HoldStatus::Lost => tracing::warn!(?id, t, "hold lost"),
-                HoldStatus::Suspended => tracing::info!(?id, t, "hold suspended: the connection dropped"),
-                _ => tracing::info!(?id, t, "hold confirmed after the reconnect"),
+                HoldStatus::Lost => {
+                    crate::metrics::lost(path);
+                    tracing::warn!(%path, %node, "hold lost");
+                }
+                HoldStatus::Suspended => {
+                    crate::metrics::suspended(path);
+                    tracing::info!(%path, %node, "hold suspended: the connection dropped");
+                }
+                _ => tracing::info!(%path, %node, "hold confirmed after the reconnect"),
             }
             shared.with(|s| {
                 if let Some(h) = s.holds.get_mut(&t) {
@@ -175,7 +197,7 @@ fn on_event(
             });
         }
         RecipeEvent::RevocationRequested => {
-            tracing::debug!(?id, t, "revocation requested");
+            tracing::debug!(%path, t, "revocation requested");
             shared.with(|s| match s.holds.get_mut(&t) {
                 Some(h) => h.revoked = true,
                 // Asked while still acquiring: it counts for the hold.
@@ -185,7 +207,7 @@ fn on_event(
                 None => {}
             });
         }
-        other => tracing::trace!(?id, t, ?other, "lock ticket event"),
+        other => tracing::trace!(%path, t, ?other, "lock ticket event"),
     }
 }
 
@@ -205,18 +227,25 @@ fn forget_released(s: &mut Tickets, t: u64) -> Option<oneshot::Sender<Result<(),
 impl Lock {
     /// Registers `recipe` behind a shared queue and returns one handle per
     /// part (one, or the read and write halves).
-    pub(crate) async fn register(client: Client, recipe: BoxedLock) -> Result<Vec<Lock>, Error> {
+    pub(crate) async fn register(client: Client, recipe: BoxedLock, path: String) -> Result<Vec<Lock>, Error> {
         let parts = recipe.parts().max(1);
         let renew = client.inner.options.renew_session;
         let shared = Arc::new(LockShared::default());
-        let sink_shared = shared.clone();
+        let path: Arc<str> = path.into();
+        let (sink_shared, sink_path) = (shared.clone(), path.clone());
         let sink = Box::new(move |c: &mut CoreClient, now, id: RecipeId, event| {
-            on_event(&sink_shared, c, now, Handle::from_id(id), event)
+            on_event(&sink_shared, &sink_path, c, now, Handle::from_id(id), event)
         });
         let id = client.add_recipe(Box::new(SharedLock::new(recipe, renew)), sink).await?;
         let recipe = Arc::new(RecipeHandle { client, id });
         Ok((0..parts)
-            .map(|part| Lock { recipe: recipe.clone(), handle: Handle::from_id(id), part, shared: shared.clone() })
+            .map(|part| Lock {
+                recipe: recipe.clone(),
+                handle: Handle::from_id(id),
+                part,
+                shared: shared.clone(),
+                path: path.clone(),
+            })
             .collect())
     }
 
@@ -290,7 +319,8 @@ impl Lock {
             })));
             (t, queued)
         });
-        tracing::trace!(id = ?handle.id, t, part, "acquire");
+        tracing::trace!(path = %self.path, t, part, "acquire");
+        let began = self.client().inner.runtime.now();
         let mut pending = PendingAcquire { lock: self.clone(), ticket: t, rx: Some(rx) };
         if let Err(e) = queued {
             pending.rx = None;
@@ -298,6 +328,7 @@ impl Lock {
             return Err(e);
         }
         let (node, token) = (&mut pending).await?;
+        crate::metrics::acquired(&self.path, self.client().inner.runtime.now().saturating_duration_since(began));
         Ok(Guard { lock: self.clone(), ticket: t, node, token, released: false })
     }
 
@@ -357,7 +388,7 @@ impl Drop for PendingAcquire {
         let Some(mut rx) = self.rx.take() else { return };
         rx.close();
         let (shared, handle, t) = (self.lock.shared.clone(), self.lock.handle, self.ticket);
-        tracing::trace!(id = ?handle.id, t, "acquire dropped");
+        tracing::trace!(path = %self.lock.path, t, "acquire dropped");
         let _ = self.lock.client().inner.send(Command::Run(Box::new(move |client, now| {
             // Wherever the ticket is (queued, acquiring, granted), core
             // takes it out and gives back a hold it got.

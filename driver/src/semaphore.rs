@@ -60,11 +60,13 @@ pub struct Semaphore {
     handle: Arc<RecipeHandle>,
     typed: Handle<SharedSemaphore>,
     shared: Arc<SemShared>,
+    /// The semaphore path, for the log and metrics.
+    path: Arc<str>,
 }
 
 impl std::fmt::Debug for Semaphore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Semaphore").field("recipe", &self.handle.id).finish()
+        f.debug_struct("Semaphore").field("path", &self.path).field("recipe", &self.handle.id).finish()
     }
 }
 
@@ -74,40 +76,43 @@ fn return_lease(
     typed: Handle<SharedSemaphore>,
     node: &str,
 ) -> Result<(), Error> {
-    tracing::debug!(id = ?typed.id, %node, "returning lease");
+    tracing::debug!(%node, "returning lease");
     client.with(now, typed, |s, now| s.return_lease(now, node))??;
     Ok(())
 }
 
 fn on_event(
     shared: &SemShared,
+    path: &str,
     client: &mut CoreClient,
     now: Instant,
     typed: Handle<SharedSemaphore>,
     event: RecipeEvent,
 ) {
-    let id = typed.id;
     let (ticket, event) = match event {
         RecipeEvent::Ticket { ticket, event } => (ticket.0, *event),
         RecipeEvent::Suspended => {
-            tracing::info!(?id, "hold suspended: the connection dropped (semaphore leases)");
+            crate::metrics::suspended(path);
+            tracing::info!(%path, "hold suspended: the connection dropped (semaphore leases)");
             return shared.with(|s| s.suspended = true);
         }
         RecipeEvent::Reconnected => {
-            tracing::info!(?id, "hold confirmed after the reconnect (semaphore leases)");
+            tracing::info!(%path, "hold confirmed after the reconnect (semaphore leases)");
             return shared.with(|s| s.suspended = false);
         }
         RecipeEvent::Lost => {
-            tracing::warn!(?id, "hold lost (semaphore leases)");
+            crate::metrics::lost(path);
+            tracing::warn!(%path, "hold lost (semaphore leases)");
             return shared.with(|s| {
                 s.suspended = false;
                 s.losses += 1;
             });
         }
-        RecipeEvent::CleanupFailed { path, error } => {
-            return tracing::warn!(%path, %error, "lease node clean-up failed");
+        RecipeEvent::CleanupFailed { path: node, error } => {
+            crate::metrics::cleanup_failed(path);
+            return tracing::warn!(%path, %node, %error, "lease node clean-up failed");
         }
-        other => return tracing::trace!(?id, ?other, "semaphore event"),
+        other => return tracing::trace!(%path, ?other, "semaphore event"),
     };
     match event {
         RecipeEvent::Acquired { node, token } => {
@@ -125,9 +130,9 @@ fn on_event(
             };
             let leases = w.got.clone();
             if w.reply.send(Ok(w.got)).is_ok() {
-                tracing::debug!(?id, leases = leases.len(), "leases granted");
+                tracing::debug!(%path, nodes = ?leases.iter().map(|l| &l.0).collect::<Vec<_>>(), "leases granted");
             } else {
-                tracing::debug!(?id, "leases granted to a dropped acquire: returning them");
+                tracing::debug!(%path, "leases granted to a dropped acquire: returning them");
                 for (node, _) in &leases {
                     let _ = return_lease(client, now, typed, node);
                 }
@@ -135,11 +140,14 @@ fn on_event(
         }
         end @ (RecipeEvent::TimedOut | RecipeEvent::Failed(_) | RecipeEvent::Refused(_)) => {
             let Some(error) = hold::acquire_end(&end) else { return };
+            if error == Error::TimedOut {
+                crate::metrics::timed_out(path);
+            }
             if let Some(w) = shared.with(|s| s.waiters.remove(&ticket)) {
                 let _ = w.reply.send(Err(error));
             }
         }
-        other => tracing::trace!(?id, ticket, ?other, "semaphore ticket event"),
+        other => tracing::trace!(%path, ticket, ?other, "semaphore ticket event"),
     }
 }
 
@@ -148,13 +156,15 @@ impl Semaphore {
         let config = client.inner.lock_config();
         let renew = client.inner.options.renew_session;
         let shared = Arc::new(SemShared::default());
-        let sink_shared = shared.clone();
+        let path: Arc<str> = base.as_str().into();
+        let (sink_shared, sink_path) = (shared.clone(), path.clone());
         let sink = Box::new(move |c: &mut CoreClient, now, id: RecipeId, event| {
-            on_event(&sink_shared, c, now, Handle::from_id(id), event)
+            on_event(&sink_shared, &sink_path, c, now, Handle::from_id(id), event)
         });
         let recipe = SharedSemaphore::new(CoreSemaphore::new(base, leases, config), renew);
         let id = client.add_recipe(Box::new(recipe), sink).await?;
-        Ok(Semaphore { handle: Arc::new(RecipeHandle { client, id }), typed: Handle::from_id(id), shared })
+        let handle = Arc::new(RecipeHandle { client, id });
+        Ok(Semaphore { handle, typed: Handle::from_id(id), shared, path })
     }
 
     /// Completes once this semaphore owes the server nothing: no acquire
@@ -207,6 +217,7 @@ impl Semaphore {
             })));
             (ticket, queued)
         });
+        let began = self.handle.client.inner.runtime.now();
         let mut pending = PendingLeases { sem: self.clone(), ticket, rx: Some(rx) };
         if let Err(e) = queued {
             pending.rx = None;
@@ -218,8 +229,10 @@ impl Semaphore {
             None => Err(Error::ClientClosed),
         };
         pending.rx = None;
+        let grant = grant?;
+        crate::metrics::acquired(&self.path, self.handle.client.inner.runtime.now().saturating_duration_since(began));
         let losses = self.shared.peek(|s| s.losses);
-        Ok(grant?
+        Ok(grant
             .into_iter()
             .map(|(node, token)| Lease { sem: self.clone(), node, token, losses, returned: false })
             .collect())
@@ -243,7 +256,7 @@ impl Drop for PendingLeases {
             _ => Vec::new(),
         };
         let (shared, typed, ticket) = (self.sem.shared.clone(), self.sem.typed, self.ticket);
-        tracing::trace!(id = ?typed.id, ticket, granted = granted.len(), "semaphore acquire dropped");
+        tracing::trace!(path = %self.sem.path, ticket, granted = granted.len(), "semaphore acquire dropped");
         let _ = self.sem.handle.client.inner.send(Command::Run(Box::new(move |c, now| {
             for (node, _) in &granted {
                 let _ = return_lease(c, now, typed, node);

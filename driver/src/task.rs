@@ -262,6 +262,11 @@ impl DriverTask {
                 }
                 tracing::info!(?state, "connection state");
                 let ended = self.client.session().is_ended();
+                if state == ConnectionState::Lost && !ended {
+                    // The client renewed the session at once.
+                    crate::metrics::renewed();
+                    tracing::info!("session expired: a new session is starting");
+                }
                 let hold_timeout = self.client.session().negotiated_timeout().map(|t| t * 2 / 3);
                 let confirmed = self.confirmed();
                 self.shared.update(|s| {
