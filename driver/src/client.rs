@@ -387,11 +387,16 @@ impl Client {
             match state {
                 (_, true) => return Err(Error::ClientClosed),
                 (Some(ConnectionState::Connected | ConnectionState::ConnectedReadOnly), _) => return Ok(()),
-                (Some(ConnectionState::Lost), _) => {
-                    return Err(Error::Request(zoolock_core::RequestError::SessionExpired));
-                }
-                (Some(ConnectionState::AuthFailed), _) => {
-                    return Err(Error::Request(zoolock_core::RequestError::AuthFailed));
+                // Expired, refused, or given up on a misbehaving server.
+                (
+                    Some(
+                        state @ (ConnectionState::Lost
+                        | ConnectionState::AuthFailed
+                        | ConnectionState::ServerMisbehaved(_)),
+                    ),
+                    _,
+                ) => {
+                    return Err(Error::Request(state.end_error().unwrap_or(zoolock_core::RequestError::Closed)));
                 }
                 _ => listener.await,
             }
