@@ -57,8 +57,10 @@ fn lie(mut stream: TcpStream) {
     }
 }
 
-#[test]
-fn holders_gives_up_on_a_server_that_answers_with_wrong_xids() {
+/// Runs zoolock with `args` against a fresh lying server (session timeout
+/// 4 s, connect timeout 5 s) and checks that it gives up in time with the
+/// typed error and exit 69, after a bounded number of connections.
+fn gives_up(args: &[&str]) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     let connections = Arc::new(AtomicUsize::new(0));
@@ -74,7 +76,8 @@ fn holders_gives_up_on_a_server_that_answers_with_wrong_xids() {
     let start = Instant::now();
     let mut child = Command::new(BIN)
         .env_remove("ZOOLOCK_CONNECT")
-        .args(["--connect", &addr, "--session-timeout", "4s", "--connect-timeout", "5s", "holders", "/x"])
+        .args(["--connect", &addr, "--session-timeout", "4s", "--connect-timeout", "5s"])
+        .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -96,12 +99,24 @@ fn holders_gives_up_on_a_server_that_answers_with_wrong_xids() {
     let elapsed = start.elapsed();
     let mut stderr = String::new();
     child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
-    assert!(elapsed < limit, "took {elapsed:?} (limit {limit:?}); stderr: {stderr}");
-    assert_eq!(status.code(), Some(69), "stderr: {stderr}");
+    assert!(elapsed < limit, "{args:?} took {elapsed:?} (limit {limit:?}); stderr: {stderr}");
+    assert_eq!(status.code(), Some(69), "{args:?}: stderr: {stderr}");
     assert!(
         stderr.contains("gave up on the server: server misbehaved") && stderr.contains("xid"),
-        "not the typed error: {stderr}"
+        "{args:?}: not the typed error: {stderr}"
     );
     let n = connections.load(Ordering::SeqCst);
-    assert!((1..=zoolock_tokio::core::DEFAULT_MAX_MISBEHAVING_CONNECTIONS as usize).contains(&n), "{n} connections");
+    let max = usize::try_from(zoolock_tokio::core::DEFAULT_MAX_MISBEHAVING_CONNECTIONS).unwrap();
+    assert!((1..=max).contains(&n), "{args:?}: {n} connections");
+}
+
+#[test]
+fn holders_gives_up_on_a_server_that_answers_with_wrong_xids() {
+    gives_up(&["holders", "/x"]);
+}
+
+#[test]
+fn a_waiting_acquire_fails_on_a_server_that_answers_with_wrong_xids() {
+    // The command never runs: the lock is never granted.
+    gives_up(&["lock", "/x", "--", "false"]);
 }
