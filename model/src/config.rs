@@ -63,13 +63,13 @@ pub struct ModelConfig {
     /// `maxClientCnxns` (60): connections one client address may hold open
     /// at once; one more is closed as soon as it is accepted, before it can
     /// send anything. Enforced by
-    /// [`TestingServer`](crate::TestingServer), since the model itself has
+    /// `TestingServer` (feature `server`), since the model itself has
     /// no addresses. `None`: no limit.
     pub max_client_cnxns: Option<usize>,
     /// Bytes one connection may have waiting for the client to read (16 MiB):
     /// a client that stops reading is dropped (as on a network error; its
     /// session lives on) instead of making the server hold its output.
-    /// Enforced by [`TestingServer`](crate::TestingServer), which never
+    /// Enforced by `TestingServer` (feature `server`), which never
     /// waits for a slow reader. `None`: no limit.
     pub max_queued_bytes: Option<usize>,
     /// Watch registrations one session's connection may hold (100,000; the

@@ -14,6 +14,14 @@
 //! receiving, T/hosts per connect attempt, and the session declared lost once
 //! T has passed since the disconnect without a successful reconnect.
 //!
+//! A server that breaks the protocol (a reply out of FIFO order, a reply to
+//! nothing, an undecodable frame) loses its connection. Once it has done so
+//! on [`SessionConfig::max_misbehaving_connections`] connections in a row, or
+//! on a connection T or more after the first of the run, with no reply that
+//! matched its request in between, the session ends with
+//! [`ConnectionState::ServerMisbehaved`]: a handshake that succeeds every
+//! time would otherwise keep the client reconnecting forever.
+//!
 //! Watches are re-armed after a reconnect with setWatches (101). The table
 //! holds only data, exist and child watches, which every server since 3.0
 //! accepts in setWatches, so setWatches2 (105, 3.6+) is never needed and an
