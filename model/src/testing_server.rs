@@ -279,6 +279,7 @@ fn spawn_connection(
 ) -> Link {
     let _ = stream.set_nodelay(true);
     let (mut rd, mut wr) = stream.into_split();
+    let broken = inbound.clone();
     let reader = tasks.spawn(async move {
         let mut buf = vec![0u8; 64 * 1024];
         loop {
@@ -302,6 +303,10 @@ fn spawn_connection(
             match out {
                 Outbound::Data(bytes) => {
                     if wr.write_all(&bytes).await.is_err() {
+                        // The reader is stopped below before it may see the
+                        // end: report it here, or the connection (and its
+                        // place under max_client_cnxns) would linger.
+                        let _ = broken.send(Inbound::Eof(conn));
                         break;
                     }
                     written.fetch_sub(bytes.len(), Ordering::Relaxed);
