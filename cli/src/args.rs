@@ -185,11 +185,7 @@ pub(crate) enum Command {
     /// Serve an in-memory ZooKeeper (zoolock's model of a standalone 3.8
     /// server) on 127.0.0.1 for tests; prints its connect string on stdout
     /// and runs until SIGINT or SIGTERM. Nothing is persisted.
-    Serve {
-        /// The loopback port to listen on (0: any free port).
-        #[arg(long, value_name = "P", default_value_t = 0)]
-        port: u16,
-    },
+    Serve(crate::commands::serve::ServeArgs),
     /// Print a shell completion script on stdout, e.g.
     /// `zoolock completions bash > /etc/bash_completion.d/zoolock`.
     Completions {
@@ -266,7 +262,7 @@ pub(crate) enum Kind {
     Semaphore,
 }
 
-fn duration(s: &str) -> Result<Duration, humantime::DurationError> {
+pub(crate) fn duration(s: &str) -> Result<Duration, humantime::DurationError> {
     humantime::parse_duration(s)
 }
 
@@ -367,8 +363,8 @@ mod tests {
     #[test]
     fn serve_port_defaults_to_any() {
         let cli = Cli::try_parse_from(["zoolock", "serve"]).expect("parses");
-        assert!(matches!(cli.command, Command::Serve { port: 0 }));
+        assert!(matches!(cli.command, Command::Serve(ref a) if a.port == 0));
         let cli = Cli::try_parse_from(["zoolock", "serve", "--port", "2181"]).expect("parses");
-        assert!(matches!(cli.command, Command::Serve { port: 2181 }));
+        assert!(matches!(cli.command, Command::Serve(ref a) if a.port == 2181));
     }
 }

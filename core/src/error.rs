@@ -26,6 +26,13 @@ pub enum RequestError {
     /// answered SessionClosedRequireSaslAuth and closed the session.
     #[error("the server requires SASL authentication (configure a SASL user)")]
     SaslAuthRequired,
+    /// The server misbehaved (wrong xids, undecodable replies, replies to
+    /// nothing) on every connection of the session until the client gave up
+    /// ([`SessionConfig::max_misbehaving_connections`](crate::SessionConfig)).
+    /// The server is to blame; this is no result code it sent. Carries the
+    /// last misbehavior.
+    #[error("gave up on the server: {0}")]
+    ServerMisbehaved(SessionError),
     /// The request does not fit in a frame.
     #[error("request of {len} bytes exceeds the frame limit {max}")]
     TooLarge {
@@ -47,12 +54,14 @@ impl RequestError {
             RequestError::AuthFailed => ErrorCode::AUTH_FAILED,
             RequestError::SaslAuthRequired => ErrorCode::SESSION_CLOSED_REQUIRE_SASL_AUTH,
             RequestError::TooLarge { .. } => ErrorCode::MARSHALLING_ERROR,
+            // The Java client treats a bad reply as a lost connection.
+            RequestError::ServerMisbehaved(_) => ErrorCode::CONNECTION_LOSS,
         }
     }
 }
 
 /// The server sent something well-formed but illegal.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Misbehavior {
     /// A reply's xid is not the oldest outstanding request's.
@@ -74,7 +83,7 @@ pub enum Misbehavior {
 }
 
 /// The connection had to be dropped because of what the server sent.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum SessionError {
     /// Bytes that do not decode.

@@ -846,6 +846,142 @@ fn reply_for_an_unknown_xid_drops_the_connection() {
     assert_eq!(sim.events(), [loss(0), state_ev(ConnectionState::Suspended)]);
 }
 
+/// Submits a sync and answers it with its xid plus 1000; returns the error
+/// and the request's id.
+fn misbehave(sim: &mut Sim) -> (SessionError, RequestId) {
+    let id = sim.submit(Op::sync(&p("/a")));
+    let sent = sim.sent();
+    let xid = sent.last().expect("the sync went out").header.xid.0;
+    let e = sim.feed(&ok(xid + 1000, 5, Response::Path("/a".into()))).unwrap_err();
+    let expected = SessionError::ServerMisbehaved(Misbehavior::UnexpectedXid { expected: Some(xid), got: xid + 1000 });
+    assert_eq!(e, expected);
+    assert!(sim.inbuf.is_empty());
+    assert_eq!(sim.io(), [IoCommand::Close]);
+    (e, id)
+}
+
+/// After a dropped connection: dial at once (no jitter), connect and resume
+/// 5 ms later.
+fn resume(sim: &mut Sim) {
+    sim.tick();
+    assert!(matches!(sim.io().as_slice(), [IoCommand::Connect { .. }]));
+    sim.now = sim.now + Duration::from_millis(5);
+    sim.connected();
+    assert_eq!(sim.sent_connect().session_id, 0x1234);
+    sim.feed_ok(&connect_response(NEGOTIATED, 0x1234, Some(false)));
+    assert_eq!(sim.events(), [state_ev(ConnectionState::Reconnected)]);
+}
+
+#[test]
+fn a_server_that_misbehaves_on_every_connection_ends_the_session() {
+    let mut sim = connected("h:1");
+    assert_eq!(zoolock_core::DEFAULT_MAX_MISBEHAVING_CONNECTIONS, 3);
+    for _ in 0..2 {
+        let (_, id) = misbehave(&mut sim);
+        assert_eq!(sim.events(), [loss(id.0), state_ev(ConnectionState::Suspended)]);
+        assert_eq!(sim.s.status(), SessionStatus::Disconnected);
+        resume(&mut sim);
+    }
+    // A request queued behind the one the server answers wrongly.
+    let (e, id) = {
+        let id = sim.submit(Op::sync(&p("/a")));
+        let queued = sim.submit(Op::sync(&p("/b")));
+        let sent = sim.sent();
+        assert_eq!(sent.len(), 2);
+        let xid = sent[0].header.xid.0;
+        let e = sim.feed(&ok(xid + 1000, 5, Response::Path("/a".into()))).unwrap_err();
+        assert_eq!(sim.io(), [IoCommand::Close]);
+        (e, (id, queued))
+    };
+    let gave_up = RequestError::ServerMisbehaved(e);
+    assert_eq!(
+        sim.events(),
+        [
+            reply_ev(id.0.0, Err(gave_up.clone())),
+            reply_ev(id.1.0, Err(gave_up.clone())),
+            state_ev(ConnectionState::ServerMisbehaved(e))
+        ]
+    );
+    assert_eq!(sim.s.status(), SessionStatus::ServerMisbehaved(e));
+    assert_eq!(sim.s.status().end_error(), Some(gave_up.clone()));
+    assert_eq!(ConnectionState::ServerMisbehaved(e).end_error(), Some(gave_up.clone()));
+    assert_eq!(gave_up.code(), ErrorCode::CONNECTION_LOSS, "blamed on the server, not one of its result codes");
+    assert!(sim.s.is_ended());
+    assert_eq!(sim.s.poll_timeout(), None);
+    assert_eq!(sim.s.submit(sim.now, Op::sync(&p("/a")), None), Err(ApiMisuse::SessionEnded));
+    sim.tick_at(60_000);
+    sim.assert_quiet();
+}
+
+#[test]
+fn a_matched_reply_resets_the_misbehaving_count() {
+    let mut sim = connected("h:1");
+    for _ in 0..2 {
+        misbehave(&mut sim);
+        sim.events();
+        resume(&mut sim);
+    }
+    // A good exchange on the third connection, then another lie: the run
+    // starts again at one.
+    let id = sim.submit(Op::sync(&p("/ok")));
+    let xid = sim.sent()[0].header.xid.0;
+    sim.feed_ok(&ok(xid, 5, Response::Path("/ok".into())));
+    assert_eq!(sim.events(), [reply_ev(id.0, Ok(Response::Path("/ok".into())))]);
+    for _ in 0..2 {
+        misbehave(&mut sim);
+        sim.events();
+        assert_eq!(sim.s.status(), SessionStatus::Disconnected);
+        resume(&mut sim);
+    }
+    let (e, _) = misbehave(&mut sim);
+    assert_eq!(sim.s.status(), SessionStatus::ServerMisbehaved(e));
+}
+
+#[test]
+fn misbehaving_for_a_session_timeout_ends_the_session_before_the_count() {
+    let mut sim = Sim::new(config("h:1", 10_000).with_max_misbehaving_connections(100));
+    assert_eq!(sim.establish(NEGOTIATED), []);
+    misbehave(&mut sim); // t=10, the first of the run
+    sim.events();
+    resume(&mut sim);
+    sim.set(5_000);
+    misbehave(&mut sim);
+    sim.events();
+    assert_eq!(sim.s.status(), SessionStatus::Disconnected);
+    resume(&mut sim);
+    // T = 9 s after the first: the next lie is the last.
+    sim.set(9_010);
+    let (e, id) = misbehave(&mut sim);
+    assert_eq!(
+        sim.events(),
+        [reply_ev(id.0, Err(RequestError::ServerMisbehaved(e))), state_ev(ConnectionState::ServerMisbehaved(e))]
+    );
+}
+
+#[test]
+fn undecodable_handshakes_end_the_session_too() {
+    let mut sim = Sim::new(config("h:1", 10_000));
+    let mut last = None;
+    for attempt in 0..3 {
+        // Past the pause after a failed cycle of hosts.
+        sim.now = sim.now + Duration::from_secs(2);
+        sim.tick();
+        assert!(matches!(sim.io().as_slice(), [IoCommand::Connect { .. }]), "attempt {attempt}");
+        sim.connected();
+        let _ = sim.sent_connect();
+        // A ConnectResponse cut short inside its password.
+        let e = sim
+            .feed(&[0, 0, 0, 20, 0, 0, 0, 0, 0, 0, 0x23, 0x28, 0, 0, 0, 0, 0, 0, 0x12, 0x34, 0, 0, 0, 16])
+            .unwrap_err();
+        assert!(matches!(e, SessionError::Decode(_)), "{e:?}");
+        assert_eq!(sim.io(), [IoCommand::Close]);
+        last = Some(e);
+    }
+    let e = last.unwrap();
+    assert_eq!(sim.events(), [state_ev(ConnectionState::ServerMisbehaved(e))]);
+    assert_eq!(sim.s.status(), SessionStatus::ServerMisbehaved(e));
+}
+
 #[test]
 fn unimplemented_reply_overtaking_fails_only_its_request_and_drops_the_connection() {
     let mut sim = connected("h:1");

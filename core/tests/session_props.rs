@@ -249,7 +249,10 @@ impl World {
                 SessionEvent::State(state) => {
                     assert!(self.terminal.is_none(), "{state:?} after the terminal {:?}", self.terminal);
                     match state {
-                        ConnectionState::Lost | ConnectionState::Closed | ConnectionState::AuthFailed => {
+                        ConnectionState::Lost
+                        | ConnectionState::Closed
+                        | ConnectionState::AuthFailed
+                        | ConnectionState::ServerMisbehaved(_) => {
                             assert!(self.s.is_ended());
                             assert!(self.outstanding.is_empty(), "ended with requests unanswered");
                             self.terminal = Some(state);

@@ -178,6 +178,30 @@ fn without_renewal_queued_acquires_fail_with_the_session() {
 }
 
 #[test]
+fn a_server_given_up_on_fails_queued_acquires_even_with_renewal() {
+    use zoolock_core::{Misbehavior, SessionError};
+    let cause = SessionError::ServerMisbehaved(Misbehavior::UnexpectedXid { expected: Some(3), got: 1003 });
+    let gave_up = RequestError::ServerMisbehaved(cause);
+    for renew in [true, false] {
+        let mut h = shared_mutex(renew);
+        h.run(|q| q.acquire(at(0), Ticket(1), 0, None)).unwrap();
+        h.run(|q| q.acquire(at(0), Ticket(2), 0, None)).unwrap();
+        h.session(at(1), ConnectionState::ServerMisbehaved(cause));
+        let events = h.events();
+        assert!(events.contains(&ticket(1, RecipeEvent::Failed(gave_up.clone()))), "renew {renew}: {events:?}");
+        assert!(events.contains(&ticket(2, RecipeEvent::Failed(gave_up.clone()))), "renew {renew}: {events:?}");
+        h.run(|q| q.acquire(at(2), Ticket(3), 0, None)).unwrap();
+        assert_eq!(h.events(), vec![ticket(3, RecipeEvent::Failed(gave_up.clone()))], "renew {renew}");
+    }
+    let sem = Semaphore::new(ZkPath::new(BASE).unwrap(), 2, LockConfig::new(9));
+    let mut h = Harness::new(SharedSemaphore::new(sem, true));
+    h.run(|q| q.acquire(at(0), Ticket(1), 1, None)).unwrap();
+    h.session(at(1), ConnectionState::ServerMisbehaved(cause));
+    let events = h.events();
+    assert!(events.contains(&ticket(1, RecipeEvent::Failed(gave_up.clone()))), "{events:?}");
+}
+
+#[test]
 fn semaphore_tickets_each_get_their_own_leases() {
     let sem = Semaphore::new(ZkPath::new(BASE).unwrap(), 2, LockConfig::new(9));
     let mut h = Harness::new(SharedSemaphore::new(sem, false));

@@ -64,6 +64,12 @@ pub struct Options {
     pub tls: Option<TlsOptions>,
     /// SASL DIGEST-MD5 after every handshake, before any other request.
     pub sasl: Option<SaslConfig>,
+    /// Consecutive connections on which the server may break the protocol
+    /// (wrong xid, undecodable reply, reply to nothing) before the client
+    /// gives up with `RequestError::ServerMisbehaved` (3; see
+    /// [`SessionConfig::max_misbehaving_connections`]). Such a session is
+    /// never renewed.
+    pub max_misbehaving_connections: u32,
 }
 
 impl Default for Options {
@@ -71,6 +77,7 @@ impl Default for Options {
         Options {
             session_timeout: Duration::from_secs(10),
             connect_timeout: Duration::from_secs(15),
+            max_misbehaving_connections: zoolock_core::DEFAULT_MAX_MISBEHAVING_CONNECTIONS,
             plan: OpPlan::Pipelined,
             lock_data: None,
             seed: None,
@@ -114,6 +121,12 @@ impl Options {
     /// Sets the seed.
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = Some(seed);
+        self
+    }
+
+    /// Sets how many misbehaving connections in a row end the session.
+    pub fn max_misbehaving_connections(mut self, max: u32) -> Self {
+        self.max_misbehaving_connections = max;
         self
     }
 
@@ -311,7 +324,9 @@ impl Client {
         let chroot = cs.chroot().filter(|_| options.create_chroot).cloned();
         let seed = options.seed.unwrap_or_else(os_seed);
         let origin = runtime.now();
-        let mut config = SessionConfig::new(cs, seed).with_session_timeout(options.session_timeout);
+        let mut config = SessionConfig::new(cs, seed)
+            .with_session_timeout(options.session_timeout)
+            .with_max_misbehaving_connections(options.max_misbehaving_connections);
         if let Some(sasl) = &options.sasl {
             config = config.with_sasl(sasl.clone());
         }
@@ -398,11 +413,16 @@ impl Client {
             match state {
                 (_, true) => return Err(Error::ClientClosed),
                 (Some(ConnectionState::Connected | ConnectionState::ConnectedReadOnly), _) => return Ok(()),
-                (Some(ConnectionState::Lost), _) => {
-                    return Err(Error::Request(zoolock_core::RequestError::SessionExpired));
-                }
-                (Some(ConnectionState::AuthFailed), _) => {
-                    return Err(Error::Request(zoolock_core::RequestError::AuthFailed));
+                // Expired, refused, or given up on a misbehaving server.
+                (
+                    Some(
+                        state @ (ConnectionState::Lost
+                        | ConnectionState::AuthFailed
+                        | ConnectionState::ServerMisbehaved(_)),
+                    ),
+                    _,
+                ) => {
+                    return Err(Error::Request(state.end_error().unwrap_or(zoolock_core::RequestError::Closed)));
                 }
                 _ => listener.await,
             }

@@ -260,7 +260,12 @@ impl DriverTask {
                 if session_id != 0 {
                     self.span.record("session", tracing::field::display(format_args!("{session_id:#x}")));
                 }
-                tracing::info!(?state, "connection state");
+                match state {
+                    ConnectionState::ServerMisbehaved(error) => {
+                        tracing::error!(%error, "giving up on a server that misbehaved on every connection");
+                    }
+                    _ => tracing::info!(?state, "connection state"),
+                }
                 let ended = self.client.session().is_ended();
                 if state == ConnectionState::Lost && !ended {
                     // The client renewed the session at once.

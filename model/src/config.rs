@@ -53,12 +53,31 @@ pub struct ModelConfig {
     /// Enforce node ACLs (see the module docs for what is checked). On by
     /// default; off behaves like `zookeeper.skipACL=yes`.
     pub enforce_acls: bool,
-    /// `jute.maxbuffer`: a client frame longer than this closes the
-    /// connection without a reply.
+    /// `jute.maxbuffer` (1 MiB): a client frame longer than this closes the
+    /// connection without a reply. The length prefix alone decides: nothing
+    /// is allocated for a frame over the limit.
     pub max_frame_len: usize,
     /// Drop a connection that sends no ConnectRequest within this time
     /// (`zookeeper.nio.sessionlessCnxnTimeout`, 10 s); `None` never.
     pub sessionless_timeout: Option<Duration>,
+    /// `maxClientCnxns` (60): connections one client address may hold open
+    /// at once; one more is closed as soon as it is accepted, before it can
+    /// send anything. Enforced by
+    /// `TestingServer` (feature `server`), since the model itself has
+    /// no addresses. `None`: no limit.
+    pub max_client_cnxns: Option<usize>,
+    /// Bytes one connection may have waiting for the client to read (16 MiB):
+    /// a client that stops reading is dropped (as on a network error; its
+    /// session lives on) instead of making the server hold its output.
+    /// Enforced by `TestingServer` (feature `server`), which never
+    /// waits for a slow reader. `None`: no limit.
+    pub max_queued_bytes: Option<usize>,
+    /// Watch registrations one session's connection may hold (100,000; the
+    /// data and child tables counted together, as `wchs` reports them). A
+    /// request that leaves more closes the connection after its reply, as an
+    /// oversized frame does, and its watches go with it; the session lives
+    /// on. ZooKeeper has no such limit. `None`: no limit.
+    pub max_watches: Option<usize>,
     /// How a standalone `check` is answered.
     pub standalone_check: StandaloneCheck,
     /// ZooKeeper 3.8.0 answers a create2 inside a multi with a plain create
@@ -88,6 +107,9 @@ impl Default for ModelConfig {
             enforce_acls: true,
             max_frame_len: JUTE_MAXBUFFER,
             sessionless_timeout: Some(Duration::from_secs(10)),
+            max_client_cnxns: Some(60),
+            max_queued_bytes: Some(16 << 20),
+            max_watches: Some(100_000),
             standalone_check: StandaloneCheck::default(),
             multi_create2_as_create: true,
             notification_txn_zxid: false,
@@ -137,6 +159,39 @@ impl ModelConfig {
     /// Sets how a standalone check is answered.
     pub fn with_standalone_check(mut self, mode: StandaloneCheck) -> Self {
         self.standalone_check = mode;
+        self
+    }
+
+    /// Sets `jute.maxbuffer`, the largest client frame.
+    pub fn with_max_frame_len(mut self, max: usize) -> Self {
+        self.max_frame_len = max;
+        self
+    }
+
+    /// Sets the handshake deadline of a new connection (`None`: never).
+    pub fn with_sessionless_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.sessionless_timeout = timeout;
+        self
+    }
+
+    /// Sets `maxClientCnxns`, open connections per client address (`None`:
+    /// no limit).
+    pub fn with_max_client_cnxns(mut self, max: Option<usize>) -> Self {
+        self.max_client_cnxns = max;
+        self
+    }
+
+    /// Sets the bytes a connection may have waiting for its client (`None`:
+    /// no limit).
+    pub fn with_max_queued_bytes(mut self, max: Option<usize>) -> Self {
+        self.max_queued_bytes = max;
+        self
+    }
+
+    /// Sets the watch registrations a session's connection may hold
+    /// (`None`: no limit).
+    pub fn with_max_watches(mut self, max: Option<usize>) -> Self {
+        self.max_watches = max;
         self
     }
 

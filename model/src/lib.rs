@@ -191,6 +191,9 @@ pub enum CloseReason {
     /// No ConnectRequest arrived within the sessionless timeout.
     #[error("no handshake in time")]
     HandshakeTimeout,
+    /// The connection held more watches than `ModelConfig::max_watches`.
+    #[error("more than {0} watches")]
+    TooManyWatches(usize),
 }
 
 /// A node as tests and oracles see it.

@@ -93,6 +93,11 @@ impl ZkModel {
             }
         };
         self.execute(now, conn, session, xid, request);
+        if let Some(max) = self.config.max_watches {
+            if self.watches.count(conn) > max {
+                self.close(conn, CloseReason::TooManyWatches(max));
+            }
+        }
     }
 
     /// Unimplemented, stamped zxid -1 (the request never got one), then close.

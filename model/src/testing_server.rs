@@ -8,6 +8,12 @@
 //! [`ZkModel::handle_timeout`] at [`ZkModel::poll_timeout`]. Model time is
 //! the tokio clock since the server started, so `tokio::time::pause` works.
 //!
+//! The limits of [`ModelConfig`] that need addresses or sockets are enforced
+//! here: `max_client_cnxns` per client IP (a connection over it is closed as
+//! soon as it is accepted) and `max_queued_bytes` per connection (the server
+//! task never waits for a writer; a connection whose client lets more than
+//! that pile up is dropped, as on a network error).
+//!
 //! ```no_run
 //! # async fn demo() {
 //! use zoolock_model::TestingServer;
@@ -20,7 +26,9 @@
 
 use std::collections::HashMap;
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -141,6 +149,40 @@ impl Drop for TestingServer {
 struct Link {
     inbuf: BytesMut,
     writer: mpsc::UnboundedSender<Outbound>,
+    ip: IpAddr,
+    /// Bytes handed to the writer and not yet written to the socket.
+    queued: Arc<AtomicUsize>,
+    reader: AbortHandle,
+    writer_task: AbortHandle,
+}
+
+/// Every connection, and how many each client address holds open.
+#[derive(Default)]
+struct Links {
+    by_conn: HashMap<ConnId, Link>,
+    per_ip: HashMap<IpAddr, usize>,
+}
+
+impl Links {
+    fn insert(&mut self, conn: ConnId, link: Link) {
+        *self.per_ip.entry(link.ip).or_default() += 1;
+        self.by_conn.insert(conn, link);
+    }
+
+    fn open_from(&self, ip: IpAddr) -> usize {
+        self.per_ip.get(&ip).copied().unwrap_or(0)
+    }
+
+    fn remove(&mut self, conn: ConnId) -> Option<Link> {
+        let link = self.by_conn.remove(&conn)?;
+        if let Some(n) = self.per_ip.get_mut(&link.ip) {
+            *n -= 1;
+            if *n == 0 {
+                self.per_ip.remove(&link.ip);
+            }
+        }
+        Some(link)
+    }
 }
 
 /// The server task: owns the model, the listener and every connection's tasks.
@@ -148,7 +190,7 @@ async fn serve(listener: TcpListener, mut model: ZkModel, mut commands: mpsc::Un
     let origin = tokio::time::Instant::now();
     let now = move || Instant::from_nanos(u64::try_from(origin.elapsed().as_nanos()).unwrap_or(u64::MAX));
     let (inbound_tx, mut inbound) = mpsc::unbounded_channel::<Inbound>();
-    let mut links: HashMap<ConnId, Link> = HashMap::new();
+    let mut links = Links::default();
     // Dropping the set (when this task ends or is aborted) aborts every
     // connection task, which closes the sockets.
     let mut tasks = JoinSet::new();
@@ -158,22 +200,28 @@ async fn serve(listener: TcpListener, mut model: ZkModel, mut commands: mpsc::Un
             .map_or(origin + Duration::from_secs(365 * 24 * 3600), |t| origin + Duration::from_nanos(t.as_nanos()));
         tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
+                Ok((stream, peer)) => {
+                    let ip = peer.ip();
+                    if model.config().max_client_cnxns.is_some_and(|max| links.open_from(ip) >= max) {
+                        // maxClientCnxns: closed before it can send anything.
+                        drop(stream);
+                        continue;
+                    }
                     let conn = model.connect(now());
-                    let writer = spawn_connection(&mut tasks, conn, stream, inbound_tx.clone());
-                    links.insert(conn, Link { inbuf: BytesMut::new(), writer });
+                    let link = spawn_connection(&mut tasks, conn, stream, ip, inbound_tx.clone());
+                    links.insert(conn, link);
                 }
                 Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
             },
             Some(event) = inbound.recv() => match event {
                 Inbound::Data(conn, bytes) => {
-                    if let Some(link) = links.get_mut(&conn) {
+                    if let Some(link) = links.by_conn.get_mut(&conn) {
                         link.inbuf.extend_from_slice(&bytes);
                         model.handle_bytes(now(), conn, &mut link.inbuf);
                     }
                 }
                 Inbound::Eof(conn) => {
-                    if links.remove(&conn).is_some() {
+                    if links.remove(conn).is_some() {
                         model.disconnect(now(), conn);
                     }
                 }
@@ -184,24 +232,35 @@ async fn serve(listener: TcpListener, mut model: ZkModel, mut commands: mpsc::Un
             },
             () = tokio::time::sleep_until(wake) => model.handle_timeout(now()),
         }
-        flush(&mut model, &mut links);
+        flush(&mut model, &mut links, now());
         while tasks.try_join_next().is_some() {}
     }
 }
 
-/// Sends everything the model transmitted, then carries out its closes.
-fn flush(model: &mut ZkModel, links: &mut HashMap<ConnId, Link>) {
+/// Sends everything the model transmitted, then carries out its closes. A
+/// connection whose unread output would exceed `max_queued_bytes` is
+/// dropped instead (its session lives on).
+fn flush(model: &mut ZkModel, links: &mut Links, now: Instant) {
+    let max_queued = model.config().max_queued_bytes;
     while let Some(conn) = model.poll_writable() {
         let mut buf = BytesMut::new();
         model.poll_transmit(conn, &mut buf);
-        if let Some(link) = links.get(&conn) {
-            let _ = link.writer.send(Outbound::Data(buf.freeze()));
+        let Some(link) = links.by_conn.get(&conn) else { continue };
+        let queued = link.queued.fetch_add(buf.len(), Ordering::Relaxed) + buf.len();
+        if max_queued.is_some_and(|max| queued > max) {
+            if let Some(link) = links.remove(conn) {
+                link.reader.abort();
+                link.writer_task.abort();
+            }
+            model.disconnect(now, conn);
+            continue;
         }
+        let _ = link.writer.send(Outbound::Data(buf.freeze()));
     }
     while let Some(conn) = model.poll_close() {
         let mut buf = BytesMut::new();
         model.poll_transmit(conn, &mut buf);
-        if let Some(link) = links.remove(&conn) {
+        if let Some(link) = links.remove(conn) {
             if !buf.is_empty() {
                 let _ = link.writer.send(Outbound::Data(buf.freeze()));
             }
@@ -210,15 +269,17 @@ fn flush(model: &mut ZkModel, links: &mut HashMap<ConnId, Link>) {
     }
 }
 
-/// Spawns the reader and writer of one connection; returns the writer's queue.
+/// Spawns the reader and writer of one connection.
 fn spawn_connection(
     tasks: &mut JoinSet<()>,
     conn: ConnId,
     stream: TcpStream,
+    ip: IpAddr,
     inbound: mpsc::UnboundedSender<Inbound>,
-) -> mpsc::UnboundedSender<Outbound> {
+) -> Link {
     let _ = stream.set_nodelay(true);
     let (mut rd, mut wr) = stream.into_split();
+    let broken = inbound.clone();
     let reader = tasks.spawn(async move {
         let mut buf = vec![0u8; 64 * 1024];
         loop {
@@ -234,13 +295,21 @@ fn spawn_connection(
         let _ = inbound.send(Inbound::Eof(conn));
     });
     let (tx, mut rx) = mpsc::unbounded_channel::<Outbound>();
-    tasks.spawn(async move {
+    let queued = Arc::new(AtomicUsize::new(0));
+    let written = Arc::clone(&queued);
+    let stop = reader.clone();
+    let writer_task = tasks.spawn(async move {
         while let Some(out) = rx.recv().await {
             match out {
                 Outbound::Data(bytes) => {
                     if wr.write_all(&bytes).await.is_err() {
+                        // The reader is stopped below before it may see the
+                        // end: report it here, or the connection (and its
+                        // place under max_client_cnxns) would linger.
+                        let _ = broken.send(Inbound::Eof(conn));
                         break;
                     }
+                    written.fetch_sub(bytes.len(), Ordering::Relaxed);
                 }
                 Outbound::Close => {
                     let _ = wr.shutdown().await;
@@ -248,9 +317,9 @@ fn spawn_connection(
                 }
             }
         }
-        stop_reader(&reader);
+        stop_reader(&stop);
     });
-    tx
+    Link { inbuf: BytesMut::new(), writer: tx, ip, queued, reader, writer_task }
 }
 
 /// Drops the read half, which (with the write half gone) closes the socket.

@@ -33,11 +33,25 @@ pub(crate) enum Mode {
 #[derive(Debug, Clone, Default)]
 struct Table {
     by_path: BTreeMap<String, BTreeMap<ConnId, Mode>>,
+    /// Registrations per connection.
+    per_conn: BTreeMap<ConnId, usize>,
 }
 
 impl Table {
     fn add(&mut self, p: &str, conn: ConnId, mode: Mode) {
-        self.by_path.entry(p.to_string()).or_default().insert(conn, mode);
+        if self.by_path.entry(p.to_string()).or_default().insert(conn, mode).is_none() {
+            *self.per_conn.entry(conn).or_default() += 1;
+        }
+    }
+
+    /// One registration of `conn` is gone.
+    fn forget_one(per_conn: &mut BTreeMap<ConnId, usize>, conn: ConnId) {
+        if let Some(n) = per_conn.get_mut(&conn) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                per_conn.remove(&conn);
+            }
+        }
     }
 
     /// Whether any connection has a registration at `p`.
@@ -51,10 +65,16 @@ impl Table {
         if m.is_empty() {
             self.by_path.remove(p);
         }
+        if removed {
+            Table::forget_one(&mut self.per_conn, conn);
+        }
         removed
     }
 
     fn remove_conn(&mut self, conn: ConnId) {
+        if self.per_conn.remove(&conn).is_none() {
+            return;
+        }
         self.by_path.retain(|_, m| {
             m.remove(&conn);
             !m.is_empty()
@@ -65,6 +85,7 @@ impl Table {
     fn trigger(&mut self, p: &str, event: EventType, suppress: &BTreeSet<ConnId>) -> BTreeSet<ConnId> {
         let mut hit = BTreeSet::new();
         if let Some(m) = self.by_path.get_mut(p) {
+            let per_conn = &mut self.per_conn;
             m.retain(|conn, mode| {
                 match mode {
                     Mode::Recursive if event == EventType::NODE_CHILDREN_CHANGED => {}
@@ -72,7 +93,11 @@ impl Table {
                         hit.insert(*conn);
                     }
                 }
-                *mode != Mode::Standard
+                let stays = *mode != Mode::Standard;
+                if !stays {
+                    Table::forget_one(per_conn, *conn);
+                }
+                stays
             });
             if m.is_empty() {
                 self.by_path.remove(p);
@@ -165,6 +190,12 @@ impl Watches {
     /// Number of registrations (data + child).
     pub(crate) fn len(&self) -> usize {
         self.data.len() + self.child.len()
+    }
+
+    /// Number of registrations (data + child) of one connection.
+    pub(crate) fn count(&self, conn: ConnId) -> usize {
+        let of = |t: &Table| t.per_conn.get(&conn).copied().unwrap_or(0);
+        of(&self.data) + of(&self.child)
     }
 
     /// The notifications one applied change produces, in the order

@@ -4,7 +4,7 @@ use crate::codes::OpCode;
 
 /// Bytes from the peer could not be decoded. `offset` counts from the start of
 /// the frame payload (after the 4-byte length prefix).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("{kind} at offset {offset}")]
 pub struct DecodeError {
     /// What was wrong.
@@ -14,7 +14,7 @@ pub struct DecodeError {
 }
 
 /// The ways a frame can be malformed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum DecodeErrorKind {
     /// The frame ended in the middle of a field.

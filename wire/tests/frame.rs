@@ -103,7 +103,7 @@ fn negative_length_is_an_error() {
     for raw in [-1i32, -2, i32::MIN] {
         let mut buf = BytesMut::from(&raw.to_be_bytes()[..]);
         let expected = DecodeError { kind: DecodeErrorKind::NegativeLength(raw), offset: 0 };
-        assert_eq!(dec.decode(&mut buf), Err(expected.clone()));
+        assert_eq!(dec.decode(&mut buf), Err(expected));
         assert_eq!(dec.peek_len(&buf), Err(expected));
     }
 }

@@ -81,7 +81,8 @@ pub(crate) async fn run(global: &Global, args: DemoArgs) -> Outcome {
     let (server, hosts, described) = match &global.connect {
         Some(hosts) => (None, hosts.clone(), format!("the ZooKeeper at {hosts}")),
         None => {
-            let server = TestingServer::start_with(ModelConfig::default())
+            // Every worker has its own connection: no per-address limit.
+            let server = TestingServer::start_with(ModelConfig::default().with_max_client_cnxns(None))
                 .await
                 .map_err(|e| Failure::new(exit::UNAVAILABLE, format!("cannot start the embedded ZooKeeper: {e}")))?;
             let hosts = server.connect_string().to_owned();

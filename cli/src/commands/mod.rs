@@ -7,7 +7,7 @@ mod holders;
 mod lock;
 mod revoke;
 mod security;
-mod serve;
+pub(crate) mod serve;
 
 use std::time::Duration;
 
@@ -26,7 +26,7 @@ pub(crate) async fn run(cli: Cli) -> Outcome {
         Command::Semaphore { hold, leases } => lock::run(global, hold, lock::Recipe::Semaphore { leases }).await,
         Command::Holders { path, kind, json } => holders::run(global, &path, kind, json).await,
         Command::Revoke { path, node } => revoke::run(global, path.as_deref(), node.as_deref()).await,
-        Command::Serve { port } => serve::run(port).await,
+        Command::Serve(args) => serve::run(args).await,
         Command::Demo(args) => demo::run(global, args).await,
         Command::Bench(args) => bench::run(global, args).await,
         Command::Completions { shell } => generate::completions(shell),

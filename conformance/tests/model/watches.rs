@@ -498,3 +498,44 @@ fn last_registration_sets_the_mode() {
     zk.call(&mut x, set_data("/a", b"2", -1)).unwrap();
     assert_eq!(zk.take(&mut w), [note(CHANGED, "/a")]);
 }
+
+#[test]
+fn a_connection_over_the_watch_limit_is_closed_and_its_session_lives_on() {
+    let mut zk = Zk::with(ModelConfig::default().with_max_watches(Some(3)));
+    let mut w = zk.open();
+    let mut x = zk.open();
+    for p in ["/w1", "/w2", "/w3"] {
+        assert_eq!(zk.call(&mut w, exists(p, true)), Err(ErrorCode::NO_NODE));
+    }
+    // The same registration again is not a new one; a fired one-shot watch
+    // makes room.
+    assert_eq!(zk.call(&mut w, exists("/w1", true)), Err(ErrorCode::NO_NODE));
+    zk.call(&mut x, create("/w1", P)).unwrap();
+    assert_eq!(zk.notes(&mut w), [note(CREATED, "/w1")]);
+    assert_eq!(zk.call(&mut w, get_children("/", true)).map(|_| ()), Ok(()));
+    assert!(!zk.is_closed(&w));
+    // One more: answered, then closed, its watches gone.
+    let xid = zk.send(&mut w, exists("/w4", true));
+    assert_eq!(zk.result(&mut w, xid), Err(ErrorCode::NO_NODE));
+    assert!(zk.is_closed(&w));
+    assert_eq!(zk.close_reason(&w), Some(zoolock_model::CloseReason::TooManyWatches(3)));
+    zk.call(&mut x, create("/w2", P)).unwrap();
+    // The session lives on: it resumes on a new connection, and re-arming
+    // too many watches there closes that connection too.
+    let resume = connect_request(w.session, w.passwd.clone(), 30_000, 0);
+    let mut again = zk.open_with(resume);
+    assert!(!zk.is_closed(&again));
+    let paths = ["/a1", "/a2", "/a3", "/a4"].map(String::from).to_vec();
+    let xid = zk.send(
+        &mut again,
+        Request::SetWatches(SetWatches {
+            relative_zxid: 0,
+            data_watches: vec![],
+            exist_watches: paths,
+            child_watches: vec![],
+        }),
+    );
+    assert_eq!(zk.result(&mut again, xid), Ok(Response::Empty));
+    assert!(zk.is_closed(&again));
+    assert_eq!(zk.close_reason(&again), Some(zoolock_model::CloseReason::TooManyWatches(3)));
+}

@@ -422,7 +422,10 @@ impl LockCore {
                 self.find_orphans();
                 let _ = now;
             }
-            ConnectionState::Lost | ConnectionState::Closed | ConnectionState::AuthFailed => {
+            ConnectionState::Lost
+            | ConnectionState::Closed
+            | ConnectionState::AuthFailed
+            | ConnectionState::ServerMisbehaved(_) => {
                 // Nothing created under the old session may be trusted again
                 // (CURATOR-604). After an expiry our nodes may still exist for
                 // a while (the client-side timer can fire before the server's),

@@ -254,7 +254,10 @@ impl Recipe for Participants {
             ConnectionState::Connected | ConnectionState::Reconnected | ConnectionState::ConnectedReadOnly => {
                 self.resend_owed();
             }
-            ConnectionState::Lost | ConnectionState::Closed | ConnectionState::AuthFailed => {
+            ConnectionState::Lost
+            | ConnectionState::Closed
+            | ConnectionState::AuthFailed
+            | ConnectionState::ServerMisbehaved(_) => {
                 if !matches!(self.step, Step::Done) {
                     let error = state.end_error().unwrap_or(RequestError::Closed);
                     self.finish(RecipeEvent::Failed(error));

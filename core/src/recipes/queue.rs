@@ -36,7 +36,7 @@ impl SessionGate {
     /// when the session ended for good.
     pub(crate) fn on_state(&mut self, state: ConnectionState) -> Option<RequestError> {
         match state {
-            ConnectionState::Lost | ConnectionState::Closed | ConnectionState::AuthFailed => self.up = false,
+            _ if state.is_end() => self.up = false,
             ConnectionState::Connected | ConnectionState::ConnectedReadOnly | ConnectionState::Reconnected => {
                 self.up = true;
                 self.ended = None;

@@ -98,7 +98,10 @@ impl Recipe for Revoker {
                     self.send();
                 }
             }
-            ConnectionState::Lost | ConnectionState::Closed | ConnectionState::AuthFailed => {
+            ConnectionState::Lost
+            | ConnectionState::Closed
+            | ConnectionState::AuthFailed
+            | ConnectionState::ServerMisbehaved(_) => {
                 if self.retry || self.in_flight.is_some() {
                     self.retry = false;
                     self.in_flight = None;

@@ -698,7 +698,10 @@ impl Recipe for Semaphore {
 
     fn handle_session(&mut self, now: Instant, state: ConnectionState) {
         match state {
-            ConnectionState::Lost | ConnectionState::Closed | ConnectionState::AuthFailed => {
+            ConnectionState::Lost
+            | ConnectionState::Closed
+            | ConnectionState::AuthFailed
+            | ConnectionState::ServerMisbehaved(_) => {
                 return self.end_session(now, state);
             }
             ConnectionState::Suspended if !self.held.is_empty() => self.report_suspended(),

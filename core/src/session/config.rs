@@ -7,6 +7,9 @@ use zoolock_wire::DEFAULT_MAX_FRAME_LEN;
 
 use crate::connect_string::ConnectString;
 
+/// The default of [`SessionConfig::max_misbehaving_connections`].
+pub const DEFAULT_MAX_MISBEHAVING_CONNECTIONS: u32 = 3;
+
 /// How a [`Session`](super::Session) connects and times itself.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -31,6 +34,13 @@ pub struct SessionConfig {
     /// SASL DIGEST-MD5 credentials, run after every handshake before any
     /// other request; `None` for no SASL.
     pub sasl: Option<SaslConfig>,
+    /// Consecutive connections on which the server may misbehave (a wrong
+    /// xid, an undecodable frame, a reply to nothing) before the session
+    /// ends with [`RequestError::ServerMisbehaved`](crate::RequestError).
+    /// A reply that matches its request resets the count. The session also
+    /// gives up at a misbehaving connection once the session timeout has
+    /// passed since the first of the run, whichever comes first. At least 1.
+    pub max_misbehaving_connections: u32,
 }
 
 /// SASL DIGEST-MD5 credentials (ZooKeeper's `DigestLoginModule` users). Its
@@ -84,6 +94,7 @@ impl SessionConfig {
             reconnect_jitter: Duration::from_secs(1),
             connect_timeout: None,
             sasl: None,
+            max_misbehaving_connections: DEFAULT_MAX_MISBEHAVING_CONNECTIONS,
         }
     }
 
@@ -108,6 +119,12 @@ impl SessionConfig {
     /// Authenticates with SASL after every handshake.
     pub fn with_sasl(mut self, sasl: SaslConfig) -> Self {
         self.sasl = Some(sasl);
+        self
+    }
+
+    /// Sets how many consecutive misbehaving connections end the session.
+    pub fn with_max_misbehaving_connections(mut self, max: u32) -> Self {
+        self.max_misbehaving_connections = max;
         self
     }
 

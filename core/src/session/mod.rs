@@ -14,6 +14,14 @@
 //! receiving, T/hosts per connect attempt, and the session declared lost once
 //! T has passed since the disconnect without a successful reconnect.
 //!
+//! A server that breaks the protocol (a reply out of FIFO order, a reply to
+//! nothing, an undecodable frame) loses its connection. Once it has done so
+//! on [`SessionConfig::max_misbehaving_connections`] connections in a row, or
+//! on a connection T or more after the first of the run, with no reply that
+//! matched its request in between, the session ends with
+//! [`ConnectionState::ServerMisbehaved`]: a handshake that succeeds every
+//! time would otherwise keep the client reconnecting forever.
+//!
 //! Watches are re-armed after a reconnect with setWatches (101). The table
 //! holds only data, exist and child watches, which every server since 3.0
 //! accepts in setWatches, so setWatches2 (105, 3.6+) is never needed and an
@@ -35,7 +43,7 @@ use zoolock_wire::{
     encode_frame,
 };
 
-pub use config::{SaslConfig, SessionConfig};
+pub use config::{DEFAULT_MAX_MISBEHAVING_CONNECTIONS, SaslConfig, SessionConfig};
 pub use watches::{WatchKind, WatcherId};
 
 use crate::connect_string::HostAddr;
@@ -90,6 +98,11 @@ pub enum ConnectionState {
     Closed,
     /// The server rejected our credentials. Terminal.
     AuthFailed,
+    /// The server misbehaved on every connection until the client gave up
+    /// (see [`SessionConfig::max_misbehaving_connections`]); carries the last
+    /// misbehavior. Terminal, and never renewed: a new session would meet
+    /// the same server.
+    ServerMisbehaved(SessionError),
 }
 
 impl ConnectionState {
@@ -100,8 +113,14 @@ impl ConnectionState {
             ConnectionState::Lost => Some(RequestError::SessionExpired),
             ConnectionState::Closed => Some(RequestError::Closed),
             ConnectionState::AuthFailed => Some(RequestError::AuthFailed),
+            ConnectionState::ServerMisbehaved(e) => Some(RequestError::ServerMisbehaved(e)),
             _ => None,
         }
+    }
+
+    /// True when the session has ended this way for good.
+    pub fn is_end(self) -> bool {
+        self.end_error().is_some()
     }
 }
 
@@ -158,6 +177,8 @@ pub enum SessionStatus {
     AuthFailed,
     /// The server requires SASL authentication, and this session has none.
     SaslRequired,
+    /// The client gave up on a server that kept misbehaving.
+    ServerMisbehaved(SessionError),
 }
 
 impl SessionStatus {
@@ -169,6 +190,7 @@ impl SessionStatus {
             SessionStatus::Expired => Some(RequestError::SessionExpired),
             SessionStatus::AuthFailed => Some(RequestError::AuthFailed),
             SessionStatus::SaslRequired => Some(RequestError::SaslAuthRequired),
+            SessionStatus::ServerMisbehaved(e) => Some(RequestError::ServerMisbehaved(e)),
             _ => None,
         }
     }
@@ -180,6 +202,7 @@ enum End {
     Expired,
     AuthFailed,
     SaslRequired,
+    ServerMisbehaved(SessionError),
 }
 
 #[derive(Debug)]
@@ -275,6 +298,10 @@ pub struct Session {
     handshake_sent: Instant,
     /// See [`Session::confirmed_at`].
     confirmed: Option<Instant>,
+    /// Consecutive connections the server misbehaved on, and when the first
+    /// of them did; a matched reply clears both.
+    misbehaved: u32,
+    misbehaving_since: Option<Instant>,
     next_xid: i32,
     next_request: u64,
     auth: Vec<(String, Bytes)>,
@@ -318,6 +345,8 @@ impl Session {
             pings: VecDeque::new(),
             handshake_sent: now,
             confirmed: None,
+            misbehaved: 0,
+            misbehaving_since: None,
             next_xid: 1,
             next_request: 0,
             auth: Vec::new(),
@@ -345,6 +374,7 @@ impl Session {
             Phase::Ended(End::Expired) => SessionStatus::Expired,
             Phase::Ended(End::AuthFailed) => SessionStatus::AuthFailed,
             Phase::Ended(End::SaslRequired) => SessionStatus::SaslRequired,
+            Phase::Ended(End::ServerMisbehaved(e)) => SessionStatus::ServerMisbehaved(e),
         }
     }
 
@@ -522,7 +552,9 @@ impl Session {
 
     /// Consumes every complete frame at the front of `buf`, leaving a partial
     /// frame in place. On an error the connection has been dropped (a
-    /// [`IoCommand::Close`] is queued) and the session will reconnect.
+    /// [`IoCommand::Close`] is queued) and the session will reconnect, unless
+    /// the server has now misbehaved on too many connections in a row: then
+    /// the session ends with [`ConnectionState::ServerMisbehaved`].
     pub fn handle_bytes(&mut self, now: Instant, buf: &mut BytesMut) -> Result<(), SessionError> {
         loop {
             if !matches!(self.phase, Phase::Handshaking { .. } | Phase::Connected { .. } | Phase::Closing { .. }) {
@@ -534,8 +566,9 @@ impl Session {
                 Ok(None) => return Ok(()),
                 Err(e) => {
                     buf.clear();
-                    self.drop_connection(now);
-                    return Err(e.into());
+                    let e = SessionError::from(e);
+                    self.misbehaved(now, e);
+                    return Err(e);
                 }
             };
             self.last_recv = now;
@@ -546,7 +579,7 @@ impl Session {
             };
             if let Err(e) = result {
                 buf.clear();
-                self.drop_connection(now);
+                self.misbehaved(now, e);
                 return Err(e);
             }
         }
@@ -700,6 +733,23 @@ impl Session {
         }
     }
 
+    /// The server broke the protocol on this connection: drop it, or give up
+    /// on the server when this run of misbehaving connections is too long
+    /// (by count or by the session timeout).
+    fn misbehaved(&mut self, now: Instant, error: SessionError) {
+        if matches!(self.phase, Phase::Ended(_) | Phase::Closing { .. }) {
+            // Closing anyway: the close is what the user asked for.
+            return self.drop_connection(now);
+        }
+        self.misbehaved = self.misbehaved.saturating_add(1);
+        let since = *self.misbehaving_since.get_or_insert(now);
+        if self.misbehaved >= self.config.max_misbehaving_connections.max(1) || now >= since + self.timeout() {
+            self.end(End::ServerMisbehaved(error));
+        } else {
+            self.drop_connection(now);
+        }
+    }
+
     /// Terminal transition: everything outstanding fails, watches are dropped.
     fn end(&mut self, end: End) {
         if matches!(self.phase, Phase::Ended(_)) {
@@ -712,6 +762,7 @@ impl Session {
             End::Expired => (RequestError::SessionExpired, ConnectionState::Lost),
             End::AuthFailed => (RequestError::AuthFailed, ConnectionState::AuthFailed),
             End::SaslRequired => (RequestError::SaslAuthRequired, ConnectionState::AuthFailed),
+            End::ServerMisbehaved(e) => (RequestError::ServerMisbehaved(e), ConnectionState::ServerMisbehaved(e)),
         };
         self.sasl = None;
         self.fail_in_flight(error.clone());
@@ -950,6 +1001,9 @@ impl Session {
         let Some(entry) = self.in_flight.pop_front() else {
             return Ok(());
         };
+        // A reply to the request it answers: the server is behaving.
+        self.misbehaved = 0;
+        self.misbehaving_since = None;
         if err != ErrorCode::SESSION_EXPIRED {
             self.confirm(entry.sent);
         }
