@@ -115,6 +115,8 @@ struct T<R: Recipe> {
     seen: usize,
     uuids: Vec<String>,
     events: Vec<RecipeEvent>,
+    /// `(position, total)` of every `Queued`, kept apart from `events`.
+    queued: Vec<(usize, usize)>,
 }
 
 impl<R: Recipe> T<R> {
@@ -127,6 +129,7 @@ impl<R: Recipe> T<R> {
             seen: 0,
             uuids: Vec::new(),
             events: Vec::new(),
+            queued: Vec::new(),
         }
     }
 
@@ -138,7 +141,10 @@ impl<R: Recipe> T<R> {
             self.in_flight.push_back(op);
         }
         while let Some(e) = self.r.poll_event() {
-            self.events.push(e);
+            match e {
+                RecipeEvent::Queued { position, total } => self.queued.push((position, total)),
+                e => self.events.push(e),
+            }
         }
     }
 

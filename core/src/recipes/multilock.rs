@@ -323,6 +323,11 @@ impl MultiLock {
 
     fn on_member_event(&mut self, now: Instant, idx: usize, event: RecipeEvent) {
         match (&mut self.state, event) {
+            // Where the member being acquired stands is where the whole
+            // acquire stands.
+            (State::Acquiring { next }, event @ RecipeEvent::Queued { .. }) if *next == idx => {
+                self.events.push_back(event);
+            }
             (State::Acquiring { next }, RecipeEvent::Acquired { .. }) if *next == idx => {
                 let following = idx + 1;
                 if following == self.members.len() {

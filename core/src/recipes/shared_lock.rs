@@ -54,8 +54,10 @@ struct PartState {
 
 /// A lock recipe (any [`LockRecipe`](super::LockRecipe)) shared by tickets.
 ///
-/// Events are [`RecipeEvent::Ticket`]: `Acquired`, `TimedOut`, `Failed`,
-/// `Refused` end an acquire; `Released` ends a release that had to wait for
+/// Events are [`RecipeEvent::Ticket`]: `Queued` tells the acquire under way
+/// where it stands on ZooKeeper (acquires still waiting in this process
+/// behind it are not on ZooKeeper yet and get no position until their turn
+/// comes); `Acquired`, `TimedOut`, `Failed`, `Refused` end an acquire; `Released` ends a release that had to wait for
 /// the server; `Suspended`, `Reconnected`, `Lost` and `RevocationRequested`
 /// concern the ticket holding. Other events of the lock (clean-up failures,
 /// member events of a multi-lock) pass through untagged.
@@ -388,6 +390,9 @@ impl SharedLock {
             }
             (RecipeEvent::RevocationRequested, Hold::Held { ticket, .. }) => {
                 self.events.push_back(ticket_event(ticket, RecipeEvent::RevocationRequested));
+            }
+            (event @ RecipeEvent::Queued { .. }, _) if acquiring.is_some() => {
+                self.events.push_back(ticket_event(acquiring.unwrap_or(Ticket(0)), event));
             }
             (RecipeEvent::RevocationRequested, _) if acquiring.is_some() => {
                 let ticket = acquiring.unwrap_or(Ticket(0));
