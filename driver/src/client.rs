@@ -763,6 +763,29 @@ impl Client {
     }
 }
 
+impl Client {
+    /// Runs `ops` in one multi behind a check that `node` exists: the fenced
+    /// write of [`crate::Guard::fenced`] and [`crate::Lease::fenced`]. The
+    /// results are the caller's ops' (the check's is left out).
+    pub(crate) async fn fenced(&self, node: &str, ops: Vec<Op>) -> Result<Vec<zoolock_core::wire::MultiResult>, Error> {
+        use zoolock_core::wire::{ErrorCode, MultiResult};
+        let mut all = Vec::with_capacity(ops.len() + 1);
+        all.push(Op::check(&ZkPath::new(node)?, -1));
+        all.extend(ops);
+        let mut results = self.multi(all).await?;
+        match MultiResult::first_failure(&results) {
+            None if !results.is_empty() => {
+                results.remove(0);
+                Ok(results)
+            }
+            None => Err(unexpected()),
+            Some((0, ErrorCode::NO_NODE)) => Err(Error::NotHeld { node: node.to_owned() }),
+            Some((0, code)) => Err(Error::Request(zoolock_core::RequestError::Server(code))),
+            Some((index, code)) => Err(Error::FencedOpFailed { index: index - 1, code }),
+        }
+    }
+}
+
 /// Drops a one-shot recipe when its call ends, however it ends.
 struct DropOnExit<'a> {
     client: &'a Client,
