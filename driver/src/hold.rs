@@ -48,6 +48,13 @@ pub struct QueuePosition {
     pub total: usize,
 }
 
+impl QueuePosition {
+    /// A position (for tests and displays; acquires report their own).
+    pub fn new(position: usize, total: usize) -> QueuePosition {
+        QueuePosition { position, total }
+    }
+}
+
 /// Awaits `grant`, calling `progress` with each new position `position`
 /// reads (woken by `changed`). Dropping it drops `grant`.
 pub(crate) async fn with_progress<T>(
