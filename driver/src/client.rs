@@ -764,24 +764,31 @@ impl Client {
 }
 
 impl Client {
-    /// Runs `ops` in one multi behind a check that `node` exists: the fenced
-    /// write of [`crate::Guard::fenced`] and [`crate::Lease::fenced`]. The
-    /// results are the caller's ops' (the check's is left out).
-    pub(crate) async fn fenced(&self, node: &str, ops: Vec<Op>) -> Result<Vec<zoolock_core::wire::MultiResult>, Error> {
+    /// Runs `ops` in one multi behind a check that each of `nodes` exists:
+    /// the fenced write of [`crate::Guard::fenced`] and
+    /// [`crate::Lease::fenced`]. The results are the caller's ops' (the
+    /// checks' are left out).
+    pub(crate) async fn fenced(
+        &self,
+        nodes: &[String],
+        ops: Vec<Op>,
+    ) -> Result<Vec<zoolock_core::wire::MultiResult>, Error> {
         use zoolock_core::wire::{ErrorCode, MultiResult};
-        let mut all = Vec::with_capacity(ops.len() + 1);
-        all.push(Op::check(&ZkPath::new(node)?, -1));
+        let checks = nodes.len();
+        let mut all = Vec::with_capacity(checks + ops.len());
+        for node in nodes {
+            all.push(Op::check(&ZkPath::new(node)?, -1));
+        }
         all.extend(ops);
-        let mut results = self.multi(all).await?;
+        let results = self.multi(all).await?;
         match MultiResult::first_failure(&results) {
-            None if !results.is_empty() => {
-                results.remove(0);
-                Ok(results)
-            }
+            None if results.len() >= checks => Ok(results.into_iter().skip(checks).collect()),
             None => Err(unexpected()),
-            Some((0, ErrorCode::NO_NODE)) => Err(Error::NotHeld { node: node.to_owned() }),
-            Some((0, code)) => Err(Error::Request(zoolock_core::RequestError::Server(code))),
-            Some((index, code)) => Err(Error::FencedOpFailed { index: index - 1, code }),
+            Some((index, ErrorCode::NO_NODE)) if index < checks => {
+                Err(Error::NotHeld { node: nodes.get(index).cloned().unwrap_or_default() })
+            }
+            Some((index, code)) if index < checks => Err(Error::Request(zoolock_core::RequestError::Server(code))),
+            Some((index, code)) => Err(Error::FencedOpFailed { index: index - checks, code }),
         }
     }
 }

@@ -494,7 +494,8 @@ impl Guard {
     }
 
     /// Runs `ops` (create, setData, delete, check) in one multi behind a
-    /// check that this hold's node still exists, as zookeeper-client's
+    /// check that this hold's node still exists (every member's node, for a
+    /// multi-lock), as zookeeper-client's
     /// `LockClient` does: either the hold is good and every op applies, or
     /// nothing is written. This is how to make ZooKeeper writes safe against
     /// a holder paused past its session (a GC pause, a stopped VM): once the
@@ -515,10 +516,18 @@ impl Guard {
     /// # Ok(()) }
     /// ```
     pub async fn fenced(&self, ops: Vec<zoolock_core::Op>) -> Result<Vec<zoolock_core::wire::MultiResult>, Error> {
-        if matches!(self.lock.shared.hold_status(self.ticket), HoldStatus::Lost | HoldStatus::NotHeld) {
-            return Err(Error::NotHeld { node: self.node.clone() });
+        let (handle, t) = (self.lock.handle, self.ticket);
+        // Core knows the hold: its nodes, or none once it was lost.
+        let nodes = self
+            .lock
+            .client()
+            .inner
+            .run(move |client, now| client.with(now, handle, |q, _| q.hold_nodes(Ticket(t))))
+            .await??;
+        match nodes {
+            Some(nodes) => self.lock.client().fenced(&nodes, ops).await,
+            None => Err(Error::NotHeld { node: self.node.clone() }),
         }
-        self.lock.client().fenced(&self.node, ops).await
     }
 
     /// Downgrades a write hold (Curator's downgrade): a read guard on the

@@ -341,7 +341,7 @@ impl Lease {
         if self.sem.shared.lease_status(self.losses) == HoldStatus::Lost {
             return Err(Error::NotHeld { node: self.node.clone() });
         }
-        self.sem.handle.client.fenced(&self.node, ops).await
+        self.sem.handle.client.fenced(std::slice::from_ref(&self.node), ops).await
     }
 
     /// Returns the lease: its node is deleted, a guaranteed delete that is

@@ -248,6 +248,16 @@ impl SharedLock {
         Some((ticket, node, token))
     }
 
+    /// The nodes proving `ticket`'s hold ([`LockRecipe::hold_nodes`]), or
+    /// `None` if it holds nothing (never granted, released, or lost).
+    ///
+    /// [`LockRecipe::hold_nodes`]: super::LockRecipe::hold_nodes
+    pub fn hold_nodes(&self, ticket: Ticket) -> Option<Vec<alloc::string::String>> {
+        let part = self.parts.iter().position(|s| matches!(s.hold, Hold::Held { ticket: t, .. } if t == ticket))?;
+        let nodes = self.inner.hold_nodes(part);
+        (!nodes.is_empty()).then_some(nodes)
+    }
+
     /// How many acquires of `part` wait behind the one under way.
     pub fn waiting(&self, part: Part) -> usize {
         self.parts.get(part).map_or(0, |s| s.queue.waiting())

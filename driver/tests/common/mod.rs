@@ -829,6 +829,19 @@ pub(crate) async fn fenced_writes(env: &Env) {
     assert!(b.exists(&child2).await.unwrap().is_none(), "nothing created");
     guard.release().await.unwrap();
 
+    // A multi-lock is held through every member: the write checks them all.
+    let (m1, m2) = (env.path("fenced-m1"), env.path("fenced-m2"));
+    let guard = a.multi_lock(&[&m1, &m2]).await.unwrap().acquire().await.unwrap();
+    guard.fenced(vec![Op::set_data(&p(&target), Bytes::from_static(b"m"), None)]).await.unwrap();
+    let second = format!("{m2}/{}", children(&b, &m2).await[0]);
+    b.delete(&second, None).await.unwrap();
+    let fenced = guard.fenced(vec![Op::set_data(&p(&target), Bytes::from_static(b"x"), None)]).await;
+    assert_eq!(fenced, Err(Error::NotHeld { node: second }));
+    assert_eq!(&b.get_data(&target).await.unwrap().0[..], b"m", "nothing written");
+    guard.release().await.unwrap();
+    remove_tree(&b, &m1).await;
+    remove_tree(&b, &m2).await;
+
     let sem_path = env.path("fenced-sem");
     let lease = a.semaphore(&sem_path, 2).await.unwrap().acquire(1).await.unwrap().pop().unwrap();
     lease.fenced(vec![Op::set_data(&p(&target), Bytes::from_static(b"v3"), None)]).await.unwrap();
