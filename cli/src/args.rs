@@ -26,7 +26,9 @@ that one. While waiting, the same signals cancel the wait and zoolock exits
 128+N without running CMD. If zoolock itself dies (even by SIGKILL), CMD is
 killed with it (Linux), so it never runs without the lock.
 
-While waiting, a progress line is shown on stderr if stderr is a terminal.";
+While waiting, a progress line on stderr shows the place in the queue (taken
+from the lock's own listings: it sends no request), if stderr is a terminal
+or ZOOLOCK_PROGRESS=always.";
 
 /// The `zoolock` command line.
 #[derive(Debug, Parser)]

@@ -385,6 +385,8 @@ struct Proxy {
     addr: SocketAddr,
     cut: Arc<AtomicBool>,
     streams: Arc<Mutex<Vec<TcpStream>>>,
+    /// Every byte the clients sent, in order.
+    sent: Arc<Mutex<Vec<u8>>>,
 }
 
 impl Proxy {
@@ -394,7 +396,8 @@ impl Proxy {
         let addr = listener.local_addr().unwrap();
         let cut = Arc::new(AtomicBool::new(false));
         let streams = Arc::new(Mutex::new(Vec::new()));
-        let (c, s) = (cut.clone(), streams.clone());
+        let sent = Arc::new(Mutex::new(Vec::new()));
+        let (c, s, record) = (cut.clone(), streams.clone(), sent.clone());
         thread::spawn(move || {
             for client in listener.incoming() {
                 let Ok(client) = client else { continue };
@@ -406,13 +409,16 @@ impl Proxy {
                 list.push(client.try_clone().unwrap());
                 list.push(server.try_clone().unwrap());
                 drop(list);
-                for (mut from, mut to) in [
-                    (client.try_clone().unwrap(), server.try_clone().unwrap()),
-                    (server.try_clone().unwrap(), client.try_clone().unwrap()),
+                for (mut from, mut to, record) in [
+                    (client.try_clone().unwrap(), server.try_clone().unwrap(), Some(record.clone())),
+                    (server.try_clone().unwrap(), client.try_clone().unwrap(), None),
                 ] {
                     thread::spawn(move || {
                         let mut buf = [0u8; 8192];
                         while let Ok(n) = from.read(&mut buf) {
+                            if let Some(record) = &record {
+                                record.lock().unwrap().extend_from_slice(&buf[..n]);
+                            }
                             if n == 0 || to.write_all(&buf[..n]).is_err() {
                                 break;
                             }
@@ -422,7 +428,29 @@ impl Proxy {
                 }
             }
         });
-        Proxy { addr, cut, streams }
+        Proxy { addr, cut, streams, sent }
+    }
+
+    /// The opcodes of the requests the (one) relayed client sent after its
+    /// ConnectRequest, pings included.
+    fn opcodes(&self) -> Vec<i32> {
+        let sent = self.sent.lock().unwrap();
+        let mut frames = Vec::new();
+        let mut rest = &sent[..];
+        while rest.len() >= 4 {
+            let len = u32::from_be_bytes(rest[..4].try_into().unwrap()) as usize;
+            if rest.len() < 4 + len {
+                break;
+            }
+            frames.push(&rest[4..4 + len]);
+            rest = &rest[4 + len..];
+        }
+        frames
+            .iter()
+            .skip(1)
+            .filter(|f| f.len() >= 8)
+            .map(|f| i32::from_be_bytes(f[4..8].try_into().unwrap()))
+            .collect()
     }
 
     fn cut(&self) {
@@ -431,6 +459,56 @@ impl Proxy {
             let _ = s.shutdown(Shutdown::Both);
         }
     }
+}
+
+/// The progress line shows the waiter's place in the queue from the lock's
+/// own listings: behind a holder and five waiters, a waiter that draws the
+/// line about eight times sends one create, one listing and one watch,
+/// never a request per waiter or per redraw (the old line listed the
+/// participants and read each one's data on every tick).
+#[test]
+fn the_progress_line_sends_no_request_per_waiter() {
+    let Some(addr) = server() else { return };
+    let path = unique_path("progress");
+    let mut holder = zoolock(&addr).args(["lock", &path, "--", "sleep", "30"]).spawn().unwrap();
+    wait_for_participants(&addr, &path, ParticipantsOf::Mutex, 1);
+    let mut waiters = Vec::new();
+    for n in 2..=6 {
+        waiters.push(zoolock(&addr).args(["lock", &path, "--", "true"]).spawn().unwrap());
+        wait_for_participants(&addr, &path, ParticipantsOf::Mutex, n);
+    }
+    let proxy = Proxy::start(&addr);
+    let out = output(zoolock(&proxy.addr.to_string()).env("ZOOLOCK_PROGRESS", "always").args([
+        "lock",
+        &path,
+        "--timeout",
+        "2s",
+        "--",
+        "true",
+    ]));
+    assert_eq!(code(out.status), 75, "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines = stderr.matches("position 6 of 7 in queue").count();
+    assert!(lines >= 5, "the line was drawn {lines} times: {stderr:?}");
+    let ops = proxy.opcodes();
+    let count = |op: i32| ops.iter().filter(|o| **o == op).count();
+    eprintln!("{lines} progress lines; requests by opcode: {ops:?}");
+    // create2 15, then getChildren2 12 and getData 4 (the predecessor
+    // watch) once, and once more at the deadline (Curator runs its loop
+    // once more then); the timed-out waiter then deletes its node (2) and
+    // closes (-11). Pings (11) are the session's. The old line sent 1 + 6
+    // requests per redraw: about 50 here.
+    assert_eq!(count(15), 1, "{ops:?}");
+    assert!(count(12) <= 2, "listings only of the lock loop, none per waiter or redraw: {ops:?}");
+    assert!(count(4) <= 2, "predecessor watches only, no data read per waiter: {ops:?}");
+    assert!(ops.iter().all(|o| [15, 12, 4, 2, 11, -11].contains(o)), "{ops:?}");
+
+    signal(&holder, Signal::SIGTERM);
+    assert_eq!(code(wait_with_limit(&mut holder, Duration::from_secs(10))), 128 + 15);
+    for mut waiter in waiters {
+        assert_eq!(code(wait_with_limit(&mut waiter, Duration::from_secs(10))), 0);
+    }
+    assert_empty_and_remove(&addr, &path, Duration::from_secs(5));
 }
 
 #[test]

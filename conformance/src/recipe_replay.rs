@@ -1871,7 +1871,10 @@ impl<'a> ClientRun<'a> {
         let unmatched: Vec<String> = self
             .events
             .iter()
+            // Queue positions are zoolock's own progress report; Curator
+            // records none.
             .filter(|l| !l.consumed && !mirrors_connection(&l.event))
+            .filter(|l| !matches!(unwrap_member(&l.event).1, RecipeEvent::Queued { .. }))
             .map(|l| format!("{:?} from {} at {}", l.event, self.role_name(l.recipe), l.at))
             .collect();
         if !unmatched.is_empty() {

@@ -42,6 +42,20 @@ pub enum RecipeEvent {
         /// The node's czxid.
         token: FencingToken,
     },
+    /// A listing left the acquire waiting: where it stands in the queue.
+    /// Reported from the listings the lock makes anyway (no extra request),
+    /// only when the position or the count changed since the last report of
+    /// this acquire.
+    Queued {
+        /// How many nodes must go before ours holds the lock: 1 is next in
+        /// line. For a read lock, the nodes up to the last writer ahead of
+        /// ours. Between listings it counts down by each watched
+        /// predecessor seen to go (the fast handoff does not re-list), so it
+        /// is an upper bound until the next listing.
+        position: usize,
+        /// How many nodes the listing it came from held, ours included.
+        total: usize,
+    },
     /// The acquire deadline passed; our node has been (or is being) deleted.
     TimedOut,
     /// The hold ended and our node is deleted.

@@ -125,6 +125,8 @@ struct T {
     uuids: Vec<String>,
     /// Data of every lock-node create, in send order.
     create_data: Vec<Bytes>,
+    /// `(position, total)` of every `Queued`, kept apart from `events()`.
+    queued: Vec<(usize, usize)>,
 }
 
 impl T {
@@ -139,6 +141,7 @@ impl T {
             in_flight: VecDeque::new(),
             uuids: Vec::new(),
             create_data: Vec::new(),
+            queued: Vec::new(),
         }
     }
 
@@ -310,7 +313,14 @@ impl T {
     }
 
     fn events(&mut self) -> Vec<RecipeEvent> {
-        std::iter::from_fn(|| self.m.poll_event()).collect()
+        let mut out = Vec::new();
+        while let Some(event) = self.m.poll_event() {
+            match event {
+                RecipeEvent::Queued { position, total } => self.queued.push((position, total)),
+                other => out.push(other),
+            }
+        }
+        out
     }
 
     fn no_events(&mut self) {
@@ -1597,6 +1607,35 @@ fn pipelined_fast_handoff_skips_the_relist() {
     t.release();
     t.ops();
     t.events();
+}
+
+/// The queue position comes from the listings the waiter makes anyway:
+/// the first listing, then one fewer per predecessor handed off; a listing
+/// that changes nothing reports nothing.
+#[test]
+fn queue_position_from_each_listing() {
+    let mut t = T::new(OpPlan::Pipelined);
+    let (f1, f2, f9) = (other(1, 1), other(2, 2), other(3, 9));
+    t.wait_behind(true, 3, &[&f9, &f2, &f1], &f2);
+    assert_eq!(t.queued, [(2, 4)], "two ahead of ours, four in all");
+    t.watch(EventType::NODE_DELETED, &full(&f2));
+    assert_eq!(t.ops(), ["getData /app/lock/_c_<F1>-lock-0000000001 w"], "no getChildren2");
+    t.reply("getData /app/lock/_c_<F1>-lock-0000000001 w", data(b""));
+    t.no_events();
+    assert_eq!(t.queued, [(2, 4), (1, 3)], "the handed-off predecessor counts off");
+    t.watch(EventType::NODE_DELETED, &full(&f1));
+    assert_eq!(t.events().len(), 1, "acquired");
+    assert_eq!(t.queued.len(), 2, "acquired: no position");
+
+    let mut t = T::new(OpPlan::Curator);
+    let f4 = other(1, 4);
+    let own = t.wait_behind(false, 5, &[&f4], &f4);
+    t.watch(EventType::NODE_DATA_CHANGED, &full(&f4));
+    assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
+    t.reply("getChildren2 /app/lock", children(&[&f4, &own]));
+    assert_eq!(t.ops(), ["getData /app/lock/_c_<F1>-lock-0000000004 w"]);
+    t.no_events();
+    assert_eq!(t.queued, [(1, 2)], "the same position is reported once");
 }
 
 /// Fast handoff straight to Acquired: predecessor deleted, nothing else ahead.

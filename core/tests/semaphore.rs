@@ -115,6 +115,8 @@ struct T<R: Recipe> {
     seen: usize,
     uuids: Vec<String>,
     events: Vec<RecipeEvent>,
+    /// `(position, total)` of every `Queued`, kept apart from `events`.
+    queued: Vec<(usize, usize)>,
 }
 
 impl<R: Recipe> T<R> {
@@ -127,6 +129,7 @@ impl<R: Recipe> T<R> {
             seen: 0,
             uuids: Vec::new(),
             events: Vec::new(),
+            queued: Vec::new(),
         }
     }
 
@@ -138,7 +141,10 @@ impl<R: Recipe> T<R> {
             self.in_flight.push_back(op);
         }
         while let Some(e) = self.r.poll_event() {
-            self.events.push(e);
+            match e {
+                RecipeEvent::Queued { position, total } => self.queued.push((position, total)),
+                e => self.events.push(e),
+            }
         }
     }
 
@@ -401,6 +407,9 @@ fn contended_waits_holding_the_mutex_matches_trace_c() {
     let mut t = T::new(Semaphore::new(p(base), 2, curator()));
     t.cmd(|s, now| s.acquire(now, 1, None)).unwrap();
     let lease = contended(&mut t, base, &[a, b], &[b]);
+    // Holding the internal lock, waiting for a lease: next in line, three
+    // leases listed (ours included); the listing that grants reports none.
+    assert_eq!(t.queued, [(1, 3)]);
     t.watch(EventType::NODE_CHILDREN_CHANGED, &format!("{base}/leases"));
     t.cmd(|s, now| s.return_lease(now, &lease)).unwrap();
     t.answer(empty());
@@ -548,6 +557,9 @@ fn timeout_waiting_for_the_mutex_deletes_only_the_mutex_node() {
     t.answer(Ok(Response::Data { data: None, stat: stat(4) }));
     assert_eq!(t.sent(), vec!["getData /s/locks/_c_other-lock-0000000004 w", "delete /s/locks/_c_U1-lock-0000000005"]);
     assert_eq!(t.events(), vec![RecipeEvent::TimedOut]);
+    // Behind the internal lock's holder, who is next in line for a lease;
+    // the same position again at the deadline is not reported twice.
+    assert_eq!(t.queued, [(2, 2)]);
     t.answer(empty());
     assert!(t.r.is_quiescent());
     assert!(t.r.leases().is_empty());

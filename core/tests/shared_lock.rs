@@ -230,3 +230,20 @@ fn semaphore_tickets_each_get_their_own_leases() {
         }
     }
 }
+
+/// The ticket on ZooKeeper gets the position of each listing, tagged with
+/// its ticket; a ticket still queued in the process behind it gets none
+/// until its turn comes.
+#[test]
+fn the_acquire_under_way_reports_its_queue_position() {
+    let mut h = shared_mutex(false);
+    h.run(|q| q.acquire(at(0), Ticket(1), 0, None)).unwrap();
+    h.run(|q| q.acquire(at(0), Ticket(2), 0, None)).unwrap();
+    let node = h.answer(at(1), &format!("create2 {BASE}/"), Answer::Seq(5));
+    let ahead = ["_c_a-lock-0000000001", "_c_b-lock-0000000002"];
+    h.answer(at(1), &format!("getChildren2 {BASE}"), kids(&[ahead[1], &name(&node), ahead[0]]));
+    assert!(h.events().is_empty());
+    let position = RecipeEvent::Queued { position: 2, total: 3 };
+    assert_eq!(h.queued, vec![ticket(1, position)], "ticket 2 is not on ZooKeeper yet");
+    assert_eq!(h.sent().last().map(String::as_str), Some(&*format!("getData {BASE}/{} w", ahead[1])));
+}

@@ -792,6 +792,36 @@ impl Client {
     }
 }
 
+impl Client {
+    /// Runs `ops` in one multi behind a check that each of `nodes` exists:
+    /// the fenced write of [`crate::Guard::fenced`] and
+    /// [`crate::Lease::fenced`]. The results are the caller's ops' (the
+    /// checks' are left out).
+    pub(crate) async fn fenced(
+        &self,
+        nodes: &[String],
+        ops: Vec<Op>,
+    ) -> Result<Vec<zoolock_core::wire::MultiResult>, Error> {
+        use zoolock_core::wire::{ErrorCode, MultiResult};
+        let checks = nodes.len();
+        let mut all = Vec::with_capacity(checks + ops.len());
+        for node in nodes {
+            all.push(Op::check(&ZkPath::new(node)?, -1));
+        }
+        all.extend(ops);
+        let results = self.multi(all).await?;
+        match MultiResult::first_failure(&results) {
+            None if results.len() >= checks => Ok(results.into_iter().skip(checks).collect()),
+            None => Err(unexpected()),
+            Some((index, ErrorCode::NO_NODE)) if index < checks => {
+                Err(Error::NotHeld { node: nodes.get(index).cloned().unwrap_or_default() })
+            }
+            Some((index, code)) if index < checks => Err(Error::Request(zoolock_core::RequestError::Server(code))),
+            Some((index, code)) => Err(Error::FencedOpFailed { index: index - checks, code }),
+        }
+    }
+}
+
 /// Drops a one-shot recipe when its call ends, however it ends.
 struct DropOnExit<'a> {
     client: &'a Client,

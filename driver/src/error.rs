@@ -30,4 +30,22 @@ pub enum Error {
     /// The client's event loop has stopped (the client was closed).
     #[error("the client is closed")]
     ClientClosed,
+    /// A fenced write ([`crate::Guard::fenced`], [`crate::Lease::fenced`])
+    /// found the hold gone: its node was deleted (by someone else, or with
+    /// the session), or the hold was already known lost. Nothing was written.
+    #[error("not held: the lock node {node} is gone; nothing was written")]
+    NotHeld {
+        /// The hold's node.
+        node: String,
+    },
+    /// Op `index` (counting from 0 in the caller's list) of a fenced write
+    /// failed with `code` while the hold was good. Nothing was written: the
+    /// ops run all or nothing.
+    #[error("op {index} of the fenced write failed: {code}; nothing was written")]
+    FencedOpFailed {
+        /// The failed op's index in the caller's list.
+        index: usize,
+        /// The server's result code for it.
+        code: zoolock_core::wire::ErrorCode,
+    },
 }

@@ -29,6 +29,61 @@ pub enum HoldStatus {
     NotHeld,
 }
 
+/// Where an acquire under way stands in the queue on ZooKeeper
+/// ([`crate::Lock::acquire_with_progress`],
+/// [`crate::Semaphore::acquire_with_progress`]). It comes from the listings
+/// the acquire makes anyway: watching the progress sends no request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct QueuePosition {
+    /// How many holders and waiters must go before this acquire holds: 1 is
+    /// next in line. Between listings it counts down by each predecessor the
+    /// acquire sees go, so until the next listing it is an upper bound
+    /// (nodes further ahead may have left unseen). For a semaphore, one more
+    /// than the place in the queue for its internal lock, then 1 while
+    /// waiting for a lease to come back.
+    pub position: usize,
+    /// How many nodes the listing it came from held, this acquire's
+    /// included (for a semaphore waiting for a lease: the leases).
+    pub total: usize,
+}
+
+impl QueuePosition {
+    /// A position (for tests and displays; acquires report their own).
+    pub fn new(position: usize, total: usize) -> QueuePosition {
+        QueuePosition { position, total }
+    }
+}
+
+/// Awaits `grant`, calling `progress` with each new position `position`
+/// reads (woken by `changed`). Dropping it drops `grant`.
+pub(crate) async fn with_progress<T>(
+    changed: &Event,
+    position: impl Fn() -> Option<QueuePosition>,
+    progress: &mut (dyn FnMut(QueuePosition) + Send),
+    grant: impl std::future::Future<Output = T>,
+) -> T {
+    let mut grant = std::pin::pin!(grant);
+    let mut last = None;
+    loop {
+        let listener = changed.listen();
+        let now = position();
+        if now.is_some() && now != last {
+            last = now;
+            if let Some(p) = now {
+                progress(p);
+            }
+        }
+        let step = futures_lite::future::or(async { Some(grant.as_mut().await) }, async {
+            listener.await;
+            None
+        });
+        if let Some(out) = step.await {
+            return out;
+        }
+    }
+}
+
 /// State shared by a recipe's handles and its event sink: every change
 /// wakes whoever waits on [`Watched::changed`].
 #[derive(Debug, Default)]

@@ -24,7 +24,7 @@ mod task;
 pub use client::{Client, LockOptions, LockSpec, Options, ParticipantsOf};
 pub use error::Error;
 pub use futures_lite::io as futures_io;
-pub use hold::{HoldStatus, StatusChanges};
+pub use hold::{HoldStatus, QueuePosition, StatusChanges};
 pub use lock::{Guard, Lock};
 pub use runtime::{BoxFuture, Conn, IoConn, Runtime};
 /// rustls, as the driver uses it (for [`TlsOptions::from_config`] and transports).

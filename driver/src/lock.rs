@@ -24,7 +24,7 @@ use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Handle, Instan
 
 use crate::client::{Client, RecipeHandle};
 use crate::error::Error;
-use crate::hold::{self, HoldStatus, Watched};
+use crate::hold::{self, HoldStatus, QueuePosition, Watched};
 use crate::task::Command;
 
 type Grant = Result<(String, FencingToken), Error>;
@@ -50,6 +50,8 @@ struct Tickets {
     holders: HashMap<Part, u64>,
     /// Acquires asked to give the lock up before it was granted.
     revoked_early: std::collections::HashSet<u64>,
+    /// Where each acquire under way on ZooKeeper stands.
+    positions: HashMap<u64, QueuePosition>,
 }
 
 /// State shared by the handles of one lock recipe and its event sink.
@@ -196,6 +198,14 @@ fn on_event(
                 }
             });
         }
+        RecipeEvent::Queued { position, total } => {
+            tracing::trace!(%path, t, position, total, "queued");
+            shared.with(|s| {
+                if s.waiters.contains_key(&t) {
+                    s.positions.insert(t, QueuePosition { position, total });
+                }
+            });
+        }
         RecipeEvent::RevocationRequested => {
             tracing::debug!(%path, t, "revocation requested");
             shared.with(|s| match s.holds.get_mut(&t) {
@@ -288,9 +298,35 @@ impl Lock {
         }
     }
 
-    async fn acquire_inner(&self, timeout: Option<Duration>) -> Result<Guard, Error> {
+    /// Waits until the lock is held (at most `timeout`, as
+    /// [`Lock::acquire_timeout`]; `None`: as long as needed), calling
+    /// `progress` on this task whenever the acquire's place in the queue on
+    /// ZooKeeper changes. The position comes from the listings the acquire
+    /// makes anyway, so following it sends no request. An acquire waiting
+    /// behind another task of this process is not on ZooKeeper yet: it gets
+    /// its first position once its turn comes. Dropping the future cancels
+    /// the acquire, as for [`Lock::acquire`].
+    ///
+    /// ```no_run
+    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
+    /// let lock = client.mutex("/app/lock").await?;
+    /// let guard = lock
+    ///     .acquire_with_progress(None, |q| eprintln!("position {} of {}", q.position, q.total))
+    ///     .await?;
+    /// guard.release().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn acquire_with_progress(
+        &self,
+        timeout: Option<Duration>,
+        mut progress: impl FnMut(QueuePosition) + Send,
+    ) -> Result<Guard, Error> {
         let part = self.part;
-        self.start(move |q, now, ticket| q.acquire(now, ticket, part, timeout.map(|d| now + d))).await
+        self.start(move |q, now, ticket| q.acquire(now, ticket, part, timeout.map(|d| now + d)), &mut progress).await
+    }
+
+    async fn acquire_inner(&self, timeout: Option<Duration>) -> Result<Guard, Error> {
+        self.acquire_with_progress(timeout, |_| {}).await
     }
 
     /// Queues an acquire for a new ticket with `command` and waits for its
@@ -298,6 +334,7 @@ impl Lock {
     async fn start(
         &self,
         command: impl FnOnce(&mut SharedLock, Instant, Ticket) -> Result<(), ApiMisuse> + Send + 'static,
+        progress: &mut (dyn FnMut(QueuePosition) + Send),
     ) -> Result<Guard, Error> {
         let (tx, rx) = oneshot::channel();
         let (shared, handle, part) = (self.shared.clone(), self.handle, self.part);
@@ -327,7 +364,10 @@ impl Lock {
             self.shared.with(|s| s.waiters.remove(&t));
             return Err(e);
         }
-        let (node, token) = (&mut pending).await?;
+        let position = || self.shared.peek(|s| s.positions.get(&t).copied());
+        let grant = hold::with_progress(&self.shared.changed, position, progress, &mut pending).await;
+        self.shared.with(|s| s.positions.remove(&t));
+        let (node, token) = grant?;
         crate::metrics::acquired(&self.path, self.client().inner.runtime.now().saturating_duration_since(began));
         Ok(Guard { lock: self.clone(), ticket: t, node, token, released: false })
     }
@@ -394,6 +434,7 @@ impl Drop for PendingAcquire {
             // takes it out and gives back a hold it got.
             shared.with(|s| {
                 s.waiters.remove(&t);
+                s.positions.remove(&t);
                 forget(s, t);
             });
             let _ = client.with(now, handle, |q, now| q.cancel(now, Ticket(t)));
@@ -483,6 +524,43 @@ impl Guard {
         }
     }
 
+    /// Runs `ops` (create, setData, delete, check) in one multi behind a
+    /// check that this hold's node still exists (every member's node, for a
+    /// multi-lock), as zookeeper-client's
+    /// `LockClient` does: either the hold is good and every op applies, or
+    /// nothing is written. This is how to make ZooKeeper writes safe against
+    /// a holder paused past its session (a GC pause, a stopped VM): once the
+    /// server has deleted the node, its writes fail with
+    /// [`Error::NotHeld`] instead of landing behind the next holder's back.
+    /// A hold already known lost fails the same way without a request.
+    /// Returns the ops' results, in order. A failed op is
+    /// [`Error::FencedOpFailed`] (nothing written either). On a connection
+    /// loss the outcome is unknown, as for any ZooKeeper write.
+    ///
+    /// ```no_run
+    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
+    /// use zoolock_driver::core::{Op, ZkPath};
+    /// use zoolock_driver::core::wire::Bytes;
+    /// let guard = client.mutex("/app/lock").await?.acquire().await?;
+    /// let config = ZkPath::new("/app/config")?;
+    /// guard.fenced(vec![Op::set_data(&config, Bytes::from_static(b"v2"), None)]).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn fenced(&self, ops: Vec<zoolock_core::Op>) -> Result<Vec<zoolock_core::wire::MultiResult>, Error> {
+        let (handle, t) = (self.lock.handle, self.ticket);
+        // Core knows the hold: its nodes, or none once it was lost.
+        let nodes = self
+            .lock
+            .client()
+            .inner
+            .run(move |client, now| client.with(now, handle, |q, _| q.hold_nodes(Ticket(t))))
+            .await??;
+        match nodes {
+            Some(nodes) => self.lock.client().fenced(&nodes, ops).await,
+            None => Err(Error::NotHeld { node: self.node.clone() }),
+        }
+    }
+
     /// Downgrades a write hold (Curator's downgrade): a read guard on the
     /// same read-write lock, granted at once ahead of every queued acquire;
     /// then release this write guard and keep reading. Only for the write
@@ -490,7 +568,7 @@ impl Guard {
     pub async fn downgrade(&self) -> Result<Guard, Error> {
         let read = Lock { part: zoolock_core::recipes::READ, ..self.lock.clone() };
         let writer = Ticket(self.ticket);
-        read.start(move |q, now, ticket| q.downgrade(now, writer, ticket)).await
+        read.start(move |q, now, ticket| q.downgrade(now, writer, ticket), &mut |_| {}).await
     }
 
     /// A second, nested guard on the same hold (explicit reentrancy, counted

@@ -13,7 +13,7 @@ use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Handle, Instan
 
 use crate::client::{Client, RecipeHandle};
 use crate::error::Error;
-use crate::hold::{self, HoldStatus, Watched};
+use crate::hold::{self, HoldStatus, QueuePosition, Watched};
 use crate::task::Command;
 
 type Grant = Result<Vec<(String, FencingToken)>, Error>;
@@ -34,6 +34,8 @@ struct State {
     /// How many times leases were lost: a lease granted before the latest
     /// loss is lost.
     losses: u64,
+    /// Where each acquire under way on ZooKeeper stands.
+    positions: HashMap<u64, QueuePosition>,
 }
 
 /// State shared by a semaphore's handles and its event sink.
@@ -147,6 +149,11 @@ fn on_event(
                 let _ = w.reply.send(Err(error));
             }
         }
+        RecipeEvent::Queued { position, total } => shared.with(|s| {
+            if s.waiters.contains_key(&ticket) {
+                s.positions.insert(ticket, QueuePosition { position, total });
+            }
+        }),
         other => tracing::trace!(%path, ticket, ?other, "semaphore ticket event"),
     }
 }
@@ -178,7 +185,7 @@ impl Semaphore {
 
     /// Takes `qty` leases, waiting as long as needed.
     pub async fn acquire(&self, qty: usize) -> Result<Vec<Lease>, Error> {
-        self.acquire_inner(qty, None).await
+        self.acquire_inner(qty, None, &mut |_| {}).await
     }
 
     /// Takes `qty` leases, waiting at most `timeout` for all of them
@@ -193,10 +200,30 @@ impl Semaphore {
     /// # Ok(()) }
     /// ```
     pub async fn acquire_timeout(&self, qty: usize, timeout: Duration) -> Result<Vec<Lease>, Error> {
-        self.acquire_inner(qty, Some(timeout)).await
+        self.acquire_inner(qty, Some(timeout), &mut |_| {}).await
     }
 
-    async fn acquire_inner(&self, qty: usize, timeout: Option<Duration>) -> Result<Vec<Lease>, Error> {
+    /// Takes `qty` leases (waiting at most `timeout`; `None`: as long as
+    /// needed), calling `progress` on this task whenever the acquire's place
+    /// in the queue changes (see [`QueuePosition`]; following it sends no
+    /// request). An acquire waiting behind another task of this process gets
+    /// its first position once its turn comes. Dropping the future cancels
+    /// the acquire, as for [`Semaphore::acquire`].
+    pub async fn acquire_with_progress(
+        &self,
+        qty: usize,
+        timeout: Option<Duration>,
+        mut progress: impl FnMut(QueuePosition) + Send,
+    ) -> Result<Vec<Lease>, Error> {
+        self.acquire_inner(qty, timeout, &mut progress).await
+    }
+
+    async fn acquire_inner(
+        &self,
+        qty: usize,
+        timeout: Option<Duration>,
+        progress: &mut (dyn FnMut(QueuePosition) + Send),
+    ) -> Result<Vec<Lease>, Error> {
         let (tx, rx) = oneshot::channel();
         let (shared, typed) = (self.shared.clone(), self.typed);
         // Ticket and command under one lock: acquires queue in call order.
@@ -224,11 +251,15 @@ impl Semaphore {
             self.shared.with(|s| s.waiters.remove(&ticket));
             return Err(e);
         }
+        let position = || self.shared.peek(|s| s.positions.get(&ticket).copied());
         let grant = match pending.rx.as_mut() {
-            Some(rx) => rx.await.unwrap_or(Err(Error::ClientClosed)),
+            Some(rx) => hold::with_progress(&self.shared.changed, position, progress, rx)
+                .await
+                .unwrap_or(Err(Error::ClientClosed)),
             None => Err(Error::ClientClosed),
         };
         pending.rx = None;
+        self.shared.with(|s| s.positions.remove(&ticket));
         let grant = grant?;
         crate::metrics::acquired(&self.path, self.handle.client.inner.runtime.now().saturating_duration_since(began));
         let losses = self.shared.peek(|s| s.losses);
@@ -261,7 +292,10 @@ impl Drop for PendingLeases {
             for (node, _) in &granted {
                 let _ = return_lease(c, now, typed, node);
             }
-            shared.with(|s| s.waiters.remove(&ticket));
+            shared.with(|s| {
+                s.waiters.remove(&ticket);
+                s.positions.remove(&ticket);
+            });
             let _ = c.with(now, typed, |s, now| s.cancel(now, Ticket(ticket)));
         })));
     }
@@ -311,6 +345,16 @@ impl Lease {
         hold::changes(inner, shared.changed.clone(), move || {
             hold::effective(&status_inner, shared.lease_status(losses))
         })
+    }
+
+    /// Runs `ops` in one multi behind a check that this lease's node still
+    /// exists: all of them apply while the lease is good, none once its node
+    /// is gone ([`Error::NotHeld`]); see [`crate::Guard::fenced`].
+    pub async fn fenced(&self, ops: Vec<zoolock_core::Op>) -> Result<Vec<zoolock_core::wire::MultiResult>, Error> {
+        if self.sem.shared.lease_status(self.losses) == HoldStatus::Lost {
+            return Err(Error::NotHeld { node: self.node.clone() });
+        }
+        self.sem.handle.client.fenced(std::slice::from_ref(&self.node), ops).await
     }
 
     /// Returns the lease: its node is deleted, a guaranteed delete that is

@@ -35,6 +35,8 @@ scenarios!(
     multi_lock,
     revocation,
     participants,
+    queue_positions,
+    fenced_writes,
     plain_ops,
     chroot_created,
     connection_states,

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use futures_lite::StreamExt;
 use tokio::sync::watch;
-use zoolock_tokio::{Client, Error, Guard, HoldStatus, Lease, ParticipantsOf};
+use zoolock_tokio::{Client, Error, Guard, HoldStatus, Lease};
 
 use crate::args::{Global, HoldArgs};
 use crate::exit::{self, Failure, Outcome};
@@ -25,16 +25,6 @@ pub(super) enum Recipe {
     Write,
     /// One lease of a semaphore with `leases` leases.
     Semaphore { leases: u32 },
-}
-
-impl Recipe {
-    fn participants(self) -> ParticipantsOf {
-        match self {
-            Recipe::Mutex { .. } => ParticipantsOf::Mutex,
-            Recipe::Read | Recipe::Write => ParticipantsOf::ReadWriteLock,
-            Recipe::Semaphore { .. } => ParticipantsOf::Semaphore,
-        }
-    }
 }
 
 /// A granted hold.
@@ -125,8 +115,8 @@ pub(super) async fn run(global: &Global, hold: HoldArgs, recipe: Recipe) -> Outc
 
     let progress = Progress::new();
     let acquired = tokio::select! {
-        held = acquire(&client, &hold, recipe) => held,
-        never = progress.run(&client, &hold.path, recipe.participants()) => match never {},
+        held = acquire(&client, &hold, recipe, &progress) => held,
+        never = progress.run(&hold.path) => match never {},
         Some(sig) = signals.recv() => {
             progress.clear();
             super::close(&client, close_limit).await;
@@ -228,8 +218,9 @@ async fn release(held: Held, limit: Duration) {
     }
 }
 
-/// Creates the lock and waits for it (at most `--timeout`; not at all with `--nonblock`).
-async fn acquire(client: &Client, hold: &HoldArgs, recipe: Recipe) -> Result<Held, Error> {
+/// Creates the lock and waits for it (at most `--timeout`; not at all with
+/// `--nonblock`), reporting the queue position to `progress`.
+async fn acquire(client: &Client, hold: &HoldArgs, recipe: Recipe, progress: &Progress) -> Result<Held, Error> {
     let path = hold.path.as_str();
     let lock = match recipe {
         Recipe::Mutex { revocable: false } => client.mutex(path).await?,
@@ -238,16 +229,10 @@ async fn acquire(client: &Client, hold: &HoldArgs, recipe: Recipe) -> Result<Hel
         Recipe::Write => client.read_write_lock(path).await?.1,
         Recipe::Semaphore { leases } => {
             let semaphore = client.semaphore(path, leases as usize).await?;
-            let mut leases = match hold.wait_limit() {
-                Some(t) => semaphore.acquire_timeout(1, t).await?,
-                None => semaphore.acquire(1).await?,
-            };
+            let mut leases = semaphore.acquire_with_progress(1, hold.wait_limit(), progress.recorder()).await?;
             return leases.pop().map(Held::Lease).ok_or(Error::ClientClosed);
         }
     };
-    let guard = match hold.wait_limit() {
-        Some(t) => lock.acquire_timeout(t).await?,
-        None => lock.acquire().await?,
-    };
+    let guard = lock.acquire_with_progress(hold.wait_limit(), progress.recorder()).await?;
     Ok(Held::Guard(guard))
 }

@@ -4,6 +4,8 @@
 //! driver and the simulator drive locks through it, never per recipe kind.
 
 use alloc::boxed::Box;
+use alloc::string::String;
+use alloc::vec::Vec;
 
 use crate::error::ApiMisuse;
 use crate::recipe::{FencingToken, Recipe, RecipeEvent};
@@ -41,6 +43,13 @@ pub trait LockRecipe: Recipe {
 
     /// The node and fencing token of `part` while held.
     fn hold(&self, part: Part) -> Option<(&str, FencingToken)>;
+
+    /// Every node whose existence proves the hold of `part` (empty when not
+    /// held): the lock node, or each member's for a multi-lock. A fenced
+    /// write checks them all.
+    fn hold_nodes(&self, part: Part) -> Vec<String> {
+        self.hold(part).map(|(node, _)| alloc::vec![String::from(node)]).unwrap_or_default()
+    }
 
     /// Whether `part` can start an acquire now: it is neither held nor
     /// still busy with the previous cycle (a release in flight, a cancelled
@@ -80,7 +89,16 @@ pub type BoxedLock = Box<dyn LockRecipe>;
 /// `release`, `cancel`, `holder` and `is_idle`.
 macro_rules! one_part_lock {
     ($lock:ty, reentrant: $reentrant:expr) => {
+        one_part_lock!($lock, reentrant: $reentrant, hold_nodes: |lock: &$lock| {
+            lock.holder().map(|(node, _)| alloc::vec![String::from(node)]).unwrap_or_default()
+        });
+    };
+    ($lock:ty, reentrant: $reentrant:expr, hold_nodes: $nodes:expr) => {
         impl LockRecipe for $lock {
+            fn hold_nodes(&self, _part: Part) -> Vec<String> {
+                ($nodes)(self)
+            }
+
             fn acquire_part(&mut self, now: Instant, _part: Part, deadline: Option<Instant>) -> Result<(), ApiMisuse> {
                 if self.holder().is_some() {
                     return Err(ApiMisuse::InvalidState("the lock is already held"));
@@ -121,7 +139,7 @@ macro_rules! one_part_lock {
 
 one_part_lock!(super::Mutex, reentrant: true);
 one_part_lock!(super::SemaphoreMutex, reentrant: false);
-one_part_lock!(super::MultiLock, reentrant: true);
+one_part_lock!(super::MultiLock, reentrant: true, hold_nodes: |lock: &super::MultiLock| lock.hold_nodes());
 
 impl LockRecipe for super::ReadWriteLock {
     fn parts(&self) -> usize {

@@ -181,6 +181,8 @@ pub(crate) struct LockCore {
     listing_keyed: bool,
     /// Nodes further ahead than the window were left out of `last_listing`.
     listing_truncated: bool,
+    /// The last `Queued { position, total }` reported for this acquire.
+    queued: Option<(usize, usize)>,
     /// Paths under guaranteed delete, with whether a delete is in flight.
     deleting: BTreeMap<String, bool>,
     /// Abandoned creates whose reply was lost: (parent, prefix) to find and delete.
@@ -212,6 +214,7 @@ impl LockCore {
             last_listing: Vec::new(),
             listing_keyed: false,
             listing_truncated: false,
+            queued: None,
             deleting: BTreeMap::new(),
             orphans: BTreeSet::new(),
             ops: VecDeque::new(),
@@ -255,6 +258,7 @@ impl LockCore {
         }
         self.deadline = deadline;
         self.retries = 0;
+        self.queued = None;
         self.shape = shape;
         self.begin_create(now);
         Ok(())
@@ -375,7 +379,10 @@ impl LockCore {
                         // Nodes we did not keep may still be ahead: look.
                         self.relist(node);
                     } else {
-                        self.evaluate_listing(now, node, listing, keyed, truncated);
+                        // The kept listing has no nodes behind ours: count
+                        // the one that went off the last total.
+                        let total = self.queued.map_or(listing.len(), |(_, t)| t.saturating_sub(1));
+                        self.evaluate_listing(now, node, listing, keyed, truncated, total);
                     }
                 } else {
                     self.relist(node);
@@ -790,7 +797,18 @@ impl LockCore {
             }
             Some(false) if self.deadline.is_some_and(|d| now >= d) => self.abandon_with(node, RecipeEvent::TimedOut),
             // Waiting on the child watch; `pred` empty means "the base path".
-            Some(false) => self.state = State::Waiting { node, pred: String::new() },
+            Some(false) => {
+                self.report_queued(children.len().saturating_sub(max_leases).max(1), children.len());
+                self.state = State::Waiting { node, pred: String::new() };
+            }
+        }
+    }
+
+    /// The rule [`policy::position`] counts by.
+    fn position_rule(&self) -> policy::PositionRule {
+        match self.rule {
+            Rule::Standard { max_leases } | Rule::Count { max_leases } => policy::PositionRule::Standard(max_leases),
+            Rule::Read => policy::PositionRule::Read,
         }
     }
 
@@ -804,12 +822,30 @@ impl LockCore {
     /// Evaluates a fresh listing.
     fn evaluate(&mut self, now: Instant, node: Node, sorted: Vec<String>) {
         let keyed = sorted.iter().all(|c| policy::is_sequence_key(self.key.key(c)));
-        self.evaluate_listing(now, node, sorted, keyed, false);
+        let total = sorted.len();
+        self.evaluate_listing(now, node, sorted, keyed, false, total);
+    }
+
+    /// Reports `Queued` if the position or the count changed.
+    fn report_queued(&mut self, position: usize, total: usize) {
+        if self.queued != Some((position, total)) {
+            self.queued = Some((position, total));
+            self.events.push_back(RecipeEvent::Queued { position, total });
+        }
     }
 
     /// Evaluates `sorted`, a fresh listing or a kept one minus a deleted
-    /// predecessor; `keyed` and `truncated` describe the listing it came from.
-    fn evaluate_listing(&mut self, now: Instant, node: Node, sorted: Vec<String>, keyed: bool, truncated: bool) {
+    /// predecessor; `keyed` and `truncated` describe the listing it came from,
+    /// `total` how many nodes it stands for.
+    fn evaluate_listing(
+        &mut self,
+        now: Instant,
+        node: Node,
+        sorted: Vec<String>,
+        keyed: bool,
+        truncated: bool,
+        total: usize,
+    ) {
         match self.verdict(&sorted, &node.name) {
             Verdict::Acquired => {
                 self.last_listing.clear();
@@ -824,6 +860,13 @@ impl LockCore {
                 self.no_node_retry(now);
             }
             Verdict::Watch(pred) => {
+                // A truncated window no longer knows the nodes it left out:
+                // one fewer than before (the predecessor that went).
+                let position = match self.queued {
+                    Some((p, _)) if truncated => p.saturating_sub(1).max(1),
+                    _ => policy::position(&sorted, &node.name, self.position_rule()),
+                };
+                self.report_queued(position, total);
                 let pred_path = format!("{}/{}", self.base_prefix(), pred);
                 let (kept, cut) = self.keep_window(sorted, &node.name);
                 self.last_listing = kept;

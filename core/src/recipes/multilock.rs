@@ -176,6 +176,15 @@ impl MultiLock {
         self.members.get(index).map(|m| &*m.lock)
     }
 
+    /// Every member's node while held (nested multi-locks' included), in
+    /// acquisition order; empty otherwise.
+    pub fn hold_nodes(&self) -> Vec<alloc::string::String> {
+        if self.holder().is_none() {
+            return Vec::new();
+        }
+        self.members.iter().flat_map(|m| m.lock.hold_nodes(m.part)).collect()
+    }
+
     /// The first member's node and fencing token while every member is held
     /// (the multi-lock's own hold).
     pub fn holder(&self) -> Option<(&str, FencingToken)> {
@@ -323,6 +332,11 @@ impl MultiLock {
 
     fn on_member_event(&mut self, now: Instant, idx: usize, event: RecipeEvent) {
         match (&mut self.state, event) {
+            // Where the member being acquired stands is where the whole
+            // acquire stands.
+            (State::Acquiring { next }, event @ RecipeEvent::Queued { .. }) if *next == idx => {
+                self.events.push_back(event);
+            }
             (State::Acquiring { next }, RecipeEvent::Acquired { .. }) if *next == idx => {
                 let following = idx + 1;
                 if following == self.members.len() {

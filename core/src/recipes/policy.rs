@@ -125,6 +125,28 @@ pub fn semaphore(children: &[String], ours: &str, max_leases: usize) -> Option<b
     Some(children.len() <= max_leases)
 }
 
+/// How [`position`] counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PositionRule {
+    /// The first `n` nodes hold (mutex, write lock, V1 semaphore).
+    Standard(usize),
+    /// A reader holds once no writer is ahead.
+    Read,
+}
+
+/// A waiter's place in the queue: how many nodes must go before ours holds
+/// (1 is next in line; at least 1). Standard rule: our index minus the
+/// holders' count plus one. Read rule: every node up to the last writer
+/// ahead of ours.
+pub fn position(sorted: &[String], ours: &str, rule: PositionRule) -> usize {
+    let ahead = ahead_of(sorted, ours);
+    let position = match rule {
+        PositionRule::Standard(max_leases) => (ahead.len() + 1).saturating_sub(max_leases.max(1)),
+        PositionRule::Read => ahead.iter().rposition(|n| n.contains(WRITE_NAME)).map_or(0, |w| w + 1),
+    };
+    position.max(1)
+}
+
 /// Children that sort strictly before ours under `key`: the ones we wait for.
 pub fn ahead_of<'a>(sorted: &'a [String], ours: &str) -> &'a [String] {
     let idx = sorted.iter().position(|c| c == ours).unwrap_or(sorted.len());
@@ -222,6 +244,34 @@ mod tests {
                     assert_eq!(read(&sorted, &sorted[ours], true), Verdict::Acquired);
                 }
                 assert_eq!(read(&sorted, "_c_x-__READ__0000000099", false), Verdict::Missing);
+            }
+        }
+    }
+
+    /// Every position of our node among up to 5 children: the standard
+    /// rule with 1..3 holders, and the read rule over every reader/writer mix.
+    #[test]
+    fn position_table() {
+        for n in 1..=5usize {
+            let sorted: Vec<String> = (0..n).map(|i| alloc::format!("n-lock-{i:010}")).collect();
+            for ours in 0..n {
+                for max in 1..=3usize {
+                    let want = if ours < max { 1 } else { ours - max + 1 };
+                    assert_eq!(position(&sorted, &sorted[ours], PositionRule::Standard(max)), want);
+                }
+            }
+            for mask in 0..(1u32 << n) {
+                let sorted: Vec<String> = (0..n)
+                    .map(|i| {
+                        let kind = if mask & (1 << i) != 0 { WRITE_NAME } else { READ_NAME };
+                        alloc::format!("_c_{i}-{kind}{i:010}")
+                    })
+                    .collect();
+                for ours in 0..n {
+                    let last_writer = (0..ours).rev().find(|i| mask & (1 << i) != 0);
+                    let want = last_writer.map_or(1, |w| w + 1);
+                    assert_eq!(position(&sorted, &sorted[ours], PositionRule::Read), want, "mask={mask:b} ours={ours}");
+                }
             }
         }
     }

@@ -105,6 +105,12 @@ struct Acquiring {
 /// [`RecipeEvent::Released`] (Curator plan: after the delete's reply;
 /// Pipelined plan: at once, the delete staying guaranteed).
 ///
+/// While an acquire waits, [`RecipeEvent::Queued`] tells where it stands:
+/// queued on the internal lock, `position` is one more than that lock's
+/// (its holder is next in line for a lease); holding it and waiting for a
+/// lease to come back, `position` is 1 and `total` the lease count, ours
+/// included.
+///
 /// Connection events while leases are held are reported once for the
 /// handle: `Suspended` when the connection drops, then, after a reconnect of
 /// the same session has verified every held lease, `Reconnected` if all
@@ -464,6 +470,11 @@ impl Semaphore {
                 }
             },
             RecipeEvent::TimedOut if phase == Some(Phase::Mutex) => self.fail_acquire(now, RecipeEvent::TimedOut),
+            // Queued on the internal lock: its holder (next in line for a
+            // lease) and `position - 1` more are ahead.
+            RecipeEvent::Queued { position, total } if phase == Some(Phase::Mutex) => {
+                self.events.push_back(RecipeEvent::Queued { position: position + 1, total });
+            }
             RecipeEvent::Released => {
                 if let Some(Phase::Unlocking { slot }) = phase {
                     self.commit(now, slot);
@@ -507,6 +518,9 @@ impl Semaphore {
                         self.commit(now, slot);
                     }
                 }
+                // Holding the internal lock: next in line for a lease;
+                // `total` is the leases' listing, ours included.
+                RecipeEvent::Queued { total, .. } => self.events.push_back(RecipeEvent::Queued { position: 1, total }),
                 RecipeEvent::TimedOut => {
                     self.check_lease_watch();
                     self.release_mutex(now);

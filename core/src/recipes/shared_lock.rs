@@ -54,8 +54,10 @@ struct PartState {
 
 /// A lock recipe (any [`LockRecipe`](super::LockRecipe)) shared by tickets.
 ///
-/// Events are [`RecipeEvent::Ticket`]: `Acquired`, `TimedOut`, `Failed`,
-/// `Refused` end an acquire; `Released` ends a release that had to wait for
+/// Events are [`RecipeEvent::Ticket`]: `Queued` tells the acquire under way
+/// where it stands on ZooKeeper (acquires still waiting in this process
+/// behind it are not on ZooKeeper yet and get no position until their turn
+/// comes); `Acquired`, `TimedOut`, `Failed`, `Refused` end an acquire; `Released` ends a release that had to wait for
 /// the server; `Suspended`, `Reconnected`, `Lost` and `RevocationRequested`
 /// concern the ticket holding. Other events of the lock (clean-up failures,
 /// member events of a multi-lock) pass through untagged.
@@ -246,6 +248,16 @@ impl SharedLock {
         Some((ticket, node, token))
     }
 
+    /// The nodes proving `ticket`'s hold ([`LockRecipe::hold_nodes`]), or
+    /// `None` if it holds nothing (never granted, released, or lost).
+    ///
+    /// [`LockRecipe::hold_nodes`]: super::LockRecipe::hold_nodes
+    pub fn hold_nodes(&self, ticket: Ticket) -> Option<Vec<alloc::string::String>> {
+        let part = self.parts.iter().position(|s| matches!(s.hold, Hold::Held { ticket: t, .. } if t == ticket))?;
+        let nodes = self.inner.hold_nodes(part);
+        (!nodes.is_empty()).then_some(nodes)
+    }
+
     /// How many acquires of `part` wait behind the one under way.
     pub fn waiting(&self, part: Part) -> usize {
         self.parts.get(part).map_or(0, |s| s.queue.waiting())
@@ -388,6 +400,9 @@ impl SharedLock {
             }
             (RecipeEvent::RevocationRequested, Hold::Held { ticket, .. }) => {
                 self.events.push_back(ticket_event(ticket, RecipeEvent::RevocationRequested));
+            }
+            (event @ RecipeEvent::Queued { .. }, _) if acquiring.is_some() => {
+                self.events.push_back(ticket_event(acquiring.unwrap_or(Ticket(0)), event));
             }
             (RecipeEvent::RevocationRequested, _) if acquiring.is_some() => {
                 let ticket = acquiring.unwrap_or(Ticket(0));

@@ -154,6 +154,7 @@ impl SharedSemaphore {
                     self.queue.head = None;
                     self.events.push_back(ticket_event(ticket, event));
                 }
+                event @ RecipeEvent::Queued { .. } => self.events.push_back(ticket_event(ticket, event)),
                 other => self.events.push_back(other),
             }
         }

@@ -135,6 +135,19 @@ pub(crate) struct Harness<R: Recipe> {
     pub(crate) sent_ops: Vec<RecipeOp>,
     seen: usize,
     events: Vec<RecipeEvent>,
+    /// `Queued` events (also inside `Member` and `Ticket`), kept apart so
+    /// the transcripts of every other event read as before.
+    pub(crate) queued: Vec<RecipeEvent>,
+}
+
+/// The `(position, total)` of a `Queued` event, also inside `Member` or
+/// `Ticket`.
+pub(crate) fn queued_of(event: &RecipeEvent) -> Option<(usize, usize)> {
+    match event {
+        RecipeEvent::Queued { position, total } => Some((*position, *total)),
+        RecipeEvent::Member { event, .. } | RecipeEvent::Ticket { event, .. } => queued_of(event),
+        _ => None,
+    }
 }
 
 impl<R: Recipe> Harness<R> {
@@ -146,6 +159,7 @@ impl<R: Recipe> Harness<R> {
             sent_ops: Vec::new(),
             seen: 0,
             events: vec![],
+            queued: vec![],
         };
         h.pump();
         h
@@ -158,7 +172,11 @@ impl<R: Recipe> Harness<R> {
             self.pending.push_back(op);
         }
         while let Some(event) = self.recipe.poll_event() {
-            self.events.push(event);
+            if queued_of(&event).is_some() {
+                self.queued.push(event);
+            } else {
+                self.events.push(event);
+            }
         }
     }
 
