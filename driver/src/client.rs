@@ -10,15 +10,14 @@ use futures_channel::{mpsc, oneshot};
 use futures_lite::future;
 use zoolock_core::wire::{Acl, CreateMode, Response, Stat};
 use zoolock_core::{
-    Client as CoreClient, ConnectString, ConnectionState, LockConfig, Op, OpPlan, Participant, RecipeEvent, RecipeId,
-    RetryPolicy, SaslConfig, SessionConfig, ZkPath,
+    Client as CoreClient, ConnectString, ConnectionState, LockConfig, Op, OpPlan, RecipeId, RetryPolicy, SaslConfig,
+    SessionConfig, ZkPath,
 };
 
 use crate::error::Error;
-use crate::lock::Lock;
+use crate::recipes::LockOptions;
 use crate::runtime::Runtime;
 use crate::security::{AclPolicy, AuthInfo, TlsOptions};
-use crate::semaphore::Semaphore;
 use crate::task::{Command, DriverTask, Shared};
 
 /// How to connect and how recipes behave.
@@ -181,60 +180,6 @@ impl Options {
     pub fn sasl_digest(mut self, user: &str, password: &str) -> Self {
         self.sasl = Some(SaslConfig::digest_md5(user, password));
         self
-    }
-}
-
-/// Settings of one lock, beyond the client's [`Options`].
-#[derive(Debug, Clone, Default)]
-#[non_exhaustive]
-pub struct LockOptions {
-    /// Data of this lock's nodes (Curator's `lockData` of a read-write lock,
-    /// a semaphore's node data); `None` uses [`Options::lock_data`].
-    pub data: Option<Bytes>,
-    /// Revocable: the holder is told when someone asks it to release
-    /// ([`crate::Guard::revocation_requested`]); its nodes have empty data.
-    /// For a read-write lock, both halves.
-    pub revocable: bool,
-}
-
-impl LockOptions {
-    /// Sets the node data.
-    pub fn data(mut self, data: Bytes) -> Self {
-        self.data = Some(data);
-        self
-    }
-
-    /// Makes the lock revocable.
-    pub fn revocable(mut self, revocable: bool) -> Self {
-        self.revocable = revocable;
-        self
-    }
-}
-
-/// One lock of a multi-lock ([`Client::multi_lock_of`]): any lock kind.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub enum LockSpec {
-    /// A mutex on the path.
-    Mutex(String),
-    /// The read half of a read-write lock on the path.
-    Read(String),
-    /// The write half of a read-write lock on the path.
-    Write(String),
-    /// A semaphore mutex on the path.
-    SemaphoreMutex(String),
-    /// A multi-lock of these, taken in order.
-    Multi(Vec<LockSpec>),
-}
-
-impl LockSpec {
-    /// The lock's path, or its members' paths joined with `,`: the `path` of
-    /// its log lines and metrics.
-    fn label(&self) -> String {
-        match self {
-            LockSpec::Mutex(p) | LockSpec::Read(p) | LockSpec::Write(p) | LockSpec::SemaphoreMutex(p) => p.clone(),
-            LockSpec::Multi(members) => members.iter().map(LockSpec::label).collect::<Vec<_>>().join(","),
-        }
     }
 }
 
@@ -482,243 +427,6 @@ impl Client {
         let _ = self.inner.send(Command::Close);
     }
 
-    // ---- recipes ---------------------------------------------------------------------
-
-    /// A fair, reentrant mutex on `path` (Curator's `InterProcessMutex`).
-    ///
-    /// ```no_run
-    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
-    /// let lock = client.mutex("/app/lock").await?;
-    /// let guard = lock.acquire().await?;
-    /// println!("holding {} with token {:?}", guard.node(), guard.fencing_token());
-    /// guard.release().await?;
-    /// # Ok(()) }
-    /// ```
-    pub async fn mutex(&self, path: &str) -> Result<Lock, Error> {
-        self.mutex_with(path, LockOptions::default()).await
-    }
-
-    /// A mutex with its own settings (node data, revocable).
-    pub async fn mutex_with(&self, path: &str, options: LockOptions) -> Result<Lock, Error> {
-        self.one_lock(&LockSpec::Mutex(path.into()), &options).await
-    }
-
-    /// A revocable mutex: its holder gets [`crate::Guard::revocation_requested`].
-    ///
-    /// ```no_run
-    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
-    /// let lock = client.revocable_mutex("/app/lock").await?;
-    /// let guard = lock.acquire().await?;
-    /// guard.revocation_requested().await; // another process ran `client.revoke(node)`
-    /// guard.release().await?;
-    /// # Ok(()) }
-    /// ```
-    pub async fn revocable_mutex(&self, path: &str) -> Result<Lock, Error> {
-        self.mutex_with(path, LockOptions::default().revocable(true)).await
-    }
-
-    /// The read and write halves of a read-write lock on `path`.
-    ///
-    /// ```no_run
-    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
-    /// let (read, write) = client.read_write_lock("/app/rw").await?;
-    /// let writing = write.acquire().await?;
-    /// let reading = read.acquire().await?; // a writer may also read: downgrade
-    /// writing.release().await?;
-    /// reading.release().await?;
-    /// # Ok(()) }
-    /// ```
-    pub async fn read_write_lock(&self, path: &str) -> Result<(Lock, Lock), Error> {
-        self.read_write_lock_with(path, LockOptions::default()).await
-    }
-
-    /// A read-write lock with its own settings (Curator's `lockData`,
-    /// revocable halves).
-    pub async fn read_write_lock_with(&self, path: &str, options: LockOptions) -> Result<(Lock, Lock), Error> {
-        let base = ZkPath::new(path)?;
-        let mut rw = zoolock_core::ReadWriteLock::new(base, self.inner.lock_config_with(&options));
-        if options.revocable {
-            rw.make_revocable_read()?;
-            rw.make_revocable_write()?;
-        }
-        let mut halves = Lock::register(self.clone(), Box::new(rw), path.to_owned()).await?.into_iter();
-        match (halves.next(), halves.next()) {
-            (Some(read), Some(write)) => Ok((read, write)),
-            _ => Err(Error::ClientClosed),
-        }
-    }
-
-    /// A non-reentrant mutex built on a one-lease semaphore
-    /// (Curator's `InterProcessSemaphoreMutex`).
-    ///
-    /// ```no_run
-    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
-    /// let lock = client.semaphore_mutex("/app/once").await?;
-    /// if let Some(guard) = lock.try_acquire().await? {
-    ///     guard.release().await?;
-    /// }
-    /// # Ok(()) }
-    /// ```
-    pub async fn semaphore_mutex(&self, path: &str) -> Result<Lock, Error> {
-        self.one_lock(&LockSpec::SemaphoreMutex(path.into()), &LockOptions::default()).await
-    }
-
-    /// All of `paths` as one lock (mutexes), taken in order and released in
-    /// reverse.
-    ///
-    /// ```no_run
-    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
-    /// let both = client.multi_lock(&["/app/a", "/app/b"]).await?;
-    /// let guard = both.acquire().await?; // holds /app/a and /app/b, or neither
-    /// guard.release().await?;
-    /// # Ok(()) }
-    /// ```
-    pub async fn multi_lock(&self, paths: &[&str]) -> Result<Lock, Error> {
-        self.multi_lock_of(paths.iter().map(|p| LockSpec::Mutex((*p).into())).collect()).await
-    }
-
-    /// Any locks as one, as Curator's `InterProcessMultiLock(List<InterProcessLock>)`:
-    /// taken in order, all or nothing, released in reverse. Each member is a
-    /// participant of its own (a read or write member is not a half of any
-    /// other handle's read-write lock).
-    ///
-    /// ```no_run
-    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
-    /// use zoolock_driver::LockSpec;
-    /// let lock = client
-    ///     .multi_lock_of(vec![LockSpec::Write("/app/table".into()), LockSpec::SemaphoreMutex("/app/job".into())])
-    ///     .await?;
-    /// lock.acquire().await?.release().await?;
-    /// # Ok(()) }
-    /// ```
-    pub async fn multi_lock_of(&self, members: Vec<LockSpec>) -> Result<Lock, Error> {
-        self.one_lock(&LockSpec::Multi(members), &LockOptions::default()).await
-    }
-
-    /// Builds the core recipe of a lock spec (members of a multi-lock each
-    /// get their own seed).
-    fn build(&self, spec: &LockSpec, options: &LockOptions) -> Result<zoolock_core::recipes::BoxedLock, Error> {
-        use zoolock_core::recipes::{MultiLock, READ, ReadWriteLock, SemaphoreMutex, WRITE};
-        let config = self.inner.lock_config_with(options);
-        Ok(match spec {
-            LockSpec::Mutex(path) => {
-                let mut m = zoolock_core::Mutex::new(ZkPath::new(path)?, config);
-                if options.revocable {
-                    m.make_revocable()?;
-                }
-                Box::new(m)
-            }
-            LockSpec::SemaphoreMutex(path) => Box::new(SemaphoreMutex::new(ZkPath::new(path)?, config)),
-            LockSpec::Read(path) | LockSpec::Write(path) => Box::new(ReadWriteLock::new(ZkPath::new(path)?, config)),
-            LockSpec::Multi(members) => {
-                let members = members
-                    .iter()
-                    .map(|m| {
-                        let part = match m {
-                            LockSpec::Read(_) => READ,
-                            LockSpec::Write(_) => WRITE,
-                            _ => 0,
-                        };
-                        Ok((self.build(m, options)?, part))
-                    })
-                    .collect::<Result<Vec<_>, Error>>()?;
-                Box::new(MultiLock::of(members)?)
-            }
-        })
-    }
-
-    async fn one_lock(&self, spec: &LockSpec, options: &LockOptions) -> Result<Lock, Error> {
-        let recipe = self.build(spec, options)?;
-        Lock::register(self.clone(), recipe, spec.label()).await?.into_iter().next().ok_or(Error::ClientClosed)
-    }
-
-    /// A counting semaphore with `leases` leases on `path`
-    /// (Curator's `InterProcessSemaphoreV2`).
-    ///
-    /// ```no_run
-    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
-    /// let pool = client.semaphore("/app/pool", 3).await?;
-    /// let leases = pool.acquire(1).await?;
-    /// for lease in leases {
-    ///     lease.release().await?;
-    /// }
-    /// # Ok(()) }
-    /// ```
-    pub async fn semaphore(&self, path: &str, leases: usize) -> Result<Semaphore, Error> {
-        let base = ZkPath::new(path)?;
-        Semaphore::new(self.clone(), base, leases).await
-    }
-
-    /// The nodes queued on a lock path, holder first, with their data.
-    /// `kind` picks the sort key: "mutex", "rwlock" or "semaphore".
-    ///
-    /// ```no_run
-    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
-    /// use zoolock_driver::ParticipantsOf;
-    /// for p in client.participants("/app/lock", ParticipantsOf::Mutex).await? {
-    ///     println!("{p:?}"); // holder first
-    /// }
-    /// # Ok(()) }
-    /// ```
-    pub async fn participants(&self, path: &str, kind: ParticipantsOf) -> Result<Vec<Participant>, Error> {
-        let base = ZkPath::new(path)?;
-        let recipe = match kind {
-            ParticipantsOf::Mutex => zoolock_core::recipes::Participants::for_mutex(base),
-            ParticipantsOf::ReadWriteLock => zoolock_core::recipes::Participants::for_rwlock(base),
-            ParticipantsOf::Semaphore => zoolock_core::recipes::Participants::for_semaphore(base)?,
-        };
-        match self.one_shot(Box::new(recipe)).await? {
-            RecipeEvent::Participants(list) => Ok(list),
-            RecipeEvent::Failed(e) => Err(e.into()),
-            _ => Err(Error::ClientClosed),
-        }
-    }
-
-    /// Asks the holder of lock node `node` to release it (writes
-    /// `__REVOKE__`, as Curator's `Revoker`).
-    ///
-    /// ```no_run
-    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
-    /// use zoolock_driver::ParticipantsOf;
-    /// if let Some(holder) = client.participants("/app/lock", ParticipantsOf::Mutex).await?.first() {
-    ///     client.revoke(&holder.path).await?;
-    /// }
-    /// # Ok(()) }
-    /// ```
-    pub async fn revoke(&self, node: &str) -> Result<(), Error> {
-        let node = ZkPath::new(node)?;
-        match self.one_shot(Box::new(zoolock_core::recipes::Revoker::new(node))).await? {
-            RecipeEvent::RevokeSent => Ok(()),
-            RecipeEvent::Failed(e) => Err(e.into()),
-            _ => Err(Error::ClientClosed),
-        }
-    }
-
-    /// Runs a one-shot recipe to its first event, then drops it.
-    async fn one_shot(&self, recipe: Box<dyn zoolock_core::Recipe>) -> Result<RecipeEvent, Error> {
-        let (tx, rx) = oneshot::channel();
-        let mut tx = Some(tx);
-        let sink = Box::new(move |_: &mut CoreClient, _, _: RecipeId, event: RecipeEvent| {
-            if let Some(tx) = tx.take() {
-                let _ = tx.send(event);
-            }
-        });
-        let id = self.add_recipe(recipe, sink).await?;
-        // Dropped with the future too, so an abandoned call leaves nothing.
-        let _drop = DropOnExit { client: self, id };
-        rx.await.map_err(|_| Error::ClientClosed)
-    }
-
-    pub(crate) async fn add_recipe(
-        &self,
-        recipe: Box<dyn zoolock_core::Recipe>,
-        sink: crate::task::Sink,
-    ) -> Result<RecipeId, Error> {
-        let (reply, rx) = oneshot::channel();
-        self.inner.send(Command::AddRecipe { recipe, sink, reply })?;
-        rx.await.map_err(|_| Error::ClientClosed)
-    }
-
     // ---- plain operations ------------------------------------------------------------
 
     async fn call(&self, op: Op) -> Result<Response, Error> {
@@ -822,18 +530,6 @@ impl Client {
     }
 }
 
-/// Drops a one-shot recipe when its call ends, however it ends.
-struct DropOnExit<'a> {
-    client: &'a Client,
-    id: RecipeId,
-}
-
-impl Drop for DropOnExit<'_> {
-    fn drop(&mut self) {
-        let _ = self.client.inner.send(Command::DropRecipe(self.id));
-    }
-}
-
 /// Owns a registered recipe for its handles: when the last one goes, the
 /// recipe is dropped once it owes the server nothing.
 pub(crate) struct RecipeHandle {
@@ -845,18 +541,6 @@ impl Drop for RecipeHandle {
     fn drop(&mut self) {
         let _ = self.client.inner.send(Command::DropRecipe(self.id));
     }
-}
-
-/// Which recipe's layout [`Client::participants`] reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum ParticipantsOf {
-    /// Mutex nodes (`lock-` key).
-    Mutex,
-    /// Read-write lock nodes (both kinds).
-    ReadWriteLock,
-    /// Semaphore leases (`leases/`).
-    Semaphore,
 }
 
 fn unexpected() -> Error {

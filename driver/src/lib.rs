@@ -16,16 +16,18 @@ mod error;
 mod hold;
 mod lock;
 mod metrics;
+mod recipes;
 mod runtime;
 mod security;
 mod semaphore;
 mod task;
 
-pub use client::{Client, LockOptions, LockSpec, Options, ParticipantsOf};
+pub use client::{Client, Options};
 pub use error::Error;
 pub use futures_lite::io as futures_io;
 pub use hold::{HoldStatus, QueuePosition, StatusChanges};
 pub use lock::{Guard, Lock};
+pub use recipes::{LockOptions, LockSpec, ParticipantsOf};
 pub use runtime::{BoxFuture, Conn, IoConn, Runtime};
 /// rustls, as the driver uses it (for [`TlsOptions::from_config`] and transports).
 pub use rustls;
