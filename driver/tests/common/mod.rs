@@ -428,13 +428,16 @@ pub(crate) async fn shared_handle_fifo(env: &Env) {
     let mut tasks = Vec::new();
     for i in 0..6 {
         let (lock, order) = (lock.clone(), order.clone());
-        tasks.push(env.spawn(async move {
+        let mut task = Box::pin(async move {
             let g = lock.acquire().await.unwrap();
             order.lock().unwrap().push(i);
             g.release().await.unwrap();
-        }));
-        // Each task's acquire is queued before the next one starts.
-        env.sleep(Duration::from_millis(30)).await;
+        });
+        // The first poll queues the acquire (its ticket and command go out
+        // before it first waits), so the acquires queue in this order
+        // however the runtime schedules the tasks.
+        assert!(future::poll_once(&mut task).await.is_none(), "granted while the lock is held");
+        tasks.push(env.spawn(task));
     }
     first.release().await.unwrap();
     for t in tasks {
