@@ -29,9 +29,21 @@ use crate::task::Command;
 
 type Grant = Result<(String, FencingToken), Error>;
 
+/// An acquire waiting for its outcome.
+#[derive(Debug)]
+struct Waiter {
+    part: Part,
+    reply: oneshot::Sender<Grant>,
+    /// Asked to give the lock up before it was granted: it counts for the hold.
+    revoked: bool,
+    /// Where it stands on ZooKeeper.
+    position: Option<QueuePosition>,
+}
+
 /// What the tasks see of one ticket's hold.
 #[derive(Debug, Clone)]
 struct TicketState {
+    part: Part,
     status: HoldStatus,
     revoked: bool,
     /// The lock node, for the log.
@@ -40,18 +52,12 @@ struct TicketState {
 
 #[derive(Debug, Default)]
 struct Tickets {
-    /// Acquires waiting for their outcome, with the part they want.
-    waiters: HashMap<u64, (Part, oneshot::Sender<Grant>)>,
+    waiters: HashMap<u64, Waiter>,
     /// Releases waiting for the server.
     releases: HashMap<u64, oneshot::Sender<Result<(), Error>>>,
-    /// Holds, from the grant until the hold has ended and been let go.
+    /// Holds, from the grant until the hold has ended and been let go. A
+    /// part's holder is its hold that is not lost.
     holds: HashMap<u64, TicketState>,
-    /// The ticket holding each part.
-    holders: HashMap<Part, u64>,
-    /// Acquires asked to give the lock up before it was granted.
-    revoked_early: std::collections::HashSet<u64>,
-    /// Where each acquire under way on ZooKeeper stands.
-    positions: HashMap<u64, QueuePosition>,
 }
 
 /// State shared by the handles of one lock recipe and its event sink.
@@ -126,15 +132,12 @@ fn on_event(
     match *event {
         RecipeEvent::Acquired { node, token } => {
             let waiter = shared.with(|s| {
-                let waiter = s.waiters.remove(&t);
-                if let Some((part, _)) = &waiter {
-                    let revoked = s.revoked_early.remove(&t);
-                    s.holds.insert(t, TicketState { status: HoldStatus::Held, revoked, node: node.clone() });
-                    s.holders.insert(*part, t);
-                }
-                waiter
+                let waiter = s.waiters.remove(&t)?;
+                let (part, revoked) = (waiter.part, waiter.revoked);
+                s.holds.insert(t, TicketState { part, status: HoldStatus::Held, revoked, node: node.clone() });
+                Some(waiter.reply)
             });
-            if waiter.is_some_and(|(_, w)| w.send(Ok((node.clone(), token))).is_ok()) {
+            if waiter.is_some_and(|w| w.send(Ok((node.clone(), token))).is_ok()) {
                 tracing::debug!(%path, %node, token = token.0, "lock granted");
             } else {
                 // Granted to an acquire that was dropped: give it back.
@@ -155,18 +158,14 @@ fn on_event(
             if error == Error::TimedOut {
                 crate::metrics::timed_out(path);
             }
-            let (waiter, release) = shared.with(|s| {
-                match s.waiters.remove(&t).inspect(|_| {
-                    s.revoked_early.remove(&t);
-                }) {
-                    Some(w) => (Some(w), None),
-                    // Not an acquire: the release of this ticket failed.
-                    None => (None, forget_released(s, t)),
-                }
+            let (waiter, release) = shared.with(|s| match s.waiters.remove(&t) {
+                Some(w) => (Some(w), None),
+                // Not an acquire: the release of this ticket failed.
+                None => (None, forget_released(s, t)),
             });
             tracing::debug!(%path, t, %error, "lock acquire or release ended");
-            if let Some((_, w)) = waiter {
-                let _ = w.send(Err(error));
+            if let Some(w) = waiter {
+                let _ = w.reply.send(Err(error));
             } else if let Some(r) = release {
                 let _ = r.send(Err(error));
             }
@@ -193,28 +192,24 @@ fn on_event(
                 if let Some(h) = s.holds.get_mut(&t) {
                     h.status = new;
                 }
-                if new == HoldStatus::Lost {
-                    s.holders.retain(|_, holder| *holder != t);
-                }
             });
         }
         RecipeEvent::Queued { position, total } => {
             tracing::trace!(%path, t, position, total, "queued");
             shared.with(|s| {
-                if s.waiters.contains_key(&t) {
-                    s.positions.insert(t, QueuePosition { position, total });
+                if let Some(w) = s.waiters.get_mut(&t) {
+                    w.position = Some(QueuePosition { position, total });
                 }
             });
         }
         RecipeEvent::RevocationRequested => {
             tracing::debug!(%path, t, "revocation requested");
-            shared.with(|s| match s.holds.get_mut(&t) {
-                Some(h) => h.revoked = true,
-                // Asked while still acquiring: it counts for the hold.
-                None if s.waiters.contains_key(&t) => {
-                    s.revoked_early.insert(t);
+            shared.with(|s| {
+                if let Some(h) = s.holds.get_mut(&t) {
+                    h.revoked = true;
+                } else if let Some(w) = s.waiters.get_mut(&t) {
+                    w.revoked = true;
                 }
-                None => {}
             });
         }
         other => tracing::trace!(%path, t, ?other, "lock ticket event"),
@@ -224,8 +219,6 @@ fn on_event(
 /// The hold of `t` is over: forget it.
 fn forget(s: &mut Tickets, t: u64) {
     s.holds.remove(&t);
-    s.revoked_early.remove(&t);
-    s.holders.retain(|_, holder| *holder != t);
 }
 
 /// The release of `t` finished: forget the hold, hand back the waiter.
@@ -342,15 +335,15 @@ impl Lock {
         // their commands reach the loop, so grants follow call order.
         let (t, queued) = self.shared.with(|s| {
             let t = self.shared.next_ticket.fetch_add(1, Ordering::Relaxed);
-            s.waiters.insert(t, (part, tx));
+            s.waiters.insert(t, Waiter { part, reply: tx, revoked: false, position: None });
             let queued = self.client().inner.send(Command::Run(Box::new(move |client, now| {
                 let refused = match client.with(now, handle, |q, now| command(q, now, Ticket(t))) {
                     Ok(Ok(())) => None,
                     Ok(Err(e)) | Err(e) => Some(e),
                 };
                 if let Some(e) = refused {
-                    if let Some((_, w)) = shared.with(|s| s.waiters.remove(&t)) {
-                        let _ = w.send(Err(e.into()));
+                    if let Some(w) = shared.with(|s| s.waiters.remove(&t)) {
+                        let _ = w.reply.send(Err(e.into()));
                     }
                 }
             })));
@@ -364,10 +357,8 @@ impl Lock {
             self.shared.with(|s| s.waiters.remove(&t));
             return Err(e);
         }
-        let position = || self.shared.peek(|s| s.positions.get(&t).copied());
-        let grant = hold::with_progress(&self.shared.changed, position, progress, &mut pending).await;
-        self.shared.with(|s| s.positions.remove(&t));
-        let (node, token) = grant?;
+        let position = || self.shared.peek(|s| s.waiters.get(&t).and_then(|w| w.position));
+        let (node, token) = hold::with_progress(&self.shared.changed, position, progress, &mut pending).await?;
         crate::metrics::acquired(&self.path, self.client().inner.runtime.now().saturating_duration_since(began));
         Ok(Guard { lock: self.clone(), ticket: t, node, token, released: false })
     }
@@ -394,9 +385,10 @@ impl Lock {
     /// the session timeout reads as `Suspended`, even before the event loop
     /// has run: after a process pause the first check must not say `Held`.
     pub fn status(&self) -> HoldStatus {
-        let reported = self
-            .shared
-            .peek(|s| s.holders.get(&self.part).and_then(|t| s.holds.get(t)).map_or(HoldStatus::NotHeld, |h| h.status));
+        let reported = self.shared.peek(|s| {
+            let holder = s.holds.values().find(|h| h.part == self.part && h.status != HoldStatus::Lost);
+            holder.map_or(HoldStatus::NotHeld, |h| h.status)
+        });
         hold::effective(&self.client().inner, reported)
     }
 }
@@ -434,7 +426,6 @@ impl Drop for PendingAcquire {
             // takes it out and gives back a hold it got.
             shared.with(|s| {
                 s.waiters.remove(&t);
-                s.positions.remove(&t);
                 forget(s, t);
             });
             let _ = client.with(now, handle, |q, now| q.cancel(now, Ticket(t)));

@@ -24,6 +24,8 @@ struct Waiter {
     qty: usize,
     got: Vec<(String, FencingToken)>,
     reply: oneshot::Sender<Grant>,
+    /// Where it stands on ZooKeeper.
+    position: Option<QueuePosition>,
 }
 
 #[derive(Debug, Default)]
@@ -34,8 +36,6 @@ struct State {
     /// How many times leases were lost: a lease granted before the latest
     /// loss is lost.
     losses: u64,
-    /// Where each acquire under way on ZooKeeper stands.
-    positions: HashMap<u64, QueuePosition>,
 }
 
 /// State shared by a semaphore's handles and its event sink.
@@ -150,8 +150,8 @@ fn on_event(
             }
         }
         RecipeEvent::Queued { position, total } => shared.with(|s| {
-            if s.waiters.contains_key(&ticket) {
-                s.positions.insert(ticket, QueuePosition { position, total });
+            if let Some(w) = s.waiters.get_mut(&ticket) {
+                w.position = Some(QueuePosition { position, total });
             }
         }),
         other => tracing::trace!(%path, ticket, ?other, "semaphore ticket event"),
@@ -229,7 +229,7 @@ impl Semaphore {
         // Ticket and command under one lock: acquires queue in call order.
         let (ticket, queued) = self.shared.with(|s| {
             let ticket = self.shared.next_ticket.fetch_add(1, Ordering::Relaxed);
-            s.waiters.insert(ticket, Waiter { qty, got: Vec::new(), reply: tx });
+            s.waiters.insert(ticket, Waiter { qty, got: Vec::new(), reply: tx, position: None });
             let queued = self.handle.client.inner.send(Command::Run(Box::new(move |c, now| {
                 let deadline = timeout.map(|d| now + d);
                 let refused = match c.with(now, typed, |s, now| s.acquire(now, Ticket(ticket), qty, deadline)) {
@@ -251,7 +251,7 @@ impl Semaphore {
             self.shared.with(|s| s.waiters.remove(&ticket));
             return Err(e);
         }
-        let position = || self.shared.peek(|s| s.positions.get(&ticket).copied());
+        let position = || self.shared.peek(|s| s.waiters.get(&ticket).and_then(|w| w.position));
         let grant = match pending.rx.as_mut() {
             Some(rx) => hold::with_progress(&self.shared.changed, position, progress, rx)
                 .await
@@ -259,7 +259,6 @@ impl Semaphore {
             None => Err(Error::ClientClosed),
         };
         pending.rx = None;
-        self.shared.with(|s| s.positions.remove(&ticket));
         let grant = grant?;
         crate::metrics::acquired(&self.path, self.handle.client.inner.runtime.now().saturating_duration_since(began));
         let losses = self.shared.peek(|s| s.losses);
@@ -292,10 +291,7 @@ impl Drop for PendingLeases {
             for (node, _) in &granted {
                 let _ = return_lease(c, now, typed, node);
             }
-            shared.with(|s| {
-                s.waiters.remove(&ticket);
-                s.positions.remove(&ticket);
-            });
+            shared.with(|s| s.waiters.remove(&ticket));
             let _ = c.with(now, typed, |s, now| s.cancel(now, Ticket(ticket)));
         })));
     }

@@ -346,42 +346,37 @@ impl SharedLock {
         let parks = |e: &RequestError| gate.parks(e);
         let Some(state) = self.parts.get_mut(part) else { return };
         let acquiring = state.queue.head.as_ref().filter(|h| h.started).map(|h| h.entry.ticket);
-        match (event, state.hold) {
-            (RecipeEvent::Acquired { node, token }, Hold::None) if acquiring.is_some() => {
-                let ticket = acquiring.unwrap_or(Ticket(0));
+        match (event, state.hold, acquiring) {
+            (RecipeEvent::Acquired { node, token }, Hold::None, Some(ticket)) => {
                 state.queue.head = None;
                 state.hold = Hold::Held { ticket, holds: 1 };
                 self.events.push_back(ticket_event(ticket, RecipeEvent::Acquired { node, token }));
             }
-            (RecipeEvent::Acquired { .. }, _) => {
+            (RecipeEvent::Acquired { .. }, _, _) => {
                 // Nobody asked (cannot happen through the ticket commands):
                 // give it back rather than hold it for no one.
                 state.hold = Hold::Releasing { ticket: None };
                 let _ = self.inner.release_part(now, part);
                 self.collect(now);
             }
-            (RecipeEvent::TimedOut, _) if acquiring.is_some() => {
-                state.queue.head = None;
-                self.events.push_back(ticket_event(acquiring.unwrap_or(Ticket(0)), RecipeEvent::TimedOut));
-            }
-            (RecipeEvent::Failed(e), _) if acquiring.is_some() && parks(&e) => {
+            (RecipeEvent::Failed(e), _, Some(_)) if parks(&e) => {
                 // It starts again, with a new node, on the next session;
                 // unless its deadline has passed meanwhile.
                 if let Some(ticket) = state.queue.park_head(now) {
                     self.events.push_back(ticket_event(ticket, RecipeEvent::TimedOut));
                 }
             }
-            (event @ (RecipeEvent::Failed(_) | RecipeEvent::Refused(_)), _) if acquiring.is_some() => {
+            (event @ (RecipeEvent::TimedOut | RecipeEvent::Failed(_) | RecipeEvent::Refused(_)), _, Some(ticket)) => {
                 state.queue.head = None;
-                self.events.push_back(ticket_event(acquiring.unwrap_or(Ticket(0)), event));
+                self.events.push_back(ticket_event(ticket, event));
             }
-            (event @ (RecipeEvent::Released | RecipeEvent::Failed(_)), Hold::Releasing { ticket }) => {
+            (event @ (RecipeEvent::Released | RecipeEvent::Failed(_)), Hold::Releasing { ticket }, _) => {
                 state.hold = Hold::None;
                 if let Some(ticket) = ticket {
                     self.events.push_back(ticket_event(ticket, event));
                 }
             }
-            (RecipeEvent::Lost, Hold::Held { ticket, .. }) => {
+            (RecipeEvent::Lost, Hold::Held { ticket, .. }, _) => {
                 // Lost for good; the lock moves on to the next acquire. A
                 // multi-lock still holds its other members: drop them.
                 state.lost.insert(ticket);
@@ -395,20 +390,15 @@ impl SharedLock {
                 }
                 self.collect(now);
             }
-            (event @ (RecipeEvent::Suspended | RecipeEvent::Reconnected), Hold::Held { ticket, .. }) => {
+            (
+                event @ (RecipeEvent::Suspended | RecipeEvent::Reconnected | RecipeEvent::RevocationRequested),
+                Hold::Held { ticket, .. },
+                _,
+            )
+            | (event @ (RecipeEvent::Queued { .. } | RecipeEvent::RevocationRequested), _, Some(ticket)) => {
                 self.events.push_back(ticket_event(ticket, event));
             }
-            (RecipeEvent::RevocationRequested, Hold::Held { ticket, .. }) => {
-                self.events.push_back(ticket_event(ticket, RecipeEvent::RevocationRequested));
-            }
-            (event @ RecipeEvent::Queued { .. }, _) if acquiring.is_some() => {
-                self.events.push_back(ticket_event(acquiring.unwrap_or(Ticket(0)), event));
-            }
-            (RecipeEvent::RevocationRequested, _) if acquiring.is_some() => {
-                let ticket = acquiring.unwrap_or(Ticket(0));
-                self.events.push_back(ticket_event(ticket, RecipeEvent::RevocationRequested));
-            }
-            (other, _) => self.events.push_back(other),
+            (other, _, _) => self.events.push_back(other),
         }
     }
 
