@@ -1,6 +1,12 @@
 //! zoolock's sans-IO core driven by hand: no async runtime, no driver crate,
-//! just a blocking `std::net::TcpStream` and the core's poll loop. The same
-//! loop fits an embedded target with its own socket and clock.
+//! just a blocking `std::net::TcpStream` loop and the core's [`Client`].
+//!
+//! The loop is `zoolock_conformance::blocking::BlockingDriver`, about a
+//! hundred lines of `std::net` written once against the core's `Endpoint`
+//! trait (the I/O surface `Session` and `Client` share): it dials when asked,
+//! writes what `poll_transmit` gives, reads until the next `poll_timeout`
+//! and fires timers. The same loop fits an embedded target with its own
+//! socket and clock.
 //!
 //! ```sh
 //! ZOOLOCK_CONNECT=127.0.0.1:2181 cargo run -p zoolock-examples --example hand_driven
@@ -11,108 +17,36 @@
 
 use std::error::Error;
 use std::hash::BuildHasher;
-use std::io::{ErrorKind, Read, Write};
-use std::net::TcpStream;
 use std::time::Duration;
 
-use zoolock_core::wire::{Bytes, BytesMut};
+use zoolock_conformance::blocking::BlockingDriver;
+use zoolock_core::wire::Bytes;
 use zoolock_core::{
-    Client, ClientEvent, ConnectString, ConnectionState, Instant, IoCommand, LockConfig, Mutex, RecipeEvent,
-    SessionConfig, ZkPath,
+    Client, ClientEvent, ConnectString, ConnectionState, LockConfig, Mutex, RecipeEvent, SessionConfig, ZkPath,
 };
 
-/// The core plus the I/O it asks for: one socket and a clock.
-struct Driver {
-    client: Client,
-    /// Core time is nanoseconds since this moment.
-    origin: std::time::Instant,
-    stream: Option<TcpStream>,
-    rx: BytesMut,
-    tx: BytesMut,
-}
+/// How long any one step may take before the example gives up.
+const STEP: Duration = Duration::from_secs(30);
 
-impl Driver {
-    /// Maps the OS clock onto core time.
-    fn now(&self) -> Instant {
-        Instant::from_nanos(u64::try_from(self.origin.elapsed().as_nanos()).unwrap_or(u64::MAX))
-    }
-
-    /// Drains events until `want` picks one, running the loop as needed.
-    /// Fails if the session ends first (expired, closed, refused).
-    fn wait_for<T>(&mut self, mut want: impl FnMut(&ClientEvent) -> Option<T>) -> Result<T, Box<dyn Error>> {
-        loop {
-            while let Some(event) = self.client.poll_event() {
-                if let Some(out) = want(&event) {
-                    return Ok(out);
-                }
-                if let ClientEvent::State(state) = event {
-                    if let Some(error) = state.end_error() {
-                        return Err(error.into());
-                    }
-                }
-            }
-            self.turn();
+/// Runs the loop until `want` picks an event. Fails if the session ends
+/// first (expired, closed, refused) or the step takes too long.
+fn wait_for<T>(
+    d: &mut BlockingDriver<Client>,
+    mut want: impl FnMut(&ClientEvent) -> Option<T>,
+) -> Result<T, Box<dyn Error>> {
+    let mut found = None;
+    let mut ended = None;
+    d.run_until(STEP, |event| {
+        if let ClientEvent::State(state) = event {
+            ended = state.end_error();
         }
-    }
-
-    /// One pass in the core's drain order: transport commands, bytes out,
-    /// then block for bytes in until the next deadline, then fire timers.
-    fn turn(&mut self) {
-        while let Some(command) = self.client.poll_io() {
-            match command {
-                IoCommand::Connect { addr, .. } => match TcpStream::connect((addr.host.as_str(), addr.port)) {
-                    Ok(stream) => {
-                        let _ = stream.set_nodelay(true);
-                        self.stream = Some(stream);
-                        self.rx.clear();
-                        self.client.handle_connected(self.now());
-                    }
-                    Err(e) => {
-                        eprintln!("connect {addr}: {e}");
-                        self.client.handle_disconnected(self.now());
-                    }
-                },
-                // The session already knows; just drop the socket.
-                IoCommand::Close => self.stream = None,
-                _ => {}
-            }
-        }
-        self.tx.clear();
-        if self.client.poll_transmit(&mut self.tx) > 0 {
-            if let Some(stream) = &mut self.stream {
-                if stream.write_all(&self.tx).is_err() {
-                    self.lost_connection();
-                }
-            }
-        }
-        // Sleep on the socket (or plain sleep) until the next deadline.
-        let now = self.now();
-        let wait = self.client.poll_timeout().map_or(Duration::from_secs(1), |t| t - now).max(Duration::from_millis(1));
-        match &mut self.stream {
-            Some(stream) => {
-                let mut buf = [0u8; 16 * 1024];
-                let _ = stream.set_read_timeout(Some(wait));
-                match stream.read(&mut buf) {
-                    Ok(0) => self.lost_connection(),
-                    Ok(n) => {
-                        self.rx.extend_from_slice(&buf[..n]);
-                        // On an error the session has queued Close and will reconnect.
-                        if let Err(e) = self.client.handle_bytes(self.now(), &mut self.rx) {
-                            eprintln!("bad bytes from the server: {e}");
-                        }
-                    }
-                    Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
-                    Err(_) => self.lost_connection(),
-                }
-            }
-            None => std::thread::sleep(wait),
-        }
-        self.client.handle_timeout(self.now());
-    }
-
-    fn lost_connection(&mut self) {
-        self.stream = None;
-        self.client.handle_disconnected(self.now());
+        found = want(event);
+        found.is_some() || ended.is_some()
+    })?;
+    match (found, ended) {
+        (Some(out), _) => Ok(out),
+        (None, Some(error)) => Err(error.into()),
+        (None, None) => Err("the loop stopped without the event".into()),
     }
 }
 
@@ -122,22 +56,20 @@ fn main() -> Result<(), Box<dyn Error>> {
     // The core draws no randomness of its own: seed it from the OS.
     let seed = std::collections::hash_map::RandomState::new().hash_one(0u8);
 
-    let origin = std::time::Instant::now();
     let config = SessionConfig::new(ConnectString::parse(&connect)?, seed);
-    let client = Client::new(config, Instant::ZERO);
-    let mut d = Driver { client, origin, stream: None, rx: BytesMut::new(), tx: BytesMut::new() };
+    let mut d = BlockingDriver::new(|now| Client::new(config, now));
 
-    d.wait_for(|e| matches!(e, ClientEvent::State(ConnectionState::Connected)).then_some(()))?;
-    println!("connected, session 0x{:x}", d.client.session().session_id());
+    wait_for(&mut d, |e| matches!(e, ClientEvent::State(ConnectionState::Connected)).then_some(()))?;
+    println!("connected, session 0x{:x}", d.machine().session().session_id());
 
     // Curator writes the holder's address into its lock node; so do we.
-    let local = d.stream.as_ref().and_then(|s| s.local_addr().ok()).map(|a| a.ip().to_string());
+    let local = d.local_addr().map(|a| a.ip().to_string());
     let lock_config = LockConfig::new(seed).with_data(Bytes::from(local.unwrap_or_default()));
     let now = d.now();
-    let mutex = d.client.add_recipe(now, Box::new(Mutex::new(ZkPath::new(&path)?, lock_config)));
+    let mutex = d.machine().add_recipe(now, Box::new(Mutex::new(ZkPath::new(&path)?, lock_config)));
 
-    d.client.command(now, mutex, |m: &mut Mutex, now| m.acquire(now, None))??;
-    let (node, token) = d.wait_for(|e| match e {
+    d.machine().command(now, mutex, |m: &mut Mutex, now| m.acquire(now, None))??;
+    let (node, token) = wait_for(&mut d, |e| match e {
         ClientEvent::Recipe { event: RecipeEvent::Acquired { node, token }, .. } => Some(Ok((node.clone(), *token))),
         ClientEvent::Recipe { event: RecipeEvent::Failed(e), .. } => Some(Err(e.clone())),
         _ => None,
@@ -145,13 +77,13 @@ fn main() -> Result<(), Box<dyn Error>> {
     println!("acquired {node} with fencing token {}", token.0);
 
     let now = d.now();
-    d.client.command(now, mutex, |m: &mut Mutex, now| m.release(now))??;
-    d.wait_for(|e| matches!(e, ClientEvent::Recipe { event: RecipeEvent::Released, .. }).then_some(()))?;
+    d.machine().command(now, mutex, |m: &mut Mutex, now| m.release(now))??;
+    wait_for(&mut d, |e| matches!(e, ClientEvent::Recipe { event: RecipeEvent::Released, .. }).then_some(()))?;
     println!("released");
 
     let now = d.now();
-    d.client.close(now);
-    d.wait_for(|e| matches!(e, ClientEvent::State(ConnectionState::Closed)).then_some(()))?;
+    d.machine().close(now);
+    wait_for(&mut d, |e| matches!(e, ClientEvent::State(ConnectionState::Closed)).then_some(()))?;
     println!("closed");
     Ok(())
 }

@@ -1,13 +1,17 @@
-//! A minimal blocking driver for a [`Session`] over `std::net`, for tests
-//! against a real ZooKeeper. It follows the session's drain order and reads
-//! with a socket timeout bounded by the session's next deadline.
+//! A minimal blocking driver over `std::net` for any sans-IO [`Endpoint`] (a
+//! [`Session`] or a [`Client`]): the one hand-written I/O loop outside the
+//! async driver, used by the real-server tests and the `hand_driven` example.
+//! It follows the core's drain order and reads with a socket timeout bounded
+//! by the machine's next deadline.
+//!
+//! [`Client`]: zoolock_core::Client
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
 use bytes::BytesMut;
-use zoolock_core::{Instant, IoCommand, Session, SessionEvent};
+use zoolock_core::{Endpoint, Instant, IoCommand, Session};
 
 /// The address of the test server, from `ZOOLOCK_TEST_CONNECT`. Without it the
 /// caller should skip: this prints the reason and returns `None`.
@@ -21,22 +25,22 @@ pub fn test_server(test: &str) -> Option<String> {
     }
 }
 
-/// Drives one session over blocking TCP.
+/// Drives one machine over blocking TCP.
 #[derive(Debug)]
-pub struct BlockingDriver {
-    session: Session,
+pub struct BlockingDriver<E = Session> {
+    machine: E,
     stream: Option<TcpStream>,
     origin: std::time::Instant,
     rx: BytesMut,
     tx: BytesMut,
 }
 
-impl BlockingDriver {
-    /// Wraps a session created with [`BlockingDriver::now`]-compatible time
+impl<E: Endpoint> BlockingDriver<E> {
+    /// Wraps a machine created with [`BlockingDriver::now`]-compatible time
     /// (its origin is this driver's creation).
-    pub fn new(make: impl FnOnce(Instant) -> Session) -> BlockingDriver {
+    pub fn new(make: impl FnOnce(Instant) -> E) -> BlockingDriver<E> {
         let origin = std::time::Instant::now();
-        BlockingDriver { session: make(Instant::ZERO), stream: None, origin, rx: BytesMut::new(), tx: BytesMut::new() }
+        BlockingDriver { machine: make(Instant::ZERO), stream: None, origin, rx: BytesMut::new(), tx: BytesMut::new() }
     }
 
     /// The session's clock: time since this driver started.
@@ -44,9 +48,14 @@ impl BlockingDriver {
         Instant::from_nanos(u64::try_from(self.origin.elapsed().as_nanos()).unwrap_or(u64::MAX))
     }
 
-    /// The session, for commands.
-    pub fn session(&mut self) -> &mut Session {
-        &mut self.session
+    /// The machine, for commands.
+    pub fn machine(&mut self) -> &mut E {
+        &mut self.machine
+    }
+
+    /// The local address of the current connection, if any.
+    pub fn local_addr(&self) -> Option<std::net::SocketAddr> {
+        self.stream.as_ref().and_then(|s| s.local_addr().ok())
     }
 
     /// Runs the loop until `done` accepts an event or `limit` passes. Returns
@@ -54,8 +63,11 @@ impl BlockingDriver {
     pub fn run_until(
         &mut self,
         limit: Duration,
-        mut done: impl FnMut(&SessionEvent) -> bool,
-    ) -> Result<Vec<SessionEvent>, String> {
+        mut done: impl FnMut(&E::Event) -> bool,
+    ) -> Result<Vec<E::Event>, String>
+    where
+        E::Event: std::fmt::Debug,
+    {
         let start = std::time::Instant::now();
         let mut seen = Vec::new();
         loop {
@@ -73,12 +85,12 @@ impl BlockingDriver {
     }
 
     /// One turn of the loop: timers, transport commands, writes, one read.
-    pub fn step(&mut self, max_wait: Duration) -> Result<Vec<SessionEvent>, String> {
+    pub fn step(&mut self, max_wait: Duration) -> Result<Vec<E::Event>, String> {
         let now = self.now();
-        if self.session.poll_timeout().is_some_and(|t| t <= now) {
-            self.session.handle_timeout(now);
+        if self.machine.poll_timeout().is_some_and(|t| t <= now) {
+            self.machine.handle_timeout(now);
         }
-        while let Some(cmd) = self.session.poll_io() {
+        while let Some(cmd) = self.machine.poll_io() {
             match cmd {
                 IoCommand::Connect { addr, .. } => {
                     let target = (addr.host.as_str(), addr.port).to_socket_addrs().ok().and_then(|mut a| a.next());
@@ -88,11 +100,11 @@ impl BlockingDriver {
                             self.stream = Some(stream);
                             self.rx.clear();
                             let now = self.now();
-                            self.session.handle_connected(now);
+                            self.machine.handle_connected(now);
                         }
                         None => {
                             let now = self.now();
-                            self.session.handle_disconnected(now);
+                            self.machine.handle_disconnected(now);
                         }
                     }
                 }
@@ -100,20 +112,20 @@ impl BlockingDriver {
                 _ => return Err(String::from("unknown IoCommand")),
             }
         }
-        let _ = self.session.poll_transmit(&mut self.tx);
+        let _ = self.machine.poll_transmit(&mut self.tx);
         if let Some(stream) = self.stream.as_mut() {
             if !self.tx.is_empty() {
                 if stream.write_all(&self.tx).is_err() {
                     self.stream = None;
                     let now = self.now();
-                    self.session.handle_disconnected(now);
+                    self.machine.handle_disconnected(now);
                 }
                 self.tx.clear();
             }
         } else {
             self.tx.clear();
         }
-        let wait = match self.session.poll_timeout() {
+        let wait = match self.machine.poll_timeout() {
             Some(t) => t.saturating_duration_since(self.now()).min(max_wait),
             None => max_wait,
         }
@@ -125,12 +137,12 @@ impl BlockingDriver {
                 Ok(0) => {
                     self.stream = None;
                     let now = self.now();
-                    self.session.handle_disconnected(now);
+                    self.machine.handle_disconnected(now);
                 }
                 Ok(n) => {
                     self.rx.extend_from_slice(chunk.get(..n).unwrap_or_default());
                     let now = self.now();
-                    if let Err(e) = self.session.handle_bytes(now, &mut self.rx) {
+                    if let Err(e) = self.machine.handle_bytes(now, &mut self.rx) {
                         return Err(format!("session error: {e}"));
                     }
                 }
@@ -138,12 +150,12 @@ impl BlockingDriver {
                 Err(_) => {
                     self.stream = None;
                     let now = self.now();
-                    self.session.handle_disconnected(now);
+                    self.machine.handle_disconnected(now);
                 }
             }
         } else {
             std::thread::sleep(wait);
         }
-        Ok(std::iter::from_fn(|| self.session.poll_event()).collect())
+        Ok(std::iter::from_fn(|| self.machine.poll_event()).collect())
     }
 }

@@ -222,7 +222,7 @@ fn call(
     watcher: Option<WatcherId>,
 ) -> (Result<Response, RequestError>, Vec<SessionEvent>) {
     let now = d.now();
-    let id = d.session().submit(now, op, watcher).unwrap();
+    let id = d.machine().submit(now, op, watcher).unwrap();
     let events = d.run_until(Duration::from_secs(10), reply_to(id)).unwrap();
     (result_of(&events, id), events)
 }
@@ -250,7 +250,7 @@ fn session_serves_requests_watches_chroot_and_close() {
     );
     let Ok(Response::Create2 { path, stat }) = r else { panic!("{r:?}") };
     assert_eq!(path, "/lock-0000000000", "chroot stripped from the reply");
-    assert_eq!(stat.ephemeral_owner, b.session().session_id());
+    assert_eq!(stat.ephemeral_owner, b.machine().session_id());
     let node = ZkPath::new(&path).unwrap();
 
     // B watches its node; A changes it through the full path.
@@ -285,21 +285,21 @@ fn session_serves_requests_watches_chroot_and_close() {
 
     // Closing B deletes its ephemeral node at once.
     let now = b.now();
-    b.session().close(now);
+    b.machine().close(now);
     b.run_until(Duration::from_secs(10), |e| *e == SessionEvent::State(ConnectionState::Closed)).unwrap();
-    assert_eq!(b.session().status(), SessionStatus::Closed);
+    assert_eq!(b.machine().status(), SessionStatus::Closed);
     let (r, _) = call(&mut a, Op::get_children(&root_path, false), None);
     let Ok(Response::Children2 { children, .. }) = r else { panic!("{r:?}") };
     assert_eq!(children, ["later"]);
 
     // Clean up: A's ephemeral goes with its session, then the root.
     let now = a.now();
-    a.session().close(now);
+    a.machine().close(now);
     a.run_until(Duration::from_secs(10), |e| *e == SessionEvent::State(ConnectionState::Closed)).unwrap();
     let mut c = session_driver(&addr, 3);
     let (r, _) = call(&mut c, Op::delete(&root_path, None), None);
     assert!(r.is_ok(), "{r:?}");
     let now = c.now();
-    c.session().close(now);
+    c.machine().close(now);
     c.run_until(Duration::from_secs(10), |e| *e == SessionEvent::State(ConnectionState::Closed)).unwrap();
 }
