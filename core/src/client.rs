@@ -176,7 +176,7 @@ impl Client {
     /// Credentials added with [`Client::add_auth`] are carried over.
     pub fn restart_session(&mut self, now: Instant) -> Result<(), ApiMisuse> {
         if self.session.status() != SessionStatus::Expired {
-            return Err(ApiMisuse::InvalidState("only an expired session is replaced"));
+            return Err(ApiMisuse::SessionNotExpired);
         }
         self.replace_session(now);
         self.pump(now);

@@ -33,6 +33,26 @@ pub enum RequestError {
     /// last misbehavior.
     #[error("gave up on the server: {0}")]
     ServerMisbehaved(SessionError),
+    /// The server answered with a reply body of another kind than the
+    /// request calls for (a create answered by a listing, say). The server is
+    /// to blame; this is no result code it sent.
+    #[error("the server answered {op} with a reply of another kind")]
+    UnexpectedResponse {
+        /// The request it answered.
+        op: zoolock_wire::OpCode,
+    },
+    /// A recipe's own verdict: the lock path kept vanishing (NoNode on every
+    /// one of the retry policy's attempts).
+    #[error("gave up after {0} retries: the lock path keeps vanishing")]
+    RetriesExhausted(u32),
+    /// A recipe's own verdict: a node this call created vanished before the
+    /// call completed (deleted by someone else, or gone after a reconnect).
+    #[error("a node of this call vanished before it completed")]
+    NodeVanished,
+    /// A recipe refused to build or run a request from its own state or
+    /// configuration; nothing was sent.
+    #[error("refused locally: {0}")]
+    Refused(ApiMisuse),
     /// The request does not fit in a frame.
     #[error("request of {len} bytes exceeds the frame limit {max}")]
     TooLarge {
@@ -44,7 +64,8 @@ pub enum RequestError {
 }
 
 impl RequestError {
-    /// The equivalent ZooKeeper result code (client-generated ones included).
+    /// The nearest ZooKeeper result code, for callers that speak in codes
+    /// (client-generated ones included; the variant says who is to blame).
     pub fn code(&self) -> ErrorCode {
         match self {
             RequestError::Server(code) => *code,
@@ -54,6 +75,9 @@ impl RequestError {
             RequestError::AuthFailed => ErrorCode::AUTH_FAILED,
             RequestError::SaslAuthRequired => ErrorCode::SESSION_CLOSED_REQUIRE_SASL_AUTH,
             RequestError::TooLarge { .. } => ErrorCode::MARSHALLING_ERROR,
+            RequestError::UnexpectedResponse { .. } => ErrorCode::MARSHALLING_ERROR,
+            RequestError::RetriesExhausted(_) | RequestError::NodeVanished => ErrorCode::NO_NODE,
+            RequestError::Refused(_) => ErrorCode::BAD_ARGUMENTS,
             // The Java client treats a bad reply as a lost connection.
             RequestError::ServerMisbehaved(_) => ErrorCode::CONNECTION_LOSS,
         }
@@ -114,9 +138,35 @@ pub enum ApiMisuse {
     /// The recipe id is not registered with the client.
     #[error("unknown recipe {0}")]
     UnknownRecipe(u64),
-    /// The recipe does not allow this command in its current state.
-    #[error("{0}")]
-    InvalidState(&'static str),
+    /// An acquire while the recipe is acquiring, releasing or holding (a
+    /// held reentrant lock is re-entered with its own call).
+    #[error("an acquire or release is already under way, or the lock is held")]
+    AcquireInProgress,
+    /// An acquire of a part this ticket already holds.
+    #[error("the lock is already held")]
+    AlreadyHeld,
+    /// A read→write upgrade: the write half would wait for this process's
+    /// own read hold forever. Release the read lock first.
+    #[error("read→write upgrade would deadlock: release the read lock before acquiring the write lock")]
+    UpgradeRefused,
+    /// `make_revocable` after the first acquire.
+    #[error("make_revocable must come before acquire")]
+    RevocableAfterAcquire,
+    /// A semaphore acquire of zero leases.
+    #[error("qty must be at least 1")]
+    ZeroQuantity,
+    /// A listing or revocation request while the previous one is under way.
+    #[error("the previous request of this recipe is still under way")]
+    RequestInProgress,
+    /// A multi-lock with no member.
+    #[error("a multi-lock needs at least one member")]
+    EmptyMultiLock,
+    /// A multi-lock acquire after a member's hold was lost: release first.
+    #[error("a member's hold was lost: release before acquiring again")]
+    MemberLost,
+    /// A new session while the current one has not expired.
+    #[error("only an expired session is replaced")]
+    SessionNotExpired,
     /// Release or re-entry of a hold that this ticket does not have.
     #[error("the lock is not held by this acquire")]
     NotHeld,

@@ -231,7 +231,7 @@ fn connection_events_are_merged_while_held() {
     h.answer(at(22), "exists /traces/multilock/lock-1/", Answer::Err(ErrorCode::NO_NODE));
     h.answer(at(22), "exists /traces/multilock/lock-2/", Answer::Stat);
     assert_eq!(h.events(), vec![RecipeEvent::Suspended, RecipeEvent::Lost]);
-    assert!(matches!(h.run(|m| m.acquire(at(23), None)), Err(ApiMisuse::InvalidState(_))));
+    assert!(matches!(h.run(|m| m.acquire(at(23), None)), Err(ApiMisuse::MemberLost)));
     // Release drops what is left: only lock-2.
     h.run(|m| m.release(at(24))).unwrap();
     h.answer(at(25), "delete /traces/multilock/lock-2/", Answer::Empty);

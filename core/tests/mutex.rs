@@ -748,7 +748,7 @@ fn curator_base_reaped_while_listing_is_own_node_missing() {
 }
 
 /// Retries exhausted: the policy allows `max_retries` re-creates, then
-/// Failed(NoNode). Every pause is within Curator's bounds
+/// Failed(RetriesExhausted): the recipe's verdict, not a server code. Every pause is within Curator's bounds
 /// `base × [1, 2^(n+1) - 1]`, capped at `max_pause`.
 #[test]
 fn curator_no_node_retries_exhausted_fails() {
@@ -764,7 +764,7 @@ fn curator_no_node_retries_exhausted_fails() {
         assert_eq!(t.ops(), std::slice::from_ref(&delete));
         t.reply(&delete, no_node());
         if n == 3 {
-            assert_eq!(t.events(), [failed(RequestError::Server(ErrorCode::NO_NODE))]);
+            assert_eq!(t.events(), [failed(RequestError::RetriesExhausted(3))]);
             assert_eq!(t.m.poll_timeout(), None);
             t.assert_quiescent();
             let _ = own;
@@ -1126,7 +1126,7 @@ fn curator_release_delete_is_resent_after_reconnect() {
     t.disconnect();
     t.no_ops();
     t.no_events();
-    assert!(matches!(t.m.acquire(t.now, None), Err(ApiMisuse::InvalidState(_))), "still releasing");
+    assert_eq!(t.m.acquire(t.now, None), Err(ApiMisuse::AcquireInProgress), "still releasing");
     t.session(ConnectionState::Reconnected);
     assert_eq!(t.ops(), ["delete /app/lock/_c_<U0>-lock-0000000000"]);
     t.reply("delete /app/lock/_c_<U0>-lock-0000000000", empty());
@@ -1141,9 +1141,9 @@ fn api_misuse() {
     assert!(matches!(t.m.release(t.now), Err(ApiMisuse::NotHeld)), "release when not held");
     t.acquire(None);
     t.ops();
-    assert!(matches!(t.m.acquire(t.now, None), Err(ApiMisuse::InvalidState(_))), "acquire while acquiring");
+    assert_eq!(t.m.acquire(t.now, None), Err(ApiMisuse::AcquireInProgress), "acquire while acquiring");
     assert!(matches!(t.m.release(t.now), Err(ApiMisuse::NotHeld)), "release while acquiring");
-    assert!(matches!(t.m.make_revocable(), Err(ApiMisuse::InvalidState(_))), "revocable only before acquire");
+    assert_eq!(t.m.make_revocable(), Err(ApiMisuse::RevocableAfterAcquire), "revocable only before acquire");
     t.no_ops();
     t.no_events();
     assert_eq!(t.m.hold_count(), 0);

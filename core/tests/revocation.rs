@@ -128,7 +128,7 @@ fn a_revocable_waiter_sees_revocation() {
 fn make_revocable_before_acquire_only() {
     let mut h = mutex(OpPlan::Pipelined, 4);
     h.run(|m| m.acquire(at(0), None)).unwrap();
-    assert!(matches!(h.recipe.make_revocable(), Err(ApiMisuse::InvalidState(_))));
+    assert_eq!(h.recipe.make_revocable(), Err(ApiMisuse::RevocableAfterAcquire));
 }
 
 /// Trace `revocation/B.conn1`, the waiter's side: the setData on its
@@ -165,7 +165,7 @@ fn revoker_sends_one_set_data() {
     h.assert_idle();
     // Again on request.
     h.run(|r| r.revoke(at(2))).unwrap();
-    assert!(matches!(h.run(|r| r.revoke(at(2))), Err(ApiMisuse::InvalidState(_))));
+    assert_eq!(h.run(|r| r.revoke(at(2))), Err(ApiMisuse::RequestInProgress));
     h.answer(at(3), "setData /traces/revocation/_c_<uuid>-lock-0000000000 '__REVOKE__' v-1", Answer::Stat);
     assert_eq!(h.events(), vec![RecipeEvent::RevokeSent]);
     assert_eq!(h.recipe.node().as_str(), node);
@@ -248,7 +248,7 @@ fn participants_with_data() {
     );
     // Once more on request.
     h.run(|x| x.refresh(at(3))).unwrap();
-    assert!(matches!(h.run(|x| x.refresh(at(3))), Err(ApiMisuse::InvalidState(_))));
+    assert_eq!(h.run(|x| x.refresh(at(3))), Err(ApiMisuse::RequestInProgress));
     h.answer(at(4), "getChildren2", Answer::Err(ErrorCode::NO_NODE));
     assert_eq!(h.events(), vec![RecipeEvent::Participants(vec![])]);
 }

@@ -491,7 +491,7 @@ fn qty_two_takes_leases_one_at_a_time() {
 #[test]
 fn qty_zero_and_a_second_concurrent_acquire_are_refused() {
     let mut t = T::new(Semaphore::new(p("/s"), 1, curator()));
-    assert_eq!(t.cmd(|s, now| s.acquire(now, 0, None)), Err(ApiMisuse::InvalidState("qty must be at least 1")));
+    assert_eq!(t.cmd(|s, now| s.acquire(now, 0, None)), Err(ApiMisuse::ZeroQuantity));
     assert!(t.sent().is_empty());
     t.cmd(|s, now| s.acquire(now, 1, None)).unwrap();
     assert!(t.cmd(|s, now| s.acquire(now, 1, None)).is_err());
@@ -638,7 +638,7 @@ fn own_lease_missing_too_often_fails() {
             t.advance_to(pause);
         }
     }
-    assert_eq!(t.events(), vec![RecipeEvent::Failed(RequestError::Server(ErrorCode::NO_NODE))]);
+    assert_eq!(t.events(), vec![RecipeEvent::Failed(RequestError::RetriesExhausted(1))]);
     assert!(t.r.is_quiescent());
     assert_eq!(t.r.poll_timeout(), None);
 }
@@ -949,7 +949,7 @@ fn semaphore_mutex_is_not_reentrant() {
     assert!(t.cmd(|m, now| m.acquire(now, None)).is_err());
     let lease = take_free_lease(&mut t, 0, 0, &[]);
     assert_eq!(t.events(), vec![acquired(&lease, 200)]);
-    assert!(matches!(t.cmd(|m, now| m.acquire(now, None)), Err(ApiMisuse::InvalidState(_))));
+    assert_eq!(t.cmd(|m, now| m.acquire(now, None)), Err(ApiMisuse::NotReentrant));
     assert_eq!(t.r.holder(), Some((lease.as_str(), FencingToken(200))));
     t.sent();
     t.cmd(|m, now| m.release(now)).unwrap();
@@ -999,7 +999,7 @@ fn a_lease_of_the_call_vanishing_on_reconnect_fails_the_call() {
     t.answer(exists_ok());
     t.answer(no_node());
     assert_eq!(t.sent(), vec!["delete /s/leases/_c_U4-lease-0000000001", "delete /s/locks/_c_U3-lock-0000000001"]);
-    assert_eq!(t.events(), vec![RecipeEvent::Failed(RequestError::Server(ErrorCode::NO_NODE))]);
+    assert_eq!(t.events(), vec![RecipeEvent::Failed(RequestError::NodeVanished)]);
     t.answer(empty());
     t.answer(empty());
     assert!(t.r.is_quiescent());

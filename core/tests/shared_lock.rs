@@ -208,7 +208,7 @@ fn semaphore_tickets_each_get_their_own_leases() {
     h.run(|q| q.acquire(at(0), Ticket(1), 1, None)).unwrap();
     h.run(|q| q.acquire(at(0), Ticket(2), 1, None)).unwrap();
     assert_eq!(h.recipe.waiting(), 1);
-    assert_eq!(h.run(|q| q.acquire(at(0), Ticket(3), 0, None)), Err(ApiMisuse::InvalidState("qty must be at least 1")));
+    assert_eq!(h.run(|q| q.acquire(at(0), Ticket(3), 0, None)), Err(ApiMisuse::ZeroQuantity));
     for (t, seq) in [(1, 0), (2, 1)] {
         let lock = h.answer(at(1), &format!("create2 {BASE}/locks/"), Answer::Seq(seq));
         h.answer(at(1), &format!("getChildren2 {BASE}/locks"), kids(&[name(&lock)]));

@@ -444,7 +444,7 @@ impl Client {
         let p = if mode.is_sequential() { ZkPath::new_sequential_prefix(path)? } else { ZkPath::new(path)? };
         match self.call(Op::create(&p, Bytes::copy_from_slice(data), Acl::open_unsafe(), mode)).await? {
             Response::Create2 { path, stat } => Ok((path, stat)),
-            _ => Err(unexpected()),
+            _ => Err(unexpected(zoolock_core::wire::OpCode::CREATE2)),
         }
     }
 
@@ -452,7 +452,7 @@ impl Client {
     pub async fn get_data(&self, path: &str) -> Result<(Bytes, Stat), Error> {
         match self.call(Op::get_data(&ZkPath::new(path)?, false)).await? {
             Response::Data { data, stat } => Ok((data.unwrap_or_default(), stat)),
-            _ => Err(unexpected()),
+            _ => Err(unexpected(zoolock_core::wire::OpCode::GET_DATA)),
         }
     }
 
@@ -460,7 +460,7 @@ impl Client {
     pub async fn set_data(&self, path: &str, data: &[u8], version: Option<i32>) -> Result<Stat, Error> {
         match self.call(Op::set_data(&ZkPath::new(path)?, Bytes::copy_from_slice(data), version)).await? {
             Response::Stat(stat) => Ok(stat),
-            _ => Err(unexpected()),
+            _ => Err(unexpected(zoolock_core::wire::OpCode::SET_DATA)),
         }
     }
 
@@ -473,7 +473,7 @@ impl Client {
     pub async fn get_children(&self, path: &str) -> Result<(Vec<String>, Stat), Error> {
         match self.call(Op::get_children(&ZkPath::new(path)?, false)).await? {
             Response::Children2 { children, stat } => Ok((children, stat)),
-            _ => Err(unexpected()),
+            _ => Err(unexpected(zoolock_core::wire::OpCode::GET_CHILDREN2)),
         }
     }
 
@@ -486,7 +486,7 @@ impl Client {
             {
                 Ok(None)
             }
-            Ok(_) => Err(unexpected()),
+            Ok(_) => Err(unexpected(zoolock_core::wire::OpCode::EXISTS)),
             Err(e) => Err(e),
         }
     }
@@ -495,7 +495,7 @@ impl Client {
     pub async fn multi(&self, ops: Vec<Op>) -> Result<Vec<zoolock_core::wire::MultiResult>, Error> {
         match self.call(Op::multi(ops)?).await? {
             Response::Multi(results) => Ok(results),
-            _ => Err(unexpected()),
+            _ => Err(unexpected(zoolock_core::wire::OpCode::MULTI)),
         }
     }
 }
@@ -520,7 +520,7 @@ impl Client {
         let results = self.multi(all).await?;
         match MultiResult::first_failure(&results) {
             None if results.len() >= checks => Ok(results.into_iter().skip(checks).collect()),
-            None => Err(unexpected()),
+            None => Err(unexpected(zoolock_core::wire::OpCode::MULTI)),
             Some((index, ErrorCode::NO_NODE)) if index < checks => {
                 Err(Error::NotHeld { node: nodes.get(index).cloned().unwrap_or_default() })
             }
@@ -543,6 +543,8 @@ impl Drop for RecipeHandle {
     }
 }
 
-fn unexpected() -> Error {
-    Error::Request(zoolock_core::RequestError::Server(zoolock_core::wire::ErrorCode::MARSHALLING_ERROR))
+/// The server answered `op` with a reply of another kind: its fault, no
+/// result code it sent.
+fn unexpected(op: zoolock_core::wire::OpCode) -> Error {
+    Error::Request(zoolock_core::RequestError::UnexpectedResponse { op })
 }

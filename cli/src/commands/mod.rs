@@ -81,8 +81,15 @@ fn request_failed(what: &str, e: &Error) -> Failure {
     use zoolock_tokio::core::RequestError;
     let code = match e {
         Error::Path(_) => exit::USAGE,
-        // The server's answer to a request (NoNode, NoAuth, ...).
-        Error::Request(RequestError::Server(_) | RequestError::TooLarge { .. }) => exit::FAILURE,
+        // The server's answer to a request (NoNode, NoAuth, ...), or a
+        // recipe's own verdict on it.
+        Error::Request(
+            RequestError::Server(_)
+            | RequestError::TooLarge { .. }
+            | RequestError::RetriesExhausted(_)
+            | RequestError::NodeVanished
+            | RequestError::Refused(_),
+        ) => exit::FAILURE,
         Error::Request(_) | Error::ClientClosed | Error::ConnectTimeout(_) => exit::UNAVAILABLE,
         _ => exit::FAILURE,
     };

@@ -191,7 +191,7 @@ impl ClientRun<'_> {
                     let lease = s.leases().first().map(|l| String::from(*l));
                     match lease {
                         Some(lease) => s.return_lease(now, &lease),
-                        None => Err(ApiMisuse::InvalidState("no lease held")),
+                        None => Err(ApiMisuse::NotHeld),
                     }
                 })?;
                 self.expect(step, Role::Lock, None, Want::Released);

@@ -13,7 +13,6 @@ use zoolock_core::{
     SharedSemaphore, Ticket, ZkPath,
 };
 
-use zoolock_core::wire::ErrorCode;
 
 use crate::decode::StreamDecoder;
 use crate::trace::Direction;
@@ -1291,7 +1290,7 @@ impl Sim {
                 }
                 Ok(())
             }
-            RecipeEvent::Failed(RequestError::Server(ErrorCode::NO_NODE))
+            RecipeEvent::Failed(RequestError::RetriesExhausted(_))
                 if task.pending.is_some() && no_node >= NO_NODE_BUDGET =>
             {
                 // A slow client can lose the probe/create race with the
@@ -1304,10 +1303,17 @@ impl Sim {
                 self.log(|| format!("c{i}.{k}: NoNode retry budget spent ({no_node} NoNode replies)"));
                 Ok(())
             }
-            RecipeEvent::Failed(RequestError::Server(code)) if task.pending.is_some() => {
+            RecipeEvent::Failed(
+                e @ (RequestError::Server(_)
+                | RequestError::RetriesExhausted(_)
+                | RequestError::NodeVanished
+                | RequestError::UnexpectedResponse { .. }
+                | RequestError::Refused(_)),
+            ) if task.pending.is_some() => {
                 // The server refused something the recipe should have handled
-                // (NoNode from the container reaper, NodeExists, ...).
-                Err(format!("c{i}.{k}: the acquire failed with server error {code:?} after {no_node} NoNode replies"))
+                // (NoNode from the container reaper, NodeExists, ...), or
+                // the recipe gave up early.
+                Err(format!("c{i}.{k}: the acquire failed with {e:?} after {no_node} NoNode replies"))
             }
             RecipeEvent::Refused(e) if c.role != Role::Rw => Err(self.misuse(i, "a queued acquire", e)),
             RecipeEvent::TimedOut | RecipeEvent::Failed(_) | RecipeEvent::Refused(_) => {

@@ -101,7 +101,7 @@ macro_rules! one_part_lock {
 
             fn acquire_part(&mut self, now: Instant, _part: Part, deadline: Option<Instant>) -> Result<(), ApiMisuse> {
                 if self.holder().is_some() {
-                    return Err(ApiMisuse::InvalidState("the lock is already held"));
+                    return Err(ApiMisuse::AlreadyHeld);
                 }
                 self.acquire(now, deadline)
             }
@@ -150,8 +150,8 @@ impl LockRecipe for super::ReadWriteLock {
         match part {
             super::READ if self.read_holder().is_none() => self.acquire_read(now, deadline),
             super::WRITE if self.write_holder().is_none() => self.acquire_write(now, deadline),
-            super::READ | super::WRITE => Err(ApiMisuse::InvalidState("the lock is already held")),
-            _ => Err(ApiMisuse::InvalidState("a read-write lock has parts READ and WRITE")),
+            super::READ | super::WRITE => Err(ApiMisuse::AlreadyHeld),
+            _ => Err(ApiMisuse::NoSuchPart(part)),
         }
     }
 

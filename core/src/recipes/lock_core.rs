@@ -15,7 +15,7 @@ use alloc::vec::Vec;
 use core::time::Duration;
 
 use bytes::Bytes;
-use zoolock_wire::{CreateMode, CreateRequest, ErrorCode, EventType, Request, Response, WatcherType};
+use zoolock_wire::{CreateMode, CreateRequest, ErrorCode, EventType, OpCode, Request, Response, WatcherType};
 
 use super::config::{LockConfig, OpPlan};
 use super::policy::{self, SortKey, Verdict};
@@ -254,7 +254,7 @@ impl LockCore {
     /// free lock is taken even when the deadline has passed).
     pub(crate) fn acquire(&mut self, now: Instant, deadline: Option<Instant>, shape: Shape) -> Result<(), ApiMisuse> {
         if !self.is_idle() {
-            return Err(ApiMisuse::InvalidState("an acquire is already under way or the lock is held"));
+            return Err(ApiMisuse::AcquireInProgress);
         }
         self.deadline = deadline;
         self.retries = 0;
@@ -545,8 +545,8 @@ impl LockCore {
         let target = c.target.clone();
         let op = match ZkPath::new_sequential_prefix(&target) {
             Ok(path) => Op::create(&path, self.node_data(), self.config.acl_for(&target), mode),
-            Err(_) => {
-                self.fail(RequestError::Server(ErrorCode::BAD_ARGUMENTS));
+            Err(e) => {
+                self.fail(RequestError::Refused(e.into()));
                 return;
             }
         };
@@ -591,14 +591,14 @@ impl LockCore {
                 let node = make_node(&path, FencingToken(stat.czxid));
                 self.created(now, node);
             }
-            Ok(_) => self.fail(RequestError::Server(ErrorCode::MARSHALLING_ERROR)),
+            Ok(_) => self.fail(RequestError::UnexpectedResponse { op: OpCode::CREATE2 }),
             Err(RequestError::Server(ErrorCode::NO_NODE)) if !c.made_parents => {
                 c.made_parents = true;
                 // A pipelined listing of the missing parent is now stale.
                 self.attempt += 1;
                 self.start_probe();
             }
-            Err(RequestError::Server(ErrorCode::NO_NODE)) => self.no_node_retry(now),
+            Err(e @ RequestError::Server(ErrorCode::NO_NODE)) => self.no_node_retry(now, e),
             Err(RequestError::ConnectionLoss) => {
                 c.step = CreateStep::AwaitReconnect;
                 // The pipelined listing of this attempt is stale too.
@@ -670,7 +670,7 @@ impl LockCore {
             };
             match Op::from_request(Request::Create(request)) {
                 Ok(op) => op,
-                Err(_) => return self.fail(RequestError::Server(ErrorCode::BAD_ARGUMENTS)),
+                Err(e) => return self.fail(RequestError::Refused(e)),
             }
         };
         self.send(op, Purpose::MakeParent);
@@ -695,7 +695,7 @@ impl LockCore {
             // An ancestor probed a moment ago has gone (the container reaper
             // took it): start over within the retry budget, as Curator's
             // attemptLock does on NoNode.
-            Err(RequestError::Server(ErrorCode::NO_NODE)) => self.no_node_retry(now),
+            Err(e @ RequestError::Server(ErrorCode::NO_NODE)) => self.no_node_retry(now, e),
             Err(RequestError::Server(ErrorCode::UNIMPLEMENTED)) if self.config.container_parents => {
                 // A server without containers: persistent parents from now on.
                 self.config.container_parents = false;
@@ -772,8 +772,8 @@ impl LockCore {
             Err(RequestError::ConnectionLoss) => return self.relist(node),
             Err(e) => return self.abandon_with(node, RecipeEvent::Failed(e)),
             Ok(_) => {
-                return self
-                    .abandon_with(node, RecipeEvent::Failed(RequestError::Server(ErrorCode::MARSHALLING_ERROR)));
+                let error = RequestError::UnexpectedResponse { op: OpCode::GET_CHILDREN2 };
+                return self.abandon_with(node, RecipeEvent::Failed(error));
             }
         };
         if let Rule::Count { max_leases } = self.rule {
@@ -787,7 +787,7 @@ impl LockCore {
         match policy::semaphore(children, &node.name, max_leases) {
             None => {
                 self.start_delete(node.path.clone());
-                self.no_node_retry(now);
+                self.no_node_retry(now, RequestError::NodeVanished);
             }
             Some(true) => {
                 // Curator checks off the leases child watch once it has a lease.
@@ -857,7 +857,7 @@ impl LockCore {
                 // Our node vanished (expiry, deletion): delete it anyway and
                 // re-create at the back of the queue.
                 self.start_delete(node.path.clone());
-                self.no_node_retry(now);
+                self.no_node_retry(now, RequestError::NodeVanished);
             }
             Verdict::Watch(pred) => {
                 // A truncated window no longer knows the nodes it left out:
@@ -948,13 +948,15 @@ impl LockCore {
         self.events.push_back(event);
     }
 
-    fn no_node_retry(&mut self, now: Instant) {
+    /// The lock path or our node vanished (`missing` says which): retry with
+    /// a pause, or hand the verdict to the owner that retries itself.
+    fn no_node_retry(&mut self, now: Instant, missing: RequestError) {
         if self.defer_missing {
-            return self.fail(RequestError::Server(ErrorCode::NO_NODE));
+            return self.fail(missing);
         }
         let policy = self.config.retry;
         if self.retries >= policy.max_retries {
-            return self.fail(RequestError::Server(ErrorCode::NO_NODE));
+            return self.fail(RequestError::RetriesExhausted(policy.max_retries));
         }
         let n = self.retries;
         self.retries += 1;

@@ -143,10 +143,10 @@ impl MultiLock {
     /// seeds (protection UUIDs). At least one member is needed.
     pub fn of(members: Vec<(BoxedLock, Part)>) -> Result<MultiLock, ApiMisuse> {
         if members.is_empty() {
-            return Err(ApiMisuse::InvalidState("a multi-lock needs at least one path"));
+            return Err(ApiMisuse::EmptyMultiLock);
         }
-        if members.iter().any(|(lock, part)| *part >= lock.parts()) {
-            return Err(ApiMisuse::InvalidState("a multi-lock member names a part its lock does not have"));
+        if let Some((_, part)) = members.iter().find(|(lock, part)| *part >= lock.parts()) {
+            return Err(ApiMisuse::NoSuchPart(*part));
         }
         let members = members.into_iter().map(|(lock, part)| Member { lock, part }).collect();
         Ok(MultiLock {
@@ -219,7 +219,7 @@ impl MultiLock {
     pub fn acquire(&mut self, now: Instant, deadline: Option<Instant>) -> Result<(), ApiMisuse> {
         match self.state {
             State::Held if self.lost => {
-                return Err(ApiMisuse::InvalidState("a member's hold was lost: release before acquiring again"));
+                return Err(ApiMisuse::MemberLost);
             }
             State::Held => {
                 self.holds += 1;
@@ -229,9 +229,9 @@ impl MultiLock {
                 return Ok(());
             }
             State::Idle => {}
-            _ => return Err(ApiMisuse::InvalidState("an acquire or release is already under way")),
+            _ => return Err(ApiMisuse::AcquireInProgress),
         }
-        let first = self.members.first_mut().ok_or(ApiMisuse::InvalidState("a multi-lock needs a member"))?;
+        let first = self.members.first_mut().ok_or(ApiMisuse::EmptyMultiLock)?;
         first.acquire(now, deadline)?;
         self.deadline = deadline;
         self.lost = false;

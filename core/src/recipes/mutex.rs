@@ -58,7 +58,7 @@ impl Mutex {
     /// [`RecipeEvent::RevocationRequested`].
     pub fn make_revocable(&mut self) -> Result<(), ApiMisuse> {
         if !self.core.is_idle() {
-            return Err(ApiMisuse::InvalidState("make_revocable must come before acquire"));
+            return Err(ApiMisuse::RevocableAfterAcquire);
         }
         self.core.revocable = true;
         Ok(())

@@ -8,7 +8,7 @@ use alloc::vec::Vec;
 use core::any::Any;
 
 use bytes::Bytes;
-use zoolock_wire::{ErrorCode, Response};
+use zoolock_wire::{ErrorCode, OpCode, Response};
 
 use super::policy::{LEASE_NAME, LOCK_NAME, SortKey};
 use super::semaphore::SEMAPHORE_LEASES;
@@ -118,7 +118,7 @@ impl Participants {
     /// Lists again; refused while a listing is under way.
     pub fn refresh(&mut self, _now: Instant) -> Result<(), ApiMisuse> {
         if !matches!(self.step, Step::Done) {
-            return Err(ApiMisuse::InvalidState("a listing is already under way"));
+            return Err(ApiMisuse::RequestInProgress);
         }
         self.list();
         Ok(())
@@ -156,7 +156,10 @@ impl Participants {
                 return;
             }
             Err(e) => return self.finish(RecipeEvent::Failed(e)),
-            Ok(_) => return self.finish(RecipeEvent::Failed(RequestError::Server(ErrorCode::MARSHALLING_ERROR))),
+            Ok(_) => {
+                let error = RequestError::UnexpectedResponse { op: OpCode::GET_CHILDREN2 };
+                return self.finish(RecipeEvent::Failed(error));
+            }
         };
         self.list_op = None;
         if let Some(marker) = self.marker {

@@ -60,7 +60,7 @@ impl Revoker {
     /// Writes `__REVOKE__` again (e.g. after the holder re-armed its watch).
     pub fn revoke(&mut self, _now: Instant) -> Result<(), ApiMisuse> {
         if self.in_flight.is_some() || self.retry {
-            return Err(ApiMisuse::InvalidState("a revocation request is already under way"));
+            return Err(ApiMisuse::RequestInProgress);
         }
         self.send();
         Ok(())

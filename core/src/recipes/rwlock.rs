@@ -55,7 +55,7 @@ pub(crate) fn member_seed(seed: u64, index: usize) -> u64 {
 ///   writer after the write half is released.
 /// - **Upgrade** (hold or be acquiring read, then acquire write) would wait
 ///   on our own read node forever; [`ReadWriteLock::acquire_write`] refuses it
-///   with [`ApiMisuse::InvalidState`] instead of queueing.
+///   with [`ApiMisuse::UpgradeRefused`] instead of queueing.
 ///
 /// The Pipelined plan's fast handoff (skip the re-list when a watched
 /// predecessor goes) is used by the read half only: a downgrading holder can
@@ -118,7 +118,7 @@ impl ReadWriteLock {
     /// node, [`RecipeEvent::RevocationRequested`] on `__REVOKE__`).
     pub fn make_revocable_read(&mut self) -> Result<(), ApiMisuse> {
         if !self.read.is_idle() {
-            return Err(ApiMisuse::InvalidState("make_revocable must come before acquire"));
+            return Err(ApiMisuse::RevocableAfterAcquire);
         }
         self.read.revocable = true;
         Ok(())
@@ -127,7 +127,7 @@ impl ReadWriteLock {
     /// Makes later write acquires revocable.
     pub fn make_revocable_write(&mut self) -> Result<(), ApiMisuse> {
         if !self.write.is_idle() {
-            return Err(ApiMisuse::InvalidState("make_revocable must come before acquire"));
+            return Err(ApiMisuse::RevocableAfterAcquire);
         }
         self.write.revocable = true;
         Ok(())
@@ -168,9 +168,7 @@ impl ReadWriteLock {
             return Ok(());
         }
         if self.read.held().is_some() || self.read.is_acquiring() {
-            return Err(ApiMisuse::InvalidState(
-                "read→write upgrade would deadlock: release the read lock before acquiring the write lock",
-            ));
+            return Err(ApiMisuse::UpgradeRefused);
         }
         let result = self.write.acquire(now, deadline, Shape::Sequential);
         self.collect();

@@ -206,10 +206,10 @@ impl Semaphore {
     /// `Failed` with every lease of this call returned.
     pub fn acquire(&mut self, now: Instant, qty: usize, deadline: Option<Instant>) -> Result<(), ApiMisuse> {
         if qty == 0 {
-            return Err(ApiMisuse::InvalidState("qty must be at least 1"));
+            return Err(ApiMisuse::ZeroQuantity);
         }
         if self.acquiring.is_some() {
-            return Err(ApiMisuse::InvalidState("an acquire is already under way"));
+            return Err(ApiMisuse::AcquireInProgress);
         }
         self.acquiring = Some(Acquiring { qty, deadline, got: Vec::new(), phase: Phase::Mutex, retries: 0 });
         self.start_lease(now);
@@ -309,9 +309,9 @@ impl Semaphore {
         let deadline = acq.deadline;
         let started = self.mutex.acquire(now, deadline, Shape::Sequential);
         self.drain(MUTEX_SLOT);
-        if started.is_err() {
+        if let Err(refused) = started {
             // Unreachable while idle; fail rather than hang.
-            self.fail_acquire(now, RecipeEvent::Failed(RequestError::Server(ErrorCode::SYSTEM_ERROR)));
+            self.fail_acquire(now, RecipeEvent::Failed(RequestError::Refused(refused)));
         }
     }
 
@@ -335,9 +335,9 @@ impl Semaphore {
         let started = core.acquire(now, deadline, Shape::Sequential);
         self.cores.insert(slot, core);
         self.drain(slot);
-        if started.is_err() {
+        if let Err(refused) = started {
             self.release_mutex(now);
-            self.fail_acquire(now, RecipeEvent::Failed(RequestError::Server(ErrorCode::SYSTEM_ERROR)));
+            self.fail_acquire(now, RecipeEvent::Failed(RequestError::Refused(refused)));
         }
     }
 
@@ -399,7 +399,7 @@ impl Semaphore {
         if !acq.got.iter().all(|s| self.cores.get(s).is_some_and(|c| c.held().is_some())) {
             // A lease vanished (found missing on a reconnect) before the
             // call completed: return the others rather than report less.
-            return self.fail_acquire(now, RecipeEvent::Failed(RequestError::Server(ErrorCode::NO_NODE)));
+            return self.fail_acquire(now, RecipeEvent::Failed(RequestError::NodeVanished));
         }
         let got = core::mem::take(&mut acq.got);
         self.acquiring = None;
@@ -417,7 +417,8 @@ impl Semaphore {
         let policy = self.config.retry;
         let Some(acq) = self.acquiring.as_mut() else { return };
         if acq.retries >= policy.max_retries {
-            return self.fail_acquire(now, RecipeEvent::Failed(RequestError::Server(ErrorCode::NO_NODE)));
+            let error = RequestError::RetriesExhausted(policy.max_retries);
+            return self.fail_acquire(now, RecipeEvent::Failed(error));
         }
         let n = acq.retries;
         acq.retries += 1;
@@ -526,7 +527,9 @@ impl Semaphore {
                     self.release_mutex(now);
                     self.fail_acquire(now, RecipeEvent::TimedOut);
                 }
-                RecipeEvent::Failed(RequestError::Server(ErrorCode::NO_NODE)) if !still_acquiring => {
+                RecipeEvent::Failed(RequestError::Server(ErrorCode::NO_NODE) | RequestError::NodeVanished)
+                    if !still_acquiring =>
+                {
                     // A listing without our node leaves its delete pending and
                     // its child watch armed; a NoNode create does neither.
                     if self.cores.get(&slot).is_some_and(|c| c.has_cleanup()) {
@@ -546,7 +549,7 @@ impl Semaphore {
         if self.in_got(slot) {
             // A lease of this call vanished on a reconnect: the call fails.
             if event == RecipeEvent::Lost {
-                self.abort(now, Some(RecipeEvent::Failed(RequestError::Server(ErrorCode::NO_NODE))));
+                self.abort(now, Some(RecipeEvent::Failed(RequestError::NodeVanished)));
             }
             return;
         }

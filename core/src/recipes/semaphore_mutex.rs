@@ -43,7 +43,7 @@ impl SemaphoreMutex {
     /// create a second lease and wait for itself.)
     pub fn acquire(&mut self, now: Instant, deadline: Option<Instant>) -> Result<(), ApiMisuse> {
         if self.holder().is_some() {
-            return Err(ApiMisuse::InvalidState("the semaphore mutex is already held (it is not reentrant)"));
+            return Err(ApiMisuse::NotReentrant);
         }
         self.semaphore.acquire(now, 1, deadline)
     }

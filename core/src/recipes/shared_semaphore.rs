@@ -63,7 +63,7 @@ impl SharedSemaphore {
         deadline: Option<Instant>,
     ) -> Result<(), ApiMisuse> {
         if qty == 0 {
-            return Err(ApiMisuse::InvalidState("qty must be at least 1"));
+            return Err(ApiMisuse::ZeroQuantity);
         }
         if let Some(error) = self.gate.ended.clone() {
             if self.queue.contains(ticket) {
