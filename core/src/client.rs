@@ -15,6 +15,7 @@ use zoolock_wire::Response;
 use crate::error::{ApiMisuse, RequestError, SessionError};
 use crate::op::Op;
 use crate::recipe::{OpId, Recipe, RecipeEvent};
+use crate::rng::Rng;
 use crate::session::{
     ConnectionState, IoCommand, RequestId, Session, SessionConfig, SessionEvent, SessionStatus, WatchEvent, WatcherId,
 };
@@ -186,7 +187,7 @@ impl Client {
     fn replace_session(&mut self, now: Instant) {
         self.generation += 1;
         let mut config = self.config.clone();
-        config.seed = config.seed.wrapping_add(self.generation);
+        config.seed = Rng::fork(config.seed, self.generation);
         self.session = Session::new(config, now);
         for (scheme, auth) in &self.auth {
             let _ = self.session.add_auth(now, scheme, auth.clone());

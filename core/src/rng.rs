@@ -16,6 +16,18 @@ impl Rng {
         Rng(fastrand::Rng::with_seed(seed))
     }
 
+    /// The seed of child `index` of a machine seeded with `seed` (SplitMix64
+    /// over the pair): children of one parent get unrelated streams (recipe
+    /// members never share protection UUIDs, which the orphan lookup relies
+    /// on) and the same pair always the same seed. The one way child seeds
+    /// are made.
+    pub fn fork(seed: u64, index: u64) -> u64 {
+        let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15u64.wrapping_mul(index.wrapping_add(1)));
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
     /// A random `u64`.
     pub fn next_u64(&mut self) -> u64 {
         self.0.u64(..)

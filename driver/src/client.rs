@@ -187,7 +187,10 @@ pub(crate) struct Inner {
     pub(crate) commands: mpsc::UnboundedSender<Command>,
     pub(crate) shared: Arc<Shared>,
     pub(crate) options: Options,
-    pub(crate) seed: std::sync::Mutex<u64>,
+    /// The client's seed; each lock's is forked from it.
+    pub(crate) seed: u64,
+    /// Locks made so far (the index of the next lock's seed).
+    pub(crate) locks_made: std::sync::atomic::AtomicU64,
     pub(crate) runtime: Arc<dyn Runtime>,
 }
 
@@ -213,11 +216,8 @@ impl Inner {
     }
 
     pub(crate) fn lock_config_with(&self, lock: &LockOptions) -> LockConfig {
-        let seed = {
-            let mut s = self.seed.lock().unwrap_or_else(|e| e.into_inner());
-            *s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            *s
-        };
+        let n = self.locks_made.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let seed = zoolock_core::Rng::fork(self.seed, n);
         let data = lock.data.clone().or_else(|| self.options.lock_data.clone()).unwrap_or_else(|| {
             let ip = self.shared.read(|s| s.local_ip).flatten();
             ip.map(|ip| Bytes::from(ip.to_string())).unwrap_or_default()
@@ -294,7 +294,8 @@ impl Client {
                 commands,
                 shared,
                 options,
-                seed: std::sync::Mutex::new(seed),
+                seed,
+                locks_made: std::sync::atomic::AtomicU64::new(0),
                 runtime: runtime.clone(),
             }),
         };

@@ -100,7 +100,8 @@ use std::time::Duration;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use zoolock_core::{
-    Client, ClientEvent, ConnectString, ConnectionState, Instant, RecipeEvent, RecipeId, SessionConfig, SessionStatus,
+    Client, ClientEvent, ConnectString, ConnectionState, Instant, RecipeEvent, RecipeId, Rng, SessionConfig,
+    SessionStatus,
 };
 use zoolock_wire::{LEN_PREFIX, OpCode, Request, RequestFrame, RequestHeader, Response, ServerMessage, Xid};
 
@@ -373,7 +374,7 @@ impl<'a> ClientRun<'a> {
             reason: format!("connect string: {e}"),
         })?;
         let salt = name.bytes().fold(0u64, |h, b| h.wrapping_mul(131).wrapping_add(u64::from(b)));
-        let seed = config.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(salt);
+        let seed = Rng::fork(config.seed, salt);
         let session_config = SessionConfig::new(connect_string, seed)
             .with_session_timeout(timeline.session_timeout)
             .with_reconnect_jitter(config.reconnect_jitter);

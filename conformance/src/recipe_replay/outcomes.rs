@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use serde_json::Value;
 use zoolock_core::{
     ApiMisuse, Client, ConnectionState, Instant, LockConfig, LockRecipe, MultiLock, Mutex, OpPlan, Participants,
-    ReadWriteLock, Recipe, RecipeEvent, RecipeId, Revoker, Semaphore, SemaphoreMutex, ZkPath,
+    ReadWriteLock, Recipe, RecipeEvent, RecipeId, Revoker, Rng, Semaphore, SemaphoreMutex, ZkPath,
 };
 
 use super::scenario::{Action, LockKind, Step, parse_action, parse_state};
@@ -240,7 +240,7 @@ impl ClientRun<'_> {
     }
 
     fn lock_config(&self) -> LockConfig {
-        LockConfig::new(self.seed ^ 0x10c4).with_plan(OpPlan::Curator).with_data(self.data.clone())
+        LockConfig::new(Rng::fork(self.seed, 0)).with_plan(OpPlan::Curator).with_data(self.data.clone())
     }
 
     fn add(&mut self, recipe: Box<dyn Recipe>) -> RecipeId {

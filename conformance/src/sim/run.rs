@@ -13,7 +13,6 @@ use zoolock_core::{
     SharedSemaphore, Ticket, ZkPath,
 };
 
-
 use crate::decode::StreamDecoder;
 use crate::trace::Direction;
 use zoolock_model::{ConnId, ModelConfig, ZkModel};
@@ -83,12 +82,17 @@ pub struct SimConfig {
     pub tasks: usize,
 }
 
+/// Children of a run's seed ([`Rng::fork`]): the configuration, then the
+/// clients (one each, forked again per incarnation).
+const FORK_CONFIG: u64 = 0;
+const FORK_CLIENTS: u64 = 1;
+
 impl SimConfig {
     /// The configuration of `seed`: kind `seed % 5`, 2 to 5 clients, the
     /// Curator plan one time in four, T = 6 s, up to 24 faults in the first
     /// 60 s, new acquires until 70 s.
     pub fn for_seed(seed: u64) -> SimConfig {
-        let mut rng = Rng::with_seed(seed ^ 0x00c0_ffee_5eed);
+        let mut rng = Rng::with_seed(Rng::fork(seed, FORK_CONFIG));
         let kind = RecipeKind::for_seed(seed);
         let clients = 2 + below(&mut rng, 4) as usize;
         let leases = 1 + below(&mut rng, (clients - 1) as u64) as usize;
@@ -605,17 +609,17 @@ impl Sim {
     }
 
     fn new_client(&mut self, index: usize, incarnation: u64) -> SimClient {
-        let seed = self.seed.wrapping_mul(1_000_003).wrapping_add(index as u64 * 7919 + incarnation * 104_729);
+        let seed = Rng::fork(Rng::fork(self.seed, FORK_CLIENTS + index as u64), incarnation);
         let cs = ConnectString::parse("127.0.0.1:2181").expect("a valid connect string");
         let session = SessionConfig::new(cs, seed).with_session_timeout(self.config.session_timeout);
         let mut client = Client::new(session, self.now);
         // Sessions renew by themselves; the queues re-queue acquires on it.
         client.set_renew_session(true);
         let role = self.role_for(index);
-        let config = LockConfig::new(seed ^ 0xabcd).with_plan(self.config.plan);
+        let config = LockConfig::new(Rng::fork(seed, 0)).with_plan(self.config.plan);
         let member = |i: u64| {
             let mut c = config.clone();
-            c.seed = c.seed.wrapping_add(0x9e37_79b9 * (i + 1));
+            c.seed = Rng::fork(c.seed, i);
             c
         };
         let path = |p: &str| ZkPath::new(p).expect("a valid path");

@@ -7,6 +7,7 @@ use bytes::Bytes;
 use zoolock_wire::Acl;
 
 use crate::acl::AclPolicy;
+use crate::rng::Rng;
 
 /// Which op sequence a recipe emits. Both use the same nodes and names, so
 /// they interoperate with each other and with Curator.
@@ -25,8 +26,8 @@ pub enum OpPlan {
 }
 
 /// The retry budget for re-creating a vanished node (Curator's
-/// `ExponentialBackoffRetry`): pause `base × random(1..2^(n+1))`, at most
-/// `max_retries` times.
+/// `ExponentialBackoffRetry`): at most `max_retries` retries, the `n`-th
+/// (from 0) after [`RetryPolicy::pause`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetryPolicy {
     /// Base pause.
@@ -35,6 +36,17 @@ pub struct RetryPolicy {
     pub max_retries: u32,
     /// Longest single pause.
     pub max_pause: Duration,
+}
+
+impl RetryPolicy {
+    /// The pause before retry `n` (from 0), as Curator draws it:
+    /// `base × max(1, R)` with `R` uniform in `[0, 2^(n+1))`, at most
+    /// `max_pause`, at least 1 ms (a zero pause would spin).
+    pub fn pause(&self, n: u32, rng: &mut Rng) -> Duration {
+        let factor = (rng.next_u64() % (1u64 << (n + 1).min(30))).max(1);
+        let pause = self.base.saturating_mul(u32::try_from(factor).unwrap_or(u32::MAX)).min(self.max_pause);
+        pause.max(Duration::from_millis(1))
+    }
 }
 
 impl Default for RetryPolicy {

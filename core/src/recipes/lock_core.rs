@@ -12,7 +12,6 @@ use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
-use core::time::Duration;
 
 use bytes::Bytes;
 use zoolock_wire::{CreateMode, CreateRequest, ErrorCode, EventType, OpCode, Request, Response, WatcherType};
@@ -958,13 +957,10 @@ impl LockCore {
         if self.retries >= policy.max_retries {
             return self.fail(RequestError::RetriesExhausted(policy.max_retries));
         }
-        let n = self.retries;
+        let pause = policy.pause(self.retries, &mut self.rng);
         self.retries += 1;
-        // ExponentialBackoffRetry: base × max(1, R), R uniform in [0, 2^(n+1)).
-        let factor = (self.rng.next_u64() % (1u64 << (n + 1).min(30))).max(1);
-        let pause = policy.base.saturating_mul(u32::try_from(factor).unwrap_or(u32::MAX)).min(policy.max_pause);
         self.attempt += 1;
-        self.state = State::RetryPause { until: now + pause.max(Duration::from_millis(1)) };
+        self.state = State::RetryPause { until: now + pause };
     }
 
     fn start_delete(&mut self, path: String) {

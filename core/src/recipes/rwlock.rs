@@ -15,6 +15,7 @@ use super::policy::{READ_NAME, SortKey, WRITE_NAME, rw_sort_key};
 use crate::error::{ApiMisuse, RequestError};
 use crate::path::ZkPath;
 use crate::recipe::{FencingToken, OpId, Recipe, RecipeEvent, RecipeOp};
+use crate::rng::Rng;
 use crate::session::{ConnectionState, WatchEvent};
 use crate::time::Instant;
 
@@ -23,15 +24,9 @@ pub const READ: usize = 0;
 /// [`RecipeEvent::Member`] index of the write half's events.
 pub const WRITE: usize = 1;
 
-/// A distinct, well-mixed seed for member `index` of a composite recipe
-/// (SplitMix64 over the configured seed), so members never share protection
-/// UUIDs: the orphan lookup deletes by UUID prefix.
+/// The seed of member `index` of a composite recipe.
 pub(crate) fn member_seed(seed: u64, index: usize) -> u64 {
-    let index = u64::try_from(index).unwrap_or(u64::MAX);
-    let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15u64.wrapping_mul(index.wrapping_add(1)));
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
+    Rng::fork(seed, u64::try_from(index).unwrap_or(u64::MAX))
 }
 
 /// A read-write lock on `base`, wire-compatible with Curator's

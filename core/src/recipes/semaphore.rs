@@ -37,7 +37,6 @@
 use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
 use alloc::vec::Vec;
 use core::any::Any;
-use core::time::Duration;
 
 use zoolock_wire::{ErrorCode, Response, WatcherType};
 
@@ -155,9 +154,9 @@ impl Semaphore {
     pub fn new(base: ZkPath, max_leases: usize, config: LockConfig) -> Semaphore {
         let locks = child(&base, SEMAPHORE_LOCKS);
         let leases_path = child(&base, SEMAPHORE_LEASES);
-        let mut rng = Rng::with_seed(config.seed);
+        let rng = Rng::with_seed(config.seed);
         let mut mutex_config = config.clone();
-        mutex_config.seed = rng.next_u64();
+        mutex_config.seed = Rng::fork(config.seed, MUTEX_SLOT);
         let mutex = LockCore::new(
             mutex_config,
             locks,
@@ -321,7 +320,7 @@ impl Semaphore {
         let slot = self.next_slot;
         self.next_slot += 1;
         let mut config = self.config.clone();
-        config.seed = self.rng.next_u64();
+        config.seed = Rng::fork(self.config.seed, slot);
         let mut core = LockCore::new(
             config,
             self.leases_path.clone(),
@@ -420,11 +419,9 @@ impl Semaphore {
             let error = RequestError::RetriesExhausted(policy.max_retries);
             return self.fail_acquire(now, RecipeEvent::Failed(error));
         }
-        let n = acq.retries;
+        let pause = policy.pause(acq.retries, &mut self.rng);
         acq.retries += 1;
-        let factor = 1 + self.rng.next_u64() % (1u64 << (n + 1).min(30));
-        let pause = policy.base.saturating_mul(u32::try_from(factor).unwrap_or(u32::MAX)).min(policy.max_pause);
-        acq.phase = Phase::Pause { until: now.saturating_add(pause.max(Duration::from_millis(1))) };
+        acq.phase = Phase::Pause { until: now.saturating_add(pause) };
     }
 
     /// `Suspended`, once per connection drop.
