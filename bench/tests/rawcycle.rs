@@ -7,28 +7,9 @@ use std::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_zk-rawcycle");
 
-fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && !v.eq_ignore_ascii_case("false"))
-}
-
-/// The server address, or `None` (after printing why) when the test should skip.
-fn server() -> Option<String> {
-    match std::env::var("ZOOLOCK_TEST_CONNECT") {
-        Ok(addr) if !addr.trim().is_empty() => Some(addr.trim().to_owned()),
-        _ => {
-            assert!(!in_ci(), "CI is set but ZOOLOCK_TEST_CONNECT is not: the real-server test cannot run");
-            eprintln!(
-                "skipped: ZOOLOCK_TEST_CONNECT is not set (`bash .ci/run` starts a ZooKeeper and sets it; \
-                 or `export ZOOLOCK_TEST_CONNECT=$(bash scripts/zk-server.sh start DIR)`)"
-            );
-            None
-        }
-    }
-}
-
 #[test]
 fn every_plan_prints_one_json_line() {
-    let Some(addr) = server() else { return };
+    let Some(addr) = zoolock_testkit::real_server("zk-rawcycle") else { return };
     // The probe speaks HOST:PORT only; drop a chroot if the variable has one.
     let host = addr.split('/').next().unwrap_or_default();
     for plan in ["3rtt", "2rtt", "1rtt"] {

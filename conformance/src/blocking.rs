@@ -13,18 +13,6 @@ use std::time::Duration;
 use bytes::BytesMut;
 use zoolock_core::{Endpoint, Instant, IoCommand, Session};
 
-/// The address of the test server, from `ZOOLOCK_TEST_CONNECT`. Without it the
-/// caller should skip: this prints the reason and returns `None`.
-pub fn test_server(test: &str) -> Option<String> {
-    match std::env::var("ZOOLOCK_TEST_CONNECT") {
-        Ok(addr) if !addr.trim().is_empty() => Some(addr),
-        _ => {
-            eprintln!("skipped {test}: ZOOLOCK_TEST_CONNECT is not set (bash .ci/run starts a server and sets it)");
-            None
-        }
-    }
-}
-
 /// Drives one machine over blocking TCP.
 #[derive(Debug)]
 pub struct BlockingDriver<E = Session> {

@@ -29,7 +29,6 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
-use zoolock_conformance::blocking::test_server;
 use zoolock_core::wire::{
     Acl, AddWatchMode, AddWatchRequest, CheckVersionRequest, ConnectRequest, ConnectResponse, CreateMode,
     CreateRequest, DeleteRequest, Encode, ErrorCode, FrameDecoder, MultiResult, PathRequest, PathWatchRequest, Request,
@@ -49,16 +48,12 @@ const SESSIONS: usize = 3;
 
 // ---- randomness --------------------------------------------------------------------------
 
-/// SplitMix64: small, deterministic, good enough for op choice.
-struct Rng(u64);
+/// Core's seeded PRNG with the draws op choice makes.
+struct Rng(zoolock_core::Rng);
 
 impl Rng {
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     fn below(&mut self, n: usize) -> usize {
@@ -558,7 +553,7 @@ fn run_seed(
         compare(seed, 0, &format!("open s{k}"), &real.open(k), &sim.open(k))?;
     }
     let mut shadow = Shadow { root: root.clone(), containers: BTreeSet::new(), created: Vec::new() };
-    let mut rng = Rng(seed.wrapping_mul(0x2545_f491_4f6c_dd1d) ^ 0x5eed);
+    let mut rng = Rng(zoolock_core::Rng::with_seed(seed));
 
     // (Run from the end: the root first, then s0 and s1 take identities; s2
     // stays anonymous.)
@@ -643,7 +638,7 @@ fn run_seed(
 
 #[test]
 fn model_matches_the_real_server_on_random_sequences() {
-    let Some(addr) = test_server("model_matches_the_real_server_on_random_sequences") else { return };
+    let Some(addr) = zoolock_testkit::real_server("model_matches_the_real_server_on_random_sequences") else { return };
     let seeds = env_or("ZOOLOCK_DIFF_SEEDS", SEEDS);
     let first = env_or("ZOOLOCK_DIFF_FIRST_SEED", 1u64);
     let ops = env_or("ZOOLOCK_DIFF_OPS", OPS);

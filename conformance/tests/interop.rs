@@ -25,7 +25,6 @@ use std::time::{Duration, Instant};
 
 use tokio::task::JoinHandle;
 use tokio::time::sleep;
-use zoolock_conformance::blocking::test_server;
 use zoolock_tokio::{Client, Error, Guard, Lock, OpPlan, Options, ParticipantsOf};
 
 mod support_java;
@@ -111,7 +110,7 @@ async fn join<T>(what: &str, handle: JoinHandle<T>) -> T {
 
 /// The server address and the Java setup, or `None` to skip.
 fn setup(test: &str) -> Option<(String, &'static JavaSetup)> {
-    let addr = test_server(test)?;
+    let addr = zoolock_testkit::real_server(test)?;
     let java = java_or_skip(test)?;
     Some((addr, java))
 }

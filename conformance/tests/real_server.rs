@@ -8,7 +8,7 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use zoolock_conformance::blocking::{BlockingDriver, test_server};
+use zoolock_conformance::blocking::BlockingDriver;
 use zoolock_core::wire::{
     Acl, CheckVersionRequest, ConnectRequest, ConnectResponse, CreateMode, CreateRequest, DeleteRequest, Encode,
     ErrorCode, EventType, FrameDecoder, MultiResult, OpCode, PathWatchRequest, Request, RequestFrame, Response,
@@ -104,7 +104,7 @@ fn unique(prefix: &str) -> String {
 
 #[test]
 fn codec_round_trips_live_replies() {
-    let Some(addr) = test_server("codec_round_trips_live_replies") else { return };
+    let Some(addr) = zoolock_testkit::real_server("codec_round_trips_live_replies") else { return };
     let (mut raw, resp) = Raw::connect(&addr, 0, Bytes::from_static(&[0; 16]));
     assert!(resp.timeout_ms > 0 && resp.session_id != 0);
     let base = unique("zoolock-codec");
@@ -182,7 +182,7 @@ fn codec_round_trips_live_replies() {
 
 #[test]
 fn wrong_password_gets_the_expired_answer() {
-    let Some(addr) = test_server("wrong_password_gets_the_expired_answer") else { return };
+    let Some(addr) = zoolock_testkit::real_server("wrong_password_gets_the_expired_answer") else { return };
     let (mut live, resp) = Raw::connect(&addr, 0, Bytes::from_static(&[0; 16]));
     let (_, answer) = Raw::connect(&addr, resp.session_id, Bytes::from_static(&[9; 16]));
     assert!(answer.is_expired(), "{answer:?}");
@@ -229,7 +229,7 @@ fn call(
 
 #[test]
 fn session_serves_requests_watches_chroot_and_close() {
-    let Some(addr) = test_server("session_serves_requests_watches_chroot_and_close") else { return };
+    let Some(addr) = zoolock_testkit::real_server("session_serves_requests_watches_chroot_and_close") else { return };
     let root = unique("zoolock-session");
     let root_path = ZkPath::new(&root).unwrap();
 

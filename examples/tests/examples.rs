@@ -15,22 +15,6 @@ use std::time::{Duration, Instant};
 /// How long one example may take.
 const LIMIT: Duration = Duration::from_secs(60);
 
-fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && !v.eq_ignore_ascii_case("false"))
-}
-
-/// The server to test against, or `None` (after saying why) to skip.
-fn server(test: &str) -> Option<String> {
-    match std::env::var("ZOOLOCK_TEST_CONNECT") {
-        Ok(addr) if !addr.trim().is_empty() => Some(addr),
-        _ if in_ci() => panic!("{test}: CI is set but ZOOLOCK_TEST_CONNECT is not"),
-        _ => {
-            eprintln!("skipped {test}: ZOOLOCK_TEST_CONNECT is not set (bash .ci/run starts a server and sets it)");
-            None
-        }
-    }
-}
-
 /// Builds the examples once and returns the folder holding them:
 /// `<target>/<profile>/examples`, next to this test's own `deps` folder.
 fn examples_dir() -> &'static PathBuf {
@@ -113,7 +97,7 @@ fn leftovers(connect: &str, path: &str) -> Vec<String> {
 
 /// Runs one example and checks its output and the server afterwards.
 fn check(test: &str, example: &str, lines: &[&str]) {
-    let Some(connect) = server(test) else { return };
+    let Some(connect) = zoolock_testkit::real_server(test) else { return };
     let path = format!("/zoolock-examples-test/{}-{example}", std::process::id());
     let stdout = run(example, &connect, &path);
     for want in lines {

@@ -4,19 +4,9 @@ use std::time::Duration;
 
 use zoolock_tokio::{Error, HoldStatus, Options};
 
-fn server() -> Option<String> {
-    match std::env::var("ZOOLOCK_TEST_CONNECT") {
-        Ok(s) if !s.is_empty() => Some(s),
-        _ => {
-            eprintln!("skipped: ZOOLOCK_TEST_CONNECT is not set (bash .ci/run starts a server and sets it)");
-            None
-        }
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mutex_round_trip() {
-    let Some(addr) = server() else { return };
+    let Some(addr) = zoolock_testkit::real_server("mutex_round_trip") else { return };
     let a = zoolock_tokio::connect(&addr, Options::default()).await.unwrap();
     let b = zoolock_tokio::connect(&addr, Options::default()).await.unwrap();
     let path = format!("/zoolock-smoke-{}", std::process::id());

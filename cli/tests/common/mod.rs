@@ -4,28 +4,10 @@
 // Each test file uses a different part of it.
 #![allow(dead_code)]
 
-use std::net::{TcpStream, ToSocketAddrs};
-use std::time::Duration;
-
 /// The real server from `ZOOLOCK_TEST_CONNECT`, or `None` (with a message)
-/// if the tests that need it should skip. Panics if the variable is set but
-/// nothing answers there.
+/// if the tests that need it should skip (see `zoolock_testkit::real_server`).
 pub(crate) fn server() -> Option<String> {
-    let addr = match std::env::var("ZOOLOCK_TEST_CONNECT") {
-        Ok(s) if !s.trim().is_empty() => s.trim().to_owned(),
-        _ => {
-            eprintln!("skipped: ZOOLOCK_TEST_CONNECT is not set (bash .ci/run starts a server and sets it)");
-            return None;
-        }
-    };
-    let hosts = addr.split('/').next().unwrap_or_default();
-    let reachable = hosts.split(',').any(|host| {
-        host.to_socket_addrs()
-            .map(|mut a| a.any(|a| TcpStream::connect_timeout(&a, Duration::from_secs(2)).is_ok()))
-            .unwrap_or(false)
-    });
-    assert!(reachable, "ZOOLOCK_TEST_CONNECT={addr} is set but no server answers there");
-    Some(addr)
+    zoolock_testkit::real_server("this CLI test")
 }
 
 /// Starts `zoolock serve --port 0` and returns it with the address it

@@ -53,9 +53,7 @@ pub(crate) fn now_us() -> i64 {
     i64::try_from(d.as_micros()).expect("clock overflow")
 }
 
-pub(crate) fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && !v.eq_ignore_ascii_case("false"))
-}
+pub(crate) use zoolock_testkit::in_ci;
 
 pub(crate) async fn within<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
     timeout(STEP, f).await.unwrap_or_else(|_| panic!("{what}: no result within {STEP:?}"))

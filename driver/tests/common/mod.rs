@@ -2,13 +2,13 @@
 //! `transport-tokio/tests/e2e.rs` and `transport-smol/tests/e2e.rs` include
 //! this file and run each scenario on their runtime.
 //!
-//! Every scenario takes an [`Env`]: the server from `ZOOLOCK_TEST_CONNECT`
-//! (`bash .ci/run` starts one and sets it; without it every test prints why
-//! it skips and passes; with it set, a server that does not answer fails the
-//! tests) and the runtime under test, used for connecting, sleeping and
+//! Every scenario takes an [`Env`]: the server (the real one from
+//! `ZOOLOCK_TEST_CONNECT`, which `bash .ci/run` starts and sets; without it,
+//! the in-process model server of `zoolock-testkit`, so the scenarios never
+//! skip) and the runtime under test, used for connecting, sleeping and
 //! spawning, so the same code runs on tokio and on smol. Paths are unique per
 //! runtime, process and scenario, so the scenarios run in parallel against
-//! one server.
+//! one server. [`for_each_scenario!`] lists them once for every transport.
 //!
 //! `ZOOLOCK_TEST_SEED=N` replays the randomized cancellation runs.
 
@@ -29,6 +29,42 @@ use zoolock_driver::{
     Client, ConnectionState, Error, Guard, HoldStatus, Lease, Lock, OpPlan, Options, ParticipantsOf, Runtime,
 };
 
+/// Calls `$run!` with every scenario (and its arguments), so each transport
+/// lists none of them itself.
+macro_rules! for_each_scenario {
+    ($run:ident) => {
+        $run!(
+            mutex_exclusion,
+            mutex_fifo,
+            mutex_reentrancy,
+            mutex_concurrent_on_one_handle,
+            shared_handle_exclusion,
+            shared_handle_fifo,
+            semaphore_shared_handle,
+            rwlock,
+            semaphore,
+            semaphore_mutex,
+            multi_lock,
+            revocation,
+            participants,
+            queue_positions,
+            fenced_writes,
+            plain_ops,
+            chroot_created,
+            connection_states,
+            close_session,
+            loss_suspended_then_reconnected,
+            loss_lost_after_session_timeout,
+            loss_renewal,
+            cancellation_mutex(1000),
+            cancellation_rwlock(100),
+            cancellation_semaphore(100),
+            cancellation_semaphore_mutex(100),
+            cancellation_multi_lock(100),
+        );
+    };
+}
+
 // ---- environment ---------------------------------------------------------------------
 
 /// The server and the runtime a scenario runs on.
@@ -40,18 +76,9 @@ pub(crate) struct Env {
 }
 
 impl Env {
-    /// `None` (after printing why) when `ZOOLOCK_TEST_CONNECT` is unset.
-    pub(crate) fn new(runtime: Arc<dyn Runtime>, label: &'static str) -> Option<Env> {
-        match std::env::var("ZOOLOCK_TEST_CONNECT") {
-            Ok(addr) if !addr.trim().is_empty() => Some(Env { addr: addr.trim().to_owned(), runtime, label }),
-            _ => {
-                eprintln!(
-                    "skipped: ZOOLOCK_TEST_CONNECT is not set (`bash .ci/run` starts a ZooKeeper and sets it; \
-                     or `export ZOOLOCK_TEST_CONNECT=$(bash scripts/zk-server.sh start DIR)`)"
-                );
-                None
-            }
-        }
+    /// The scenarios' server (see the module docs) on `runtime`.
+    pub(crate) fn new(runtime: Arc<dyn Runtime>, label: &'static str) -> Env {
+        Env { addr: zoolock_testkit::any_server(), runtime, label }
     }
 
     fn options() -> Options {
@@ -1359,16 +1386,18 @@ pub(crate) async fn loss_renewal(env: &Env) {
 
 // ---- cancellation --------------------------------------------------------------------
 
-/// xorshift64*: reproducible from the printed seed.
+/// Core's seeded PRNG with the draws the cancellation runs make;
+/// reproducible from the printed seed.
 #[derive(Clone)]
-struct Rng(u64);
+struct Rng(zoolock_driver::core::Rng);
 
 impl Rng {
+    fn new(seed: u64) -> Rng {
+        Rng(zoolock_driver::core::Rng::with_seed(seed))
+    }
+
     fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        self.0.next_u64()
     }
 
     fn below(&mut self, n: u64) -> u64 {
@@ -1618,14 +1647,14 @@ async fn cancellation_run(
     for lane in 0..lanes {
         let c = env.client().await;
         let acquire = make(c.clone()).await;
-        let rng = Rng(seed.wrapping_add(0x9e37_79b9_7f4a_7c15u64.wrapping_mul(lane as u64 + 1)) | 1);
+        let rng = Rng::new(zoolock_driver::core::Rng::fork(seed, lane as u64 + 1));
         let per_lane = drops / lanes + usize::from(lane < drops % lanes);
         droppers.push(env.spawn(dropper_lane(env.clone(), acquire, rng, shared.clone(), per_lane)));
         clients.push(c);
     }
     let h = env.client().await;
     let acquire = make(h.clone()).await;
-    let holder = env.spawn(holder_lane(env.clone(), acquire, Rng(seed ^ 0x5555), shared.clone(), stop.clone()));
+    let holder = env.spawn(holder_lane(env.clone(), acquire, Rng::new(zoolock_driver::core::Rng::fork(seed, 0)), shared.clone(), stop.clone()));
     clients.push(h);
     let mut failures = Vec::new();
     for d in droppers {

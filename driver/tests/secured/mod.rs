@@ -99,7 +99,7 @@ fn is_server(result: &Result<impl std::fmt::Debug, Error>, code: ErrorCode) -> b
 /// authenticated identity; an unauthenticated client (or one with the wrong
 /// password) gets NoAuth deleting the lock node or listing its parent.
 pub(crate) async fn digest_acl(rt: &Rt) {
-    let Some(addr) = env_var("ZOOLOCK_TEST_CONNECT") else { return };
+    let Some(addr) = zoolock_testkit::real_server("secured") else { return };
     let acl = AclPolicy::new(parse_acl("auth::cdrwa").unwrap());
     let owner = Options::default().auth("digest", "alice:secret").acl(acl.clone());
     let a = rt.within("connect", rt.connect(&addr, owner.clone())).await.expect("digest auth connects");
@@ -142,7 +142,7 @@ pub(crate) async fn digest_acl(rt: &Rt) {
 
 /// Per-prefix ACLs: the prefix's ACL applies under it, the default elsewhere.
 pub(crate) async fn acl_prefix(rt: &Rt) {
-    let Some(addr) = env_var("ZOOLOCK_TEST_CONNECT") else { return };
+    let Some(addr) = zoolock_testkit::real_server("secured") else { return };
     let private = rt.path("private");
     let policy = AclPolicy::default().with_prefix(
         zoolock_driver::core::ZkPath::new(&private).unwrap(),
@@ -164,7 +164,7 @@ pub(crate) async fn acl_prefix(rt: &Rt) {
 
 /// A credential the server rejects ends the connect with AuthFailed at once.
 pub(crate) async fn auth_failed(rt: &Rt) {
-    let Some(addr) = env_var("ZOOLOCK_TEST_CONNECT") else { return };
+    let Some(addr) = zoolock_testkit::real_server("secured") else { return };
     let start = Instant::now();
     let result = rt.connect(&addr, Options::default().auth("no-such-scheme", "x")).await;
     assert!(matches!(result, Err(Error::Request(RequestError::AuthFailed))), "{result:?}");
