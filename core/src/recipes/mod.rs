@@ -2,6 +2,7 @@
 
 pub(crate) mod capability;
 pub(crate) mod config;
+pub(crate) mod kit;
 pub(crate) mod lock_core;
 pub(crate) mod multilock;
 pub(crate) mod mutex;

@@ -2,7 +2,7 @@
 //! (any [`LockRecipe`]), or none.
 
 use alloc::boxed::Box;
-use alloc::collections::{BTreeSet, VecDeque};
+use alloc::collections::BTreeSet;
 use alloc::vec::Vec;
 use core::any::Any;
 
@@ -10,6 +10,7 @@ use zoolock_wire::Response;
 
 use super::capability::{BoxedLock, LockRecipe, Part, part_event};
 use super::config::LockConfig;
+use super::kit::{OpRouter, Outbox};
 use super::mutex::Mutex;
 use super::rwlock::member_seed;
 use crate::error::{ApiMisuse, RequestError};
@@ -66,8 +67,8 @@ enum State {
 ///   release to drop the rest). Other member events, and every member event
 ///   outside the held state, come as `Member { index, event }`.
 ///
-/// Op ids: member `m`'s op id `i` becomes `OpId(i × n + m)` for `n` members.
-/// After every input the members' ops and events are collected in index order.
+/// The members' ops leave through an [`OpRouter`]. After every input the
+/// members' ops and events are collected in index order.
 pub struct MultiLock {
     members: Vec<Member>,
     state: State,
@@ -75,8 +76,8 @@ pub struct MultiLock {
     deadline: Option<Instant>,
     suspended: BTreeSet<usize>,
     lost: bool,
-    ops: VecDeque<RecipeOp>,
-    events: VecDeque<RecipeEvent>,
+    out: Outbox,
+    router: OpRouter<usize>,
 }
 
 /// One member: a lock recipe and which of its parts this multi-lock takes.
@@ -156,8 +157,8 @@ impl MultiLock {
             deadline: None,
             suspended: BTreeSet::new(),
             lost: false,
-            ops: VecDeque::new(),
-            events: VecDeque::new(),
+            out: Outbox::default(),
+            router: OpRouter::default(),
         })
     }
 
@@ -211,7 +212,7 @@ impl MultiLock {
 
     /// True when nothing is in progress and no member owes the server work.
     pub fn is_quiescent(&self) -> bool {
-        matches!(self.state, State::Idle) && self.ops.is_empty() && self.members.iter().all(|m| m.lock.is_quiescent())
+        matches!(self.state, State::Idle) && self.out.no_ops() && self.members.iter().all(|m| m.lock.is_quiescent())
     }
 
     /// Acquires every member, waiting until `deadline` (`None`: forever).
@@ -224,7 +225,7 @@ impl MultiLock {
             State::Held => {
                 self.holds += 1;
                 if let Some(event) = self.acquired_event() {
-                    self.events.push_back(event);
+                    self.out.emit(event);
                 }
                 return Ok(());
             }
@@ -300,24 +301,21 @@ impl MultiLock {
         self.state = State::Idle;
         self.holds = 0;
         if release {
-            self.events.push_back(RecipeEvent::Released);
+            self.out.emit(RecipeEvent::Released);
         } else if let Some(event) = outcome {
-            self.events.push_back(event);
+            self.out.emit(event);
         }
     }
 
     /// Moves members' ops and events out, driving the sequence, until nothing
     /// more happens.
     fn collect(&mut self, now: Instant) {
-        let n = u64::try_from(self.members.len()).unwrap_or(u64::MAX).max(1);
         loop {
             let mut progressed = false;
             for idx in 0..self.members.len() {
                 let Some(m) = self.members.get_mut(idx) else { continue };
-                let tag = u64::try_from(idx).unwrap_or(0);
                 while let Some(op) = m.lock.poll_op() {
-                    let id = OpId(op.id.0.saturating_mul(n).saturating_add(tag));
-                    self.ops.push_back(RecipeOp { id, op: op.op });
+                    self.router.forward(&mut self.out, idx, op);
                 }
                 if let Some(event) = self.members.get_mut(idx).and_then(|m| m.poll_event()) {
                     progressed = true;
@@ -335,7 +333,7 @@ impl MultiLock {
             // Where the member being acquired stands is where the whole
             // acquire stands.
             (State::Acquiring { next }, event @ RecipeEvent::Queued { .. }) if *next == idx => {
-                self.events.push_back(event);
+                self.out.emit(event);
             }
             (State::Acquiring { next }, RecipeEvent::Acquired { .. }) if *next == idx => {
                 let following = idx + 1;
@@ -343,7 +341,7 @@ impl MultiLock {
                     self.state = State::Held;
                     self.holds = 1;
                     if let Some(event) = self.acquired_event() {
-                        self.events.push_back(event);
+                        self.out.emit(event);
                     }
                     return;
                 }
@@ -368,26 +366,26 @@ impl MultiLock {
                 *current = None;
                 self.suspended.remove(&idx);
                 if let RecipeEvent::Failed(e) = event {
-                    self.events.push_back(member(idx, RecipeEvent::Failed(e)));
+                    self.out.emit(member(idx, RecipeEvent::Failed(e)));
                 }
                 self.advance_release(now);
             }
             (State::Held, RecipeEvent::Suspended) => {
                 if self.suspended.is_empty() && !self.lost {
-                    self.events.push_back(RecipeEvent::Suspended);
+                    self.out.emit(RecipeEvent::Suspended);
                 }
                 self.suspended.insert(idx);
             }
             (State::Held, RecipeEvent::Reconnected) => {
                 if self.suspended.remove(&idx) && self.suspended.is_empty() && !self.lost {
-                    self.events.push_back(RecipeEvent::Reconnected);
+                    self.out.emit(RecipeEvent::Reconnected);
                 }
             }
             (State::Held, RecipeEvent::Lost) => {
                 self.suspended.remove(&idx);
                 if !self.lost {
                     self.lost = true;
-                    self.events.push_back(RecipeEvent::Lost);
+                    self.out.emit(RecipeEvent::Lost);
                 }
             }
             (_, event) => {
@@ -400,7 +398,7 @@ impl MultiLock {
                     }
                     _ => {}
                 }
-                self.events.push_back(member(idx, event));
+                self.out.emit(member(idx, event));
             }
         }
     }
@@ -412,10 +410,10 @@ fn member(index: usize, event: RecipeEvent) -> RecipeEvent {
 
 impl Recipe for MultiLock {
     fn handle_reply(&mut self, now: Instant, op: OpId, result: Result<Response, RequestError>) {
-        let n = u64::try_from(self.members.len()).unwrap_or(u64::MAX).max(1);
-        let idx = usize::try_from(op.0 % n).unwrap_or(usize::MAX);
-        if let Some(m) = self.members.get_mut(idx) {
-            m.lock.handle_reply(now, OpId(op.0 / n), result);
+        if let Some((idx, inner)) = self.router.take(op) {
+            if let Some(m) = self.members.get_mut(idx) {
+                m.lock.handle_reply(now, inner, result);
+            }
         }
         self.collect(now);
     }
@@ -445,11 +443,11 @@ impl Recipe for MultiLock {
     }
 
     fn poll_op(&mut self) -> Option<RecipeOp> {
-        self.ops.pop_front()
+        self.out.poll_op()
     }
 
     fn poll_event(&mut self) -> Option<RecipeEvent> {
-        self.events.pop_front()
+        self.out.poll_event()
     }
 
     fn poll_timeout(&self) -> Option<Instant> {

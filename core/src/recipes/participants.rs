@@ -1,7 +1,7 @@
 //! [`Participants`]: who is queued on a lock path, in queue order (Curator's
 //! `getParticipantNodes`, plus each node's data).
 
-use alloc::collections::{BTreeMap, VecDeque};
+use alloc::collections::BTreeMap;
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -10,6 +10,7 @@ use core::any::Any;
 use bytes::Bytes;
 use zoolock_wire::{ErrorCode, OpCode, Response};
 
+use super::kit::Outbox;
 use super::policy::{LEASE_NAME, LOCK_NAME, SortKey};
 use super::semaphore::SEMAPHORE_LEASES;
 use crate::error::{ApiMisuse, RequestError};
@@ -54,12 +55,10 @@ pub struct Participants {
     marker: Option<&'static str>,
     with_data: bool,
     step: Step,
-    next_op: u64,
     /// Requests that met a connection loss, resent on reconnect.
     owed: Vec<(OpId, ZkPath, Option<usize>)>,
     list_op: Option<OpId>,
-    ops: VecDeque<RecipeOp>,
-    events: VecDeque<RecipeEvent>,
+    out: Outbox,
 }
 
 impl Participants {
@@ -72,11 +71,9 @@ impl Participants {
             marker: None,
             with_data: true,
             step: Step::Done,
-            next_op: 0,
             owed: Vec::new(),
             list_op: None,
-            ops: VecDeque::new(),
-            events: VecDeque::new(),
+            out: Outbox::default(),
         };
         p.list();
         p
@@ -125,9 +122,7 @@ impl Participants {
     }
 
     fn next_id(&mut self) -> OpId {
-        let id = OpId(self.next_op);
-        self.next_op += 1;
-        id
+        self.out.fresh_id()
     }
 
     fn list(&mut self) {
@@ -135,14 +130,14 @@ impl Participants {
         self.owed.clear();
         let id = self.next_id();
         self.list_op = Some(id);
-        self.ops.push_back(RecipeOp { id, op: Op::get_children(&self.base, false) });
+        self.out.send_as(id, Op::get_children(&self.base, false));
     }
 
     fn finish(&mut self, event: RecipeEvent) {
         self.step = Step::Done;
         self.list_op = None;
         self.owed.clear();
-        self.events.push_back(event);
+        self.out.emit(event);
     }
 
     fn on_list(&mut self, result: Result<Response, RequestError>) {
@@ -180,7 +175,7 @@ impl Participants {
                     let id = self.next_id();
                     pending.insert(id, idx);
                     data.push(None);
-                    self.ops.push_back(RecipeOp { id, op: Op::get_data(&zk, false) });
+                    self.out.send_as(id, Op::get_data(&zk, false));
                 }
                 // A name the server returned that is not a valid path: no data.
                 Err(_) => data.push(Some(None)),
@@ -228,13 +223,13 @@ impl Participants {
             match child {
                 None => {
                     self.list_op = Some(id);
-                    self.ops.push_back(RecipeOp { id, op: Op::get_children(&path, false) });
+                    self.out.send_as(id, Op::get_children(&path, false));
                 }
                 Some(idx) => {
                     if let Step::Reading { pending, .. } = &mut self.step {
                         pending.insert(id, idx);
                     }
-                    self.ops.push_back(RecipeOp { id, op: Op::get_data(&path, false) });
+                    self.out.send_as(id, Op::get_data(&path, false));
                 }
             }
         }
@@ -257,27 +252,22 @@ impl Recipe for Participants {
             ConnectionState::Connected | ConnectionState::Reconnected | ConnectionState::ConnectedReadOnly => {
                 self.resend_owed();
             }
-            ConnectionState::Lost
-            | ConnectionState::Closed
-            | ConnectionState::AuthFailed
-            | ConnectionState::ServerMisbehaved(_) => {
-                if !matches!(self.step, Step::Done) {
-                    let error = state.end_error().unwrap_or(RequestError::Closed);
+            _ => {
+                if let Some(error) = state.end_error().filter(|_| !matches!(self.step, Step::Done)) {
                     self.finish(RecipeEvent::Failed(error));
                 }
             }
-            ConnectionState::Suspended => {}
         }
     }
 
     fn handle_timeout(&mut self, _now: Instant) {}
 
     fn poll_op(&mut self) -> Option<RecipeOp> {
-        self.ops.pop_front()
+        self.out.poll_op()
     }
 
     fn poll_event(&mut self) -> Option<RecipeEvent> {
-        self.events.pop_front()
+        self.out.poll_event()
     }
 
     fn poll_timeout(&self) -> Option<Instant> {

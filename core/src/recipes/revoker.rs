@@ -1,11 +1,11 @@
 //! [`Revoker`]: Curator's `Revoker.attemptRevoke`, one setData.
 
-use alloc::collections::VecDeque;
 use core::any::Any;
 
 use bytes::Bytes;
 use zoolock_wire::Response;
 
+use super::kit::Outbox;
 use super::lock_core::REVOKE_MESSAGE;
 use crate::error::{ApiMisuse, RequestError};
 use crate::op::Op;
@@ -33,21 +33,18 @@ use crate::time::Instant;
 #[derive(Debug)]
 pub struct Revoker {
     node: ZkPath,
-    next_op: u64,
     /// The op in flight, if any.
     in_flight: Option<OpId>,
     /// The last attempt met a connection loss; resend on reconnect.
     retry: bool,
-    ops: VecDeque<RecipeOp>,
-    events: VecDeque<RecipeEvent>,
+    out: Outbox,
 }
 
 impl Revoker {
     /// A revoker for the lock node `node` (a full path, e.g. from
     /// [`Participants`](super::Participants)); the request is queued at once.
     pub fn new(node: ZkPath) -> Revoker {
-        let mut revoker =
-            Revoker { node, next_op: 0, in_flight: None, retry: false, ops: VecDeque::new(), events: VecDeque::new() };
+        let mut revoker = Revoker { node, in_flight: None, retry: false, out: Outbox::default() };
         revoker.send();
         revoker
     }
@@ -67,12 +64,9 @@ impl Revoker {
     }
 
     fn send(&mut self) {
-        let id = OpId(self.next_op);
-        self.next_op += 1;
-        self.in_flight = Some(id);
         self.retry = false;
         let op = Op::set_data(&self.node, Bytes::from_static(REVOKE_MESSAGE), None);
-        self.ops.push_back(RecipeOp { id, op });
+        self.in_flight = Some(self.out.send(op));
     }
 }
 
@@ -83,9 +77,9 @@ impl Recipe for Revoker {
         }
         self.in_flight = None;
         match result {
-            Ok(_) => self.events.push_back(RecipeEvent::RevokeSent),
+            Ok(_) => self.out.emit(RecipeEvent::RevokeSent),
             Err(RequestError::ConnectionLoss) => self.retry = true,
-            Err(e) => self.events.push_back(RecipeEvent::Failed(e)),
+            Err(e) => self.out.emit(RecipeEvent::Failed(e)),
         }
     }
 
@@ -98,29 +92,24 @@ impl Recipe for Revoker {
                     self.send();
                 }
             }
-            ConnectionState::Lost
-            | ConnectionState::Closed
-            | ConnectionState::AuthFailed
-            | ConnectionState::ServerMisbehaved(_) => {
-                if self.retry || self.in_flight.is_some() {
+            _ => {
+                if let Some(error) = state.end_error().filter(|_| self.retry || self.in_flight.is_some()) {
                     self.retry = false;
                     self.in_flight = None;
-                    let error = state.end_error().unwrap_or(RequestError::Closed);
-                    self.events.push_back(RecipeEvent::Failed(error));
+                    self.out.emit(RecipeEvent::Failed(error));
                 }
             }
-            ConnectionState::Suspended => {}
         }
     }
 
     fn handle_timeout(&mut self, _now: Instant) {}
 
     fn poll_op(&mut self) -> Option<RecipeOp> {
-        self.ops.pop_front()
+        self.out.poll_op()
     }
 
     fn poll_event(&mut self) -> Option<RecipeEvent> {
-        self.events.pop_front()
+        self.out.poll_event()
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
@@ -128,7 +117,7 @@ impl Recipe for Revoker {
     }
 
     fn is_quiescent(&self) -> bool {
-        self.in_flight.is_none() && !self.retry && self.ops.is_empty()
+        self.in_flight.is_none() && !self.retry && self.out.no_ops()
     }
 
     fn as_any_mut(&mut self) -> &mut dyn Any {

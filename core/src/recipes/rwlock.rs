@@ -3,13 +3,13 @@
 //! one FIFO by sequence number, so neither side starves.
 
 use alloc::boxed::Box;
-use alloc::collections::VecDeque;
 use alloc::string::String;
 use core::any::Any;
 
 use zoolock_wire::Response;
 
 use super::config::{LockConfig, OpPlan};
+use super::kit::{OpRouter, Outbox};
 use super::lock_core::{LockCore, Rule, Shape};
 use super::policy::{READ_NAME, SortKey, WRITE_NAME, rw_sort_key};
 use crate::error::{ApiMisuse, RequestError};
@@ -56,8 +56,8 @@ pub(crate) fn member_seed(seed: u64, index: usize) -> u64 {
 /// predecessor goes) is used by the read half only: a downgrading holder can
 /// put a read node ahead of a queued writer after that writer listed.
 ///
-/// Op ids: the half's own op id `i` becomes `OpId(2 * i + half)`. After every
-/// input the halves' ops and events are collected, read half first.
+/// The halves' ops leave through an [`OpRouter`]. After every input the
+/// halves' ops and events are collected, read half first.
 #[derive(Debug)]
 pub struct ReadWriteLock {
     read: LockCore,
@@ -65,8 +65,8 @@ pub struct ReadWriteLock {
     plan: OpPlan,
     read_holds: u32,
     write_holds: u32,
-    ops: VecDeque<RecipeOp>,
-    events: VecDeque<RecipeEvent>,
+    out: Outbox,
+    router: OpRouter<usize>,
 }
 
 impl ReadWriteLock {
@@ -99,8 +99,8 @@ impl ReadWriteLock {
             plan,
             read_holds: 0,
             write_holds: 0,
-            ops: VecDeque::new(),
-            events: VecDeque::new(),
+            out: Outbox::default(),
+            router: OpRouter::default(),
         }
     }
 
@@ -136,7 +136,7 @@ impl ReadWriteLock {
         if let Some(node) = self.read.held() {
             self.read_holds += 1;
             let event = RecipeEvent::Acquired { node: node.path.clone(), token: node.token };
-            self.events.push_back(member(READ, event));
+            self.out.emit(member(READ, event));
             return Ok(());
         }
         let shape = match (self.write.held(), self.plan) {
@@ -159,7 +159,7 @@ impl ReadWriteLock {
         if let Some(node) = self.write.held() {
             self.write_holds += 1;
             let event = RecipeEvent::Acquired { node: node.path.clone(), token: node.token };
-            self.events.push_back(member(WRITE, event));
+            self.out.emit(member(WRITE, event));
             return Ok(());
         }
         if self.read.held().is_some() || self.read.is_acquiring() {
@@ -246,7 +246,7 @@ impl ReadWriteLock {
 
     /// True when neither half has anything in progress or owed to the server.
     pub fn is_quiescent(&self) -> bool {
-        self.ops.is_empty()
+        self.out.no_ops()
             && self.read.is_idle()
             && self.write.is_idle()
             && !self.read.has_cleanup()
@@ -263,8 +263,7 @@ impl ReadWriteLock {
                 _ => &mut self.write,
             };
             while let Some(op) = core.poll_op() {
-                let id = OpId((op.id.0 << 1) | u64::from(half == WRITE));
-                self.ops.push_back(RecipeOp { id, op: op.op });
+                self.router.forward(&mut self.out, half, op);
             }
             while let Some(event) = core.poll_event() {
                 let holds = if half == READ { &mut self.read_holds } else { &mut self.write_holds };
@@ -273,7 +272,7 @@ impl ReadWriteLock {
                     RecipeEvent::Lost | RecipeEvent::Released => *holds = 0,
                     _ => {}
                 }
-                self.events.push_back(member(half, event));
+                self.out.emit(member(half, event));
             }
         }
         self.read.holds_write = self.write.held().is_some();
@@ -286,11 +285,10 @@ fn member(index: usize, event: RecipeEvent) -> RecipeEvent {
 
 impl Recipe for ReadWriteLock {
     fn handle_reply(&mut self, now: Instant, op: OpId, result: Result<Response, RequestError>) {
-        let inner = OpId(op.0 >> 1);
-        if op.0 & 1 == 0 {
-            self.read.handle_reply(now, inner, result);
-        } else {
-            self.write.handle_reply(now, inner, result);
+        match self.router.take(op) {
+            Some((READ, inner)) => self.read.handle_reply(now, inner, result),
+            Some((_, inner)) => self.write.handle_reply(now, inner, result),
+            None => {}
         }
         self.collect();
     }
@@ -319,11 +317,11 @@ impl Recipe for ReadWriteLock {
     }
 
     fn poll_op(&mut self) -> Option<RecipeOp> {
-        self.ops.pop_front()
+        self.out.poll_op()
     }
 
     fn poll_event(&mut self) -> Option<RecipeEvent> {
-        self.events.pop_front()
+        self.out.poll_event()
     }
 
     fn poll_timeout(&self) -> Option<Instant> {

@@ -1654,7 +1654,13 @@ async fn cancellation_run(
     }
     let h = env.client().await;
     let acquire = make(h.clone()).await;
-    let holder = env.spawn(holder_lane(env.clone(), acquire, Rng::new(zoolock_driver::core::Rng::fork(seed, 0)), shared.clone(), stop.clone()));
+    let holder = env.spawn(holder_lane(
+        env.clone(),
+        acquire,
+        Rng::new(zoolock_driver::core::Rng::fork(seed, 0)),
+        shared.clone(),
+        stop.clone(),
+    ));
     clients.push(h);
     let mut failures = Vec::new();
     for d in droppers {

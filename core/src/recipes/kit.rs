@@ -1,0 +1,86 @@
+//! The plumbing every recipe shares: an outbox for the ops it wants sent and
+//! the events it reports, and a router for composites that forward their
+//! members' ops under ids of their own.
+
+use alloc::collections::{BTreeMap, VecDeque};
+
+use crate::op::Op;
+use crate::recipe::{OpId, RecipeEvent, RecipeOp};
+
+/// Ops to send, each under a fresh id, and events to report, in order.
+#[derive(Debug, Default)]
+pub(crate) struct Outbox {
+    next_op: u64,
+    ops: VecDeque<RecipeOp>,
+    events: VecDeque<RecipeEvent>,
+}
+
+impl Outbox {
+    /// Queues `op` under a fresh id and returns the id.
+    pub(crate) fn send(&mut self, op: Op) -> OpId {
+        let id = self.fresh_id();
+        self.ops.push_back(RecipeOp { id, op });
+        id
+    }
+
+    /// An id no op of this outbox has had.
+    pub(crate) fn fresh_id(&mut self) -> OpId {
+        let id = OpId(self.next_op);
+        self.next_op += 1;
+        id
+    }
+
+    /// Queues an op under an id from [`Outbox::fresh_id`].
+    pub(crate) fn send_as(&mut self, id: OpId, op: Op) {
+        self.ops.push_back(RecipeOp { id, op });
+    }
+
+    /// Queues an event.
+    pub(crate) fn emit(&mut self, event: RecipeEvent) {
+        self.events.push_back(event);
+    }
+
+    /// The next op to send.
+    pub(crate) fn poll_op(&mut self) -> Option<RecipeOp> {
+        self.ops.pop_front()
+    }
+
+    /// The next event.
+    pub(crate) fn poll_event(&mut self) -> Option<RecipeEvent> {
+        self.events.pop_front()
+    }
+
+    /// No op is waiting to be sent.
+    pub(crate) fn no_ops(&self) -> bool {
+        self.ops.is_empty()
+    }
+}
+
+/// A composite's forwarded ops: each member op leaves under a fresh id of the
+/// composite, and its reply finds the way back to the member. Every sent op
+/// gets exactly one reply (a result, or the session's verdict), which spends
+/// its route.
+#[derive(Debug)]
+pub(crate) struct OpRouter<K> {
+    routes: BTreeMap<OpId, (K, OpId)>,
+}
+
+impl<K> Default for OpRouter<K> {
+    fn default() -> Self {
+        OpRouter { routes: BTreeMap::new() }
+    }
+}
+
+impl<K: Copy> OpRouter<K> {
+    /// Sends member `member`'s op through `out` under a fresh id.
+    pub(crate) fn forward(&mut self, out: &mut Outbox, member: K, op: RecipeOp) {
+        let id = out.fresh_id();
+        self.routes.insert(id, (member, op.id));
+        out.send_as(id, op.op);
+    }
+
+    /// The member and its own id for a reply to `id`; the route is spent.
+    pub(crate) fn take(&mut self, id: OpId) -> Option<(K, OpId)> {
+        self.routes.remove(&id)
+    }
+}
