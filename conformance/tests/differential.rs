@@ -24,18 +24,17 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
-use std::io::{Read, Write};
-use std::net::TcpStream;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use zoolock_core::wire::{
-    Acl, AddWatchMode, AddWatchRequest, CheckVersionRequest, ConnectRequest, ConnectResponse, CreateMode,
-    CreateRequest, DeleteRequest, Encode, ErrorCode, FrameDecoder, MultiResult, PathRequest, PathWatchRequest, Request,
-    RequestFrame, Response, ServerMessage, SetDataRequest, Stat, WatcherType, WatchesRequest, Xid, encode_frame,
+    Acl, AddWatchMode, AddWatchRequest, CheckVersionRequest, ConnectResponse, CreateMode, CreateRequest, DeleteRequest,
+    ErrorCode, MultiResult, PathRequest, PathWatchRequest, Request, RequestFrame, Response, ServerMessage,
+    SetDataRequest, Stat, WatcherType, WatchesRequest, Xid,
 };
 use zoolock_model::ModelConfig;
 use zoolock_model::TestingServer;
+use zoolock_testkit::raw::RawConn;
 
 /// Seeds per run and ops per seed; `ZOOLOCK_DIFF_SEEDS` / `ZOOLOCK_DIFF_OPS`
 /// override them (and `ZOOLOCK_DIFF_FIRST_SEED` the first seed). With
@@ -74,73 +73,27 @@ impl Rng {
 /// A raw connection speaking frames through the codec only; it keeps the
 /// notifications it reads until [`Conn::take_events`].
 struct Conn {
-    stream: TcpStream,
-    rx: BytesMut,
-    decoder: FrameDecoder,
-    next_xid: i32,
+    raw: RawConn,
     session_id: i64,
     events: Vec<String>,
 }
 
 impl Conn {
     fn connect(addr: &str) -> (Conn, ConnectResponse) {
-        let stream =
-            TcpStream::connect(addr).unwrap_or_else(|e| panic!("ZOOLOCK_TEST_CONNECT={addr} unreachable: {e}"));
-        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        stream.set_nodelay(true).unwrap();
-        let mut conn = Conn {
-            stream,
-            rx: BytesMut::new(),
-            decoder: FrameDecoder::default(),
-            next_xid: 1,
-            session_id: 0,
-            events: Vec::new(),
-        };
-        conn.write(&ConnectRequest {
-            protocol_version: 0,
-            last_zxid_seen: 0,
-            timeout_ms: 10_000,
-            session_id: 0,
-            passwd: Some(Bytes::from_static(&[0; 16])),
-            read_only: Some(false),
-        });
-        let frame = conn.read_frame().unwrap_or_else(|| panic!("{addr}: no ConnectResponse"));
-        let resp = ConnectResponse::decode(&frame).unwrap();
-        conn.session_id = resp.session_id;
-        (conn, resp)
-    }
-
-    fn write(&mut self, msg: &impl Encode) {
-        let mut buf = BytesMut::new();
-        encode_frame(msg, usize::MAX, &mut buf).unwrap();
-        self.stream.write_all(&buf).unwrap();
+        let (raw, resp, _) = RawConn::connect(addr, 0, Bytes::from_static(&[0; 16]));
+        (Conn { raw, session_id: resp.session_id, events: Vec::new() }, resp)
     }
 
     fn read_frame(&mut self) -> Option<Bytes> {
-        loop {
-            if let Some(frame) = self.decoder.decode(&mut self.rx).unwrap() {
-                return Some(frame);
-            }
-            let mut chunk = [0u8; 65536];
-            let n = match self.stream.read(&mut chunk) {
-                Ok(n) => n,
-                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => 0,
-                Err(e) => panic!("read: {e}"),
-            };
-            if n == 0 {
-                return None;
-            }
-            self.rx.extend_from_slice(&chunk[..n]);
-        }
+        self.raw.read_frame()
     }
 
     /// Sends one request and returns its reply; notifications read on the
     /// way are kept.
     fn call(&mut self, request: Request) -> (ErrorCode, Option<Response>) {
-        let xid = Xid(self.next_xid);
-        self.next_xid += 1;
+        let xid = self.raw.next_xid();
         let op = request.op_code();
-        self.write(&RequestFrame::new(xid, request));
+        self.raw.write(&RequestFrame::new(xid, request));
         loop {
             let frame = self.read_frame().unwrap_or_else(|| panic!("connection closed before the {op} reply"));
             match ServerMessage::decode(&frame, |x| (x == xid).then_some(op)).unwrap() {
@@ -162,7 +115,7 @@ impl Conn {
             scheme: scheme.to_owned(),
             auth: Some(Bytes::from_static(credentials)),
         };
-        self.write(&RequestFrame::new(Xid::AUTH, Request::Auth(packet)));
+        self.raw.write(&RequestFrame::new(Xid::AUTH, Request::Auth(packet)));
         loop {
             let frame = self.read_frame().unwrap_or_else(|| panic!("connection closed before the auth reply"));
             match ServerMessage::decode(&frame, |_| None).unwrap() {

@@ -3,78 +3,40 @@
 //! blocking TCP. Skipped, with the reason printed, when the variable is unset;
 //! failing when it is set and the server is unreachable.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use zoolock_conformance::blocking::BlockingDriver;
 use zoolock_core::wire::{
-    Acl, CheckVersionRequest, ConnectRequest, ConnectResponse, CreateMode, CreateRequest, DeleteRequest, Encode,
-    ErrorCode, EventType, FrameDecoder, MultiResult, OpCode, PathWatchRequest, Request, RequestFrame, Response,
-    ServerMessage, SetDataRequest, Xid, encode_frame,
+    Acl, CheckVersionRequest, ConnectResponse, CreateMode, CreateRequest, DeleteRequest, Encode, ErrorCode, EventType,
+    MultiResult, OpCode, PathWatchRequest, Request, RequestFrame, Response, ServerMessage, SetDataRequest,
 };
 use zoolock_core::{
     ConnectString, ConnectionState, Op, RequestError, RequestId, Session, SessionConfig, SessionEvent, SessionStatus,
     WatchEvent, WatcherId, ZkPath,
 };
+use zoolock_testkit::raw::RawConn;
 
-/// A raw connection speaking frames through the codec only.
-struct Raw {
-    stream: TcpStream,
-    rx: BytesMut,
-    decoder: FrameDecoder,
-    next_xid: i32,
-}
+/// A raw connection that checks what it reads re-encodes byte-identically.
+struct Raw(RawConn);
 
 impl Raw {
     fn connect(addr: &str, session_id: i64, passwd: Bytes) -> (Raw, ConnectResponse) {
-        let stream =
-            TcpStream::connect(addr).unwrap_or_else(|e| panic!("ZOOLOCK_TEST_CONNECT={addr} unreachable: {e}"));
-        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        let mut raw = Raw { stream, rx: BytesMut::new(), decoder: FrameDecoder::default(), next_xid: 1 };
-        let req = ConnectRequest {
-            protocol_version: 0,
-            last_zxid_seen: 0,
-            timeout_ms: 10_000,
-            session_id,
-            passwd: Some(passwd),
-            read_only: Some(false),
-        };
-        raw.write(&req);
-        let frame = raw.read_frame().expect("ConnectResponse");
-        let resp = ConnectResponse::decode(&frame).unwrap();
+        let (conn, resp, frame) = RawConn::connect(addr, session_id, passwd);
         assert_eq!(resp.to_bytes(), frame, "ConnectResponse re-encodes byte-identically");
-        (raw, resp)
-    }
-
-    fn write(&mut self, msg: &impl Encode) {
-        let mut buf = BytesMut::new();
-        encode_frame(msg, usize::MAX, &mut buf).unwrap();
-        self.stream.write_all(&buf).unwrap();
+        (Raw(conn), resp)
     }
 
     fn read_frame(&mut self) -> Option<Bytes> {
-        loop {
-            if let Some(frame) = self.decoder.decode(&mut self.rx).unwrap() {
-                return Some(frame);
-            }
-            let mut chunk = [0u8; 65536];
-            let n = self.stream.read(&mut chunk).unwrap();
-            if n == 0 {
-                return None;
-            }
-            self.rx.extend_from_slice(&chunk[..n]);
-        }
+        self.0.read_frame()
     }
 
     /// Sends one request and returns its reply, checking the golden property:
     /// the live reply decodes completely and re-encodes to the same bytes.
     fn call(&mut self, request: Request) -> (ErrorCode, Option<Response>) {
-        let xid = Xid(self.next_xid);
-        self.next_xid += 1;
+        let xid = self.0.next_xid();
         let op = request.op_code();
-        self.write(&RequestFrame::new(xid, request));
+        self.0.write(&RequestFrame::new(xid, request));
         let frame = self.read_frame().expect("reply");
         let msg = ServerMessage::decode(&frame, |x| (x == xid).then_some(op)).unwrap();
         assert_eq!(msg.to_bytes(), frame, "{op} reply re-encodes byte-identically");

@@ -10,8 +10,12 @@
 //!   by the whole test binary, so these tests never skip on a developer
 //!   machine. CI runs them against the real server.
 //! * [`in_ci`]: the CI switch (`CI` set to anything but empty, `0` or `false`).
+//! * [`raw::RawConn`]: a connection that speaks frames only, for tests that
+//!   check what the server sends.
 //!
 //! [`TestingServer`]: zoolock_model::TestingServer
+
+pub mod raw;
 
 use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::OnceLock;
