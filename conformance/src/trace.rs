@@ -14,6 +14,22 @@ use std::path::{Path, PathBuf};
 use bytes::Bytes;
 use serde_json::{Map, Value};
 
+/// The scenarios of the recorded Curator 5.4.0 corpus (`traces/curator-5.4.0`);
+/// the tests fail if one goes missing.
+pub const CURATOR_SCENARIOS: [&str; 11] = [
+    "multilock",
+    "mutex-contended",
+    "mutex-reconnect",
+    "mutex-timeout",
+    "mutex-uncontended",
+    "revocation",
+    "rwlock",
+    "semaphore-mutex",
+    "semaphore-v2",
+    "session-expiry",
+    "session-expiry-server",
+];
+
 /// The only format this reader understands.
 pub const FORMAT: &str = "zk-trace/1";
 

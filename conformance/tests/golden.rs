@@ -160,19 +160,7 @@ fn corpus_has_every_scenario() {
     let scenarios = Scenario::load_all(traces_root().join("curator-5.4.0")).unwrap_or_else(|e| panic!("{e}"));
     let names: Vec<&str> = scenarios.iter().map(|s| s.name.as_str()).collect();
     assert!(scenarios.len() >= 11, "only {} scenarios: {names:?}", scenarios.len());
-    for expected in [
-        "multilock",
-        "mutex-contended",
-        "mutex-reconnect",
-        "mutex-timeout",
-        "mutex-uncontended",
-        "revocation",
-        "rwlock",
-        "semaphore-mutex",
-        "semaphore-v2",
-        "session-expiry",
-        "session-expiry-server",
-    ] {
+    for expected in zoolock_conformance::trace::CURATOR_SCENARIOS {
         assert!(names.contains(&expected), "missing scenario {expected}");
     }
     let frames: usize = scenarios.iter().flat_map(|s| &s.traces).map(|t| t.frames().count()).sum();

@@ -15,25 +15,14 @@ use bytes::Bytes;
 use serde_json::Value;
 use zoolock_conformance::recipe_replay::{RecipeReplayConfig, ScenarioReport, replay_scenario, replay_scenario_dir};
 use zoolock_conformance::replay::{MismatchKind, ReplayError};
+use zoolock_conformance::trace::CURATOR_SCENARIOS;
 use zoolock_conformance::{Direction, Entry, Scenario};
 use zoolock_wire::{OpCode, RequestFrame};
 
 const BIN: &str = env!("CARGO_BIN_EXE_zk-trace");
 
 /// Every scenario of the corpus; the test fails if one goes missing.
-const SCENARIOS: [&str; 11] = [
-    "multilock",
-    "mutex-contended",
-    "mutex-reconnect",
-    "mutex-timeout",
-    "mutex-uncontended",
-    "revocation",
-    "rwlock",
-    "semaphore-mutex",
-    "semaphore-v2",
-    "session-expiry",
-    "session-expiry-server",
-];
+const SCENARIOS: [&str; 11] = CURATOR_SCENARIOS;
 
 fn corpus() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("traces/curator-5.4.0")
