@@ -317,16 +317,39 @@ impl DriverTask {
         });
     }
 
-    fn disconnected(&mut self) {
+    /// Forgets the current connection and anything buffered for it: the one
+    /// teardown, whoever ended the connection.
+    fn drop_connection(&mut self) {
         self.conn = None;
         self.rx.clear();
         self.tx.clear();
+    }
+
+    /// The connection failed or the server closed it: tell the session.
+    fn disconnected(&mut self) {
+        self.drop_connection();
         let now = self.now();
         self.client.handle_disconnected(now);
     }
 
-    /// One pass over every input and output; true if anything happened.
+    /// One pass over every input and output, in the core's order; true if
+    /// anything happened.
     fn turn(&mut self, cx: &mut Context<'_>) -> bool {
+        let mut progress = self.take_commands(cx);
+        progress |= self.poll_connect(cx);
+        progress |= self.read(cx);
+        progress |= self.fire_timers();
+        progress |= self.transport_commands();
+        progress |= self.transmit(cx);
+        progress |= self.deliver_events();
+        self.reap();
+        self.settle();
+        progress
+    }
+
+    /// Applies the handles' commands; closes the session once every handle
+    /// is gone.
+    fn take_commands(&mut self, cx: &mut Context<'_>) -> bool {
         let mut progress = false;
         while !self.handles_gone {
             match Pin::new(&mut self.commands).poll_next(cx) {
@@ -335,7 +358,6 @@ impl DriverTask {
                     progress = true;
                 }
                 Poll::Ready(None) => {
-                    // Every handle is gone: close the session cleanly.
                     self.handles_gone = true;
                     let now = self.now();
                     self.client.close(now);
@@ -344,137 +366,144 @@ impl DriverTask {
                 Poll::Pending => break,
             }
         }
-        if let Some(fut) = self.connecting.as_mut() {
-            if let Poll::Ready(result) = fut.as_mut().poll(cx) {
-                self.connecting = None;
-                progress = true;
-                match result {
-                    Ok(conn) => {
-                        let ip = conn.local_ip();
-                        self.shared.update(|s| s.local_ip = ip.or(s.local_ip));
-                        self.conn = Some(conn);
-                        self.security.watch.connected();
-                        let now = self.now();
-                        self.client.handle_connected(now);
-                    }
-                    Err(error) => {
-                        tracing::debug!(%error, "connect failed");
-                        let now = self.now();
-                        self.client.handle_disconnected(now);
-                        let tls = self.security.tls.is_some();
-                        if let Some(e) = self.security.watch.connect_failed(&error, tls) {
-                            self.fatal(e);
-                        }
-                    }
+        progress
+    }
+
+    /// Finishes a connect in progress, telling the session how it went.
+    fn poll_connect(&mut self, cx: &mut Context<'_>) -> bool {
+        let Some(fut) = self.connecting.as_mut() else { return false };
+        let Poll::Ready(result) = fut.as_mut().poll(cx) else { return false };
+        self.connecting = None;
+        match result {
+            Ok(conn) => {
+                let ip = conn.local_ip();
+                self.shared.update(|s| s.local_ip = ip.or(s.local_ip));
+                self.conn = Some(conn);
+                self.security.watch.connected();
+                let now = self.now();
+                self.client.handle_connected(now);
+            }
+            Err(error) => {
+                tracing::debug!(%error, "connect failed");
+                let now = self.now();
+                self.client.handle_disconnected(now);
+                let tls = self.security.tls.is_some();
+                if let Some(e) = self.security.watch.connect_failed(&error, tls) {
+                    self.fatal(e);
                 }
             }
         }
+        true
+    }
+
+    /// Reads until the connection would block, feeding the session.
+    fn read(&mut self, cx: &mut Context<'_>) -> bool {
+        let mut progress = false;
         while let Some(conn) = self.conn.as_mut() {
             // Read into a scratch buffer: growing `rx` by a zeroed chunk on
             // every poll would clear 64 KiB per wake-up, mostly for Pending.
-            let read = Pin::new(&mut **conn).poll_read(cx, &mut self.scratch);
-            match read {
-                Poll::Ready(result) => {
-                    progress = true;
-                    let n = match result {
-                        Ok(n) => n,
-                        Err(error) => {
-                            tracing::debug!(%error, "read failed");
-                            if let Some(e) = self.security.watch.read_failed(&error) {
-                                self.disconnected();
-                                self.fatal(e);
-                                continue;
-                            }
-                            0
-                        }
-                    };
-                    if n == 0 {
-                        tracing::debug!("connection closed");
+            let Poll::Ready(result) = Pin::new(&mut **conn).poll_read(cx, &mut self.scratch) else { break };
+            progress = true;
+            let n = match result {
+                Ok(n) => n,
+                Err(error) => {
+                    tracing::debug!(%error, "read failed");
+                    if let Some(e) = self.security.watch.read_failed(&error) {
                         self.disconnected();
-                        if let Some(e) = self.security.watch.closed(self.security.tls.is_some()) {
-                            self.fatal(e);
-                        }
+                        self.fatal(e);
                         continue;
                     }
-                    self.security.watch.heard = true;
-                    self.rx.extend_from_slice(&self.scratch[..n.min(self.scratch.len())]);
-                    let now = self.now();
-                    let result = self.client.handle_bytes(now, &mut self.rx);
-                    let confirmed = self.confirmed();
-                    // Quietly: a read is not a change anybody waits for.
-                    if let Ok(mut s) = self.shared.state.lock() {
-                        s.last_heard = confirmed.or(s.last_heard);
-                    }
-                    if let Err(error) = result {
-                        // The session has dropped this connection (its Close
-                        // command follows): read nothing more from it.
-                        tracing::warn!(%error, "dropping the connection");
-                        self.conn = None;
-                        self.rx.clear();
-                        self.tx.clear();
-                    }
+                    0
                 }
-                Poll::Pending => break,
+            };
+            if n == 0 {
+                tracing::debug!("connection closed");
+                self.disconnected();
+                if let Some(e) = self.security.watch.closed(self.security.tls.is_some()) {
+                    self.fatal(e);
+                }
+                continue;
+            }
+            self.security.watch.heard = true;
+            self.rx.extend_from_slice(&self.scratch[..n.min(self.scratch.len())]);
+            let now = self.now();
+            let result = self.client.handle_bytes(now, &mut self.rx);
+            let confirmed = self.confirmed();
+            // Quietly: a read is not a change anybody waits for.
+            if let Ok(mut s) = self.shared.state.lock() {
+                s.last_heard = confirmed.or(s.last_heard);
+            }
+            if let Err(error) = result {
+                // The session has dropped this connection (its Close
+                // command follows): read nothing more from it.
+                tracing::warn!(%error, "dropping the connection");
+                self.drop_connection();
             }
         }
+        progress
+    }
+
+    /// Fires the core's timers if one is due.
+    fn fire_timers(&mut self) -> bool {
         let now = self.now();
-        if self.client.poll_timeout().is_some_and(|t| t <= now) {
+        let due = self.client.poll_timeout().is_some_and(|t| t <= now);
+        if due {
             self.client.handle_timeout(now);
-            progress = true;
         }
+        due
+    }
+
+    /// Carries out the session's connect and close commands.
+    fn transport_commands(&mut self) -> bool {
+        let mut progress = false;
         while let Some(io) = self.client.poll_io() {
             progress = true;
+            self.drop_connection();
             match io {
                 IoCommand::Connect { addr, .. } => {
                     tracing::debug!(%addr, "connecting");
-                    self.conn = None;
-                    self.rx.clear();
-                    self.tx.clear();
                     self.connecting = Some(self.security.connect(&*self.runtime, addr.host.clone(), addr.port));
                 }
-                IoCommand::Close => {
-                    self.conn = None;
-                    self.connecting = None;
-                    self.rx.clear();
-                    self.tx.clear();
-                }
+                IoCommand::Close => self.connecting = None,
                 _ => {}
             }
         }
+        progress
+    }
+
+    /// Writes what the session has to send, as far as the socket takes it.
+    fn transmit(&mut self, cx: &mut Context<'_>) -> bool {
         let _ = self.client.poll_transmit(&mut self.tx);
-        if self.conn.is_none() {
+        let Some(conn) = self.conn.as_mut() else {
             self.tx.clear();
-        }
-        let mut write_failed = false;
-        if let Some(conn) = self.conn.as_mut() {
-            while !self.tx.is_empty() {
-                match Pin::new(&mut **conn).poll_write(cx, &self.tx) {
-                    Poll::Ready(Ok(0)) | Poll::Ready(Err(_)) => {
-                        tracing::debug!("write failed");
-                        write_failed = true;
-                        break;
-                    }
-                    Poll::Ready(Ok(n)) => {
-                        self.tx.advance(n);
-                        progress = true;
-                    }
-                    Poll::Pending => break,
+            return false;
+        };
+        let mut progress = false;
+        while !self.tx.is_empty() {
+            match Pin::new(&mut **conn).poll_write(cx, &self.tx) {
+                Poll::Ready(Ok(0)) | Poll::Ready(Err(_)) => {
+                    tracing::debug!("write failed");
+                    self.disconnected();
+                    return true;
                 }
-            }
-            if !write_failed && self.tx.is_empty() {
-                let _ = Pin::new(&mut **conn).poll_flush(cx);
+                Poll::Ready(Ok(n)) => {
+                    self.tx.advance(n);
+                    progress = true;
+                }
+                Poll::Pending => return progress,
             }
         }
-        if write_failed {
-            self.disconnected();
-            progress = true;
-        }
+        let _ = Pin::new(&mut **conn).poll_flush(cx);
+        progress
+    }
+
+    /// Hands the core's events to the handles.
+    fn deliver_events(&mut self) -> bool {
+        let mut progress = false;
         while let Some(event) = self.client.poll_event() {
             self.dispatch(event);
             progress = true;
         }
-        self.reap();
-        self.settle();
         progress
     }
 
