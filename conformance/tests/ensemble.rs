@@ -63,6 +63,8 @@ mod holders;
 mod oracle;
 #[path = "ensemble/quorum.rs"]
 mod quorum;
+#[path = "ensemble/soak.rs"]
+mod soak;
 #[path = "support_java/mod.rs"]
 mod support_java;
 #[path = "ensemble/workload.rs"]

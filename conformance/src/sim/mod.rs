@@ -115,6 +115,8 @@
 //! parallelism). A seed that fails goes into `REGRESSIONS` in
 //! `tests/sim.rs` once fixed.
 
+mod oracle;
 mod run;
 
+pub use oracle::{Fencing, Mode, check_exclusion};
 pub use run::{RecipeKind, Sim, SimConfig, SimFailure, SimReport, SweepOutcome, run_seed, run_with, sweep};

@@ -41,45 +41,52 @@ struct Outage {
 /// quorum serves again.
 async fn quorum_outage(name: &str, ens: &Arc<Ensemble>, run: &Run) -> Outage {
     at(run, FREEZE_AT).await;
-    let (followers, frozen_at) = blocking({
-        let ens = ens.clone();
-        move || {
-            let leader = ens.leader();
-            let followers: Vec<usize> = (1..=3).filter(|&n| n != leader).collect();
-            for &n in &followers {
-                ens.freeze(n);
-            }
-            (followers, now_us())
-        }
-    })
-    .await;
+    let (followers, frozen_at) = freeze_followers(ens).await;
     println!("  {name}: SIGSTOP followers {followers:?} at {:.1} ms", run.ms(frozen_at));
     at(run, FREEZE_AT + OUTAGE).await;
-    let (thawed_at, serving_at) = blocking({
-        let ens = ens.clone();
-        move || {
-            for &n in &followers {
-                ens.thaw(n);
-            }
-            let thawed_at = now_us();
-            let serving = || (1..=3).filter(|&n| matches!(ens.mode(n).as_str(), "leader" | "follower")).count();
-            let waited = std::time::Instant::now();
-            while waited.elapsed() < Duration::from_secs(30) {
-                if serving() >= 2 {
-                    return (thawed_at, Some(now_us()));
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            (thawed_at, None)
-        }
-    })
-    .await;
+    let (thawed_at, serving_at) = thaw_and_wait(ens, followers).await;
     println!(
         "  {name}: SIGCONT at {:.1} ms; a quorum serves again {}",
         run.ms(thawed_at),
         serving_at.map_or("never (30 s)".to_owned(), |t| format!("at {:.1} ms", run.ms(t)))
     );
     Outage { frozen_at, thawed_at, serving_at }
+}
+
+/// SIGSTOPs both followers: which, and when the second was frozen.
+pub(crate) async fn freeze_followers(ens: &Arc<Ensemble>) -> (Vec<usize>, i64) {
+    let ens = ens.clone();
+    blocking(move || {
+        let leader = ens.leader();
+        let followers: Vec<usize> = (1..=3).filter(|&n| n != leader).collect();
+        for &n in &followers {
+            ens.freeze(n);
+        }
+        (followers, now_us())
+    })
+    .await
+}
+
+/// SIGCONTs `frozen`, then waits (30 s at most) until two servers serve:
+/// when they were thawed, and when a quorum served again.
+pub(crate) async fn thaw_and_wait(ens: &Arc<Ensemble>, frozen: Vec<usize>) -> (i64, Option<i64>) {
+    let ens = ens.clone();
+    blocking(move || {
+        for &n in &frozen {
+            ens.thaw(n);
+        }
+        let thawed_at = now_us();
+        let serving = || (1..=3).filter(|&n| matches!(ens.mode(n).as_str(), "leader" | "follower")).count();
+        let waited = std::time::Instant::now();
+        while waited.elapsed() < Duration::from_secs(30) {
+            if serving() >= 2 {
+                return (thawed_at, Some(now_us()));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        (thawed_at, None)
+    })
+    .await
 }
 
 /// How long the lock stood still.

@@ -151,23 +151,7 @@ async fn check_owner(run: &Run, who: &str, client: &Client, guard: &Guard) {
 /// default) and the same loop goes on, with no code of its own for faults.
 pub(crate) async fn worker(run: Arc<Run>, i: usize, session: Duration) {
     let who = format!("c{i}");
-    let options = Options::default()
-        .session_timeout(session)
-        .connect_timeout(Duration::from_secs(10))
-        .seed(run.seed ^ ((i as u64 + 1) << 40));
-    let client = loop {
-        match zoolock_tokio::connect(&run.connect, options.clone()).await {
-            Ok(c) => break c,
-            Err(e) => {
-                run.error(&who, format!("connect: {e}"));
-                if now_us() >= run.deadline {
-                    return;
-                }
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
-        }
-    };
-    run.log().sessions.insert(i, client.session_id());
+    let Some(client) = connect_worker(&run, i, session).await else { return };
     let done = Arc::new(AtomicBool::new(false));
     let watcher = tokio::spawn(watch_states(run.clone(), who.clone(), client.clone(), done.clone()));
     match client.mutex(&run.path).await {
@@ -211,8 +195,32 @@ pub(crate) async fn worker(run: Arc<Run>, i: usize, session: Duration) {
     let _ = watcher.await;
 }
 
+/// Worker `i`'s client (`c{i}`), connected with retries until the deadline.
+pub(crate) async fn connect_worker(run: &Run, i: usize, session: Duration) -> Option<Client> {
+    let who = format!("c{i}");
+    let options = Options::default()
+        .session_timeout(session)
+        .connect_timeout(Duration::from_secs(10))
+        .seed(run.seed ^ ((i as u64 + 1) << 40));
+    loop {
+        match zoolock_tokio::connect(&run.connect, options.clone()).await {
+            Ok(c) => {
+                run.log().sessions.insert(i, c.session_id());
+                return Some(c);
+            }
+            Err(e) => {
+                run.error(&who, format!("connect: {e}"));
+                if now_us() >= run.deadline {
+                    return None;
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    }
+}
+
 /// Counts a renewal when client `i`'s session id changed since last seen.
-fn note_session(run: &Run, i: usize, client: &Client) {
+pub(crate) fn note_session(run: &Run, i: usize, client: &Client) {
     let mut log = run.log();
     let id = client.session_id();
     if log.sessions.insert(i, id).is_some_and(|old| old != id) {
