@@ -99,7 +99,10 @@ fn oracle_catches_a_broken_predicate() {
         config.mutex_leases = 2;
         runs += 1;
         if let Err(failure) = run_with(seed, config) {
-            assert!(failure.message.contains("exclusi") || failure.message.contains("holder"), "{}", failure.message);
+            // Two holders at once; the fencing oracle may see the second
+            // one's older token before the exclusion oracle sees both.
+            let m = &failure.message;
+            assert!(m.contains("exclusi") || m.contains("holder") || m.starts_with("fencing:"), "{m}");
             caught += 1;
         }
     }

@@ -28,6 +28,9 @@ const FREEZE_AT: Duration = Duration::from_secs(3);
 const OUTAGE: Duration = Duration::from_secs(8);
 /// The whole run: the outage plus time for every client to cycle again.
 const RUN: Duration = Duration::from_secs(25);
+/// The longest wait for one reply of the Curator driver (its retry loops can
+/// block an acquire or a release for several connection timeouts).
+const REPLY: Duration = Duration::from_secs(60);
 
 /// When the quorum went and came back.
 struct Outage {
@@ -212,14 +215,18 @@ async fn curator_worker(run: Arc<Run>, mut peer: Peer) {
             break;
         }
         peer.send("MUTEX_ACQUIRE", &format!("{} {}", run.path, left_ms.min(20_000)));
-        let words = peer.next_or_error().await;
+        let Some(words) = peer.next_or_error(REPLY).await else {
+            return run.error(&who, format!("acquire: no reply within {REPLY:?}"));
+        };
         match words[0].as_str() {
             "ACQUIRED" => {
                 let enter = Peer::micros(&words, 3);
                 let token = words[2].rsplit('-').next().and_then(|s| s.parse().ok()).unwrap_or(0);
                 tokio::time::sleep(run.hold).await;
                 peer.send("MUTEX_RELEASE", "");
-                let reply = peer.next_or_error().await;
+                let Some(reply) = peer.next_or_error(REPLY).await else {
+                    return run.error(&who, format!("release: no reply within {REPLY:?}"));
+                };
                 let exit = if reply[0] == "RELEASED" {
                     run.log().releases.push((now_us(), who.clone()));
                     Peer::micros(&reply, 2)

@@ -282,17 +282,17 @@ impl Peer {
     }
 
     pub(crate) async fn next(&mut self) -> Line {
-        let words = self.next_or_error().await;
+        let words =
+            self.next_or_error(STEP).await.unwrap_or_else(|| panic!("java {}: no result within {STEP:?}", self.id));
         assert_ne!(words[0], "ERROR", "java {}: {}", self.id, words.join(" "));
         words
     }
 
-    /// The next reply, `ERROR` included: for callers that expect Curator to
-    /// fail now and then (faults).
-    pub(crate) async fn next_or_error(&mut self) -> Line {
-        within(&format!("java {}", self.id), self.rx.recv())
-            .await
-            .unwrap_or_else(|| panic!("java {}: the driver exited", self.id))
+    /// The next reply within `bound`, `ERROR` included: for callers that
+    /// expect Curator to fail or to block for a while now and then (faults).
+    pub(crate) async fn next_or_error(&mut self, bound: Duration) -> Option<Line> {
+        let words = timeout(bound, self.rx.recv()).await.ok()?;
+        Some(words.unwrap_or_else(|| panic!("java {}: the driver exited", self.id)))
     }
 
     /// A reply that is already there, if any.
