@@ -18,7 +18,9 @@
 //!   with 1 s holds; every session expires and is renewed. Each hold also
 //!   reads its node's owner: none may be a node of an old session
 //!   (CURATOR-604). Then the same schedule with Curator 5.4.0, and both
-//!   stalls are printed (`quorum-loss stall ...`).
+//!   stalls are printed (`quorum-loss stall ...`);
+//! * `soak`: every recipe under random faults for `ZOOLOCK_SOAK_SECS`
+//!   (30 s by default), checked by the simulator's oracles (see `soak.rs`).
 //!
 //! Every worker keeps one client and one lock handle for the whole run:
 //! session renewal (`Options::renew_session`, on by default) carries it

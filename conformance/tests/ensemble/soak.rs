@@ -6,7 +6,8 @@
 //!
 //! Every new hold is checked by the simulator's oracles
 //! ([`check_exclusion`], [`Fencing`]) against every hold whose holder has
-//! not been told `Suspended`/`Lost` (its `status()` at that moment). After
+//! not been told `Suspended`/`Lost` (its `status()` at that moment), and
+//! its node's owner must be the holder's current session. After
 //! the last fault every client must hold and release again, and no lock
 //! node may be left once the clients have closed.
 //!
@@ -30,7 +31,7 @@ use zoolock_tokio::{Client, Error, Guard, HoldStatus, Lease, Lock, LockSpec};
 use crate::harness::{Ensemble, now_us};
 use crate::oracle::{assert_every_client_cycles, assert_no_leak};
 use crate::quorum::{freeze_followers, thaw_and_wait};
-use crate::workload::{Run, Section, blocking, connect_worker, new_run, note_session};
+use crate::workload::{Run, Section, blocking, check_owner, connect_worker, new_run, note_session};
 use crate::{SESSION, ensemble, serial};
 
 /// Leases of the soak's semaphore.
@@ -191,7 +192,15 @@ impl Soak {
     /// One hold: known to the oracle from the acquire until just before the
     /// release (or until its holder is told, by its status), held for
     /// `hold` unless `lost()` completes first.
-    async fn hold<H: Hold>(&self, who: &str, h: H, parts: Vec<(String, Mode)>, fenced: bool, hold: Duration) {
+    async fn hold<H: Hold>(
+        &self,
+        who: &str,
+        client: &Client,
+        h: H,
+        parts: Vec<(String, Mode)>,
+        fenced: bool,
+        hold: Duration,
+    ) {
         let enter = now_us();
         let h = Arc::new(h);
         let status = {
@@ -204,10 +213,21 @@ impl Soak {
             h.node(),
             fenced.then(|| h.token()),
         );
-        let abandoned = tokio::select! {
-            () = tokio::time::sleep(hold) => None,
-            s = h.lost() => Some((now_us(), s)),
+        // The simulator also checks that a counting hold's node is owned by
+        // the holder's current session: here one read per hold (not for a
+        // multi-lock, whose node is one member's).
+        let owner = async {
+            if fenced {
+                check_owner(&self.run, who, client, h.node(), || h.status(), SESSION).await;
+            }
         };
+        let during = async {
+            tokio::select! {
+                () = tokio::time::sleep(hold) => None,
+                s = h.lost() => Some((now_us(), s)),
+            }
+        };
+        let (abandoned, ()) = tokio::join!(during, owner);
         self.oracle().holds.remove(&id);
         let exit = abandoned.map_or_else(now_us, |a| a.0);
         let section = Section { who: who.to_owned(), enter, exit, token: h.token(), abandoned };
@@ -272,7 +292,7 @@ async fn soak_worker(soak: Arc<Soak>, i: usize) {
             Handle::Lock(lock, parts, fenced) => match lock.acquire_timeout(wait).await {
                 Ok(g) => {
                     note_session(run, i, &client);
-                    soak.hold(&who, g, parts.clone(), *fenced, hold).await;
+                    soak.hold(&who, &client, g, parts.clone(), *fenced, hold).await;
                     Ok(())
                 }
                 Err(e) => Err(e),
@@ -282,7 +302,7 @@ async fn soak_worker(soak: Arc<Soak>, i: usize) {
                 match lock.acquire_timeout(wait).await {
                     Ok(g) => {
                         note_session(run, i, &client);
-                        soak.hold(&who, g, vec![(path.clone(), mode)], true, hold).await;
+                        soak.hold(&who, &client, g, vec![(path.clone(), mode)], true, hold).await;
                         Ok(())
                     }
                     Err(e) => Err(e),
@@ -292,7 +312,7 @@ async fn soak_worker(soak: Arc<Soak>, i: usize) {
                 Ok(leases) => {
                     note_session(run, i, &client);
                     for lease in leases {
-                        soak.hold(&who, lease, vec![(path.clone(), Mode::Lease)], true, hold).await;
+                        soak.hold(&who, &client, lease, vec![(path.clone(), Mode::Lease)], true, hold).await;
                     }
                     Ok(())
                 }
@@ -313,7 +333,10 @@ async fn soak_worker(soak: Arc<Soak>, i: usize) {
     }
 }
 
-/// Random faults until `until`, one at a time with 1-4 s between them.
+/// Random faults, one at a time with 1-4 s between them, each over by
+/// `until`: a leader or a follower killed for 0.5-3 s, a server frozen for
+/// 1-6 s, both followers frozen for 1-9 s (the quorum lost; past the 4 s
+/// session every session expires and is renewed).
 /// Returns what was done and when the last fault ended.
 async fn inject_faults(ens: Arc<Ensemble>, run: Arc<Run>, until: i64) -> (Vec<String>, i64) {
     let mut rng = Rng::with_seed(run.seed ^ 0xfa17);
@@ -323,11 +346,19 @@ async fn inject_faults(ens: Arc<Ensemble>, run: Arc<Run>, until: i64) -> (Vec<St
     let mut last_end = run.start;
     loop {
         tokio::time::sleep(between(&mut rng, 1000, 4000)).await;
-        if now_us() >= until {
+        let pick = rng.next_u64() % 6;
+        let length = match pick {
+            0..=2 => between(&mut rng, 500, 3000),
+            3 | 4 => between(&mut rng, 1000, 6000),
+            _ => between(&mut rng, 1000, 9000),
+        };
+        // A fault must be over by `until`: a restart or a new leader takes
+        // a few seconds more than the fault itself.
+        if now_us() + (length + Duration::from_secs(4)).as_micros() as i64 > until {
             break;
         }
         let start = now_us();
-        let what = match rng.next_u64() % 6 {
+        let what = match pick {
             pick @ (0..=2) => {
                 let e = ens.clone();
                 let (n, role) = blocking(move || {
@@ -337,7 +368,7 @@ async fn inject_faults(ens: Arc<Ensemble>, run: Arc<Run>, until: i64) -> (Vec<St
                 .await;
                 let e = ens.clone();
                 blocking(move || e.kill(n)).await;
-                tokio::time::sleep(between(&mut rng, 500, 3000)).await;
+                tokio::time::sleep(length).await;
                 let e = ens.clone();
                 blocking(move || e.restart(n)).await;
                 format!("kill {role} {n}")
@@ -346,14 +377,14 @@ async fn inject_faults(ens: Arc<Ensemble>, run: Arc<Run>, until: i64) -> (Vec<St
                 let n = (rng.next_u64() % 3) as usize + 1;
                 let e = ens.clone();
                 blocking(move || e.freeze(n)).await;
-                tokio::time::sleep(between(&mut rng, 1000, 6000)).await;
+                tokio::time::sleep(length).await;
                 let e = ens.clone();
                 blocking(move || e.thaw(n)).await;
                 format!("freeze server {n}")
             }
             _ => {
                 let (followers, _) = freeze_followers(&ens).await;
-                tokio::time::sleep(between(&mut rng, 1000, 9000)).await;
+                tokio::time::sleep(length).await;
                 thaw_and_wait(&ens, followers.clone()).await;
                 format!("freeze followers {followers:?} (quorum lost)")
             }
@@ -388,13 +419,14 @@ async fn soak() {
             *per_client.entry(s.who.as_str()).or_default() += 1;
         }
         println!(
-            "scenario {name}: holds {} ({} checked by the oracles), per client {per_client:?}, abandoned {}, sessions renewed {}, errors {}, violations {}",
+            "scenario {name}: holds {} ({} checked by the oracles), per client {per_client:?}, abandoned {}, sessions renewed {}, errors {}, violations {}, holds on an old session's node {}",
             log.sections.len(),
             oracle.checks,
             log.sections.iter().filter(|s| s.abandoned.is_some()).count(),
             log.new_sessions,
             log.errors.len(),
-            oracle.violations.len()
+            oracle.violations.len(),
+            log.old_session_holds.len()
         );
         for f in &faults {
             println!("  {name}: fault: {f}");
@@ -403,6 +435,11 @@ async fn soak() {
             println!("  {name}: error at {:.1} ms {who}: {e}", run.ms(*t));
         }
         assert!(oracle.violations.is_empty(), "{name}: oracle violations: {:#?}", oracle.violations);
+        assert!(
+            log.old_session_holds.is_empty(),
+            "{name}: holds on a node of an old session: {:#?}",
+            log.old_session_holds
+        );
     }
     assert_every_client_cycles(name, &run, clients, last_fault);
     for folder in soak.paths.node_folders() {

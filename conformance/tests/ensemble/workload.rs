@@ -127,18 +127,24 @@ pub(crate) async fn critical_section(run: &Run, who: &str, guard: &Guard, hold: 
     Section { who: who.to_owned(), enter, exit, token, abandoned }
 }
 
-/// Reads the held node's owner: a hold on a node of another session than
-/// the client's current one is recorded (the CURATOR-604 pattern). Bounded
-/// by the hold, so a fault during the read does not stretch the section.
-async fn check_owner(run: &Run, who: &str, client: &Client, guard: &Guard) {
+/// Reads the held node's owner: a hold (still `Held` by `status`) on a node
+/// of another session than the client's current one is recorded (the
+/// CURATOR-604 pattern). The read waits `bound` at most.
+pub(crate) async fn check_owner(
+    run: &Run,
+    who: &str,
+    client: &Client,
+    node: &str,
+    status: impl Fn() -> HoldStatus,
+    bound: Duration,
+) {
     let session = client.session_id();
-    let read = tokio::time::timeout(run.hold, client.exists(guard.node())).await;
+    let read = tokio::time::timeout(bound, client.exists(node)).await;
     if let Ok(Ok(Some(stat))) = read {
-        if stat.ephemeral_owner != session && guard.status() == HoldStatus::Held {
+        if stat.ephemeral_owner != session && status() == HoldStatus::Held {
             run.log().old_session_holds.push(format!(
-                "{who} at {:.1} ms on {} (owner {:#x}, session {session:#x})",
+                "{who} at {:.1} ms on {node} (owner {:#x}, session {session:#x})",
                 run.ms(now_us()),
-                guard.node(),
                 stat.ephemeral_owner
             ));
         }
@@ -175,7 +181,7 @@ pub(crate) async fn worker(run: Arc<Run>, i: usize, session: Duration) {
             note_session(&run, i, &client);
             let owner_check = async {
                 if run.owner_check {
-                    check_owner(&run, &who, &client, &guard).await;
+                    check_owner(&run, &who, &client, guard.node(), || guard.status(), run.hold).await;
                 }
             };
             let (section, ()) = tokio::join!(critical_section(&run, &who, &guard, run.hold), owner_check);
