@@ -417,6 +417,9 @@ struct SimClient {
     next_ticket: u64,
     /// The session said Suspended and not yet Reconnected.
     session_suspended: bool,
+    /// The semaphore said `Suspended` and has not answered it with
+    /// `Reconnected` or `Lost` yet (the async handle's lease status).
+    leases_suspended: bool,
     /// An injected expiry hit this session; the news has not arrived.
     doomed: bool,
     /// NoNode replies received since a task's acquire last ended.
@@ -661,6 +664,7 @@ impl Sim {
             tasks,
             next_ticket: 0,
             session_suspended: false,
+            leases_suspended: false,
             doomed: false,
             no_node_replies: 0,
             closing: false,
@@ -1201,6 +1205,11 @@ impl Sim {
         if !matches!(self.clients[i].shared, Shared::Semaphore(_)) {
             return Ok(());
         }
+        match event {
+            RecipeEvent::Suspended => self.clients[i].leases_suspended = true,
+            RecipeEvent::Reconnected | RecipeEvent::Lost => self.clients[i].leases_suspended = false,
+            _ => {}
+        }
         let now = self.now;
         for t in &mut self.clients[i].tasks {
             if t.holds.is_empty() {
@@ -1423,6 +1432,11 @@ impl Sim {
                 for i in 0..self.clients.len() {
                     if !self.clients[i].closing && !self.quiescent(i) {
                         return Err(format!("hygiene: c{i}'s recipe is not quiescent after settling"));
+                    }
+                    if !self.clients[i].closing && self.clients[i].leases_suspended {
+                        return Err(format!(
+                            "hygiene: c{i}'s semaphore said Suspended and never answered it (Reconnected or Lost)"
+                        ));
                     }
                 }
                 for path in self.model.paths() {

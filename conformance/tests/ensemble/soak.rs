@@ -431,6 +431,21 @@ async fn soak() {
         for f in &faults {
             println!("  {name}: fault: {f}");
         }
+        // Holds whose holder was told at once or during the hold, per client:
+        // how many, and the first and last of them.
+        let mut told: BTreeMap<&str, Vec<&Section>> = BTreeMap::new();
+        for s in log.sections.iter().filter(|s| s.abandoned.is_some()) {
+            told.entry(s.who.as_str()).or_default().push(s);
+        }
+        for (who, list) in &told {
+            let show = |s: &Section| format!("{:.1} ms {:?}", run.ms(s.enter), s.abandoned.map(|a| a.1));
+            println!(
+                "  {name}: {who}: {} holds told Suspended/Lost (first at {}, last at {})",
+                list.len(),
+                show(list[0]),
+                show(list[list.len() - 1])
+            );
+        }
         for (t, who, e) in log.errors.iter().take(10) {
             println!("  {name}: error at {:.1} ms {who}: {e}", run.ms(*t));
         }
