@@ -726,6 +726,29 @@ fn session_lost_while_holding_reports_lost() {
 }
 
 #[test]
+fn a_suspension_is_answered_even_when_every_lease_was_returned_before_the_expiry() {
+    // Found by the ensemble soak after a quorum loss: the holder returned
+    // its lease while Suspended, the session then expired, and nothing
+    // answered the Suspended; the async handle went on reporting every new
+    // lease as Suspended.
+    let mut t = T::new(Semaphore::new(p("/s"), 2, curator()));
+    t.cmd(|s, now| s.acquire(now, 1, None)).unwrap();
+    let lease = take_free_lease(&mut t, 0, 0, &[]);
+    assert_eq!(t.events(), vec![acquired(&lease, 200)]);
+    t.session(ConnectionState::Suspended);
+    assert_eq!(t.events(), vec![RecipeEvent::Suspended]);
+    t.cmd(|s, now| s.return_lease(now, &lease)).unwrap();
+    t.session(ConnectionState::Lost);
+    let events = t.events();
+    assert_eq!(events.last(), Some(&RecipeEvent::Lost), "{events:?}");
+    assert_eq!(events.iter().filter(|e| **e == RecipeEvent::Lost).count(), 1, "{events:?}");
+    // A session that ends with nothing reported and nothing held says nothing.
+    let mut t = T::new(Semaphore::new(p("/s"), 2, curator()));
+    t.session(ConnectionState::Lost);
+    assert_eq!(t.events(), vec![]);
+}
+
+#[test]
 fn session_lost_while_acquiring_fails_and_holding_is_lost() {
     let mut t = T::new(Semaphore::new(p("/s"), 1, curator()));
     t.cmd(|s, now| s.acquire(now, 1, None)).unwrap();

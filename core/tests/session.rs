@@ -547,15 +547,15 @@ fn connect_and_handshake_timeouts_rotate_hosts_and_a_full_cycle_pauses() {
     assert_eq!(sim.events(), []);
     assert_eq!(sim.tx().len(), 0, "nothing is sent on a fresh socket before handle_connected");
 
-    // The third failure completes a cycle: an extra pause of min(1 s, T/3).
+    // The third failure completes a cycle: an extra pause of min(1 s, T/10).
     sim.set(6_100);
     sim.disconnected();
     sim.assert_quiet();
     assert_eq!(sim.s.status(), SessionStatus::Disconnected);
-    assert_eq!(sim.s.poll_timeout(), Some(at(7_100)));
-    sim.tick_at(7_099);
+    assert_eq!(sim.s.poll_timeout(), Some(at(7_000)));
+    sim.tick_at(6_999);
     sim.assert_quiet();
-    sim.tick_at(7_100);
+    sim.tick_at(7_000);
     assert_eq!(sim.io(), [IoCommand::Connect { host: HostId(0), addr: dialed[0].clone() }]);
 
     let mut sorted = dialed.clone();
@@ -629,8 +629,8 @@ fn a_successful_handshake_resets_the_failed_cycle() {
     assert_eq!(sim.s.poll_timeout(), Some(at(50)));
     sim.tick();
     assert!(matches!(sim.io().as_slice(), [IoCommand::Connect { host: HostId(1), .. }]));
-    sim.disconnected(); // 2 of 2: pause min(1 s, T/3)
-    assert_eq!(sim.s.poll_timeout(), Some(at(1_050)));
+    sim.disconnected(); // 2 of 2: pause min(1 s, T/10)
+    assert_eq!(sim.s.poll_timeout(), Some(at(950)));
 }
 
 #[test]
@@ -766,9 +766,14 @@ fn expiry_deadline_wins_over_a_later_reconnect_pause() {
         sim.disconnected();
         sim.assert_quiet();
     }
-    // One host, so every refusal completes a cycle and pauses 1 s: the next
-    // attempt and the expiry are both due at 10 000, and the expiry wins.
-    sim.tick_at(9_500);
+    // One host, so every refusal completes a cycle and pauses T/10: the
+    // attempt at 9 900 fails too, the next would be at 10 800, and the
+    // expiry at 10 000 comes first.
+    sim.tick_at(9_900);
+    assert!(matches!(sim.io().as_slice(), [IoCommand::Connect { .. }]));
+    sim.disconnected();
+    sim.assert_quiet();
+    sim.tick_at(9_950);
     sim.assert_quiet();
     assert_eq!(sim.s.poll_timeout(), Some(at(10_000)));
     sim.tick_at(10_000);

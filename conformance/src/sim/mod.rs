@@ -60,6 +60,10 @@
 
 //! # Oracles (after every step)
 //!
+//! Exclusion and fencing are defined once, in [`check_exclusion`] and
+//! [`Fencing`]; the ensemble soak (`tests/ensemble/soak.rs`) checks real
+//! clients on real servers with the same two.
+//!
 //! A task *holds* from its `Acquired` until it releases (the user stops
 //! using the lock when it asks to release), is told `Lost`, or closes; the
 //! hold *counts* while neither the session nor the hold has said
@@ -81,7 +85,9 @@
 //!    earlier write hold's.
 //! 3. Liveness: after the active phase no new acquire starts, and by a bound
 //!    every acquire has resolved and every hold has been released.
-//! 4. Hygiene: once everything settled every recipe is quiescent and the
+//! 4. Hygiene: once everything settled every recipe is quiescent, every
+//!    `Suspended` a semaphore reported has been answered (`Reconnected` or
+//!    `Lost`: the async handle reports its leases' status from them), and the
 //!    model has no ephemeral node; after every client closed and the timeouts
 //!    passed, no node is left under `/sim` (except container parents that
 //!    never had a child, left by an acquire cancelled while it created them;
@@ -115,6 +121,8 @@
 //! parallelism). A seed that fails goes into `REGRESSIONS` in
 //! `tests/sim.rs` once fixed.
 
+mod oracle;
 mod run;
 
+pub use oracle::{Fencing, Mode, check_exclusion};
 pub use run::{RecipeKind, Sim, SimConfig, SimFailure, SimReport, SweepOutcome, run_seed, run_with, sweep};

@@ -1,7 +1,7 @@
 //! The simulation itself: configuration, scheduler, network, faults, user
 //! script and oracles. See the module docs of [`crate::sim`].
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Duration;
 
@@ -13,6 +13,7 @@ use zoolock_core::{
     SharedSemaphore, Ticket, ZkPath,
 };
 
+use super::oracle::{Fencing, Mode, check_exclusion};
 use crate::decode::StreamDecoder;
 use crate::trace::Direction;
 use zoolock_model::{ConnId, ModelConfig, ZkModel};
@@ -366,15 +367,6 @@ enum Role {
     Multi,
 }
 
-/// How a hold counts for the exclusion oracle.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Mode {
-    Exclusive,
-    Read,
-    Write,
-    Lease,
-}
-
 #[derive(Debug, Clone)]
 struct Hold {
     path: String,
@@ -428,6 +420,9 @@ struct SimClient {
     next_ticket: u64,
     /// The session said Suspended and not yet Reconnected.
     session_suspended: bool,
+    /// The semaphore said `Suspended` and has not answered it with
+    /// `Reconnected` or `Lost` yet (the async handle's lease status).
+    leases_suspended: bool,
     /// An injected expiry hit this session; the news has not arrived.
     doomed: bool,
     /// NoNode replies received since a task's acquire last ended.
@@ -515,8 +510,7 @@ pub struct Sim {
     steps: usize,
     report: SimReport,
     /// Per path: the highest token of any hold, and of any write hold.
-    max_token: BTreeMap<String, i64>,
-    max_write_token: BTreeMap<String, i64>,
+    fencing: Fencing,
     trace: VecDeque<String>,
 }
 
@@ -574,8 +568,7 @@ impl Sim {
             milestone,
             steps: 0,
             report: SimReport::default(),
-            max_token: BTreeMap::new(),
-            max_write_token: BTreeMap::new(),
+            fencing: Fencing::default(),
             trace: VecDeque::new(),
         };
         for i in 0..sim.config.clients {
@@ -674,6 +667,7 @@ impl Sim {
             tasks,
             next_ticket: 0,
             session_suspended: false,
+            leases_suspended: false,
             doomed: false,
             no_node_replies: 0,
             closing: false,
@@ -1214,6 +1208,11 @@ impl Sim {
         if !matches!(self.clients[i].shared, Shared::Semaphore(_)) {
             return Ok(());
         }
+        match event {
+            RecipeEvent::Suspended => self.clients[i].leases_suspended = true,
+            RecipeEvent::Reconnected | RecipeEvent::Lost => self.clients[i].leases_suspended = false,
+            _ => {}
+        }
         let now = self.now;
         for t in &mut self.clients[i].tasks {
             if t.holds.is_empty() {
@@ -1357,41 +1356,14 @@ impl Sim {
         if !self.clients[i].counts() || self.clients[i].tasks[k].suspended {
             return Ok(());
         }
-        let max = self.max_token.get(&h.path).copied().unwrap_or(i64::MIN);
-        let max_write = self.max_write_token.get(&h.path).copied().unwrap_or(i64::MIN);
-        // Leases of a semaphore with several of them are shared, and one can
-        // be reported late (Curator plan: after the internal mutex's delete
-        // is answered, possibly after a reconnect), so they are not ordered.
-        if h.mode == Mode::Lease && self.config.leases > 1 {
-            return Ok(());
-        }
-        let floor = if h.mode == Mode::Read { max_write } else { max };
-        if h.token <= floor {
-            return Err(format!(
-                "fencing: c{i} got {:?} {} with token {} after a hold with token {floor}",
-                h.mode, h.node, h.token
-            ));
-        }
-        self.max_token.insert(h.path.clone(), max.max(h.token));
-        if h.mode != Mode::Read {
-            self.max_write_token.insert(h.path.clone(), max_write.max(h.token));
-        }
-        Ok(())
+        self.fencing.check(&format!("c{i}"), &h.path, &h.node, h.mode, h.token, self.config.leases)
     }
 
-    /// Exclusion among every holder that was not told its hold is in doubt,
-    /// across clients and among the tasks of one client: at most one
-    /// exclusive holder and one writer per path, no more leases than the
-    /// limit, and no reader beside a writer.
+    /// Exclusion among every holder that was not told its hold is in doubt
+    /// ([`check_exclusion`]); each counting hold's node exists in the model,
+    /// owned by the holder's current session.
     fn check_exclusion(&self) -> Result<(), String> {
-        #[derive(Default)]
-        struct Count {
-            exclusive: Vec<(usize, usize)>,
-            lease: Vec<(usize, usize)>,
-            read: Vec<(usize, usize)>,
-            write: Vec<(usize, usize)>,
-        }
-        let mut paths: BTreeMap<&str, Count> = BTreeMap::new();
+        let mut holds = Vec::new();
         for (i, c) in self.clients.iter().enumerate() {
             if !c.counts() {
                 continue;
@@ -1412,31 +1384,11 @@ impl Sim {
                         }
                         None => return Err(format!("c{i}.{k} holds {} but the model has no such node", h.node)),
                     }
-                    let count = paths.entry(&h.path).or_default();
-                    match h.mode {
-                        Mode::Exclusive => count.exclusive.push((i, k)),
-                        Mode::Lease => count.lease.push((i, k)),
-                        Mode::Read => count.read.push((i, k)),
-                        Mode::Write => count.write.push((i, k)),
-                    }
+                    holds.push(((i, k), h.path.as_str(), h.mode));
                 }
             }
         }
-        for (path, count) in paths {
-            if count.exclusive.len() > 1 {
-                return Err(format!("exclusion: holders {:?} all hold {path}", count.exclusive));
-            }
-            if count.lease.len() > self.config.leases {
-                return Err(format!(
-                    "exclusion: holders {:?} hold leases of {path}, more than {}",
-                    count.lease, self.config.leases
-                ));
-            }
-            if count.write.len() > 1 || (!count.write.is_empty() && !count.read.is_empty()) {
-                return Err(format!("exclusion: writers {:?} and readers {:?} on {path}", count.write, count.read));
-            }
-        }
-        Ok(())
+        check_exclusion(holds, self.config.leases)
     }
 
     /// A container chain that never had a lock node: an acquire cancelled
@@ -1490,6 +1442,11 @@ impl Sim {
                 for i in 0..self.clients.len() {
                     if !self.clients[i].closing && !self.quiescent(i) {
                         return Err(format!("hygiene: c{i}'s recipe is not quiescent after settling"));
+                    }
+                    if !self.clients[i].closing && self.clients[i].leases_suspended {
+                        return Err(format!(
+                            "hygiene: c{i}'s semaphore said Suspended and never answered it (Reconnected or Lost)"
+                        ));
                     }
                 }
                 for path in self.model.paths() {

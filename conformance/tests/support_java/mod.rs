@@ -178,6 +178,16 @@ impl Java {
     /// [`Java::start`] with extra JVM options (`-D...` for ZooKeeper's
     /// client, such as its TLS settings).
     pub(crate) async fn start_with(java: &JavaSetup, addr: &str, jvm_options: &[String]) -> Java {
+        Java::start_with_session(java, addr, jvm_options, Duration::from_secs(10)).await
+    }
+
+    /// [`Java::start_with`] with every Curator session's timeout set to `session`.
+    pub(crate) async fn start_with_session(
+        java: &JavaSetup,
+        addr: &str,
+        jvm_options: &[String],
+        session: Duration,
+    ) -> Java {
         let mut child = Command::new("java")
             .args(jvm_options)
             .args([
@@ -224,7 +234,7 @@ impl Java {
         });
 
         control.expect("READY").await;
-        java.shared.send(&format!("CONNECT {addr} 10000"));
+        java.shared.send(&format!("CONNECT {addr} {}", session.as_millis()));
         control.expect("CONNECTED").await;
         java.control = Some(control);
         java
@@ -270,11 +280,17 @@ impl Peer {
     }
 
     pub(crate) async fn next(&mut self) -> Line {
-        let words = within(&format!("java {}", self.id), self.rx.recv())
-            .await
-            .unwrap_or_else(|| panic!("java {}: the driver exited", self.id));
+        let words =
+            self.next_or_error(STEP).await.unwrap_or_else(|| panic!("java {}: no result within {STEP:?}", self.id));
         assert_ne!(words[0], "ERROR", "java {}: {}", self.id, words.join(" "));
         words
+    }
+
+    /// The next reply within `bound`, `ERROR` included: for callers that
+    /// expect Curator to fail or to block for a while now and then (faults).
+    pub(crate) async fn next_or_error(&mut self, bound: Duration) -> Option<Line> {
+        let words = timeout(bound, self.rx.recv()).await.ok()?;
+        Some(words.unwrap_or_else(|| panic!("java {}: the driver exited", self.id)))
     }
 
     /// A reply that is already there, if any.

@@ -660,7 +660,10 @@ impl Semaphore {
 
     /// Session expiry or close: every ephemeral node is gone.
     fn end_session(&mut self, now: Instant, state: ConnectionState) {
-        let had_leases = !self.held.is_empty();
+        // A `Suspended` that was reported is answered with `Lost` even when
+        // every lease was returned meanwhile: the handle reports the status
+        // of its leases from these events, and would stay suspended.
+        let had_leases = !self.held.is_empty() || self.suspended;
         let was_acquiring = self.acquiring.take().is_some();
         self.held.clear();
         self.verifying.clear();

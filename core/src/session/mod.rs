@@ -561,13 +561,18 @@ impl Session {
     }
 
     /// Schedules the next attempt: a seeded pause, longer after a whole cycle of
-    /// hosts has failed.
+    /// hosts has failed. The extra pause is T/10 (1 s at most; ZooKeeper's
+    /// Java client waits 1 s): short enough that, once a lost quorum
+    /// returns, every client is back about as soon as the servers serve.
+    /// Clients of the old sessions that come back late hold up the lock
+    /// queue until their nodes are deleted (by themselves, or by the server
+    /// a session timeout after the new leader starts).
     fn schedule_reconnect(&mut self, now: Instant) {
         let t = self.timeout();
         let mut pause = self.rng.duration_up_to(self.config.reconnect_jitter.min(t / 10));
         if self.failed_in_cycle >= self.hosts.len() {
             self.failed_in_cycle = 0;
-            pause += Duration::from_secs(1).min(t / 3);
+            pause += Duration::from_secs(1).min(t / 10);
         }
         self.phase = Phase::Idle { at: now + pause };
     }
