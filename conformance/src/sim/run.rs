@@ -6,7 +6,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use zoolock_core::recipes::{BoxedLock, READ, WRITE};
+use zoolock_core::recipes::{BoxedLock, READ, REVOKE_MESSAGE, SharedCount, WRITE, count_bytes};
 use zoolock_core::{
     ApiMisuse, Client, ClientEvent, ConnectString, ConnectionState, Handle, Instant, IoCommand, LockConfig, MultiLock,
     Mutex, OpPlan, ReadWriteLock, RecipeEvent, RequestError, Rng, Semaphore, SemaphoreMutex, SessionConfig, SharedLock,
@@ -82,6 +82,12 @@ pub struct SimConfig {
     /// User tasks per client, sharing its one lock handle (a `SharedLock`
     /// or `SharedSemaphore` queue).
     pub tasks: usize,
+    /// Semaphore only: sized by a shared count (seeded with `leases`) that
+    /// the script sets to 1..=clients now and then.
+    pub resize: bool,
+    /// Semaphore only: revocable leases, which the script revokes now and
+    /// then; a holder asked gives its lease back at once.
+    pub revocable: bool,
 }
 
 impl SimConfig {
@@ -96,7 +102,12 @@ impl SimConfig {
         let plan = if below(&mut rng, 4) == 0 { OpPlan::Curator } else { OpPlan::Pipelined };
         let faults = below(&mut rng, 25) as usize;
         let tasks = 1 + below(&mut rng, 3) as usize;
+        // Drawn last, so the draws above stay what they were for old seeds.
+        let resize = kind == RecipeKind::Semaphore && below(&mut rng, 2) == 0;
+        let revocable = kind == RecipeKind::Semaphore && below(&mut rng, 2) == 0;
         SimConfig {
+            resize,
+            revocable,
             mutex_leases: 1,
             tasks,
             kind,
@@ -127,6 +138,10 @@ pub struct SimReport {
     pub unsuccessful: usize,
     /// Sessions renewed after `Lost`.
     pub restarts: usize,
+    /// Shared count writes (resized semaphore).
+    pub resizes: usize,
+    /// Revocation requests that reached a lease holder.
+    pub revocations: usize,
 }
 
 /// A failed run: the seed, what went wrong, and the newest trace lines.
@@ -378,6 +393,10 @@ struct Hold {
     node: String,
     token: i64,
     mode: Mode,
+    /// Leases: the limit in force when it was granted.
+    limit: usize,
+    /// Grant order, across all clients.
+    seq: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -455,6 +474,9 @@ impl SimClient {
 
 /// The lock paths.
 const ROOT: &str = "/sim";
+/// The shared count of a resized semaphore (outside `/sim`: it is
+/// persistent, and stays).
+const SIZE: &str = "/size";
 const LOCK: &str = "/sim/lock";
 const MULTI_A: &str = "/sim/a";
 const MULTI_B: &str = "/sim/b";
@@ -514,6 +536,8 @@ pub struct Sim {
     /// Per path: the highest token of any hold, and of any write hold.
     max_token: BTreeMap<String, i64>,
     max_write_token: BTreeMap<String, i64>,
+    /// The next hold's grant order.
+    next_seq: u64,
     trace: VecDeque<String>,
 }
 
@@ -573,6 +597,7 @@ impl Sim {
             report: SimReport::default(),
             max_token: BTreeMap::new(),
             max_write_token: BTreeMap::new(),
+            next_seq: 0,
             trace: VecDeque::new(),
         };
         for i in 0..sim.config.clients {
@@ -642,7 +667,15 @@ impl Sim {
         let shared = match lock {
             Some(lock) => Shared::Lock(client.add(self.now, SharedLock::new(lock, true))),
             None => {
-                let sem = Semaphore::new(path(LOCK), self.config.leases, config);
+                let mut sem = if self.config.resize {
+                    let seed = i32::try_from(self.config.leases).unwrap_or(1);
+                    Semaphore::with_count(path(LOCK), SharedCount::new(path(SIZE), seed, config.clone()), config)
+                } else {
+                    Semaphore::new(path(LOCK), self.config.leases, config)
+                };
+                if self.config.revocable {
+                    sem.make_revocable();
+                }
                 Shared::Semaphore(client.add(self.now, SharedSemaphore::new(sem, true)))
             }
         };
@@ -1016,6 +1049,9 @@ impl Sim {
     }
 
     fn action(&mut self, i: usize, k: usize) -> Result<(), String> {
+        if k == 0 && self.phase == Phase::Active && !self.clients[i].closing {
+            self.admin(i)?;
+        }
         let now = self.now;
         let c = &self.clients[i];
         let Some(task) = c.tasks.get(k) else { return Ok(()) };
@@ -1049,6 +1085,35 @@ impl Sim {
             self.schedule(i, k, Duration::from_millis(500), Duration::from_secs(1));
         }
         Ok(())
+    }
+
+    /// Now and then, client `i` resizes the semaphore (plain setData on the
+    /// count, as `zoolock count set` or Curator's `setCount`), or asks a
+    /// holder of a revocable lease for it back (Curator's `Revoker`).
+    fn admin(&mut self, i: usize) -> Result<(), String> {
+        let now = self.now;
+        if self.config.resize && chance(&mut self.rng, 100) {
+            let n = 1 + below(&mut self.rng, self.config.clients as u64) as i32;
+            let op = zoolock_core::Op::set_data(&ZkPath::new(SIZE).expect("a valid path"), count_bytes(n), None);
+            self.clients[i].client.submit(now, op).map_err(|e| self.misuse(i, "resize", e))?;
+            self.report.resizes += 1;
+            self.log(|| format!("c{i} sets the count to {n}"));
+        }
+        if self.config.revocable && chance(&mut self.rng, 100) {
+            let held: Vec<String> = self
+                .clients
+                .iter()
+                .flat_map(|c| c.tasks.iter().flat_map(|t| t.holds.iter().map(|h| h.node.clone())))
+                .collect();
+            if !held.is_empty() {
+                let node = held[below(&mut self.rng, held.len() as u64) as usize].clone();
+                let path = ZkPath::new(&node).map_err(|e| format!("{e:?}"))?;
+                let op = zoolock_core::Op::set_data(&path, Bytes::from_static(REVOKE_MESSAGE), None);
+                self.clients[i].client.submit(now, op).map_err(|e| self.misuse(i, "revoke", e))?;
+                self.log(|| format!("c{i} revokes {node}"));
+            }
+        }
+        self.drain_client(i)
     }
 
     fn reopen_if_closed(&mut self, i: usize) -> Result<(), String> {
@@ -1212,6 +1277,16 @@ impl Sim {
             return Ok(());
         }
         let now = self.now;
+        if let RecipeEvent::LeaseRevocationRequested { node } = &event {
+            // The holder gives the lease back at once.
+            let task = self.clients[i].tasks.iter_mut().find(|t| t.holds.iter().any(|h| h.node == *node));
+            let Some(task) = task else {
+                return Err(format!("c{i}: revocation requested for {node}, which no task holds"));
+            };
+            task.next_action = now;
+            self.report.revocations += 1;
+            return Ok(());
+        }
         for t in &mut self.clients[i].tasks {
             if t.holds.is_empty() {
                 continue;
@@ -1266,7 +1341,7 @@ impl Sim {
                             let Some((node, token)) = member else {
                                 return Err(format!("c{i}: multi-lock Acquired but {path} is not held"));
                             };
-                            holds.push(Hold { path: path.into(), node, token, mode });
+                            holds.push(Hold { path: path.into(), node, token, mode, limit: 1, seq: 0 });
                         }
                         holds
                     }
@@ -1277,15 +1352,28 @@ impl Sim {
                             (true, _) => MULTI_B,
                             (false, _) => LOCK,
                         };
-                        vec![Hold { path: path.into(), node, token: token.0, mode: pending.mode }]
+                        let limit = match c.shared {
+                            Shared::Semaphore(h) => c
+                                .client
+                                .with(now, h, |q, _| q.inner().lease_limit(&node))
+                                .map_err(|e| format!("{e:?}"))?
+                                .ok_or_else(|| format!("c{i}: Acquired {node} but the semaphore does not hold it"))?,
+                            Shared::Lock(_) => 1,
+                        };
+                        vec![Hold { path: path.into(), node, token: token.0, mode: pending.mode, limit, seq: 0 }]
                     }
                 };
                 self.report.holds += holds.len();
                 let since = pending.since;
-                for h in holds {
+                for mut h in holds {
+                    h.seq = self.next_seq;
+                    self.next_seq += 1;
                     self.fence(i, k, &h)?;
                     self.log(|| {
-                        format!("c{i}.{k} HOLDS {:?} {} token {} (waited since {since})", h.mode, h.node, h.token)
+                        format!(
+                            "c{i}.{k} HOLDS {:?} {} token {} limit {} (waited since {since})",
+                            h.mode, h.node, h.token, h.limit
+                        )
                     });
                     self.clients[i].tasks[k].holds.push(h);
                 }
@@ -1352,7 +1440,7 @@ impl Sim {
         // Leases of a semaphore with several of them are shared, and one can
         // be reported late (Curator plan: after the internal mutex's delete
         // is answered, possibly after a reconnect), so they are not ordered.
-        if h.mode == Mode::Lease && self.config.leases > 1 {
+        if h.mode == Mode::Lease && (self.config.leases > 1 || self.config.resize) {
             return Ok(());
         }
         let floor = if h.mode == Mode::Read { max_write } else { max };
@@ -1377,7 +1465,7 @@ impl Sim {
         #[derive(Default)]
         struct Count {
             exclusive: Vec<(usize, usize)>,
-            lease: Vec<(usize, usize)>,
+            lease: Vec<(usize, usize, u64, usize)>,
             read: Vec<(usize, usize)>,
             write: Vec<(usize, usize)>,
         }
@@ -1405,7 +1493,7 @@ impl Sim {
                     let count = paths.entry(&h.path).or_default();
                     match h.mode {
                         Mode::Exclusive => count.exclusive.push((i, k)),
-                        Mode::Lease => count.lease.push((i, k)),
+                        Mode::Lease => count.lease.push((i, k, h.seq, h.limit)),
                         Mode::Read => count.read.push((i, k)),
                         Mode::Write => count.write.push((i, k)),
                     }
@@ -1416,11 +1504,17 @@ impl Sim {
             if count.exclusive.len() > 1 {
                 return Err(format!("exclusion: holders {:?} all hold {path}", count.exclusive));
             }
-            if count.lease.len() > self.config.leases {
-                return Err(format!(
-                    "exclusion: holders {:?} hold leases of {path}, more than {}",
-                    count.lease, self.config.leases
-                ));
+            // Every lease granted before one was there when it was granted,
+            // so they and it are within the limit in force at its grant
+            // (a shrink takes no lease away).
+            for &(_, _, seq, limit) in &count.lease {
+                let before: Vec<_> = count.lease.iter().filter(|l| l.2 <= seq).map(|l| (l.0, l.1)).collect();
+                if before.len() > limit {
+                    return Err(format!(
+                        "exclusion: holders {before:?} hold leases of {path}, more than {limit} (the limit \
+                         when the last of them was granted)"
+                    ));
+                }
             }
             if count.write.len() > 1 || (!count.write.is_empty() && !count.read.is_empty()) {
                 return Err(format!("exclusion: writers {:?} and readers {:?} on {path}", count.write, count.read));

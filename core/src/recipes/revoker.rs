@@ -113,19 +113,7 @@ impl Recipe for Revoker {
         }
     }
 
-    fn handle_timeout(&mut self, _now: Instant) {}
-
-    fn poll_op(&mut self) -> Option<RecipeOp> {
-        self.ops.pop_front()
-    }
-
-    fn poll_event(&mut self) -> Option<RecipeEvent> {
-        self.events.pop_front()
-    }
-
-    fn poll_timeout(&self) -> Option<Instant> {
-        None
-    }
+    super::timerless_outputs!();
 
     fn is_quiescent(&self) -> bool {
         self.in_flight.is_none() && !self.retry && self.ops.is_empty()

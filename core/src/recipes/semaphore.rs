@@ -30,6 +30,17 @@
 //! the delete is queued (the delete stays guaranteed), and every create2 goes
 //! out with its getChildren2 in the same round trip.
 //!
+//! Sized by a [`SharedCount`] (Curator's `SharedCountReader` constructor):
+//! the count is read and watched by the semaphore itself; an acquire waits
+//! for its first value, and each new value is the limit from then on. A
+//! waiter lists again at once, so growing lets it in; shrinking takes no
+//! lease away (as in Curator), it only holds back later grants.
+//!
+//! Revocable ([`Semaphore::make_revocable`]): each lease node is created with
+//! empty data and its data watched, as a revocable lock's node is; Curator's
+//! `__REVOKE__` written into it is reported as
+//! [`RecipeEvent::LeaseRevocationRequested`] for that lease.
+//!
 //! Vanished lease (Curator's MISSING_NODE): the lease node is deleted, the
 //! watch checked off, the mutex node deleted, and after the retry policy's
 //! pause the lease starts over with a new mutex node and a new lease node.
@@ -44,6 +55,7 @@ use zoolock_wire::{ErrorCode, Response, WatcherType};
 use super::config::LockConfig;
 use super::lock_core::{LockCore, Rule, Shape};
 use super::policy::{LEASE_NAME, LOCK_NAME, SortKey};
+use super::shared_count::SharedCount;
 use crate::error::{ApiMisuse, RequestError};
 use crate::op::Op;
 use crate::path::ZkPath;
@@ -67,12 +79,15 @@ enum Route {
     Core(u64, OpId),
     /// Sent by the semaphore itself (checkWatches); the reply is not needed.
     Own,
+    /// The size's shared count, and its own op id.
+    Count(OpId),
 }
 
 /// Where one lease of an acquire stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
-    /// The internal mutex core is still finishing an earlier release.
+    /// The internal mutex core is still finishing an earlier release, or
+    /// the size's shared count has not been read yet.
     MutexBusy,
     /// Waiting for the internal mutex.
     Mutex,
@@ -127,6 +142,14 @@ pub struct Semaphore {
     base: ZkPath,
     leases_path: ZkPath,
     max_leases: usize,
+    /// The shared count that sizes the semaphore, if any.
+    count: Option<SharedCount>,
+    /// Lease nodes are watched for revocation.
+    revocable: bool,
+    /// How many lease nodes the last listing held.
+    listed: Option<usize>,
+    /// Leases asked to be given back before their acquire completed.
+    revoke_pending: BTreeSet<u64>,
     config: LockConfig,
     rng: Rng,
     mutex: LockCore,
@@ -169,6 +192,10 @@ impl Semaphore {
             base,
             leases_path,
             max_leases,
+            count: None,
+            revocable: false,
+            listed: None,
+            revoke_pending: BTreeSet::new(),
             config,
             rng,
             mutex,
@@ -185,6 +212,42 @@ impl Semaphore {
             ops: VecDeque::new(),
             events: VecDeque::new(),
         }
+    }
+
+    /// A semaphore on `base` sized by `count` (Curator's
+    /// `InterProcessSemaphoreV2(client, path, SharedCountReader)`); a count
+    /// below zero allows no lease.
+    pub fn with_count(base: ZkPath, count: SharedCount, config: LockConfig) -> Semaphore {
+        let mut sem = Semaphore::new(base, 0, config);
+        sem.count = Some(count);
+        sem.take_count_ops();
+        sem
+    }
+
+    /// Makes every lease from now on revocable (see the module docs).
+    pub fn make_revocable(&mut self) {
+        self.revocable = true;
+    }
+
+    /// Changes the limit: a waiter lists again and decides by it; held
+    /// leases are kept whatever it becomes.
+    pub fn set_max_leases(&mut self, now: Instant, max_leases: usize) {
+        self.max_leases = max_leases;
+        if let Some(Phase::Lease { slot }) = self.phase() {
+            self.on_core(slot, |c| c.set_max_leases(max_leases));
+        }
+        self.pump(now);
+    }
+
+    /// The size's shared count, if the semaphore has one.
+    pub fn count(&self) -> Option<&SharedCount> {
+        self.count.as_ref()
+    }
+
+    /// Leases left free by the last listing of `leases` this handle made
+    /// (the limit in force minus the nodes listed); `None` before any.
+    pub fn available(&self) -> Option<usize> {
+        self.listed.map(|n| self.max_leases.saturating_sub(n))
     }
 
     /// The semaphore path.
@@ -279,6 +342,14 @@ impl Semaphore {
         self.held.iter().filter_map(|s| self.cores.get(s)?.held()).find(|n| n.path == lease).map(|n| n.token)
     }
 
+    /// The limit in force when a held lease was granted (its listing held
+    /// at most that many lease nodes).
+    pub fn lease_limit(&self, lease: &str) -> Option<usize> {
+        let slot =
+            self.held.iter().find(|s| self.cores.get(s).and_then(|c| c.held()).is_some_and(|n| n.path == lease))?;
+        self.cores.get(slot)?.granted_under()
+    }
+
     /// True while an acquire is under way.
     pub fn is_acquiring(&self) -> bool {
         self.acquiring.is_some()
@@ -299,9 +370,11 @@ impl Semaphore {
 
     /// Starts (or restarts) the current lease with the internal mutex.
     fn start_lease(&mut self, now: Instant) {
+        let can_start = self.can_start();
         let Some(acq) = self.acquiring.as_mut() else { return };
-        if !self.mutex.is_idle() {
-            // The previous release is still in flight (Curator plan).
+        if !can_start {
+            // The previous release is still in flight (Curator plan), or
+            // the size is not known yet.
             acq.phase = Phase::MutexBusy;
             return;
         }
@@ -330,6 +403,7 @@ impl Semaphore {
             Rule::Count { max_leases: self.max_leases },
         );
         core.defer_missing = true;
+        core.revocable = self.revocable;
         acq.phase = Phase::Lease { slot };
         let deadline = acq.deadline;
         let started = core.acquire(now, deadline, Shape::Sequential);
@@ -408,6 +482,42 @@ impl Semaphore {
                 self.events.push_back(RecipeEvent::Acquired { node: node.path.clone(), token: node.token });
                 self.held.push(slot);
             }
+        }
+        for slot in core::mem::take(&mut self.revoke_pending) {
+            self.report_revocation(slot);
+        }
+    }
+
+    /// `LeaseRevocationRequested` for held lease `slot`.
+    fn report_revocation(&mut self, slot: u64) {
+        if let Some(node) = self.held.contains(&slot).then(|| self.cores.get(&slot)).flatten().and_then(|c| c.held()) {
+            self.events.push_back(RecipeEvent::LeaseRevocationRequested { node: node.path.clone() });
+        }
+    }
+
+    /// The mutex is free and the size known: a lease may start.
+    fn can_start(&self) -> bool {
+        self.mutex.is_idle() && self.count.as_ref().is_none_or(|c| c.value().is_some())
+    }
+
+    /// Moves the count's ops out.
+    fn take_count_ops(&mut self) {
+        while let Some(op) = self.count.as_mut().and_then(|c| c.poll_op()) {
+            let id = OpId(self.next_op);
+            self.next_op += 1;
+            self.routes.insert(id, Route::Count(op.id));
+            self.ops.push_back(RecipeOp { id, op: op.op });
+        }
+    }
+
+    /// Applies the count's events: a new value is the new limit; the
+    /// events go on to the user.
+    fn take_count_events(&mut self, now: Instant) {
+        while let Some(event) = self.count.as_mut().and_then(|c| c.poll_event()) {
+            if let RecipeEvent::Count { value, .. } = event {
+                self.set_max_leases(now, usize::try_from(value).unwrap_or(0));
+            }
+            self.events.push_back(event);
         }
     }
 
@@ -502,6 +612,17 @@ impl Semaphore {
     fn on_lease_event(&mut self, now: Instant, slot: u64, event: RecipeEvent) {
         if let RecipeEvent::CleanupFailed { .. } = event {
             return self.events.push_back(event);
+        }
+        if let Some(n) = self.cores.get(&slot).and_then(|c| c.listed()) {
+            self.listed = Some(n);
+        }
+        if event == RecipeEvent::RevocationRequested {
+            if self.held.contains(&slot) {
+                self.report_revocation(slot);
+            } else {
+                self.revoke_pending.insert(slot);
+            }
+            return;
         }
         let current = matches!(self.phase(), Some(Phase::Lease { slot: s }) if s == slot);
         if current {
@@ -599,12 +720,13 @@ impl Semaphore {
                 self.on_lease_event(now, slot, event);
                 continue;
             }
-            if self.phase() == Some(Phase::MutexBusy) && self.mutex.is_idle() {
+            if self.phase() == Some(Phase::MutexBusy) && self.can_start() {
                 self.start_lease(now);
                 continue;
             }
             break;
         }
+        self.revoke_pending.retain(|s| self.cores.contains_key(s));
         self.collect();
     }
 
@@ -696,12 +818,23 @@ impl Recipe for Semaphore {
             Some(Route::Core(slot, inner)) => {
                 self.on_core(slot, |c| c.handle_reply(now, inner, result));
             }
+            Some(Route::Count(inner)) => {
+                if let Some(c) = self.count.as_mut() {
+                    c.handle_reply(now, inner, result);
+                }
+                self.take_count_ops();
+                self.take_count_events(now);
+            }
             Some(Route::Own) | None => return,
         }
         self.pump(now);
     }
 
     fn handle_watch(&mut self, now: Instant, event: &WatchEvent) {
+        if let Some(c) = self.count.as_mut() {
+            c.handle_watch(now, event);
+            self.take_count_ops();
+        }
         self.mutex.handle_watch(now, event);
         self.drain(MUTEX_SLOT);
         for slot in self.slots() {
@@ -711,6 +844,10 @@ impl Recipe for Semaphore {
     }
 
     fn handle_session(&mut self, now: Instant, state: ConnectionState) {
+        if let Some(c) = self.count.as_mut() {
+            c.handle_session(now, state);
+            self.take_count_ops();
+        }
         match state {
             ConnectionState::Lost
             | ConnectionState::Closed

@@ -29,6 +29,9 @@ use zoolock_driver::{
     Client, ConnectionState, Error, Guard, HoldStatus, Lease, Lock, OpPlan, Options, ParticipantsOf, Runtime,
 };
 
+mod resized;
+pub(crate) use resized::{lease_revocation, semaphore_resized, shared_count};
+
 // ---- environment ---------------------------------------------------------------------
 
 /// The server and the runtime a scenario runs on.
