@@ -28,7 +28,10 @@ fn env_u64(name: &str) -> Option<u64> {
 /// * 40038 (Semaphore): a slow client lost the probe/create race with the
 ///   container reaper on every retry and spent its NoNode budget, as Curator
 ///   would; the oracle now accepts `Failed(NoNode)` after 8 NoNode replies.
-const REGRESSIONS: &[u64] = &[17, 22, 59, 73, 40038];
+/// * 1602 (Semaphore, resized): a slow client's lease granted under limit
+///   1 was reported after a later lease granted under limit 2; the resize
+///   oracle now orders leases by node age (czxid), not by report time.
+const REGRESSIONS: &[u64] = &[17, 22, 59, 73, 1602, 40038];
 
 #[test]
 fn sweep_seeds() {

@@ -226,6 +226,8 @@ pub fn sweep(start: u64, count: u64, threads: usize) -> SweepOutcome {
                             t.faults += r.faults;
                             t.unsuccessful += r.unsuccessful;
                             t.restarts += r.restarts;
+                            t.resizes += r.resizes;
+                            t.revocations += r.revocations;
                         }
                         Err(f) => out.failures.push(f),
                     }
@@ -395,8 +397,6 @@ struct Hold {
     mode: Mode,
     /// Leases: the limit in force when it was granted.
     limit: usize,
-    /// Grant order, across all clients.
-    seq: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -536,8 +536,6 @@ pub struct Sim {
     /// Per path: the highest token of any hold, and of any write hold.
     max_token: BTreeMap<String, i64>,
     max_write_token: BTreeMap<String, i64>,
-    /// The next hold's grant order.
-    next_seq: u64,
     trace: VecDeque<String>,
 }
 
@@ -597,7 +595,6 @@ impl Sim {
             report: SimReport::default(),
             max_token: BTreeMap::new(),
             max_write_token: BTreeMap::new(),
-            next_seq: 0,
             trace: VecDeque::new(),
         };
         for i in 0..sim.config.clients {
@@ -1341,7 +1338,7 @@ impl Sim {
                             let Some((node, token)) = member else {
                                 return Err(format!("c{i}: multi-lock Acquired but {path} is not held"));
                             };
-                            holds.push(Hold { path: path.into(), node, token, mode, limit: 1, seq: 0 });
+                            holds.push(Hold { path: path.into(), node, token, mode, limit: 1 });
                         }
                         holds
                     }
@@ -1360,14 +1357,12 @@ impl Sim {
                                 .ok_or_else(|| format!("c{i}: Acquired {node} but the semaphore does not hold it"))?,
                             Shared::Lock(_) => 1,
                         };
-                        vec![Hold { path: path.into(), node, token: token.0, mode: pending.mode, limit, seq: 0 }]
+                        vec![Hold { path: path.into(), node, token: token.0, mode: pending.mode, limit }]
                     }
                 };
                 self.report.holds += holds.len();
                 let since = pending.since;
-                for mut h in holds {
-                    h.seq = self.next_seq;
-                    self.next_seq += 1;
+                for h in holds {
                     self.fence(i, k, &h)?;
                     self.log(|| {
                         format!(
@@ -1465,7 +1460,7 @@ impl Sim {
         #[derive(Default)]
         struct Count {
             exclusive: Vec<(usize, usize)>,
-            lease: Vec<(usize, usize, u64, usize)>,
+            lease: Vec<(usize, usize, i64, usize)>,
             read: Vec<(usize, usize)>,
             write: Vec<(usize, usize)>,
         }
@@ -1493,7 +1488,7 @@ impl Sim {
                     let count = paths.entry(&h.path).or_default();
                     match h.mode {
                         Mode::Exclusive => count.exclusive.push((i, k)),
-                        Mode::Lease => count.lease.push((i, k, h.seq, h.limit)),
+                        Mode::Lease => count.lease.push((i, k, h.token, h.limit)),
                         Mode::Read => count.read.push((i, k)),
                         Mode::Write => count.write.push((i, k)),
                     }
@@ -1504,15 +1499,17 @@ impl Sim {
             if count.exclusive.len() > 1 {
                 return Err(format!("exclusion: holders {:?} all hold {path}", count.exclusive));
             }
-            // Every lease granted before one was there when it was granted,
-            // so they and it are within the limit in force at its grant
-            // (a shrink takes no lease away).
-            for &(_, _, seq, limit) in &count.lease {
-                let before: Vec<_> = count.lease.iter().filter(|l| l.2 <= seq).map(|l| (l.0, l.1)).collect();
+            // A lease's listing came after its node's create, so it saw every
+            // lease still held whose node is older (a smaller czxid): they
+            // and it are within the limit in force at its grant (a shrink
+            // takes no lease away). With a fixed limit, the newest lease
+            // makes this "at most N".
+            for &(_, _, token, limit) in &count.lease {
+                let before: Vec<_> = count.lease.iter().filter(|l| l.2 <= token).map(|l| (l.0, l.1)).collect();
                 if before.len() > limit {
                     return Err(format!(
                         "exclusion: holders {before:?} hold leases of {path}, more than {limit} (the limit \
-                         when the last of them was granted)"
+                         when the newest of them was granted)"
                     ));
                 }
             }
