@@ -186,8 +186,9 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Ask the holder of a revocable mutex to give it up (Curator's Revoker).
-    /// Exits 1 if PATH has no holder.
+    /// Ask the holder of a revocable mutex (or, with --node, of a revocable
+    /// semaphore lease) to give it up (Curator's Revoker). Exits 1 if PATH
+    /// has no holder.
     Revoke {
         /// The mutex path; its first participant (the holder) is revoked.
         #[arg(value_parser = zk_path, required_unless_present = "node", conflicts_with = "node")]
