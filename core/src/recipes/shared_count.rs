@@ -238,9 +238,19 @@ impl Recipe for SharedCount {
         match state {
             // Curator re-reads on RECONNECTED; a new session has no watches.
             ConnectionState::Reconnected => self.read(),
+            // A session's first connect: what was queued before goes out
+            // now; after a renewal nothing is in flight, so start over (the
+            // create too, if no value was ever read).
             ConnectionState::Connected | ConnectionState::ConnectedReadOnly => {
+                if self.reading.is_some_and(|id| self.routes.contains_key(&id)) {
+                    return;
+                }
                 self.reading = None;
-                self.read();
+                if self.value.is_none() && !self.create_pending() {
+                    self.create();
+                } else {
+                    self.read();
+                }
             }
             // The session ended: nothing in flight will be answered.
             state => {
