@@ -1,7 +1,7 @@
 //! The simulation itself: configuration, scheduler, network, faults, user
 //! script and oracles. See the module docs of [`crate::sim`].
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Duration;
 
@@ -85,6 +85,10 @@ pub struct SimConfig {
     /// Semaphore only: sized by a shared count (seeded with `leases`) that
     /// the script sets to 1..=clients now and then.
     pub resize: bool,
+    /// Resized semaphore only, a deliberately broken sizing the oracle must
+    /// catch: the semaphores read another count than the one the script
+    /// sets, seeded with `clients + 1`.
+    pub wrong_count: bool,
     /// Semaphore only: revocable leases, which the script revokes now and
     /// then; a holder asked gives its lease back at once.
     pub revocable: bool,
@@ -106,6 +110,7 @@ impl SimConfig {
         let resize = kind == RecipeKind::Semaphore && below(&mut rng, 2) == 0;
         let revocable = kind == RecipeKind::Semaphore && below(&mut rng, 2) == 0;
         SimConfig {
+            wrong_count: false,
             resize,
             revocable,
             mutex_leases: 1,
@@ -477,6 +482,8 @@ const ROOT: &str = "/sim";
 /// The shared count of a resized semaphore (outside `/sim`: it is
 /// persistent, and stays).
 const SIZE: &str = "/size";
+/// The count a broken sizing reads instead ([`SimConfig::wrong_count`]).
+const WRONG_SIZE: &str = "/size-wrong";
 const LOCK: &str = "/sim/lock";
 const MULTI_A: &str = "/sim/a";
 const MULTI_B: &str = "/sim/b";
@@ -536,6 +543,8 @@ pub struct Sim {
     /// Per path: the highest token of any hold, and of any write hold.
     max_token: BTreeMap<String, i64>,
     max_write_token: BTreeMap<String, i64>,
+    /// Every size the script gave the count (and its seed).
+    count_values: BTreeSet<usize>,
     trace: VecDeque<String>,
 }
 
@@ -595,8 +604,10 @@ impl Sim {
             report: SimReport::default(),
             max_token: BTreeMap::new(),
             max_write_token: BTreeMap::new(),
+            count_values: BTreeSet::new(),
             trace: VecDeque::new(),
         };
+        sim.count_values.insert(sim.config.leases);
         for i in 0..sim.config.clients {
             let client = sim.new_client(i, 0);
             sim.clients.push(client);
@@ -665,8 +676,12 @@ impl Sim {
             Some(lock) => Shared::Lock(client.add(self.now, SharedLock::new(lock, true))),
             None => {
                 let mut sem = if self.config.resize {
-                    let seed = i32::try_from(self.config.leases).unwrap_or(1);
-                    Semaphore::with_count(path(LOCK), SharedCount::new(path(SIZE), seed, config.clone()), config)
+                    let (count, seed) = match self.config.wrong_count {
+                        false => (SIZE, self.config.leases),
+                        true => (WRONG_SIZE, self.config.clients + 1),
+                    };
+                    let seed = i32::try_from(seed).unwrap_or(1);
+                    Semaphore::with_count(path(LOCK), SharedCount::new(path(count), seed, config.clone()), config)
                 } else {
                     Semaphore::new(path(LOCK), self.config.leases, config)
                 };
@@ -1094,6 +1109,7 @@ impl Sim {
             let op = zoolock_core::Op::set_data(&ZkPath::new(SIZE).expect("a valid path"), count_bytes(n), None);
             self.clients[i].client.submit(now, op).map_err(|e| self.misuse(i, "resize", e))?;
             self.report.resizes += 1;
+            self.count_values.insert(n as usize);
             self.log(|| format!("c{i} sets the count to {n}"));
         }
         if self.config.revocable && chance(&mut self.rng, 100) {
@@ -1363,6 +1379,12 @@ impl Sim {
                 self.report.holds += holds.len();
                 let since = pending.since;
                 for h in holds {
+                    if h.mode == Mode::Lease && self.config.resize && !self.count_values.contains(&h.limit) {
+                        return Err(format!(
+                            "c{i}.{k}: {} granted under {} leases, a size the count never had",
+                            h.node, h.limit
+                        ));
+                    }
                     self.fence(i, k, &h)?;
                     self.log(|| {
                         format!(
