@@ -2,7 +2,9 @@
 //! count, Curator's `InterProcessSemaphoreV2(client, path, SharedCount)` and
 //! zoolock's `semaphore_with(path, sized_by(count))` on the same paths, and
 //! Curator's `SharedCount` reading and writing the count zoolock writes and
-//! reads. Same set-up and skipping rules as `interop.rs`.
+//! reads; and revocable leases: Curator's `Revoker` reaches a zoolock
+//! revocable lease, and a Curator lease (never revocable) ignores zoolock's
+//! revoke. Same set-up and skipping rules as `interop.rs`.
 
 use std::time::Duration;
 
@@ -43,7 +45,7 @@ async fn interop_semaphore_sized_by_count() {
 
     // Count 1: Curator holds the one lease, zoolock waits.
     let (mut c1, mut c2, mut reader) = (jv.peer("c1"), jv.peer("c2"), jv.peer("reader"));
-    c1.acquire("SEMCOUNT_ACQUIRE", &format!("{path} {count_path}")).await;
+    let (c1_node, _) = c1.acquire("SEMCOUNT_ACQUIRE", &format!("{path} {count_path}")).await;
     let waiting = sem.clone();
     let mut z1_wait = tokio::spawn(async move { waiting.acquire(1).await });
     sleep(Duration::from_millis(300)).await;
@@ -74,6 +76,12 @@ async fn interop_semaphore_sized_by_count() {
     .await;
     c2.acquire("SEMCOUNT_ACQUIRE", &format!("{path} {count_path}")).await;
 
+    // A Curator lease is never revocable: a revoke leaves it held.
+    admin.revoke(&c1_node).await.unwrap();
+    sleep(Duration::from_millis(200)).await;
+    assert!(c1.try_next().is_none(), "Curator's holder reacted to a revoke");
+    assert!(admin.exists(&c1_node).await.unwrap().is_some());
+
     c1.release("SEM_RETURN").await;
     c2.release("SEM_RETURN").await;
     lease.release().await.unwrap();
@@ -92,4 +100,35 @@ async fn interop_semaphore_sized_by_count() {
     for c in [z1, admin] {
         c.close().await.unwrap();
     }
+}
+
+/// Curator's `Revoker.attemptRevoke` on a zoolock revocable lease reaches
+/// its holder; the lease given back, its node is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn interop_curator_revokes_a_zoolock_lease() {
+    let test = "interop_curator_revokes_a_zoolock_lease";
+    let Some(addr) = test_server(test) else { return };
+    let Some(java) = java_or_skip(test) else { return };
+    let path = format!("/zoolock-interop-{}-revocable-lease", std::process::id());
+    let jv = Java::start(java, &addr).await;
+    let z = connect(&addr).await;
+    let sem = z.semaphore_with(&path, SemaphoreOptions::leases(2).revocable(true)).await.unwrap();
+    let lease = sem.acquire(1).await.unwrap().pop().unwrap();
+    let mut revoker = jv.peer("revoker");
+    revoker.send("REVOKE", lease.node());
+    revoker.expect("REVOKE_SENT").await;
+    within("the revocation request", lease.revocation_requested()).await;
+    let node = lease.node().to_owned();
+    lease.release().await.unwrap();
+    within("the lease node's delete", async {
+        while z.exists(&node).await.unwrap().is_some() {
+            sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    for p in [format!("{path}/leases"), format!("{path}/locks"), path.clone()] {
+        let _ = z.delete(&p, None).await;
+    }
+    drop(sem);
+    z.close().await.unwrap();
 }
