@@ -293,7 +293,8 @@ impl Client {
     }
 
     /// A semaphore with its own settings: sized by a shared count, or with
-    /// revocable leases.
+    /// revocable leases. A count is created with its seed if absent, and
+    /// must hold a 4-byte int ([`Error::CountMalformed`] otherwise).
     ///
     /// ```no_run
     /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
@@ -309,6 +310,9 @@ impl Client {
         let mut semaphore = match options.size {
             SemaphoreSize::Leases(n) => CoreSemaphore::new(base, n, config),
             SemaphoreSize::Count { path, seed } => {
+                // As Curator's started SharedCount: the count exists and holds
+                // an int before the semaphore uses it (else CountMalformed).
+                drop(self.shared_count(&path, seed).await?);
                 let count = CoreCount::new(ZkPath::new(&path)?, seed, config.clone());
                 CoreSemaphore::with_count(base, count, config)
             }

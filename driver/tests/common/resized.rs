@@ -79,6 +79,9 @@ pub(crate) async fn shared_count(env: &Env) {
     let bad = format!("{}/bad", env.path("count"));
     a.create(&bad, b"xy", zoolock_driver::core::wire::CreateMode::PERSISTENT).await.unwrap();
     assert!(matches!(a.shared_count(&bad, 1).await, Err(Error::CountMalformed { len: 2, .. })));
+    let sized = zoolock_driver::SemaphoreOptions::sized_by(&bad, 1);
+    let sem = a.semaphore_with(&format!("{}/sem", env.path("count")), sized).await;
+    assert!(matches!(sem, Err(Error::CountMalformed { len: 2, .. })));
 
     remove_tree(&a, &env.path("count")).await;
     close_all(&[&a, &b]).await;
