@@ -143,14 +143,27 @@ pub(crate) enum Command {
         #[command(flatten)]
         hold: HoldArgs,
     },
-    /// Run CMD while holding one lease of the N-lease semaphore PATH
-    /// (Curator's InterProcessSemaphoreV2).
+    /// Run CMD while holding one lease of the semaphore PATH (Curator's
+    /// InterProcessSemaphoreV2), of N leases or sized by a shared count.
     Semaphore {
         #[command(flatten)]
         hold: HoldArgs,
-        /// How many leases the semaphore has (all users must agree).
-        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-        leases: u32,
+        #[command(flatten)]
+        size: SizeArgs,
+        /// Make the lease revocable by `zoolock revoke --node LEASE_NODE`.
+        ///
+        /// On a revocation CMD is sent SIGTERM (SIGKILL after --kill-after),
+        /// the lease is returned once CMD exits, and zoolock exits with CMD's
+        /// status. A revocable lease node has no data (--data is ignored).
+        #[arg(long)]
+        revocable: bool,
+    },
+    /// Read or write a shared count (Curator's SharedCount: a node holding a
+    /// 4-byte big-endian int), e.g. the size of a semaphore run with
+    /// --leases-from.
+    Count {
+        #[command(subcommand)]
+        action: CountAction,
     },
     /// List the participants of PATH in queue order (holder first): one line
     /// `INDEX NODE DATA` each, DATA as UTF-8 with escapes.
@@ -161,14 +174,21 @@ pub(crate) enum Command {
         /// Which recipe's layout PATH has.
         #[arg(long, value_enum, default_value_t = Kind::Mutex)]
         kind: Kind,
+        /// With --kind semaphore: print its size and the leases remaining
+        /// first (`size N remaining M`; with --json, an object
+        /// `{"size", "remaining", "holders"}`), the size being N or the
+        /// count at COUNT_PATH.
+        #[command(flatten)]
+        size: HoldersSize,
         /// Print one JSON array instead, holder first:
         /// `[{"index":0,"node":"/path/_c_...-lock-0000000000","data":"..."}]`
         /// (data decoded as UTF-8, invalid bytes replaced).
         #[arg(long)]
         json: bool,
     },
-    /// Ask the holder of a revocable mutex to give it up (Curator's Revoker).
-    /// Exits 1 if PATH has no holder.
+    /// Ask the holder of a revocable mutex (or, with --node, of a revocable
+    /// semaphore lease) to give it up (Curator's Revoker). Exits 1 if PATH
+    /// has no holder.
     Revoke {
         /// The mutex path; its first participant (the holder) is revoked.
         #[arg(value_parser = zk_path, required_unless_present = "node", conflicts_with = "node")]
@@ -253,6 +273,51 @@ impl HoldArgs {
     }
 }
 
+/// How many leases a semaphore has.
+#[derive(Debug, Args)]
+#[group(required = true, multiple = false)]
+pub(crate) struct SizeArgs {
+    /// N leases (all users must agree).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) leases: Option<u32>,
+    /// As many leases as the shared count at COUNT_PATH says, resized live
+    /// when it changes (`zoolock count set`). Created with 1 if absent.
+    #[arg(long, value_name = "COUNT_PATH", value_parser = zk_path)]
+    pub(crate) leases_from: Option<String>,
+}
+
+/// The size `holders` reports for a semaphore.
+#[derive(Debug, Args)]
+#[group(required = false, multiple = false)]
+pub(crate) struct HoldersSize {
+    /// The semaphore has N leases.
+    #[arg(long, value_name = "N")]
+    pub(crate) leases: Option<u32>,
+    /// The semaphore is sized by the shared count at COUNT_PATH.
+    #[arg(long, value_name = "COUNT_PATH", value_parser = zk_path)]
+    pub(crate) leases_from: Option<String>,
+}
+
+/// `zoolock count` actions.
+#[derive(Debug, Subcommand)]
+pub(crate) enum CountAction {
+    /// Print the count at PATH (exits 1 if there is none).
+    Get {
+        /// The count node.
+        #[arg(value_parser = zk_path)]
+        path: String,
+    },
+    /// Set the count at PATH to N, creating it if absent.
+    Set {
+        /// The count node.
+        #[arg(value_parser = zk_path)]
+        path: String,
+        /// The new value.
+        #[arg(allow_negative_numbers = true)]
+        value: i32,
+    },
+}
+
 /// The recipe layout of a lock path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum Kind {
@@ -308,6 +373,13 @@ mod tests {
         assert!(Cli::try_parse_from(["zoolock", "lock", "/x"]).is_err());
         assert!(Cli::try_parse_from(["zoolock", "semaphore", "/x", "--", "true"]).is_err());
         assert!(Cli::try_parse_from(["zoolock", "semaphore", "/x", "--leases", "0", "--", "true"]).is_err());
+        assert!(
+            Cli::try_parse_from(["zoolock", "semaphore", "/x", "--leases", "1", "--leases-from", "/c", "--", "true"])
+                .is_err()
+        );
+        assert!(Cli::try_parse_from(["zoolock", "count", "set", "/c"]).is_err());
+        assert!(Cli::try_parse_from(["zoolock", "count", "set", "/c", "x"]).is_err());
+        assert!(Cli::try_parse_from(["zoolock", "count", "set", "/c", "-3"]).is_ok());
         assert!(Cli::try_parse_from(["zoolock", "revoke"]).is_err());
         assert!(Cli::try_parse_from(["zoolock", "revoke", "/x", "--node", "/x/n"]).is_err());
         assert!(Cli::try_parse_from(["zoolock", "serve", "--port", "x"]).is_err());

@@ -377,6 +377,74 @@ fn semaphore_hands_out_n_leases() {
     });
 }
 
+/// Issue 18: the count is 1, one holder, one waiter; `count set 2` lets the
+/// waiter in within a second, the holder still holding.
+#[test]
+fn count_set_resizes_a_running_semaphore() {
+    let Some(addr) = server() else { return };
+    let (path, count) = (unique_path("sized"), unique_path("sized-count"));
+    let out = output(zoolock(&addr).args(["count", "get", &count]));
+    assert_eq!(code(out.status), 1, "no count yet: {out:?}");
+    assert!(output(zoolock(&addr).args(["count", "set", &count, "1"])).status.success());
+    let sized = ["semaphore", &path, "--leases-from", &count, "--"];
+    let mut holder = zoolock(&addr).args(sized).args(["sleep", "30"]).spawn().unwrap();
+    wait_for_participants(&addr, &path, ParticipantsOf::Semaphore, 1);
+    let entered = scratch("sized").join("entered");
+    let touch = format!("touch {} && sleep 30", entered.display());
+    let waiter = zoolock(&addr).args(sized).args(["sh", "-c", &touch]).spawn().unwrap();
+    wait_for_participants(&addr, &path, ParticipantsOf::Semaphore, 2); // its lease node, waiting
+    thread::sleep(Duration::from_millis(300));
+    assert!(!entered.exists(), "a second lease out of one");
+
+    let out = output(zoolock(&addr).args(["count", "set", &count, "2"]));
+    let set_at = Instant::now();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "2", "{out:?}");
+    while !entered.exists() {
+        assert!(set_at.elapsed() < Duration::from_secs(1), "the waiter is not in 1 s after `count set 2`");
+        thread::sleep(Duration::from_millis(10));
+    }
+    eprintln!("the waiter got in {:.2?} after `count set 2`", set_at.elapsed());
+    assert!(holder.try_wait().unwrap().is_none(), "the holder was not to release");
+    let out = output(zoolock(&addr).args(["count", "get", &count]));
+    assert_eq!(String::from_utf8(out.stdout).unwrap().trim(), "2");
+    let out = output(zoolock(&addr).args(["holders", &path, "--kind", "semaphore", "--leases-from", &count]));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text.lines().next(), Some("size 2 remaining 0"), "{text}");
+    assert_eq!(text.lines().count(), 3, "{text}");
+
+    for mut h in [holder, waiter] {
+        signal(&h, Signal::SIGTERM);
+        assert_eq!(code(wait_with_limit(&mut h, Duration::from_secs(10))), 128 + 15);
+    }
+    assert_empty_and_remove(&addr, &format!("{path}/leases"), Duration::from_secs(5));
+    with_client(&addr, async |c| {
+        for p in [format!("{path}/locks"), path.clone(), count.clone()] {
+            let _ = c.delete(&p, None).await;
+        }
+    });
+}
+
+/// Issue 18: a revocable lease holder asked to give its lease up stops its
+/// CMD, and the lease node is gone.
+#[test]
+fn revoke_node_stops_a_revocable_lease_holder() {
+    let Some(addr) = server() else { return };
+    let path = unique_path("revocable-lease");
+    let args = ["semaphore", &path, "--leases", "2", "--revocable", "--", "sleep", "30"];
+    let mut holder = zoolock(&addr).args(args).spawn().unwrap();
+    let list = wait_for_participants(&addr, &path, ParticipantsOf::Semaphore, 1);
+    let out = output(zoolock(&addr).args(["revoke", "--node", &list[0].0]));
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(code(wait_with_limit(&mut holder, Duration::from_secs(10))), 128 + 15);
+    assert_empty_and_remove(&addr, &format!("{path}/leases"), Duration::ZERO);
+    with_client(&addr, async |c| {
+        assert!(c.exists(&list[0].0).await.unwrap().is_none(), "the lease node is gone");
+        for p in [format!("{path}/locks"), path.clone()] {
+            let _ = c.delete(&p, None).await;
+        }
+    });
+}
+
 // ---- losing the lock -----------------------------------------------------------------------
 
 /// A TCP relay to the server that can be cut: after [`Proxy::cut`] every

@@ -24,6 +24,7 @@ import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.framework.recipes.locks.Revoker;
+import org.apache.curator.framework.recipes.shared.SharedCount;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 import org.apache.curator.utils.ZKPaths;
 
@@ -51,6 +52,10 @@ import org.apache.curator.utils.ZKPaths;
  *   SEM_ACQUIRE <id> <path> <maxLeases> [timeoutMs]        (InterProcessSemaphoreV2, one lease;
  *                                                node = the lease's full path; Lease.getNodeName()
  *                                                itself is the bare name)
+ *   SEMCOUNT_ACQUIRE <id> <path> <countPath> [timeoutMs]   (InterProcessSemaphoreV2 sized by a started
+ *                                                SharedCount(countPath, seed 1); replies as SEM_ACQUIRE)
+ *   COUNT_GET <id> <path>                        SharedCount(path, seed 0).getCount() -> COUNT <id> <n>
+ *   COUNT_SET <id> <path> <n>                    SharedCount(path, seed n).setCount(n) -> COUNT <id> <n>
  *   SEMMUTEX_ACQUIRE <id> <path> [timeoutMs]     (InterProcessSemaphoreMutex; node = its lease)
  *   DOWNGRADE <id>                               holding WRITE: acquire the paired read half, release
  *                                                write -> DOWNGRADED <id> <readNode> <us>
@@ -150,6 +155,8 @@ public final class CuratorDriver {
         InterProcessLock lock;
         String lockPath;
         Lease lease;
+        /** The count sizing this contender's semaphore, kept started while it lives. */
+        SharedCount count;
 
         Contender(String id) {
             this.id = id;
@@ -225,17 +232,23 @@ public final class CuratorDriver {
                     InterProcessSemaphoreMutex m = new InterProcessSemaphoreMutex(client(), cmd[2]);
                     acquired(m, acquire(m, cmd, 3), () -> leasePath(cmd[2], semaphoreMutexNode(m)));
                 }
-                case "SEM_ACQUIRE" -> {
-                    InterProcessSemaphoreV2 sem =
-                            new InterProcessSemaphoreV2(client(), cmd[2], Integer.parseInt(cmd[3]));
-                    Lease l = cmd.length > 4 ? sem.acquire(Long.parseLong(cmd[4]), TimeUnit.MILLISECONDS)
-                            : sem.acquire();
-                    long now = micros();
-                    if (l == null) {
-                        emit("TIMEOUT " + id + " " + now);
-                    } else {
-                        lease = l;
-                        emit("ACQUIRED " + id + " " + leasePath(cmd[2], l.getNodeName()) + " " + now);
+                case "SEM_ACQUIRE" -> semAcquire(
+                        new InterProcessSemaphoreV2(client(), cmd[2], Integer.parseInt(cmd[3])), cmd);
+                case "SEMCOUNT_ACQUIRE" -> {
+                    if (count == null) {
+                        count = new SharedCount(client(), cmd[3], 1);
+                        count.start();
+                    }
+                    semAcquire(new InterProcessSemaphoreV2(client(), cmd[2], count), cmd);
+                }
+                case "COUNT_GET", "COUNT_SET" -> {
+                    boolean set = cmd[0].equals("COUNT_SET");
+                    try (SharedCount c = new SharedCount(client(), cmd[2], set ? Integer.parseInt(cmd[3]) : 0)) {
+                        c.start();
+                        if (set) {
+                            c.setCount(Integer.parseInt(cmd[3]));
+                        }
+                        emit("COUNT " + id + " " + c.getCount());
                     }
                 }
                 case "MUTEX_RELEASE", "READ_RELEASE", "WRITE_RELEASE", "REVOCABLE_RELEASE", "SEM_RETURN",
@@ -259,6 +272,10 @@ public final class CuratorDriver {
                     emit(line.toString());
                 }
                 case "CLOSE" -> {
+                    if (count != null) {
+                        count.close();
+                        count = null;
+                    }
                     if (client != null) {
                         client.close();
                         client = null;
@@ -266,6 +283,18 @@ public final class CuratorDriver {
                     emit("CLOSED " + id);
                 }
                 default -> throw new IllegalArgumentException("unknown command " + cmd[0]);
+            }
+        }
+
+        /** One lease of {@code sem} on path cmd[2], timed by cmd[4] if given. */
+        private void semAcquire(InterProcessSemaphoreV2 sem, String[] cmd) throws Exception {
+            Lease l = cmd.length > 4 ? sem.acquire(Long.parseLong(cmd[4]), TimeUnit.MILLISECONDS) : sem.acquire();
+            long now = micros();
+            if (l == null) {
+                emit("TIMEOUT " + id + " " + now);
+            } else {
+                lease = l;
+                emit("ACQUIRED " + id + " " + leasePath(cmd[2], l.getNodeName()) + " " + now);
             }
         }
 

@@ -28,7 +28,10 @@ fn env_u64(name: &str) -> Option<u64> {
 /// * 40038 (Semaphore): a slow client lost the probe/create race with the
 ///   container reaper on every retry and spent its NoNode budget, as Curator
 ///   would; the oracle now accepts `Failed(NoNode)` after 8 NoNode replies.
-const REGRESSIONS: &[u64] = &[17, 22, 59, 73, 40038];
+/// * 1602 (Semaphore, resized): a slow client's lease granted under limit
+///   1 was reported after a later lease granted under limit 2; the resize
+///   oracle now orders leases by node age (czxid), not by report time.
+const REGRESSIONS: &[u64] = &[17, 22, 59, 73, 1602, 40038];
 
 #[test]
 fn sweep_seeds() {
@@ -108,4 +111,27 @@ fn oracle_catches_a_broken_predicate() {
     }
     println!("the exclusion oracle caught {caught} of {runs} runs with a broken mutex predicate");
     assert!(caught * 2 > runs, "the exclusion oracle caught only {caught} of {runs} broken runs");
+}
+
+/// The resize oracle is not vacuous: semaphores that read another count than
+/// the one the script sets (a broken sizing) must be caught.
+#[test]
+fn oracle_catches_a_semaphore_sized_by_the_wrong_count() {
+    let (mut caught, mut runs) = (0, 0);
+    let seeds = (0..400u64).filter(|s| SimConfig::for_seed(*s).resize).take(10);
+    for seed in seeds {
+        let mut config = SimConfig::for_seed(seed);
+        config.wrong_count = true;
+        runs += 1;
+        if let Err(failure) = run_with(seed, config) {
+            assert!(
+                failure.message.contains("never had") || failure.message.contains("exclusi"),
+                "{}",
+                failure.message
+            );
+            caught += 1;
+        }
+    }
+    println!("the resize oracle caught {caught} of {runs} runs sized by the wrong count");
+    assert!(caught * 2 > runs, "the resize oracle caught only {caught} of {runs} broken runs");
 }

@@ -97,6 +97,27 @@ pub enum RecipeEvent {
     Participants(alloc::vec::Vec<Participant>),
     /// A revocation request was written to the holder's node.
     RevokeSent,
+    /// A revocable semaphore's lease `node` was asked to be given back.
+    LeaseRevocationRequested {
+        /// The lease node.
+        node: String,
+    },
+    /// A shared count's value, newer than the last one reported.
+    Count {
+        /// The value.
+        value: i32,
+        /// The count node's data version it was seen at (for `try_set`).
+        version: i32,
+    },
+    /// The outcome of one write of a shared count, in call order: `true`
+    /// written, `false` refused because the version had moved on.
+    CountWritten(Result<bool, RequestError>),
+    /// The shared count's node holds `len` bytes, not a 4-byte int (someone
+    /// else's data); the last good value stays in force.
+    CountMalformed {
+        /// How many bytes it holds.
+        len: usize,
+    },
     /// Deleting a node we abandoned failed for a reason retrying cannot fix
     /// (NoAuth, ...): the node stays until our session ends.
     CleanupFailed {

@@ -38,6 +38,15 @@ pub enum Error {
         /// The hold's node.
         node: String,
     },
+    /// A shared count's node holds `len` bytes, not a 4-byte int (it was
+    /// written by something else than a shared count).
+    #[error("{path} does not hold a shared count: {len} bytes, not 4")]
+    CountMalformed {
+        /// The count node.
+        path: String,
+        /// How many bytes it holds.
+        len: usize,
+    },
     /// Op `index` (counting from 0 in the caller's list) of a fenced write
     /// failed with `code` while the hold was good. Nothing was written: the
     /// ops run all or nothing.

@@ -12,6 +12,7 @@
 //! requests and recipe events at `trace`.
 
 mod client;
+mod count;
 mod error;
 mod hold;
 mod lock;
@@ -23,11 +24,12 @@ mod semaphore;
 mod task;
 
 pub use client::{Client, Options};
+pub use count::{SharedCount, VersionedCount};
 pub use error::Error;
 pub use futures_lite::io as futures_io;
 pub use hold::{HoldStatus, QueuePosition, StatusChanges};
 pub use lock::{Guard, Lock};
-pub use recipes::{LockOptions, LockSpec, ParticipantsOf};
+pub use recipes::{LockOptions, LockSpec, ParticipantsOf, SemaphoreOptions, SemaphoreSize};
 pub use runtime::{BoxFuture, Conn, IoConn, Runtime};
 /// rustls, as the driver uses it (for [`TlsOptions::from_config`] and transports).
 pub use rustls;

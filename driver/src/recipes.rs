@@ -1,11 +1,13 @@
 //! The recipe constructors of [`Client`]: every lock kind, the semaphore,
-//! participants and revocation, and the per-lock settings they take.
+//! the shared count, participants and revocation, and the per-lock settings
+//! they take.
 
 use bytes::Bytes;
 use futures_channel::oneshot;
 use zoolock_core::{Client as CoreClient, Participant, RecipeEvent, RecipeId, ZkPath};
 
 use crate::client::Client;
+use crate::count::SharedCount;
 use crate::error::Error;
 use crate::lock::Lock;
 use crate::semaphore::Semaphore;
@@ -32,6 +34,54 @@ impl LockOptions {
     }
 
     /// Makes the lock revocable.
+    pub fn revocable(mut self, revocable: bool) -> Self {
+        self.revocable = revocable;
+        self
+    }
+}
+
+/// How many leases a semaphore allows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SemaphoreSize {
+    /// A fixed count (a convention every participant must share, as in
+    /// Curator).
+    Leases(usize),
+    /// The value of the shared count at `path` (Curator's
+    /// `SharedCountReader`), created with `seed` if absent. Resized live:
+    /// growing lets waiters in at once, shrinking takes no lease back.
+    Count {
+        /// The count node.
+        path: String,
+        /// Its value if it does not exist yet.
+        seed: i32,
+    },
+}
+
+/// Settings of a semaphore ([`Client::semaphore_with`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SemaphoreOptions {
+    /// Its size.
+    pub size: SemaphoreSize,
+    /// Revocable: each lease's holder is told when someone asks for the
+    /// lease back ([`crate::Lease::revocation_requested`]); lease nodes
+    /// have empty data.
+    pub revocable: bool,
+}
+
+impl SemaphoreOptions {
+    /// `n` leases.
+    pub fn leases(n: usize) -> Self {
+        SemaphoreOptions { size: SemaphoreSize::Leases(n), revocable: false }
+    }
+
+    /// Sized by the shared count at `count_path` (seeded with `seed`).
+    pub fn sized_by(count_path: &str, seed: i32) -> Self {
+        SemaphoreOptions { size: SemaphoreSize::Count { path: count_path.into(), seed }, revocable: false }
+    }
+
+    /// Makes the leases revocable.
     pub fn revocable(mut self, revocable: bool) -> Self {
         self.revocable = revocable;
         self
@@ -239,8 +289,55 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn semaphore(&self, path: &str, leases: usize) -> Result<Semaphore, Error> {
+        self.semaphore_with(path, SemaphoreOptions::leases(leases)).await
+    }
+
+    /// A semaphore with its own settings: sized by a shared count, or with
+    /// revocable leases. A count is created with its seed if absent, and
+    /// must hold a 4-byte int ([`Error::CountMalformed`] otherwise).
+    ///
+    /// ```no_run
+    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
+    /// use zoolock_driver::SemaphoreOptions;
+    /// let pool = client.semaphore_with("/app/pool", SemaphoreOptions::sized_by("/app/pool-size", 1)).await?;
+    /// client.shared_count("/app/pool-size", 1).await?.set(4).await?; // four leases from now on
+    /// # Ok(()) }
+    /// ```
+    pub async fn semaphore_with(&self, path: &str, options: SemaphoreOptions) -> Result<Semaphore, Error> {
+        use zoolock_core::recipes::{Semaphore as CoreSemaphore, SharedCount as CoreCount};
         let base = ZkPath::new(path)?;
-        Semaphore::new(self.clone(), base, leases).await
+        let config = self.inner.lock_config();
+        let mut semaphore = match options.size {
+            SemaphoreSize::Leases(n) => CoreSemaphore::new(base, n, config),
+            SemaphoreSize::Count { path, seed } => {
+                // As Curator's started SharedCount: the count exists and holds
+                // an int before the semaphore uses it (else CountMalformed).
+                drop(self.shared_count(&path, seed).await?);
+                let count = CoreCount::new(ZkPath::new(&path)?, seed, config.clone());
+                CoreSemaphore::with_count(base, count, config)
+            }
+        };
+        if options.revocable {
+            semaphore.make_revocable();
+        }
+        Semaphore::new(self.clone(), semaphore).await
+    }
+
+    /// A shared count (Curator's `SharedCount`): the node at `path` holding
+    /// a 4-byte big-endian int, created with `seed` if absent. Completes
+    /// once its value is known.
+    ///
+    /// ```no_run
+    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
+    /// let count = client.shared_count("/app/pool-size", 1).await?;
+    /// let seen = count.get();
+    /// if !count.try_set(seen.version, seen.value + 1).await? {
+    ///     // someone else wrote first
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn shared_count(&self, path: &str, seed: i32) -> Result<SharedCount, Error> {
+        SharedCount::new(self.clone(), ZkPath::new(path)?, seed).await
     }
 
     /// The nodes queued on a lock path, holder first, with their data.

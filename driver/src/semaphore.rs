@@ -2,14 +2,14 @@
 //! which queues the acquires of a handle and its clones (each gets its own
 //! leases) and re-queues them on a renewed session.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use futures_channel::oneshot;
 use zoolock_core::recipes::{Semaphore as CoreSemaphore, SharedSemaphore, Ticket};
-use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Handle, Instant, RecipeEvent, RecipeId, ZkPath};
+use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Handle, Instant, RecipeEvent, RecipeId};
 
 use crate::client::{Client, RecipeHandle};
 use crate::error::Error;
@@ -36,6 +36,11 @@ struct State {
     /// How many times leases were lost: a lease granted before the latest
     /// loss is lost.
     losses: u64,
+    /// The limit in force and the leases left free by the last listing.
+    size: usize,
+    available: Option<usize>,
+    /// Lease nodes asked to be given back.
+    revoked: HashSet<String>,
 }
 
 /// State shared by a semaphore's handles and its event sink.
@@ -91,6 +96,11 @@ fn on_event(
     typed: Handle<SharedSemaphore>,
     event: RecipeEvent,
 ) {
+    if let Ok((size, available)) = client.with(now, typed, |s, _| (s.inner().max_leases(), s.inner().available())) {
+        if shared.peek(|s| (s.size, s.available) != (size, available)) {
+            shared.with(|s| (s.size, s.available) = (size, available));
+        }
+    }
     let (ticket, event) = match event {
         RecipeEvent::Ticket { ticket, event } => (ticket.0, *event),
         RecipeEvent::Suspended => {
@@ -109,6 +119,16 @@ fn on_event(
                 s.suspended = false;
                 s.losses += 1;
             });
+        }
+        RecipeEvent::LeaseRevocationRequested { node } => {
+            tracing::debug!(%path, %node, "lease revocation requested");
+            return shared.with(|s| {
+                s.revoked.insert(node);
+            });
+        }
+        RecipeEvent::Count { value, .. } => return tracing::debug!(%path, value, "semaphore resized"),
+        RecipeEvent::CountMalformed { len } => {
+            return tracing::warn!(%path, len, "the semaphore's count node does not hold a 4-byte int");
         }
         RecipeEvent::CleanupFailed { path: node, error } => {
             crate::metrics::cleanup_failed(path);
@@ -159,16 +179,18 @@ fn on_event(
 }
 
 impl Semaphore {
-    pub(crate) async fn new(client: Client, base: ZkPath, leases: usize) -> Result<Semaphore, Error> {
-        let config = client.inner.lock_config();
+    /// Carries `semaphore`, built by [`crate::Client::semaphore_with`].
+    pub(crate) async fn new(client: Client, semaphore: CoreSemaphore) -> Result<Semaphore, Error> {
         let renew = client.inner.options.renew_session;
+        let base = semaphore.base().clone();
         let shared = Arc::new(SemShared::default());
+        shared.with(|s| s.size = semaphore.max_leases());
         let path: Arc<str> = base.as_str().into();
         let (sink_shared, sink_path) = (shared.clone(), path.clone());
         let sink = Box::new(move |c: &mut CoreClient, now, id: RecipeId, event| {
             on_event(&sink_shared, &sink_path, c, now, Handle::from_id(id), event)
         });
-        let recipe = SharedSemaphore::new(CoreSemaphore::new(base, leases, config), renew);
+        let recipe = SharedSemaphore::new(semaphore, renew);
         let id = client.add_recipe(Box::new(recipe), sink).await?;
         let handle = Arc::new(RecipeHandle { client, id });
         Ok(Semaphore { handle, typed: Handle::from_id(id), shared, path })
@@ -181,6 +203,20 @@ impl Semaphore {
     /// reply. Fails with the session's error if the session ends first.
     pub async fn settled(&self) -> Result<(), Error> {
         crate::task::settled(&self.handle.client, self.handle.id).await
+    }
+
+    /// The limit in force: the fixed lease count, or the shared count's
+    /// latest value for a semaphore sized by one (0 until it is read).
+    pub fn size(&self) -> usize {
+        self.shared.peek(|s| s.size)
+    }
+
+    /// Leases left free by the last listing of the semaphore's leases this
+    /// handle made (the limit in force minus the lease nodes then present);
+    /// `None` before its first acquire lists them. Reading it sends no
+    /// request.
+    pub fn available(&self) -> Option<usize> {
+        self.shared.peek(|s| s.available)
     }
 
     /// Takes `qty` leases, waiting as long as needed.
@@ -343,6 +379,21 @@ impl Lease {
         })
     }
 
+    /// Completes once someone has asked for this lease back (revocable
+    /// semaphores, [`crate::SemaphoreOptions::revocable`]; see
+    /// [`crate::Client::revoke`]), including a request that came while its
+    /// acquire was completing. Revocation is cooperative: drop or release
+    /// the lease to give it back.
+    pub async fn revocation_requested(&self) {
+        loop {
+            let listener = self.sem.shared.changed.listen();
+            if self.sem.shared.peek(|s| s.revoked.contains(&self.node)) {
+                return;
+            }
+            listener.await;
+        }
+    }
+
     /// Runs `ops` in one multi behind a check that this lease's node still
     /// exists: all of them apply while the lease is good, none once its node
     /// is gone ([`Error::NotHeld`]); see [`crate::Guard::fenced`].
@@ -360,6 +411,7 @@ impl Lease {
     /// an error: there is nothing left to return.
     pub async fn release(mut self) -> Result<(), Error> {
         self.returned = true;
+        self.sem.shared.with(|s| s.revoked.remove(&self.node));
         let (typed, node) = (self.sem.typed, self.node.clone());
         match self.sem.handle.client.inner.run(move |c, now| return_lease(c, now, typed, &node)).await? {
             Err(Error::Misuse(ApiMisuse::NotHeld)) => Ok(()),
@@ -373,6 +425,7 @@ impl Drop for Lease {
         if self.returned {
             return;
         }
+        self.sem.shared.with(|s| s.revoked.remove(&self.node));
         let (typed, node) = (self.sem.typed, self.node.clone());
         let _ = self.sem.handle.client.inner.send(Command::Run(Box::new(move |c, now| {
             let _ = return_lease(c, now, typed, &node);

@@ -7,15 +7,24 @@ use std::time::Duration;
 
 use futures_lite::StreamExt;
 use tokio::sync::watch;
-use zoolock_tokio::{Client, Error, Guard, HoldStatus, Lease};
+use zoolock_tokio::{Client, Error, Guard, HoldStatus, Lease, SemaphoreOptions};
 
 use crate::args::{Global, HoldArgs};
 use crate::exit::{self, Failure, Outcome};
 use crate::progress::Progress;
 use crate::supervise::{self, Ending, Loss, Policy};
 
+/// How a semaphore is sized.
+#[derive(Debug, Clone)]
+pub(super) enum Size {
+    /// A fixed number of leases.
+    Leases(u32),
+    /// The shared count at this path.
+    Count(String),
+}
+
 /// Which lock to take.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(super) enum Recipe {
     /// A mutex, optionally revocable.
     Mutex { revocable: bool },
@@ -23,8 +32,8 @@ pub(super) enum Recipe {
     Read,
     /// The write half of a read-write lock.
     Write,
-    /// One lease of a semaphore with `leases` leases.
-    Semaphore { leases: u32 },
+    /// One lease of a semaphore, optionally revocable.
+    Semaphore { size: Size, revocable: bool },
 }
 
 /// A granted hold.
@@ -64,11 +73,12 @@ impl Held {
         std::future::pending().await
     }
 
-    /// Completes when a revocation is requested (revocable mutexes only).
+    /// Completes when a revocation is requested (revocable mutexes and
+    /// leases only).
     async fn revoked(&self) {
         match self {
             Held::Guard(g) => g.revocation_requested().await,
-            Held::Lease(_) => std::future::pending().await,
+            Held::Lease(l) => l.revocation_requested().await,
         }
     }
 
@@ -227,8 +237,12 @@ async fn acquire(client: &Client, hold: &HoldArgs, recipe: Recipe, progress: &Pr
         Recipe::Mutex { revocable: true } => client.revocable_mutex(path).await?,
         Recipe::Read => client.read_write_lock(path).await?.0,
         Recipe::Write => client.read_write_lock(path).await?.1,
-        Recipe::Semaphore { leases } => {
-            let semaphore = client.semaphore(path, leases as usize).await?;
+        Recipe::Semaphore { size, revocable } => {
+            let options = match size {
+                Size::Leases(n) => SemaphoreOptions::leases(n as usize),
+                Size::Count(count) => SemaphoreOptions::sized_by(&count, 1),
+            };
+            let semaphore = client.semaphore_with(path, options.revocable(revocable)).await?;
             let mut leases = semaphore.acquire_with_progress(1, hold.wait_limit(), progress.recorder()).await?;
             return leases.pop().map(Held::Lease).ok_or(Error::ClientClosed);
         }

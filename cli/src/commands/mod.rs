@@ -1,6 +1,7 @@
 //! The subcommands, and what they share: connecting and closing.
 
 pub(crate) mod bench;
+mod count;
 pub(crate) mod demo;
 mod generate;
 mod holders;
@@ -23,8 +24,15 @@ pub(crate) async fn run(cli: Cli) -> Outcome {
         Command::Lock { hold, revocable } => lock::run(global, hold, lock::Recipe::Mutex { revocable }).await,
         Command::ReadLock { hold } => lock::run(global, hold, lock::Recipe::Read).await,
         Command::WriteLock { hold } => lock::run(global, hold, lock::Recipe::Write).await,
-        Command::Semaphore { hold, leases } => lock::run(global, hold, lock::Recipe::Semaphore { leases }).await,
-        Command::Holders { path, kind, json } => holders::run(global, &path, kind, json).await,
+        Command::Semaphore { hold, size, revocable } => {
+            let size = match (size.leases, size.leases_from) {
+                (_, Some(count)) => lock::Size::Count(count),
+                (leases, None) => lock::Size::Leases(leases.unwrap_or(1)),
+            };
+            lock::run(global, hold, lock::Recipe::Semaphore { size, revocable }).await
+        }
+        Command::Count { action } => count::run(global, action).await,
+        Command::Holders { path, kind, size, json } => holders::run(global, &path, kind, size, json).await,
         Command::Revoke { path, node } => revoke::run(global, path.as_deref(), node.as_deref()).await,
         Command::Serve(args) => serve::run(args).await,
         Command::Demo(args) => demo::run(global, args).await,

@@ -1,6 +1,7 @@
 //! `zoolock revoke PATH` / `zoolock revoke --node NODE`: asks a holder of a
-//! revocable mutex to release (writes `__REVOKE__` to its node, as Curator's
-//! `Revoker`). A holder that is not revocable ignores it.
+//! revocable mutex, or of a revocable semaphore lease (`--node`), to release
+//! (writes `__REVOKE__` to its node, as Curator's `Revoker`). A holder that
+//! is not revocable ignores it.
 
 use std::time::Duration;
 

@@ -15,7 +15,11 @@
 //!   read-write locks and mutexes on its two paths). Every lock kind runs
 //!   behind core's `SharedLock` (the semaphore behind `SharedSemaphore`), and
 //!   1 to 3 user tasks per client share the handle, as tasks share a cloned
-//!   `Lock` in the async API.
+//!   `Lock` in the async API. Half the semaphore seeds size it by a shared
+//!   count that the script sets to 1..=clients now and then (plain setData,
+//!   as `zoolock count set`), and half make its leases revocable, revoking a
+//!   random held lease now and then (`__REVOKE__`); a holder asked gives
+//!   its lease back at once.
 //! * Per-connection byte pipes with seeded latency and jitter. Delivery is in
 //!   order (TCP); faults act on whole connections. Connecting takes one
 //!   latency too, and is refused while the server is down or the client is
@@ -76,7 +80,9 @@
 //! 1. Exclusion, among all tasks of all clients (in-process holders count
 //!    like any other): per lock path at most one counting exclusive holder
 //!    (Mutex, SemaphoreMutex, MultiLock members), at most N counting
-//!    semaphore leases, at most one writer and never a writer alongside a
+//!    semaphore leases (resized: for each counting lease, it and the
+//!    counting leases with older nodes are at most the limit in force when
+//!    it was granted, since its listing saw them all), at most one writer and never a writer alongside a
 //!    reader (the script never downgrades). Each
 //!    counting hold's node exists in the model, owned by the holder's current
 //!    session.
@@ -124,5 +130,5 @@
 mod oracle;
 mod run;
 
-pub use oracle::{Fencing, Mode, check_exclusion};
+pub use oracle::{Fencing, Mode, check_exclusion, check_lease_limits};
 pub use run::{RecipeKind, Sim, SimConfig, SimFailure, SimReport, SweepOutcome, run_seed, run_with, sweep};

@@ -63,6 +63,32 @@ pub fn check_exclusion<'a, H: Debug>(
     Ok(())
 }
 
+/// The lease limit of semaphores whose size changes: a lease's listing came
+/// after its node's create, so it saw every lease still held whose node is
+/// older (a smaller czxid, its token); they and it are within the limit in
+/// force at its grant (a shrink takes no lease away). With a fixed limit, the
+/// newest lease makes this "at most N". Items: holder, path, token, limit.
+pub fn check_lease_limits<'a, H: Debug + Clone>(
+    leases: impl IntoIterator<Item = (H, &'a str, i64, usize)>,
+) -> Result<(), String> {
+    let mut paths: BTreeMap<&str, Vec<(H, i64, usize)>> = BTreeMap::new();
+    for (holder, path, token, limit) in leases {
+        paths.entry(path).or_default().push((holder, token, limit));
+    }
+    for (path, leases) in paths {
+        for (_, token, limit) in &leases {
+            let before: Vec<H> = leases.iter().filter(|l| l.1 <= *token).map(|l| l.0.clone()).collect();
+            if before.len() > *limit {
+                return Err(format!(
+                    "exclusion: holders {before:?} hold leases of {path}, more than {limit} (the limit when the \
+                     newest of them was granted)"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Fencing order per path: an exclusive (or write, or lease) hold's token is
 /// greater than every earlier hold's; a read hold's is greater than every
 /// earlier write hold's. Leases of a semaphore with several of them are

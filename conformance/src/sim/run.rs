@@ -1,19 +1,19 @@
 //! The simulation itself: configuration, scheduler, network, faults, user
 //! script and oracles. See the module docs of [`crate::sim`].
 
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use zoolock_core::recipes::{BoxedLock, READ, WRITE};
+use zoolock_core::recipes::{BoxedLock, READ, REVOKE_MESSAGE, SharedCount, WRITE, count_bytes};
 use zoolock_core::{
     ApiMisuse, Client, ClientEvent, ConnectString, ConnectionState, Handle, Instant, IoCommand, LockConfig, MultiLock,
     Mutex, OpPlan, ReadWriteLock, RecipeEvent, RequestError, Rng, Semaphore, SemaphoreMutex, SessionConfig, SharedLock,
     SharedSemaphore, Ticket, ZkPath,
 };
 
-use super::oracle::{Fencing, Mode, check_exclusion};
+use super::oracle::{Fencing, Mode, check_exclusion, check_lease_limits};
 use crate::decode::StreamDecoder;
 use crate::trace::Direction;
 use zoolock_model::{ConnId, ModelConfig, ZkModel};
@@ -81,6 +81,16 @@ pub struct SimConfig {
     /// User tasks per client, sharing its one lock handle (a `SharedLock`
     /// or `SharedSemaphore` queue).
     pub tasks: usize,
+    /// Semaphore only: sized by a shared count (seeded with `leases`) that
+    /// the script sets to 1..=clients now and then.
+    pub resize: bool,
+    /// Resized semaphore only, a deliberately broken sizing the oracle must
+    /// catch: the semaphores read another count than the one the script
+    /// sets, seeded with `clients + 1`.
+    pub wrong_count: bool,
+    /// Semaphore only: revocable leases, which the script revokes now and
+    /// then; a holder asked gives its lease back at once.
+    pub revocable: bool,
 }
 
 /// Children of a run's seed ([`Rng::fork`]): the configuration, then the
@@ -100,7 +110,13 @@ impl SimConfig {
         let plan = if below(&mut rng, 4) == 0 { OpPlan::Curator } else { OpPlan::Pipelined };
         let faults = below(&mut rng, 25) as usize;
         let tasks = 1 + below(&mut rng, 3) as usize;
+        // Drawn last, so the draws above stay what they were for old seeds.
+        let resize = kind == RecipeKind::Semaphore && below(&mut rng, 2) == 0;
+        let revocable = kind == RecipeKind::Semaphore && below(&mut rng, 2) == 0;
         SimConfig {
+            wrong_count: false,
+            resize,
+            revocable,
             mutex_leases: 1,
             tasks,
             kind,
@@ -131,6 +147,10 @@ pub struct SimReport {
     pub unsuccessful: usize,
     /// Sessions renewed after `Lost`.
     pub restarts: usize,
+    /// Shared count writes (resized semaphore).
+    pub resizes: usize,
+    /// Revocation requests that reached a lease holder.
+    pub revocations: usize,
 }
 
 /// A failed run: the seed, what went wrong, and the newest trace lines.
@@ -215,6 +235,8 @@ pub fn sweep(start: u64, count: u64, threads: usize) -> SweepOutcome {
                             t.faults += r.faults;
                             t.unsuccessful += r.unsuccessful;
                             t.restarts += r.restarts;
+                            t.resizes += r.resizes;
+                            t.revocations += r.revocations;
                         }
                         Err(f) => out.failures.push(f),
                     }
@@ -373,6 +395,8 @@ struct Hold {
     node: String,
     token: i64,
     mode: Mode,
+    /// Leases: the limit in force when it was granted.
+    limit: usize,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -453,6 +477,11 @@ impl SimClient {
 
 /// The lock paths.
 const ROOT: &str = "/sim";
+/// The shared count of a resized semaphore (outside `/sim`: it is
+/// persistent, and stays).
+const SIZE: &str = "/size";
+/// The count a broken sizing reads instead ([`SimConfig::wrong_count`]).
+const WRONG_SIZE: &str = "/size-wrong";
 const LOCK: &str = "/sim/lock";
 const MULTI_A: &str = "/sim/a";
 const MULTI_B: &str = "/sim/b";
@@ -511,6 +540,8 @@ pub struct Sim {
     report: SimReport,
     /// Per path: the highest token of any hold, and of any write hold.
     fencing: Fencing,
+    /// Every size the script gave the count (and its seed).
+    count_values: BTreeSet<usize>,
     trace: VecDeque<String>,
 }
 
@@ -569,8 +600,10 @@ impl Sim {
             steps: 0,
             report: SimReport::default(),
             fencing: Fencing::default(),
+            count_values: BTreeSet::new(),
             trace: VecDeque::new(),
         };
+        sim.count_values.insert(sim.config.leases);
         for i in 0..sim.config.clients {
             let client = sim.new_client(i, 0);
             sim.clients.push(client);
@@ -638,7 +671,19 @@ impl Sim {
         let shared = match lock {
             Some(lock) => Shared::Lock(client.add(self.now, SharedLock::new(lock, true))),
             None => {
-                let sem = Semaphore::new(path(LOCK), self.config.leases, config);
+                let mut sem = if self.config.resize {
+                    let (count, seed) = match self.config.wrong_count {
+                        false => (SIZE, self.config.leases),
+                        true => (WRONG_SIZE, self.config.clients + 1),
+                    };
+                    let seed = i32::try_from(seed).unwrap_or(1);
+                    Semaphore::with_count(path(LOCK), SharedCount::new(path(count), seed, config.clone()), config)
+                } else {
+                    Semaphore::new(path(LOCK), self.config.leases, config)
+                };
+                if self.config.revocable {
+                    sem.make_revocable();
+                }
                 Shared::Semaphore(client.add(self.now, SharedSemaphore::new(sem, true)))
             }
         };
@@ -1013,6 +1058,9 @@ impl Sim {
     }
 
     fn action(&mut self, i: usize, k: usize) -> Result<(), String> {
+        if k == 0 && self.phase == Phase::Active && !self.clients[i].closing {
+            self.admin(i)?;
+        }
         let now = self.now;
         let c = &self.clients[i];
         let Some(task) = c.tasks.get(k) else { return Ok(()) };
@@ -1046,6 +1094,36 @@ impl Sim {
             self.schedule(i, k, Duration::from_millis(500), Duration::from_secs(1));
         }
         Ok(())
+    }
+
+    /// Now and then, client `i` resizes the semaphore (plain setData on the
+    /// count, as `zoolock count set` or Curator's `setCount`), or asks a
+    /// holder of a revocable lease for it back (Curator's `Revoker`).
+    fn admin(&mut self, i: usize) -> Result<(), String> {
+        let now = self.now;
+        if self.config.resize && chance(&mut self.rng, 100) {
+            let n = 1 + below(&mut self.rng, self.config.clients as u64) as i32;
+            let op = zoolock_core::Op::set_data(&ZkPath::new(SIZE).expect("a valid path"), count_bytes(n), None);
+            self.clients[i].client.submit(now, op).map_err(|e| self.misuse(i, "resize", e))?;
+            self.report.resizes += 1;
+            self.count_values.insert(n as usize);
+            self.log(|| format!("c{i} sets the count to {n}"));
+        }
+        if self.config.revocable && chance(&mut self.rng, 100) {
+            let held: Vec<String> = self
+                .clients
+                .iter()
+                .flat_map(|c| c.tasks.iter().flat_map(|t| t.holds.iter().map(|h| h.node.clone())))
+                .collect();
+            if !held.is_empty() {
+                let node = held[below(&mut self.rng, held.len() as u64) as usize].clone();
+                let path = ZkPath::new(&node).map_err(|e| format!("{e:?}"))?;
+                let op = zoolock_core::Op::set_data(&path, Bytes::from_static(REVOKE_MESSAGE), None);
+                self.clients[i].client.submit(now, op).map_err(|e| self.misuse(i, "revoke", e))?;
+                self.log(|| format!("c{i} revokes {node}"));
+            }
+        }
+        self.drain_client(i)
     }
 
     fn reopen_if_closed(&mut self, i: usize) -> Result<(), String> {
@@ -1214,6 +1292,16 @@ impl Sim {
             _ => {}
         }
         let now = self.now;
+        if let RecipeEvent::LeaseRevocationRequested { node } = &event {
+            // The holder gives the lease back at once.
+            let task = self.clients[i].tasks.iter_mut().find(|t| t.holds.iter().any(|h| h.node == *node));
+            let Some(task) = task else {
+                return Err(format!("c{i}: revocation requested for {node}, which no task holds"));
+            };
+            task.next_action = now;
+            self.report.revocations += 1;
+            return Ok(());
+        }
         for t in &mut self.clients[i].tasks {
             if t.holds.is_empty() {
                 continue;
@@ -1268,7 +1356,7 @@ impl Sim {
                             let Some((node, token)) = member else {
                                 return Err(format!("c{i}: multi-lock Acquired but {path} is not held"));
                             };
-                            holds.push(Hold { path: path.into(), node, token, mode });
+                            holds.push(Hold { path: path.into(), node, token, mode, limit: 1 });
                         }
                         holds
                     }
@@ -1279,15 +1367,32 @@ impl Sim {
                             (true, _) => MULTI_B,
                             (false, _) => LOCK,
                         };
-                        vec![Hold { path: path.into(), node, token: token.0, mode: pending.mode }]
+                        let limit = match c.shared {
+                            Shared::Semaphore(h) => c
+                                .client
+                                .with(now, h, |q, _| q.inner().lease_limit(&node))
+                                .map_err(|e| format!("{e:?}"))?
+                                .ok_or_else(|| format!("c{i}: Acquired {node} but the semaphore does not hold it"))?,
+                            Shared::Lock(_) => 1,
+                        };
+                        vec![Hold { path: path.into(), node, token: token.0, mode: pending.mode, limit }]
                     }
                 };
                 self.report.holds += holds.len();
                 let since = pending.since;
                 for h in holds {
+                    if h.mode == Mode::Lease && self.config.resize && !self.count_values.contains(&h.limit) {
+                        return Err(format!(
+                            "c{i}.{k}: {} granted under {} leases, a size the count never had",
+                            h.node, h.limit
+                        ));
+                    }
                     self.fence(i, k, &h)?;
                     self.log(|| {
-                        format!("c{i}.{k} HOLDS {:?} {} token {} (waited since {since})", h.mode, h.node, h.token)
+                        format!(
+                            "c{i}.{k} HOLDS {:?} {} token {} limit {} (waited since {since})",
+                            h.mode, h.node, h.token, h.limit
+                        )
                     });
                     self.clients[i].tasks[k].holds.push(h);
                 }
@@ -1356,7 +1461,10 @@ impl Sim {
         if !self.clients[i].counts() || self.clients[i].tasks[k].suspended {
             return Ok(());
         }
-        self.fencing.check(&format!("c{i}"), &h.path, &h.node, h.mode, h.token, self.config.leases)
+        // A resized semaphore's leases are not ordered either (its limit is
+        // above 1 at times).
+        let leases = if self.config.resize { usize::MAX } else { self.config.leases };
+        self.fencing.check(&format!("c{i}"), &h.path, &h.node, h.mode, h.token, leases)
     }
 
     /// Exclusion among every holder that was not told its hold is in doubt
@@ -1364,6 +1472,7 @@ impl Sim {
     /// owned by the holder's current session.
     fn check_exclusion(&self) -> Result<(), String> {
         let mut holds = Vec::new();
+        let mut leases = Vec::new();
         for (i, c) in self.clients.iter().enumerate() {
             if !c.counts() {
                 continue;
@@ -1384,11 +1493,15 @@ impl Sim {
                         }
                         None => return Err(format!("c{i}.{k} holds {} but the model has no such node", h.node)),
                     }
-                    holds.push(((i, k), h.path.as_str(), h.mode));
+                    match h.mode {
+                        Mode::Lease => leases.push(((i, k), h.path.as_str(), h.token, h.limit)),
+                        mode => holds.push(((i, k), h.path.as_str(), mode)),
+                    }
                 }
             }
         }
-        check_exclusion(holds, self.config.leases)
+        check_exclusion(holds, self.config.leases)?;
+        check_lease_limits(leases)
     }
 
     /// A container chain that never had a lock node: an acquire cancelled

@@ -182,6 +182,10 @@ pub(crate) struct LockCore {
     listing_truncated: bool,
     /// The last `Queued { position, total }` reported for this acquire.
     queued: Option<(usize, usize)>,
+    /// Count rule: how many children the last listing held.
+    listed: Option<usize>,
+    /// Count rule: the limit the held node was granted under.
+    granted_under: Option<usize>,
     /// Paths under guaranteed delete, with whether a delete is in flight.
     deleting: BTreeMap<String, bool>,
     /// Abandoned creates whose reply was lost: (parent, prefix) to find and delete.
@@ -214,6 +218,8 @@ impl LockCore {
             listing_keyed: false,
             listing_truncated: false,
             queued: None,
+            listed: None,
+            granted_under: None,
             deleting: BTreeMap::new(),
             orphans: BTreeSet::new(),
             ops: VecDeque::new(),
@@ -240,6 +246,27 @@ impl LockCore {
     /// True while an acquire is under way (not idle, not held, not releasing).
     pub(crate) fn is_acquiring(&self) -> bool {
         !matches!(self.state, State::Idle | State::Held { .. } | State::Releasing { .. })
+    }
+
+    /// Count rule: how many children the last listing held, ours included.
+    pub(crate) fn listed(&self) -> Option<usize> {
+        self.listed
+    }
+
+    /// Count rule: the limit in force when the held node was granted.
+    pub(crate) fn granted_under(&self) -> Option<usize> {
+        self.held().and(self.granted_under)
+    }
+
+    /// Count rule: a new limit (the semaphore was resized). A waiter lists
+    /// again and decides by it, as Curator's `notifyAll` on a count change.
+    pub(crate) fn set_max_leases(&mut self, max_leases: usize) {
+        let Rule::Count { max_leases: old } = &mut self.rule else { return };
+        *old = max_leases;
+        if let State::Waiting { node, .. } = &self.state {
+            let node = node.clone();
+            self.relist(node);
+        }
     }
 
     /// Work still owed to the server: deletes or orphan lookups.
@@ -783,6 +810,7 @@ impl LockCore {
     }
 
     fn evaluate_count(&mut self, now: Instant, node: Node, children: &[String], max_leases: usize) {
+        self.listed = Some(children.len());
         match policy::semaphore(children, &node.name, max_leases) {
             None => {
                 self.start_delete(node.path.clone());
@@ -792,6 +820,7 @@ impl LockCore {
                 // Curator checks off the leases child watch once it has a lease.
                 self.send(Op::check_watches(&self.base.clone(), WatcherType::ANY), Purpose::CheckWatches);
                 self.events.push_back(RecipeEvent::Acquired { node: node.path.clone(), token: node.token });
+                self.granted_under = Some(max_leases);
                 self.state = State::Held { node };
             }
             Some(false) if self.deadline.is_some_and(|d| now >= d) => self.abandon_with(node, RecipeEvent::TimedOut),

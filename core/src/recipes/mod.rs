@@ -1,5 +1,26 @@
 //! Curator's lock recipes as state machines.
 
+/// The [`Recipe`](crate::Recipe) outputs of a one-shot or watch-only recipe
+/// with no timer: its outbox drained in order.
+macro_rules! timerless_outputs {
+    () => {
+        fn handle_timeout(&mut self, _now: crate::time::Instant) {}
+
+        fn poll_op(&mut self) -> Option<crate::recipe::RecipeOp> {
+            self.out.poll_op()
+        }
+
+        fn poll_event(&mut self) -> Option<crate::recipe::RecipeEvent> {
+            self.out.poll_event()
+        }
+
+        fn poll_timeout(&self) -> Option<crate::time::Instant> {
+            None
+        }
+    };
+}
+pub(crate) use timerless_outputs;
+
 pub(crate) mod capability;
 pub(crate) mod config;
 pub(crate) mod kit;
@@ -13,6 +34,7 @@ pub(crate) mod revoker;
 pub(crate) mod rwlock;
 pub(crate) mod semaphore;
 pub(crate) mod semaphore_mutex;
+pub(crate) mod shared_count;
 pub(crate) mod shared_lock;
 pub(crate) mod shared_semaphore;
 
@@ -27,5 +49,6 @@ pub use revoker::Revoker;
 pub use rwlock::{READ, ReadWriteLock, WRITE};
 pub use semaphore::{SEMAPHORE_LEASES, SEMAPHORE_LOCKS, Semaphore};
 pub use semaphore_mutex::SemaphoreMutex;
+pub use shared_count::{SharedCount, count_bytes, count_value};
 pub use shared_lock::SharedLock;
 pub use shared_semaphore::SharedSemaphore;

@@ -16,7 +16,7 @@ use super::semaphore::SEMAPHORE_LEASES;
 use crate::error::{ApiMisuse, RequestError};
 use crate::op::Op;
 use crate::path::{PathError, ZkPath};
-use crate::recipe::{OpId, Participant, Recipe, RecipeEvent, RecipeOp};
+use crate::recipe::{OpId, Participant, Recipe, RecipeEvent};
 use crate::session::{ConnectionState, WatchEvent};
 use crate::time::Instant;
 
@@ -260,19 +260,7 @@ impl Recipe for Participants {
         }
     }
 
-    fn handle_timeout(&mut self, _now: Instant) {}
-
-    fn poll_op(&mut self) -> Option<RecipeOp> {
-        self.out.poll_op()
-    }
-
-    fn poll_event(&mut self) -> Option<RecipeEvent> {
-        self.out.poll_event()
-    }
-
-    fn poll_timeout(&self) -> Option<Instant> {
-        None
-    }
+    super::timerless_outputs!();
 
     fn is_quiescent(&self) -> bool {
         matches!(self.step, Step::Done)

@@ -10,7 +10,7 @@ use super::lock_core::REVOKE_MESSAGE;
 use crate::error::{ApiMisuse, RequestError};
 use crate::op::Op;
 use crate::path::ZkPath;
-use crate::recipe::{OpId, Recipe, RecipeEvent, RecipeOp};
+use crate::recipe::{OpId, Recipe, RecipeEvent};
 use crate::session::{ConnectionState, WatchEvent};
 use crate::time::Instant;
 
@@ -102,19 +102,7 @@ impl Recipe for Revoker {
         }
     }
 
-    fn handle_timeout(&mut self, _now: Instant) {}
-
-    fn poll_op(&mut self) -> Option<RecipeOp> {
-        self.out.poll_op()
-    }
-
-    fn poll_event(&mut self) -> Option<RecipeEvent> {
-        self.out.poll_event()
-    }
-
-    fn poll_timeout(&self) -> Option<Instant> {
-        None
-    }
+    super::timerless_outputs!();
 
     fn is_quiescent(&self) -> bool {
         self.in_flight.is_none() && !self.retry && self.out.no_ops()

@@ -30,6 +30,17 @@
 //! the delete is queued (the delete stays guaranteed), and every create2 goes
 //! out with its getChildren2 in the same round trip.
 //!
+//! Sized by a [`SharedCount`] (Curator's `SharedCountReader` constructor):
+//! the count is read and watched by the semaphore itself; an acquire waits
+//! for its first value, and each new value is the limit from then on. A
+//! waiter lists again at once, so growing lets it in; shrinking takes no
+//! lease away (as in Curator), it only holds back later grants.
+//!
+//! Revocable ([`Semaphore::make_revocable`]): each lease node is created with
+//! empty data and its data watched, as a revocable lock's node is; Curator's
+//! `__REVOKE__` written into it is reported as
+//! [`RecipeEvent::LeaseRevocationRequested`] for that lease.
+//!
 //! Vanished lease (Curator's MISSING_NODE): the lease node is deleted, the
 //! watch checked off, the mutex node deleted, and after the retry policy's
 //! pause the lease starts over with a new mutex node and a new lease node.
@@ -38,11 +49,12 @@ use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
 use alloc::vec::Vec;
 use core::any::Any;
 
-use zoolock_wire::{ErrorCode, Response, WatcherType};
+use zoolock_wire::{Response, WatcherType};
 
 use super::config::LockConfig;
 use super::lock_core::{LockCore, Rule, Shape};
 use super::policy::{LEASE_NAME, LOCK_NAME, SortKey};
+use super::shared_count::SharedCount;
 use crate::error::{ApiMisuse, RequestError};
 use crate::op::Op;
 use crate::path::ZkPath;
@@ -50,6 +62,9 @@ use crate::recipe::{FencingToken, OpId, Recipe, RecipeEvent, RecipeOp};
 use crate::rng::Rng;
 use crate::session::{ConnectionState, WatchEvent};
 use crate::time::Instant;
+
+#[path = "semaphore_events.rs"]
+mod events;
 
 /// Curator's `LOCK_PARENT`: the internal mutex's path under the semaphore.
 pub const SEMAPHORE_LOCKS: &str = "locks";
@@ -66,12 +81,15 @@ enum Route {
     Core(u64, OpId),
     /// Sent by the semaphore itself (checkWatches); the reply is not needed.
     Own,
+    /// The size's shared count, and its own op id.
+    Count(OpId),
 }
 
 /// Where one lease of an acquire stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
-    /// The internal mutex core is still finishing an earlier release.
+    /// The internal mutex core is still finishing an earlier release, or
+    /// the size's shared count has not been read yet.
     MutexBusy,
     /// Waiting for the internal mutex.
     Mutex,
@@ -126,6 +144,14 @@ pub struct Semaphore {
     base: ZkPath,
     leases_path: ZkPath,
     max_leases: usize,
+    /// The shared count that sizes the semaphore, if any.
+    count: Option<SharedCount>,
+    /// Lease nodes are watched for revocation.
+    revocable: bool,
+    /// How many lease nodes the last listing held.
+    listed: Option<usize>,
+    /// Leases asked to be given back before their acquire completed.
+    revoke_pending: BTreeSet<u64>,
     config: LockConfig,
     rng: Rng,
     mutex: LockCore,
@@ -168,6 +194,10 @@ impl Semaphore {
             base,
             leases_path,
             max_leases,
+            count: None,
+            revocable: false,
+            listed: None,
+            revoke_pending: BTreeSet::new(),
             config,
             rng,
             mutex,
@@ -184,6 +214,42 @@ impl Semaphore {
             ops: VecDeque::new(),
             events: VecDeque::new(),
         }
+    }
+
+    /// A semaphore on `base` sized by `count` (Curator's
+    /// `InterProcessSemaphoreV2(client, path, SharedCountReader)`); a count
+    /// below zero allows no lease.
+    pub fn with_count(base: ZkPath, count: SharedCount, config: LockConfig) -> Semaphore {
+        let mut sem = Semaphore::new(base, 0, config);
+        sem.count = Some(count);
+        sem.take_count_ops();
+        sem
+    }
+
+    /// Makes every lease from now on revocable (see the module docs).
+    pub fn make_revocable(&mut self) {
+        self.revocable = true;
+    }
+
+    /// Changes the limit: a waiter lists again and decides by it; held
+    /// leases are kept whatever it becomes.
+    pub fn set_max_leases(&mut self, now: Instant, max_leases: usize) {
+        self.max_leases = max_leases;
+        if let Some(Phase::Lease { slot }) = self.phase() {
+            self.on_core(slot, |c| c.set_max_leases(max_leases));
+        }
+        self.pump(now);
+    }
+
+    /// The size's shared count, if the semaphore has one.
+    pub fn count(&self) -> Option<&SharedCount> {
+        self.count.as_ref()
+    }
+
+    /// Leases left free by the last listing of `leases` this handle made
+    /// (the limit in force minus the nodes listed); `None` before any.
+    pub fn available(&self) -> Option<usize> {
+        self.listed.map(|n| self.max_leases.saturating_sub(n))
     }
 
     /// The semaphore path.
@@ -278,6 +344,14 @@ impl Semaphore {
         self.held.iter().filter_map(|s| self.cores.get(s)?.held()).find(|n| n.path == lease).map(|n| n.token)
     }
 
+    /// The limit in force when a held lease was granted (its listing held
+    /// at most that many lease nodes).
+    pub fn lease_limit(&self, lease: &str) -> Option<usize> {
+        let slot =
+            self.held.iter().find(|s| self.cores.get(s).and_then(|c| c.held()).is_some_and(|n| n.path == lease))?;
+        self.cores.get(slot)?.granted_under()
+    }
+
     /// True while an acquire is under way.
     pub fn is_acquiring(&self) -> bool {
         self.acquiring.is_some()
@@ -298,9 +372,11 @@ impl Semaphore {
 
     /// Starts (or restarts) the current lease with the internal mutex.
     fn start_lease(&mut self, now: Instant) {
+        let can_start = self.can_start();
         let Some(acq) = self.acquiring.as_mut() else { return };
-        if !self.mutex.is_idle() {
-            // The previous release is still in flight (Curator plan).
+        if !can_start {
+            // The previous release is still in flight (Curator plan), or
+            // the size is not known yet.
             acq.phase = Phase::MutexBusy;
             return;
         }
@@ -329,6 +405,7 @@ impl Semaphore {
             Rule::Count { max_leases: self.max_leases },
         );
         core.defer_missing = true;
+        core.revocable = self.revocable;
         acq.phase = Phase::Lease { slot };
         let deadline = acq.deadline;
         let started = core.acquire(now, deadline, Shape::Sequential);
@@ -408,6 +485,42 @@ impl Semaphore {
                 self.held.push(slot);
             }
         }
+        for slot in core::mem::take(&mut self.revoke_pending) {
+            self.report_revocation(slot);
+        }
+    }
+
+    /// `LeaseRevocationRequested` for held lease `slot`.
+    fn report_revocation(&mut self, slot: u64) {
+        if let Some(node) = self.held.contains(&slot).then(|| self.cores.get(&slot)).flatten().and_then(|c| c.held()) {
+            self.events.push_back(RecipeEvent::LeaseRevocationRequested { node: node.path.clone() });
+        }
+    }
+
+    /// The mutex is free and the size known: a lease may start.
+    fn can_start(&self) -> bool {
+        self.mutex.is_idle() && self.count.as_ref().is_none_or(|c| c.value().is_some())
+    }
+
+    /// Moves the count's ops out.
+    fn take_count_ops(&mut self) {
+        while let Some(op) = self.count.as_mut().and_then(|c| c.poll_op()) {
+            let id = OpId(self.next_op);
+            self.next_op += 1;
+            self.routes.insert(id, Route::Count(op.id));
+            self.ops.push_back(RecipeOp { id, op: op.op });
+        }
+    }
+
+    /// Applies the count's events: a new value is the new limit; the
+    /// events go on to the user.
+    fn take_count_events(&mut self, now: Instant) {
+        while let Some(event) = self.count.as_mut().and_then(|c| c.poll_event()) {
+            if let RecipeEvent::Count { value, .. } = event {
+                self.set_max_leases(now, usize::try_from(value).unwrap_or(0));
+            }
+            self.events.push_back(event);
+        }
     }
 
     /// Our lease vanished (or its create found no parent): Curator's
@@ -454,136 +567,6 @@ impl Semaphore {
         self.acquiring.as_ref().is_some_and(|a| a.got.contains(&slot))
     }
 
-    fn on_mutex_event(&mut self, now: Instant, event: RecipeEvent) {
-        if let RecipeEvent::CleanupFailed { .. } = event {
-            return self.events.push_back(event);
-        }
-        let phase = self.phase();
-        match event {
-            RecipeEvent::Acquired { .. } => match phase {
-                Some(Phase::Mutex) => self.start_lease_node(now),
-                // Nobody wants it any more.
-                _ => {
-                    self.release_mutex(now);
-                }
-            },
-            RecipeEvent::TimedOut if phase == Some(Phase::Mutex) => self.fail_acquire(now, RecipeEvent::TimedOut),
-            // Queued on the internal lock: its holder (next in line for a
-            // lease) and `position - 1` more are ahead.
-            RecipeEvent::Queued { position, total } if phase == Some(Phase::Mutex) => {
-                self.events.push_back(RecipeEvent::Queued { position: position + 1, total });
-            }
-            RecipeEvent::Released => {
-                if let Some(Phase::Unlocking { slot }) = phase {
-                    self.commit(now, slot);
-                }
-            }
-            RecipeEvent::Failed(e) => match phase {
-                // A failed cleanup delete of an earlier attempt: the acquire goes on.
-                Some(Phase::Mutex) if self.mutex.is_acquiring() => {}
-                Some(Phase::Mutex) => self.fail_acquire(now, RecipeEvent::Failed(e)),
-                // The mutex node's delete failed for good: Curator's acquire
-                // throws; return the lease rather than leak it.
-                Some(Phase::Unlocking { slot }) if self.mutex.is_idle() => {
-                    self.on_core(slot, |c| c.cancel(now));
-                    self.fail_acquire(now, RecipeEvent::Failed(e));
-                }
-                Some(_) => {}
-                None => self.events.push_back(RecipeEvent::Failed(e)),
-            },
-            // The mutex only serves liveness; its connection events and a
-            // loss found on reconnect change nothing for the lease.
-            _ => {}
-        }
-    }
-
-    fn on_lease_event(&mut self, now: Instant, slot: u64, event: RecipeEvent) {
-        if let RecipeEvent::CleanupFailed { .. } = event {
-            return self.events.push_back(event);
-        }
-        let current = matches!(self.phase(), Some(Phase::Lease { slot: s }) if s == slot);
-        if current {
-            let still_acquiring = self.cores.get(&slot).is_some_and(|c| c.is_acquiring());
-            match event {
-                RecipeEvent::Acquired { .. } => {
-                    // The core has already queued checkWatches on `leases`;
-                    // now release the internal mutex.
-                    if let Some(acq) = self.acquiring.as_mut() {
-                        acq.phase = Phase::Unlocking { slot };
-                    }
-                    if !self.release_mutex(now) {
-                        // The mutex node was lost on a reconnect: nothing to release.
-                        self.commit(now, slot);
-                    }
-                }
-                // Holding the internal lock: next in line for a lease;
-                // `total` is the leases' listing, ours included.
-                RecipeEvent::Queued { total, .. } => self.events.push_back(RecipeEvent::Queued { position: 1, total }),
-                RecipeEvent::TimedOut => {
-                    self.check_lease_watch();
-                    self.release_mutex(now);
-                    self.fail_acquire(now, RecipeEvent::TimedOut);
-                }
-                RecipeEvent::Failed(RequestError::Server(ErrorCode::NO_NODE) | RequestError::NodeVanished)
-                    if !still_acquiring =>
-                {
-                    // A listing without our node leaves its delete pending and
-                    // its child watch armed; a NoNode create does neither.
-                    if self.cores.get(&slot).is_some_and(|c| c.has_cleanup()) {
-                        self.check_lease_watch();
-                    }
-                    self.release_mutex(now);
-                    self.retry_lease(now);
-                }
-                RecipeEvent::Failed(e) if !still_acquiring => {
-                    self.release_mutex(now);
-                    self.fail_acquire(now, RecipeEvent::Failed(e));
-                }
-                _ => {}
-            }
-            return;
-        }
-        if self.in_got(slot) {
-            // A lease of this call vanished on a reconnect: the call fails.
-            if event == RecipeEvent::Lost {
-                self.abort(now, Some(RecipeEvent::Failed(RequestError::NodeVanished)));
-            }
-            return;
-        }
-        if self.held.contains(&slot) {
-            match event {
-                RecipeEvent::Suspended => self.report_suspended(),
-                RecipeEvent::Reconnected => {
-                    self.verifying.remove(&slot);
-                    self.finish_verify();
-                }
-                RecipeEvent::Lost => {
-                    self.held.retain(|s| *s != slot);
-                    self.verifying.remove(&slot);
-                    self.lost_on_verify = true;
-                    if !self.suspended {
-                        self.suspended = true;
-                    }
-                    self.finish_verify();
-                }
-                RecipeEvent::Failed(e) => self.events.push_back(RecipeEvent::Failed(e)),
-                _ => {}
-            }
-            return;
-        }
-        match event {
-            RecipeEvent::Released if self.returning.remove(&slot) => self.events.push_back(RecipeEvent::Released),
-            // A failed delete of a returned or abandoned lease.
-            RecipeEvent::Failed(e) => {
-                if self.returning.remove(&slot) {
-                    self.events.push_back(RecipeEvent::Released);
-                }
-                self.events.push_back(RecipeEvent::Failed(e));
-            }
-            _ => {}
-        }
-    }
-
     /// Moves the cores' ops out (mutex first, then leases by slot) and reacts
     /// to their events, until neither has more. Ops a core queued before an
     /// event are sent before anything the reaction queues.
@@ -599,12 +582,13 @@ impl Semaphore {
                 self.on_lease_event(now, slot, event);
                 continue;
             }
-            if self.phase() == Some(Phase::MutexBusy) && self.mutex.is_idle() {
+            if self.phase() == Some(Phase::MutexBusy) && self.can_start() {
                 self.start_lease(now);
                 continue;
             }
             break;
         }
+        self.revoke_pending.retain(|s| self.cores.contains_key(s));
         self.collect();
     }
 
@@ -699,12 +683,23 @@ impl Recipe for Semaphore {
             Some(Route::Core(slot, inner)) => {
                 self.on_core(slot, |c| c.handle_reply(now, inner, result));
             }
+            Some(Route::Count(inner)) => {
+                if let Some(c) = self.count.as_mut() {
+                    c.handle_reply(now, inner, result);
+                }
+                self.take_count_ops();
+                self.take_count_events(now);
+            }
             Some(Route::Own) | None => return,
         }
         self.pump(now);
     }
 
     fn handle_watch(&mut self, now: Instant, event: &WatchEvent) {
+        if let Some(c) = self.count.as_mut() {
+            c.handle_watch(now, event);
+            self.take_count_ops();
+        }
         self.mutex.handle_watch(now, event);
         self.drain(MUTEX_SLOT);
         for slot in self.slots() {
@@ -714,6 +709,10 @@ impl Recipe for Semaphore {
     }
 
     fn handle_session(&mut self, now: Instant, state: ConnectionState) {
+        if let Some(c) = self.count.as_mut() {
+            c.handle_session(now, state);
+            self.take_count_ops();
+        }
         match state {
             ConnectionState::Lost
             | ConnectionState::Closed

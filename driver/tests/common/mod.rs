@@ -29,6 +29,9 @@ use zoolock_driver::{
     Client, ConnectionState, Error, Guard, HoldStatus, Lease, Lock, OpPlan, Options, ParticipantsOf, Runtime,
 };
 
+mod resized;
+pub(crate) use resized::{lease_revocation, semaphore_resized, shared_count};
+
 /// Calls `$run!` with every scenario (and its arguments), so each transport
 /// lists none of them itself.
 macro_rules! for_each_scenario {
@@ -49,6 +52,9 @@ macro_rules! for_each_scenario {
             participants,
             queue_positions,
             fenced_writes,
+            semaphore_resized,
+            shared_count,
+            lease_revocation,
             plain_ops,
             chroot_created,
             connection_states,

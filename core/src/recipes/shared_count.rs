@@ -1,0 +1,273 @@
+//! [`SharedCount`]: Curator's `SharedCount`, a persistent node holding a
+//! 4-byte big-endian int, written with versioned compare-and-set and watched.
+//!
+//! Wire behaviour (Curator 5.4 `SharedValue`): at start, create the node with
+//! the seed (container parents made if missing; NodeExists is fine), then
+//! `getData(watch)`. Every data change re-reads with the watch set again, as
+//! does every (re)connect. `set` is `setData(version -1)`, `try_set` is
+//! `setData(version)`: BadVersion means another writer came first, so the
+//! value is re-read and the write reported as not applied.
+
+use alloc::collections::BTreeMap;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::any::Any;
+
+use bytes::Bytes;
+use zoolock_wire::{CreateMode, ErrorCode, EventType, Response};
+
+use super::config::LockConfig;
+use super::kit::Outbox;
+use crate::error::RequestError;
+use crate::op::Op;
+use crate::path::ZkPath;
+use crate::recipe::{OpId, Recipe, RecipeEvent};
+use crate::session::{ConnectionState, WatchEvent};
+use crate::time::Instant;
+
+/// What a sent op was for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Purpose {
+    Create,
+    Parent,
+    Read,
+    /// `exists(watch)` while the node is missing, to see it come back.
+    Await,
+    /// A write of this value.
+    Write(i32),
+}
+
+/// A shared count on `path`, wire-compatible with Curator's `SharedCount`.
+///
+/// Events: [`RecipeEvent::Count`] whenever a newer value is seen (read or
+/// written; values only move to higher node versions),
+/// [`RecipeEvent::CountWritten`] once per `set` / `try_set`, in call order,
+/// and [`RecipeEvent::CountMalformed`] if the node holds anything but 4
+/// bytes (the last good value stays).
+///
+/// Drain order: [`Recipe::poll_op`], then [`Recipe::poll_event`].
+#[derive(Debug)]
+pub struct SharedCount {
+    path: ZkPath,
+    seed: i32,
+    config: LockConfig,
+    /// Last value seen and its node version.
+    value: Option<(i32, i32)>,
+    /// The newest read (watch set) in flight; one at a time is enough,
+    /// except after a create, which needs a read behind it.
+    reading: Option<OpId>,
+    routes: BTreeMap<OpId, Purpose>,
+    out: Outbox,
+}
+
+/// The node data for `n` (Java's `ByteBuffer.putInt`).
+pub fn count_bytes(n: i32) -> Bytes {
+    Bytes::copy_from_slice(&n.to_be_bytes())
+}
+
+/// The value in a count node's data; `None` unless exactly 4 bytes.
+pub fn count_value(data: &[u8]) -> Option<i32> {
+    <[u8; 4]>::try_from(data).ok().map(i32::from_be_bytes)
+}
+
+impl SharedCount {
+    /// A count on `path`, created with `seed` if absent. The create and the
+    /// first read are queued at once; `config` gives the ACL and the parent
+    /// kind.
+    pub fn new(path: ZkPath, seed: i32, config: LockConfig) -> SharedCount {
+        let mut count = SharedCount {
+            path,
+            seed,
+            config,
+            value: None,
+            reading: None,
+            routes: BTreeMap::new(),
+            out: Outbox::default(),
+        };
+        count.create();
+        count
+    }
+
+    /// The count's path.
+    pub fn path(&self) -> &ZkPath {
+        &self.path
+    }
+
+    /// The last value seen, with its node version; `None` until first read.
+    pub fn value(&self) -> Option<(i32, i32)> {
+        self.value
+    }
+
+    /// Writes `n` whatever the current version (Curator's `setCount`).
+    pub fn set(&mut self, _now: Instant, n: i32) {
+        self.send(Op::set_data(&self.path, count_bytes(n), None), Purpose::Write(n));
+    }
+
+    /// Writes `n` only if the node is still at `version` (Curator's
+    /// `trySetCount`); reported as `CountWritten(Ok(false))` otherwise.
+    pub fn try_set(&mut self, _now: Instant, version: i32, n: i32) {
+        self.send(Op::set_data(&self.path, count_bytes(n), Some(version)), Purpose::Write(n));
+    }
+
+    /// Nothing is owed to the server (no write in flight).
+    pub fn is_quiescent(&self) -> bool {
+        !self.routes.values().any(|p| matches!(p, Purpose::Write(_)))
+    }
+
+    fn send(&mut self, op: Op, purpose: Purpose) -> OpId {
+        let id = self.out.send(op);
+        self.routes.insert(id, purpose);
+        id
+    }
+
+    /// Create with the seed and read, in one round trip.
+    fn create(&mut self) {
+        let acl = self.config.acl_for(self.path.as_str());
+        self.send(Op::create(&self.path, count_bytes(self.seed), acl, CreateMode::PERSISTENT), Purpose::Create);
+        self.reading = Some(self.send(Op::get_data(&self.path, true), Purpose::Read));
+    }
+
+    fn read(&mut self) {
+        if self.reading.is_none() {
+            self.reading = Some(self.send(Op::get_data(&self.path, true), Purpose::Read));
+        }
+    }
+
+    /// The missing ancestors, top-down, then the create again.
+    fn make_parents(&mut self) {
+        let path = String::from(self.path.as_str());
+        let ancestors: Vec<&str> =
+            path.match_indices('/').filter(|(i, _)| *i > 0).filter_map(|(i, _)| path.get(..i)).collect();
+        for a in ancestors {
+            let Ok(p) = ZkPath::new(a) else { continue };
+            let acl = self.config.acl_for(a);
+            let op = if self.config.container_parents {
+                Op::create_container(&p, Bytes::new(), acl)
+            } else {
+                Op::create(&p, Bytes::new(), acl, CreateMode::PERSISTENT)
+            };
+            self.send(op, Purpose::Parent);
+        }
+        self.create();
+    }
+
+    /// A value read or written at `version`.
+    fn seen(&mut self, data: &[u8], version: i32) {
+        let Some(n) = count_value(data) else {
+            return self.out.emit(RecipeEvent::CountMalformed { len: data.len() });
+        };
+        if self.value.is_none_or(|(_, v)| version > v) {
+            self.value = Some((n, version));
+            self.out.emit(RecipeEvent::Count { value: n, version });
+        }
+    }
+
+    fn on_reply(&mut self, op: OpId, purpose: Purpose, result: Result<Response, RequestError>) {
+        match (purpose, result) {
+            (Purpose::Create, Err(RequestError::Server(ErrorCode::NO_NODE))) => self.make_parents(),
+            (Purpose::Parent | Purpose::Create, Err(RequestError::Server(ErrorCode::UNIMPLEMENTED)))
+                if self.config.container_parents =>
+            {
+                // A server without containers: persistent parents.
+                self.config.container_parents = false;
+                self.make_parents();
+            }
+            (Purpose::Create | Purpose::Parent, Ok(_) | Err(_)) => {}
+            (Purpose::Read, result) => {
+                if self.reading == Some(op) {
+                    self.reading = None;
+                }
+                match result {
+                    Ok(Response::Data { data, stat }) => self.seen(data.as_deref().unwrap_or_default(), stat.version),
+                    // Missing: a create may be on its way (its read follows),
+                    // or someone deleted it; wait for it to come back.
+                    Err(RequestError::Server(ErrorCode::NO_NODE)) if !self.create_pending() => {
+                        self.send(Op::exists(&self.path, true), Purpose::Await);
+                    }
+                    // Connection loss: read again on the reconnect.
+                    _ => {}
+                }
+            }
+            (Purpose::Await, Ok(Response::Stat(_))) => self.read(),
+            (Purpose::Await, _) => {}
+            (Purpose::Write(n), result) => {
+                let outcome = match result {
+                    Ok(Response::Stat(stat)) => {
+                        self.seen(&n.to_be_bytes(), stat.version);
+                        Ok(true)
+                    }
+                    Err(RequestError::Server(ErrorCode::BAD_VERSION)) => {
+                        self.read();
+                        Ok(false)
+                    }
+                    Ok(_) => Err(RequestError::Server(ErrorCode::MARSHALLING_ERROR)),
+                    Err(e) => Err(e),
+                };
+                self.out.emit(RecipeEvent::CountWritten(outcome));
+            }
+        }
+    }
+
+    fn create_pending(&self) -> bool {
+        self.routes.values().any(|p| matches!(p, Purpose::Create | Purpose::Parent))
+    }
+}
+
+impl Recipe for SharedCount {
+    fn handle_reply(&mut self, _now: Instant, op: OpId, result: Result<Response, RequestError>) {
+        let Some(purpose) = self.routes.remove(&op) else { return };
+        self.on_reply(op, purpose, result);
+    }
+
+    fn handle_watch(&mut self, _now: Instant, event: &WatchEvent) {
+        if event.path != self.path.as_str() {
+            return;
+        }
+        match event.event_type {
+            EventType::NODE_DATA_CHANGED | EventType::NODE_CREATED | EventType::NODE_DELETED => self.read(),
+            _ => {}
+        }
+    }
+
+    fn handle_session(&mut self, _now: Instant, state: ConnectionState) {
+        match state {
+            // Curator re-reads on RECONNECTED; a new session has no watches.
+            ConnectionState::Reconnected => self.read(),
+            // A session's first connect: what was queued before goes out
+            // now; after a renewal nothing is in flight, so start over (the
+            // create too, if no value was ever read).
+            ConnectionState::Connected | ConnectionState::ConnectedReadOnly => {
+                if self.reading.is_some_and(|id| self.routes.contains_key(&id)) {
+                    return;
+                }
+                self.reading = None;
+                if self.value.is_none() && !self.create_pending() {
+                    self.create();
+                } else {
+                    self.read();
+                }
+            }
+            // The session ended: nothing in flight will be answered.
+            state => {
+                if let Some(error) = state.end_error() {
+                    self.reading = None;
+                    for purpose in core::mem::take(&mut self.routes).into_values() {
+                        if let Purpose::Write(_) = purpose {
+                            self.out.emit(RecipeEvent::CountWritten(Err(error.clone())));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    super::timerless_outputs!();
+
+    fn is_quiescent(&self) -> bool {
+        SharedCount::is_quiescent(self)
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}

@@ -1,0 +1,155 @@
+//! [`SharedCount`]: an async handle over core's
+//! [`SharedCount`](zoolock_core::recipes::SharedCount), Curator's
+//! `SharedCount` (a 4-byte big-endian int in a node, versioned
+//! compare-and-set, watched). It also sizes a semaphore
+//! ([`crate::Client::semaphore_sized_by`]).
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use futures_channel::oneshot;
+use futures_lite::Stream;
+use zoolock_core::recipes::SharedCount as CoreCount;
+use zoolock_core::{Client as CoreClient, Handle, RecipeEvent, RecipeId, ZkPath};
+
+use crate::client::{Client, RecipeHandle};
+use crate::error::Error;
+use crate::hold::Watched;
+use crate::task::Command;
+
+/// A count's value and the node version it was read at (the version to
+/// give [`SharedCount::try_set`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct VersionedCount {
+    /// The value.
+    pub value: i32,
+    /// The count node's data version.
+    pub version: i32,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    value: Option<VersionedCount>,
+    /// The node held something else than a 4-byte int (its length).
+    malformed: Option<usize>,
+    /// Writes waiting for their outcome, in call order.
+    writes: VecDeque<oneshot::Sender<Result<bool, Error>>>,
+}
+
+/// A shared count (Curator's `SharedCount`), kept up to date by a watch.
+/// Clones share one watch.
+#[derive(Clone)]
+pub struct SharedCount {
+    handle: Arc<RecipeHandle>,
+    typed: Handle<CoreCount>,
+    shared: Arc<Watched<State>>,
+    path: Arc<str>,
+}
+
+impl std::fmt::Debug for SharedCount {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedCount").field("path", &self.path).field("value", &self.get()).finish()
+    }
+}
+
+fn on_event(shared: &Watched<State>, path: &str, event: RecipeEvent) {
+    match event {
+        RecipeEvent::Count { value, version } => {
+            tracing::debug!(%path, value, version, "shared count changed");
+            shared.with(|s| s.value = Some(VersionedCount { value, version }));
+        }
+        RecipeEvent::CountWritten(outcome) => {
+            if let Some(tx) = shared.with(|s| s.writes.pop_front()) {
+                let _ = tx.send(outcome.map_err(Error::from));
+            }
+        }
+        RecipeEvent::CountMalformed { len } => {
+            tracing::warn!(%path, len, "shared count node does not hold a 4-byte int");
+            shared.with(|s| s.malformed = Some(len));
+        }
+        other => tracing::trace!(%path, ?other, "shared count event"),
+    }
+}
+
+impl SharedCount {
+    /// Creates the node with `seed` if absent and waits for its first value.
+    pub(crate) async fn new(client: Client, path: ZkPath, seed: i32) -> Result<SharedCount, Error> {
+        let config = client.inner.lock_config();
+        let shared = Arc::new(Watched::<State>::default());
+        let label: Arc<str> = path.as_str().into();
+        let (sink_shared, sink_path) = (shared.clone(), label.clone());
+        let sink = Box::new(move |_: &mut CoreClient, _, _: RecipeId, event| on_event(&sink_shared, &sink_path, event));
+        let id = client.add_recipe(Box::new(CoreCount::new(path, seed, config)), sink).await?;
+        let handle = Arc::new(RecipeHandle { client, id });
+        let count = SharedCount { handle, typed: Handle::from_id(id), shared, path: label };
+        count.first_value().await?;
+        Ok(count)
+    }
+
+    async fn first_value(&self) -> Result<VersionedCount, Error> {
+        loop {
+            let listener = self.shared.changed.listen();
+            match self.shared.peek(|s| (s.value, s.malformed)) {
+                (Some(v), _) => return Ok(v),
+                (None, Some(len)) => return Err(Error::CountMalformed { path: self.path.to_string(), len }),
+                (None, None) => {}
+            }
+            let closed = self.handle.client.inner.shared.changed.listen();
+            if self.handle.client.inner.shared.read(|s| s.finished || s.ended).unwrap_or(true) {
+                return Err(Error::ClientClosed);
+            }
+            futures_lite::future::or(listener, closed).await;
+        }
+    }
+
+    /// The latest value seen (always known once the handle exists).
+    pub fn get(&self) -> VersionedCount {
+        self.shared.peek(|s| s.value).unwrap_or(VersionedCount { value: 0, version: -1 })
+    }
+
+    /// Writes `n`, whatever the current version (Curator's `setCount`).
+    pub async fn set(&self, n: i32) -> Result<(), Error> {
+        self.write(move |c, now| c.set(now, n)).await.map(|_| ())
+    }
+
+    /// Writes `n` only if the node is still at `version` (from
+    /// [`SharedCount::get`]); `Ok(false)` if someone wrote first, and the
+    /// new value arrives shortly after (Curator's `trySetCount`).
+    pub async fn try_set(&self, version: i32, n: i32) -> Result<bool, Error> {
+        self.write(move |c, now| c.try_set(now, version, n)).await
+    }
+
+    async fn write(
+        &self,
+        f: impl FnOnce(&mut CoreCount, zoolock_core::Instant) + Send + 'static,
+    ) -> Result<bool, Error> {
+        let (tx, rx) = oneshot::channel();
+        let (shared, typed) = (self.shared.clone(), self.typed);
+        // The waiter and the command under one lock: outcomes come in call order.
+        self.shared.with(|s| {
+            s.writes.push_back(tx);
+            self.handle.client.inner.send(Command::Run(Box::new(move |c, now| {
+                if c.with(now, typed, |count, now| f(count, now)).is_err() {
+                    shared.with(|s| s.writes.pop_back());
+                }
+            })))
+        })?;
+        rx.await.map_err(|_| Error::ClientClosed)?
+    }
+
+    /// The current value, then every newer one.
+    pub fn changes(&self) -> std::pin::Pin<Box<dyn Stream<Item = VersionedCount> + Send>> {
+        let shared = self.shared.clone();
+        Box::pin(futures_lite::stream::unfold((shared, None::<VersionedCount>), |(shared, last)| async move {
+            loop {
+                let listener = shared.changed.listen();
+                let now = shared.peek(|s| s.value);
+                if now.is_some() && now != last {
+                    return now.map(|v| (v, (shared, Some(v))));
+                }
+                listener.await;
+            }
+        }))
+    }
+}
