@@ -371,24 +371,39 @@ impl LockCore {
             State::Waiting { node, pred } if pred_path(pred) == event.path => {
                 let node = node.clone();
                 let pred = pred.clone();
-                if event.event_type == EventType::NODE_DELETED && self.fast_handoff_allowed() {
-                    self.last_listing.retain(|c| *c != pred);
-                    let listing = core::mem::take(&mut self.last_listing);
-                    let (keyed, truncated) = (self.listing_keyed, self.listing_truncated);
-                    if truncated && self.window_exhausted(&listing, &node.name) {
-                        // Nodes we did not keep may still be ahead: look.
-                        self.relist(node);
-                    } else {
-                        // The kept listing has no nodes behind ours: count
-                        // the one that went off the last total.
-                        let total = self.queued.map_or(listing.len(), |(_, t)| t.saturating_sub(1));
-                        self.evaluate_listing(now, node, listing, keyed, truncated, total);
-                    }
+                if event.event_type == EventType::NODE_DELETED {
+                    self.pred_gone(now, node, &pred);
                 } else {
                     self.relist(node);
                 }
             }
             _ => {}
+        }
+    }
+
+    /// Our predecessor `pred` is gone (its deletion fired, or the getData
+    /// that was to watch it answered NoNode). With the fast handoff, if the
+    /// last listing minus `pred` grants us the lock, take it without a
+    /// re-list. Otherwise re-list: the nodes still ahead in a remembered
+    /// listing are most likely gone too (in a FIFO queue a node goes once it
+    /// has held), so watching the next of them would mostly cost a getData
+    /// answered NoNode before the re-list anyway.
+    fn pred_gone(&mut self, now: Instant, node: Node, pred: &str) {
+        if !self.fast_handoff_allowed() {
+            return self.relist(node);
+        }
+        self.last_listing.retain(|c| c != pred);
+        let listing = core::mem::take(&mut self.last_listing);
+        let granted = !(self.listing_truncated && self.window_exhausted(&listing, &node.name))
+            && self.verdict(&listing, &node.name) == Verdict::Acquired;
+        if granted {
+            let (keyed, truncated) = (self.listing_keyed, self.listing_truncated);
+            // The kept listing has no nodes behind ours: count the one that
+            // went off the last total.
+            let total = self.queued.map_or(listing.len(), |(_, t)| t.saturating_sub(1));
+            self.evaluate_listing(now, node, listing, keyed, truncated, total);
+        } else {
+            self.relist(node);
         }
     }
 
@@ -896,7 +911,12 @@ impl LockCore {
                     self.state = State::Waiting { node, pred };
                 }
             }
-            // Already gone, or the connection dropped: look again.
+            // Already gone: as if its deletion had fired (the fast handoff
+            // skips the re-list a NoNode used to cost).
+            Err(RequestError::Server(ErrorCode::NO_NODE)) if self.deadline.is_none_or(|d| now < d) => {
+                self.pred_gone(now, node, &pred)
+            }
+            // The connection dropped (or the deadline passed): look again.
             Err(RequestError::Server(ErrorCode::NO_NODE)) | Err(RequestError::ConnectionLoss) => self.relist(node),
             Err(e) => self.abandon_with(node, RecipeEvent::Failed(e)),
         }
