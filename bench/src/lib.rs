@@ -5,7 +5,7 @@
 //! async runtime. It speaks frames encoded with [`zoolock_wire`] over a
 //! blocking [`TcpStream`] with `TCP_NODELAY`, and runs one of three [`Plan`]s,
 //! each cycle creating and deleting one ephemeral-sequential node under a fresh
-//! parent. `scripts/bench-vs-curator.sh` puts its figures next to zoolock's and
+//! parent. `scripts/bench-vs-peers.sh` puts its figures next to zoolock's and
 //! Curator's.
 
 mod chain;
