@@ -277,10 +277,15 @@ impl LockCore {
             let path = node_path(&node.path);
             self.send(Op::check_watches(&path, WatcherType::ANY), Purpose::CheckWatches);
         }
-        self.start_delete(node.path.clone());
         match self.config.plan {
-            OpPlan::Curator => self.state = State::Releasing { path: node.path },
-            OpPlan::Pipelined => self.events.push_back(RecipeEvent::Released),
+            OpPlan::Curator => {
+                self.start_delete(node.path.clone());
+                self.state = State::Releasing { path: node.path };
+            }
+            OpPlan::Pipelined => {
+                self.start_delete(node.path);
+                self.events.push_back(RecipeEvent::Released);
+            }
         }
         Ok(())
     }
@@ -532,12 +537,20 @@ impl LockCore {
 
     fn begin_create(&mut self, _now: Instant) {
         self.attempt += 1;
-        let uuid = self.rng.uuid_v4();
-        let prefix = format!("_c_{uuid}-");
-        let target = match &self.shape {
-            Shape::Sequential => format!("{}/{prefix}{}", self.base_prefix(), self.name),
-            Shape::Fixed(suffix) => format!("{}/{prefix}{}{suffix}", self.base_prefix(), self.name),
+        // `_c_<uuid>-`, then `<base>/<prefix><name>[<suffix>]`, built in place.
+        let mut prefix = String::with_capacity(40);
+        prefix.push_str("_c_");
+        self.rng.push_uuid_v4(&mut prefix);
+        prefix.push('-');
+        let suffix = match &self.shape {
+            Shape::Sequential => "",
+            Shape::Fixed(suffix) => suffix.as_str(),
         };
+        let base = self.base_prefix();
+        let mut target = String::with_capacity(base.len() + 1 + prefix.len() + self.name.len() + suffix.len());
+        for part in [base, "/", &prefix, self.name, suffix] {
+            target.push_str(part);
+        }
         let parent = String::from(self.base.as_str());
         self.state = State::Creating(Create {
             prefix,
@@ -557,9 +570,8 @@ impl LockCore {
             Shape::Sequential => CreateMode::EPHEMERAL_SEQUENTIAL,
             Shape::Fixed(_) => CreateMode::EPHEMERAL,
         };
-        let target = c.target.clone();
-        let op = match ZkPath::new_sequential_prefix(&target) {
-            Ok(path) => Op::create(&path, self.node_data(), self.config.acl_for(&target), mode),
+        let op = match ZkPath::new_sequential_prefix(&c.target) {
+            Ok(path) => Op::create(&path, self.node_data(), self.config.acl_for(path.as_str()), mode),
             Err(_) => {
                 self.fail(RequestError::Server(ErrorCode::BAD_ARGUMENTS));
                 return;
@@ -998,7 +1010,12 @@ impl LockCore {
             self.deleting.remove(&path);
             return;
         };
-        self.deleting.insert(path.clone(), true);
+        match self.deleting.get_mut(&path) {
+            Some(sent) => *sent = true,
+            None => {
+                self.deleting.insert(path.clone(), true);
+            }
+        }
         self.send(Op::delete(&zk, None), Purpose::Delete(path));
     }
 
