@@ -151,7 +151,7 @@ if [[ -n $(git status --porcelain 2>/dev/null | head -n 1) ]]; then GIT_REV+=" (
     echo "- Curator: Debian \`libcurator-recipes-java\` $(pkg_version libcurator-recipes-java)," \
         "$(java -version 2>&1 | head -n 1 || echo 'java not found')"
     echo "- zookeeper-client: $(sed -n 's/^zookeeper-client = { version = "=\([^"]*\)".*/\1/p' "$ROOT/bench/zkclient/Cargo.toml")" \
-        "(crates.io, its Curator-named lock \`LockPrefix::new_curator\`, current-thread tokio runtime as \`zoolock bench\`)"
+        "(crates.io, its Curator-named lock \`LockPrefix::new_curator\`, tasks on a current-thread tokio runtime as \`zoolock bench\`; its sockets run through async-net, whose reactor has a thread of its own)"
     echo "- Rust: $(rustc -V 2>/dev/null || echo 'rustc not found'), release profile; zoolock at $GIT_REV"
     echo "- Runs: $RUNS per comparison, interleaved; medians shown. Cycles: $CYCLES" \
         "(mutex-contended: $CONTENDED_CYCLES acquisitions over $CLIENTS sessions; semaphore: $LEASES leases;" \
