@@ -55,6 +55,9 @@ impl SortKey {
     /// Sorts children stably by key. Keys compare as UTF-16 code units, as
     /// Java's `String.compareTo` does (the same as byte order for ASCII).
     pub fn sort(&self, children: &mut [String]) {
+        if children.len() < 2 {
+            return;
+        }
         // Each key is a suffix of its name: find it once per child (a
         // substring search), not twice per comparison.
         let mut keyed: Vec<(usize, String)> =
