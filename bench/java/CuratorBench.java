@@ -1,4 +1,4 @@
-// Curator side of scripts/bench-vs-curator.sh: times Curator 5.4.0's lock recipes
+// Curator side of scripts/bench-vs-peers.sh: times Curator 5.4.0's lock recipes
 // against one ZooKeeper and prints one single-line JSON object on stdout.
 //
 //   java -cp CLASSES:JARS CuratorBench CONNECT WORKLOAD CYCLES [CLIENTS] [LEASES]

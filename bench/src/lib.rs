@@ -5,8 +5,12 @@
 //! async runtime. It speaks frames encoded with [`zoolock_wire`] over a
 //! blocking [`TcpStream`] with `TCP_NODELAY`, and runs one of three [`Plan`]s,
 //! each cycle creating and deleting one ephemeral-sequential node under a fresh
-//! parent. `scripts/bench-vs-curator.sh` puts its figures next to zoolock's and
+//! parent. `scripts/bench-vs-peers.sh` puts its figures next to zoolock's and
 //! Curator's.
+
+mod chain;
+
+pub use chain::{ChainSummary, run_chain};
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -16,8 +20,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use zoolock_wire::{
     Acl, Bytes, BytesMut, ConnectRequest, ConnectResponse, CreateMode, CreateRequest, DeleteRequest, ErrorCode,
-    FrameDecoder, OpCode, PASSWORD_LEN, PathWatchRequest, Request, RequestFrame, Response, ServerMessage, Xid,
-    encode_frame,
+    FrameDecoder, OpCode, PASSWORD_LEN, PathWatchRequest, Request, RequestFrame, Response, ServerMessage, WatcherEvent,
+    Xid, encode_frame,
 };
 
 /// Session timeout asked for in the handshake.
@@ -126,6 +130,8 @@ pub struct RawSession {
     next_xid: i32,
     pending: VecDeque<Pending>,
     session_id: i64,
+    /// Watch notifications read and not yet taken by [`RawSession::wait_event`].
+    events: VecDeque<WatcherEvent>,
 }
 
 impl RawSession {
@@ -159,6 +165,7 @@ impl RawSession {
             next_xid: 1,
             pending: VecDeque::new(),
             session_id: 0,
+            events: VecDeque::new(),
         };
         let hello = ConnectRequest {
             protocol_version: 0,
@@ -207,15 +214,52 @@ impl RawSession {
     }
 
     /// Reads the reply to the oldest pending request, skipping pings and
-    /// notifications. A non-OK error code is [`ProbeError::Server`].
+    /// keeping notifications for [`RawSession::wait_event`]. A non-OK error
+    /// code is [`ProbeError::Server`].
     pub fn recv(&mut self) -> Result<Response, ProbeError> {
+        let (pending, err, response) = self.recv_reply()?;
+        if !err.is_ok() {
+            return Err(ProbeError::Server { op: pending.op, path: pending.path, err });
+        }
+        response.ok_or_else(|| ProbeError::Protocol(format!("{} reply without a body", pending.op)))
+    }
+
+    /// Like [`RawSession::recv`], but a non-OK error code is returned as
+    /// `Err(code)` rather than failing the probe.
+    pub fn recv_code(&mut self) -> Result<Result<Option<Response>, ErrorCode>, ProbeError> {
+        let (_, err, response) = self.recv_reply()?;
+        Ok(if err.is_ok() { Ok(response) } else { Err(err) })
+    }
+
+    /// The next watch notification: one read earlier, or the next to arrive.
+    pub fn wait_event(&mut self) -> Result<WatcherEvent, ProbeError> {
+        loop {
+            if let Some(event) = self.events.pop_front() {
+                return Ok(event);
+            }
+            let frame = self.read_frame()?;
+            match ServerMessage::decode(&frame, |_| None).map_err(|e| ProbeError::Protocol(format!("event: {e}")))? {
+                ServerMessage::Notification { event, .. } => self.events.push_back(event),
+                ServerMessage::Reply { header, .. } if header.xid.is_ordinary() => {
+                    return Err(ProbeError::Protocol(format!("reply xid {} while waiting for an event", header.xid.0)));
+                }
+                ServerMessage::Reply { .. } => {}
+            }
+        }
+    }
+
+    fn recv_reply(&mut self) -> Result<(Pending, ErrorCode, Option<Response>), ProbeError> {
         loop {
             let frame = self.read_frame()?;
             let expected = self.pending.front().map(|p| (p.xid, p.op));
             let msg = ServerMessage::decode(&frame, |xid| expected.filter(|(x, _)| *x == xid).map(|(_, op)| op))
                 .map_err(|e| ProbeError::Protocol(format!("reply: {e}")))?;
-            let ServerMessage::Reply { header, response } = msg else {
-                continue;
+            let (header, response) = match msg {
+                ServerMessage::Notification { event, .. } => {
+                    self.events.push_back(event);
+                    continue;
+                }
+                ServerMessage::Reply { header, response } => (header, response),
             };
             if !header.xid.is_ordinary() {
                 continue;
@@ -223,10 +267,7 @@ impl RawSession {
             let Some(pending) = self.pending.pop_front() else {
                 return Err(ProbeError::Protocol(format!("reply xid {} with nothing pending", header.xid.0)));
             };
-            if !header.err.is_ok() {
-                return Err(ProbeError::Server { op: pending.op, path: pending.path, err: header.err });
-            }
-            return response.ok_or_else(|| ProbeError::Protocol(format!("{} reply without a body", pending.op)));
+            return Ok((pending, header.err, response));
         }
     }
 
@@ -255,11 +296,10 @@ impl RawSession {
     }
 }
 
-/// Latency and throughput of the counted cycles of one run.
+/// Throughput and latency of the counted cycles of one run: the fields every
+/// side's JSON line carries (`zk-rawcycle`, `zk-clientbench`).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Summary {
-    /// The plan that ran.
-    pub plan: Plan,
+pub struct Timing {
     /// Counted cycles (warm-up excluded).
     pub cycles: u64,
     /// Wall time of the counted cycles.
@@ -272,24 +312,66 @@ pub struct Summary {
     pub p99_us: f64,
 }
 
+impl Timing {
+    /// The timing of `latencies.len()` cycles done in `elapsed` (sorts `latencies`).
+    pub fn new(latencies: &mut [Duration], elapsed: Duration) -> Timing {
+        latencies.sort_unstable();
+        let seconds = elapsed.as_secs_f64();
+        let cycles = u64::try_from(latencies.len()).unwrap_or(u64::MAX);
+        #[allow(clippy::cast_precision_loss)]
+        let cycles_per_sec = if seconds > 0.0 { cycles as f64 / seconds } else { 0.0 };
+        let us = |d: Duration| d.as_secs_f64() * 1e6;
+        Timing {
+            cycles,
+            seconds,
+            cycles_per_sec,
+            p50_us: us(percentile(latencies, 0.50)),
+            p99_us: us(percentile(latencies, 0.99)),
+        }
+    }
+
+    /// The JSON members `"cycles":…,"seconds":…,"cycles_per_sec":…,"p50_us":…,"p99_us":…`.
+    pub fn json_members(&self) -> String {
+        format!(
+            "\"cycles\":{},\"seconds\":{:.6},\"cycles_per_sec\":{:.1},\"p50_us\":{:.1},\"p99_us\":{:.1}",
+            self.cycles, self.seconds, self.cycles_per_sec, self.p50_us, self.p99_us
+        )
+    }
+}
+
+impl fmt::Display for Timing {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} cycles in {:.3} s = {:.0} cycles/s, p50 {:.1} µs, p99 {:.1} µs",
+            self.cycles, self.seconds, self.cycles_per_sec, self.p50_us, self.p99_us
+        )
+    }
+}
+
+/// The result of one uncontended probe run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Summary {
+    /// The plan that ran.
+    pub plan: Plan,
+    /// Its counted cycles.
+    pub timing: Timing,
+}
+
 impl Summary {
     /// The single-line JSON object the bench script parses, keys in a fixed order.
     pub fn to_json(&self) -> String {
         format!(
-            "{{\"impl\":\"raw\",\"workload\":\"mutex-uncontended\",\"plan\":\"{}\",\"cycles\":{},\"seconds\":{:.6},\
-             \"cycles_per_sec\":{:.1},\"p50_us\":{:.1},\"p99_us\":{:.1}}}",
-            self.plan, self.cycles, self.seconds, self.cycles_per_sec, self.p50_us, self.p99_us
+            "{{\"impl\":\"raw\",\"workload\":\"mutex-uncontended\",\"plan\":\"{}\",{}}}",
+            self.plan,
+            self.timing.json_members()
         )
     }
 }
 
 impl fmt::Display for Summary {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "raw {}: {} cycles in {:.3} s = {:.0} cycles/s, p50 {:.1} µs, p99 {:.1} µs",
-            self.plan, self.cycles, self.seconds, self.cycles_per_sec, self.p50_us, self.p99_us
-        )
+        write!(f, "raw {}: {}", self.plan, self.timing)
     }
 }
 
@@ -446,19 +528,7 @@ impl Probe {
             self.cycle(plan)?;
             lat.push(t.elapsed());
         }
-        let seconds = start.elapsed().as_secs_f64();
-        lat.sort_unstable();
-        let us = |d: Duration| d.as_secs_f64() * 1e6;
-        #[allow(clippy::cast_precision_loss)]
-        let cycles_per_sec = if seconds > 0.0 { cycles as f64 / seconds } else { 0.0 };
-        Ok(Summary {
-            plan,
-            cycles,
-            seconds,
-            cycles_per_sec,
-            p50_us: us(percentile(&lat, 0.50)),
-            p99_us: us(percentile(&lat, 0.99)),
-        })
+        Ok(Summary { plan, timing: Timing::new(&mut lat, start.elapsed()) })
     }
 
     /// Deletes the parent and closes the session.
@@ -501,7 +571,8 @@ mod tests {
 
     #[test]
     fn json_has_the_agreed_keys() {
-        let s = Summary { plan: Plan::TwoRtt, cycles: 5, seconds: 0.5, cycles_per_sec: 10.0, p50_us: 1.0, p99_us: 2.0 };
+        let timing = Timing { cycles: 5, seconds: 0.5, cycles_per_sec: 10.0, p50_us: 1.0, p99_us: 2.0 };
+        let s = Summary { plan: Plan::TwoRtt, timing };
         assert_eq!(
             s.to_json(),
             r#"{"impl":"raw","workload":"mutex-uncontended","plan":"2rtt","cycles":5,"seconds":0.500000,"cycles_per_sec":10.0,"p50_us":1.0,"p99_us":2.0}"#

@@ -36,6 +36,26 @@ fn every_plan_prints_one_json_line() {
 }
 
 #[test]
+fn the_chain_hands_off_without_overlap() {
+    let Some(addr) = zoolock_testkit::real_server("zk-rawcycle") else { return };
+    let host = addr.split('/').next().unwrap_or_default();
+    let out = Command::new(BIN)
+        .args(["--connect", host, "--plan", "chain", "--clients", "3", "--cycles", "30", "--warmup", "5", "--json"])
+        .output()
+        .expect("run zk-rawcycle");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "zk-rawcycle --plan chain failed ({}): {stderr}", out.status);
+    let stdout = String::from_utf8(out.stdout).expect("UTF-8 output");
+    let v: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON line");
+    assert_eq!(v["workload"], "mutex-contended");
+    assert_eq!(v["plan"], "chain");
+    assert_eq!(v["clients"], 3);
+    assert_eq!(v["cycles"], 30);
+    assert_eq!(v["overlap_violations"], 0);
+    assert!(v["cycles_per_sec"].as_f64().is_some_and(|x| x > 0.0), "rate in {v}");
+}
+
+#[test]
 fn an_unknown_plan_is_a_usage_error() {
     let out = Command::new(BIN)
         .args(["--connect", "127.0.0.1:1", "--plan", "4rtt", "--cycles", "1"])

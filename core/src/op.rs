@@ -1,6 +1,6 @@
 //! [`Op`]: a ZooKeeper request whose paths have been validated.
 
-use alloc::string::{String, ToString};
+use alloc::string::String;
 use alloc::vec::Vec;
 
 use bytes::Bytes;
@@ -32,13 +32,13 @@ pub(crate) enum WatchRead {
 impl Op {
     /// create2 (15): the reply carries the new node's Stat (czxid = fencing token).
     pub fn create(path: &ZkPath, data: Bytes, acl: Vec<Acl>, mode: CreateMode) -> Op {
-        Op(Request::Create2(CreateRequest { path: path.to_string(), data: Some(data), acl, flags: mode }))
+        Op(Request::Create2(CreateRequest { path: String::from(path.as_str()), data: Some(data), acl, flags: mode }))
     }
 
     /// createContainer (19), with flags 4.
     pub fn create_container(path: &ZkPath, data: Bytes, acl: Vec<Acl>) -> Op {
         Op(Request::CreateContainer(CreateRequest {
-            path: path.to_string(),
+            path: String::from(path.as_str()),
             data: Some(data),
             acl,
             flags: CreateMode::CONTAINER,
@@ -47,23 +47,23 @@ impl Op {
 
     /// delete (2); `None` deletes any version.
     pub fn delete(path: &ZkPath, version: Option<i32>) -> Op {
-        Op(Request::Delete(DeleteRequest { path: path.to_string(), version: version.unwrap_or(-1) }))
+        Op(Request::Delete(DeleteRequest { path: String::from(path.as_str()), version: version.unwrap_or(-1) }))
     }
 
     /// exists (3).
     pub fn exists(path: &ZkPath, watch: bool) -> Op {
-        Op(Request::Exists(PathWatchRequest { path: path.to_string(), watch }))
+        Op(Request::Exists(PathWatchRequest { path: String::from(path.as_str()), watch }))
     }
 
     /// getData (4).
     pub fn get_data(path: &ZkPath, watch: bool) -> Op {
-        Op(Request::GetData(PathWatchRequest { path: path.to_string(), watch }))
+        Op(Request::GetData(PathWatchRequest { path: String::from(path.as_str()), watch }))
     }
 
     /// setData (5); `None` writes any version.
     pub fn set_data(path: &ZkPath, data: Bytes, version: Option<i32>) -> Op {
         Op(Request::SetData(SetDataRequest {
-            path: path.to_string(),
+            path: String::from(path.as_str()),
             data: Some(data),
             version: version.unwrap_or(-1),
         }))
@@ -71,42 +71,42 @@ impl Op {
 
     /// getChildren2 (12): names plus the parent's Stat.
     pub fn get_children(path: &ZkPath, watch: bool) -> Op {
-        Op(Request::GetChildren2(PathWatchRequest { path: path.to_string(), watch }))
+        Op(Request::GetChildren2(PathWatchRequest { path: String::from(path.as_str()), watch }))
     }
 
     /// getChildren (8): names only (Curator's protected-create lookup uses it).
     pub fn get_children_names(path: &ZkPath, watch: bool) -> Op {
-        Op(Request::GetChildren(PathWatchRequest { path: path.to_string(), watch }))
+        Op(Request::GetChildren(PathWatchRequest { path: String::from(path.as_str()), watch }))
     }
 
     /// sync (9).
     pub fn sync(path: &ZkPath) -> Op {
-        Op(Request::Sync(PathRequest { path: path.to_string() }))
+        Op(Request::Sync(PathRequest { path: String::from(path.as_str()) }))
     }
 
     /// getACL (6).
     pub fn get_acl(path: &ZkPath) -> Op {
-        Op(Request::GetAcl(PathRequest { path: path.to_string() }))
+        Op(Request::GetAcl(PathRequest { path: String::from(path.as_str()) }))
     }
 
     /// setACL (7); `None` matches any ACL version.
     pub fn set_acl(path: &ZkPath, acl: Vec<Acl>, version: Option<i32>) -> Op {
-        Op(Request::SetAcl(SetAclRequest { path: path.to_string(), acl, version: version.unwrap_or(-1) }))
+        Op(Request::SetAcl(SetAclRequest { path: String::from(path.as_str()), acl, version: version.unwrap_or(-1) }))
     }
 
     /// checkWatches (17).
     pub fn check_watches(path: &ZkPath, kind: WatcherType) -> Op {
-        Op(Request::CheckWatches(WatchesRequest { path: path.to_string(), watcher_type: kind }))
+        Op(Request::CheckWatches(WatchesRequest { path: String::from(path.as_str()), watcher_type: kind }))
     }
 
     /// removeWatches (18).
     pub fn remove_watches(path: &ZkPath, kind: WatcherType) -> Op {
-        Op(Request::RemoveWatches(WatchesRequest { path: path.to_string(), watcher_type: kind }))
+        Op(Request::RemoveWatches(WatchesRequest { path: String::from(path.as_str()), watcher_type: kind }))
     }
 
     /// check (13), for use inside [`Op::multi`].
     pub fn check(path: &ZkPath, version: i32) -> Op {
-        Op(Request::Check(CheckVersionRequest { path: path.to_string(), version }))
+        Op(Request::Check(CheckVersionRequest { path: String::from(path.as_str()), version }))
     }
 
     /// multi (14): the ops run atomically. Only create, delete, setData and

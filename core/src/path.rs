@@ -162,8 +162,12 @@ fn validate(path: &str, sequential: bool) -> Result<(), PathError> {
         if (segment == "." || segment == "..") && !(is_last && sequential) {
             return Err(PathError::RelativeSegment(start));
         }
-        if let Some((off, ch)) = segment.char_indices().find(|(_, c)| forbidden(*c)) {
-            return Err(PathError::InvalidChar { ch, at: start + off });
+        // Printable ASCII is never forbidden: a byte scan settles the usual
+        // segment without decoding characters.
+        if !segment.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+            if let Some((off, ch)) = segment.char_indices().find(|(_, c)| forbidden(*c)) {
+                return Err(PathError::InvalidChar { ch, at: start + off });
+            }
         }
         start += segment.len() + 1;
     }

@@ -47,26 +47,41 @@ impl Rng {
     /// A random version-4 UUID in canonical lowercase form, as Curator's
     /// protected-mode prefix uses (`xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx`).
     pub fn uuid_v4(&mut self) -> String {
+        let mut out = String::with_capacity(UUID_LEN);
+        self.push_uuid_v4(&mut out);
+        out
+    }
+
+    /// Appends a random version-4 UUID ([`Rng::uuid_v4`]) to `out`.
+    pub fn push_uuid_v4(&mut self, out: &mut String) {
         let mut bytes = [0u8; 16];
         self.0.fill(&mut bytes);
         bytes[6] = (bytes[6] & 0x0f) | 0x40;
         bytes[8] = (bytes[8] & 0x3f) | 0x80;
-        let mut out = String::with_capacity(36);
+        let mut text = [0u8; UUID_LEN];
+        let mut at = 0;
         for (i, b) in bytes.iter().enumerate() {
             if matches!(i, 4 | 6 | 8 | 10) {
-                out.push('-');
+                if let Some(slot) = text.get_mut(at) {
+                    *slot = b'-';
+                }
+                at += 1;
             }
-            push_hex(&mut out, *b);
+            for nibble in [b >> 4, b & 0xf] {
+                if let (Some(slot), Some(digit)) = (text.get_mut(at), HEX.get(usize::from(nibble))) {
+                    *slot = *digit;
+                }
+                at += 1;
+            }
         }
-        out
+        // Hex digits and dashes only: always UTF-8.
+        out.push_str(core::str::from_utf8(&text).unwrap_or_default());
     }
 }
 
-fn push_hex(out: &mut String, b: u8) {
-    for nibble in [b >> 4, b & 0xf] {
-        out.extend(char::from_digit(u32::from(nibble), 16));
-    }
-}
+/// Characters in a canonical UUID.
+const UUID_LEN: usize = 36;
+const HEX: &[u8; 16] = b"0123456789abcdef";
 
 #[cfg(test)]
 mod tests {

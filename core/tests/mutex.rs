@@ -1588,16 +1588,20 @@ fn pipelined_create_connection_loss_recovers_then_sends_the_pair_again() {
 }
 
 /// Fast handoff: every child in the last listing has a 10-digit key, so when
-/// the predecessor is deleted the listing minus that node decides, with no
-/// getChildren2: a predecessor further up still present is watched directly,
-/// and once it goes too the lock is ours.
+/// the predecessor is deleted the listing minus that node decides. A node
+/// further up still in that listing is most likely gone too (in a FIFO queue
+/// a node goes once it has held), so the waiter re-lists rather than pay a
+/// getData answered NoNode first; once the listing has nothing ahead but the
+/// watched predecessor, its deletion is the grant, with no op at all.
 #[test]
 fn pipelined_fast_handoff_skips_the_relist() {
     let mut t = T::new(OpPlan::Pipelined);
     let (f1, f2, f9) = (other(1, 1), other(2, 2), other(3, 9));
     let own = t.wait_behind(true, 3, &[&f9, &f2, &f1], &f2);
     t.watch(EventType::NODE_DELETED, &full(&f2));
-    assert_eq!(t.ops(), ["getData /app/lock/_c_<F1>-lock-0000000001 w"], "no getChildren2");
+    assert_eq!(t.ops(), ["getChildren2 /app/lock"], "no getData on a remembered node further up");
+    t.reply("getChildren2 /app/lock", children(&[&f9, &f1, &own]));
+    assert_eq!(t.ops(), ["getData /app/lock/_c_<F1>-lock-0000000001 w"]);
     t.reply("getData /app/lock/_c_<F1>-lock-0000000001 w", data(b""));
     t.no_ops();
     t.watch(EventType::NODE_DELETED, &full(&f1));
@@ -1619,7 +1623,10 @@ fn queue_position_from_each_listing() {
     t.wait_behind(true, 3, &[&f9, &f2, &f1], &f2);
     assert_eq!(t.queued, [(2, 4)], "two ahead of ours, four in all");
     t.watch(EventType::NODE_DELETED, &full(&f2));
-    assert_eq!(t.ops(), ["getData /app/lock/_c_<F1>-lock-0000000001 w"], "no getChildren2");
+    assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
+    let own = t.own(0, 3);
+    t.reply("getChildren2 /app/lock", children(&[&f9, &f1, &own]));
+    assert_eq!(t.ops(), ["getData /app/lock/_c_<F1>-lock-0000000001 w"]);
     t.reply("getData /app/lock/_c_<F1>-lock-0000000001 w", data(b""));
     t.no_events();
     assert_eq!(t.queued, [(2, 4), (1, 3)], "the handed-off predecessor counts off");
@@ -1649,15 +1656,40 @@ fn pipelined_fast_handoff_acquires_without_any_op() {
     assert_eq!(t.events(), [acquired(&full(&own), 100)]);
 }
 
-/// The handed-off predecessor is already gone too: getData NoNode → re-list.
+/// The watched predecessor is already gone when the getData arrives
+/// (NoNode): as if its deletion had fired. Nothing else ahead: acquired
+/// with no re-list; another node ahead: re-list.
 #[test]
-fn pipelined_fast_handoff_to_a_gone_node_relists() {
+fn pipelined_gone_predecessor_is_a_handoff() {
+    let mut t = T::new(OpPlan::Pipelined);
+    let f4 = other(1, 4);
+    t.acquire(None);
+    t.ops();
+    let own = t.own(0, 5);
+    t.reply("create2 /app/lock/_c_<U0>-lock- [ES]", created(&full(&own), 100));
+    t.reply("getChildren2 /app/lock", children(&[&f4, &own]));
+    assert_eq!(t.ops(), ["getData /app/lock/_c_<F1>-lock-0000000004 w"]);
+    t.reply("getData /app/lock/_c_<F1>-lock-0000000004 w", no_node());
+    t.no_ops();
+    assert_eq!(t.events(), [acquired(&full(&own), 100)]);
+
     let mut t = T::new(OpPlan::Pipelined);
     let (f1, f2) = (other(1, 1), other(2, 2));
-    t.wait_behind(true, 3, &[&f1, &f2], &f2);
-    t.watch(EventType::NODE_DELETED, &full(&f2));
-    assert_eq!(t.ops(), ["getData /app/lock/_c_<F1>-lock-0000000001 w"]);
-    t.reply("getData /app/lock/_c_<F1>-lock-0000000001 w", no_node());
+    t.acquire(None);
+    t.ops();
+    let own = t.own(0, 3);
+    t.reply("create2 /app/lock/_c_<U0>-lock- [ES]", created(&full(&own), 100));
+    t.reply("getChildren2 /app/lock", children(&[&f1, &f2, &own]));
+    assert_eq!(t.ops(), ["getData /app/lock/_c_<F2>-lock-0000000002 w"]);
+    t.reply("getData /app/lock/_c_<F2>-lock-0000000002 w", no_node());
+    assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
+    t.no_events();
+
+    // The Curator plan re-lists on NoNode, as Curator does.
+    let mut t = T::new(OpPlan::Curator);
+    let f4 = other(1, 4);
+    t.wait_behind(false, 5, &[&f4], &f4);
+    t.watch(EventType::NODE_DELETED, &full(&f4));
     assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
 }
 

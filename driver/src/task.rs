@@ -560,7 +560,13 @@ impl Future for DriverTask {
         }
         match this.client.poll_timeout() {
             Some(at) => {
-                if this.timer.as_ref().is_none_or(|(t, _)| *t != at) {
+                // Re-arm only for an earlier deadline. The session's deadline
+                // moves later with every request sent (the next ping), and a
+                // fresh timer per request cost an allocation and a timer-wheel
+                // insert and removal on every turn with a send; a timer armed
+                // for an earlier instant fires once, finds nothing due, and is
+                // re-armed for the current deadline here.
+                if this.timer.as_ref().is_none_or(|(t, _)| at < *t) {
                     let deadline = this.origin + std::time::Duration::from_nanos(at.as_nanos());
                     this.timer = Some((at, this.runtime.sleep_until(deadline)));
                 }

@@ -5,7 +5,7 @@
 //!         [--waiters M] [--paths P] [--pipelined-release] [--warmup W] [--json]
 //! ```
 //!
-//! The interface is shared with `scripts/bench-vs-curator.sh`, the Curator
+//! The interface is shared with `scripts/bench-vs-peers.sh`, the Curator
 //! Java bench and the raw-protocol probe, so the flags and JSON keys stay put.
 //! Each run works under a fresh base path
 //! (`/zoolock-bench/<workload>-<pid>-<nanos>`), counts the lock nodes left

@@ -303,10 +303,15 @@ impl LockCore {
             let path = node_path(&node.path);
             self.send(Op::check_watches(&path, WatcherType::ANY), Purpose::CheckWatches);
         }
-        self.start_delete(node.path.clone());
         match self.config.plan {
-            OpPlan::Curator => self.state = State::Releasing { path: node.path },
-            OpPlan::Pipelined => self.events.push_back(RecipeEvent::Released),
+            OpPlan::Curator => {
+                self.start_delete(node.path.clone());
+                self.state = State::Releasing { path: node.path };
+            }
+            OpPlan::Pipelined => {
+                self.start_delete(node.path);
+                self.events.push_back(RecipeEvent::Released);
+            }
         }
         Ok(())
     }
@@ -397,24 +402,39 @@ impl LockCore {
             State::Waiting { node, pred } if pred_path(pred) == event.path => {
                 let node = node.clone();
                 let pred = pred.clone();
-                if event.event_type == EventType::NODE_DELETED && self.fast_handoff_allowed() {
-                    self.last_listing.retain(|c| *c != pred);
-                    let listing = core::mem::take(&mut self.last_listing);
-                    let (keyed, truncated) = (self.listing_keyed, self.listing_truncated);
-                    if truncated && self.window_exhausted(&listing, &node.name) {
-                        // Nodes we did not keep may still be ahead: look.
-                        self.relist(node);
-                    } else {
-                        // The kept listing has no nodes behind ours: count
-                        // the one that went off the last total.
-                        let total = self.queued.map_or(listing.len(), |(_, t)| t.saturating_sub(1));
-                        self.evaluate_listing(now, node, listing, keyed, truncated, total);
-                    }
+                if event.event_type == EventType::NODE_DELETED {
+                    self.pred_gone(now, node, &pred);
                 } else {
                     self.relist(node);
                 }
             }
             _ => {}
+        }
+    }
+
+    /// Our predecessor `pred` is gone (its deletion fired, or the getData
+    /// that was to watch it answered NoNode). With the fast handoff, if the
+    /// last listing minus `pred` grants us the lock, take it without a
+    /// re-list. Otherwise re-list: the nodes still ahead in a remembered
+    /// listing are most likely gone too (in a FIFO queue a node goes once it
+    /// has held), so watching the next of them would mostly cost a getData
+    /// answered NoNode before the re-list anyway.
+    fn pred_gone(&mut self, now: Instant, node: Node, pred: &str) {
+        if !self.fast_handoff_allowed() {
+            return self.relist(node);
+        }
+        self.last_listing.retain(|c| c != pred);
+        let listing = core::mem::take(&mut self.last_listing);
+        let granted = !(self.listing_truncated && self.window_exhausted(&listing, &node.name))
+            && self.verdict(&listing, &node.name) == Verdict::Acquired;
+        if granted {
+            let (keyed, truncated) = (self.listing_keyed, self.listing_truncated);
+            // The kept listing has no nodes behind ours: count the one that
+            // went off the last total.
+            let total = self.queued.map_or(listing.len(), |(_, t)| t.saturating_sub(1));
+            self.evaluate_listing(now, node, listing, keyed, truncated, total);
+        } else {
+            self.relist(node);
         }
     }
 
@@ -543,12 +563,20 @@ impl LockCore {
 
     fn begin_create(&mut self, _now: Instant) {
         self.attempt += 1;
-        let uuid = self.rng.uuid_v4();
-        let prefix = format!("_c_{uuid}-");
-        let target = match &self.shape {
-            Shape::Sequential => format!("{}/{prefix}{}", self.base_prefix(), self.name),
-            Shape::Fixed(suffix) => format!("{}/{prefix}{}{suffix}", self.base_prefix(), self.name),
+        // `_c_<uuid>-`, then `<base>/<prefix><name>[<suffix>]`, built in place.
+        let mut prefix = String::with_capacity(40);
+        prefix.push_str("_c_");
+        self.rng.push_uuid_v4(&mut prefix);
+        prefix.push('-');
+        let suffix = match &self.shape {
+            Shape::Sequential => "",
+            Shape::Fixed(suffix) => suffix.as_str(),
         };
+        let base = self.base_prefix();
+        let mut target = String::with_capacity(base.len() + 1 + prefix.len() + self.name.len() + suffix.len());
+        for part in [base, "/", &prefix, self.name, suffix] {
+            target.push_str(part);
+        }
         let parent = String::from(self.base.as_str());
         self.state = State::Creating(Create {
             prefix,
@@ -568,9 +596,8 @@ impl LockCore {
             Shape::Sequential => CreateMode::EPHEMERAL_SEQUENTIAL,
             Shape::Fixed(_) => CreateMode::EPHEMERAL,
         };
-        let target = c.target.clone();
-        let op = match ZkPath::new_sequential_prefix(&target) {
-            Ok(path) => Op::create(&path, self.node_data(), self.config.acl_for(&target), mode),
+        let op = match ZkPath::new_sequential_prefix(&c.target) {
+            Ok(path) => Op::create(&path, self.node_data(), self.config.acl_for(path.as_str()), mode),
             Err(e) => {
                 self.fail(RequestError::Refused(e.into()));
                 return;
@@ -924,7 +951,12 @@ impl LockCore {
                     self.state = State::Waiting { node, pred };
                 }
             }
-            // Already gone, or the connection dropped: look again.
+            // Already gone: as if its deletion had fired (the fast handoff
+            // skips the re-list a NoNode used to cost).
+            Err(RequestError::Server(ErrorCode::NO_NODE)) if self.deadline.is_none_or(|d| now < d) => {
+                self.pred_gone(now, node, &pred)
+            }
+            // The connection dropped (or the deadline passed): look again.
             Err(RequestError::Server(ErrorCode::NO_NODE)) | Err(RequestError::ConnectionLoss) => self.relist(node),
             Err(e) => self.abandon_with(node, RecipeEvent::Failed(e)),
         }
@@ -1005,7 +1037,12 @@ impl LockCore {
             self.deleting.remove(&path);
             return;
         };
-        self.deleting.insert(path.clone(), true);
+        match self.deleting.get_mut(&path) {
+            Some(sent) => *sent = true,
+            None => {
+                self.deleting.insert(path.clone(), true);
+            }
+        }
         self.send(Op::delete(&zk, None), Purpose::Delete(path));
     }
 

@@ -55,7 +55,17 @@ impl SortKey {
     /// Sorts children stably by key. Keys compare as UTF-16 code units, as
     /// Java's `String.compareTo` does (the same as byte order for ASCII).
     pub fn sort(&self, children: &mut [String]) {
-        children.sort_by(|a, b| utf16_cmp(self.key(a), self.key(b)));
+        if children.len() < 2 {
+            return;
+        }
+        // Each key is a suffix of its name: find it once per child (a
+        // substring search), not twice per comparison.
+        let mut keyed: Vec<(usize, String)> =
+            children.iter_mut().map(|c| (c.len() - self.key(c).len(), core::mem::take(c))).collect();
+        keyed.sort_by(|(ka, a), (kb, b)| utf16_cmp(a.get(*ka..).unwrap_or(""), b.get(*kb..).unwrap_or("")));
+        for (slot, (_, name)) in children.iter_mut().zip(keyed) {
+            *slot = name;
+        }
     }
 }
 

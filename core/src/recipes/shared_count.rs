@@ -14,7 +14,7 @@ use alloc::vec::Vec;
 use core::any::Any;
 
 use bytes::Bytes;
-use zoolock_wire::{CreateMode, ErrorCode, EventType, Response};
+use zoolock_wire::{CreateMode, ErrorCode, EventType, OpCode, Response};
 
 use super::config::LockConfig;
 use super::kit::Outbox;
@@ -200,7 +200,7 @@ impl SharedCount {
                         self.read();
                         Ok(false)
                     }
-                    Ok(_) => Err(RequestError::Server(ErrorCode::MARSHALLING_ERROR)),
+                    Ok(_) => Err(RequestError::UnexpectedResponse { op: OpCode::SET_DATA }),
                     Err(e) => Err(e),
                 };
                 self.out.emit(RecipeEvent::CountWritten(outcome));
