@@ -60,7 +60,7 @@ impl Mutex {
         if !self.core.is_idle() {
             return Err(ApiMisuse::RevocableAfterAcquire);
         }
-        self.core.revocable = true;
+        self.core.make_revocable();
         Ok(())
     }
 

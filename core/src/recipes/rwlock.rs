@@ -115,7 +115,7 @@ impl ReadWriteLock {
         if !self.read.is_idle() {
             return Err(ApiMisuse::RevocableAfterAcquire);
         }
-        self.read.revocable = true;
+        self.read.make_revocable();
         Ok(())
     }
 
@@ -124,7 +124,7 @@ impl ReadWriteLock {
         if !self.write.is_idle() {
             return Err(ApiMisuse::RevocableAfterAcquire);
         }
-        self.write.revocable = true;
+        self.write.make_revocable();
         Ok(())
     }
 
@@ -145,7 +145,7 @@ impl ReadWriteLock {
             // Curator 5.4.0 creates an ordinary sequential node.
             _ => Shape::Sequential,
         };
-        self.read.holds_write = self.write.held().is_some();
+        self.read.set_holds_write(self.write.held().is_some());
         let result = self.read.acquire(now, deadline, shape);
         self.collect();
         result
@@ -275,7 +275,7 @@ impl ReadWriteLock {
                 self.out.emit(member(half, event));
             }
         }
-        self.read.holds_write = self.write.held().is_some();
+        self.read.set_holds_write(self.write.held().is_some());
     }
 }
 

@@ -403,9 +403,9 @@ impl Semaphore {
             LEASE_NAME,
             SortKey::Standard(LEASE_NAME),
             Rule::Count { max_leases: self.max_leases },
-        );
-        core.defer_missing = true;
-        core.revocable = self.revocable;
+        )
+        .deferring_missing()
+        .with_revocable(self.revocable);
         acq.phase = Phase::Lease { slot };
         let deadline = acq.deadline;
         let started = core.acquire(now, deadline, Shape::Sequential);

@@ -8,6 +8,10 @@
 //! never trusted again (CURATOR-604); an abandoned node is deleted until the
 //! server says OK or NoNode, or the session ends.
 
+mod create;
+mod janitor;
+mod listing;
+
 use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
 use alloc::format;
 use alloc::string::String;
@@ -93,6 +97,15 @@ struct Create {
     adopted: Option<String>,
 }
 
+/// What a waiting node's watch is on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Watched {
+    /// The base path's children (the count rule: any lease may go).
+    Children,
+    /// The node the rule names, by name under the base path.
+    Pred(String),
+}
+
 #[derive(Debug)]
 enum State {
     Idle,
@@ -107,10 +120,10 @@ enum State {
         pred: String,
         fired: bool,
     },
-    /// Predecessor watch armed.
+    /// A watch armed on what the rule waits for.
     Waiting {
         node: Node,
-        pred: String,
+        on: Watched,
     },
     /// Pausing before a re-create with a new UUID.
     RetryPause {
@@ -151,13 +164,14 @@ pub(crate) struct LockCore {
     key: SortKey,
     rule: Rule,
     /// Read rule: this owner holds the write half (downgrade short-circuit).
-    pub(crate) holds_write: bool,
+    holds_write: bool,
     /// Revocable: empty data, a watch on our own node.
-    pub(crate) revocable: bool,
-    /// A vanished own node (or a NoNode create) ends the attempt with
-    /// `Failed(NoNode)` instead of a re-create in place: the semaphore's
-    /// lease core, whose retry must also release the internal mutex.
-    pub(crate) defer_missing: bool,
+    revocable: bool,
+    /// A vanished own node (or a NoNode create) ends the attempt with the
+    /// verdict (`Failed(NodeVanished)` or the server's NoNode) instead of a
+    /// re-create in place: the semaphore's lease core, whose retry must
+    /// also release the internal mutex.
+    defer_missing: bool,
     shape: Shape,
     rng: Rng,
     state: State,
@@ -272,6 +286,30 @@ impl LockCore {
     /// Work still owed to the server: deletes or orphan lookups.
     pub(crate) fn has_cleanup(&self) -> bool {
         !self.deleting.is_empty() || !self.orphans.is_empty()
+    }
+
+    /// Revocable from now on: empty node data and a watch on our own node.
+    /// Before the first acquire only (the owner checks).
+    pub(crate) fn make_revocable(&mut self) {
+        self.revocable = true;
+    }
+
+    /// Revocable or not, at construction.
+    pub(crate) fn with_revocable(mut self, revocable: bool) -> LockCore {
+        self.revocable = revocable;
+        self
+    }
+
+    /// Leaves a vanished node's retry to the owner (the `defer_missing` field).
+    pub(crate) fn deferring_missing(mut self) -> LockCore {
+        self.defer_missing = true;
+        self
+    }
+
+    /// Read rule: whether this owner holds the write half, which the read
+    /// half may then take at once (a downgrade).
+    pub(crate) fn set_holds_write(&mut self, holds_write: bool) {
+        self.holds_write = holds_write;
     }
 
     // ---- commands ------------------------------------------------------------------
@@ -394,12 +432,12 @@ impl LockCore {
                 return;
             }
         }
-        let base = String::from(self.base.as_str());
         let prefix = String::from(self.base_prefix());
-        let pred_path = |pred: &str| if pred.is_empty() { base.clone() } else { format!("{prefix}/{pred}") };
+        let is_pred =
+            |pred: &str| event.path.strip_prefix(prefix.as_str()).and_then(|r| r.strip_prefix('/')) == Some(pred);
         match &mut self.state {
-            State::Watching { pred, fired, .. } if pred_path(pred) == event.path => *fired = true,
-            State::Waiting { node, pred } if pred_path(pred) == event.path => {
+            State::Watching { pred, fired, .. } if is_pred(pred) => *fired = true,
+            State::Waiting { node, on: Watched::Pred(pred) } if is_pred(pred) => {
                 let node = node.clone();
                 let pred = pred.clone();
                 if event.event_type == EventType::NODE_DELETED {
@@ -407,6 +445,10 @@ impl LockCore {
                 } else {
                     self.relist(node);
                 }
+            }
+            State::Waiting { node, on: Watched::Children } if event.path == self.base.as_str() => {
+                let node = node.clone();
+                self.relist(node);
             }
             _ => {}
         }
@@ -561,56 +603,6 @@ impl LockCore {
         if self.revocable { Bytes::new() } else { self.config.data.clone() }
     }
 
-    fn begin_create(&mut self, _now: Instant) {
-        self.attempt += 1;
-        // `_c_<uuid>-`, then `<base>/<prefix><name>[<suffix>]`, built in place.
-        let mut prefix = String::with_capacity(40);
-        prefix.push_str("_c_");
-        self.rng.push_uuid_v4(&mut prefix);
-        prefix.push('-');
-        let suffix = match &self.shape {
-            Shape::Sequential => "",
-            Shape::Fixed(suffix) => suffix.as_str(),
-        };
-        let base = self.base_prefix();
-        let mut target = String::with_capacity(base.len() + 1 + prefix.len() + self.name.len() + suffix.len());
-        for part in [base, "/", &prefix, self.name, suffix] {
-            target.push_str(part);
-        }
-        let parent = String::from(self.base.as_str());
-        self.state = State::Creating(Create {
-            prefix,
-            target,
-            parent,
-            step: CreateStep::Sent,
-            made_parents: false,
-            adopted: None,
-        });
-        self.send_create();
-    }
-
-    fn send_create(&mut self) {
-        let State::Creating(c) = &mut self.state else { return };
-        c.step = CreateStep::Sent;
-        let mode = match self.shape {
-            Shape::Sequential => CreateMode::EPHEMERAL_SEQUENTIAL,
-            Shape::Fixed(_) => CreateMode::EPHEMERAL,
-        };
-        let op = match ZkPath::new_sequential_prefix(&c.target) {
-            Ok(path) => Op::create(&path, self.node_data(), self.config.acl_for(path.as_str()), mode),
-            Err(e) => {
-                self.fail(RequestError::Refused(e.into()));
-                return;
-            }
-        };
-        self.send(op, Purpose::Create);
-        if self.config.plan == OpPlan::Pipelined && !self.revocable {
-            // The listing rides in the same round trip; the server runs it
-            // after the create, so it sees our node.
-            self.send(Op::get_children(&self.base.clone(), self.list_watch()), Purpose::List);
-        }
-    }
-
     /// Semaphore leases list with a child watch; locks list without one.
     fn list_watch(&self) -> bool {
         matches!(self.rule, Rule::Count { .. })
@@ -623,343 +615,6 @@ impl LockCore {
         self.state = State::Idle;
         self.attempt += 1;
         self.events.push_back(RecipeEvent::Failed(error));
-    }
-
-    /// A create abandoned with the session: it may have landed, so a later
-    /// session looks for its prefix and deletes what it finds (Curator's
-    /// protected create does the same on a session change, CURATOR-498).
-    fn orphan_create(&mut self) {
-        if let State::Creating(c) = &self.state {
-            self.orphans.insert((c.parent.clone(), c.prefix.clone()));
-            if let Some(path) = &c.adopted {
-                self.deleting.entry(path.clone()).or_insert(false);
-            }
-        }
-    }
-
-    fn on_create(&mut self, now: Instant, result: Result<Response, RequestError>) {
-        let State::Creating(c) = &mut self.state else { return };
-        match result {
-            Ok(Response::Create2 { path, stat }) => {
-                let node = make_node(&path, FencingToken(stat.czxid));
-                self.created(now, node);
-            }
-            Ok(_) => self.fail(RequestError::UnexpectedResponse { op: OpCode::CREATE2 }),
-            Err(RequestError::Server(ErrorCode::NO_NODE)) if !c.made_parents => {
-                c.made_parents = true;
-                // A pipelined listing of the missing parent is now stale.
-                self.attempt += 1;
-                self.start_probe();
-            }
-            Err(e @ RequestError::Server(ErrorCode::NO_NODE)) => self.no_node_retry(now, e),
-            Err(RequestError::ConnectionLoss) => {
-                c.step = CreateStep::AwaitReconnect;
-                // The pipelined listing of this attempt is stale too.
-                self.attempt += 1;
-            }
-            Err(e) => self.fail(e),
-        }
-    }
-
-    /// Ancestors of the node to make, top-down, excluding `/` (Curator 5.4's mkdirs).
-    fn ancestors(&self) -> Vec<String> {
-        let State::Creating(c) = &self.state else { return Vec::new() };
-        let mut out = Vec::new();
-        for (idx, _) in c.target.match_indices('/').filter(|(i, _)| *i > 0) {
-            if let Some(a) = c.target.get(..idx) {
-                out.push(String::from(a));
-            }
-        }
-        out
-    }
-
-    fn bottom_up(&self) -> bool {
-        self.config.plan == OpPlan::Pipelined
-    }
-
-    fn start_probe(&mut self) {
-        match self.ancestors().len().checked_sub(1) {
-            Some(deepest) if self.bottom_up() => self.probe(deepest),
-            Some(_) => self.probe(0),
-            None => self.send_create(),
-        }
-    }
-
-    /// After ancestor `idx` was made: top-down probes the next one;
-    /// bottom-up already knows the ones below are missing.
-    fn after_parent(&mut self, idx: usize) {
-        if self.bottom_up() { self.make_parent(idx + 1) } else { self.probe(idx + 1) }
-    }
-
-    fn probe(&mut self, idx: usize) {
-        let ancestors = self.ancestors();
-        let State::Creating(c) = &mut self.state else { return };
-        match ancestors.get(idx).and_then(|a| ZkPath::new(a).ok()) {
-            Some(path) => {
-                c.step = CreateStep::Probe(idx);
-                self.send(Op::exists(&path, false), Purpose::Probe);
-            }
-            None => self.send_create(),
-        }
-    }
-
-    fn make_parent(&mut self, idx: usize) {
-        let ancestors = self.ancestors();
-        let State::Creating(c) = &mut self.state else { return };
-        let Some(path) = ancestors.get(idx).and_then(|a| ZkPath::new(a).ok()) else {
-            return self.send_create();
-        };
-        c.step = CreateStep::MakeParent(idx);
-        let op = if self.config.container_parents {
-            Op::create_container(&path, Bytes::new(), self.config.acl_for(path.as_str()))
-        } else {
-            // Curator's `dontUseContainerParents()`: a plain create (opcode 1),
-            // flags 0; no Stat is needed for a parent.
-            let request = CreateRequest {
-                path: String::from(path.as_str()),
-                data: Some(Bytes::new()),
-                acl: self.config.acl_for(path.as_str()),
-                flags: CreateMode::PERSISTENT,
-            };
-            match Op::from_request(Request::Create(request)) {
-                Ok(op) => op,
-                Err(e) => return self.fail(RequestError::Refused(e)),
-            }
-        };
-        self.send(op, Purpose::MakeParent);
-    }
-
-    fn on_probe(&mut self, _now: Instant, result: Result<Response, RequestError>) {
-        let State::Creating(Create { step: CreateStep::Probe(idx), .. }) = self.state else { return };
-        match result {
-            Ok(_) if self.bottom_up() => self.make_parent(idx + 1),
-            Ok(_) => self.probe(idx + 1),
-            Err(RequestError::Server(ErrorCode::NO_NODE)) if self.bottom_up() && idx > 0 => self.probe(idx - 1),
-            Err(RequestError::Server(ErrorCode::NO_NODE)) => self.make_parent(idx),
-            Err(RequestError::ConnectionLoss) => self.probe(idx),
-            Err(e) => self.fail(e),
-        }
-    }
-
-    fn on_make_parent(&mut self, now: Instant, result: Result<Response, RequestError>) {
-        let State::Creating(Create { step: CreateStep::MakeParent(idx), .. }) = self.state else { return };
-        match result {
-            Ok(_) | Err(RequestError::Server(ErrorCode::NODE_EXISTS)) => self.after_parent(idx),
-            // An ancestor probed a moment ago has gone (the container reaper
-            // took it): start over within the retry budget, as Curator's
-            // attemptLock does on NoNode.
-            Err(e @ RequestError::Server(ErrorCode::NO_NODE)) => self.no_node_retry(now, e),
-            Err(RequestError::Server(ErrorCode::UNIMPLEMENTED)) if self.config.container_parents => {
-                // A server without containers: persistent parents from now on.
-                self.config.container_parents = false;
-                self.make_parent(idx);
-            }
-            Err(RequestError::ConnectionLoss) => self.make_parent(idx),
-            Err(e) => self.fail(e),
-        }
-    }
-
-    fn on_recover(&mut self, now: Instant, result: Result<Response, RequestError>) {
-        let State::Creating(c) = &mut self.state else { return };
-        match result {
-            Ok(Response::Children(names)) | Ok(Response::Children2 { children: names, .. }) => {
-                match names.iter().find(|n| n.starts_with(&c.prefix)) {
-                    Some(found) => {
-                        let path = format!("{}/{found}", if c.parent == "/" { "" } else { c.parent.as_str() });
-                        c.adopted = Some(path.clone());
-                        c.step = CreateStep::AdoptStat;
-                        self.send(Op::exists(&node_path(&path), false), Purpose::AdoptStat);
-                    }
-                    None => self.send_create(),
-                }
-            }
-            Ok(_) => self.send_create(),
-            Err(RequestError::Server(ErrorCode::NO_NODE)) => self.send_create(),
-            Err(RequestError::ConnectionLoss) => c.step = CreateStep::AwaitReconnect,
-            Err(e) => self.fail(e),
-        }
-        let _ = now;
-    }
-
-    fn on_adopt_stat(&mut self, now: Instant, result: Result<Response, RequestError>) {
-        let State::Creating(c) = &mut self.state else { return };
-        let Some(path) = c.adopted.clone() else { return };
-        match result {
-            Ok(Response::Stat(stat)) => self.created(now, make_node(&path, FencingToken(stat.czxid))),
-            Err(RequestError::ConnectionLoss) => c.step = CreateStep::AwaitReconnect,
-            // Gone between the lookup and now: create again.
-            _ => {
-                c.adopted = None;
-                self.send_create();
-            }
-        }
-    }
-
-    /// Our node exists: arm revocation, then list (unless a pipelined listing
-    /// is already on its way).
-    fn created(&mut self, _now: Instant, node: Node) {
-        let list_in_flight = self.expected.iter().any(|(_, a, p)| *a == self.attempt && *p == Purpose::List);
-        if self.revocable {
-            self.revoke_armed = true;
-            self.send(Op::get_data(&node_path(&node.path), true), Purpose::RevokeRead);
-        }
-        if list_in_flight {
-            self.state = State::Listing { node };
-        } else {
-            self.relist(node);
-        }
-    }
-
-    fn relist(&mut self, node: Node) {
-        self.state = State::Listing { node };
-        self.send(Op::get_children(&self.base.clone(), self.list_watch()), Purpose::List);
-    }
-
-    fn on_list(&mut self, now: Instant, result: Result<Response, RequestError>) {
-        let State::Listing { node } = &self.state else { return };
-        let node = node.clone();
-        let children = match result {
-            Ok(Response::Children2 { children, .. }) | Ok(Response::Children(children)) => children,
-            // A reaped base path lists as empty (Curator 4.0.1+).
-            Err(RequestError::Server(ErrorCode::NO_NODE)) => Vec::new(),
-            Err(RequestError::ConnectionLoss) => return self.relist(node),
-            Err(e) => return self.abandon_with(node, RecipeEvent::Failed(e)),
-            Ok(_) => {
-                let error = RequestError::UnexpectedResponse { op: OpCode::GET_CHILDREN2 };
-                return self.abandon_with(node, RecipeEvent::Failed(error));
-            }
-        };
-        if let Rule::Count { max_leases } = self.rule {
-            return self.evaluate_count(now, node, &children, max_leases);
-        }
-        let sorted = policy::sorted(&children, self.key);
-        self.evaluate(now, node, sorted);
-    }
-
-    fn evaluate_count(&mut self, now: Instant, node: Node, children: &[String], max_leases: usize) {
-        self.listed = Some(children.len());
-        match policy::semaphore(children, &node.name, max_leases) {
-            None => {
-                self.start_delete(node.path.clone());
-                self.no_node_retry(now, RequestError::NodeVanished);
-            }
-            Some(true) => {
-                // Curator checks off the leases child watch once it has a lease.
-                self.send(Op::check_watches(&self.base.clone(), WatcherType::ANY), Purpose::CheckWatches);
-                self.events.push_back(RecipeEvent::Acquired { node: node.path.clone(), token: node.token });
-                self.granted_under = Some(max_leases);
-                self.state = State::Held { node };
-            }
-            Some(false) if self.deadline.is_some_and(|d| now >= d) => self.abandon_with(node, RecipeEvent::TimedOut),
-            // Waiting on the child watch; `pred` empty means "the base path".
-            Some(false) => {
-                self.report_queued(children.len().saturating_sub(max_leases).max(1), children.len());
-                self.state = State::Waiting { node, pred: String::new() };
-            }
-        }
-    }
-
-    /// The rule [`policy::position`] counts by.
-    fn position_rule(&self) -> policy::PositionRule {
-        match self.rule {
-            Rule::Standard { max_leases } | Rule::Count { max_leases } => policy::PositionRule::Standard(max_leases),
-            Rule::Read => policy::PositionRule::Read,
-        }
-    }
-
-    fn verdict(&self, sorted: &[String], ours: &str) -> Verdict {
-        match self.rule {
-            Rule::Standard { max_leases } | Rule::Count { max_leases } => policy::standard(sorted, ours, max_leases),
-            Rule::Read => policy::read(sorted, ours, self.holds_write),
-        }
-    }
-
-    /// Evaluates a fresh listing.
-    fn evaluate(&mut self, now: Instant, node: Node, sorted: Vec<String>) {
-        let keyed = sorted.iter().all(|c| policy::is_sequence_key(self.key.key(c)));
-        let total = sorted.len();
-        self.evaluate_listing(now, node, sorted, keyed, false, total);
-    }
-
-    /// Reports `Queued` if the position or the count changed.
-    fn report_queued(&mut self, position: usize, total: usize) {
-        if self.queued != Some((position, total)) {
-            self.queued = Some((position, total));
-            self.events.push_back(RecipeEvent::Queued { position, total });
-        }
-    }
-
-    /// Evaluates `sorted`, a fresh listing or a kept one minus a deleted
-    /// predecessor; `keyed` and `truncated` describe the listing it came from,
-    /// `total` how many nodes it stands for.
-    fn evaluate_listing(
-        &mut self,
-        now: Instant,
-        node: Node,
-        sorted: Vec<String>,
-        keyed: bool,
-        truncated: bool,
-        total: usize,
-    ) {
-        match self.verdict(&sorted, &node.name) {
-            Verdict::Acquired => {
-                self.last_listing.clear();
-                self.listing_truncated = false;
-                self.events.push_back(RecipeEvent::Acquired { node: node.path.clone(), token: node.token });
-                self.state = State::Held { node };
-            }
-            Verdict::Missing => {
-                // Our node vanished (expiry, deletion): delete it anyway and
-                // re-create at the back of the queue.
-                self.start_delete(node.path.clone());
-                self.no_node_retry(now, RequestError::NodeVanished);
-            }
-            Verdict::Watch(pred) => {
-                // A truncated window no longer knows the nodes it left out:
-                // one fewer than before (the predecessor that went).
-                let position = match self.queued {
-                    Some((p, _)) if truncated => p.saturating_sub(1).max(1),
-                    _ => policy::position(&sorted, &node.name, self.position_rule()),
-                };
-                self.report_queued(position, total);
-                let pred_path = format!("{}/{}", self.base_prefix(), pred);
-                let (kept, cut) = self.keep_window(sorted, &node.name);
-                self.last_listing = kept;
-                self.listing_keyed = keyed;
-                self.listing_truncated = truncated || cut;
-                match ZkPath::new(&pred_path) {
-                    Ok(path) => {
-                        self.state = State::Watching { node, pred, fired: false };
-                        self.send(Op::get_data(&path, true), Purpose::WatchPred);
-                    }
-                    Err(_) => self.relist(node),
-                }
-            }
-        }
-    }
-
-    fn on_watch_pred(&mut self, now: Instant, result: Result<Response, RequestError>) {
-        let State::Watching { node, pred, fired } = &self.state else { return };
-        let (node, pred, fired) = (node.clone(), pred.clone(), *fired);
-        match result {
-            Ok(_) => {
-                if self.deadline.is_some_and(|d| now >= d) {
-                    self.abandon_with(node, RecipeEvent::TimedOut);
-                } else if fired {
-                    self.relist(node);
-                } else {
-                    self.state = State::Waiting { node, pred };
-                }
-            }
-            // Already gone: as if its deletion had fired (the fast handoff
-            // skips the re-list a NoNode used to cost).
-            Err(RequestError::Server(ErrorCode::NO_NODE)) if self.deadline.is_none_or(|d| now < d) => {
-                self.pred_gone(now, node, &pred)
-            }
-            // The connection dropped (or the deadline passed): look again.
-            Err(RequestError::Server(ErrorCode::NO_NODE)) | Err(RequestError::ConnectionLoss) => self.relist(node),
-            Err(e) => self.abandon_with(node, RecipeEvent::Failed(e)),
-        }
     }
 
     fn on_verify(&mut self, result: Result<Response, RequestError>) {
@@ -1022,127 +677,6 @@ impl LockCore {
         self.retries += 1;
         self.attempt += 1;
         self.state = State::RetryPause { until: now + pause };
-    }
-
-    fn start_delete(&mut self, path: String) {
-        if self.deleting.contains_key(&path) {
-            return;
-        }
-        self.deleting.insert(path.clone(), false);
-        self.send_delete(path);
-    }
-
-    fn send_delete(&mut self, path: String) {
-        let Ok(zk) = ZkPath::new(&path) else {
-            self.deleting.remove(&path);
-            return;
-        };
-        match self.deleting.get_mut(&path) {
-            Some(sent) => *sent = true,
-            None => {
-                self.deleting.insert(path.clone(), true);
-            }
-        }
-        self.send(Op::delete(&zk, None), Purpose::Delete(path));
-    }
-
-    fn on_delete(&mut self, path: String, result: Result<Response, RequestError>) {
-        match result {
-            Ok(_) | Err(RequestError::Server(ErrorCode::NO_NODE)) => {
-                self.deleting.remove(&path);
-                if matches!(&self.state, State::Releasing { path: p } if *p == path) {
-                    self.state = State::Idle;
-                    self.events.push_back(RecipeEvent::Released);
-                }
-            }
-            // Retried after the next (re)connect; a lost session's nodes are
-            // retried by the next session.
-            Err(RequestError::ConnectionLoss | RequestError::SessionExpired | RequestError::Closed) => {
-                self.deleting.insert(path, false);
-            }
-            Err(e) => {
-                // Not ours to fix (NoAuth, ...): report it and stop trying. A
-                // failed release is the release's outcome; a failed clean-up of
-                // an abandoned node is reported on its own, so it is never
-                // mistaken for the outcome of an acquire under way.
-                self.deleting.remove(&path);
-                if matches!(&self.state, State::Releasing { path: p } if *p == path) {
-                    self.state = State::Idle;
-                    self.events.push_back(RecipeEvent::Failed(e));
-                } else {
-                    self.events.push_back(RecipeEvent::CleanupFailed { path, error: e });
-                }
-            }
-        }
-    }
-
-    fn find_orphans(&mut self) {
-        let lookups: Vec<(String, String)> = self.orphans.iter().cloned().collect();
-        for (parent, prefix) in lookups {
-            if let Ok(path) = ZkPath::new(&parent) {
-                let already = self
-                    .expected
-                    .iter()
-                    .any(|(_, _, p)| matches!(p, Purpose::FindOrphans(a, b) if *a == parent && *b == prefix));
-                if !already {
-                    self.send(Op::get_children_names(&path, false), Purpose::FindOrphans(parent, prefix));
-                }
-            }
-        }
-    }
-
-    fn on_find_orphans(&mut self, parent: String, prefix: String, result: Result<Response, RequestError>) {
-        match result {
-            Ok(Response::Children(names)) | Ok(Response::Children2 { children: names, .. }) => {
-                self.orphans.remove(&(parent.clone(), prefix.clone()));
-                let base = if parent == "/" { "" } else { parent.as_str() };
-                for name in names.iter().filter(|n| n.starts_with(&prefix)) {
-                    self.start_delete(format!("{base}/{name}"));
-                }
-            }
-            // Retried after the next (re)connect; as with deletes, a lost
-            // session's lookups are retried by the next session.
-            Err(RequestError::ConnectionLoss | RequestError::SessionExpired | RequestError::Closed) => {}
-            _ => {
-                self.orphans.remove(&(parent, prefix));
-            }
-        }
-    }
-
-    fn fast_handoff_allowed(&self) -> bool {
-        self.config.plan == OpPlan::Pipelined
-            && self.config.fast_handoff
-            && !self.last_listing.is_empty()
-            && self.listing_keyed
-    }
-
-    /// What of a sorted listing the fast handoff needs, and whether anything
-    /// was left out. The standard rule (index below `max_leases`) depends only
-    /// on the nodes ahead of ours, and deleting one of them moves the next
-    /// nearest into its place; so ours and the nearest nodes ahead suffice
-    /// while the window lasts ([`LockCore::window_exhausted`]). Without this
-    /// a long queue keeps quadratic memory: every waiter the whole queue
-    /// ahead of it. The read rule watches the first writer, wherever it is,
-    /// so its listings are kept whole.
-    fn keep_window(&self, mut sorted: Vec<String>, ours: &str) -> (Vec<String>, bool) {
-        let Rule::Standard { max_leases } = self.rule else { return (sorted, false) };
-        let Some(idx) = sorted.iter().position(|c| c == ours) else { return (sorted, false) };
-        sorted.truncate(idx + 1);
-        let keep = LISTING_WINDOW.max(max_leases);
-        let cut = idx > keep;
-        if cut {
-            sorted.drain(..idx - keep);
-        }
-        sorted.shrink_to_fit();
-        (sorted, cut)
-    }
-
-    /// A truncated window can no longer decide: fewer than `max_leases`
-    /// nodes are left ahead of ours in it, but nodes left out may still be
-    /// there. (Only the standard rule truncates.)
-    fn window_exhausted(&self, listing: &[String], ours: &str) -> bool {
-        let Rule::Standard { max_leases } = self.rule else { return false };
-        policy::ahead_of(listing, ours).len() < max_leases
     }
 }
 

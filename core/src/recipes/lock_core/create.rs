@@ -1,0 +1,215 @@
+//! The protected create: lazy parents (probed top-down or bottom-up, made
+//! as containers when the server has them), and the recovery of a create
+//! whose reply was lost (find the node by its protection prefix, or adopt it).
+
+use super::*;
+
+impl LockCore {
+    pub(super) fn begin_create(&mut self, _now: Instant) {
+        self.attempt += 1;
+        // `_c_<uuid>-`, then `<base>/<prefix><name>[<suffix>]`, built in place.
+        let mut prefix = String::with_capacity(40);
+        prefix.push_str("_c_");
+        self.rng.push_uuid_v4(&mut prefix);
+        prefix.push('-');
+        let suffix = match &self.shape {
+            Shape::Sequential => "",
+            Shape::Fixed(suffix) => suffix.as_str(),
+        };
+        let base = self.base_prefix();
+        let mut target = String::with_capacity(base.len() + 1 + prefix.len() + self.name.len() + suffix.len());
+        for part in [base, "/", &prefix, self.name, suffix] {
+            target.push_str(part);
+        }
+        let parent = String::from(self.base.as_str());
+        self.state = State::Creating(Create {
+            prefix,
+            target,
+            parent,
+            step: CreateStep::Sent,
+            made_parents: false,
+            adopted: None,
+        });
+        self.send_create();
+    }
+
+    pub(super) fn send_create(&mut self) {
+        let State::Creating(c) = &mut self.state else { return };
+        c.step = CreateStep::Sent;
+        let mode = match self.shape {
+            Shape::Sequential => CreateMode::EPHEMERAL_SEQUENTIAL,
+            Shape::Fixed(_) => CreateMode::EPHEMERAL,
+        };
+        let op = match ZkPath::new_sequential_prefix(&c.target) {
+            Ok(path) => Op::create(&path, self.node_data(), self.config.acl_for(path.as_str()), mode),
+            Err(e) => {
+                self.fail(RequestError::Refused(e.into()));
+                return;
+            }
+        };
+        self.send(op, Purpose::Create);
+        if self.config.plan == OpPlan::Pipelined && !self.revocable {
+            // The listing rides in the same round trip; the server runs it
+            // after the create, so it sees our node.
+            self.send(Op::get_children(&self.base.clone(), self.list_watch()), Purpose::List);
+        }
+    }
+
+    pub(super) fn on_create(&mut self, now: Instant, result: Result<Response, RequestError>) {
+        let State::Creating(c) = &mut self.state else { return };
+        match result {
+            Ok(Response::Create2 { path, stat }) => {
+                let node = make_node(&path, FencingToken(stat.czxid));
+                self.created(now, node);
+            }
+            Ok(_) => self.fail(RequestError::UnexpectedResponse { op: OpCode::CREATE2 }),
+            Err(RequestError::Server(ErrorCode::NO_NODE)) if !c.made_parents => {
+                c.made_parents = true;
+                // A pipelined listing of the missing parent is now stale.
+                self.attempt += 1;
+                self.start_probe();
+            }
+            Err(e @ RequestError::Server(ErrorCode::NO_NODE)) => self.no_node_retry(now, e),
+            Err(RequestError::ConnectionLoss) => {
+                c.step = CreateStep::AwaitReconnect;
+                // The pipelined listing of this attempt is stale too.
+                self.attempt += 1;
+            }
+            Err(e) => self.fail(e),
+        }
+    }
+
+    /// Ancestors of the node to make, top-down, excluding `/` (Curator 5.4's mkdirs).
+    pub(super) fn ancestors(&self) -> Vec<String> {
+        let State::Creating(c) = &self.state else { return Vec::new() };
+        let mut out = Vec::new();
+        for (idx, _) in c.target.match_indices('/').filter(|(i, _)| *i > 0) {
+            if let Some(a) = c.target.get(..idx) {
+                out.push(String::from(a));
+            }
+        }
+        out
+    }
+
+    pub(super) fn bottom_up(&self) -> bool {
+        self.config.plan == OpPlan::Pipelined
+    }
+
+    pub(super) fn start_probe(&mut self) {
+        match self.ancestors().len().checked_sub(1) {
+            Some(deepest) if self.bottom_up() => self.probe(deepest),
+            Some(_) => self.probe(0),
+            None => self.send_create(),
+        }
+    }
+
+    /// After ancestor `idx` was made: top-down probes the next one;
+    /// bottom-up already knows the ones below are missing.
+    pub(super) fn after_parent(&mut self, idx: usize) {
+        if self.bottom_up() { self.make_parent(idx + 1) } else { self.probe(idx + 1) }
+    }
+
+    pub(super) fn probe(&mut self, idx: usize) {
+        let ancestors = self.ancestors();
+        let State::Creating(c) = &mut self.state else { return };
+        match ancestors.get(idx).and_then(|a| ZkPath::new(a).ok()) {
+            Some(path) => {
+                c.step = CreateStep::Probe(idx);
+                self.send(Op::exists(&path, false), Purpose::Probe);
+            }
+            None => self.send_create(),
+        }
+    }
+
+    pub(super) fn make_parent(&mut self, idx: usize) {
+        let ancestors = self.ancestors();
+        let State::Creating(c) = &mut self.state else { return };
+        let Some(path) = ancestors.get(idx).and_then(|a| ZkPath::new(a).ok()) else {
+            return self.send_create();
+        };
+        c.step = CreateStep::MakeParent(idx);
+        let op = if self.config.container_parents {
+            Op::create_container(&path, Bytes::new(), self.config.acl_for(path.as_str()))
+        } else {
+            // Curator's `dontUseContainerParents()`: a plain create (opcode 1),
+            // flags 0; no Stat is needed for a parent.
+            let request = CreateRequest {
+                path: String::from(path.as_str()),
+                data: Some(Bytes::new()),
+                acl: self.config.acl_for(path.as_str()),
+                flags: CreateMode::PERSISTENT,
+            };
+            match Op::from_request(Request::Create(request)) {
+                Ok(op) => op,
+                Err(e) => return self.fail(RequestError::Refused(e)),
+            }
+        };
+        self.send(op, Purpose::MakeParent);
+    }
+
+    pub(super) fn on_probe(&mut self, _now: Instant, result: Result<Response, RequestError>) {
+        let State::Creating(Create { step: CreateStep::Probe(idx), .. }) = self.state else { return };
+        match result {
+            Ok(_) if self.bottom_up() => self.make_parent(idx + 1),
+            Ok(_) => self.probe(idx + 1),
+            Err(RequestError::Server(ErrorCode::NO_NODE)) if self.bottom_up() && idx > 0 => self.probe(idx - 1),
+            Err(RequestError::Server(ErrorCode::NO_NODE)) => self.make_parent(idx),
+            Err(RequestError::ConnectionLoss) => self.probe(idx),
+            Err(e) => self.fail(e),
+        }
+    }
+
+    pub(super) fn on_make_parent(&mut self, now: Instant, result: Result<Response, RequestError>) {
+        let State::Creating(Create { step: CreateStep::MakeParent(idx), .. }) = self.state else { return };
+        match result {
+            Ok(_) | Err(RequestError::Server(ErrorCode::NODE_EXISTS)) => self.after_parent(idx),
+            // An ancestor probed a moment ago has gone (the container reaper
+            // took it): start over within the retry budget, as Curator's
+            // attemptLock does on NoNode.
+            Err(e @ RequestError::Server(ErrorCode::NO_NODE)) => self.no_node_retry(now, e),
+            Err(RequestError::Server(ErrorCode::UNIMPLEMENTED)) if self.config.container_parents => {
+                // A server without containers: persistent parents from now on.
+                self.config.container_parents = false;
+                self.make_parent(idx);
+            }
+            Err(RequestError::ConnectionLoss) => self.make_parent(idx),
+            Err(e) => self.fail(e),
+        }
+    }
+
+    pub(super) fn on_recover(&mut self, now: Instant, result: Result<Response, RequestError>) {
+        let State::Creating(c) = &mut self.state else { return };
+        match result {
+            Ok(Response::Children(names)) | Ok(Response::Children2 { children: names, .. }) => {
+                match names.iter().find(|n| n.starts_with(&c.prefix)) {
+                    Some(found) => {
+                        let path = format!("{}/{found}", if c.parent == "/" { "" } else { c.parent.as_str() });
+                        c.adopted = Some(path.clone());
+                        c.step = CreateStep::AdoptStat;
+                        self.send(Op::exists(&node_path(&path), false), Purpose::AdoptStat);
+                    }
+                    None => self.send_create(),
+                }
+            }
+            Ok(_) => self.send_create(),
+            Err(RequestError::Server(ErrorCode::NO_NODE)) => self.send_create(),
+            Err(RequestError::ConnectionLoss) => c.step = CreateStep::AwaitReconnect,
+            Err(e) => self.fail(e),
+        }
+        let _ = now;
+    }
+
+    pub(super) fn on_adopt_stat(&mut self, now: Instant, result: Result<Response, RequestError>) {
+        let State::Creating(c) = &mut self.state else { return };
+        let Some(path) = c.adopted.clone() else { return };
+        match result {
+            Ok(Response::Stat(stat)) => self.created(now, make_node(&path, FencingToken(stat.czxid))),
+            Err(RequestError::ConnectionLoss) => c.step = CreateStep::AwaitReconnect,
+            // Gone between the lookup and now: create again.
+            _ => {
+                c.adopted = None;
+                self.send_create();
+            }
+        }
+    }
+}

@@ -1,0 +1,104 @@
+//! Guaranteed deletes: abandoned and orphaned nodes are deleted until the
+//! server says OK or NoNode, or the session ends; a create lost with its
+//! session is looked up by its protection prefix and deleted.
+
+use super::*;
+
+impl LockCore {
+    /// A create abandoned with the session: it may have landed, so a later
+    /// session looks for its prefix and deletes what it finds (Curator's
+    /// protected create does the same on a session change, CURATOR-498).
+    pub(super) fn orphan_create(&mut self) {
+        if let State::Creating(c) = &self.state {
+            self.orphans.insert((c.parent.clone(), c.prefix.clone()));
+            if let Some(path) = &c.adopted {
+                self.deleting.entry(path.clone()).or_insert(false);
+            }
+        }
+    }
+
+    pub(super) fn start_delete(&mut self, path: String) {
+        if self.deleting.contains_key(&path) {
+            return;
+        }
+        self.deleting.insert(path.clone(), false);
+        self.send_delete(path);
+    }
+
+    pub(super) fn send_delete(&mut self, path: String) {
+        let Ok(zk) = ZkPath::new(&path) else {
+            self.deleting.remove(&path);
+            return;
+        };
+        match self.deleting.get_mut(&path) {
+            Some(sent) => *sent = true,
+            None => {
+                self.deleting.insert(path.clone(), true);
+            }
+        }
+        self.send(Op::delete(&zk, None), Purpose::Delete(path));
+    }
+
+    pub(super) fn on_delete(&mut self, path: String, result: Result<Response, RequestError>) {
+        match result {
+            Ok(_) | Err(RequestError::Server(ErrorCode::NO_NODE)) => {
+                self.deleting.remove(&path);
+                if matches!(&self.state, State::Releasing { path: p } if *p == path) {
+                    self.state = State::Idle;
+                    self.events.push_back(RecipeEvent::Released);
+                }
+            }
+            // Retried after the next (re)connect; a lost session's nodes are
+            // retried by the next session.
+            Err(RequestError::ConnectionLoss | RequestError::SessionExpired | RequestError::Closed) => {
+                self.deleting.insert(path, false);
+            }
+            Err(e) => {
+                // Not ours to fix (NoAuth, ...): report it and stop trying. A
+                // failed release is the release's outcome; a failed clean-up of
+                // an abandoned node is reported on its own, so it is never
+                // mistaken for the outcome of an acquire under way.
+                self.deleting.remove(&path);
+                if matches!(&self.state, State::Releasing { path: p } if *p == path) {
+                    self.state = State::Idle;
+                    self.events.push_back(RecipeEvent::Failed(e));
+                } else {
+                    self.events.push_back(RecipeEvent::CleanupFailed { path, error: e });
+                }
+            }
+        }
+    }
+
+    pub(super) fn find_orphans(&mut self) {
+        let lookups: Vec<(String, String)> = self.orphans.iter().cloned().collect();
+        for (parent, prefix) in lookups {
+            if let Ok(path) = ZkPath::new(&parent) {
+                let already = self
+                    .expected
+                    .iter()
+                    .any(|(_, _, p)| matches!(p, Purpose::FindOrphans(a, b) if *a == parent && *b == prefix));
+                if !already {
+                    self.send(Op::get_children_names(&path, false), Purpose::FindOrphans(parent, prefix));
+                }
+            }
+        }
+    }
+
+    pub(super) fn on_find_orphans(&mut self, parent: String, prefix: String, result: Result<Response, RequestError>) {
+        match result {
+            Ok(Response::Children(names)) | Ok(Response::Children2 { children: names, .. }) => {
+                self.orphans.remove(&(parent.clone(), prefix.clone()));
+                let base = if parent == "/" { "" } else { parent.as_str() };
+                for name in names.iter().filter(|n| n.starts_with(&prefix)) {
+                    self.start_delete(format!("{base}/{name}"));
+                }
+            }
+            // Retried after the next (re)connect; as with deletes, a lost
+            // session's lookups are retried by the next session.
+            Err(RequestError::ConnectionLoss | RequestError::SessionExpired | RequestError::Closed) => {}
+            _ => {
+                self.orphans.remove(&(parent, prefix));
+            }
+        }
+    }
+}
