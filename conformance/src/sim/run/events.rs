@@ -1,0 +1,234 @@
+//! The clients' events: holds granted, lost, released, refused, each fed
+//! to the oracles' bookkeeping.
+
+use super::*;
+
+impl Sim {
+    pub(super) fn client_event(&mut self, i: usize, event: ClientEvent) -> Result<(), String> {
+        match event {
+            ClientEvent::State(state) => {
+                self.log(|| format!("c{i} state {state:?}"));
+                let c = &mut self.clients[i];
+                match state {
+                    ConnectionState::Suspended => c.session_suspended = true,
+                    ConnectionState::Connected | ConnectionState::Reconnected => c.session_suspended = false,
+                    ConnectionState::Lost => {
+                        // Holds get their own `Lost`; acquires under way
+                        // re-queue on the session the client renews by itself.
+                        c.session_suspended = false;
+                        c.doomed = false;
+                        if !c.closing {
+                            self.report.restarts += 1;
+                        }
+                    }
+                    ConnectionState::Closed => {
+                        for t in &mut c.tasks {
+                            t.holds.clear();
+                            t.pending = None;
+                            t.ticket = None;
+                            t.must_release = false;
+                        }
+                        if !c.closing {
+                            return Err(format!("c{i}: the session closed by itself"));
+                        }
+                    }
+                    _ => {}
+                }
+                Ok(())
+            }
+            ClientEvent::Recipe { event: RecipeEvent::Ticket { ticket, event }, .. } => {
+                match self.clients[i].task_of(ticket) {
+                    Some(k) => self.ticket_event(i, k, *event),
+                    None => {
+                        // A cancelled acquire reports nothing; anything else
+                        // for a ticket no task owns is a bug.
+                        self.log(|| format!("c{i} {ticket:?} (no task) {event:?}"));
+                        match *event {
+                            RecipeEvent::Acquired { node, .. } => {
+                                Err(format!("c{i}: {ticket:?} was granted {node} after it was cancelled"))
+                            }
+                            _ => Ok(()),
+                        }
+                    }
+                }
+            }
+            ClientEvent::Recipe { event, .. } => self.handle_event(i, event),
+            _ => Ok(()),
+        }
+    }
+
+    /// An untagged event: a semaphore's status for every lease it holds.
+    pub(super) fn handle_event(&mut self, i: usize, event: RecipeEvent) -> Result<(), String> {
+        self.log(|| format!("c{i} {event:?}"));
+        if !matches!(self.clients[i].shared, Shared::Semaphore(_)) {
+            return Ok(());
+        }
+        match event {
+            RecipeEvent::Suspended => self.clients[i].leases_suspended = true,
+            RecipeEvent::Reconnected | RecipeEvent::Lost => self.clients[i].leases_suspended = false,
+            _ => {}
+        }
+        let now = self.now;
+        if let RecipeEvent::LeaseRevocationRequested { node } = &event {
+            // The holder gives the lease back at once.
+            let task = self.clients[i].tasks.iter_mut().find(|t| t.holds.iter().any(|h| h.node == *node));
+            let Some(task) = task else {
+                return Err(format!("c{i}: revocation requested for {node}, which no task holds"));
+            };
+            task.next_action = now;
+            self.report.revocations += 1;
+            return Ok(());
+        }
+        for t in &mut self.clients[i].tasks {
+            if t.holds.is_empty() {
+                continue;
+            }
+            match event {
+                RecipeEvent::Suspended => t.suspended = true,
+                RecipeEvent::Reconnected => t.suspended = false,
+                RecipeEvent::Lost => {
+                    // The leases no longer count (`suspended`); the task
+                    // returns what is left of them.
+                    t.suspended = true;
+                    t.must_release = true;
+                    t.next_action = now;
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn ticket_event(&mut self, i: usize, k: usize, event: RecipeEvent) -> Result<(), String> {
+        self.log(|| format!("c{i}.{k} {event:?}"));
+        let now = self.now;
+        let c = &mut self.clients[i];
+        let no_node = c.no_node_replies;
+        let task = &mut c.tasks[k];
+        match event {
+            RecipeEvent::Acquired { node, token } => {
+                let Some(pending) = task.pending else {
+                    return Err(format!("c{i}.{k}: Acquired {node} without an acquire under way"));
+                };
+                task.pending = None;
+                c.no_node_replies = 0;
+                let holds = match (c.role, c.shared) {
+                    (Role::Multi, Shared::Lock(h)) => {
+                        let members = c
+                            .client
+                            .with(now, h, |q, _| {
+                                q.inner_mut().as_any_mut().downcast_mut::<MultiLock>().map(|m| {
+                                    m.holders()
+                                        .into_iter()
+                                        .map(|h| h.map(|(n, t)| (n.to_string(), t.0)))
+                                        .collect::<Vec<_>>()
+                                })
+                            })
+                            .map_err(|e| format!("{e:?}"))?
+                            .ok_or("the multi-lock role runs a MultiLock")?;
+                        let mut holds = Vec::new();
+                        for (member, (path, mode)) in
+                            members.into_iter().zip([(MULTI_A, Mode::Write), (MULTI_B, Mode::Exclusive)])
+                        {
+                            let Some((node, token)) = member else {
+                                return Err(format!("c{i}: multi-lock Acquired but {path} is not held"));
+                            };
+                            holds.push(Hold { path: path.into(), node, token, mode, limit: 1 });
+                        }
+                        holds
+                    }
+                    _ => {
+                        let multi = self.config.kind == RecipeKind::MultiLock;
+                        let path = match (multi, pending.mode) {
+                            (true, Mode::Read | Mode::Write) => MULTI_A,
+                            (true, _) => MULTI_B,
+                            (false, _) => LOCK,
+                        };
+                        let limit = match c.shared {
+                            Shared::Semaphore(h) => c
+                                .client
+                                .with(now, h, |q, _| q.inner().lease_limit(&node))
+                                .map_err(|e| format!("{e:?}"))?
+                                .ok_or_else(|| format!("c{i}: Acquired {node} but the semaphore does not hold it"))?,
+                            Shared::Lock(_) => 1,
+                        };
+                        vec![Hold { path: path.into(), node, token: token.0, mode: pending.mode, limit }]
+                    }
+                };
+                self.report.holds += holds.len();
+                let since = pending.since;
+                for h in holds {
+                    if h.mode == Mode::Lease && self.config.resize && !self.count_values.contains(&h.limit) {
+                        return Err(format!(
+                            "c{i}.{k}: {} granted under {} leases, a size the count never had",
+                            h.node, h.limit
+                        ));
+                    }
+                    self.fence(i, k, &h)?;
+                    self.log(|| {
+                        format!(
+                            "c{i}.{k} HOLDS {:?} {} token {} limit {} (waited since {since})",
+                            h.mode, h.node, h.token, h.limit
+                        )
+                    });
+                    self.clients[i].tasks[k].holds.push(h);
+                }
+                Ok(())
+            }
+            RecipeEvent::Failed(RequestError::RetriesExhausted(_))
+                if task.pending.is_some() && no_node >= NO_NODE_BUDGET =>
+            {
+                // A slow client can lose the probe/create race with the
+                // container reaper on every retry; giving up once the retry
+                // budget is spent is Curator's behaviour (attemptLock).
+                task.pending = None;
+                task.ticket = None;
+                c.no_node_replies = 0;
+                self.report.unsuccessful += 1;
+                self.log(|| format!("c{i}.{k}: NoNode retry budget spent ({no_node} NoNode replies)"));
+                Ok(())
+            }
+            RecipeEvent::Failed(
+                e @ (RequestError::Server(_)
+                | RequestError::RetriesExhausted(_)
+                | RequestError::NodeVanished
+                | RequestError::UnexpectedResponse { .. }
+                | RequestError::Refused(_)),
+            ) if task.pending.is_some() => {
+                // The server refused something the recipe should have handled
+                // (NoNode from the container reaper, NodeExists, ...), or
+                // the recipe gave up early.
+                Err(format!("c{i}.{k}: the acquire failed with {e:?} after {no_node} NoNode replies"))
+            }
+            RecipeEvent::Refused(e) if c.role != Role::Rw => Err(self.misuse(i, "a queued acquire", e)),
+            RecipeEvent::TimedOut | RecipeEvent::Failed(_) | RecipeEvent::Refused(_) => {
+                // (A read-write lock refuses a write while another task of
+                // the client holds the read half: the upgrade rule.)
+                if task.pending.take().is_some() {
+                    task.ticket = None;
+                    c.no_node_replies = 0;
+                    self.report.unsuccessful += 1;
+                }
+                Ok(())
+            }
+            RecipeEvent::Suspended => {
+                task.suspended = true;
+                Ok(())
+            }
+            RecipeEvent::Reconnected => {
+                task.suspended = false;
+                Ok(())
+            }
+            RecipeEvent::Lost => {
+                task.suspended = false;
+                if !task.holds.is_empty() {
+                    task.must_release = true;
+                    task.next_action = now;
+                }
+                task.holds.clear();
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+}

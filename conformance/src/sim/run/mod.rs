@@ -1,0 +1,711 @@
+//! The simulation itself: configuration, scheduler, network, faults, user
+//! script and oracles. See the module docs of [`crate::sim`].
+
+mod checks;
+mod events;
+mod faults;
+mod net;
+mod script;
+
+use net::{Link, trace_frames};
+use std::collections::{BTreeSet, VecDeque};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use zoolock_core::recipes::{BoxedLock, READ, REVOKE_MESSAGE, SharedCount, WRITE, count_bytes};
+use zoolock_core::{
+    ApiMisuse, Client, ClientEvent, ConnectString, ConnectionState, Handle, Instant, IoCommand, LockConfig, MultiLock,
+    Mutex, OpPlan, ReadWriteLock, RecipeEvent, RequestError, Rng, Semaphore, SemaphoreMutex, SessionConfig, SharedLock,
+    SharedSemaphore, Ticket, ZkPath,
+};
+
+use super::oracle::{Fencing, Mode, check_exclusion, check_lease_limits};
+use crate::decode::StreamDecoder;
+use crate::trace::Direction;
+use zoolock_model::{ConnId, ModelConfig, ZkModel};
+
+/// Which recipe the clients of one simulation use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecipeKind {
+    /// `Mutex` on one path.
+    Mutex,
+    /// `ReadWriteLock` on one path; each acquire is a read or a write.
+    ReadWriteLock,
+    /// `Semaphore` with `SimConfig::leases` leases, one lease per acquire.
+    Semaphore,
+    /// `SemaphoreMutex` on one path.
+    SemaphoreMutex,
+    /// `MultiLock` of the write half of a read-write lock on one path and a
+    /// mutex on another, beside plain read-write locks on the first and
+    /// mutexes on the second.
+    MultiLock,
+}
+
+impl RecipeKind {
+    /// Every kind, in the order seeds cycle through them.
+    pub const ALL: [RecipeKind; 5] = [
+        RecipeKind::Mutex,
+        RecipeKind::ReadWriteLock,
+        RecipeKind::Semaphore,
+        RecipeKind::SemaphoreMutex,
+        RecipeKind::MultiLock,
+    ];
+
+    /// The kind a seed uses (`seed % 5`).
+    pub fn for_seed(seed: u64) -> RecipeKind {
+        RecipeKind::ALL[(seed % 5) as usize]
+    }
+}
+
+/// Knobs of one simulation. [`SimConfig::for_seed`] draws them from the seed.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct SimConfig {
+    /// The recipe every client uses.
+    pub kind: RecipeKind,
+    /// Number of clients.
+    pub clients: usize,
+    /// Semaphore leases (Semaphore only).
+    pub leases: usize,
+    /// The op plan of every recipe.
+    pub plan: OpPlan,
+    /// The session timeout T.
+    pub session_timeout: Duration,
+    /// Faults are injected in `[0, fault_phase)`.
+    pub fault_phase: Duration,
+    /// Number of faults in the plan.
+    pub faults: usize,
+    /// New acquires start only before this instant.
+    pub active_phase: Duration,
+    /// Longest hold before the script releases.
+    pub max_hold: Duration,
+    /// Livelock guard: the run fails after this many steps.
+    pub max_steps: usize,
+    /// Holders a Mutex role allows: 1 is a mutex; more is a deliberately
+    /// broken predicate, which the exclusion oracle must catch.
+    pub mutex_leases: usize,
+    /// User tasks per client, sharing its one lock handle (a `SharedLock`
+    /// or `SharedSemaphore` queue).
+    pub tasks: usize,
+    /// Semaphore only: sized by a shared count (seeded with `leases`) that
+    /// the script sets to 1..=clients now and then.
+    pub resize: bool,
+    /// Resized semaphore only, a deliberately broken sizing the oracle must
+    /// catch: the semaphores read another count than the one the script
+    /// sets, seeded with `clients + 1`.
+    pub wrong_count: bool,
+    /// Semaphore only: revocable leases, which the script revokes now and
+    /// then; a holder asked gives its lease back at once.
+    pub revocable: bool,
+}
+
+/// Children of a run's seed ([`Rng::fork`]): the configuration, then the
+/// clients (one each, forked again per incarnation).
+const FORK_CONFIG: u64 = 0;
+const FORK_CLIENTS: u64 = 1;
+
+impl SimConfig {
+    /// The configuration of `seed`: kind `seed % 5`, 2 to 5 clients, the
+    /// Curator plan one time in four, T = 6 s, up to 24 faults in the first
+    /// 60 s, new acquires until 70 s.
+    pub fn for_seed(seed: u64) -> SimConfig {
+        let mut rng = Rng::with_seed(Rng::fork(seed, FORK_CONFIG));
+        let kind = RecipeKind::for_seed(seed);
+        let clients = 2 + below(&mut rng, 4) as usize;
+        let leases = 1 + below(&mut rng, (clients - 1) as u64) as usize;
+        let plan = if below(&mut rng, 4) == 0 { OpPlan::Curator } else { OpPlan::Pipelined };
+        let faults = below(&mut rng, 25) as usize;
+        let tasks = 1 + below(&mut rng, 3) as usize;
+        // Drawn last, so the draws above stay what they were for old seeds.
+        let resize = kind == RecipeKind::Semaphore && below(&mut rng, 2) == 0;
+        let revocable = kind == RecipeKind::Semaphore && below(&mut rng, 2) == 0;
+        SimConfig {
+            wrong_count: false,
+            resize,
+            revocable,
+            mutex_leases: 1,
+            tasks,
+            kind,
+            clients,
+            leases,
+            plan,
+            session_timeout: Duration::from_secs(6),
+            fault_phase: Duration::from_secs(60),
+            faults,
+            active_phase: Duration::from_secs(70),
+            max_hold: Duration::from_secs(2),
+            max_steps: 200_000,
+        }
+    }
+}
+
+/// What a successful run did.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct SimReport {
+    /// Steps taken.
+    pub steps: usize,
+    /// Holds that began (leases and multi-lock members counted one by one).
+    pub holds: usize,
+    /// Faults injected.
+    pub faults: usize,
+    /// Acquires that timed out or failed.
+    pub unsuccessful: usize,
+    /// Sessions renewed after `Lost`.
+    pub restarts: usize,
+    /// Shared count writes (resized semaphore).
+    pub resizes: usize,
+    /// Revocation requests that reached a lease holder.
+    pub revocations: usize,
+}
+
+/// A failed run: the seed, what went wrong, and the newest trace lines.
+#[derive(Debug, Clone)]
+pub struct SimFailure {
+    /// The seed to replay with `SIM_SEED`.
+    pub seed: u64,
+    /// The broken oracle or the panic message.
+    pub message: String,
+    /// The last trace lines, oldest first.
+    pub trace: Vec<String>,
+}
+
+impl std::fmt::Display for SimFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "SIM_SEED={} failed: {}", self.seed, self.message)?;
+        writeln!(f, "last {} trace lines:", self.trace.len())?;
+        for line in &self.trace {
+            writeln!(f, "  {line}")?;
+        }
+        write!(f, "replay: SIM_SEED={} cargo test -p zoolock-conformance --test sim -- replay --nocapture", self.seed)
+    }
+}
+
+/// Runs one seed with its [`SimConfig::for_seed`] configuration, panics
+/// included.
+pub fn run_seed(seed: u64) -> Result<SimReport, SimFailure> {
+    run_with(seed, SimConfig::for_seed(seed))
+}
+
+/// Runs one seed with an explicit configuration, panics included.
+pub fn run_with(seed: u64, config: SimConfig) -> Result<SimReport, SimFailure> {
+    let mut sim = Sim::new(seed, config);
+    let outcome = catch_unwind(AssertUnwindSafe(|| sim.run()));
+    let message = match outcome {
+        Ok(Ok(report)) => return Ok(report),
+        Ok(Err(message)) => message,
+        Err(panic) => {
+            let text = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "a panic".into());
+            format!("panic: {text}")
+        }
+    };
+    Err(SimFailure { seed, message, trace: sim.trace.iter().cloned().collect() })
+}
+
+/// The outcome of [`sweep`].
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct SweepOutcome {
+    /// Runs made.
+    pub runs: u64,
+    /// The failed runs, sorted by seed.
+    pub failures: Vec<SimFailure>,
+    /// The passed runs' reports, summed.
+    pub totals: SimReport,
+}
+
+/// Runs `count` seeds from `start` on `threads` threads.
+pub fn sweep(start: u64, count: u64, threads: usize) -> SweepOutcome {
+    let next = std::sync::atomic::AtomicU64::new(start);
+    let outcome = std::sync::Mutex::new(SweepOutcome::default());
+    std::thread::scope(|s| {
+        for _ in 0..threads.max(1) {
+            s.spawn(|| {
+                loop {
+                    let seed = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if seed >= start.saturating_add(count) {
+                        break;
+                    }
+                    let result = run_seed(seed);
+                    let mut out = outcome.lock().unwrap_or_else(|e| e.into_inner());
+                    out.runs += 1;
+                    match result {
+                        Ok(r) => {
+                            let t = &mut out.totals;
+                            t.steps += r.steps;
+                            t.holds += r.holds;
+                            t.faults += r.faults;
+                            t.unsuccessful += r.unsuccessful;
+                            t.restarts += r.restarts;
+                            t.resizes += r.resizes;
+                            t.revocations += r.revocations;
+                        }
+                        Err(f) => out.failures.push(f),
+                    }
+                }
+            });
+        }
+    });
+    let mut outcome = outcome.into_inner().unwrap_or_else(|e| e.into_inner());
+    outcome.failures.sort_by_key(|f| f.seed);
+    outcome
+}
+
+// ---- randomness helpers ----------------------------------------------------------------
+
+fn below(rng: &mut Rng, n: u64) -> u64 {
+    if n == 0 { 0 } else { rng.next_u64() % n }
+}
+
+fn chance(rng: &mut Rng, per_mille: u64) -> bool {
+    below(rng, 1000) < per_mille
+}
+
+fn between(rng: &mut Rng, lo: Duration, hi: Duration) -> Duration {
+    lo + rng.duration_up_to(hi.saturating_sub(lo))
+}
+
+// ---- clients ---------------------------------------------------------------------------
+
+/// Which recipe a client runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Mutex,
+    Rw,
+    Semaphore,
+    SemaphoreMutex,
+    Multi,
+}
+
+#[derive(Debug, Clone)]
+struct Hold {
+    path: String,
+    node: String,
+    token: i64,
+    mode: Mode,
+    /// Leases: the limit in force when it was granted.
+    limit: usize,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    mode: Mode,
+    since: Instant,
+}
+
+/// A client's one lock handle, shared by its tasks: every lock kind through
+/// the lock capability, or the semaphore.
+#[derive(Debug, Clone, Copy)]
+enum Shared {
+    Lock(Handle<SharedLock>),
+    Semaphore(Handle<SharedSemaphore>),
+}
+
+/// One user task of a client.
+#[derive(Debug)]
+struct SimTask {
+    /// The ticket of the acquire under way or of the hold.
+    ticket: Option<Ticket>,
+    pending: Option<Pending>,
+    holds: Vec<Hold>,
+    /// Told `Suspended` for its hold and not yet `Reconnected`.
+    suspended: bool,
+    /// The hold was lost: let it go.
+    must_release: bool,
+    next_action: Instant,
+}
+
+struct SimClient {
+    client: Client,
+    shared: Shared,
+    role: Role,
+    incarnation: u64,
+    link: Option<Link>,
+    /// A connect in progress completes at this instant.
+    connecting: Option<Instant>,
+    /// Connects are refused before this instant (partition).
+    refuse_until: Instant,
+    latency: Duration,
+    slow_until: Instant,
+    slow_extra: Duration,
+    tasks: Vec<SimTask>,
+    next_ticket: u64,
+    /// The session said Suspended and not yet Reconnected.
+    session_suspended: bool,
+    /// The semaphore said `Suspended` and has not answered it with
+    /// `Reconnected` or `Lost` yet (the async handle's lease status).
+    leases_suspended: bool,
+    /// An injected expiry hit this session; the news has not arrived.
+    doomed: bool,
+    /// NoNode replies received since a task's acquire last ended.
+    no_node_replies: usize,
+    closing: bool,
+}
+
+impl SimClient {
+    fn counts(&self) -> bool {
+        !self.session_suspended && !self.doomed && !self.closing
+    }
+
+    fn idle(&self) -> bool {
+        self.tasks.iter().all(|t| t.pending.is_none() && t.holds.is_empty() && !t.must_release)
+    }
+
+    fn quiescent_id(&self) -> Option<zoolock_core::RecipeId> {
+        Some(match self.shared {
+            Shared::Lock(h) => h.id,
+            Shared::Semaphore(h) => h.id,
+        })
+    }
+
+    fn task_of(&self, ticket: Ticket) -> Option<usize> {
+        self.tasks.iter().position(|t| t.ticket == Some(ticket))
+    }
+}
+
+/// The lock paths.
+const ROOT: &str = "/sim";
+/// The shared count of a resized semaphore (outside `/sim`: it is
+/// persistent, and stays).
+const SIZE: &str = "/size";
+/// The count a broken sizing reads instead ([`SimConfig::wrong_count`]).
+const WRONG_SIZE: &str = "/size-wrong";
+const LOCK: &str = "/sim/lock";
+const MULTI_A: &str = "/sim/a";
+const MULTI_B: &str = "/sim/b";
+
+/// Scheduled things; the order breaks nothing, ties are broken at random.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Due {
+    Fault,
+    Connect(usize),
+    Up(usize),
+    Down(usize),
+    ClientTimer(usize),
+    ModelTimer,
+    Action(usize, usize),
+    Milestone,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fault {
+    Reset(usize),
+    Stall(usize, Duration),
+    Partition(usize, Duration),
+    Restart(Duration),
+    Expire(usize),
+    LoseReply(usize),
+    Slow(usize, Duration, Duration),
+    SlowServer(Duration, Duration),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Phase {
+    /// Faults and new acquires.
+    Active,
+    /// No new acquires; everything must resolve by the liveness bound.
+    Draining,
+    /// Nothing scheduled by the script; waiting for releases to land.
+    Settling,
+    /// Every client closed; waiting for the server to forget them.
+    Closing,
+    Done,
+}
+
+/// One simulation. Build with [`Sim::new`], run with [`Sim::run`].
+pub struct Sim {
+    seed: u64,
+    config: SimConfig,
+    rng: Rng,
+    now: Instant,
+    model: ZkModel,
+    clients: Vec<SimClient>,
+    faults: VecDeque<(Instant, Fault)>,
+    server_down_until: Instant,
+    phase: Phase,
+    milestone: Instant,
+    steps: usize,
+    report: SimReport,
+    /// Per path: the highest token of any hold, and of any write hold.
+    fencing: Fencing,
+    /// Every size the script gave the count (and its seed).
+    count_values: BTreeSet<usize>,
+    trace: VecDeque<String>,
+}
+
+const TRACE_LINES: usize = 80;
+
+/// NoNode replies that show a spent retry budget (four attempts, each with a
+/// NoNode create before and after making the parents).
+const NO_NODE_BUDGET: usize = 8;
+
+impl Sim {
+    /// A simulation of `seed` with `config`.
+    pub fn new(seed: u64, config: SimConfig) -> Sim {
+        let mut rng = Rng::with_seed(seed);
+        // ZooKeeper's reaper runs every 60 s; reaping at once (the model's
+        // default) makes a slow client lose the probe/create race with the
+        // reaper on every retry and exhaust its NoNode budget, which is
+        // Curator's behaviour too. One second keeps the churn without that.
+        let model = ZkModel::new(ModelConfig::default().with_seed(seed).with_container_delay(Duration::from_secs(1)));
+        let t = config.session_timeout;
+        let mut faults = Vec::new();
+        for _ in 0..config.faults {
+            let at = Instant::ZERO + rng.duration_up_to(config.fault_phase);
+            let c = below(&mut rng, config.clients as u64) as usize;
+            let fault = match below(&mut rng, 8) {
+                0 => Fault::Reset(c),
+                1 => Fault::Stall(c, between(&mut rng, t / 3, t * 13 / 10)),
+                2 => Fault::Partition(c, between(&mut rng, t / 3, t * 3 / 2)),
+                3 => Fault::Restart(between(&mut rng, Duration::from_millis(10), t / 3)),
+                4 => Fault::Expire(c),
+                5 => Fault::LoseReply(c),
+                6 => Fault::SlowServer(
+                    between(&mut rng, Duration::from_millis(50), Duration::from_millis(400)),
+                    between(&mut rng, Duration::from_secs(1), t * 2),
+                ),
+                _ => Fault::Slow(
+                    c,
+                    between(&mut rng, Duration::from_millis(50), Duration::from_millis(400)),
+                    between(&mut rng, Duration::from_secs(1), t * 2),
+                ),
+            };
+            faults.push((at, fault));
+        }
+        faults.sort_by_key(|(at, _)| *at);
+        let milestone = Instant::ZERO + config.active_phase;
+        let mut sim = Sim {
+            seed,
+            config,
+            rng,
+            now: Instant::ZERO,
+            model,
+            clients: Vec::new(),
+            faults: faults.into(),
+            server_down_until: Instant::ZERO,
+            phase: Phase::Active,
+            milestone,
+            steps: 0,
+            report: SimReport::default(),
+            fencing: Fencing::default(),
+            count_values: BTreeSet::new(),
+            trace: VecDeque::new(),
+        };
+        sim.count_values.insert(sim.config.leases);
+        for i in 0..sim.config.clients {
+            let client = sim.new_client(i, 0);
+            sim.clients.push(client);
+        }
+        sim
+    }
+
+    fn log(&mut self, line: impl FnOnce() -> String) {
+        let limit = if trace_frames() { TRACE_LINES * 20 } else { TRACE_LINES };
+        if self.trace.len() >= limit {
+            self.trace.pop_front();
+        }
+        let line = format!("{} {}", self.now, line());
+        self.trace.push_back(line);
+    }
+
+    fn role_for(&mut self, _index: usize) -> Role {
+        match self.config.kind {
+            RecipeKind::Mutex => Role::Mutex,
+            RecipeKind::ReadWriteLock => Role::Rw,
+            RecipeKind::Semaphore => Role::Semaphore,
+            RecipeKind::SemaphoreMutex => Role::SemaphoreMutex,
+            RecipeKind::MultiLock => match below(&mut self.rng, 10) {
+                0..=2 => Role::Mutex,
+                3..=4 => Role::Rw,
+                _ => Role::Multi,
+            },
+        }
+    }
+
+    fn new_client(&mut self, index: usize, incarnation: u64) -> SimClient {
+        let seed = Rng::fork(Rng::fork(self.seed, FORK_CLIENTS + index as u64), incarnation);
+        let cs = ConnectString::parse("127.0.0.1:2181").expect("a valid connect string");
+        let session = SessionConfig::new(cs, seed).with_session_timeout(self.config.session_timeout);
+        let mut client = Client::new(session, self.now);
+        // Sessions renew by themselves; the queues re-queue acquires on it.
+        client.set_renew_session(true);
+        let role = self.role_for(index);
+        let config = LockConfig::new(Rng::fork(seed, 0)).with_plan(self.config.plan);
+        let member = |i: u64| {
+            let mut c = config.clone();
+            c.seed = Rng::fork(c.seed, i);
+            c
+        };
+        let path = |p: &str| ZkPath::new(p).expect("a valid path");
+        let multi = self.config.kind == RecipeKind::MultiLock;
+        let (mutex_path, rw_path) = if multi { (MULTI_B, MULTI_A) } else { (LOCK, LOCK) };
+        let lock: Option<BoxedLock> = match role {
+            Role::Mutex => {
+                Some(Box::new(Mutex::with_leases(path(mutex_path), config.clone(), self.config.mutex_leases)))
+            }
+            Role::Rw => Some(Box::new(ReadWriteLock::new(path(rw_path), config.clone()))),
+            Role::SemaphoreMutex => Some(Box::new(SemaphoreMutex::new(path(LOCK), config.clone()))),
+            Role::Multi => {
+                // A mixed multi-lock: a write half and a mutex, as Curator's
+                // InterProcessMultiLock takes any InterProcessLock.
+                let members: Vec<(BoxedLock, usize)> = vec![
+                    (Box::new(ReadWriteLock::new(path(MULTI_A), member(0))), WRITE),
+                    (Box::new(Mutex::new(path(MULTI_B), member(1))), 0),
+                ];
+                Some(Box::new(MultiLock::of(members).expect("two valid members")))
+            }
+            Role::Semaphore => None,
+        };
+        let shared = match lock {
+            Some(lock) => Shared::Lock(client.add(self.now, SharedLock::new(lock, true))),
+            None => {
+                let mut sem = if self.config.resize {
+                    let (count, seed) = match self.config.wrong_count {
+                        false => (SIZE, self.config.leases),
+                        true => (WRONG_SIZE, self.config.clients + 1),
+                    };
+                    let seed = i32::try_from(seed).unwrap_or(1);
+                    Semaphore::with_count(path(LOCK), SharedCount::new(path(count), seed, config.clone()), config)
+                } else {
+                    Semaphore::new(path(LOCK), self.config.leases, config)
+                };
+                if self.config.revocable {
+                    sem.make_revocable();
+                }
+                Shared::Semaphore(client.add(self.now, SharedSemaphore::new(sem, true)))
+            }
+        };
+        let latency = between(&mut self.rng, Duration::from_millis(1), Duration::from_millis(30));
+        let tasks = (0..self.config.tasks.max(1))
+            .map(|_| SimTask {
+                ticket: None,
+                pending: None,
+                holds: Vec::new(),
+                suspended: false,
+                must_release: false,
+                next_action: self.now + between(&mut self.rng, Duration::from_millis(100), Duration::from_secs(2)),
+            })
+            .collect();
+        SimClient {
+            client,
+            shared,
+            role,
+            incarnation,
+            link: None,
+            connecting: None,
+            refuse_until: Instant::ZERO,
+            latency,
+            slow_until: Instant::ZERO,
+            slow_extra: Duration::ZERO,
+            tasks,
+            next_ticket: 0,
+            session_suspended: false,
+            leases_suspended: false,
+            doomed: false,
+            no_node_replies: 0,
+            closing: false,
+        }
+    }
+
+    /// Runs to the end; `Err` names the broken oracle.
+    pub fn run(&mut self) -> Result<SimReport, String> {
+        for i in 0..self.clients.len() {
+            self.drain_client(i)?;
+        }
+        while self.phase != Phase::Done {
+            self.step()?;
+        }
+        self.report.steps = self.steps;
+        Ok(self.report.clone())
+    }
+
+    fn candidates(&self) -> Vec<(Instant, Due)> {
+        let mut due = Vec::new();
+        if let Some((at, _)) = self.faults.front() {
+            due.push((*at, Due::Fault));
+        }
+        due.push((self.milestone, Due::Milestone));
+        if let Some(t) = self.model.poll_timeout() {
+            due.push((t, Due::ModelTimer));
+        }
+        for (i, c) in self.clients.iter().enumerate() {
+            if let Some(t) = c.connecting {
+                due.push((t, Due::Connect(i)));
+            }
+            if let Some(link) = &c.link {
+                if let Some(t) = link.next_up() {
+                    due.push((t, Due::Up(i)));
+                }
+                if let Some(t) = link.next_down() {
+                    due.push((t, Due::Down(i)));
+                }
+            }
+            if let Some(t) = c.client.poll_timeout() {
+                due.push((t, Due::ClientTimer(i)));
+            }
+            if self.phase <= Phase::Draining {
+                for (k, t) in c.tasks.iter().enumerate() {
+                    due.push((t.next_action, Due::Action(i, k)));
+                }
+            }
+        }
+        due
+    }
+
+    /// Runs the earliest due thing (random tie-break), drains, checks.
+    pub fn step(&mut self) -> Result<(), String> {
+        self.steps += 1;
+        if self.steps > self.config.max_steps {
+            return Err(format!("livelock: more than {} steps", self.config.max_steps));
+        }
+        let due = self.candidates();
+        let Some(t) = due.iter().map(|(t, _)| *t).min() else {
+            return Err("nothing is scheduled".into());
+        };
+        let ready: Vec<Due> = due.iter().filter(|(at, _)| *at == t).map(|(_, d)| *d).collect();
+        let pick = ready[below(&mut self.rng, ready.len() as u64) as usize];
+        if t < self.now {
+            let detail = match pick {
+                Due::ClientTimer(i) => format!(
+                    " (session {:?}, recipe {:?})",
+                    self.clients[i].client.session().poll_timeout(),
+                    self.clients[i].quiescent_id().and_then(|id| self.clients[i].client.recipe(id)?.poll_timeout())
+                ),
+                _ => String::new(),
+            };
+            return Err(format!("{pick:?} is due at {t}, in the past{detail}"));
+        }
+        self.now = t;
+        match pick {
+            Due::Fault => {
+                let (_, fault) = self.faults.pop_front().expect("a fault is due");
+                self.inject(fault)?;
+            }
+            Due::Milestone => self.milestone()?,
+            Due::ModelTimer => {
+                self.model.handle_timeout(self.now);
+                self.drain_model();
+            }
+            Due::Connect(i) => self.complete_connect(i)?,
+            Due::Up(i) => self.deliver_up(i)?,
+            Due::Down(i) => self.deliver_down(i)?,
+            Due::ClientTimer(i) => {
+                let now = self.now;
+                let before =
+                    self.clients[i].quiescent_id().and_then(|id| self.clients[i].client.recipe(id)?.poll_timeout());
+                self.clients[i].client.handle_timeout(now);
+                let after =
+                    self.clients[i].quiescent_id().and_then(|id| self.clients[i].client.recipe(id)?.poll_timeout());
+                self.log(|| format!("c{i} timer: recipe {before:?} -> {after:?}"));
+                self.drain_client(i)?;
+            }
+            Due::Action(i, k) => self.action(i, k)?,
+        }
+        self.check_exclusion()
+    }
+}
