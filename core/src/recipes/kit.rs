@@ -83,4 +83,9 @@ impl<K: Copy> OpRouter<K> {
     pub(crate) fn take(&mut self, id: OpId) -> Option<(K, OpId)> {
         self.routes.remove(&id)
     }
+
+    /// Forgets every route: the session that would answer them has ended.
+    pub(crate) fn clear(&mut self) {
+        self.routes.clear();
+    }
 }

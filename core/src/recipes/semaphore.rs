@@ -45,13 +45,14 @@
 //! watch checked off, the mutex node deleted, and after the retry policy's
 //! pause the lease starts over with a new mutex node and a new lease node.
 
-use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
+use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::vec::Vec;
 use core::any::Any;
 
 use zoolock_wire::{Response, WatcherType};
 
 use super::config::LockConfig;
+use super::kit::{OpRouter, Outbox};
 use super::lock_core::{LockCore, Rule, Shape};
 use super::policy::{LEASE_NAME, LOCK_NAME, SortKey};
 use super::shared_count::SharedCount;
@@ -74,15 +75,15 @@ pub const SEMAPHORE_LEASES: &str = "leases";
 /// Slot of the internal mutex core; lease cores get slots from 1 up.
 const MUTEX_SLOT: u64 = 0;
 
-/// Where an outgoing op came from, so its reply goes back there.
+/// The member an outgoing op came from, so its reply goes back there. The
+/// semaphore's own ops (checkWatches) have no route: their replies are not
+/// needed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Route {
-    /// A core (the mutex or one lease) and its own op id.
-    Core(u64, OpId),
-    /// Sent by the semaphore itself (checkWatches); the reply is not needed.
-    Own,
-    /// The size's shared count, and its own op id.
-    Count(OpId),
+enum Member {
+    /// A core: the mutex or one lease.
+    Core(u64),
+    /// The size's shared count.
+    Count,
 }
 
 /// Where one lease of an acquire stands.
@@ -168,10 +169,8 @@ pub struct Semaphore {
     suspended: bool,
     /// A lease vanished during the current reconnect check.
     lost_on_verify: bool,
-    routes: BTreeMap<OpId, Route>,
-    next_op: u64,
-    ops: VecDeque<RecipeOp>,
-    events: VecDeque<RecipeEvent>,
+    router: OpRouter<Member>,
+    out: Outbox,
 }
 
 impl Semaphore {
@@ -209,10 +208,8 @@ impl Semaphore {
             verifying: BTreeSet::new(),
             suspended: false,
             lost_on_verify: false,
-            routes: BTreeMap::new(),
-            next_op: 0,
-            ops: VecDeque::new(),
-            events: VecDeque::new(),
+            router: OpRouter::default(),
+            out: Outbox::default(),
         }
     }
 
@@ -331,7 +328,9 @@ impl Semaphore {
             Phase::Pause { .. } => {}
         }
         self.drop_leases(now, &acq.got);
-        self.events.extend(event);
+        if let Some(event) = event {
+            self.out.emit(event);
+        }
     }
 
     /// The held lease paths, in the order obtained.
@@ -432,10 +431,7 @@ impl Semaphore {
     }
 
     fn send_own(&mut self, op: Op) {
-        let id = OpId(self.next_op);
-        self.next_op += 1;
-        self.routes.insert(id, Route::Own);
-        self.ops.push_back(RecipeOp { id, op });
+        self.out.send(op);
     }
 
     fn return_slot(&mut self, now: Instant, slot: u64) {
@@ -460,7 +456,7 @@ impl Semaphore {
         if let Some(acq) = self.acquiring.take() {
             self.drop_leases(now, &acq.got);
         }
-        self.events.push_back(event);
+        self.out.emit(event);
     }
 
     /// Lease `slot` is ours and the mutex is free again.
@@ -481,7 +477,7 @@ impl Semaphore {
         self.acquiring = None;
         for slot in got {
             if let Some(node) = self.cores.get(&slot).and_then(|c| c.held()) {
-                self.events.push_back(RecipeEvent::Acquired { node: node.path.clone(), token: node.token });
+                self.out.emit(RecipeEvent::Acquired { node: node.path.clone(), token: node.token });
                 self.held.push(slot);
             }
         }
@@ -493,7 +489,7 @@ impl Semaphore {
     /// `LeaseRevocationRequested` for held lease `slot`.
     fn report_revocation(&mut self, slot: u64) {
         if let Some(node) = self.held.contains(&slot).then(|| self.cores.get(&slot)).flatten().and_then(|c| c.held()) {
-            self.events.push_back(RecipeEvent::LeaseRevocationRequested { node: node.path.clone() });
+            self.out.emit(RecipeEvent::LeaseRevocationRequested { node: node.path.clone() });
         }
     }
 
@@ -505,10 +501,7 @@ impl Semaphore {
     /// Moves the count's ops out.
     fn take_count_ops(&mut self) {
         while let Some(op) = self.count.as_mut().and_then(|c| c.poll_op()) {
-            let id = OpId(self.next_op);
-            self.next_op += 1;
-            self.routes.insert(id, Route::Count(op.id));
-            self.ops.push_back(RecipeOp { id, op: op.op });
+            self.router.forward(&mut self.out, Member::Count, op);
         }
     }
 
@@ -519,7 +512,7 @@ impl Semaphore {
             if let RecipeEvent::Count { value, .. } = event {
                 self.set_max_leases(now, usize::try_from(value).unwrap_or(0));
             }
-            self.events.push_back(event);
+            self.out.emit(event);
         }
     }
 
@@ -541,7 +534,7 @@ impl Semaphore {
     fn report_suspended(&mut self) {
         if !self.suspended {
             self.suspended = true;
-            self.events.push_back(RecipeEvent::Suspended);
+            self.out.emit(RecipeEvent::Suspended);
         }
     }
 
@@ -552,7 +545,7 @@ impl Semaphore {
         self.suspended = false;
         let event =
             if core::mem::take(&mut self.lost_on_verify) { RecipeEvent::Lost } else { RecipeEvent::Reconnected };
-        self.events.push_back(event);
+        self.out.emit(event);
     }
 
     fn slots(&self) -> Vec<u64> {
@@ -611,10 +604,7 @@ impl Semaphore {
                 _ => self.cores.get_mut(&slot).and_then(|c| c.poll_op()),
             };
             let Some(op) = op else { return };
-            let id = OpId(self.next_op);
-            self.next_op += 1;
-            self.routes.insert(id, Route::Core(slot, op.id));
-            self.ops.push_back(RecipeOp { id, op: op.op });
+            self.router.forward(&mut self.out, Member::Core(slot), op);
         }
     }
 
@@ -659,18 +649,18 @@ impl Semaphore {
             core.handle_session(now, state);
             while let Some(event) = core.poll_event() {
                 if event == RecipeEvent::Released && self.returning.remove(slot) {
-                    self.events.push_back(RecipeEvent::Released);
+                    self.out.emit(RecipeEvent::Released);
                 }
             }
         }
         self.returning.clear();
-        self.routes.clear();
+        self.router.clear();
         if had_leases {
-            self.events.push_back(RecipeEvent::Lost);
+            self.out.emit(RecipeEvent::Lost);
         }
         if was_acquiring {
             let error = state.end_error().unwrap_or(RequestError::Closed);
-            self.events.push_back(RecipeEvent::Failed(error));
+            self.out.emit(RecipeEvent::Failed(error));
         }
         self.pump(now);
     }
@@ -678,19 +668,19 @@ impl Semaphore {
 
 impl Recipe for Semaphore {
     fn handle_reply(&mut self, now: Instant, op: OpId, result: Result<Response, RequestError>) {
-        match self.routes.remove(&op) {
-            Some(Route::Core(MUTEX_SLOT, inner)) => self.mutex.handle_reply(now, inner, result),
-            Some(Route::Core(slot, inner)) => {
+        match self.router.take(op) {
+            Some((Member::Core(MUTEX_SLOT), inner)) => self.mutex.handle_reply(now, inner, result),
+            Some((Member::Core(slot), inner)) => {
                 self.on_core(slot, |c| c.handle_reply(now, inner, result));
             }
-            Some(Route::Count(inner)) => {
+            Some((Member::Count, inner)) => {
                 if let Some(c) = self.count.as_mut() {
                     c.handle_reply(now, inner, result);
                 }
                 self.take_count_ops();
                 self.take_count_events(now);
             }
-            Some(Route::Own) | None => return,
+            None => return,
         }
         self.pump(now);
     }
@@ -763,11 +753,11 @@ impl Recipe for Semaphore {
     }
 
     fn poll_op(&mut self) -> Option<RecipeOp> {
-        self.ops.pop_front()
+        self.out.poll_op()
     }
 
     fn poll_event(&mut self) -> Option<RecipeEvent> {
-        self.events.pop_front()
+        self.out.poll_event()
     }
 
     fn poll_timeout(&self) -> Option<Instant> {

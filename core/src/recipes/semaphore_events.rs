@@ -12,7 +12,7 @@ use crate::time::Instant;
 impl Semaphore {
     pub(super) fn on_mutex_event(&mut self, now: Instant, event: RecipeEvent) {
         if let RecipeEvent::CleanupFailed { .. } = event {
-            return self.events.push_back(event);
+            return self.out.emit(event);
         }
         let phase = self.phase();
         match event {
@@ -27,7 +27,7 @@ impl Semaphore {
             // Queued on the internal lock: its holder (next in line for a
             // lease) and `position - 1` more are ahead.
             RecipeEvent::Queued { position, total } if phase == Some(Phase::Mutex) => {
-                self.events.push_back(RecipeEvent::Queued { position: position + 1, total });
+                self.out.emit(RecipeEvent::Queued { position: position + 1, total });
             }
             RecipeEvent::Released => {
                 if let Some(Phase::Unlocking { slot }) = phase {
@@ -45,7 +45,7 @@ impl Semaphore {
                     self.fail_acquire(now, RecipeEvent::Failed(e));
                 }
                 Some(_) => {}
-                None => self.events.push_back(RecipeEvent::Failed(e)),
+                None => self.out.emit(RecipeEvent::Failed(e)),
             },
             // The mutex only serves liveness; its connection events and a
             // loss found on reconnect change nothing for the lease.
@@ -55,7 +55,7 @@ impl Semaphore {
 
     pub(super) fn on_lease_event(&mut self, now: Instant, slot: u64, event: RecipeEvent) {
         if let RecipeEvent::CleanupFailed { .. } = event {
-            return self.events.push_back(event);
+            return self.out.emit(event);
         }
         if let Some(n) = self.cores.get(&slot).and_then(|c| c.listed()) {
             self.listed = Some(n);
@@ -85,7 +85,7 @@ impl Semaphore {
                 }
                 // Holding the internal lock: next in line for a lease;
                 // `total` is the leases' listing, ours included.
-                RecipeEvent::Queued { total, .. } => self.events.push_back(RecipeEvent::Queued { position: 1, total }),
+                RecipeEvent::Queued { total, .. } => self.out.emit(RecipeEvent::Queued { position: 1, total }),
                 RecipeEvent::TimedOut => {
                     self.check_lease_watch();
                     self.release_mutex(now);
@@ -133,19 +133,19 @@ impl Semaphore {
                     }
                     self.finish_verify();
                 }
-                RecipeEvent::Failed(e) => self.events.push_back(RecipeEvent::Failed(e)),
+                RecipeEvent::Failed(e) => self.out.emit(RecipeEvent::Failed(e)),
                 _ => {}
             }
             return;
         }
         match event {
-            RecipeEvent::Released if self.returning.remove(&slot) => self.events.push_back(RecipeEvent::Released),
+            RecipeEvent::Released if self.returning.remove(&slot) => self.out.emit(RecipeEvent::Released),
             // A failed delete of a returned or abandoned lease.
             RecipeEvent::Failed(e) => {
                 if self.returning.remove(&slot) {
-                    self.events.push_back(RecipeEvent::Released);
+                    self.out.emit(RecipeEvent::Released);
                 }
-                self.events.push_back(RecipeEvent::Failed(e));
+                self.out.emit(RecipeEvent::Failed(e));
             }
             _ => {}
         }

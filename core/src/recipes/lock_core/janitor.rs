@@ -45,7 +45,7 @@ impl LockCore {
                 self.deleting.remove(&path);
                 if matches!(&self.state, State::Releasing { path: p } if *p == path) {
                     self.state = State::Idle;
-                    self.events.push_back(RecipeEvent::Released);
+                    self.out.emit(RecipeEvent::Released);
                 }
             }
             // Retried after the next (re)connect; a lost session's nodes are
@@ -61,9 +61,9 @@ impl LockCore {
                 self.deleting.remove(&path);
                 if matches!(&self.state, State::Releasing { path: p } if *p == path) {
                     self.state = State::Idle;
-                    self.events.push_back(RecipeEvent::Failed(e));
+                    self.out.emit(RecipeEvent::Failed(e));
                 } else {
-                    self.events.push_back(RecipeEvent::CleanupFailed { path, error: e });
+                    self.out.emit(RecipeEvent::CleanupFailed { path, error: e });
                 }
             }
         }

@@ -55,7 +55,7 @@ impl LockCore {
             Some(true) => {
                 // Curator checks off the leases child watch once it has a lease.
                 self.send(Op::check_watches(&self.base.clone(), WatcherType::ANY), Purpose::CheckWatches);
-                self.events.push_back(RecipeEvent::Acquired { node: node.path.clone(), token: node.token });
+                self.out.emit(RecipeEvent::Acquired { node: node.path.clone(), token: node.token });
                 self.granted_under = Some(max_leases);
                 self.state = State::Held { node };
             }
@@ -94,7 +94,7 @@ impl LockCore {
     pub(super) fn report_queued(&mut self, position: usize, total: usize) {
         if self.queued != Some((position, total)) {
             self.queued = Some((position, total));
-            self.events.push_back(RecipeEvent::Queued { position, total });
+            self.out.emit(RecipeEvent::Queued { position, total });
         }
     }
 
@@ -114,7 +114,7 @@ impl LockCore {
             Verdict::Acquired => {
                 self.last_listing.clear();
                 self.listing_truncated = false;
-                self.events.push_back(RecipeEvent::Acquired { node: node.path.clone(), token: node.token });
+                self.out.emit(RecipeEvent::Acquired { node: node.path.clone(), token: node.token });
                 self.state = State::Held { node };
             }
             Verdict::Missing => {

@@ -12,7 +12,7 @@ mod create;
 mod janitor;
 mod listing;
 
-use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
+use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -21,6 +21,7 @@ use bytes::Bytes;
 use zoolock_wire::{CreateMode, CreateRequest, ErrorCode, EventType, OpCode, Request, Response, WatcherType};
 
 use super::config::{LockConfig, OpPlan};
+use super::kit::Outbox;
 use super::policy::{self, SortKey, Verdict};
 use crate::error::{ApiMisuse, RequestError};
 use crate::op::Op;
@@ -181,7 +182,6 @@ pub(crate) struct LockCore {
     /// vector: a map's node allocation per recipe adds up with thousands of
     /// waiting lock handles.
     expected: Vec<(OpId, u64, Purpose)>,
-    next_op: u64,
     deadline: Option<Instant>,
     retries: u32,
     /// The revocation watch on our node is armed server-side.
@@ -204,8 +204,7 @@ pub(crate) struct LockCore {
     deleting: BTreeMap<String, bool>,
     /// Abandoned creates whose reply was lost: (parent, prefix) to find and delete.
     orphans: BTreeSet<(String, String)>,
-    ops: VecDeque<RecipeOp>,
-    events: VecDeque<RecipeEvent>,
+    out: Outbox,
 }
 
 impl LockCore {
@@ -224,7 +223,6 @@ impl LockCore {
             state: State::Idle,
             attempt: 0,
             expected: Vec::new(),
-            next_op: 0,
             deadline: None,
             retries: 0,
             revoke_armed: false,
@@ -236,8 +234,7 @@ impl LockCore {
             granted_under: None,
             deleting: BTreeMap::new(),
             orphans: BTreeSet::new(),
-            ops: VecDeque::new(),
-            events: VecDeque::new(),
+            out: Outbox::default(),
         }
     }
 
@@ -348,7 +345,7 @@ impl LockCore {
             }
             OpPlan::Pipelined => {
                 self.start_delete(node.path);
-                self.events.push_back(RecipeEvent::Released);
+                self.out.emit(RecipeEvent::Released);
             }
         }
         Ok(())
@@ -485,7 +482,7 @@ impl LockCore {
             ConnectionState::Suspended => match core::mem::replace(&mut self.state, State::Idle) {
                 State::Held { node } => {
                     self.state = State::Held { node };
-                    self.events.push_back(RecipeEvent::Suspended);
+                    self.out.emit(RecipeEvent::Suspended);
                 }
                 // Curator's loop wakes on every connection event and re-lists;
                 // the request waits in the session until the reconnect.
@@ -548,10 +545,10 @@ impl LockCore {
                 }
                 let error = state.end_error().unwrap_or(RequestError::Closed);
                 match core::mem::replace(&mut self.state, State::Idle) {
-                    State::Held { .. } => self.events.push_back(RecipeEvent::Lost),
-                    State::Releasing { .. } => self.events.push_back(RecipeEvent::Released),
+                    State::Held { .. } => self.out.emit(RecipeEvent::Lost),
+                    State::Releasing { .. } => self.out.emit(RecipeEvent::Released),
                     State::Idle => {}
-                    _ => self.events.push_back(RecipeEvent::Failed(error)),
+                    _ => self.out.emit(RecipeEvent::Failed(error)),
                 }
                 self.attempt += 1;
             }
@@ -571,11 +568,11 @@ impl LockCore {
     }
 
     pub(crate) fn poll_op(&mut self) -> Option<RecipeOp> {
-        self.ops.pop_front()
+        self.out.poll_op()
     }
 
     pub(crate) fn poll_event(&mut self) -> Option<RecipeEvent> {
-        self.events.pop_front()
+        self.out.poll_event()
     }
 
     pub(crate) fn poll_timeout(&self) -> Option<Instant> {
@@ -593,10 +590,8 @@ impl LockCore {
     }
 
     fn send(&mut self, op: Op, purpose: Purpose) {
-        let id = OpId(self.next_op);
-        self.next_op += 1;
+        let id = self.out.send(op);
         self.expected.push((id, self.attempt, purpose));
-        self.ops.push_back(RecipeOp { id, op });
     }
 
     fn node_data(&self) -> Bytes {
@@ -614,7 +609,7 @@ impl LockCore {
         }
         self.state = State::Idle;
         self.attempt += 1;
-        self.events.push_back(RecipeEvent::Failed(error));
+        self.out.emit(RecipeEvent::Failed(error));
     }
 
     fn on_verify(&mut self, result: Result<Response, RequestError>) {
@@ -622,10 +617,10 @@ impl LockCore {
             return;
         }
         match result {
-            Ok(_) => self.events.push_back(RecipeEvent::Reconnected),
+            Ok(_) => self.out.emit(RecipeEvent::Reconnected),
             Err(RequestError::Server(ErrorCode::NO_NODE)) => {
                 self.state = State::Idle;
-                self.events.push_back(RecipeEvent::Lost);
+                self.out.emit(RecipeEvent::Lost);
             }
             // Dropped again: the next Reconnected verifies again.
             Err(_) => {}
@@ -635,7 +630,7 @@ impl LockCore {
     fn on_revoke_read(&mut self, result: Result<Response, RequestError>) {
         match result {
             Ok(Response::Data { data, .. }) if data.as_deref() == Some(REVOKE_MESSAGE) => {
-                self.events.push_back(RecipeEvent::RevocationRequested);
+                self.out.emit(RecipeEvent::RevocationRequested);
             }
             // Dropped before the watch was set: read again (the request waits
             // in the session for the reconnect), or revocation is lost.
@@ -660,7 +655,7 @@ impl LockCore {
         self.state = State::Idle;
         self.attempt += 1;
         self.revoke_armed = false;
-        self.events.push_back(event);
+        self.out.emit(event);
     }
 
     /// The lock path or our node vanished (`missing` says which): retry with
