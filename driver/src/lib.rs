@@ -17,19 +17,21 @@ mod error;
 mod hold;
 mod lock;
 mod metrics;
+mod options;
 mod recipes;
 mod runtime;
 mod security;
 mod semaphore;
 mod task;
 
-pub use client::{Client, Options};
+pub use client::Client;
 pub use count::{SharedCount, VersionedCount};
 pub use error::Error;
 pub use futures_lite::io as futures_io;
 pub use hold::{HoldStatus, QueuePosition, StatusChanges};
 pub use lock::{Guard, Lock};
-pub use recipes::{LockOptions, LockSpec, ParticipantsOf, SemaphoreOptions, SemaphoreSize};
+pub use options::{LockOptions, Options};
+pub use recipes::{LockSpec, ParticipantsOf, SemaphoreOptions, SemaphoreSize};
 pub use runtime::{BoxFuture, Conn, IoConn, Runtime};
 /// rustls, as the driver uses it (for [`TlsOptions::from_config`] and transports).
 pub use rustls;

@@ -375,7 +375,7 @@ impl Lock {
     /// it completes on the delete's own reply. Fails with the session's error
     /// if the session ends first (its ephemeral nodes go with it).
     pub async fn settled(&self) -> Result<(), Error> {
-        crate::task::settled(&self.recipe.client, self.recipe.id).await
+        self.recipe.settled().await
     }
 
     /// The status of the hold this lock's part has now, through any clone

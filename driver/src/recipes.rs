@@ -2,7 +2,6 @@
 //! the shared count, participants and revocation, and the per-lock settings
 //! they take.
 
-use bytes::Bytes;
 use futures_channel::oneshot;
 use zoolock_core::{Client as CoreClient, Participant, RecipeEvent, RecipeId, ZkPath};
 
@@ -10,35 +9,9 @@ use crate::client::Client;
 use crate::count::SharedCount;
 use crate::error::Error;
 use crate::lock::Lock;
+use crate::options::LockOptions;
 use crate::semaphore::Semaphore;
 use crate::task::Command;
-
-/// Settings of one lock, beyond the client's [`Options`](crate::Options).
-#[derive(Debug, Clone, Default)]
-#[non_exhaustive]
-pub struct LockOptions {
-    /// Data of this lock's nodes (Curator's `lockData` of a read-write lock,
-    /// a semaphore's node data); `None` uses [`Options::lock_data`](crate::Options::lock_data).
-    pub data: Option<Bytes>,
-    /// Revocable: the holder is told when someone asks it to release
-    /// ([`crate::Guard::revocation_requested`]); its nodes have empty data.
-    /// For a read-write lock, both halves.
-    pub revocable: bool,
-}
-
-impl LockOptions {
-    /// Sets the node data.
-    pub fn data(mut self, data: Bytes) -> Self {
-        self.data = Some(data);
-        self
-    }
-
-    /// Makes the lock revocable.
-    pub fn revocable(mut self, revocable: bool) -> Self {
-        self.revocable = revocable;
-        self
-    }
-}
 
 /// How many leases a semaphore allows.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -202,7 +202,7 @@ impl Semaphore {
     /// this is a return acknowledged by the server, on the delete's own
     /// reply. Fails with the session's error if the session ends first.
     pub async fn settled(&self) -> Result<(), Error> {
-        crate::task::settled(&self.handle.client, self.handle.id).await
+        self.handle.settled().await
     }
 
     /// The limit in force: the fixed lease count, or the shared count's

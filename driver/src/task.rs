@@ -587,11 +587,3 @@ impl Future for DriverTask {
 pub(crate) fn to_core(origin: std::time::Instant, t: std::time::Instant) -> Instant {
     Instant::from_nanos(u64::try_from(t.saturating_duration_since(origin).as_nanos()).unwrap_or(u64::MAX))
 }
-
-/// Waits until recipe `id` of `client` owes the server nothing (see
-/// [`Command::Settle`]); the handles' `settled` methods.
-pub(crate) async fn settled(client: &crate::Client, id: RecipeId) -> Result<(), crate::Error> {
-    let (reply, rx) = oneshot::channel();
-    client.inner.send(Command::Settle { recipe: id, reply })?;
-    Ok(rx.await.map_err(|_| crate::Error::ClientClosed)??)
-}
