@@ -3,6 +3,74 @@
 //! [`SharedLock`](super::SharedLock) (one queue per part) and
 //! [`SharedSemaphore`](super::SharedSemaphore).
 
+/// The [`Recipe`](crate::Recipe) impl of an in-process ticket queue over one
+/// inner recipe (`SharedLock`, `SharedSemaphore`): every input goes to the
+/// inner recipe, then the queue collects its outputs (`collect`), fails every
+/// ticket when the session ends (`fail_all`), drops expired tickets
+/// (`expire`) and moves the next ticket on (`advance`).
+macro_rules! ticket_queue_recipe {
+    ($queue:ty) => {
+        impl crate::recipe::Recipe for $queue {
+            fn handle_reply(
+                &mut self,
+                now: crate::time::Instant,
+                op: crate::recipe::OpId,
+                result: Result<zoolock_wire::Response, crate::error::RequestError>,
+            ) {
+                self.inner.handle_reply(now, op, result);
+                self.collect(now);
+                self.advance(now);
+            }
+
+            fn handle_watch(&mut self, now: crate::time::Instant, event: &crate::session::WatchEvent) {
+                self.inner.handle_watch(now, event);
+                self.collect(now);
+                self.advance(now);
+            }
+
+            fn handle_session(&mut self, now: crate::time::Instant, state: crate::session::ConnectionState) {
+                let ended = self.gate.on_state(state);
+                self.inner.handle_session(now, state);
+                self.collect(now);
+                if let Some(error) = ended {
+                    self.fail_all(now, &error);
+                }
+                self.advance(now);
+            }
+
+            fn handle_timeout(&mut self, now: crate::time::Instant) {
+                if self.inner.poll_timeout().is_some_and(|t| t <= now) {
+                    self.inner.handle_timeout(now);
+                    self.collect(now);
+                }
+                self.expire(now);
+                self.advance(now);
+            }
+
+            fn poll_op(&mut self) -> Option<crate::recipe::RecipeOp> {
+                self.inner.poll_op()
+            }
+
+            fn poll_event(&mut self) -> Option<crate::recipe::RecipeEvent> {
+                self.events.pop_front()
+            }
+
+            fn poll_timeout(&self) -> Option<crate::time::Instant> {
+                self.queue_deadline().into_iter().chain(self.inner.poll_timeout()).min()
+            }
+
+            fn is_quiescent(&self) -> bool {
+                <$queue>::is_quiescent(self)
+            }
+
+            fn as_any_mut(&mut self) -> &mut dyn core::any::Any {
+                self
+            }
+        }
+    };
+}
+pub(crate) use ticket_queue_recipe;
+
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 

@@ -17,15 +17,11 @@
 use alloc::boxed::Box;
 use alloc::collections::{BTreeSet, VecDeque};
 use alloc::vec::Vec;
-use core::any::Any;
-
-use zoolock_wire::Response;
 
 use super::capability::{BoxedLock, Part};
 use super::queue::{SessionGate, Ticket, TicketQueue};
 use crate::error::{ApiMisuse, RequestError};
-use crate::recipe::{FencingToken, OpId, Recipe, RecipeEvent, RecipeOp};
-use crate::session::{ConnectionState, WatchEvent};
+use crate::recipe::{FencingToken, RecipeEvent};
 use crate::time::Instant;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -419,59 +415,20 @@ impl SharedLock {
     }
 }
 
-impl Recipe for SharedLock {
-    fn handle_reply(&mut self, now: Instant, op: OpId, result: Result<Response, RequestError>) {
-        self.inner.handle_reply(now, op, result);
-        self.collect(now);
-        self.advance(now);
-    }
-
-    fn handle_watch(&mut self, now: Instant, event: &WatchEvent) {
-        self.inner.handle_watch(now, event);
-        self.collect(now);
-        self.advance(now);
-    }
-
-    fn handle_session(&mut self, now: Instant, state: ConnectionState) {
-        let ended = self.gate.on_state(state);
-        self.inner.handle_session(now, state);
-        self.collect(now);
-        if let Some(error) = ended {
-            self.fail_all(now, &error);
-        }
-        self.advance(now);
-    }
-
-    fn handle_timeout(&mut self, now: Instant) {
-        if self.inner.poll_timeout().is_some_and(|t| t <= now) {
-            self.inner.handle_timeout(now);
-            self.collect(now);
-        }
+impl SharedLock {
+    /// Tickets whose deadline passed leave the queues with `TimedOut`.
+    fn expire(&mut self, now: Instant) {
         for state in &mut self.parts {
             for ticket in state.queue.take_expired(now) {
                 self.events.push_back(ticket_event(ticket, RecipeEvent::TimedOut));
             }
         }
-        self.advance(now);
     }
 
-    fn poll_op(&mut self) -> Option<RecipeOp> {
-        self.inner.poll_op()
-    }
-
-    fn poll_event(&mut self) -> Option<RecipeEvent> {
-        self.events.pop_front()
-    }
-
-    fn poll_timeout(&self) -> Option<Instant> {
-        self.parts.iter().filter_map(|s| s.queue.next_deadline()).chain(self.inner.poll_timeout()).min()
-    }
-
-    fn is_quiescent(&self) -> bool {
-        SharedLock::is_quiescent(self)
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
+    /// The earliest ticket deadline.
+    fn queue_deadline(&self) -> Option<Instant> {
+        self.parts.iter().filter_map(|s| s.queue.next_deadline()).min()
     }
 }
+
+super::queue::ticket_queue_recipe!(SharedLock);

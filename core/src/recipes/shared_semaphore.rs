@@ -5,15 +5,11 @@
 
 use alloc::boxed::Box;
 use alloc::collections::VecDeque;
-use core::any::Any;
-
-use zoolock_wire::Response;
 
 use super::queue::{SessionGate, Ticket, TicketQueue};
 use super::semaphore::Semaphore;
 use crate::error::{ApiMisuse, RequestError};
-use crate::recipe::{OpId, Recipe, RecipeEvent, RecipeOp};
-use crate::session::{ConnectionState, WatchEvent};
+use crate::recipe::{Recipe, RecipeEvent};
 use crate::time::Instant;
 
 /// A wanted lease count and how many have come.
@@ -161,64 +157,31 @@ impl SharedSemaphore {
     }
 }
 
-impl Recipe for SharedSemaphore {
-    fn handle_reply(&mut self, now: Instant, op: OpId, result: Result<Response, RequestError>) {
-        self.inner.handle_reply(now, op, result);
-        self.collect(now);
-        self.advance(now);
-    }
-
-    fn handle_watch(&mut self, now: Instant, event: &WatchEvent) {
-        self.inner.handle_watch(now, event);
-        self.collect(now);
-        self.advance(now);
-    }
-
-    fn handle_session(&mut self, now: Instant, state: ConnectionState) {
-        let ended = self.gate.on_state(state);
-        self.inner.handle_session(now, state);
-        self.collect(now);
-        if let Some(error) = ended {
-            let started = self.queue.head.as_ref().is_some_and(|h| h.started);
-            if started {
-                self.inner.cancel(now);
-            }
-            for ticket in self.queue.take_all() {
-                self.events.push_back(ticket_event(ticket, RecipeEvent::Failed(error.clone())));
-            }
-            self.collect(now);
+impl SharedSemaphore {
+    /// The session ended: every ticket fails with `error`, a started acquire
+    /// is cancelled.
+    fn fail_all(&mut self, now: Instant, error: &RequestError) {
+        let started = self.queue.head.as_ref().is_some_and(|h| h.started);
+        if started {
+            self.inner.cancel(now);
         }
-        self.advance(now);
+        for ticket in self.queue.take_all() {
+            self.events.push_back(ticket_event(ticket, RecipeEvent::Failed(error.clone())));
+        }
+        self.collect(now);
     }
 
-    fn handle_timeout(&mut self, now: Instant) {
-        if self.inner.poll_timeout().is_some_and(|t| t <= now) {
-            self.inner.handle_timeout(now);
-            self.collect(now);
-        }
+    /// Tickets whose deadline passed leave the queue with `TimedOut`.
+    fn expire(&mut self, now: Instant) {
         for ticket in self.queue.take_expired(now) {
             self.events.push_back(ticket_event(ticket, RecipeEvent::TimedOut));
         }
-        self.advance(now);
     }
 
-    fn poll_op(&mut self) -> Option<RecipeOp> {
-        self.inner.poll_op()
-    }
-
-    fn poll_event(&mut self) -> Option<RecipeEvent> {
-        self.events.pop_front()
-    }
-
-    fn poll_timeout(&self) -> Option<Instant> {
-        self.queue.next_deadline().into_iter().chain(self.inner.poll_timeout()).min()
-    }
-
-    fn is_quiescent(&self) -> bool {
-        SharedSemaphore::is_quiescent(self)
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
+    /// The earliest ticket deadline.
+    fn queue_deadline(&self) -> Option<Instant> {
+        self.queue.next_deadline()
     }
 }
+
+super::queue::ticket_queue_recipe!(SharedSemaphore);
