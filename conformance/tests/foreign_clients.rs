@@ -18,7 +18,11 @@
 //! missing, unless `CI` is set (to anything but `0`/`false`): then missing
 //! tools fail the test (`scripts/install-deps.sh` installs them).
 
+mod holds;
 mod support_java;
+
+use holds::{Hold, check_exclusion, max_concurrent};
+use zoolock_conformance::sim::Mode;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -64,55 +68,6 @@ async fn assert_no_children(client: &Client, paths: &[String]) {
             sleep(Duration::from_millis(10)).await;
         }
     }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Mode {
-    Exclusive,
-    Read,
-    Write,
-    Lease,
-}
-
-#[derive(Debug, Clone)]
-struct Hold {
-    who: String,
-    mode: Mode,
-    node: String,
-    enter: i64,
-    exit: i64,
-}
-
-fn overlap(a: &Hold, b: &Hold) -> bool {
-    a.enter < b.exit && b.enter < a.exit
-}
-
-/// No two conflicting holds overlap (two reads never conflict; leases are
-/// checked by [`max_concurrent`] instead). Sequence order is not checked: the
-/// model reaps an emptied container parent at once (as ZooKeeper may), so a
-/// later lock node can restart at sequence 0.
-fn check_exclusion(holds: &[Hold]) {
-    for (i, a) in holds.iter().enumerate() {
-        assert!(a.enter <= a.exit, "{a:?}");
-        for b in &holds[i + 1..] {
-            if (a.mode == Mode::Read && b.mode == Mode::Read) || (a.mode == Mode::Lease && b.mode == Mode::Lease) {
-                continue;
-            }
-            assert!(!overlap(a, b), "critical sections overlap:\n  {a:?}\n  {b:?}");
-        }
-    }
-}
-
-/// The most holds at one instant (exits before enters at equal times).
-fn max_concurrent(holds: &[Hold]) -> usize {
-    let mut events: Vec<(i64, i32)> = holds.iter().flat_map(|h| [(h.enter, 1), (h.exit, -1)]).collect();
-    events.sort_unstable();
-    let (mut now, mut max) = (0i32, 0i32);
-    for (_, delta) in events {
-        now += delta;
-        max = max.max(now);
-    }
-    usize::try_from(max).unwrap_or(0)
 }
 
 /// A Curator contender looping `cycles` times over acquire, hold, release.
@@ -186,7 +141,7 @@ async fn curator_locks_against_the_model() {
         .into();
     let holds = collect(tasks).await;
     assert_eq!(holds.len(), 20);
-    check_exclusion(&holds);
+    check_exclusion(&holds, false);
     assert_eq!(max_concurrent(&holds), 1);
     assert_no_children(&admin, std::slice::from_ref(&mutex)).await;
     println!("{test}: InterProcessMutex: 20 holds, never 2 at once");
@@ -236,7 +191,7 @@ async fn curator_locks_against_the_model() {
     ];
     let holds = collect(tasks).await;
     assert_eq!(holds.len(), 15);
-    check_exclusion(&holds);
+    check_exclusion(&holds, false);
     assert_no_children(&admin, std::slice::from_ref(&rw)).await;
     println!("{test}: InterProcessReadWriteLock: readers shared, writer exclusive, 15 contended holds");
 
@@ -275,7 +230,7 @@ async fn curator_locks_against_the_model() {
         .into();
     let holds = collect(tasks).await;
     assert_eq!(holds.len(), 10);
-    check_exclusion(&holds);
+    check_exclusion(&holds, false);
     assert_no_children(&admin, &[format!("{semmutex}/leases"), format!("{semmutex}/locks")]).await;
     println!("{test}: InterProcessSemaphoreMutex: 10 holds, never 2 at once");
 

@@ -27,15 +27,13 @@ use tokio::task::JoinHandle;
 use tokio::time::sleep;
 use zoolock_tokio::{Client, Error, Guard, Lock, OpPlan, Options, ParticipantsOf};
 
+mod holds;
 mod support_java;
 
-use support_java::{Java, JavaSetup, Peer, STEP, java_or_skip, now_us, within};
+use holds::{Hold, check_exclusion, max_concurrent, seq};
+use zoolock_conformance::sim::Mode;
 
-/// The sequence number of a lock or lease node (its last ten characters).
-fn seq(node: &str) -> i64 {
-    let tail = node.get(node.len().saturating_sub(10)..).unwrap_or("");
-    tail.parse().unwrap_or_else(|_| panic!("no sequence suffix in {node:?}"))
-}
+use support_java::{Java, JavaSetup, Peer, STEP, java_or_skip, now_us, within};
 
 fn base_path(test: &str) -> String {
     format!("/zoolock-interop/{test}-{}-{}", std::process::id(), now_us())
@@ -116,58 +114,6 @@ fn setup(test: &str) -> Option<(String, &'static JavaSetup)> {
 }
 
 // ---- holds and the checks ------------------------------------------------------------
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Mode {
-    Exclusive,
-    Read,
-    Write,
-}
-
-#[derive(Debug, Clone)]
-struct Hold {
-    who: String,
-    mode: Mode,
-    node: String,
-    enter: i64,
-    exit: i64,
-}
-
-fn overlap(a: &Hold, b: &Hold) -> bool {
-    a.enter < b.exit && b.enter < a.exit
-}
-
-fn conflicting(a: &Hold, b: &Hold) -> bool {
-    !(a.mode == Mode::Read && b.mode == Mode::Read)
-}
-
-/// No two conflicting holds overlap, and conflicting holds were granted in
-/// their nodes' sequence order.
-fn check_exclusion_and_order(holds: &[Hold]) {
-    for (i, a) in holds.iter().enumerate() {
-        assert!(a.enter <= a.exit, "{a:?}");
-        for b in &holds[i + 1..] {
-            if !conflicting(a, b) {
-                continue;
-            }
-            assert!(!overlap(a, b), "critical sections overlap:\n  {a:?}\n  {b:?}");
-            let (first, second) = if a.enter < b.enter { (a, b) } else { (b, a) };
-            assert!(seq(&first.node) < seq(&second.node), "granted out of sequence order:\n  {first:?}\n  {second:?}");
-        }
-    }
-}
-
-/// The most holds at one instant (exits before enters at equal times).
-fn max_concurrent(holds: &[Hold]) -> usize {
-    let mut events: Vec<(i64, i32)> = holds.iter().flat_map(|h| [(h.enter, 1), (h.exit, -1)]).collect();
-    events.sort_by_key(|&(t, delta)| (t, delta));
-    let (mut now, mut max) = (0i32, 0i32);
-    for (_, delta) in events {
-        now += delta;
-        max = max.max(now);
-    }
-    usize::try_from(max).unwrap_or(0)
-}
 
 /// How often the hold passed from one implementation to the other.
 fn handoffs(holds: &[Hold]) -> usize {
@@ -270,7 +216,7 @@ async fn interop_mutex() {
     }
     let holds = collect(tasks).await;
     assert_eq!(holds.len(), 4 * CYCLES);
-    check_exclusion_and_order(&holds);
+    check_exclusion(&holds, true);
     assert_no_leaks(&admin, std::slice::from_ref(&path)).await;
     report("interop_mutex contention", &holds, started);
 
@@ -456,7 +402,7 @@ async fn interop_read_write_lock() {
     ];
     let holds = collect(tasks).await;
     assert_eq!(holds.len(), 5 * CYCLES);
-    check_exclusion_and_order(&holds);
+    check_exclusion(&holds, true);
     assert_no_leaks(&admin, std::slice::from_ref(&path)).await;
     report("interop_read_write_lock contention", &holds, t);
 
@@ -581,7 +527,7 @@ async fn interop_semaphore_mutex() {
     for h in &holds {
         assert!(h.node.starts_with(&format!("{path}/leases/")), "{h:?}");
     }
-    check_exclusion_and_order(&holds);
+    check_exclusion(&holds, true);
     assert_no_leaks(&admin, &[format!("{path}/leases"), format!("{path}/locks")]).await;
     report("interop_semaphore_mutex contention", &holds, started);
 
@@ -833,7 +779,7 @@ async fn interop_mutex_over_tls() {
     tasks.push(tokio::spawn(zoolock_loop("z1".into(), lock, Mode::Exclusive, CYCLES)));
     let holds = collect(tasks).await;
     assert_eq!(holds.len(), 3 * CYCLES);
-    check_exclusion_and_order(&holds);
+    check_exclusion(&holds, true);
     assert_no_leaks(&admin, std::slice::from_ref(&path)).await;
     report("interop_mutex_over_tls", &holds, started);
     for c in [z1, admin] {
