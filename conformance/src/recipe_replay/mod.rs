@@ -89,6 +89,12 @@
 //! The first mismatch stops that client's replay; the other clients go on.
 //! Mismatches are [`ReplayError`]s naming the trace file and line (or the
 //! summary step) with what was expected and what zoolock did.
+//!
+//! [`OpPlan::Curator`]: zoolock_core::OpPlan::Curator
+//! [`Mutex::make_revocable`]: zoolock_core::Mutex::make_revocable
+//! [`ReadWriteLock`]: zoolock_core::ReadWriteLock
+//! [`Participants`]: zoolock_core::Participants
+//! [`Revoker`]: zoolock_core::Revoker
 
 mod outcomes;
 mod scenario;

@@ -65,6 +65,9 @@
 //! session has ended, a reply for every submitted request. Failures are
 //! [`ReplayError`]s naming the trace file and line of the first mismatch with
 //! what was expected and what the session did. Nothing here panics.
+//!
+//! [`IoCommand::Connect`]: zoolock_core::IoCommand::Connect
+//! [`IoCommand::Close`]: zoolock_core::IoCommand::Close
 
 mod error;
 pub(crate) mod harness;
@@ -193,7 +196,7 @@ pub struct ConnectionReport {
     pub last_received_at: Option<Instant>,
     /// When the socket went away.
     pub closed_at: Option<Instant>,
-    /// True when the session closed it ([`IoCommand::Close`]), false when the
+    /// True when the session closed it ([`IoCommand::Close`](zoolock_core::IoCommand::Close)), false when the
     /// harness reported the peer's close.
     pub closed_by_session: bool,
     /// Recorded client frames matched (ConnectRequest included).
