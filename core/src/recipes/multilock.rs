@@ -67,7 +67,7 @@ enum State {
 ///   release to drop the rest). Other member events, and every member event
 ///   outside the held state, come as `Member { index, event }`.
 ///
-/// The members' ops leave through an [`OpRouter`]. After every input the
+/// The members' ops leave through the recipe kit's op router. After every input the
 /// members' ops and events are collected in index order.
 pub struct MultiLock {
     members: Vec<Member>,

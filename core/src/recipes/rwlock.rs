@@ -56,7 +56,7 @@ pub(crate) fn member_seed(seed: u64, index: usize) -> u64 {
 /// predecessor goes) is used by the read half only: a downgrading holder can
 /// put a read node ahead of a queued writer after that writer listed.
 ///
-/// The halves' ops leave through an [`OpRouter`]. After every input the
+/// The halves' ops leave through the recipe kit's op router. After every input the
 /// halves' ops and events are collected, read half first.
 #[derive(Debug)]
 pub struct ReadWriteLock {

@@ -58,8 +58,8 @@ struct PartState {
 /// concern the ticket holding. Other events of the lock (clean-up failures,
 /// member events of a multi-lock) pass through untagged.
 ///
-/// Drain order: [`Recipe::poll_op`], [`Recipe::poll_event`],
-/// [`Recipe::poll_timeout`].
+/// Drain order: [`Recipe::poll_op`](crate::Recipe::poll_op), [`Recipe::poll_event`](crate::Recipe::poll_event),
+/// [`Recipe::poll_timeout`](crate::Recipe::poll_timeout).
 pub struct SharedLock {
     inner: BoxedLock,
     parts: Vec<PartState>,

@@ -21,8 +21,8 @@ pub struct RequestId(pub u64);
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum IoCommand {
-    /// Open a TCP connection, then call [`Session::handle_connected`] (or
-    /// [`Session::handle_disconnected`] if it fails).
+    /// Open a TCP connection, then call [`Session::handle_connected`](super::Session::handle_connected) (or
+    /// [`Session::handle_disconnected`](super::Session::handle_disconnected) if it fails).
     Connect {
         /// Which host, for logging.
         host: HostId,
@@ -30,7 +30,7 @@ pub enum IoCommand {
         addr: HostAddr,
     },
     /// Drop the current connection. The session already knows; do not call
-    /// [`Session::handle_disconnected`] for it.
+    /// [`Session::handle_disconnected`](super::Session::handle_disconnected) for it.
     Close,
 }
 
@@ -50,12 +50,12 @@ pub enum ConnectionState {
     /// The session expired (server answer, -112 reply, or client-side timer):
     /// its ephemeral nodes are gone. Terminal.
     Lost,
-    /// The session was closed by [`Session::close`]. Terminal.
+    /// The session was closed by [`Session::close`](super::Session::close). Terminal.
     Closed,
     /// The server rejected our credentials. Terminal.
     AuthFailed,
     /// The server misbehaved on every connection until the client gave up
-    /// (see [`SessionConfig::max_misbehaving_connections`]); carries the last
+    /// (see [`SessionConfig::max_misbehaving_connections`](super::SessionConfig::max_misbehaving_connections)); carries the last
     /// misbehavior. Terminal, and never renewed: a new session would meet
     /// the same server.
     ServerMisbehaved(SessionError),
