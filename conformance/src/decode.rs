@@ -118,6 +118,17 @@ impl StreamDecoder {
         StreamDecoder::default()
     }
 
+    /// Decodes `frame` of the trace file `path`; a failure names the file
+    /// and line.
+    pub fn decode_frame(&mut self, path: &std::path::Path, frame: &Frame) -> Result<DecodedFrame, TraceDecodeError> {
+        self.decode(frame.dir, &frame.payload).map_err(|error| TraceDecodeError::Frame {
+            path: path.to_path_buf(),
+            line: frame.line,
+            dir: frame.dir,
+            error,
+        })
+    }
+
     /// Decodes the next frame travelling `dir`. A reply consumes the pending
     /// entry for its xid, so a duplicate reply is an unknown-xid error.
     pub fn decode(&mut self, dir: Direction, payload: &[u8]) -> Result<DecodedFrame, FrameDecodeError> {
@@ -204,13 +215,7 @@ pub fn decode_trace(trace: &Trace) -> Result<Vec<(&Frame, DecodedFrame)>, TraceD
     for entry in &trace.entries {
         match entry {
             Entry::Frame(frame) => {
-                let decoded = decoder.decode(frame.dir, &frame.payload).map_err(|error| TraceDecodeError::Frame {
-                    path: trace.path.clone(),
-                    line: frame.line,
-                    dir: frame.dir,
-                    error,
-                })?;
-                out.push((frame, decoded));
+                out.push((frame, decoder.decode_frame(&trace.path, frame)?));
             }
             Entry::Raw(raw) => return Err(TraceDecodeError::Raw { path: trace.path.clone(), line: raw.line }),
             Entry::Close(_) | Entry::Other { .. } => {}

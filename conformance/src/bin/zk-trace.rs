@@ -151,10 +151,7 @@ fn decode_file(path: &Path, out: &mut impl Write) -> Result<(), Failure> {
             }
             Entry::Close(_) | Entry::Other { .. } => continue,
         };
-        let decoded = decoder.decode(frame.dir, &frame.payload).map_err(|error| {
-            let e = TraceDecodeError::Frame { path: path.to_owned(), line: frame.line, dir: frame.dir, error };
-            Failure::Input(e.to_string())
-        })?;
+        let decoded = decoder.decode_frame(path, frame).map_err(|e| Failure::Input(e.to_string()))?;
         let mut record = json::frame_record(frame, &decoded);
         record.insert("file".into(), file.clone());
         record.insert("line".into(), frame.line.into());

@@ -12,7 +12,7 @@ use zoolock_core::recipes::{READ, WRITE};
 use zoolock_wire::{ConnectRequest, Request, SetWatches};
 
 use super::ENSEMBLE_CONFIG_PATH;
-use crate::decode::{DecodedFrame, StreamDecoder, TraceDecodeError};
+use crate::decode::{DecodedFrame, StreamDecoder};
 use crate::replay::{Location, ReplayError, blackhole_start};
 use crate::trace::{Close, Direction, Entry, Frame, Scenario, Trace};
 
@@ -277,13 +277,7 @@ impl Timeline {
             for entry in &trace.entries {
                 match entry {
                     Entry::Frame(frame) => {
-                        let decoded =
-                            decoder.decode(frame.dir, &frame.payload).map_err(|error| TraceDecodeError::Frame {
-                                path: trace.path.clone(),
-                                line: frame.line,
-                                dir: frame.dir,
-                                error,
-                            })?;
+                        let decoded = decoder.decode_frame(&trace.path, frame)?;
                         match &decoded {
                             DecodedFrame::ConnectRequest(r) => {
                                 connect = Some(r.clone());

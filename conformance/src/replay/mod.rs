@@ -90,7 +90,7 @@ pub use error::{Location, MismatchKind, ReplayError};
 pub use harness::Chunking;
 use harness::{Rules, Wire, WrittenFrame, describe};
 
-use crate::decode::{DecodedFrame, StreamDecoder, TraceDecodeError};
+use crate::decode::{DecodedFrame, StreamDecoder};
 use crate::trace::{Close, Direction, Entry, Frame, Trace};
 
 /// How a [`SessionReplay`] builds and drives its session.
@@ -828,12 +828,7 @@ fn plan(trace: &Trace) -> Result<Vec<Step>, ReplayError> {
     for entry in &trace.entries {
         match entry {
             Entry::Frame(frame) => {
-                let decoded = decoder.decode(frame.dir, &frame.payload).map_err(|error| TraceDecodeError::Frame {
-                    path: trace.path.clone(),
-                    line: frame.line,
-                    dir: frame.dir,
-                    error,
-                })?;
+                let decoded = decoder.decode_frame(&trace.path, frame)?;
                 let ping = match &decoded {
                     DecodedFrame::Request(r) => r.header.op == OpCode::PING,
                     DecodedFrame::Server { message, .. } => message.header().xid == Xid::PING,

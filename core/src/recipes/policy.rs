@@ -232,18 +232,24 @@ mod tests {
         assert_eq!(standard(&[], "x", 1), Verdict::Missing);
     }
 
+    /// `n` read-write lock nodes in sequence order; bit `i` of `mask` makes
+    /// node `i` a writer.
+    fn rw_names(n: usize, mask: u32) -> Vec<String> {
+        (0..n)
+            .map(|i| {
+                let kind = if mask & (1 << i) != 0 { WRITE_NAME } else { READ_NAME };
+                alloc::format!("_c_{i}-{kind}{i:010}")
+            })
+            .collect()
+    }
+
     /// Every arrangement of up to 4 nodes, each a reader or a writer, with our
     /// reader at every position.
     #[test]
     fn read_rule_table() {
         for n in 1..=4usize {
             for mask in 0..(1u32 << n) {
-                let sorted: Vec<String> = (0..n)
-                    .map(|i| {
-                        let kind = if mask & (1 << i) != 0 { WRITE_NAME } else { READ_NAME };
-                        alloc::format!("_c_{i}-{kind}{i:010}")
-                    })
-                    .collect();
+                let sorted = rw_names(n, mask);
                 for ours in (0..n).filter(|i| mask & (1 << i) == 0) {
                     let first_write = (0..ours).find(|i| mask & (1 << i) != 0);
                     let expected = match first_write {
@@ -271,12 +277,7 @@ mod tests {
                 }
             }
             for mask in 0..(1u32 << n) {
-                let sorted: Vec<String> = (0..n)
-                    .map(|i| {
-                        let kind = if mask & (1 << i) != 0 { WRITE_NAME } else { READ_NAME };
-                        alloc::format!("_c_{i}-{kind}{i:010}")
-                    })
-                    .collect();
+                let sorted = rw_names(n, mask);
                 for ours in 0..n {
                     let last_writer = (0..ours).rev().find(|i| mask & (1 << i) != 0);
                     let want = last_writer.map_or(1, |w| w + 1);
