@@ -56,7 +56,7 @@ pub use error::{ApiMisuse, Misbehavior, RequestError, SessionError};
 pub use io::Endpoint;
 pub use op::Op;
 pub use path::{PathError, ZkPath};
-pub use recipe::{FencingToken, OpId, Participant, Recipe, RecipeEvent, RecipeOp};
+pub use recipe::{AsAnyMut, FencingToken, OpId, Participant, Recipe, RecipeEvent, RecipeOp};
 pub use recipes::{LockConfig, Mutex, OpPlan, RetryPolicy};
 pub use recipes::{LockRecipe, SharedLock, SharedSemaphore, Ticket};
 pub use recipes::{MultiLock, Participants, ReadWriteLock, Revoker};

@@ -138,9 +138,22 @@ pub struct Participant {
     pub data: Option<bytes::Bytes>,
 }
 
+/// Downcasting a boxed recipe to the concrete one to call its commands;
+/// every recipe has it (blanket impl), so no recipe writes it out.
+pub trait AsAnyMut {
+    /// The recipe as [`Any`].
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+}
+
+impl<R: Recipe> AsAnyMut for R {
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
 /// A poll-driven recipe. Inputs are `handle_*`, outputs are `poll_*`; drain
 /// `poll_op`, then `poll_event`, then read `poll_timeout`.
-pub trait Recipe: Any + Send {
+pub trait Recipe: AsAnyMut + Any + Send {
     /// The reply to an op this recipe emitted.
     fn handle_reply(&mut self, now: Instant, op: OpId, result: Result<Response, RequestError>);
     /// A watch this recipe registered fired.
@@ -158,8 +171,6 @@ pub trait Recipe: Any + Send {
     /// True when nothing is in progress and nothing is owed to the server
     /// (no deletes pending), so the recipe can be dropped without leaking.
     fn is_quiescent(&self) -> bool;
-    /// For downcasting to the concrete recipe to call its commands.
-    fn as_any_mut(&mut self) -> &mut dyn Any;
     /// The lock capability, for recipes that are locks (every lock kind;
     /// not the semaphore, participants or revoker), so callers drive any
     /// lock through one interface.

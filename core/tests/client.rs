@@ -1,7 +1,6 @@
 //! Client multiplexer tests: routing of replies, watches and state changes
 //! between plain requests and several recipes on one session.
 
-use std::any::Any;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -65,9 +64,6 @@ impl Recipe for Probe {
     }
     fn is_quiescent(&self) -> bool {
         self.ops.is_empty()
-    }
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
     }
 }
 
@@ -305,9 +301,6 @@ fn command_with_the_wrong_type_is_refused() {
         }
         fn is_quiescent(&self) -> bool {
             true
-        }
-        fn as_any_mut(&mut self) -> &mut dyn Any {
-            self
         }
     }
     let (mut client, _server) = connected_client();

@@ -89,3 +89,53 @@ impl<K: Copy> OpRouter<K> {
         self.routes.clear();
     }
 }
+
+/// The [`Recipe`](crate::Recipe) impl of a lock that is one inner machine
+/// plus commands: every input and output goes to `$inner` unchanged.
+macro_rules! forward_recipe {
+    ($lock:ty, $inner:ident) => {
+        impl crate::recipe::Recipe for $lock {
+            fn handle_reply(
+                &mut self,
+                now: crate::time::Instant,
+                op: crate::recipe::OpId,
+                result: Result<zoolock_wire::Response, crate::error::RequestError>,
+            ) {
+                self.$inner.handle_reply(now, op, result);
+            }
+
+            fn handle_watch(&mut self, now: crate::time::Instant, event: &crate::session::WatchEvent) {
+                self.$inner.handle_watch(now, event);
+            }
+
+            fn handle_session(&mut self, now: crate::time::Instant, state: crate::session::ConnectionState) {
+                self.$inner.handle_session(now, state);
+            }
+
+            fn handle_timeout(&mut self, now: crate::time::Instant) {
+                self.$inner.handle_timeout(now);
+            }
+
+            fn poll_op(&mut self) -> Option<crate::recipe::RecipeOp> {
+                self.$inner.poll_op()
+            }
+
+            fn poll_event(&mut self) -> Option<crate::recipe::RecipeEvent> {
+                self.$inner.poll_event()
+            }
+
+            fn poll_timeout(&self) -> Option<crate::time::Instant> {
+                self.$inner.poll_timeout()
+            }
+
+            fn is_quiescent(&self) -> bool {
+                <$lock>::is_quiescent(self)
+            }
+
+            fn as_lock_mut(&mut self) -> Option<&mut dyn super::LockRecipe> {
+                Some(self)
+            }
+        }
+    };
+}
+pub(crate) use forward_recipe;

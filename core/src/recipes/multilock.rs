@@ -4,7 +4,6 @@
 use alloc::boxed::Box;
 use alloc::collections::BTreeSet;
 use alloc::vec::Vec;
-use core::any::Any;
 
 use zoolock_wire::Response;
 
@@ -456,10 +455,6 @@ impl Recipe for MultiLock {
 
     fn is_quiescent(&self) -> bool {
         MultiLock::is_quiescent(self)
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
     }
 
     fn as_lock_mut(&mut self) -> Option<&mut dyn super::LockRecipe> {

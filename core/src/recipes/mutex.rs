@@ -2,17 +2,13 @@
 //! optionally revocable.
 
 use alloc::string::String;
-use core::any::Any;
-
-use zoolock_wire::Response;
 
 use super::config::LockConfig;
 use super::lock_core::{LockCore, Rule, Shape};
 use super::policy::{LOCK_NAME, SortKey};
-use crate::error::{ApiMisuse, RequestError};
+use crate::error::ApiMisuse;
 use crate::path::ZkPath;
-use crate::recipe::{FencingToken, OpId, Recipe, RecipeEvent, RecipeOp};
-use crate::session::{ConnectionState, WatchEvent};
+use crate::recipe::{FencingToken, RecipeEvent};
 use crate::time::Instant;
 
 /// A fair, reentrant lock on `base`, wire-compatible with Curator's
@@ -28,8 +24,6 @@ pub struct Mutex {
     /// once. Derived from the core's state, never from when events are polled.
     holds: u32,
     counted: Option<String>,
-    /// Reentrant `Acquired` events, behind whatever the core reported first.
-    events: alloc::collections::VecDeque<RecipeEvent>,
 }
 
 impl Mutex {
@@ -45,7 +39,7 @@ impl Mutex {
     pub fn with_leases(base: ZkPath, config: LockConfig, max_leases: usize) -> Mutex {
         let rule = Rule::Standard { max_leases: max_leases.max(1) };
         let core = LockCore::new(config, base, LOCK_NAME, SortKey::Standard(LOCK_NAME), rule);
-        Mutex { core, holds: 0, counted: None, events: alloc::collections::VecDeque::new() }
+        Mutex { core, holds: 0, counted: None }
     }
 
     /// The lock path.
@@ -57,11 +51,7 @@ impl Mutex {
     /// its own data watched; a `__REVOKE__` write yields
     /// [`RecipeEvent::RevocationRequested`].
     pub fn make_revocable(&mut self) -> Result<(), ApiMisuse> {
-        if !self.core.is_idle() {
-            return Err(ApiMisuse::RevocableAfterAcquire);
-        }
-        self.core.make_revocable();
-        Ok(())
+        self.core.make_revocable()
     }
 
     /// Acquires, waiting until `deadline` (`None`: forever). Reported as
@@ -71,11 +61,7 @@ impl Mutex {
             let event = RecipeEvent::Acquired { node: node.path.clone(), token: node.token };
             self.holds = self.hold_count() + 1;
             self.counted = Some(node.path.clone());
-            // Keep the order: what the core reported happened first.
-            while let Some(e) = self.core.poll_event() {
-                self.events.push_back(e);
-            }
-            self.events.push_back(event);
+            self.core.emit(event);
             return Ok(());
         }
         self.core.acquire(now, deadline, Shape::Sequential)
@@ -128,44 +114,4 @@ impl Mutex {
     }
 }
 
-impl Recipe for Mutex {
-    fn handle_reply(&mut self, now: Instant, op: OpId, result: Result<Response, RequestError>) {
-        self.core.handle_reply(now, op, result);
-    }
-
-    fn handle_watch(&mut self, now: Instant, event: &WatchEvent) {
-        self.core.handle_watch(now, event);
-    }
-
-    fn handle_session(&mut self, now: Instant, state: ConnectionState) {
-        self.core.handle_session(now, state);
-    }
-
-    fn handle_timeout(&mut self, now: Instant) {
-        self.core.handle_timeout(now);
-    }
-
-    fn poll_op(&mut self) -> Option<RecipeOp> {
-        self.core.poll_op()
-    }
-
-    fn poll_event(&mut self) -> Option<RecipeEvent> {
-        self.events.pop_front().or_else(|| self.core.poll_event())
-    }
-
-    fn poll_timeout(&self) -> Option<Instant> {
-        self.core.poll_timeout()
-    }
-
-    fn is_quiescent(&self) -> bool {
-        Mutex::is_quiescent(self)
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
-    }
-
-    fn as_lock_mut(&mut self) -> Option<&mut dyn super::LockRecipe> {
-        Some(self)
-    }
-}
+super::kit::forward_recipe!(Mutex, core);

@@ -5,7 +5,6 @@ use alloc::collections::BTreeMap;
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
-use core::any::Any;
 
 use bytes::Bytes;
 use zoolock_wire::{ErrorCode, OpCode, Response};
@@ -264,9 +263,5 @@ impl Recipe for Participants {
 
     fn is_quiescent(&self) -> bool {
         matches!(self.step, Step::Done)
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
     }
 }

@@ -62,10 +62,6 @@ macro_rules! ticket_queue_recipe {
             fn is_quiescent(&self) -> bool {
                 <$queue>::is_quiescent(self)
             }
-
-            fn as_any_mut(&mut self) -> &mut dyn core::any::Any {
-                self
-            }
         }
     };
 }

@@ -1,7 +1,5 @@
 //! [`Revoker`]: Curator's `Revoker.attemptRevoke`, one setData.
 
-use core::any::Any;
-
 use bytes::Bytes;
 use zoolock_wire::Response;
 
@@ -106,9 +104,5 @@ impl Recipe for Revoker {
 
     fn is_quiescent(&self) -> bool {
         self.in_flight.is_none() && !self.retry && self.out.no_ops()
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
     }
 }

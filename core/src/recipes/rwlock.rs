@@ -4,7 +4,6 @@
 
 use alloc::boxed::Box;
 use alloc::string::String;
-use core::any::Any;
 
 use zoolock_wire::Response;
 
@@ -112,20 +111,12 @@ impl ReadWriteLock {
     /// Makes later read acquires revocable (empty node data, a watch on the
     /// node, [`RecipeEvent::RevocationRequested`] on `__REVOKE__`).
     pub fn make_revocable_read(&mut self) -> Result<(), ApiMisuse> {
-        if !self.read.is_idle() {
-            return Err(ApiMisuse::RevocableAfterAcquire);
-        }
-        self.read.make_revocable();
-        Ok(())
+        self.read.make_revocable()
     }
 
     /// Makes later write acquires revocable.
     pub fn make_revocable_write(&mut self) -> Result<(), ApiMisuse> {
-        if !self.write.is_idle() {
-            return Err(ApiMisuse::RevocableAfterAcquire);
-        }
-        self.write.make_revocable();
-        Ok(())
+        self.write.make_revocable()
     }
 
     /// Acquires the read half, waiting until `deadline` (`None`: forever).
@@ -133,10 +124,7 @@ impl ReadWriteLock {
     /// `Failed`. While this handle holds the write half it is a downgrade and
     /// succeeds without waiting.
     pub fn acquire_read(&mut self, now: Instant, deadline: Option<Instant>) -> Result<(), ApiMisuse> {
-        if let Some(node) = self.read.held() {
-            self.read_holds += 1;
-            let event = RecipeEvent::Acquired { node: node.path.clone(), token: node.token };
-            self.out.emit(member(READ, event));
+        if self.reenter(READ) {
             return Ok(());
         }
         let shape = match (self.write.held(), self.plan) {
@@ -156,10 +144,7 @@ impl ReadWriteLock {
     /// holds the read half (or is acquiring it) without the write half: that
     /// upgrade would wait on its own read node forever.
     pub fn acquire_write(&mut self, now: Instant, deadline: Option<Instant>) -> Result<(), ApiMisuse> {
-        if let Some(node) = self.write.held() {
-            self.write_holds += 1;
-            let event = RecipeEvent::Acquired { node: node.path.clone(), token: node.token };
-            self.out.emit(member(WRITE, event));
+        if self.reenter(WRITE) {
             return Ok(());
         }
         if self.read.held().is_some() || self.read.is_acquiring() {
@@ -172,29 +157,40 @@ impl ReadWriteLock {
 
     /// Releases one hold of the read half; the last one deletes its node.
     pub fn release_read(&mut self, now: Instant) -> Result<(), ApiMisuse> {
-        if self.read.held().is_none() || self.read_holds == 0 {
-            return Err(ApiMisuse::NotHeld);
-        }
-        self.read_holds -= 1;
-        if self.read_holds > 0 {
-            return Ok(());
-        }
-        let result = self.read.release(now);
-        self.collect();
-        result
+        self.release_half(now, READ)
     }
 
     /// Releases one hold of the write half; the last one deletes its node. A
     /// read hold taken meanwhile (downgrade) continues.
     pub fn release_write(&mut self, now: Instant) -> Result<(), ApiMisuse> {
-        if self.write.held().is_none() || self.write_holds == 0 {
+        self.release_half(now, WRITE)
+    }
+
+    /// Half `part`'s core and hold count.
+    fn half_mut(&mut self, part: usize) -> (&mut LockCore, &mut u32) {
+        if part == READ { (&mut self.read, &mut self.read_holds) } else { (&mut self.write, &mut self.write_holds) }
+    }
+
+    /// A held half is acquired again: count it and report it at once.
+    fn reenter(&mut self, part: usize) -> bool {
+        let (core, holds) = self.half_mut(part);
+        let Some(node) = core.held() else { return false };
+        let event = RecipeEvent::Acquired { node: node.path.clone(), token: node.token };
+        *holds += 1;
+        self.out.emit(member(part, event));
+        true
+    }
+
+    fn release_half(&mut self, now: Instant, part: usize) -> Result<(), ApiMisuse> {
+        let (core, holds) = self.half_mut(part);
+        if core.held().is_none() || *holds == 0 {
             return Err(ApiMisuse::NotHeld);
         }
-        self.write_holds -= 1;
-        if self.write_holds > 0 {
+        *holds -= 1;
+        if *holds > 0 {
             return Ok(());
         }
-        let result = self.write.release(now);
+        let result = core.release(now);
         self.collect();
         result
     }
@@ -333,10 +329,6 @@ impl Recipe for ReadWriteLock {
 
     fn is_quiescent(&self) -> bool {
         ReadWriteLock::is_quiescent(self)
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
     }
 
     fn as_lock_mut(&mut self) -> Option<&mut dyn super::LockRecipe> {

@@ -47,7 +47,6 @@
 
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::vec::Vec;
-use core::any::Any;
 
 use zoolock_wire::{Response, WatcherType};
 
@@ -770,10 +769,6 @@ impl Recipe for Semaphore {
 
     fn is_quiescent(&self) -> bool {
         Semaphore::is_quiescent(self)
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
     }
 }
 

@@ -1,16 +1,11 @@
 //! [`SemaphoreMutex`]: Curator's `InterProcessSemaphoreMutex`, a one-lease
 //! [`Semaphore`]. Not reentrant.
 
-use core::any::Any;
-
-use zoolock_wire::Response;
-
 use super::config::LockConfig;
 use super::semaphore::Semaphore;
-use crate::error::{ApiMisuse, RequestError};
+use crate::error::ApiMisuse;
 use crate::path::ZkPath;
-use crate::recipe::{FencingToken, OpId, Recipe, RecipeEvent, RecipeOp};
-use crate::session::{ConnectionState, WatchEvent};
+use crate::recipe::FencingToken;
 use crate::time::Instant;
 
 /// A non-reentrant lock on `base`, wire-compatible with Curator's
@@ -85,44 +80,4 @@ impl SemaphoreMutex {
     }
 }
 
-impl Recipe for SemaphoreMutex {
-    fn handle_reply(&mut self, now: Instant, op: OpId, result: Result<Response, RequestError>) {
-        self.semaphore.handle_reply(now, op, result);
-    }
-
-    fn handle_watch(&mut self, now: Instant, event: &WatchEvent) {
-        self.semaphore.handle_watch(now, event);
-    }
-
-    fn handle_session(&mut self, now: Instant, state: ConnectionState) {
-        self.semaphore.handle_session(now, state);
-    }
-
-    fn handle_timeout(&mut self, now: Instant) {
-        self.semaphore.handle_timeout(now);
-    }
-
-    fn poll_op(&mut self) -> Option<RecipeOp> {
-        self.semaphore.poll_op()
-    }
-
-    fn poll_event(&mut self) -> Option<RecipeEvent> {
-        self.semaphore.poll_event()
-    }
-
-    fn poll_timeout(&self) -> Option<Instant> {
-        self.semaphore.poll_timeout()
-    }
-
-    fn is_quiescent(&self) -> bool {
-        SemaphoreMutex::is_quiescent(self)
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
-    }
-
-    fn as_lock_mut(&mut self) -> Option<&mut dyn super::LockRecipe> {
-        Some(self)
-    }
-}
+super::kit::forward_recipe!(SemaphoreMutex, semaphore);

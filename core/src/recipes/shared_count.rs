@@ -11,7 +11,6 @@
 use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::vec::Vec;
-use core::any::Any;
 
 use bytes::Bytes;
 use zoolock_wire::{CreateMode, ErrorCode, EventType, OpCode, Response};
@@ -265,9 +264,5 @@ impl Recipe for SharedCount {
 
     fn is_quiescent(&self) -> bool {
         SharedCount::is_quiescent(self)
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
     }
 }

@@ -286,9 +286,19 @@ impl LockCore {
     }
 
     /// Revocable from now on: empty node data and a watch on our own node.
-    /// Before the first acquire only (the owner checks).
-    pub(crate) fn make_revocable(&mut self) {
+    /// Refused once an acquire has begun (its node was made without it).
+    pub(crate) fn make_revocable(&mut self) -> Result<(), ApiMisuse> {
+        if !self.is_idle() {
+            return Err(ApiMisuse::RevocableAfterAcquire);
+        }
         self.revocable = true;
+        Ok(())
+    }
+
+    /// Reports `event` behind what the core has already reported (the
+    /// owner's reentrant `Acquired`).
+    pub(crate) fn emit(&mut self, event: RecipeEvent) {
+        self.out.emit(event);
     }
 
     /// Revocable or not, at construction.
