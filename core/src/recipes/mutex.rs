@@ -1,8 +1,6 @@
 //! [`Mutex`]: Curator's `InterProcessMutex`. Fair, reentrant per handle,
 //! optionally revocable.
 
-use alloc::string::String;
-
 use super::config::LockConfig;
 use super::lock_core::{LockCore, Rule, Shape};
 use super::policy::{LOCK_NAME, SortKey};
@@ -23,7 +21,7 @@ pub struct Mutex {
     /// Holds of the node in `counted`; any other node the core holds counts
     /// once. Derived from the core's state, never from when events are polled.
     holds: u32,
-    counted: Option<String>,
+    counted: Option<ZkPath>,
 }
 
 impl Mutex {
@@ -58,7 +56,7 @@ impl Mutex {
     /// `Acquired`, `TimedOut` or `Failed`.
     pub fn acquire(&mut self, now: Instant, deadline: Option<Instant>) -> Result<(), ApiMisuse> {
         if let Some(node) = self.core.held() {
-            let event = RecipeEvent::Acquired { node: node.path.clone(), token: node.token };
+            let event = RecipeEvent::Acquired { node: node.path_string(), token: node.token };
             self.holds = self.hold_count() + 1;
             self.counted = Some(node.path.clone());
             self.core.emit(event);
@@ -92,7 +90,7 @@ impl Mutex {
     /// How many holds are outstanding (0 when not held).
     pub fn hold_count(&self) -> u32 {
         match self.core.held() {
-            Some(node) if self.counted.as_deref() == Some(node.path.as_str()) => self.holds,
+            Some(node) if self.counted.as_ref() == Some(&node.path) => self.holds,
             Some(_) => 1,
             None => 0,
         }

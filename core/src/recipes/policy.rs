@@ -62,14 +62,15 @@ impl SortKey {
         // substring search), not twice per comparison.
         let mut keyed: Vec<(usize, String)> =
             children.iter_mut().map(|c| (c.len() - self.key(c).len(), core::mem::take(c))).collect();
-        keyed.sort_by(|(ka, a), (kb, b)| utf16_cmp(a.get(*ka..).unwrap_or(""), b.get(*kb..).unwrap_or("")));
+        keyed.sort_by(|(ka, a), (kb, b)| key_cmp(a.get(*ka..).unwrap_or(""), b.get(*kb..).unwrap_or("")));
         for (slot, (_, name)) in children.iter_mut().zip(keyed) {
             *slot = name;
         }
     }
 }
 
-fn utf16_cmp(a: &str, b: &str) -> Ordering {
+/// Orders two sort keys as Java's `String.compareTo` does.
+pub(crate) fn key_cmp(a: &str, b: &str) -> Ordering {
     if a.is_ascii() && b.is_ascii() { a.cmp(b) } else { a.encode_utf16().cmp(b.encode_utf16()) }
 }
 
@@ -92,15 +93,15 @@ pub enum Verdict {
 
 /// The standard rule (mutex, write lock, V1 semaphore): holding iff our
 /// index is below `max_leases`; otherwise watch the child `max_leases` ahead.
-pub fn standard(sorted: &[String], ours: &str, max_leases: usize) -> Verdict {
-    let Some(idx) = sorted.iter().position(|c| c == ours) else {
+pub fn standard<S: AsRef<str>>(sorted: &[S], ours: &str, max_leases: usize) -> Verdict {
+    let Some(idx) = sorted.iter().position(|c| c.as_ref() == ours) else {
         return Verdict::Missing;
     };
     if idx < max_leases {
         return Verdict::Acquired;
     }
     match sorted.get(idx - max_leases) {
-        Some(pred) => Verdict::Watch(pred.clone()),
+        Some(pred) => Verdict::Watch(String::from(pred.as_ref())),
         None => Verdict::Acquired,
     }
 }
@@ -108,17 +109,17 @@ pub fn standard(sorted: &[String], ours: &str, max_leases: usize) -> Verdict {
 /// The read rule: holding iff no write node precedes ours; otherwise watch
 /// the first write node in the list (Curator watches the first, not the
 /// nearest). `holds_write` is the downgrade short-circuit.
-pub fn read(sorted: &[String], ours: &str, holds_write: bool) -> Verdict {
+pub fn read<S: AsRef<str>>(sorted: &[S], ours: &str, holds_write: bool) -> Verdict {
     if holds_write {
         return Verdict::Acquired;
     }
     let mut first_write = None;
-    for (idx, name) in sorted.iter().enumerate() {
+    for (idx, name) in sorted.iter().map(AsRef::as_ref).enumerate() {
         if name.contains(WRITE_NAME) {
             first_write.get_or_insert(idx);
         } else if name.starts_with(ours) {
             return match first_write.and_then(|w| sorted.get(w)) {
-                Some(writer) => Verdict::Watch(writer.clone()),
+                Some(writer) => Verdict::Watch(String::from(writer.as_ref())),
                 None => Verdict::Acquired,
             };
         }
@@ -148,18 +149,18 @@ pub enum PositionRule {
 /// (1 is next in line; at least 1). Standard rule: our index minus the
 /// holders' count plus one. Read rule: every node up to the last writer
 /// ahead of ours.
-pub fn position(sorted: &[String], ours: &str, rule: PositionRule) -> usize {
+pub fn position<S: AsRef<str>>(sorted: &[S], ours: &str, rule: PositionRule) -> usize {
     let ahead = ahead_of(sorted, ours);
     let position = match rule {
         PositionRule::Standard(max_leases) => (ahead.len() + 1).saturating_sub(max_leases.max(1)),
-        PositionRule::Read => ahead.iter().rposition(|n| n.contains(WRITE_NAME)).map_or(0, |w| w + 1),
+        PositionRule::Read => ahead.iter().rposition(|n| n.as_ref().contains(WRITE_NAME)).map_or(0, |w| w + 1),
     };
     position.max(1)
 }
 
 /// Children that sort strictly before ours under `key`: the ones we wait for.
-pub fn ahead_of<'a>(sorted: &'a [String], ours: &str) -> &'a [String] {
-    let idx = sorted.iter().position(|c| c == ours).unwrap_or(sorted.len());
+pub fn ahead_of<'a, S: AsRef<str>>(sorted: &'a [S], ours: &str) -> &'a [S] {
+    let idx = sorted.iter().position(|c| c.as_ref() == ours).unwrap_or(sorted.len());
     sorted.get(..idx).unwrap_or(&[])
 }
 
@@ -215,21 +216,28 @@ mod tests {
         assert!(!is_sequence_key("zzz"));
     }
 
-    /// Every position of our node among 0..4 children, with 1..3 leases.
-    #[test]
-    fn standard_rule_table() {
-        for n in 1..=4usize {
+    /// Calls `check(sorted, ours, max)` for every position `ours` of our node
+    /// among 1..=`up_to` plain lock nodes, with 1..3 leases.
+    fn each_standard_case(up_to: usize, mut check: impl FnMut(&[String], usize, usize)) {
+        for n in 1..=up_to {
             let sorted: Vec<String> = (0..n).map(|i| alloc::format!("n-lock-{i:010}")).collect();
             for ours in 0..n {
                 for max in 1..=3usize {
-                    let expected =
-                        if ours < max { Verdict::Acquired } else { Verdict::Watch(sorted[ours - max].clone()) };
-                    assert_eq!(standard(&sorted, &sorted[ours], max), expected, "n={n} ours={ours} max={max}");
+                    check(&sorted, ours, max);
                 }
             }
-            assert_eq!(standard(&sorted, "missing-lock-0000000099", 1), Verdict::Missing);
         }
-        assert_eq!(standard(&[], "x", 1), Verdict::Missing);
+    }
+
+    /// Every position of our node among 0..4 children, with 1..3 leases.
+    #[test]
+    fn standard_rule_table() {
+        each_standard_case(4, |sorted, ours, max| {
+            let expected = if ours < max { Verdict::Acquired } else { Verdict::Watch(sorted[ours - max].clone()) };
+            assert_eq!(standard(sorted, &sorted[ours], max), expected, "n={} ours={ours} max={max}", sorted.len());
+            assert_eq!(standard(sorted, "missing-lock-0000000099", max), Verdict::Missing);
+        });
+        assert_eq!(standard::<String>(&[], "x", 1), Verdict::Missing);
     }
 
     /// `n` read-write lock nodes in sequence order; bit `i` of `mask` makes
@@ -268,14 +276,11 @@ mod tests {
     /// rule with 1..3 holders, and the read rule over every reader/writer mix.
     #[test]
     fn position_table() {
+        each_standard_case(5, |sorted, ours, max| {
+            let want = if ours < max { 1 } else { ours - max + 1 };
+            assert_eq!(position(sorted, &sorted[ours], PositionRule::Standard(max)), want);
+        });
         for n in 1..=5usize {
-            let sorted: Vec<String> = (0..n).map(|i| alloc::format!("n-lock-{i:010}")).collect();
-            for ours in 0..n {
-                for max in 1..=3usize {
-                    let want = if ours < max { 1 } else { ours - max + 1 };
-                    assert_eq!(position(&sorted, &sorted[ours], PositionRule::Standard(max)), want);
-                }
-            }
             for mask in 0..(1u32 << n) {
                 let sorted = rw_names(n, mask);
                 for ours in 0..n {

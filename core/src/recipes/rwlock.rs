@@ -10,7 +10,7 @@ use zoolock_wire::Response;
 use super::config::{LockConfig, OpPlan};
 use super::kit::{OpRouter, Outbox};
 use super::lock_core::{LockCore, Rule, Shape};
-use super::policy::{READ_NAME, SortKey, WRITE_NAME, rw_sort_key};
+use super::policy::{READ_NAME, SortKey, WRITE_NAME};
 use crate::error::{ApiMisuse, RequestError};
 use crate::path::ZkPath;
 use crate::recipe::{FencingToken, OpId, Recipe, RecipeEvent, RecipeOp};
@@ -129,7 +129,7 @@ impl ReadWriteLock {
         }
         let shape = match (self.write.held(), self.plan) {
             // Curator 5.5+ (CURATOR-621): reuse the write node's sequence.
-            (Some(write), OpPlan::Pipelined) => Shape::Fixed(String::from(rw_sort_key(&write.name))),
+            (Some(write), OpPlan::Pipelined) => Shape::Fixed(String::from(write.name.key())),
             // Curator 5.4.0 creates an ordinary sequential node.
             _ => Shape::Sequential,
         };
@@ -175,7 +175,7 @@ impl ReadWriteLock {
     fn reenter(&mut self, part: usize) -> bool {
         let (core, holds) = self.half_mut(part);
         let Some(node) = core.held() else { return false };
-        let event = RecipeEvent::Acquired { node: node.path.clone(), token: node.token };
+        let event = RecipeEvent::Acquired { node: node.path_string(), token: node.token };
         *holds += 1;
         self.out.emit(member(part, event));
         true

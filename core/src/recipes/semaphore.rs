@@ -285,7 +285,7 @@ impl Semaphore {
             .held
             .iter()
             .copied()
-            .find(|s| self.cores.get(s).and_then(|c| c.held()).is_some_and(|n| n.path == lease))
+            .find(|s| self.cores.get(s).and_then(|c| c.held()).is_some_and(|n| n.path.as_str() == lease))
             .ok_or(ApiMisuse::NotHeld)?;
         self.return_slot(now, slot);
         self.pump(now);
@@ -339,14 +339,16 @@ impl Semaphore {
 
     /// A held lease's fencing token (its node's czxid).
     pub fn lease_token(&self, lease: &str) -> Option<FencingToken> {
-        self.held.iter().filter_map(|s| self.cores.get(s)?.held()).find(|n| n.path == lease).map(|n| n.token)
+        self.held.iter().filter_map(|s| self.cores.get(s)?.held()).find(|n| n.path.as_str() == lease).map(|n| n.token)
     }
 
     /// The limit in force when a held lease was granted (its listing held
     /// at most that many lease nodes).
     pub fn lease_limit(&self, lease: &str) -> Option<usize> {
-        let slot =
-            self.held.iter().find(|s| self.cores.get(s).and_then(|c| c.held()).is_some_and(|n| n.path == lease))?;
+        let slot = self
+            .held
+            .iter()
+            .find(|s| self.cores.get(s).and_then(|c| c.held()).is_some_and(|n| n.path.as_str() == lease))?;
         self.cores.get(slot)?.granted_under()
     }
 
@@ -476,7 +478,7 @@ impl Semaphore {
         self.acquiring = None;
         for slot in got {
             if let Some(node) = self.cores.get(&slot).and_then(|c| c.held()) {
-                self.out.emit(RecipeEvent::Acquired { node: node.path.clone(), token: node.token });
+                self.out.emit(RecipeEvent::Acquired { node: node.path_string(), token: node.token });
                 self.held.push(slot);
             }
         }
@@ -488,7 +490,7 @@ impl Semaphore {
     /// `LeaseRevocationRequested` for held lease `slot`.
     fn report_revocation(&mut self, slot: u64) {
         if let Some(node) = self.held.contains(&slot).then(|| self.cores.get(&slot)).flatten().and_then(|c| c.held()) {
-            self.out.emit(RecipeEvent::LeaseRevocationRequested { node: node.path.clone() });
+            self.out.emit(RecipeEvent::LeaseRevocationRequested { node: node.path_string() });
         }
     }
 

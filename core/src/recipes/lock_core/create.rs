@@ -21,7 +21,7 @@ impl LockCore {
         for part in [base, "/", &prefix, self.name, suffix] {
             target.push_str(part);
         }
-        let parent = String::from(self.base.as_str());
+        let parent = self.base.clone();
         self.state = State::Creating(Create {
             prefix,
             target,
@@ -59,10 +59,12 @@ impl LockCore {
         let State::Creating(c) = &mut self.state else { return };
         match result {
             Ok(Response::Create2 { path, stat }) => {
-                let node = make_node(&path, FencingToken(stat.czxid));
-                self.created(now, node);
+                match Node::from_reply(&path, &self.base, self.key, FencingToken(stat.czxid), OpCode::CREATE2) {
+                    Ok(node) => self.created(now, node),
+                    Err(e) => self.fail_unexpected_create(e),
+                }
             }
-            Ok(_) => self.fail(RequestError::UnexpectedResponse { op: OpCode::CREATE2 }),
+            Ok(_) => self.fail_unexpected_create(RequestError::UnexpectedResponse { op: OpCode::CREATE2 }),
             Err(RequestError::Server(ErrorCode::NO_NODE)) if !c.made_parents => {
                 c.made_parents = true;
                 // A pipelined listing of the missing parent is now stale.
@@ -181,12 +183,13 @@ impl LockCore {
         let State::Creating(c) = &mut self.state else { return };
         match result {
             Ok(Response::Children(names)) | Ok(Response::Children2 { children: names, .. }) => {
-                match names.iter().find(|n| n.starts_with(&c.prefix)) {
-                    Some(found) => {
-                        let path = format!("{}/{found}", if c.parent == "/" { "" } else { c.parent.as_str() });
+                // A name the server made up that is no valid child is no match.
+                let found = names.iter().filter(|n| n.starts_with(&c.prefix)).find_map(|n| c.parent.join(n).ok());
+                match found {
+                    Some(path) => {
                         c.adopted = Some(path.clone());
                         c.step = CreateStep::AdoptStat;
-                        self.send(Op::exists(&node_path(&path), false), Purpose::AdoptStat);
+                        self.send(Op::exists(&path, false), Purpose::AdoptStat);
                     }
                     None => self.send_create(),
                 }
@@ -203,7 +206,10 @@ impl LockCore {
         let State::Creating(c) = &mut self.state else { return };
         let Some(path) = c.adopted.clone() else { return };
         match result {
-            Ok(Response::Stat(stat)) => self.created(now, make_node(&path, FencingToken(stat.czxid))),
+            Ok(Response::Stat(stat)) => {
+                let name = NodeName::parse(String::from(path.name()), self.key);
+                self.created(now, Node { path, name, token: FencingToken(stat.czxid) });
+            }
             Err(RequestError::ConnectionLoss) => c.step = CreateStep::AwaitReconnect,
             // Gone between the lookup and now: create again.
             _ => {
@@ -211,5 +217,14 @@ impl LockCore {
                 self.send_create();
             }
         }
+    }
+
+    /// The create's reply made no sense, but our node may well exist: look it
+    /// up by its protection prefix and delete it, then fail with the server's
+    /// fault.
+    fn fail_unexpected_create(&mut self, error: RequestError) {
+        self.orphan_create();
+        self.find_orphans();
+        self.fail(error);
     }
 }

@@ -17,7 +17,7 @@ impl LockCore {
         }
     }
 
-    pub(super) fn start_delete(&mut self, path: String) {
+    pub(super) fn start_delete(&mut self, path: ZkPath) {
         if self.deleting.contains_key(&path) {
             return;
         }
@@ -25,21 +25,17 @@ impl LockCore {
         self.send_delete(path);
     }
 
-    pub(super) fn send_delete(&mut self, path: String) {
-        let Ok(zk) = ZkPath::new(&path) else {
-            self.deleting.remove(&path);
-            return;
-        };
+    pub(super) fn send_delete(&mut self, path: ZkPath) {
         match self.deleting.get_mut(&path) {
             Some(sent) => *sent = true,
             None => {
                 self.deleting.insert(path.clone(), true);
             }
         }
-        self.send(Op::delete(&zk, None), Purpose::Delete(path));
+        self.send(Op::delete(&path, None), Purpose::Delete(path));
     }
 
-    pub(super) fn on_delete(&mut self, path: String, result: Result<Response, RequestError>) {
+    pub(super) fn on_delete(&mut self, path: ZkPath, result: Result<Response, RequestError>) {
         match result {
             Ok(_) | Err(RequestError::Server(ErrorCode::NO_NODE)) => {
                 self.deleting.remove(&path);
@@ -63,34 +59,32 @@ impl LockCore {
                     self.state = State::Idle;
                     self.out.emit(RecipeEvent::Failed(e));
                 } else {
-                    self.out.emit(RecipeEvent::CleanupFailed { path, error: e });
+                    self.out.emit(RecipeEvent::CleanupFailed { path: String::from(path.as_str()), error: e });
                 }
             }
         }
     }
 
     pub(super) fn find_orphans(&mut self) {
-        let lookups: Vec<(String, String)> = self.orphans.iter().cloned().collect();
+        let lookups: Vec<(ZkPath, String)> = self.orphans.iter().cloned().collect();
         for (parent, prefix) in lookups {
-            if let Ok(path) = ZkPath::new(&parent) {
-                let already = self
-                    .expected
-                    .iter()
-                    .any(|(_, _, p)| matches!(p, Purpose::FindOrphans(a, b) if *a == parent && *b == prefix));
-                if !already {
-                    self.send(Op::get_children_names(&path, false), Purpose::FindOrphans(parent, prefix));
-                }
+            let already = self
+                .expected
+                .iter()
+                .any(|(_, _, p)| matches!(p, Purpose::FindOrphans(a, b) if *a == parent && *b == prefix));
+            if !already {
+                self.send(Op::get_children_names(&parent, false), Purpose::FindOrphans(parent, prefix));
             }
         }
     }
 
-    pub(super) fn on_find_orphans(&mut self, parent: String, prefix: String, result: Result<Response, RequestError>) {
+    pub(super) fn on_find_orphans(&mut self, parent: ZkPath, prefix: String, result: Result<Response, RequestError>) {
         match result {
             Ok(Response::Children(names)) | Ok(Response::Children2 { children: names, .. }) => {
                 self.orphans.remove(&(parent.clone(), prefix.clone()));
-                let base = if parent == "/" { "" } else { parent.as_str() };
-                for name in names.iter().filter(|n| n.starts_with(&prefix)) {
-                    self.start_delete(format!("{base}/{name}"));
+                // A name that is no valid child cannot be one of ours.
+                for path in names.iter().filter(|n| n.starts_with(&prefix)).filter_map(|n| parent.join(n).ok()) {
+                    self.start_delete(path);
                 }
             }
             // Retried after the next (re)connect; as with deletes, a lost

@@ -10,7 +10,7 @@ impl LockCore {
         let list_in_flight = self.expected.iter().any(|(_, a, p)| *a == self.attempt && *p == Purpose::List);
         if self.revocable {
             self.revoke_armed = true;
-            self.send(Op::get_data(&node_path(&node.path), true), Purpose::RevokeRead);
+            self.send(Op::get_data(&node.path, true), Purpose::RevokeRead);
         }
         if list_in_flight {
             self.state = State::Listing { node };
@@ -41,13 +41,13 @@ impl LockCore {
         if let Rule::Count { max_leases } = self.rule {
             return self.evaluate_count(now, node, &children, max_leases);
         }
-        let sorted = policy::sorted(&children, self.key);
+        let sorted = NodeName::sorted(children, self.key);
         self.evaluate(now, node, sorted);
     }
 
     pub(super) fn evaluate_count(&mut self, now: Instant, node: Node, children: &[String], max_leases: usize) {
         self.listed = Some(children.len());
-        match policy::semaphore(children, &node.name, max_leases) {
+        match policy::semaphore(children, node.name.as_str(), max_leases) {
             None => {
                 self.start_delete(node.path.clone());
                 self.no_node_retry(now, RequestError::NodeVanished);
@@ -55,7 +55,7 @@ impl LockCore {
             Some(true) => {
                 // Curator checks off the leases child watch once it has a lease.
                 self.send(Op::check_watches(&self.base.clone(), WatcherType::ANY), Purpose::CheckWatches);
-                self.out.emit(RecipeEvent::Acquired { node: node.path.clone(), token: node.token });
+                self.out.emit(RecipeEvent::Acquired { node: node.path_string(), token: node.token });
                 self.granted_under = Some(max_leases);
                 self.state = State::Held { node };
             }
@@ -76,7 +76,7 @@ impl LockCore {
         }
     }
 
-    pub(super) fn verdict(&self, sorted: &[String], ours: &str) -> Verdict {
+    pub(super) fn verdict(&self, sorted: &[NodeName], ours: &str) -> Verdict {
         match self.rule {
             Rule::Standard { max_leases } | Rule::Count { max_leases } => policy::standard(sorted, ours, max_leases),
             Rule::Read => policy::read(sorted, ours, self.holds_write),
@@ -84,8 +84,8 @@ impl LockCore {
     }
 
     /// Evaluates a fresh listing.
-    pub(super) fn evaluate(&mut self, now: Instant, node: Node, sorted: Vec<String>) {
-        let keyed = sorted.iter().all(|c| policy::is_sequence_key(self.key.key(c)));
+    pub(super) fn evaluate(&mut self, now: Instant, node: Node, sorted: Vec<NodeName>) {
+        let keyed = sorted.iter().all(|c| c.sequence().is_some());
         let total = sorted.len();
         self.evaluate_listing(now, node, sorted, keyed, false, total);
     }
@@ -105,16 +105,16 @@ impl LockCore {
         &mut self,
         now: Instant,
         node: Node,
-        sorted: Vec<String>,
+        sorted: Vec<NodeName>,
         keyed: bool,
         truncated: bool,
         total: usize,
     ) {
-        match self.verdict(&sorted, &node.name) {
+        match self.verdict(&sorted, node.name.as_str()) {
             Verdict::Acquired => {
                 self.last_listing.clear();
                 self.listing_truncated = false;
-                self.out.emit(RecipeEvent::Acquired { node: node.path.clone(), token: node.token });
+                self.out.emit(RecipeEvent::Acquired { node: node.path_string(), token: node.token });
                 self.state = State::Held { node };
             }
             Verdict::Missing => {
@@ -128,15 +128,14 @@ impl LockCore {
                 // one fewer than before (the predecessor that went).
                 let position = match self.queued {
                     Some((p, _)) if truncated => p.saturating_sub(1).max(1),
-                    _ => policy::position(&sorted, &node.name, self.position_rule()),
+                    _ => policy::position(&sorted, node.name.as_str(), self.position_rule()),
                 };
                 self.report_queued(position, total);
-                let pred_path = format!("{}/{}", self.base_prefix(), pred);
-                let (kept, cut) = self.keep_window(sorted, &node.name);
+                let (kept, cut) = self.keep_window(sorted, node.name.as_str());
                 self.last_listing = kept;
                 self.listing_keyed = keyed;
                 self.listing_truncated = truncated || cut;
-                match ZkPath::new(&pred_path) {
+                match self.base.join(&pred) {
                     Ok(path) => {
                         self.state = State::Watching { node, pred, fired: false };
                         self.send(Op::get_data(&path, true), Purpose::WatchPred);
@@ -186,9 +185,9 @@ impl LockCore {
     /// a long queue keeps quadratic memory: every waiter the whole queue
     /// ahead of it. The read rule watches the first writer, wherever it is,
     /// so its listings are kept whole.
-    pub(super) fn keep_window(&self, mut sorted: Vec<String>, ours: &str) -> (Vec<String>, bool) {
+    pub(super) fn keep_window(&self, mut sorted: Vec<NodeName>, ours: &str) -> (Vec<NodeName>, bool) {
         let Rule::Standard { max_leases } = self.rule else { return (sorted, false) };
-        let Some(idx) = sorted.iter().position(|c| c == ours) else { return (sorted, false) };
+        let Some(idx) = sorted.iter().position(|c| c.as_str() == ours) else { return (sorted, false) };
         sorted.truncate(idx + 1);
         let keep = LISTING_WINDOW.max(max_leases);
         let cut = idx > keep;
@@ -202,7 +201,7 @@ impl LockCore {
     /// A truncated window can no longer decide: fewer than `max_leases`
     /// nodes are left ahead of ours in it, but nodes left out may still be
     /// there. (Only the standard rule truncates.)
-    pub(super) fn window_exhausted(&self, listing: &[String], ours: &str) -> bool {
+    pub(super) fn window_exhausted(&self, listing: &[NodeName], ours: &str) -> bool {
         let Rule::Standard { max_leases } = self.rule else { return false };
         policy::ahead_of(listing, ours).len() < max_leases
     }

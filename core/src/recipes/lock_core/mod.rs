@@ -11,9 +11,12 @@
 mod create;
 mod janitor;
 mod listing;
+mod node;
+
+pub(crate) use node::Node;
+use node::NodeName;
 
 use alloc::collections::{BTreeMap, BTreeSet};
-use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
@@ -61,14 +64,6 @@ pub(crate) enum Shape {
     Fixed(String),
 }
 
-/// Our lock node.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Node {
-    pub(crate) path: String,
-    pub(crate) name: String,
-    pub(crate) token: FencingToken,
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum CreateStep {
     /// create2 in flight.
@@ -92,10 +87,10 @@ enum CreateStep {
 struct Create {
     prefix: String,
     target: String,
-    parent: String,
+    parent: ZkPath,
     step: CreateStep,
     made_parents: bool,
-    adopted: Option<String>,
+    adopted: Option<ZkPath>,
 }
 
 /// What a waiting node's watch is on.
@@ -135,7 +130,7 @@ enum State {
     },
     /// Curator plan: delete in flight; Released follows its reply.
     Releasing {
-        path: String,
+        path: ZkPath,
     },
 }
 
@@ -150,8 +145,8 @@ enum Purpose {
     WatchPred,
     RevokeRead,
     Verify,
-    Delete(String),
-    FindOrphans(String, String),
+    Delete(ZkPath),
+    FindOrphans(ZkPath, String),
     CheckWatches,
 }
 
@@ -189,7 +184,7 @@ pub(crate) struct LockCore {
     /// Last sorted listing while waiting, for the fast handoff. Standard
     /// rule: only the [`LISTING_WINDOW`] nodes nearest ahead of ours, and
     /// ours (see [`LockCore::keep_window`]).
-    last_listing: Vec<String>,
+    last_listing: Vec<NodeName>,
     /// Every name of the full last listing had a Curator sequence key.
     listing_keyed: bool,
     /// Nodes further ahead than the window were left out of `last_listing`.
@@ -201,9 +196,9 @@ pub(crate) struct LockCore {
     /// Count rule: the limit the held node was granted under.
     granted_under: Option<usize>,
     /// Paths under guaranteed delete, with whether a delete is in flight.
-    deleting: BTreeMap<String, bool>,
+    deleting: BTreeMap<ZkPath, bool>,
     /// Abandoned creates whose reply was lost: (parent, prefix) to find and delete.
-    orphans: BTreeSet<(String, String)>,
+    orphans: BTreeSet<(ZkPath, String)>,
     out: Outbox,
 }
 
@@ -345,8 +340,7 @@ impl LockCore {
         let _ = now;
         if self.revoke_armed {
             self.revoke_armed = false;
-            let path = node_path(&node.path);
-            self.send(Op::check_watches(&path, WatcherType::ANY), Purpose::CheckWatches);
+            self.send(Op::check_watches(&node.path, WatcherType::ANY), Purpose::CheckWatches);
         }
         match self.config.plan {
             OpPlan::Curator => {
@@ -405,8 +399,11 @@ impl LockCore {
         if attempt != self.attempt {
             // A reply to an abandoned attempt; a create that landed is an orphan.
             if purpose == Purpose::Create {
+                // (A path no server would return cannot be deleted either.)
                 if let Ok(Response::Create2 { path, .. }) = result {
-                    self.start_delete(path);
+                    if let Ok(path) = ZkPath::new(&path) {
+                        self.start_delete(path);
+                    }
                 }
             }
             return;
@@ -434,8 +431,8 @@ impl LockCore {
                 | State::Waiting { node, .. } => Some(node.path.clone()),
                 _ => None,
             };
-            if own.as_deref() == Some(event.path.as_str()) {
-                self.send(Op::get_data(&node_path(&event.path), true), Purpose::RevokeRead);
+            if let Some(own) = own.filter(|own| own.as_str() == event.path) {
+                self.send(Op::get_data(&own, true), Purpose::RevokeRead);
                 return;
             }
         }
@@ -472,10 +469,10 @@ impl LockCore {
         if !self.fast_handoff_allowed() {
             return self.relist(node);
         }
-        self.last_listing.retain(|c| c != pred);
+        self.last_listing.retain(|c| c.as_str() != pred);
         let listing = core::mem::take(&mut self.last_listing);
-        let granted = !(self.listing_truncated && self.window_exhausted(&listing, &node.name))
-            && self.verdict(&listing, &node.name) == Verdict::Acquired;
+        let granted = !(self.listing_truncated && self.window_exhausted(&listing, node.name.as_str()))
+            && self.verdict(&listing, node.name.as_str()) == Verdict::Acquired;
         if granted {
             let (keyed, truncated) = (self.listing_keyed, self.listing_truncated);
             // The kept listing has no nodes behind ours: count the one that
@@ -504,7 +501,7 @@ impl LockCore {
                 if let State::Creating(c) = &mut self.state {
                     if c.step == CreateStep::AwaitReconnect {
                         c.step = CreateStep::Recover;
-                        let parent = node_path(&c.parent);
+                        let parent = c.parent.clone();
                         self.send(Op::get_children_names(&parent, false), Purpose::Recover);
                     }
                 }
@@ -512,11 +509,11 @@ impl LockCore {
                     if state == ConnectionState::Reconnected {
                         // Same session: confirm the node survived before
                         // telling the holder it may go on.
-                        let path = node_path(&node.path);
+                        let path = node.path.clone();
                         self.send(Op::exists(&path, false), Purpose::Verify);
                     }
                 }
-                let pending: Vec<String> =
+                let pending: Vec<ZkPath> =
                     self.deleting.iter().filter(|(_, in_flight)| !**in_flight).map(|(p, _)| p.clone()).collect();
                 for path in pending {
                     self.send_delete(path);
@@ -650,7 +647,7 @@ impl LockCore {
                 | State::Watching { node, .. }
                 | State::Waiting { node, .. } = &self.state
                 {
-                    let path = node_path(&node.path);
+                    let path = node.path.clone();
                     self.send(Op::get_data(&path, true), Purpose::RevokeRead);
                 }
             }
@@ -683,15 +680,4 @@ impl LockCore {
         self.attempt += 1;
         self.state = State::RetryPause { until: now + pause };
     }
-}
-
-fn make_node(path: &str, token: FencingToken) -> Node {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    Node { path: String::from(path), name: String::from(name), token }
-}
-
-/// Paths we built or the server returned are valid; fall back to `/` rather
-/// than panic if one ever is not.
-fn node_path(path: &str) -> ZkPath {
-    ZkPath::new(path).unwrap_or_else(|_| ZkPath::root())
 }
