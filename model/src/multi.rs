@@ -44,17 +44,8 @@ impl ZkModel {
                     MultiResult::Ok { op: OpCode::CREATE2, response: Response::Create2 { path, stat } }
                 }),
                 Request::CreateTtl(r) => {
-                    let args = CreateArgs {
-                        op: OpCode::CREATE_TTL,
-                        path: &r.path,
-                        data: r.data.clone(),
-                        acl: &r.acl,
-                        flags: r.flags,
-                        ttl: r.ttl,
-                    };
-                    txn::create(&mut scratch, &ctx, args, &mut changes).map(|(path, stat)| MultiResult::Ok {
-                        op: OpCode::CREATE2,
-                        response: Response::Create2 { path, stat },
+                    txn::create(&mut scratch, &ctx, CreateArgs::ttl(r), &mut changes).map(|(path, stat)| {
+                        MultiResult::Ok { op: OpCode::CREATE2, response: Response::Create2 { path, stat } }
                     })
                 }
                 Request::Delete(r) => txn::delete(&mut scratch, &ctx, &r.path, r.version, &mut changes)

@@ -126,15 +126,8 @@ impl ZkModel {
                 txn::create(tree, ctx, args, changes).map(|(path, stat)| Response::Create2 { path, stat })
             }),
             Request::CreateTtl(r) => self.write(now, conn, session, |tree, ctx, changes| {
-                let args = CreateArgs {
-                    op: OpCode::CREATE_TTL,
-                    path: &r.path,
-                    data: r.data.clone(),
-                    acl: &r.acl,
-                    flags: r.flags,
-                    ttl: r.ttl,
-                };
-                txn::create(tree, ctx, args, changes).map(|(path, stat)| Response::Create2 { path, stat })
+                txn::create(tree, ctx, CreateArgs::ttl(&r), changes)
+                    .map(|(path, stat)| Response::Create2 { path, stat })
             }),
             Request::Delete(r) => self.write(now, conn, session, |tree, ctx, changes| {
                 txn::delete(tree, ctx, &r.path, r.version, changes).map(|()| Response::Empty)
@@ -410,5 +403,17 @@ impl<'a> CreateArgs<'a> {
     /// The arguments of a create (1), create2 (15) or createContainer (19).
     pub(crate) fn new(op: OpCode, r: &'a zoolock_wire::CreateRequest, ttl: i64) -> CreateArgs<'a> {
         CreateArgs { op, path: &r.path, data: r.data.clone(), acl: &r.acl, flags: r.flags, ttl }
+    }
+
+    /// The arguments of a createTTL (21).
+    pub(crate) fn ttl(r: &'a zoolock_wire::CreateTtlRequest) -> CreateArgs<'a> {
+        CreateArgs {
+            op: OpCode::CREATE_TTL,
+            path: &r.path,
+            data: r.data.clone(),
+            acl: &r.acl,
+            flags: r.flags,
+            ttl: r.ttl,
+        }
     }
 }
