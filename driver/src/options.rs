@@ -82,64 +82,31 @@ impl Default for Options {
 }
 
 impl Options {
-    /// Sets the session timeout.
-    pub fn session_timeout(mut self, timeout: Duration) -> Self {
-        self.session_timeout = timeout;
-        self
-    }
-
-    /// Sets how long [`Client::connect`](crate::Client::connect) waits for the first session.
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
-        self
-    }
-
-    /// Sets the op plan.
-    pub fn plan(mut self, plan: OpPlan) -> Self {
-        self.plan = plan;
-        self
-    }
-
-    /// Sets the lock node data.
-    pub fn lock_data(mut self, data: Bytes) -> Self {
-        self.lock_data = Some(data);
-        self
-    }
-
-    /// Sets the seed.
-    pub fn seed(mut self, seed: u64) -> Self {
-        self.seed = Some(seed);
-        self
-    }
-
-    /// Sets how many misbehaving connections in a row end the session.
-    pub fn max_misbehaving_connections(mut self, max: u32) -> Self {
-        self.max_misbehaving_connections = max;
-        self
-    }
-
-    /// Turns session renewal after expiry on or off (on by default).
-    pub fn renew_session(mut self, renew: bool) -> Self {
-        self.renew_session = renew;
-        self
-    }
-
-    /// Creates missing parents as containers (default) or persistent nodes.
-    pub fn container_parents(mut self, containers: bool) -> Self {
-        self.container_parents = containers;
-        self
-    }
-
-    /// Sets the NoNode retry policy of lock recipes.
-    pub fn retry(mut self, retry: RetryPolicy) -> Self {
-        self.retry = retry;
-        self
-    }
-
-    /// Creates a missing chroot once connected (default) or not.
-    pub fn create_chroot(mut self, create: bool) -> Self {
-        self.create_chroot = create;
-        self
+    zoolock_core::config_setters! {
+        /// Sets the session timeout.
+        session_timeout(session_timeout: Duration);
+        /// Sets how long [`Client::connect`](crate::Client::connect) waits for the first session.
+        connect_timeout(connect_timeout: Duration);
+        /// Sets the op plan.
+        plan(plan: OpPlan);
+        /// Sets the lock node data.
+        lock_data(lock_data: Bytes) => Some;
+        /// Sets the seed.
+        seed(seed: u64) => Some;
+        /// Sets how many misbehaving connections in a row end the session.
+        max_misbehaving_connections(max_misbehaving_connections: u32);
+        /// Turns session renewal after expiry on or off (on by default).
+        renew_session(renew_session: bool);
+        /// Creates missing parents as containers (default) or persistent nodes.
+        container_parents(container_parents: bool);
+        /// Sets the NoNode retry policy of lock recipes.
+        retry(retry: RetryPolicy);
+        /// Creates a missing chroot once connected (default) or not.
+        create_chroot(create_chroot: bool);
+        /// Sets the ACL policy of lock nodes and their parents.
+        acl(acl: AclPolicy) => Some;
+        /// Connects over TLS.
+        tls(tls: TlsOptions) => Some;
     }
 
     /// Adds an addAuth credential (`auth("digest", "alice:secret")`); any
@@ -148,18 +115,6 @@ impl Options {
     pub fn auth(mut self, scheme: &str, credentials: impl AsRef<[u8]>) -> Self {
         self.auth
             .push(AuthInfo { scheme: scheme.to_string(), credentials: Bytes::copy_from_slice(credentials.as_ref()) });
-        self
-    }
-
-    /// Sets the ACL policy of lock nodes and their parents.
-    pub fn acl(mut self, policy: AclPolicy) -> Self {
-        self.acl = Some(policy);
-        self
-    }
-
-    /// Connects over TLS.
-    pub fn tls(mut self, tls: TlsOptions) -> Self {
-        self.tls = Some(tls);
         self
     }
 
@@ -186,15 +141,10 @@ pub struct LockOptions {
 }
 
 impl LockOptions {
-    /// Sets the node data.
-    pub fn data(mut self, data: Bytes) -> Self {
-        self.data = Some(data);
-        self
-    }
-
-    /// Makes the lock revocable.
-    pub fn revocable(mut self, revocable: bool) -> Self {
-        self.revocable = revocable;
-        self
+    zoolock_core::config_setters! {
+        /// Sets the node data.
+        data(data: Bytes) => Some;
+        /// Makes the lock revocable.
+        revocable(revocable: bool);
     }
 }

@@ -119,79 +119,38 @@ impl Default for ModelConfig {
 }
 
 impl ModelConfig {
-    /// Sets the seed of the session passwords.
-    pub fn with_seed(mut self, seed: u64) -> Self {
-        self.seed = seed;
-        self
-    }
-
-    /// Sets `tickTime` (the default timeout bounds follow it).
-    pub fn with_tick(mut self, tick: Duration) -> Self {
-        self.tick = tick;
-        self
+    zoolock_core::config_setters! {
+        /// Sets the seed of the session passwords.
+        with_seed(seed: u64);
+        /// Sets `tickTime` (the default timeout bounds follow it).
+        with_tick(tick: Duration);
+        /// Sets the container reaper delay.
+        with_container_delay(container_delay: Duration);
+        /// Enables or disables TTL nodes.
+        with_extended_types(extended_types: bool);
+        /// Enables or disables ACL enforcement.
+        with_enforce_acls(enforce_acls: bool);
+        /// Sets how a standalone check is answered.
+        with_standalone_check(standalone_check: StandaloneCheck);
+        /// Sets `jute.maxbuffer`, the largest client frame.
+        with_max_frame_len(max_frame_len: usize);
+        /// Sets the handshake deadline of a new connection (`None`: never).
+        with_sessionless_timeout(sessionless_timeout: Option<Duration>);
+        /// Sets `maxClientCnxns`, open connections per client address (`None`:
+        /// no limit).
+        with_max_client_cnxns(max_client_cnxns: Option<usize>);
+        /// Sets the bytes a connection may have waiting for its client (`None`:
+        /// no limit).
+        with_max_queued_bytes(max_queued_bytes: Option<usize>);
+        /// Sets the watch registrations a session's connection may hold
+        /// (`None`: no limit).
+        with_max_watches(max_watches: Option<usize>);
     }
 
     /// Sets the negotiated timeout bounds explicitly.
     pub fn with_session_timeout_bounds(mut self, min: Duration, max: Duration) -> Self {
         self.min_session_timeout = Some(min);
         self.max_session_timeout = Some(max);
-        self
-    }
-
-    /// Sets the container reaper delay.
-    pub fn with_container_delay(mut self, delay: Duration) -> Self {
-        self.container_delay = delay;
-        self
-    }
-
-    /// Enables or disables TTL nodes.
-    pub fn with_extended_types(mut self, enabled: bool) -> Self {
-        self.extended_types = enabled;
-        self
-    }
-
-    /// Enables or disables ACL enforcement.
-    pub fn with_enforce_acls(mut self, enforce: bool) -> Self {
-        self.enforce_acls = enforce;
-        self
-    }
-
-    /// Sets how a standalone check is answered.
-    pub fn with_standalone_check(mut self, mode: StandaloneCheck) -> Self {
-        self.standalone_check = mode;
-        self
-    }
-
-    /// Sets `jute.maxbuffer`, the largest client frame.
-    pub fn with_max_frame_len(mut self, max: usize) -> Self {
-        self.max_frame_len = max;
-        self
-    }
-
-    /// Sets the handshake deadline of a new connection (`None`: never).
-    pub fn with_sessionless_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.sessionless_timeout = timeout;
-        self
-    }
-
-    /// Sets `maxClientCnxns`, open connections per client address (`None`:
-    /// no limit).
-    pub fn with_max_client_cnxns(mut self, max: Option<usize>) -> Self {
-        self.max_client_cnxns = max;
-        self
-    }
-
-    /// Sets the bytes a connection may have waiting for its client (`None`:
-    /// no limit).
-    pub fn with_max_queued_bytes(mut self, max: Option<usize>) -> Self {
-        self.max_queued_bytes = max;
-        self
-    }
-
-    /// Sets the watch registrations a session's connection may hold
-    /// (`None`: no limit).
-    pub fn with_max_watches(mut self, max: Option<usize>) -> Self {
-        self.max_watches = max;
         self
     }
 

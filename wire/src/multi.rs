@@ -83,21 +83,31 @@ fn put_terminator(buf: &mut BytesMut) {
     put_header(buf, OpCode::ERROR, true, ErrorCode(-1));
 }
 
-pub(crate) fn parse_ops(mut i: &[u8], kind: OpCode) -> PResult<'_, Vec<Request>> {
-    let mut ops = Vec::new();
+/// Reads MultiHeader-led items up to the `done` header. `item` gets the
+/// header, where it started (for error offsets) and the bytes after it.
+fn parse_until_done<'a, T>(
+    mut i: &'a [u8],
+    mut item: impl FnMut(Header, &'a [u8], &'a [u8]) -> PResult<'a, T>,
+) -> PResult<'a, Vec<T>> {
+    let mut items = Vec::new();
     loop {
-        let start = i;
         let (rest, h) = header(i)?;
         if h.done {
-            return Ok((rest, ops));
+            return Ok((rest, items));
         }
+        let (rest, v) = item(h, i, rest)?;
+        items.push(v);
+        i = rest;
+    }
+}
+
+pub(crate) fn parse_ops(i: &[u8], kind: OpCode) -> PResult<'_, Vec<Request>> {
+    parse_until_done(i, |h, start, rest| {
         if !allowed(kind, h.op) {
             return fail(start, DecodeErrorKind::NotAllowedInMulti(h.op, kind));
         }
-        let (rest, op) = Request::parse(h.op, rest)?;
-        ops.push(op);
-        i = rest;
-    }
+        Request::parse(h.op, rest)
+    })
 }
 
 pub(crate) fn ops_len(ops: &[Request]) -> usize {
@@ -113,35 +123,25 @@ pub(crate) fn put_ops(buf: &mut BytesMut, ops: &[Request]) {
     put_terminator(buf);
 }
 
-pub(crate) fn parse_results(mut i: &[u8]) -> PResult<'_, Vec<MultiResult>> {
-    let mut results = Vec::new();
-    loop {
-        let start = i;
-        let (rest, h) = header(i)?;
-        if h.done {
-            return Ok((rest, results));
+pub(crate) fn parse_results(i: &[u8]) -> PResult<'_, Vec<MultiResult>> {
+    parse_until_done(i, |h, start, rest| match h.op {
+        OpCode::ERROR => {
+            // The code travels twice; the body is the one C reads.
+            let (rest, e) = int(rest)?;
+            Ok((rest, MultiResult::Error(ErrorCode(e))))
         }
-        let (rest, result) = match h.op {
-            OpCode::ERROR => {
-                // The code travels twice; the body is the one C reads.
-                let (rest, e) = int(rest)?;
-                (rest, MultiResult::Error(ErrorCode(e)))
-            }
-            OpCode::CREATE
-            | OpCode::CREATE2
-            | OpCode::DELETE
-            | OpCode::SET_DATA
-            | OpCode::CHECK
-            | OpCode::GET_CHILDREN
-            | OpCode::GET_DATA => {
-                let (rest, response) = Response::parse(h.op, rest)?;
-                (rest, MultiResult::Ok { op: h.op, response })
-            }
-            OpCode(other) => return fail(start, DecodeErrorKind::InvalidMultiResult(other)),
-        };
-        results.push(result);
-        i = rest;
-    }
+        OpCode::CREATE
+        | OpCode::CREATE2
+        | OpCode::DELETE
+        | OpCode::SET_DATA
+        | OpCode::CHECK
+        | OpCode::GET_CHILDREN
+        | OpCode::GET_DATA => {
+            let (rest, response) = Response::parse(h.op, rest)?;
+            Ok((rest, MultiResult::Ok { op: h.op, response }))
+        }
+        OpCode(other) => fail(start, DecodeErrorKind::InvalidMultiResult(other)),
+    })
 }
 
 pub(crate) fn results_len(results: &[MultiResult]) -> usize {

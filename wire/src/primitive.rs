@@ -7,6 +7,8 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use bytes::{BufMut, Bytes, BytesMut};
+
+use crate::codes::{AddWatchMode, CreateMode, ErrorCode, EventType, KeeperState, OpCode, Perms, WatcherType, Xid};
 use nom::IResult;
 use nom::error::{ErrorKind, ParseError};
 
@@ -139,8 +141,12 @@ pub(crate) fn vector<'a, T>(
     Ok((rest, out))
 }
 
-/// Minimum encoded size of a `ustring` vector element.
-pub(crate) const USTRING_MIN: usize = 4;
+/// A jute `ustring` that may be null (length -1 is `None`).
+fn optional_ustring(i: &[u8]) -> PResult<'_, Option<String>> {
+    // Peek the length: -1 is null, anything else is a normal string.
+    let (rest, len) = int(i)?;
+    if len == -1 { Ok((rest, None)) } else { ustring(i).map(|(r, s)| (r, Some(s))) }
+}
 
 // ---- writers -------------------------------------------------------------
 
@@ -176,10 +182,6 @@ pub(crate) fn put_vector<T>(buf: &mut BytesMut, items: &[T], mut put: impl FnMut
     }
 }
 
-pub(crate) fn put_strings(buf: &mut BytesMut, items: &[String]) {
-    put_vector(buf, items, |b, s| put_ustring(b, s));
-}
-
 // ---- encoded sizes ---------------------------------------------------------
 
 pub(crate) fn buffer_len(v: Option<&[u8]>) -> usize {
@@ -190,6 +192,181 @@ pub(crate) fn ustring_len(v: &str) -> usize {
     4 + v.len()
 }
 
-pub(crate) fn strings_len(items: &[String]) -> usize {
-    4 + items.iter().map(|s| ustring_len(s)).sum::<usize>()
+// ---- fields and records ----------------------------------------------------
+
+/// One jute field type: how it parses, how many bytes it takes and how it is
+/// written. A record is its fields in declaration order ([`record!`]), so
+/// each layout is stated once, in the struct, instead of in three functions.
+pub(crate) trait Field: Sized {
+    /// Fewest bytes the field can take; bounds vector counts before allocating.
+    const MIN_LEN: usize;
+    /// Parses the field at the front of `i`.
+    fn parse(i: &[u8]) -> PResult<'_, Self>;
+    /// Exact number of bytes [`Field::put_field`] writes.
+    fn field_len(&self) -> usize;
+    /// Appends the field to `buf`.
+    fn put_field(&self, buf: &mut BytesMut);
 }
+
+/// Fixed-size fields, `Type: size, parser, writer;`, the writer called as
+/// `writer(buf, value)`.
+macro_rules! fixed_fields {
+    ($($ty:ty: $len:literal, $parse:expr, $put:expr;)*) => {$(
+        impl Field for $ty {
+            const MIN_LEN: usize = $len;
+            fn parse(i: &[u8]) -> PResult<'_, Self> {
+                $parse(i)
+            }
+            fn field_len(&self) -> usize {
+                $len
+            }
+            fn put_field(&self, buf: &mut BytesMut) {
+                $put(buf, *self);
+            }
+        }
+    )*};
+}
+
+fixed_fields! {
+    i32: 4, int, BytesMut::put_i32;
+    i64: 8, long, BytesMut::put_i64;
+    bool: 1, boolean, put_bool;
+}
+
+/// The open `i32` code sets travel as their raw value.
+macro_rules! code_fields {
+    ($($ty:ident),* $(,)?) => {
+        fixed_fields! {
+            $($ty: 4, |i| int(i).map(|(i, v)| (i, $ty(v))), |buf: &mut BytesMut, v: $ty| buf.put_i32(v.0);)*
+        }
+    };
+}
+
+code_fields!(AddWatchMode, CreateMode, ErrorCode, EventType, KeeperState, OpCode, Perms, WatcherType, Xid);
+
+/// The trailing readOnly byte of the handshake records, which old (≤3.3)
+/// peers leave out: absent at the end of the frame is `None`. Only valid as
+/// a record's last field.
+impl Field for Option<bool> {
+    const MIN_LEN: usize = 0;
+    fn parse(i: &[u8]) -> PResult<'_, Self> {
+        if i.is_empty() {
+            return Ok((i, None));
+        }
+        let (i, b) = boolean(i)?;
+        Ok((i, Some(b)))
+    }
+    fn field_len(&self) -> usize {
+        usize::from(self.is_some())
+    }
+    fn put_field(&self, buf: &mut BytesMut) {
+        if let Some(b) = self {
+            put_bool(buf, *b);
+        }
+    }
+}
+
+/// A `ustring` that must not be null.
+impl Field for String {
+    const MIN_LEN: usize = 4;
+    fn parse(i: &[u8]) -> PResult<'_, Self> {
+        ustring(i)
+    }
+    fn field_len(&self) -> usize {
+        ustring_len(self)
+    }
+    fn put_field(&self, buf: &mut BytesMut) {
+        put_ustring(buf, self);
+    }
+}
+
+/// A `ustring` that may be null.
+impl Field for Option<String> {
+    const MIN_LEN: usize = 4;
+    fn parse(i: &[u8]) -> PResult<'_, Self> {
+        optional_ustring(i)
+    }
+    fn field_len(&self) -> usize {
+        4 + self.as_ref().map_or(0, String::len)
+    }
+    fn put_field(&self, buf: &mut BytesMut) {
+        match self {
+            None => buf.put_i32(-1),
+            Some(s) => put_ustring(buf, s),
+        }
+    }
+}
+
+/// A `buffer`; `None` is the null buffer.
+impl Field for Option<Bytes> {
+    const MIN_LEN: usize = 4;
+    fn parse(i: &[u8]) -> PResult<'_, Self> {
+        buffer(i)
+    }
+    fn field_len(&self) -> usize {
+        buffer_len(self.as_deref())
+    }
+    fn put_field(&self, buf: &mut BytesMut) {
+        put_buffer(buf, self.as_deref());
+    }
+}
+
+/// A `vector`; a null vector decodes as empty (see [`vector`]).
+impl<T: Field> Field for Vec<T> {
+    const MIN_LEN: usize = 4;
+    fn parse(i: &[u8]) -> PResult<'_, Self> {
+        vector(i, T::MIN_LEN, T::parse)
+    }
+    fn field_len(&self) -> usize {
+        4 + self.iter().map(Field::field_len).sum::<usize>()
+    }
+    fn put_field(&self, buf: &mut BytesMut) {
+        put_vector(buf, self, |b, v| v.put_field(b));
+    }
+}
+
+/// Declares a record struct whose wire form is its fields in declaration
+/// order, and derives its [`Field`] and [`Encode`](crate::Encode) impls from
+/// that one list.
+macro_rules! record {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $( $(#[$fmeta:meta])* pub $field:ident: $ty:ty, )*
+        }
+    ) => {
+        $(#[$meta])*
+        pub struct $name {
+            $( $(#[$fmeta])* pub $field: $ty, )*
+        }
+
+        impl $crate::primitive::Field for $name {
+            const MIN_LEN: usize = 0 $(+ <$ty as $crate::primitive::Field>::MIN_LEN)*;
+
+            fn parse(i: &[u8]) -> $crate::primitive::PResult<'_, Self> {
+                $( let (i, $field) = <$ty as $crate::primitive::Field>::parse(i)?; )*
+                Ok((i, $name { $($field),* }))
+            }
+
+            fn field_len(&self) -> usize {
+                0 $(+ $crate::primitive::Field::field_len(&self.$field))*
+            }
+
+            fn put_field(&self, buf: &mut bytes::BytesMut) {
+                $( $crate::primitive::Field::put_field(&self.$field, buf); )*
+            }
+        }
+
+        impl $crate::Encode for $name {
+            fn encoded_len(&self) -> usize {
+                $crate::primitive::Field::field_len(self)
+            }
+
+            fn encode(&self, buf: &mut bytes::BytesMut) {
+                $crate::primitive::Field::put_field(self, buf);
+            }
+        }
+    };
+}
+
+pub(crate) use record;

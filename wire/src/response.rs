@@ -8,13 +8,13 @@ use bytes::{BufMut, Bytes, BytesMut};
 
 use crate::Encode;
 use crate::codes::{ErrorCode, OpCode, Xid};
-use crate::data::{Acl, ClientInfo, Stat, acls_len};
+use crate::data::{Acl, ClientInfo, Stat};
 use crate::error::{DecodeError, DecodeErrorKind};
 use crate::header::{ReplyHeader, WatcherEvent};
 use crate::multi::{self, MultiResult};
 use crate::primitive::{
-    PResult, USTRING_MIN, buffer, buffer_len, complete, fail, int, put_buffer, put_strings, put_ustring, put_vector,
-    strings_len, to_decode_error, ustring, ustring_len, vector,
+    Field, PResult, buffer, buffer_len, complete, fail, int, put_buffer, put_ustring, to_decode_error, ustring,
+    ustring_len,
 };
 
 /// A reply body, by layout.
@@ -107,16 +107,16 @@ impl Response {
                 Ok((i, Response::Data { data, stat }))
             }
             OpCode::GET_ACL => {
-                let (i, acl) = vector(i, Acl::MIN_LEN, Acl::parse)?;
+                let (i, acl) = Vec::<Acl>::parse(i)?;
                 let (i, stat) = Stat::parse(i)?;
                 Ok((i, Response::Acl { acl, stat }))
             }
             OpCode::GET_CHILDREN | OpCode::GET_EPHEMERALS => {
-                let (i, children) = vector(i, USTRING_MIN, ustring)?;
+                let (i, children) = Vec::<String>::parse(i)?;
                 Ok((i, Response::Children(children)))
             }
             OpCode::GET_CHILDREN2 => {
-                let (i, children) = vector(i, USTRING_MIN, ustring)?;
+                let (i, children) = Vec::<String>::parse(i)?;
                 let (i, stat) = Stat::parse(i)?;
                 Ok((i, Response::Children2 { children, stat }))
             }
@@ -137,7 +137,7 @@ impl Response {
                 Ok((i, Response::AddWatch(ErrorCode(e))))
             }
             OpCode::WHO_AM_I => {
-                let (i, infos) = vector(i, 8, ClientInfo::parse)?;
+                let (i, infos) = Vec::<ClientInfo>::parse(i)?;
                 Ok((i, Response::WhoAmI(infos)))
             }
             OpCode::NOTIFICATION | OpCode::CREATE_SESSION | OpCode::ERROR => fail(i, DecodeErrorKind::NotARequest(op)),
@@ -154,13 +154,13 @@ impl Encode for Response {
             Response::Create2 { path, .. } => ustring_len(path) + Stat::LEN,
             Response::Stat(_) => Stat::LEN,
             Response::Data { data, .. } => buffer_len(data.as_deref()) + Stat::LEN,
-            Response::Acl { acl, .. } => acls_len(acl) + Stat::LEN,
-            Response::Children(c) => strings_len(c),
-            Response::Children2 { children, .. } => strings_len(children) + Stat::LEN,
+            Response::Acl { acl, .. } => acl.field_len() + Stat::LEN,
+            Response::Children(c) => c.field_len(),
+            Response::Children2 { children, .. } => children.field_len() + Stat::LEN,
             Response::Multi(results) => multi::results_len(results),
             Response::Sasl(token) => buffer_len(token.as_deref()),
             Response::Count(_) | Response::AddWatch(_) => 4,
-            Response::WhoAmI(infos) => 4 + infos.iter().map(Encode::encoded_len).sum::<usize>(),
+            Response::WhoAmI(infos) => infos.field_len(),
         }
     }
 
@@ -178,19 +178,19 @@ impl Encode for Response {
                 stat.encode(buf);
             }
             Response::Acl { acl, stat } => {
-                put_vector(buf, acl, |b, a| a.encode(b));
+                acl.put_field(buf);
                 stat.encode(buf);
             }
-            Response::Children(c) => put_strings(buf, c),
+            Response::Children(c) => c.put_field(buf),
             Response::Children2 { children, stat } => {
-                put_strings(buf, children);
+                children.put_field(buf);
                 stat.encode(buf);
             }
             Response::Multi(results) => multi::put_results(buf, results),
             Response::Sasl(token) => put_buffer(buf, token.as_deref()),
             Response::Count(n) => buf.put_i32(*n),
             Response::AddWatch(e) => buf.put_i32(e.0),
-            Response::WhoAmI(infos) => put_vector(buf, infos, |b, c| c.encode(b)),
+            Response::WhoAmI(infos) => infos.put_field(buf),
         }
     }
 }

@@ -5,8 +5,8 @@ mod common;
 
 use proptest::prelude::*;
 use zoolock_wire::{
-    Bytes, ConnectRequest, ConnectResponse, DecodeError, DecodeErrorKind, Encode, ErrorCode, OpCode, ReplyHeader,
-    Request, RequestFrame, Response, ServerMessage, Xid,
+    ConnectRequest, ConnectResponse, DecodeError, DecodeErrorKind, Encode, ErrorCode, OpCode, ReplyHeader, Request,
+    RequestFrame, Response, ServerMessage, Xid,
 };
 
 /// A hand-built payload.
@@ -80,15 +80,7 @@ fn truncated_headers() {
 
 #[test]
 fn truncated_connect_records() {
-    let full = ConnectRequest {
-        protocol_version: 0,
-        last_zxid_seen: 1,
-        timeout_ms: 2,
-        session_id: 3,
-        passwd: Some(Bytes::from_static(&[9; 16])),
-        read_only: Some(true),
-    }
-    .to_bytes();
+    let full = ConnectRequest { read_only: Some(true), ..common::sample_connect_request() }.to_bytes();
     assert_eq!(full.len(), 45);
     assert_eq!(ConnectRequest::decode(&full[..3]), Err(err(DecodeErrorKind::Truncated, 0)));
     assert_eq!(ConnectRequest::decode(&full[..20]), Err(err(DecodeErrorKind::Truncated, 16)));
@@ -100,14 +92,7 @@ fn truncated_connect_records() {
     // Without the last byte it is the valid pre-3.4 form.
     assert_eq!(ConnectRequest::decode(&full[..44]).unwrap().read_only, None);
 
-    let rsp = ConnectResponse {
-        protocol_version: 0,
-        timeout_ms: 4000,
-        session_id: 7,
-        passwd: Some(Bytes::from_static(&[1; 16])),
-        read_only: Some(false),
-    }
-    .to_bytes();
+    let rsp = ConnectResponse { read_only: Some(false), ..common::sample_connect_response() }.to_bytes();
     assert_eq!(ConnectResponse::decode(&rsp[..10]), Err(err(DecodeErrorKind::Truncated, 8)));
     assert_eq!(
         ConnectResponse::decode(&rsp[..35]),

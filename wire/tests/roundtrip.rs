@@ -86,14 +86,7 @@ proptest! {
 
 #[test]
 fn connect_request_with_and_without_read_only() {
-    let base = ConnectRequest {
-        protocol_version: 0,
-        last_zxid_seen: 0x1234,
-        timeout_ms: 30_000,
-        session_id: 0x0100_0002_a3b4_0000,
-        passwd: Some(Bytes::from_static(&[7; 16])),
-        read_only: None,
-    };
+    let base = common::sample_connect_request();
     for read_only in [None, Some(false), Some(true)] {
         let req = ConnectRequest { read_only, ..base.clone() };
         let expected_len = 44 + usize::from(read_only.is_some());
@@ -106,13 +99,7 @@ fn connect_request_with_and_without_read_only() {
 
 #[test]
 fn connect_response_36_and_37_byte_forms() {
-    let base = ConnectResponse {
-        protocol_version: 0,
-        timeout_ms: 10_000,
-        session_id: 0x0100_0002_a3b4_0000,
-        passwd: Some(Bytes::from_static(b"0123456789abcdef")),
-        read_only: None,
-    };
+    let base = common::sample_connect_response();
     let short = base.to_bytes();
     assert_eq!(short.len(), 36);
     assert_eq!(ConnectResponse::decode(&short).unwrap(), base);

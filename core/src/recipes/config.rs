@@ -98,16 +98,11 @@ impl LockConfig {
         }
     }
 
-    /// Sets the op plan.
-    pub fn with_plan(mut self, plan: OpPlan) -> Self {
-        self.plan = plan;
-        self
-    }
-
-    /// Sets the node data.
-    pub fn with_data(mut self, data: Bytes) -> Self {
-        self.data = data;
-        self
+    crate::config_setters! {
+        /// Sets the op plan.
+        with_plan(plan: OpPlan);
+        /// Sets the node data.
+        with_data(data: Bytes);
     }
 
     /// Takes each node's ACL (lock nodes and the parents created for them)

@@ -7,6 +7,26 @@ use zoolock_wire::DEFAULT_MAX_FRAME_LEN;
 
 use crate::connect_string::ConnectString;
 
+/// Builder setters for the plain config structs of this workspace (here, in
+/// the recipes, the model and the driver): `name(field: Type);` becomes
+/// `pub fn name(mut self, field: Type) -> Self` storing the value, and
+/// `name(field: Type) => Some;` stores `Some(value)` in an optional field.
+/// Setters that do more than store one value are written by hand.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! config_setters {
+    ($($(#[$doc:meta])* $name:ident($field:ident: $ty:ty) $(=> $wrap:ident)?;)*) => {
+        $(
+            $(#[$doc])*
+            pub fn $name(mut self, $field: $ty) -> Self {
+                $(let $field = $wrap($field);)?
+                self.$field = $field;
+                self
+            }
+        )*
+    };
+}
+
 /// The default of [`SessionConfig::max_misbehaving_connections`].
 pub const DEFAULT_MAX_MISBEHAVING_CONNECTIONS: u32 = 3;
 
@@ -98,39 +118,18 @@ impl SessionConfig {
         }
     }
 
-    /// Sets the requested session timeout.
-    pub fn with_session_timeout(mut self, timeout: Duration) -> Self {
-        self.session_timeout = timeout;
-        self
-    }
-
-    /// Sets the reconnect jitter bound.
-    pub fn with_reconnect_jitter(mut self, jitter: Duration) -> Self {
-        self.reconnect_jitter = jitter;
-        self
-    }
-
-    /// Sets the per-attempt connect timeout.
-    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = Some(timeout);
-        self
-    }
-
-    /// Authenticates with SASL after every handshake.
-    pub fn with_sasl(mut self, sasl: SaslConfig) -> Self {
-        self.sasl = Some(sasl);
-        self
-    }
-
-    /// Sets how many consecutive misbehaving connections end the session.
-    pub fn with_max_misbehaving_connections(mut self, max: u32) -> Self {
-        self.max_misbehaving_connections = max;
-        self
-    }
-
-    /// Sets the frame limit.
-    pub fn with_max_frame_len(mut self, max: usize) -> Self {
-        self.max_frame_len = max;
-        self
+    crate::config_setters! {
+        /// Sets the requested session timeout.
+        with_session_timeout(session_timeout: Duration);
+        /// Sets the reconnect jitter bound.
+        with_reconnect_jitter(reconnect_jitter: Duration);
+        /// Sets the per-attempt connect timeout.
+        with_connect_timeout(connect_timeout: Duration) => Some;
+        /// Authenticates with SASL after every handshake.
+        with_sasl(sasl: SaslConfig) => Some;
+        /// Sets how many consecutive misbehaving connections end the session.
+        with_max_misbehaving_connections(max_misbehaving_connections: u32);
+        /// Sets the frame limit.
+        with_max_frame_len(max_frame_len: usize);
     }
 }

@@ -190,6 +190,30 @@ pub(crate) fn connect_response() -> BoxedStrategy<ConnectResponse> {
         .boxed()
 }
 
+/// A resumed session's ConnectRequest (16-byte password, readOnly left
+/// out), for tests that change one field or cut the encoding.
+pub(crate) fn sample_connect_request() -> ConnectRequest {
+    ConnectRequest {
+        protocol_version: 0,
+        last_zxid_seen: 0x1234,
+        timeout_ms: 30_000,
+        session_id: 0x0100_0002_a3b4_0000,
+        passwd: Some(Bytes::from_static(&[7; PASSWORD_LEN])),
+        read_only: None,
+    }
+}
+
+/// The 36-byte ConnectResponse (readOnly left out) to a sample request.
+pub(crate) fn sample_connect_response() -> ConnectResponse {
+    ConnectResponse {
+        protocol_version: 0,
+        timeout_ms: 10_000,
+        session_id: 0x0100_0002_a3b4_0000,
+        passwd: Some(Bytes::from_static(b"0123456789abcdef")),
+        read_only: None,
+    }
+}
+
 /// Usually a real 16-byte password, sometimes any buffer.
 fn password() -> BoxedStrategy<Option<Bytes>> {
     prop_oneof![
@@ -216,6 +240,18 @@ fn path_only() -> BoxedStrategy<PathRequest> {
 fn watches() -> BoxedStrategy<WatchesRequest> {
     (string(), code(&[1, 2, 3, 4, 5]))
         .prop_map(|(path, t)| WatchesRequest { path, watcher_type: WatcherType(t) })
+        .boxed()
+}
+
+/// setWatches lists; setWatches2 adds two more to the same four fields.
+fn set_watches() -> BoxedStrategy<SetWatches> {
+    (any::<i64>(), strings(), strings(), strings())
+        .prop_map(|(relative_zxid, data_watches, exist_watches, child_watches)| SetWatches {
+            relative_zxid,
+            data_watches,
+            exist_watches,
+            child_watches,
+        })
         .boxed()
 }
 
@@ -272,34 +308,21 @@ pub(crate) fn request_for(op: OpCode) -> BoxedStrategy<Request> {
         OpCode::AUTH => (any::<i32>(), string(), data())
             .prop_map(|(auth_type, scheme, auth)| Request::Auth(AuthPacket { auth_type, scheme, auth }))
             .boxed(),
-        OpCode::SET_WATCHES => (any::<i64>(), strings(), strings(), strings())
-            .prop_map(|(relative_zxid, data_watches, exist_watches, child_watches)| {
-                Request::SetWatches(SetWatches { relative_zxid, data_watches, exist_watches, child_watches })
-            })
-            .boxed(),
+        OpCode::SET_WATCHES => set_watches().prop_map(Request::SetWatches).boxed(),
         OpCode::SASL => data().prop_map(|token| Request::Sasl(SaslRequest { token })).boxed(),
         OpCode::GET_EPHEMERALS => path_only().prop_map(Request::GetEphemerals).boxed(),
         OpCode::GET_ALL_CHILDREN_NUMBER => path_only().prop_map(Request::GetAllChildrenNumber).boxed(),
-        OpCode::SET_WATCHES2 => (any::<i64>(), strings(), strings(), strings(), strings(), strings())
-            .prop_map(
-                |(
-                    relative_zxid,
-                    data_watches,
-                    exist_watches,
-                    child_watches,
+        OpCode::SET_WATCHES2 => (set_watches(), strings(), strings())
+            .prop_map(|(w, persistent_watches, persistent_recursive_watches)| {
+                Request::SetWatches2(SetWatches2 {
+                    relative_zxid: w.relative_zxid,
+                    data_watches: w.data_watches,
+                    exist_watches: w.exist_watches,
+                    child_watches: w.child_watches,
                     persistent_watches,
                     persistent_recursive_watches,
-                )| {
-                    Request::SetWatches2(SetWatches2 {
-                        relative_zxid,
-                        data_watches,
-                        exist_watches,
-                        child_watches,
-                        persistent_watches,
-                        persistent_recursive_watches,
-                    })
-                },
-            )
+                })
+            })
             .boxed(),
         OpCode::ADD_WATCH => (string(), code(&[0, 1]))
             .prop_map(|(path, mode)| Request::AddWatch(AddWatchRequest { path, mode: AddWatchMode(mode) }))
