@@ -192,13 +192,23 @@ impl WatchTable {
 mod tests {
     use super::*;
 
+    /// A table with these `(path, kind, watcher)` registrations, in order.
+    fn table(registrations: &[(&str, WatchKind, u64)]) -> WatchTable {
+        let mut t = WatchTable::default();
+        for (path, kind, watcher) in registrations {
+            t.add(path, *kind, WatcherId(*watcher));
+        }
+        t
+    }
+
     #[test]
     fn fan_out_and_one_shot() {
-        let mut t = WatchTable::default();
-        t.add("/a", WatchKind::Data, WatcherId(1));
-        t.add("/a", WatchKind::Data, WatcherId(2));
-        t.add("/a", WatchKind::Data, WatcherId(2));
-        t.add("/a", WatchKind::Child, WatcherId(3));
+        let mut t = table(&[
+            ("/a", WatchKind::Data, 1),
+            ("/a", WatchKind::Data, 2),
+            ("/a", WatchKind::Data, 2),
+            ("/a", WatchKind::Child, 3),
+        ]);
         assert_eq!(t.fire("/a", EventType::NODE_DATA_CHANGED), [WatcherId(1), WatcherId(2)]);
         assert!(t.fire("/a", EventType::NODE_DATA_CHANGED).is_empty());
         assert_eq!(t.fire("/a", EventType::NODE_DELETED), [WatcherId(3)]);
@@ -207,9 +217,7 @@ mod tests {
 
     #[test]
     fn event_kinds_match_watch_kinds() {
-        let mut t = WatchTable::default();
-        t.add("/e", WatchKind::Exist, WatcherId(1));
-        t.add("/e", WatchKind::Child, WatcherId(2));
+        let mut t = table(&[("/e", WatchKind::Exist, 1), ("/e", WatchKind::Child, 2)]);
         assert!(t.fire("/e", EventType::NODE_DATA_CHANGED).contains(&WatcherId(1)));
         t.add("/e", WatchKind::Exist, WatcherId(1));
         assert_eq!(t.fire("/e", EventType::NODE_CHILDREN_CHANGED), [WatcherId(2)]);
@@ -219,10 +227,7 @@ mod tests {
 
     #[test]
     fn removal_and_armed_lists() {
-        let mut t = WatchTable::default();
-        t.add("/b", WatchKind::Data, WatcherId(1));
-        t.add("/a", WatchKind::Child, WatcherId(1));
-        t.add("/c", WatchKind::Exist, WatcherId(2));
+        let mut t = table(&[("/b", WatchKind::Data, 1), ("/a", WatchKind::Child, 1), ("/c", WatchKind::Exist, 2)]);
         let armed = t.armed();
         assert_eq!(armed.data, ["/b"]);
         assert_eq!(armed.child, ["/a"]);
@@ -236,11 +241,12 @@ mod tests {
 
     #[test]
     fn the_watcher_index_follows_every_change() {
-        let mut t = WatchTable::default();
-        t.add("/a", WatchKind::Data, WatcherId(1));
-        t.add("/a", WatchKind::Child, WatcherId(1));
-        t.add("/b", WatchKind::Data, WatcherId(1));
-        t.add("/b", WatchKind::Data, WatcherId(2));
+        let mut t = table(&[
+            ("/a", WatchKind::Data, 1),
+            ("/a", WatchKind::Child, 1),
+            ("/b", WatchKind::Data, 1),
+            ("/b", WatchKind::Data, 2),
+        ]);
         assert_eq!(t.by_watcher[&WatcherId(1)].len(), 2, "one index entry per path");
         // A partial fire keeps the path indexed; a full one drops it.
         assert_eq!(t.fire("/a", EventType::NODE_DATA_CHANGED), [WatcherId(1)]);
