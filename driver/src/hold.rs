@@ -12,6 +12,8 @@ use std::sync::Arc;
 use event_listener::Event;
 use futures_lite::Stream;
 
+use zoolock_core::recipes::Ticket;
+
 use crate::client::Inner;
 
 /// The state of a hold, as the holder should act on it.
@@ -109,6 +111,47 @@ impl<T> Watched<T> {
     pub(crate) fn peek<R>(&self, f: impl FnOnce(&T) -> R) -> R {
         f(&self.state.lock().unwrap_or_else(|e| e.into_inner()))
     }
+}
+
+/// An acquire waiting by ticket.
+pub(crate) trait Waiter: Send + 'static {
+    /// Answers it with the refusal of its command.
+    fn refuse(self, error: crate::Error);
+}
+
+/// Where a recipe's shared state keeps its waiters.
+pub(crate) type Waiters<S, W> = fn(&mut S) -> &mut std::collections::HashMap<u64, W>;
+
+/// Registers `waiter` under a fresh ticket and queues `command` for it on
+/// the event loop, under one lock, so tickets queue in the order their
+/// commands reach the loop and grants follow call order. A command the
+/// recipe refuses answers the waiter with the refusal. Returns the ticket
+/// and whether the command was queued.
+pub(crate) fn enqueue<S: Send + 'static, W: Waiter, R: zoolock_core::Recipe>(
+    shared: &Arc<Watched<S>>,
+    waiters: Waiters<S, W>,
+    inner: &Inner,
+    handle: zoolock_core::Handle<R>,
+    waiter: W,
+    command: impl FnOnce(&mut R, zoolock_core::Instant, Ticket) -> Result<(), zoolock_core::ApiMisuse> + Send + 'static,
+) -> (u64, Result<(), crate::Error>) {
+    let answer = shared.clone();
+    shared.with(|s| {
+        let ticket = shared.next_ticket.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        waiters(s).insert(ticket, waiter);
+        let queued = inner.send(crate::task::Command::Run(Box::new(move |client, now| {
+            let refused = match client.with(now, handle, |r, now| command(r, now, Ticket(ticket))) {
+                Ok(Ok(())) => None,
+                Ok(Err(e)) | Err(e) => Some(e),
+            };
+            if let Some(e) = refused {
+                if let Some(w) = answer.with(|s| waiters(s).remove(&ticket)) {
+                    w.refuse(e.into());
+                }
+            }
+        })));
+        (ticket, queued)
+    })
 }
 
 /// The error of an acquire that ended without a grant (`TimedOut`,

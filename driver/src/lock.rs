@@ -14,7 +14,6 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -62,6 +61,12 @@ struct Tickets {
 
 /// State shared by the handles of one lock recipe and its event sink.
 type LockShared = Watched<Tickets>;
+
+impl hold::Waiter for Waiter {
+    fn refuse(self, error: Error) {
+        let _ = self.reply.send(Err(error));
+    }
+}
 
 impl LockShared {
     fn hold_status(&self, ticket: u64) -> HoldStatus {
@@ -330,26 +335,10 @@ impl Lock {
         progress: &mut (dyn FnMut(QueuePosition) + Send),
     ) -> Result<Guard, Error> {
         let (tx, rx) = oneshot::channel();
-        let (shared, handle, part) = (self.shared.clone(), self.handle, self.part);
-        // Ticket and command under one lock: tickets queue in the order
-        // their commands reach the loop, so grants follow call order.
-        let (t, queued) = self.shared.with(|s| {
-            let t = self.shared.next_ticket.fetch_add(1, Ordering::Relaxed);
-            s.waiters.insert(t, Waiter { part, reply: tx, revoked: false, position: None });
-            let queued = self.client().inner.send(Command::Run(Box::new(move |client, now| {
-                let refused = match client.with(now, handle, |q, now| command(q, now, Ticket(t))) {
-                    Ok(Ok(())) => None,
-                    Ok(Err(e)) | Err(e) => Some(e),
-                };
-                if let Some(e) = refused {
-                    if let Some(w) = shared.with(|s| s.waiters.remove(&t)) {
-                        let _ = w.reply.send(Err(e.into()));
-                    }
-                }
-            })));
-            (t, queued)
-        });
-        tracing::trace!(path = %self.path, t, part, "acquire");
+        let waiter = Waiter { part: self.part, reply: tx, revoked: false, position: None };
+        let (t, queued) =
+            hold::enqueue(&self.shared, |s| &mut s.waiters, &self.client().inner, self.handle, waiter, command);
+        tracing::trace!(path = %self.path, t, part = self.part, "acquire");
         let began = self.client().inner.runtime.now();
         let mut pending = PendingAcquire { lock: self.clone(), ticket: t, rx: Some(rx) };
         if let Err(e) = queued {

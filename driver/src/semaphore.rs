@@ -4,7 +4,6 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use futures_channel::oneshot;
@@ -45,6 +44,12 @@ struct State {
 
 /// State shared by a semaphore's handles and its event sink.
 type SemShared = Watched<State>;
+
+impl hold::Waiter for Waiter {
+    fn refuse(self, error: Error) {
+        let _ = self.reply.send(Err(error));
+    }
+}
 
 impl SemShared {
     /// The reported status of a lease granted after `losses` losses.
@@ -261,25 +266,11 @@ impl Semaphore {
         progress: &mut (dyn FnMut(QueuePosition) + Send),
     ) -> Result<Vec<Lease>, Error> {
         let (tx, rx) = oneshot::channel();
-        let (shared, typed) = (self.shared.clone(), self.typed);
-        // Ticket and command under one lock: acquires queue in call order.
-        let (ticket, queued) = self.shared.with(|s| {
-            let ticket = self.shared.next_ticket.fetch_add(1, Ordering::Relaxed);
-            s.waiters.insert(ticket, Waiter { qty, got: Vec::new(), reply: tx, position: None });
-            let queued = self.handle.client.inner.send(Command::Run(Box::new(move |c, now| {
-                let deadline = timeout.map(|d| now + d);
-                let refused = match c.with(now, typed, |s, now| s.acquire(now, Ticket(ticket), qty, deadline)) {
-                    Ok(Ok(())) => None,
-                    Ok(Err(e)) | Err(e) => Some(e),
-                };
-                if let Some(e) = refused {
-                    if let Some(w) = shared.with(|s| s.waiters.remove(&ticket)) {
-                        let _ = w.reply.send(Err(e.into()));
-                    }
-                }
-            })));
-            (ticket, queued)
-        });
+        let waiter = Waiter { qty, got: Vec::new(), reply: tx, position: None };
+        let acquire =
+            move |s: &mut SharedSemaphore, now: Instant, ticket| s.acquire(now, ticket, qty, timeout.map(|d| now + d));
+        let (ticket, queued) =
+            hold::enqueue(&self.shared, |s| &mut s.waiters, &self.handle.client.inner, self.typed, waiter, acquire);
         let began = self.handle.client.inner.runtime.now();
         let mut pending = PendingLeases { sem: self.clone(), ticket, rx: Some(rx) };
         if let Err(e) = queued {
