@@ -1,6 +1,7 @@
-//! A server whose create reply names a node the lock did not ask for: the
-//! acquire fails with the server's fault, and the node the create may have
-//! made is looked up by its protection prefix and deleted, not leaked.
+//! A server whose create reply names a node the lock did not ask for (even
+//! another node under the lock path): the acquire fails with the server's
+//! fault, and the node the create may have made is looked up by its
+//! protection prefix and deleted, not leaked.
 
 mod transcript;
 
@@ -13,7 +14,7 @@ const BASE: &str = "/lies";
 
 #[test]
 fn a_create_reply_outside_the_lock_path_fails_and_cleans_up() {
-    for lie in ["/elsewhere/_c_x-lock-0000000001", "/lies", "not a path"] {
+    for lie in ["/elsewhere/_c_x-lock-0000000001", "/lies/_c_someone-else-lock-0000000001", "/lies", "not a path"] {
         let config = LockConfig::new(3).with_plan(OpPlan::Curator);
         let mut h = Harness::new(Mutex::new(ZkPath::new(BASE).unwrap(), config));
         h.run(|m| m.acquire(at(0), None)).unwrap();

@@ -59,7 +59,8 @@ impl LockCore {
         let State::Creating(c) = &mut self.state else { return };
         match result {
             Ok(Response::Create2 { path, stat }) => {
-                match Node::from_reply(&path, &self.base, self.key, FencingToken(stat.czxid), OpCode::CREATE2) {
+                let sequential = self.shape == Shape::Sequential;
+                match Node::from_create_reply(&path, &c.target, sequential, self.key, FencingToken(stat.czxid)) {
                     Ok(node) => self.created(now, node),
                     Err(e) => self.fail_unexpected_create(e),
                 }

@@ -60,21 +60,25 @@ pub(crate) struct Node {
 }
 
 impl Node {
-    /// Our node at `path`, as the server reported it. A path that is not a
-    /// valid child of `base` is the server's fault: the reply to `op` was not
-    /// what was asked for.
-    pub(crate) fn from_reply(
+    /// Our node at `path`, as the server reported it for the create of
+    /// `target` (with the server's sequence suffix when `sequential`). Any
+    /// other path, even another valid node under the lock path, is the
+    /// server's fault: the reply is not to what was asked.
+    pub(crate) fn from_create_reply(
         path: &str,
-        base: &ZkPath,
+        target: &str,
+        sequential: bool,
         key: SortKey,
         token: FencingToken,
-        op: OpCode,
     ) -> Result<Node, RequestError> {
-        let path = ZkPath::new(path).map_err(|_| RequestError::UnexpectedResponse { op })?;
-        let parent = path.as_str().rsplit_once('/').map(|(p, _)| if p.is_empty() { "/" } else { p });
-        if parent != Some(base.as_str()) {
-            return Err(RequestError::UnexpectedResponse { op });
+        let unexpected = RequestError::UnexpectedResponse { op: OpCode::CREATE2 };
+        let suffix = path.strip_prefix(target).ok_or_else(|| unexpected.clone())?;
+        // `%010d` of the parent's counter (negative once it has wrapped).
+        let is_sequence = suffix.len() >= 10 && suffix.bytes().all(|b| b.is_ascii_digit() || b == b'-');
+        if sequential != is_sequence || (!sequential && !suffix.is_empty()) {
+            return Err(unexpected);
         }
+        let path = ZkPath::new(path).map_err(|_| unexpected)?;
         let name = NodeName::parse(String::from(path.name()), key);
         Ok(Node { path, name, token })
     }
@@ -110,22 +114,35 @@ mod tests {
         assert_eq!(names, ["a-lock-0000000001", "c-lock-0000000001", "b-lock-0000000002", "zzz"]);
     }
 
-    /// A create reply naming a path that is not a child of the lock path is
-    /// the server's fault, never a node we adopt (or later delete).
+    /// A create reply naming any other node than the one asked for is the
+    /// server's fault, never a node we adopt (or later delete).
     #[test]
-    fn a_reply_path_outside_the_lock_path_is_refused() {
-        let base = ZkPath::new("/app/lock").unwrap();
-        let ok = Node::from_reply("/app/lock/_c_0f-lock-0000000003", &base, KEY, FencingToken(9), OpCode::CREATE2);
+    fn a_reply_path_other_than_the_create_is_refused() {
+        let target = "/app/lock/_c_0f-lock-";
+        let ok = Node::from_create_reply("/app/lock/_c_0f-lock-0000000003", target, true, KEY, FencingToken(9));
         let ok = ok.unwrap();
         assert_eq!(
             (ok.path.as_str(), ok.name.sequence(), ok.token),
             ("/app/lock/_c_0f-lock-0000000003", Some(3), FencingToken(9))
         );
         let unexpected = Err(RequestError::UnexpectedResponse { op: OpCode::CREATE2 });
-        for lie in ["/app/other/_c_0f-lock-0000000003", "/app/lock", "/app/lock/a/b", "app/lock/x", "/app/lock/", ""] {
-            assert_eq!(Node::from_reply(lie, &base, KEY, FencingToken(9), OpCode::CREATE2), unexpected, "{lie:?}");
+        let lies = [
+            "/app/other/_c_0f-lock-0000000003",
+            "/app/lock/_c_other-lock-0000000003",
+            "/app/lock/_c_0f-lock-",
+            "/app/lock/_c_0f-lock-00003",
+            "/app/lock/_c_0f-lock-0000000003/x",
+            "/app/lock",
+            "",
+        ];
+        for lie in lies {
+            assert_eq!(Node::from_create_reply(lie, target, true, KEY, FencingToken(9)), unexpected, "{lie:?}");
         }
-        let root = ZkPath::root();
-        assert!(Node::from_reply("/lock-0000000001", &root, KEY, FencingToken(1), OpCode::CREATE2).is_ok());
+        let wrapped = Node::from_create_reply("/app/lock/_c_0f-lock--2147483647", target, true, KEY, FencingToken(9));
+        assert_eq!(wrapped.map(|n| n.name.sequence()), Ok(None));
+        let fixed = "/app/lock/_c_0f-__READ__0000000007";
+        assert!(Node::from_create_reply(fixed, fixed, false, SortKey::ReadWrite, FencingToken(1)).is_ok());
+        let extra = "/app/lock/_c_0f-__READ__00000000070000000001";
+        assert_eq!(Node::from_create_reply(extra, fixed, false, SortKey::ReadWrite, FencingToken(1)), unexpected);
     }
 }
