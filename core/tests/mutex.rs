@@ -26,6 +26,10 @@ use zoolock_core::{
     RequestError, RetryPolicy, WatchEvent, ZkPath,
 };
 
+mod transcript;
+
+use transcript::at;
+
 const BASE: &str = "/app/lock";
 /// Curator's default node data in the recorded traces.
 const DATA: &[u8] = b"127.0.0.1";
@@ -34,23 +38,8 @@ const SESSION: i64 = 0x1234;
 
 // ---- harness ---------------------------------------------------------------------------
 
-fn at(ms: u64) -> Instant {
-    Instant::from_millis(ms)
-}
-
 fn config(plan: OpPlan) -> LockConfig {
     LockConfig::new(7).with_plan(plan).with_data(Bytes::from_static(DATA))
-}
-
-fn is_uuid_v4(s: &str) -> bool {
-    let b = s.as_bytes();
-    b.len() == 36
-        && b.iter().enumerate().all(|(i, c)| match i {
-            8 | 13 | 18 | 23 => *c == b'-',
-            _ => c.is_ascii_digit() || (b'a'..=b'f').contains(c),
-        })
-        && b[14] == b'4'
-        && matches!(b[19], b'8' | b'9' | b'a' | b'b')
 }
 
 /// Another contender's protected node, rendered as `<F{n}>`.
@@ -173,30 +162,18 @@ impl T {
     }
 
     fn norm(&mut self, path: &str, record: bool) -> String {
-        let mut out = String::new();
-        let mut rest = path;
-        while let Some(i) = rest.find("_c_") {
-            out.push_str(&rest[..i + 3]);
-            rest = &rest[i + 3..];
-            let Some(cand) = rest.get(..36) else { continue };
-            if !is_uuid_v4(cand) || rest.as_bytes().get(36) != Some(&b'-') {
-                continue;
-            }
-            let label = if let Some(n) = self.uuids.iter().position(|u| u == cand) {
+        transcript::mask_with(path, |uuid| {
+            if let Some(n) = self.uuids.iter().position(|u| u == uuid) {
                 format!("<U{n}>")
-            } else if cand.ends_with("-0000-4000-8000-000000000000") {
-                format!("<F{}>", u32::from_str_radix(&cand[..8], 16).unwrap())
+            } else if uuid.ends_with("-0000-4000-8000-000000000000") {
+                format!("<F{}>", u32::from_str_radix(&uuid[..8], 16).unwrap())
             } else if record {
-                self.uuids.push(cand.to_string());
+                self.uuids.push(uuid.to_string());
                 format!("<U{}>", self.uuids.len() - 1)
             } else {
                 panic!("unknown protection uuid in {path}");
-            };
-            out.push_str(&label);
-            rest = &rest[36..];
-        }
-        out.push_str(rest);
-        out
+            }
+        })
     }
 
     fn render(&mut self, req: &Request) -> String {

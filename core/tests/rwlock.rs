@@ -30,11 +30,7 @@ fn write_acquired(node: &str, czxid: i64) -> RecipeEvent {
 fn curator_trace_reader_a() {
     let mut h = lock(OpPlan::Curator, 1);
     h.run(|l| l.acquire_read(at(0), None)).unwrap();
-    h.answer(at(1), "create2 /traces/rwlock/_c_<uuid>-__READ__ [ES]", Answer::Err(ErrorCode::NO_NODE));
-    h.answer(at(2), "exists /traces", Answer::Stat);
-    h.answer(at(3), "exists /traces/rwlock", Answer::Err(ErrorCode::NO_NODE));
-    h.answer(at(4), "createContainer /traces/rwlock [C]", Answer::Made(1));
-    let node = h.answer(at(5), "create2 /traces/rwlock/_c_<uuid>-__READ__ [ES]", Answer::Seq(0));
+    let node = h.create_making_parents(1, "create2 /traces/rwlock/_c_<uuid>-__READ__ [ES]", 1, 1);
     h.answer(at(6), "getChildren2 /traces/rwlock", kids(&[name(&node)]));
     assert_eq!(h.events(), vec![read_acquired(&node, 1000)]);
     assert_eq!(h.recipe.read_hold_count(), 1);

@@ -13,14 +13,14 @@ use zoolock_core::{
     Semaphore, SemaphoreMutex, WatchEvent, ZkPath,
 };
 
+mod transcript;
+
+use transcript::at;
+
 // ---- harness -------------------------------------------------------------------------
 
 fn p(path: &str) -> ZkPath {
     ZkPath::new(path).unwrap()
-}
-
-fn at(ms: u64) -> Instant {
-    Instant::from_millis(ms)
 }
 
 fn curator() -> LockConfig {
@@ -62,30 +62,16 @@ fn acquired(node: &str, token: i64) -> RecipeEvent {
 /// Replaces each protection UUID by `U<n>`, numbered in order of first
 /// appearance across the whole transcript.
 fn normalize(s: &str, uuids: &mut Vec<String>) -> String {
-    let mut out = String::new();
-    let mut rest = s;
-    while let Some(idx) = rest.find("_c_") {
-        out.push_str(&rest[..idx + 3]);
-        rest = &rest[idx + 3..];
-        let candidate = rest.get(..36).unwrap_or("");
-        let is_uuid = candidate.len() == 36
-            && candidate
-                .char_indices()
-                .all(|(i, c)| if [8, 13, 18, 23].contains(&i) { c == '-' } else { c.is_ascii_hexdigit() });
-        if is_uuid {
-            let n = match uuids.iter().position(|u| u == candidate) {
-                Some(n) => n,
-                None => {
-                    uuids.push(candidate.to_string());
-                    uuids.len() - 1
-                }
-            };
-            out.push_str(&format!("U{}", n + 1));
-            rest = &rest[36..];
-        }
-    }
-    out.push_str(rest);
-    out
+    transcript::mask_with(s, |uuid| {
+        let n = match uuids.iter().position(|u| u == uuid) {
+            Some(n) => n,
+            None => {
+                uuids.push(uuid.to_string());
+                uuids.len() - 1
+            }
+        };
+        format!("U{}", n + 1)
+    })
 }
 
 /// `op path [w] [fN] [tN]`: the op name, its path, the watch flag of reads,
