@@ -9,8 +9,8 @@ use zoolock_core::wire::{
     PASSWORD_LEN, ReplyHeader, RequestFrame, Response, ServerMessage, Stat, WatcherEvent, Xid, encode_frame,
 };
 use zoolock_core::{
-    ConnectString, Instant, IoCommand, Op, RequestId, Session, SessionConfig, SessionError, SessionEvent, WatcherId,
-    ZkPath,
+    ApiMisuse, ConnectString, ConnectionState, Instant, IoCommand, Op, RequestError, RequestId, Session, SessionConfig,
+    SessionError, SessionEvent, SessionStatus, WatcherId, ZkPath,
 };
 
 /// The session password the fake server hands out.
@@ -109,6 +109,12 @@ pub(crate) fn reply_ev(id: u64, result: Result<Response, zoolock_core::RequestEr
 /// A state event, for comparisons.
 pub(crate) fn state_ev(state: zoolock_core::ConnectionState) -> SessionEvent {
     SessionEvent::State(state)
+}
+
+/// The events of a session's end, in its drain order: every request in
+/// `ids` fails with `error`, oldest first, then the state `state`.
+pub(crate) fn end_events(ids: &[u64], error: RequestError, state: ConnectionState) -> Vec<SessionEvent> {
+    ids.iter().map(|id| reply_ev(*id, Err(error.clone()))).chain([state_ev(state)]).collect()
 }
 
 /// A watch event, for comparisons.
@@ -224,6 +230,24 @@ impl Sim {
     pub(crate) fn disconnected(&mut self) {
         self.inbuf.clear();
         self.s.handle_disconnected(self.now);
+    }
+
+    /// Asserts that the session has ended as `status`: it wants no timer
+    /// and refuses new requests.
+    pub(crate) fn assert_ended(&mut self, status: SessionStatus) {
+        assert_eq!(self.s.status(), status);
+        assert!(self.s.is_ended());
+        assert_eq!(self.s.poll_timeout(), None);
+        let op = Op::sync(&ZkPath::new("/after-the-end").unwrap());
+        assert_eq!(self.s.submit(self.now, op, None), Err(ApiMisuse::SessionEnded));
+    }
+
+    /// Takes the one dial the session asked for, connects the transport and
+    /// takes the ConnectRequest: the session then waits for the answer.
+    pub(crate) fn dial_connected(&mut self) {
+        assert!(matches!(self.io().as_slice(), [IoCommand::Connect { .. }]));
+        self.connected();
+        let _ = self.sent_connect();
     }
 
     /// From a fresh session: dial at t=0, connect at t=5, handshake at t=10
