@@ -295,9 +295,7 @@ fn read_only_server_gives_connected_read_only() {
 fn ping_after_a_third_of_the_timeout_without_sending() {
     let mut sim = connected("h:1");
     // Last send t=5 (ConnectRequest), last receive t=10.
-    sim.tick_at(3_004);
-    sim.assert_quiet();
-    sim.tick_at(3_005);
+    sim.tick_at_deadline(3_005);
     let bytes = sim.tx();
     assert_eq!(&bytes[..], &hex("00000008 fffffffe 0000000b")[..], "ping: xid -2, op 11");
     sim.assert_quiet();
@@ -315,10 +313,7 @@ fn ping_after_a_third_of_the_timeout_without_sending() {
     sim.set(4_000);
     sim.submit(Op::sync(&p("/s")));
     assert_eq!(sim.sent().len(), 1);
-    assert_eq!(sim.s.poll_timeout(), Some(at(7_000)));
-    sim.tick_at(6_999);
-    sim.assert_quiet();
-    sim.tick_at(7_000);
+    sim.tick_at_deadline(7_000);
     assert_eq!(sim.sent(), [ping_frame()]);
     // The ping reply comes back in order before the sync reply; both are matched.
     sim.set(7_100);
@@ -410,10 +405,7 @@ fn read_timeout_suspends_then_reconnect_resends_auth_watches_and_queued_requests
     sim.tick_at(3_300);
     assert_eq!(sim.sent(), [ping_frame()]);
     // Read timeout: 2T/3 after the last receive at t=200.
-    assert_eq!(sim.s.poll_timeout(), Some(at(6_200)));
-    sim.tick_at(6_199);
-    sim.assert_quiet();
-    sim.tick_at(6_200);
+    sim.tick_at_deadline(6_200);
     assert_eq!(sim.io(), [IoCommand::Close, IoCommand::Connect { host: HostId(0), addr: addr("127.0.0.1", 2181) }]);
     assert_eq!(sim.events(), [loss(lost.0), state_ev(ConnectionState::Suspended)]);
     assert_eq!(sim.s.status(), SessionStatus::Connecting);
@@ -518,10 +510,7 @@ fn connect_and_handshake_timeouts_rotate_hosts_and_a_full_cycle_pauses() {
         other => panic!("{other:?}"),
     }
     // Connect timeout T/3 hosts = 3 s, while Connecting.
-    assert_eq!(sim.s.poll_timeout(), Some(at(3_000)));
-    sim.tick_at(2_999);
-    sim.assert_quiet();
-    sim.tick_at(3_000);
+    sim.tick_at_deadline(3_000);
     match sim.io().as_slice() {
         [IoCommand::Close, IoCommand::Connect { host: HostId(1), addr }] => dialed.push(addr.clone()),
         other => panic!("{other:?}"),
@@ -532,10 +521,7 @@ fn connect_and_handshake_timeouts_rotate_hosts_and_a_full_cycle_pauses() {
     sim.set(3_500);
     sim.connected();
     let _ = sim.sent_connect();
-    assert_eq!(sim.s.poll_timeout(), Some(at(6_000)));
-    sim.tick_at(5_999);
-    sim.assert_quiet();
-    sim.tick_at(6_000);
+    sim.tick_at_deadline(6_000);
     match sim.io().as_slice() {
         [IoCommand::Close, IoCommand::Connect { host: HostId(2), addr }] => dialed.push(addr.clone()),
         other => panic!("{other:?}"),
@@ -548,10 +534,7 @@ fn connect_and_handshake_timeouts_rotate_hosts_and_a_full_cycle_pauses() {
     sim.disconnected();
     sim.assert_quiet();
     assert_eq!(sim.s.status(), SessionStatus::Disconnected);
-    assert_eq!(sim.s.poll_timeout(), Some(at(7_000)));
-    sim.tick_at(6_999);
-    sim.assert_quiet();
-    sim.tick_at(7_000);
+    sim.tick_at_deadline(7_000);
     assert_eq!(sim.io(), [IoCommand::Connect { host: HostId(0), addr: dialed[0].clone() }]);
 
     let mut sorted = dialed.clone();
@@ -643,9 +626,7 @@ fn reconnect_jitter_is_bounded_by_a_tenth_of_the_timeout() {
             let pause = sim.s.poll_timeout().unwrap().saturating_duration_since(sim.now);
             assert!(pause <= Duration::from_millis(900), "jitter {pause:?} exceeds T/10");
             sim.now = sim.s.poll_timeout().unwrap();
-            sim.tick();
-            sim.dial_connected();
-            sim.feed_ok(&connect_response(NEGOTIATED, 0x1234, Some(false)));
+            sim.resume(NEGOTIATED);
             assert_eq!(sim.events(), [state_ev(ConnectionState::Reconnected)]);
         }
     }
@@ -726,10 +707,7 @@ fn disconnected_for_the_negotiated_timeout_loses_the_session() {
     sim.tick_at(7_000);
     assert!(matches!(sim.io().as_slice(), [IoCommand::Close, IoCommand::Connect { host: HostId(0), .. }]));
     assert_eq!(sim.events(), []);
-    assert_eq!(sim.s.poll_timeout(), Some(at(10_000)));
-    sim.tick_at(9_999);
-    sim.assert_quiet();
-    sim.tick_at(10_000);
+    sim.tick_at_deadline(10_000);
     assert_eq!(sim.io(), [IoCommand::Close]);
     assert_eq!(sim.events(), [reply_ev(held.0, Err(RequestError::SessionExpired)), state_ev(ConnectionState::Lost)]);
     assert_eq!(sim.s.status(), SessionStatus::Expired);
@@ -1181,9 +1159,7 @@ fn remove_watch_and_remove_watcher_forget_registrations_locally() {
     sim.set(100);
     sim.disconnected();
     let _ = sim.events();
-    sim.tick();
-    sim.dial_connected();
-    sim.feed_ok(&connect_response(NEGOTIATED, 0x1234, Some(false)));
+    sim.resume(NEGOTIATED);
     assert_eq!(sim.sent(), [], "no watch left, so no setWatches");
 }
 
@@ -1210,9 +1186,7 @@ fn watched_read_lost_with_the_connection_registers_nothing() {
     sim.set(100);
     sim.disconnected();
     assert_eq!(sim.events(), [loss(0), state_ev(ConnectionState::Suspended)]);
-    sim.tick();
-    sim.dial_connected();
-    sim.feed_ok(&connect_response(NEGOTIATED, 0x1234, Some(false)));
+    sim.resume(NEGOTIATED);
     assert_eq!(sim.events(), [state_ev(ConnectionState::Reconnected)]);
     assert_eq!(sim.sent(), [], "no setWatches for a watch that never registered");
 }
@@ -1236,9 +1210,7 @@ fn set_watches_lists_are_sorted_and_split_by_kind() {
     sim.set(100);
     sim.disconnected();
     let _ = sim.events();
-    sim.tick();
-    sim.dial_connected();
-    sim.feed_ok(&connect_response(NEGOTIATED, 0x1234, Some(false)));
+    sim.resume(NEGOTIATED);
     assert_eq!(sim.events(), [state_ev(ConnectionState::Reconnected)]);
     assert_eq!(
         sim.sent(),

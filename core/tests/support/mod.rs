@@ -155,6 +155,15 @@ impl Sim {
         self.tick();
     }
 
+    /// Asserts that the next deadline is `ms` and that a millisecond before
+    /// it nothing happens, then fires the timers at `ms`.
+    pub(crate) fn tick_at_deadline(&mut self, ms: u64) {
+        assert_eq!(self.s.poll_timeout(), Some(at(ms)));
+        self.tick_at(ms - 1);
+        self.assert_quiet();
+        self.tick_at(ms);
+    }
+
     /// Fires the timers at `now` and checks the next deadline.
     pub(crate) fn tick(&mut self) {
         self.s.handle_timeout(self.now);
@@ -248,6 +257,14 @@ impl Sim {
         assert!(matches!(self.io().as_slice(), [IoCommand::Connect { .. }]));
         self.connected();
         let _ = self.sent_connect();
+    }
+
+    /// Dials now and resumes the session [`Sim::establish`] made (session
+    /// id 0x1234), the server granting `negotiated_ms`.
+    pub(crate) fn resume(&mut self, negotiated_ms: i32) {
+        self.tick();
+        self.dial_connected();
+        self.feed_ok(&connect_response(negotiated_ms, 0x1234, Some(false)));
     }
 
     /// From a fresh session: dial at t=0, connect at t=5, handshake at t=10
