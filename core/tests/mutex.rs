@@ -123,6 +123,23 @@ impl T {
         T::with_config(config(plan))
     }
 
+    /// A mutex whose first acquire (no deadline) has sent its first ops,
+    /// which are in flight unanswered.
+    fn creating(plan: OpPlan) -> T {
+        let mut t = T::new(plan);
+        t.acquire(None);
+        t.ops();
+        t
+    }
+
+    /// [`T::creating`], and then the connection drops: whether the create
+    /// was applied is unknown.
+    fn create_unknown(plan: OpPlan) -> T {
+        let mut t = T::creating(plan);
+        t.disconnect();
+        t
+    }
+
     fn with_config(config: LockConfig) -> T {
         T {
             m: Mutex::new(ZkPath::new(BASE).unwrap(), config),
@@ -269,6 +286,13 @@ impl T {
         self.session(state);
     }
 
+    /// The session ends (see [`T::end`]) under an acquire, which fails
+    /// with `error`, once.
+    fn end_failing_acquire(&mut self, error: RequestError, state: ConnectionState) {
+        self.end(error.clone(), state);
+        assert_eq!(self.events(), [failed(error)]);
+    }
+
     fn fail_in_flight(&mut self, error: RequestError) {
         while let Some((id, _)) = self.in_flight.pop_front() {
             self.m.handle_reply(self.now, id, Err(error.clone()));
@@ -392,9 +416,7 @@ fn curator_uncontended_creates_missing_parents_top_down_with_same_uuid() {
 /// The trace corpus' shape: `/traces` exists, only the base is missing.
 #[test]
 fn curator_mkdirs_skips_existing_ancestors() {
-    let mut t = T::new(OpPlan::Curator);
-    t.acquire(None);
-    t.ops();
+    let mut t = T::creating(OpPlan::Curator);
     t.reply("create2 /app/lock/_c_<U0>-lock- [ES]", no_node());
     assert_eq!(t.ops(), ["exists /app"]);
     t.reply("exists /app", exists(2));
@@ -420,9 +442,7 @@ impl T {
 /// A NodeExists on the first parent as well (a concurrent mkdirs).
 #[test]
 fn curator_mkdirs_ignores_node_exists_on_every_parent() {
-    let mut t = T::new(OpPlan::Curator);
-    t.acquire(None);
-    t.ops();
+    let mut t = T::creating(OpPlan::Curator);
     t.reply("create2 /app/lock/_c_<U0>-lock- [ES]", no_node());
     t.ops();
     t.reply("exists /app", no_node());
@@ -440,9 +460,7 @@ fn curator_mkdirs_ignores_node_exists_on_every_parent() {
 /// rest of the parents follow suit.
 #[test]
 fn curator_container_unimplemented_falls_back_to_persistent_create() {
-    let mut t = T::new(OpPlan::Curator);
-    t.acquire(None);
-    t.ops();
+    let mut t = T::creating(OpPlan::Curator);
     t.reply("create2 /app/lock/_c_<U0>-lock- [ES]", no_node());
     t.ops();
     t.reply("exists /app", no_node());
@@ -606,9 +624,7 @@ fn curator_watch_during_get_data_relists_after_reply() {
     t.watch(EventType::NODE_DELETED, &full(&f1));
     t.no_ops();
     t.reply("getData /app/lock/_c_<F1>-lock-0000000001 w", data(b"x"));
-    assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
-    t.reply("getChildren2 /app/lock", children(&[&own]));
-    assert_eq!(t.events(), [acquired(&full(&own), 20)]);
+    t.reply_list_and_acquire(&own, 20);
 }
 
 /// mutex-timeout, client B: at the deadline the loop runs once more
@@ -657,9 +673,7 @@ fn curator_free_lock_at_the_deadline_is_taken() {
     t.ops();
     t.reply("getData /app/lock/_c_<F1>-lock-0000000000 w", data(b""));
     t.timeout(150);
-    assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
-    t.reply("getChildren2 /app/lock", children(&[&own]));
-    assert_eq!(t.events(), [acquired(&full(&own), 20)]);
+    t.reply_list_and_acquire(&own, 20);
     t.no_ops();
 }
 
@@ -706,9 +720,7 @@ fn curator_own_node_missing_recreates_with_new_uuid_after_pause() {
     assert_eq!(t.ops(), ["create2 /app/lock/_c_<U1>-lock- [ES]"], "a new UUID");
     let own2 = t.own(1, 5);
     t.reply("create2 /app/lock/_c_<U1>-lock- [ES]", created(&full(&own2), 50));
-    assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
-    t.reply("getChildren2 /app/lock", children(&[&own2]));
-    assert_eq!(t.events(), [acquired(&full(&own2), 50)]);
+    t.reply_list_and_acquire(&own2, 50);
     assert_ne!(own, own2);
 }
 
@@ -762,9 +774,7 @@ fn curator_no_node_retries_exhausted_fails() {
 /// UUID), and the new attempt runs mkdirs again.
 #[test]
 fn curator_second_create_no_node_takes_the_retry_path() {
-    let mut t = T::new(OpPlan::Curator);
-    t.acquire(None);
-    t.ops();
+    let mut t = T::creating(OpPlan::Curator);
     t.reply("create2 /app/lock/_c_<U0>-lock- [ES]", no_node());
     t.ops();
     t.reply("exists /app", exists(1));
@@ -801,19 +811,14 @@ fn curator_create_connection_loss_adopts_the_landed_node() {
     t.reply("getChildren /app/lock", names(&[&f3, &own]));
     assert_eq!(t.ops(), ["exists /app/lock/_c_<U0>-lock-0000000004"]);
     t.reply("exists /app/lock/_c_<U0>-lock-0000000004", exists(44));
-    assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
-    t.reply("getChildren2 /app/lock", children(&[&own]));
-    assert_eq!(t.events(), [acquired(&full(&own), 44)]);
+    t.reply_list_and_acquire(&own, 44);
 }
 
 /// Not found after the reconnect → create2 again with the SAME UUID; a
 /// NoNode lookup (parent gone) counts as not found.
 #[test]
 fn curator_create_connection_loss_not_found_recreates_with_same_uuid() {
-    let mut t = T::new(OpPlan::Curator);
-    t.acquire(None);
-    t.ops();
-    t.disconnect();
+    let mut t = T::create_unknown(OpPlan::Curator);
     t.session(ConnectionState::Reconnected);
     assert_eq!(t.ops(), ["getChildren /app/lock"]);
     t.reply("getChildren /app/lock", names(&[&other(1, 3)]));
@@ -831,10 +836,7 @@ fn curator_create_connection_loss_not_found_recreates_with_same_uuid() {
 /// the adopt's exists dropping does the same.
 #[test]
 fn curator_create_recovery_survives_further_drops() {
-    let mut t = T::new(OpPlan::Curator);
-    t.acquire(None);
-    t.ops();
-    t.disconnect();
+    let mut t = T::create_unknown(OpPlan::Curator);
     t.session(ConnectionState::Reconnected);
     t.ops();
     t.disconnect();
@@ -896,9 +898,7 @@ fn curator_suspended_while_waiting_queues_a_relist() {
     assert_eq!(t.ops(), ["getData /app/lock/_c_<F1>-lock-0000000000 w"]);
     t.reply("getData /app/lock/_c_<F1>-lock-0000000000 w", data(DATA));
     t.watch(EventType::NODE_DELETED, &full(&f0));
-    assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
-    t.reply("getChildren2 /app/lock", children(&[&own]));
-    assert_eq!(t.events(), [acquired(&full(&own), 100)]);
+    t.reply_list_and_acquire(&own, 100);
 }
 
 /// Holding through a drop: Suspended, then on the same session's reconnect
@@ -975,8 +975,7 @@ fn waiting_session_lost_fails_and_never_trusts_the_old_node() {
     let mut t = T::new(OpPlan::Curator);
     let f0 = other(1, 0);
     t.wait_behind(false, 1, &[&f0], &f0);
-    t.end(RequestError::SessionExpired, ConnectionState::Lost);
-    assert_eq!(t.events(), [failed(RequestError::SessionExpired)]);
+    t.end_failing_acquire(RequestError::SessionExpired, ConnectionState::Lost);
     t.no_ops();
     assert_eq!(t.m.poll_timeout(), None);
     t.watch(EventType::NODE_DELETED, &full(&f0));
@@ -1001,8 +1000,7 @@ fn session_lost_with_requests_in_flight_fails_once() {
     let mut t = T::new(OpPlan::Curator);
     t.acquire(None);
     t.curator_create(0, 1, 10);
-    t.end(RequestError::SessionExpired, ConnectionState::Lost);
-    assert_eq!(t.events(), [failed(RequestError::SessionExpired)]);
+    t.end_failing_acquire(RequestError::SessionExpired, ConnectionState::Lost);
     drop_rejected(&mut t);
     // Watching.
     let mut t = T::new(OpPlan::Curator);
@@ -1010,15 +1008,11 @@ fn session_lost_with_requests_in_flight_fails_once() {
     let own = t.curator_create(0, 1, 10);
     t.reply("getChildren2 /app/lock", children(&[&own, &other(1, 0)]));
     t.ops();
-    t.end(RequestError::SessionExpired, ConnectionState::Lost);
-    assert_eq!(t.events(), [failed(RequestError::SessionExpired)]);
+    t.end_failing_acquire(RequestError::SessionExpired, ConnectionState::Lost);
     drop_rejected(&mut t);
     // Creating.
-    let mut t = T::new(OpPlan::Curator);
-    t.acquire(None);
-    t.ops();
-    t.end(RequestError::SessionExpired, ConnectionState::Lost);
-    assert_eq!(t.events(), [failed(RequestError::SessionExpired)]);
+    let mut t = T::creating(OpPlan::Curator);
+    t.end_failing_acquire(RequestError::SessionExpired, ConnectionState::Lost);
     drop_rejected(&mut t);
 }
 
@@ -1039,12 +1033,8 @@ fn drop_rejected(t: &mut T) {
 /// (Curator's CURATOR-498 handling of a session change during a protected create).
 #[test]
 fn creating_session_lost_the_next_session_finds_and_deletes_by_prefix() {
-    let mut t = T::new(OpPlan::Curator);
-    t.acquire(None);
-    t.ops();
-    t.disconnect();
-    t.end(RequestError::SessionExpired, ConnectionState::Lost);
-    assert_eq!(t.events(), [failed(RequestError::SessionExpired)]);
+    let mut t = T::create_unknown(OpPlan::Curator);
+    t.end_failing_acquire(RequestError::SessionExpired, ConnectionState::Lost);
     t.no_ops();
     t.session(ConnectionState::Connected);
     assert_eq!(t.ops(), ["getChildren /app/lock"]);
@@ -1055,11 +1045,8 @@ fn creating_session_lost_the_next_session_finds_and_deletes_by_prefix() {
     t.assert_quiescent();
 
     // The same when the create is still in flight as the session ends.
-    let mut t = T::new(OpPlan::Pipelined);
-    t.acquire(None);
-    t.ops();
-    t.end(RequestError::SessionExpired, ConnectionState::Lost);
-    assert_eq!(t.events(), [failed(RequestError::SessionExpired)]);
+    let mut t = T::creating(OpPlan::Pipelined);
+    t.end_failing_acquire(RequestError::SessionExpired, ConnectionState::Lost);
     t.no_ops();
     t.session(ConnectionState::Connected);
     assert_eq!(t.ops(), ["getChildren /app/lock"]);
@@ -1074,8 +1061,7 @@ fn closed_session() {
     let mut t = T::new(OpPlan::Curator);
     let f0 = other(1, 0);
     t.wait_behind(false, 1, &[&f0], &f0);
-    t.end(RequestError::Closed, ConnectionState::Closed);
-    assert_eq!(t.events(), [failed(RequestError::Closed)]);
+    t.end_failing_acquire(RequestError::Closed, ConnectionState::Closed);
     t.assert_quiescent();
 
     let mut t = T::new(OpPlan::Curator);
@@ -1084,11 +1070,8 @@ fn closed_session() {
     assert_eq!(t.events(), [RecipeEvent::Lost]);
     t.assert_quiescent();
 
-    let mut t = T::new(OpPlan::Curator);
-    t.acquire(None);
-    t.ops();
-    t.end(RequestError::Closed, ConnectionState::Closed);
-    assert_eq!(t.events(), [failed(RequestError::Closed)]);
+    let mut t = T::creating(OpPlan::Curator);
+    t.end_failing_acquire(RequestError::Closed, ConnectionState::Closed);
     t.assert_quiescent();
 }
 
@@ -1170,10 +1153,7 @@ fn cancel_while_create_reply_pending_deletes_the_landed_node() {
 /// reconnect; then the prefix lookup finds the node and deletes it.
 #[test]
 fn cancel_after_create_connection_loss_finds_and_deletes_by_prefix() {
-    let mut t = T::new(OpPlan::Curator);
-    t.acquire(None);
-    t.ops();
-    t.disconnect();
+    let mut t = T::create_unknown(OpPlan::Curator);
     t.cancel();
     t.no_ops();
     assert!(!t.m.is_quiescent(), "a lookup is owed");
@@ -1191,9 +1171,7 @@ fn cancel_after_create_connection_loss_finds_and_deletes_by_prefix() {
 /// (or NoNode) ends it.
 #[test]
 fn cancel_lookup_is_retried_until_answered() {
-    let mut t = T::new(OpPlan::Curator);
-    t.acquire(None);
-    t.ops();
+    let mut t = T::creating(OpPlan::Curator);
     t.cancel();
     assert_eq!(t.ops(), ["getChildren /app/lock"]);
     t.disconnect();
@@ -1209,9 +1187,7 @@ fn cancel_lookup_is_retried_until_answered() {
 /// session looks again and deletes what it finds.
 #[test]
 fn cancel_lookup_survives_session_expiry() {
-    let mut t = T::new(OpPlan::Curator);
-    t.acquire(None);
-    t.ops();
+    let mut t = T::creating(OpPlan::Curator);
     t.cancel();
     assert_eq!(t.ops(), ["getChildren /app/lock"]);
     t.end(RequestError::SessionExpired, ConnectionState::Lost);
@@ -1231,10 +1207,7 @@ fn cancel_lookup_survives_session_expiry() {
 /// reading the adopted node's Stat: the node is deleted either way.
 #[test]
 fn cancel_during_create_recovery() {
-    let mut t = T::new(OpPlan::Curator);
-    t.acquire(None);
-    t.ops();
-    t.disconnect();
+    let mut t = T::create_unknown(OpPlan::Curator);
     t.session(ConnectionState::Reconnected);
     assert_eq!(t.ops(), ["getChildren /app/lock"]);
     t.cancel();
@@ -1247,10 +1220,7 @@ fn cancel_during_create_recovery() {
     t.reply("delete /app/lock/_c_<U0>-lock-0000000003", empty());
     t.assert_quiescent();
 
-    let mut t = T::new(OpPlan::Curator);
-    t.acquire(None);
-    t.ops();
-    t.disconnect();
+    let mut t = T::create_unknown(OpPlan::Curator);
     t.session(ConnectionState::Reconnected);
     t.ops();
     let own = t.own(0, 3);
@@ -1268,9 +1238,7 @@ fn cancel_during_create_recovery() {
 /// Cancel while making parents: the create never landed, a lookup confirms it.
 #[test]
 fn cancel_during_mkdirs() {
-    let mut t = T::new(OpPlan::Curator);
-    t.acquire(None);
-    t.ops();
+    let mut t = T::creating(OpPlan::Curator);
     t.reply("create2 /app/lock/_c_<U0>-lock- [ES]", no_node());
     assert_eq!(t.ops(), ["exists /app"]);
     t.cancel();
@@ -1538,10 +1506,7 @@ fn pipelined_no_node_create_ignores_the_listing_and_makes_parents() {
 /// in the Curator plan, then the pair again with the same UUID.
 #[test]
 fn pipelined_create_connection_loss_recovers_then_sends_the_pair_again() {
-    let mut t = T::new(OpPlan::Pipelined);
-    t.acquire(None);
-    t.ops();
-    t.disconnect();
+    let mut t = T::create_unknown(OpPlan::Pipelined);
     t.no_ops();
     t.session(ConnectionState::Reconnected);
     assert_eq!(t.ops(), ["getChildren /app/lock"]);
@@ -1549,19 +1514,14 @@ fn pipelined_create_connection_loss_recovers_then_sends_the_pair_again() {
     assert_eq!(t.ops(), ["create2 /app/lock/_c_<U0>-lock- [ES]", "getChildren2 /app/lock"]);
 
     // Found: adopted, then listed (no listing is in flight for it).
-    let mut t = T::new(OpPlan::Pipelined);
-    t.acquire(None);
-    t.ops();
-    t.disconnect();
+    let mut t = T::create_unknown(OpPlan::Pipelined);
     t.session(ConnectionState::Reconnected);
     t.ops();
     let own = t.own(0, 2);
     t.reply("getChildren /app/lock", names(&[&own]));
     assert_eq!(t.ops(), ["exists /app/lock/_c_<U0>-lock-0000000002"]);
     t.reply("exists /app/lock/_c_<U0>-lock-0000000002", exists(22));
-    assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
-    t.reply("getChildren2 /app/lock", children(&[&own]));
-    assert_eq!(t.events(), [acquired(&full(&own), 22)]);
+    t.reply_list_and_acquire(&own, 22);
 }
 
 /// Fast handoff: every child in the last listing has a 10-digit key, so when
@@ -1695,9 +1655,7 @@ fn pipelined_foreign_child_in_the_listing_disables_fast_handoff() {
     let mut t = T::new(OpPlan::Pipelined);
     let own = t.wait_behind(true, 2, &[wrapped], wrapped);
     t.watch(EventType::NODE_DELETED, &full(wrapped));
-    assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
-    t.reply("getChildren2 /app/lock", children(&[&own]));
-    assert_eq!(t.events(), [acquired(&full(&own), 100)]);
+    t.reply_list_and_acquire(&own, 100);
 }
 
 /// `fast_handoff = false` (and the Curator plan) always re-list.
@@ -1817,9 +1775,7 @@ fn poll_timeout_is_never_in_the_past_after_handle_timeout() {
 /// (or a release) issued before `Acquired` was drained counts the first hold.
 #[test]
 fn reentrant_counting_before_the_acquired_event_is_polled() {
-    let mut t = T::new(OpPlan::Pipelined);
-    t.acquire(None);
-    t.ops();
+    let mut t = T::creating(OpPlan::Pipelined);
     let own = t.own(0, 0);
     t.reply("create2 /app/lock/_c_<U0>-lock- [ES]", created(&full(&own), 5));
     t.reply("getChildren2 /app/lock", children(&[&own]));
@@ -1886,8 +1842,7 @@ fn session_lost_during_retry_pause() {
     t.curator_create(0, 1, 10);
     t.reply("getChildren2 /app/lock", children(&[&other(1, 0)]));
     assert_eq!(t.ops(), ["delete /app/lock/_c_<U0>-lock-0000000001"]);
-    t.end(RequestError::SessionExpired, ConnectionState::Lost);
-    assert_eq!(t.events(), [failed(RequestError::SessionExpired)]);
+    t.end_failing_acquire(RequestError::SessionExpired, ConnectionState::Lost);
     assert_eq!(t.m.poll_timeout(), None);
     t.timeout(10_000);
     t.no_ops();
