@@ -354,6 +354,15 @@ impl T {
         own
     }
 
+    /// A mutex waiting right behind one other contender (`<F1>`, sequence
+    /// `seq`), its own node next. Returns it, the contender's name and ours.
+    fn waiting_behind_one(plan: OpPlan, seq: u32) -> (T, String, String) {
+        let mut t = T::new(plan);
+        let pred = other(1, seq);
+        let own = t.wait_behind(plan == OpPlan::Pipelined, seq + 1, &[&pred], &pred);
+        (t, pred, own)
+    }
+
     /// Queues behind `ahead` (other contenders' names) and arms the watch on
     /// the immediate predecessor `pred` (Curator plan, or a pipelined acquire
     /// when `pipelined`). Returns our node name.
@@ -586,9 +595,7 @@ fn curator_contended_watches_immediate_predecessor() {
 /// NodeDataChanged too, as the revocation trace shows).
 #[test]
 fn curator_data_change_on_predecessor_relists() {
-    let mut t = T::new(OpPlan::Curator);
-    let f1 = other(1, 1);
-    t.wait_behind(false, 2, &[&f1], &f1);
+    let (mut t, f1, _) = T::waiting_behind_one(OpPlan::Curator, 1);
     t.watch(EventType::NODE_DATA_CHANGED, &full(&f1));
     assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
 }
@@ -885,9 +892,7 @@ fn curator_connection_loss_while_listing_or_watching_relists() {
 /// getChildren2, getData w, NodeDeleted, getChildren2).
 #[test]
 fn curator_suspended_while_waiting_queues_a_relist() {
-    let mut t = T::new(OpPlan::Curator);
-    let f0 = other(1, 0);
-    let own = t.wait_behind(false, 1, &[&f0], &f0);
+    let (mut t, f0, own) = T::waiting_behind_one(OpPlan::Curator, 0);
     t.session(ConnectionState::Suspended);
     assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
     t.no_events();
@@ -972,9 +977,7 @@ fn held_session_lost_reports_lost_and_the_next_session_deletes_the_node() {
 /// deletes the old node, and a new acquire starts afresh with a new UUID.
 #[test]
 fn waiting_session_lost_fails_and_never_trusts_the_old_node() {
-    let mut t = T::new(OpPlan::Curator);
-    let f0 = other(1, 0);
-    t.wait_behind(false, 1, &[&f0], &f0);
+    let (mut t, f0, _) = T::waiting_behind_one(OpPlan::Curator, 0);
     t.end_failing_acquire(RequestError::SessionExpired, ConnectionState::Lost);
     t.no_ops();
     assert_eq!(t.m.poll_timeout(), None);
@@ -1058,9 +1061,7 @@ fn creating_session_lost_the_next_session_finds_and_deletes_by_prefix() {
 /// server removed the ephemerals, so nothing is owed.
 #[test]
 fn closed_session() {
-    let mut t = T::new(OpPlan::Curator);
-    let f0 = other(1, 0);
-    t.wait_behind(false, 1, &[&f0], &f0);
+    let (mut t, _, _) = T::waiting_behind_one(OpPlan::Curator, 0);
     t.end_failing_acquire(RequestError::Closed, ConnectionState::Closed);
     t.assert_quiescent();
 
@@ -1571,9 +1572,7 @@ fn queue_position_from_each_listing() {
     assert_eq!(t.events().len(), 1, "acquired");
     assert_eq!(t.queued.len(), 2, "acquired: no position");
 
-    let mut t = T::new(OpPlan::Curator);
-    let f4 = other(1, 4);
-    let own = t.wait_behind(false, 5, &[&f4], &f4);
+    let (mut t, f4, own) = T::waiting_behind_one(OpPlan::Curator, 4);
     t.watch(EventType::NODE_DATA_CHANGED, &full(&f4));
     assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
     t.reply("getChildren2 /app/lock", children(&[&f4, &own]));
@@ -1585,9 +1584,7 @@ fn queue_position_from_each_listing() {
 /// Fast handoff straight to Acquired: predecessor deleted, nothing else ahead.
 #[test]
 fn pipelined_fast_handoff_acquires_without_any_op() {
-    let mut t = T::new(OpPlan::Pipelined);
-    let f4 = other(1, 4);
-    let own = t.wait_behind(true, 5, &[&f4], &f4);
+    let (mut t, f4, own) = T::waiting_behind_one(OpPlan::Pipelined, 4);
     t.watch(EventType::NODE_DELETED, &full(&f4));
     t.no_ops();
     assert_eq!(t.events(), [acquired(&full(&own), 100)]);
@@ -1623,9 +1620,7 @@ fn pipelined_gone_predecessor_is_a_handoff() {
     t.no_events();
 
     // The Curator plan re-lists on NoNode, as Curator does.
-    let mut t = T::new(OpPlan::Curator);
-    let f4 = other(1, 4);
-    t.wait_behind(false, 5, &[&f4], &f4);
+    let (mut t, f4, _) = T::waiting_behind_one(OpPlan::Curator, 4);
     t.watch(EventType::NODE_DELETED, &full(&f4));
     assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
 }
@@ -1680,9 +1675,7 @@ fn fast_handoff_off_relists() {
 /// Only a deletion hands off; any other event on the predecessor re-lists.
 #[test]
 fn pipelined_other_events_on_the_predecessor_relist() {
-    let mut t = T::new(OpPlan::Pipelined);
-    let f1 = other(1, 1);
-    t.wait_behind(true, 2, &[&f1], &f1);
+    let (mut t, f1, _) = T::waiting_behind_one(OpPlan::Pipelined, 1);
     t.watch(EventType::NODE_DATA_CHANGED, &full(&f1));
     assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
     t.no_events();
