@@ -306,6 +306,23 @@ impl T {
         self.check_timeout();
     }
 
+    /// The cleanup delete `expect` is all that is sent; answered with
+    /// `result`, it leaves nothing to report and nothing to do.
+    fn cleanup_done(&mut self, expect: &str, result: Result<Response, RequestError>) {
+        assert_eq!(self.ops(), [expect]);
+        self.reply(expect, result);
+        self.no_events();
+        self.assert_quiescent();
+    }
+
+    /// The release's delete `expect` is answered with `result`: Released,
+    /// and nothing is left to do.
+    fn release_done(&mut self, expect: &str, result: Result<Response, RequestError>) {
+        self.reply(expect, result);
+        assert_eq!(self.events(), [RecipeEvent::Released]);
+        self.assert_quiescent();
+    }
+
     /// `poll_timeout` never asks to be woken in the past once it has been served.
     fn check_timeout(&self) {
         if let Some(t) = self.m.poll_timeout() {
@@ -352,6 +369,18 @@ impl T {
         self.reply(&format!("getChildren2 {BASE}"), children(&[&own]));
         assert_eq!(self.events(), [acquired(&full(&own), czxid)]);
         own
+    }
+
+    /// Pipelined, the base path missing: both replies of the first pair are
+    /// NoNode, and the bottom-up probe of the base is in flight.
+    fn pipelined_base_missing() -> T {
+        let mut t = T::new(OpPlan::Pipelined);
+        t.acquire(None);
+        assert_eq!(t.ops(), ["create2 /app/lock/_c_<U0>-lock- [ES]", "getChildren2 /app/lock"]);
+        t.reply("create2 /app/lock/_c_<U0>-lock- [ES]", no_node());
+        assert_eq!(t.ops(), ["exists /app/lock"]);
+        t.reply("getChildren2 /app/lock", no_node());
+        t
     }
 
     /// A mutex waiting right behind one other contender (`<F1>`, sequence
@@ -555,9 +584,7 @@ fn curator_release_delete_no_node_is_released() {
     t.curator_acquire_free(0, 4, 11);
     t.release();
     t.ops();
-    t.reply("delete /app/lock/_c_<U0>-lock-0000000004", no_node());
-    assert_eq!(t.events(), [RecipeEvent::Released]);
-    t.assert_quiescent();
+    t.release_done("delete /app/lock/_c_<U0>-lock-0000000004", no_node());
 }
 
 /// mutex-contended, client B, with more contenders: watch only the
@@ -966,10 +993,7 @@ fn held_session_lost_reports_lost_and_the_next_session_deletes_the_node() {
     assert!(matches!(t.m.release(t.now), Err(ApiMisuse::NotHeld)));
     // A new session.
     t.session(ConnectionState::Connected);
-    assert_eq!(t.ops(), ["delete /app/lock/_c_<U0>-lock-0000000000"]);
-    t.reply("delete /app/lock/_c_<U0>-lock-0000000000", no_node());
-    t.no_events();
-    t.assert_quiescent();
+    t.cleanup_done("delete /app/lock/_c_<U0>-lock-0000000000", no_node());
 }
 
 /// Lost while waiting: Failed(SessionExpired) once, nothing more for the old
@@ -1043,9 +1067,7 @@ fn creating_session_lost_the_next_session_finds_and_deletes_by_prefix() {
     assert_eq!(t.ops(), ["getChildren /app/lock"]);
     let own = t.own(0, 3);
     t.reply("getChildren /app/lock", names(&[&other(1, 2), &own]));
-    assert_eq!(t.ops(), ["delete /app/lock/_c_<U0>-lock-0000000003"]);
-    t.reply("delete /app/lock/_c_<U0>-lock-0000000003", empty());
-    t.assert_quiescent();
+    t.cleanup_done("delete /app/lock/_c_<U0>-lock-0000000003", empty());
 
     // The same when the create is still in flight as the session ends.
     let mut t = T::creating(OpPlan::Pipelined);
@@ -1090,9 +1112,7 @@ fn curator_release_delete_is_resent_after_reconnect() {
     assert_eq!(t.m.acquire(t.now, None), Err(ApiMisuse::AcquireInProgress), "still releasing");
     t.session(ConnectionState::Reconnected);
     assert_eq!(t.ops(), ["delete /app/lock/_c_<U0>-lock-0000000000"]);
-    t.reply("delete /app/lock/_c_<U0>-lock-0000000000", empty());
-    assert_eq!(t.events(), [RecipeEvent::Released]);
-    t.assert_quiescent();
+    t.release_done("delete /app/lock/_c_<U0>-lock-0000000000", empty());
 }
 
 /// Commands out of place are refused and change nothing.
@@ -1162,10 +1182,7 @@ fn cancel_after_create_connection_loss_finds_and_deletes_by_prefix() {
     assert_eq!(t.ops(), ["getChildren /app/lock"]);
     let own = t.own(0, 3);
     t.reply("getChildren /app/lock", names(&[&other(1, 1), &own]));
-    assert_eq!(t.ops(), ["delete /app/lock/_c_<U0>-lock-0000000003"]);
-    t.reply("delete /app/lock/_c_<U0>-lock-0000000003", empty());
-    t.no_events();
-    t.assert_quiescent();
+    t.cleanup_done("delete /app/lock/_c_<U0>-lock-0000000003", empty());
 }
 
 /// The lookup itself dropping is retried on the next reconnect; not found
@@ -1199,9 +1216,7 @@ fn cancel_lookup_survives_session_expiry() {
     assert_eq!(t.ops(), ["getChildren /app/lock"]);
     let own = t.own(0, 3);
     t.reply("getChildren /app/lock", names(&[&own]));
-    assert_eq!(t.ops(), ["delete /app/lock/_c_<U0>-lock-0000000003"]);
-    t.reply("delete /app/lock/_c_<U0>-lock-0000000003", empty());
-    t.assert_quiescent();
+    t.cleanup_done("delete /app/lock/_c_<U0>-lock-0000000003", empty());
 }
 
 /// Cancel while recovering a lost create reply (lookup in flight) and while
@@ -1217,9 +1232,7 @@ fn cancel_during_create_recovery() {
     t.reply("getChildren /app/lock", names(&[&own]));
     t.no_ops();
     t.reply("getChildren /app/lock", names(&[&own]));
-    assert_eq!(t.ops(), ["delete /app/lock/_c_<U0>-lock-0000000003"]);
-    t.reply("delete /app/lock/_c_<U0>-lock-0000000003", empty());
-    t.assert_quiescent();
+    t.cleanup_done("delete /app/lock/_c_<U0>-lock-0000000003", empty());
 
     let mut t = T::create_unknown(OpPlan::Curator);
     t.session(ConnectionState::Reconnected);
@@ -1365,9 +1378,7 @@ fn curator_revocable_lock() {
     // The deletion fires our own data watch before the delete's reply.
     t.watch(EventType::NODE_DELETED, &full(&own));
     t.no_ops();
-    t.reply("delete /app/lock/_c_<U0>-lock-0000000000", empty());
-    assert_eq!(t.events(), [RecipeEvent::Released]);
-    t.assert_quiescent();
+    t.release_done("delete /app/lock/_c_<U0>-lock-0000000000", empty());
 }
 
 /// A revocable waiter can be asked to revoke as well; other event types on
@@ -1464,12 +1475,7 @@ fn pipelined_release_is_immediate_and_the_delete_is_retried() {
 /// above it are never read (they may deny READ to this client).
 #[test]
 fn pipelined_parent_probe_stops_at_the_deepest_existing_ancestor() {
-    let mut t = T::new(OpPlan::Pipelined);
-    t.acquire(None);
-    assert_eq!(t.ops(), ["create2 /app/lock/_c_<U0>-lock- [ES]", "getChildren2 /app/lock"]);
-    t.reply("create2 /app/lock/_c_<U0>-lock- [ES]", no_node());
-    assert_eq!(t.ops(), ["exists /app/lock"]);
-    t.reply("getChildren2 /app/lock", no_node());
+    let mut t = T::pipelined_base_missing();
     t.reply("exists /app/lock", Ok(Response::Stat(stat(1))));
     assert_eq!(t.ops(), ["create2 /app/lock/_c_<U0>-lock- [ES]", "getChildren2 /app/lock"]);
     t.no_events();
@@ -1480,12 +1486,7 @@ fn pipelined_parent_probe_stops_at_the_deepest_existing_ancestor() {
 /// with the same UUID.
 #[test]
 fn pipelined_no_node_create_ignores_the_listing_and_makes_parents() {
-    let mut t = T::new(OpPlan::Pipelined);
-    t.acquire(None);
-    assert_eq!(t.ops(), ["create2 /app/lock/_c_<U0>-lock- [ES]", "getChildren2 /app/lock"]);
-    t.reply("create2 /app/lock/_c_<U0>-lock- [ES]", no_node());
-    assert_eq!(t.ops(), ["exists /app/lock"]);
-    t.reply("getChildren2 /app/lock", no_node());
+    let mut t = T::pipelined_base_missing();
     t.no_ops();
     t.no_events();
     t.reply("exists /app/lock", no_node());
@@ -1840,9 +1841,7 @@ fn session_lost_during_retry_pause() {
     t.timeout(10_000);
     t.no_ops();
     t.session(ConnectionState::Connected);
-    assert_eq!(t.ops(), ["delete /app/lock/_c_<U0>-lock-0000000001"]);
-    t.reply("delete /app/lock/_c_<U0>-lock-0000000001", no_node());
-    t.assert_quiescent();
+    t.cleanup_done("delete /app/lock/_c_<U0>-lock-0000000001", no_node());
 }
 
 // ---- randomized runs against a small server model ------------------------------------------
