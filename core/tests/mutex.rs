@@ -273,6 +273,13 @@ impl T {
         self.check_timeout();
     }
 
+    /// An event of `event_type` on the node `name` (the watched
+    /// predecessor) wakes the waiter, and it lists again.
+    fn wake_relists(&mut self, event_type: EventType, name: &str) {
+        self.watch(event_type, &full(name));
+        assert_eq!(self.ops(), ["getChildren2 /app/lock"]);
+    }
+
     /// The connection drops: every op in flight fails with ConnectionLoss,
     /// then Suspended (the session's order).
     fn disconnect(&mut self) {
@@ -369,6 +376,14 @@ impl T {
         self.reply(&format!("getChildren2 {BASE}"), children(&[&own]));
         assert_eq!(self.events(), [acquired(&full(&own), czxid)]);
         own
+    }
+
+    /// A mutex that holds the lock, its node `<U0>` with sequence 0 and
+    /// czxid `czxid` (see [`held`]).
+    fn holding(plan: OpPlan, czxid: i64) -> T {
+        let mut t = T::new(plan);
+        held(&mut t, 0, czxid);
+        t
     }
 
     /// Pipelined, the base path missing: both replies of the first pair are
@@ -605,14 +620,12 @@ fn curator_contended_watches_immediate_predecessor() {
     t.watch(EventType::NODE_DELETED, &full(&f9));
     t.watch(EventType::NODE_DELETED, "/elsewhere");
     t.no_ops();
-    t.watch(EventType::NODE_DELETED, &full(&f6));
-    assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
+    t.wake_relists(EventType::NODE_DELETED, &f6);
     t.reply("getChildren2 /app/lock", children(&[&own, &f9, &f5]));
     assert_eq!(t.ops(), ["getData /app/lock/_c_<F1>-lock-0000000005 w"]);
     t.reply("getData /app/lock/_c_<F1>-lock-0000000005 w", data(b""));
     t.no_events();
-    t.watch(EventType::NODE_DELETED, &full(&f5));
-    assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
+    t.wake_relists(EventType::NODE_DELETED, &f5);
     t.reply("getChildren2 /app/lock", children(&[&f9, &own]));
     assert_eq!(t.events(), [acquired(&full(&own), 70)]);
     t.no_ops();
@@ -623,8 +636,7 @@ fn curator_contended_watches_immediate_predecessor() {
 #[test]
 fn curator_data_change_on_predecessor_relists() {
     let (mut t, f1, _) = T::waiting_behind_one(OpPlan::Curator, 1);
-    t.watch(EventType::NODE_DATA_CHANGED, &full(&f1));
-    assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
+    t.wake_relists(EventType::NODE_DATA_CHANGED, &f1);
 }
 
 /// The predecessor is released between the listing and the watch: getData
@@ -965,8 +977,7 @@ fn held_suspended_then_reconnected_verifies_own_node() {
 /// The node is gone after the reconnect (deleted by someone): Lost.
 #[test]
 fn held_reconnected_but_node_gone_is_lost() {
-    let mut t = T::new(OpPlan::Curator);
-    held(&mut t, 0, 20);
+    let mut t = T::holding(OpPlan::Curator, 20);
     t.session(ConnectionState::Suspended);
     t.session(ConnectionState::Reconnected);
     t.ops();
@@ -983,8 +994,7 @@ fn held_reconnected_but_node_gone_is_lost() {
 /// Curator's later release does.
 #[test]
 fn held_session_lost_reports_lost_and_the_next_session_deletes_the_node() {
-    let mut t = T::new(OpPlan::Curator);
-    held(&mut t, 0, 20);
+    let mut t = T::holding(OpPlan::Curator, 20);
     t.session(ConnectionState::Suspended);
     t.end(RequestError::SessionExpired, ConnectionState::Lost);
     assert_eq!(t.events(), [RecipeEvent::Suspended, RecipeEvent::Lost]);
@@ -1087,8 +1097,7 @@ fn closed_session() {
     t.end_failing_acquire(RequestError::Closed, ConnectionState::Closed);
     t.assert_quiescent();
 
-    let mut t = T::new(OpPlan::Curator);
-    held(&mut t, 0, 20);
+    let mut t = T::holding(OpPlan::Curator, 20);
     t.end(RequestError::Closed, ConnectionState::Closed);
     assert_eq!(t.events(), [RecipeEvent::Lost]);
     t.assert_quiescent();
@@ -1102,8 +1111,7 @@ fn closed_session() {
 /// and (Curator plan) Released only once it is answered OK or NoNode.
 #[test]
 fn curator_release_delete_is_resent_after_reconnect() {
-    let mut t = T::new(OpPlan::Curator);
-    held(&mut t, 0, 20);
+    let mut t = T::holding(OpPlan::Curator, 20);
     t.release();
     assert_eq!(t.ops(), ["delete /app/lock/_c_<U0>-lock-0000000000"]);
     t.disconnect();
@@ -1446,8 +1454,7 @@ fn pipelined_uncontended_is_one_round_trip() {
 /// is re-sent after a ConnectionLoss.
 #[test]
 fn pipelined_release_is_immediate_and_the_delete_is_retried() {
-    let mut t = T::new(OpPlan::Pipelined);
-    held(&mut t, 0, 3);
+    let mut t = T::holding(OpPlan::Pipelined, 3);
     t.release();
     assert_eq!(t.ops(), ["delete /app/lock/_c_<U0>-lock-0000000000"]);
     assert_eq!(t.events(), [RecipeEvent::Released]);
@@ -1561,8 +1568,7 @@ fn queue_position_from_each_listing() {
     let (f1, f2, f9) = (other(1, 1), other(2, 2), other(3, 9));
     t.wait_behind(true, 3, &[&f9, &f2, &f1], &f2);
     assert_eq!(t.queued, [(2, 4)], "two ahead of ours, four in all");
-    t.watch(EventType::NODE_DELETED, &full(&f2));
-    assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
+    t.wake_relists(EventType::NODE_DELETED, &f2);
     let own = t.own(0, 3);
     t.reply("getChildren2 /app/lock", children(&[&f9, &f1, &own]));
     assert_eq!(t.ops(), ["getData /app/lock/_c_<F1>-lock-0000000001 w"]);
@@ -1574,8 +1580,7 @@ fn queue_position_from_each_listing() {
     assert_eq!(t.queued.len(), 2, "acquired: no position");
 
     let (mut t, f4, own) = T::waiting_behind_one(OpPlan::Curator, 4);
-    t.watch(EventType::NODE_DATA_CHANGED, &full(&f4));
-    assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
+    t.wake_relists(EventType::NODE_DATA_CHANGED, &f4);
     t.reply("getChildren2 /app/lock", children(&[&f4, &own]));
     assert_eq!(t.ops(), ["getData /app/lock/_c_<F1>-lock-0000000004 w"]);
     t.no_events();
@@ -1622,8 +1627,7 @@ fn pipelined_gone_predecessor_is_a_handoff() {
 
     // The Curator plan re-lists on NoNode, as Curator does.
     let (mut t, f4, _) = T::waiting_behind_one(OpPlan::Curator, 4);
-    t.watch(EventType::NODE_DELETED, &full(&f4));
-    assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
+    t.wake_relists(EventType::NODE_DELETED, &f4);
 }
 
 /// A child without a 10-digit Curator key (kazoo naming, or a wrapped
@@ -1636,16 +1640,14 @@ fn pipelined_foreign_child_in_the_listing_disables_fast_handoff() {
     let kazoo = "514e5a831836450cb1a56c741e990fd8__lock__0000000032";
     let f1 = other(1, 1);
     t.wait_behind(true, 2, &[&f1, kazoo], &f1);
-    t.watch(EventType::NODE_DELETED, &full(&f1));
-    assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
+    t.wake_relists(EventType::NODE_DELETED, &f1);
 
     // A wrapped sequence counter: key "-2147483648" sorts before "0...".
     let mut t = T::new(OpPlan::Pipelined);
     let wrapped = "_c_00000002-0000-4000-8000-000000000000-lock--2147483648";
     let f1 = other(1, 1);
     t.wait_behind(true, 2, &[&f1, wrapped], &f1);
-    t.watch(EventType::NODE_DELETED, &full(&f1));
-    assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
+    t.wake_relists(EventType::NODE_DELETED, &f1);
 
     // Ahead of ours, it is the node to watch.
     let mut t = T::new(OpPlan::Pipelined);
@@ -1662,14 +1664,12 @@ fn fast_handoff_off_relists() {
     let mut t = T::with_config(c);
     let f1 = other(1, 1);
     t.wait_behind(true, 2, &[&f1], &f1);
-    t.watch(EventType::NODE_DELETED, &full(&f1));
-    assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
+    t.wake_relists(EventType::NODE_DELETED, &f1);
     t.no_events();
 
     let mut t = T::new(OpPlan::Curator);
     t.wait_behind(false, 2, &[&f1], &f1);
-    t.watch(EventType::NODE_DELETED, &full(&f1));
-    assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
+    t.wake_relists(EventType::NODE_DELETED, &f1);
     t.no_events();
 }
 
@@ -1677,8 +1677,7 @@ fn fast_handoff_off_relists() {
 #[test]
 fn pipelined_other_events_on_the_predecessor_relist() {
     let (mut t, f1, _) = T::waiting_behind_one(OpPlan::Pipelined, 1);
-    t.watch(EventType::NODE_DATA_CHANGED, &full(&f1));
-    assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
+    t.wake_relists(EventType::NODE_DATA_CHANGED, &f1);
     t.no_events();
 }
 
