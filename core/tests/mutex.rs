@@ -485,6 +485,19 @@ fn curator_mkdirs_skips_existing_ancestors() {
 }
 
 impl T {
+    /// The prefix lookup in flight finds our node `<U0>` with sequence `seq`
+    /// after `others`; an exists confirms it (czxid `czxid`), and it is
+    /// adopted, listed alone and held.
+    fn lookup_adopts_and_acquires(&mut self, seq: u32, others: &[&str], czxid: i64) {
+        let own = self.own(0, seq);
+        let listed: Vec<&str> = others.iter().copied().chain([own.as_str()]).collect();
+        self.reply(&format!("getChildren {BASE}"), names(&listed));
+        let exists_text = format!("exists {BASE}/_c_<U0>-lock-{seq:010}");
+        assert_eq!(self.ops(), std::slice::from_ref(&exists_text));
+        self.reply(&exists_text, exists(czxid));
+        self.reply_list_and_acquire(&own, czxid);
+    }
+
     fn reply_list_and_acquire(&mut self, own: &str, czxid: i64) {
         assert_eq!(self.ops(), [format!("getChildren2 {BASE}")]);
         self.reply(&format!("getChildren2 {BASE}"), children(&[own]));
@@ -852,12 +865,7 @@ fn curator_create_connection_loss_adopts_the_landed_node() {
     t.no_events();
     t.session(ConnectionState::Reconnected);
     assert_eq!(t.ops(), ["getChildren /app/lock"]);
-    let own = t.own(0, 4);
-    let f3 = other(1, 3);
-    t.reply("getChildren /app/lock", names(&[&f3, &own]));
-    assert_eq!(t.ops(), ["exists /app/lock/_c_<U0>-lock-0000000004"]);
-    t.reply("exists /app/lock/_c_<U0>-lock-0000000004", exists(44));
-    t.reply_list_and_acquire(&own, 44);
+    t.lookup_adopts_and_acquires(4, &[&other(1, 3)], 44);
 }
 
 /// Not found after the reconnect → create2 again with the SAME UUID; a
@@ -1526,11 +1534,7 @@ fn pipelined_create_connection_loss_recovers_then_sends_the_pair_again() {
     let mut t = T::create_unknown(OpPlan::Pipelined);
     t.session(ConnectionState::Reconnected);
     t.ops();
-    let own = t.own(0, 2);
-    t.reply("getChildren /app/lock", names(&[&own]));
-    assert_eq!(t.ops(), ["exists /app/lock/_c_<U0>-lock-0000000002"]);
-    t.reply("exists /app/lock/_c_<U0>-lock-0000000002", exists(22));
-    t.reply_list_and_acquire(&own, 22);
+    t.lookup_adopts_and_acquires(2, &[], 22);
 }
 
 /// Fast handoff: every child in the last listing has a 10-digit key, so when
