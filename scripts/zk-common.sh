@@ -1,6 +1,7 @@
 # shellcheck shell=bash disable=SC2034 # MAIN_CLASS is used by the sourcing scripts
 # Shared by zk-server.sh and zk-ensemble.sh (sourced, not run): where the
-# Debian jars are, the server's classpath, four-letter words, liveness.
+# Debian jars are, the server's classpath, launching a server, four-letter
+# words, liveness.
 # The sourcing script defines die().
 
 JAVA_DIR=${ZK_JAVA_DIR:-/usr/share/java}
@@ -43,6 +44,30 @@ alive() {
     kill -0 "$pid" 2>/dev/null || return 1
     state=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) || return 1
     [[ $state != Z ]]
+}
+
+# True if PID is the server started from CFG (guards against pid reuse).
+is_our_server() {
+    local pid=$1 cfg=$2 cmdline
+    cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
+    [[ $cmdline == *"$MAIN_CLASS"*"$cfg"* ]]
+}
+
+# zk_launch CP LOG_DIR CFG LOG JAVA_OPTS...: starts the server of CFG in the
+# background (its pid is then $!) with classpath CP, its log directory
+# LOG_DIR and its output appended to LOG. All three streams are redirected,
+# so a caller's $(...) does not wait for the server, and the server never
+# reads the caller's terminal.
+zk_launch() {
+    local cp=$1 log_dir=$2 cfg=$3 log=$4
+    shift 4
+    java "$@" \
+        -Djava.net.preferIPv4Stack=true \
+        -Dzookeeper.log.dir="$log_dir" \
+        -Dorg.slf4j.simpleLogger.showDateTime=true \
+        -Dorg.slf4j.simpleLogger.dateTimeFormat="yyyy-MM-dd'T'HH:mm:ss.SSS" \
+        -cp "$cp" "$MAIN_CLASS" "$cfg" \
+        </dev/null >>"$log" 2>&1 &
 }
 
 # ---- secured servers (ZK_SECURE=tls|sasl in zk-server.sh) --------------------

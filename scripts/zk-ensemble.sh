@@ -61,13 +61,6 @@ for s in socks:
 
 
 
-# True if PID is the server started from CFG (guards against pid reuse).
-is_our_server() {
-    local pid=$1 cfg=$2 cmdline
-    cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
-    [[ $cmdline == *"$MAIN_CLASS"*"$cfg"* ]]
-}
-
 # The live pid of server N of DIR, or nothing.
 server_pid() {
     local dir=$1 n=$2 pid
@@ -138,16 +131,8 @@ launch() {
     local -a java_opts
     cp=$(zk_classpath)
     read -r -a java_opts <<<"${ZK_JAVA_OPTS:--Xms32m -Xmx256m -XX:+UseSerialGC}"
-    # All three streams redirected, so a caller's $(...) does not wait for the
-    # server, and the server never reads the caller's terminal. The log is
-    # appended to, so a restart keeps the history.
-    java "${java_opts[@]}" \
-        -Djava.net.preferIPv4Stack=true \
-        -Dzookeeper.log.dir="$dir/$n" \
-        -Dorg.slf4j.simpleLogger.showDateTime=true \
-        -Dorg.slf4j.simpleLogger.dateTimeFormat="yyyy-MM-dd'T'HH:mm:ss.SSS" \
-        -cp "$cp" "$MAIN_CLASS" "$dir/$n/zoo.cfg" \
-        </dev/null >>"$dir/$n/server.log" 2>&1 &
+    # The log is appended to, so a restart keeps the history.
+    zk_launch "$cp" "$dir/$n" "$dir/$n/zoo.cfg" "$dir/$n/server.log" "${java_opts[@]}"
     pid=$!
     printf '%s\n' "$pid" >"$dir/$n/pid"
 }

@@ -65,13 +65,6 @@ s.close()'
 
 
 
-# True if PID is the ZooKeeper started for DIR (guards against pid reuse).
-is_our_server() {
-    local pid=$1 dir=$2 cmdline
-    cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
-    [[ $cmdline == *"$MAIN_CLASS"*"$dir/zoo.cfg"* ]]
-}
-
 # TERM, wait up to 5 s, then KILL and wait up to 5 s more.
 kill_and_wait() {
     local pid=$1 _
@@ -120,7 +113,7 @@ cmd_start() {
     dir=$(cd "$dir" && pwd -P)
     if [[ -f $dir/pid ]]; then
         pid=$(<"$dir/pid")
-        if alive "$pid" && is_our_server "$pid" "$dir"; then
+        if alive "$pid" && is_our_server "$pid" "$dir/zoo.cfg"; then
             die "a server for $dir is already running (pid $pid)"
         fi
         rm -f "$dir/pid" "$dir/port"
@@ -155,15 +148,9 @@ cmd_start() {
             [[ $secure != tls ]] || tls_port=$(free_port)
             zk_secure_config "$secure" "$dir" "$tls_port" >>"$dir/zoo.cfg"
         fi
-        # stdin/stdout/stderr all redirected, so a caller's $(...) does not wait
-        # for the server, and the server never reads the caller's terminal.
-        java "${java_opts[@]}" \
-            -Djava.net.preferIPv4Stack=true \
-            -Dzookeeper.log.dir="$dir" \
-            -Dorg.slf4j.simpleLogger.showDateTime=true \
-            -Dorg.slf4j.simpleLogger.dateTimeFormat="yyyy-MM-dd'T'HH:mm:ss.SSS" \
-            -cp "$cp" "$MAIN_CLASS" "$dir/zoo.cfg" \
-            </dev/null >"$dir/server.log" 2>&1 &
+        # A fresh log for each attempt.
+        : >"$dir/server.log"
+        zk_launch "$cp" "$dir" "$dir/zoo.cfg" "$dir/server.log" "${java_opts[@]}"
         pid=$!
         printf '%s\n' "$pid" >"$dir/pid"
         printf '%s\n' "$port" >"$dir/port"
@@ -212,7 +199,7 @@ cmd_stop() {
     [[ $pid =~ ^[0-9]+$ ]] || die "bad pid file $dir/pid: '$pid'"
     if ! alive "$pid"; then
         echo "zk-server: pid $pid already gone" >&2
-    elif ! is_our_server "$pid" "$dir"; then
+    elif ! is_our_server "$pid" "$dir/zoo.cfg"; then
         echo "zk-server: pid $pid is not the ZooKeeper of $dir, leaving it alone" >&2
     else
         kill_and_wait "$pid"

@@ -469,6 +469,17 @@ impl Probe {
         }
     }
 
+    /// Reads the listing in flight (which must name `path`), then deletes
+    /// `path` in a round trip of its own.
+    fn listed_then_delete(&mut self, path: String) -> Result<(), ProbeError> {
+        let reply = self.session.recv()?;
+        self.listed(reply, &path)?;
+        self.session.queue(Probe::delete(path))?;
+        self.session.flush()?;
+        self.session.recv()?;
+        Ok(())
+    }
+
     /// One create / getChildren / delete cycle under `plan`.
     pub fn cycle(&mut self, plan: Plan) -> Result<(), ProbeError> {
         match plan {
@@ -479,11 +490,7 @@ impl Probe {
                 let path = self.created(reply)?;
                 self.session.queue(self.get_children())?;
                 self.session.flush()?;
-                let reply = self.session.recv()?;
-                self.listed(reply, &path)?;
-                self.session.queue(Probe::delete(path))?;
-                self.session.flush()?;
-                self.session.recv()?;
+                self.listed_then_delete(path)?;
             }
             Plan::TwoRtt => {
                 self.session.queue(self.create())?;
@@ -491,11 +498,7 @@ impl Probe {
                 self.session.flush()?;
                 let reply = self.session.recv()?;
                 let path = self.created(reply)?;
-                let reply = self.session.recv()?;
-                self.listed(reply, &path)?;
-                self.session.queue(Probe::delete(path))?;
-                self.session.flush()?;
-                self.session.recv()?;
+                self.listed_then_delete(path)?;
             }
             Plan::OneRtt => {
                 let predicted = format!("{}{:0width$}", self.prefix, self.next_seq, width = SEQ_DIGITS);

@@ -268,6 +268,31 @@ mod tests {
         signals_rx: mpsc::UnboundedReceiver<Received>,
     }
 
+    impl Rig {
+        /// Supervises `child` under [`POLICY`] with the rig's channels, never
+        /// revoked, the server never heard from.
+        async fn supervise(&mut self, child: &mut Child) -> io::Result<Ending> {
+            self.supervise_beside(child, async {}).await
+        }
+
+        /// [`Rig::supervise`] with `beside` running alongside until it is
+        /// done (it sends the test's statuses and signals).
+        async fn supervise_beside(
+            &mut self,
+            child: &mut Child,
+            beside: impl Future<Output = ()>,
+        ) -> io::Result<Ending> {
+            let beside = async {
+                beside.await;
+                std::future::pending::<()>().await
+            };
+            tokio::select! {
+                e = supervise(child, &mut self.status_rx, std::future::pending(), &mut self.signals_rx, POLICY, &|| None) => e,
+                () = beside => unreachable!("`beside` stays pending once done"),
+            }
+        }
+    }
+
     fn rig() -> Rig {
         let (status, status_rx) = watch::channel(HoldStatus::Held);
         let (signals, signals_rx) = mpsc::unbounded_channel();
@@ -278,10 +303,7 @@ mod tests {
     async fn exit_status_passes_through() {
         let mut r = rig();
         let mut child = spawn("exit 7");
-        let ending =
-            supervise(&mut child, &mut r.status_rx, std::future::pending(), &mut r.signals_rx, POLICY, &|| None)
-                .await
-                .unwrap();
+        let ending = r.supervise(&mut child).await.unwrap();
         assert_eq!(ending, Ending::Exited(ExitStatus::from_raw(7 << 8)));
     }
 
@@ -300,13 +322,9 @@ mod tests {
             status.send_replace(HoldStatus::Suspended);
             tokio::time::sleep(Duration::from_millis(200)).await;
             status.send_replace(HoldStatus::Held);
-            std::future::pending::<()>().await
         };
-        let ending = tokio::select! {
-            e = supervise(&mut child, &mut r.status_rx, std::future::pending(), &mut r.signals_rx, POLICY, &|| None) => e,
-            () = flap => unreachable!(),
-        };
-        assert_eq!(ending.unwrap(), Ending::Exited(ExitStatus::from_raw(3 << 8)));
+        let ending = r.supervise_beside(&mut child, flap).await.unwrap();
+        assert_eq!(ending, Ending::Exited(ExitStatus::from_raw(3 << 8)));
     }
 
     #[tokio::test]
@@ -331,10 +349,7 @@ mod tests {
         let mut child = spawn("exec sleep 30");
         let started = Instant::now();
         r.status.send_replace(HoldStatus::Suspended);
-        let ending =
-            supervise(&mut child, &mut r.status_rx, std::future::pending(), &mut r.signals_rx, POLICY, &|| None)
-                .await
-                .unwrap();
+        let ending = r.supervise(&mut child).await.unwrap();
         assert_eq!(ending, Ending::Lost(Loss::SuspendedTooLong, ExitStatus::from_raw(Signal::SIGTERM as i32)));
         let took = started.elapsed();
         assert!(took >= POLICY.grace && took < Duration::from_secs(5), "{took:?}");
@@ -349,13 +364,9 @@ mod tests {
         let lose = async move {
             tokio::time::sleep(Duration::from_millis(50)).await;
             status.send_replace(HoldStatus::Lost);
-            std::future::pending::<()>().await
         };
-        let ending = tokio::select! {
-            e = supervise(&mut child, &mut r.status_rx, std::future::pending(), &mut r.signals_rx, POLICY, &|| None) => e,
-            () = lose => unreachable!(),
-        };
-        assert_eq!(ending.unwrap(), Ending::Lost(Loss::Lost, ExitStatus::from_raw(Signal::SIGTERM as i32)));
+        let ending = r.supervise_beside(&mut child, lose).await.unwrap();
+        assert_eq!(ending, Ending::Lost(Loss::Lost, ExitStatus::from_raw(Signal::SIGTERM as i32)));
         assert!(started.elapsed() < POLICY.grace, "{:?}", started.elapsed());
     }
 
@@ -364,10 +375,7 @@ mod tests {
         let mut r = rig();
         let mut child = spawn("exec sleep 30");
         r.status.send_replace(HoldStatus::NotHeld);
-        let ending =
-            supervise(&mut child, &mut r.status_rx, std::future::pending(), &mut r.signals_rx, POLICY, &|| None)
-                .await
-                .unwrap();
+        let ending = r.supervise(&mut child).await.unwrap();
         assert_eq!(ending, Ending::Lost(Loss::Lost, ExitStatus::from_raw(Signal::SIGTERM as i32)));
     }
 
@@ -378,10 +386,7 @@ mod tests {
         let mut child = spawn_ready("trap '' TERM", "while :; do sleep 0.05; done").await;
         r.status.send_replace(HoldStatus::Lost);
         let started = Instant::now();
-        let ending =
-            supervise(&mut child, &mut r.status_rx, std::future::pending(), &mut r.signals_rx, POLICY, &|| None)
-                .await
-                .unwrap();
+        let ending = r.supervise(&mut child).await.unwrap();
         assert_eq!(ending, Ending::Lost(Loss::Lost, ExitStatus::from_raw(Signal::SIGKILL as i32)));
         assert!(started.elapsed() >= POLICY.kill_after, "{:?}", started.elapsed());
     }
@@ -405,13 +410,9 @@ mod tests {
         let send = async move {
             tokio::time::sleep(Duration::from_millis(150)).await;
             signals.send(Received::sent(Signal::SIGINT)).unwrap();
-            std::future::pending::<()>().await
         };
-        let ending = tokio::select! {
-            e = supervise(&mut child, &mut r.status_rx, std::future::pending(), &mut r.signals_rx, POLICY, &|| None) => e,
-            () = send => unreachable!(),
-        };
-        assert_eq!(ending.unwrap(), Ending::Exited(ExitStatus::from_raw(42 << 8)));
+        let ending = r.supervise_beside(&mut child, send).await.unwrap();
+        assert_eq!(ending, Ending::Exited(ExitStatus::from_raw(42 << 8)));
     }
 
     #[tokio::test]
@@ -428,13 +429,9 @@ mod tests {
             signals.send(Received { signal: Signal::SIGINT, from_terminal: true }).unwrap();
             tokio::time::sleep(Duration::from_millis(300)).await;
             status.send_replace(HoldStatus::Lost);
-            std::future::pending::<()>().await
         };
-        let ending = tokio::select! {
-            e = supervise(&mut child, &mut r.status_rx, std::future::pending(), &mut r.signals_rx, POLICY, &|| None) => e,
-            () = send => unreachable!(),
-        };
-        assert_eq!(ending.unwrap(), Ending::Lost(Loss::Lost, ExitStatus::from_raw(Signal::SIGTERM as i32)));
+        let ending = r.supervise_beside(&mut child, send).await.unwrap();
+        assert_eq!(ending, Ending::Lost(Loss::Lost, ExitStatus::from_raw(Signal::SIGTERM as i32)));
     }
 
     #[tokio::test]

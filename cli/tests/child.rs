@@ -8,17 +8,17 @@
 //!   forward a second one (run under a pseudo-terminal with python3's `pty`).
 //! * A SIGINT sent to zoolock's pid with kill(2) is still forwarded, once.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::thread;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
 mod common;
 
-use common::Served;
+use common::{Served, scratch};
 
 const BIN: &str = env!("CARGO_BIN_EXE_zoolock");
 
@@ -27,14 +27,6 @@ fn lock(addr: &str, path: &str, cmd: &[String]) -> Command {
     let mut c = Command::new(BIN);
     c.env_remove("ZOOLOCK_CONNECT").args(["--connect", addr, "lock", path, "--"]).args(cmd).stdin(Stdio::null());
     c
-}
-
-/// A fresh scratch directory.
-fn scratch(name: &str) -> PathBuf {
-    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos();
-    let dir = std::env::temp_dir().join(format!("zoolock-child-{name}-{}-{nanos}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 /// Waits until `path` holds a line, at most 10 s.

@@ -5,7 +5,6 @@
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -18,7 +17,7 @@ use zoolock_tokio::{Options, ParticipantsOf};
 
 mod common;
 
-use common::server;
+use common::{scratch, server};
 
 const BIN: &str = env!("CARGO_BIN_EXE_zoolock");
 
@@ -26,14 +25,6 @@ const BIN: &str = env!("CARGO_BIN_EXE_zoolock");
 fn unique_path(name: &str) -> String {
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().subsec_nanos();
     format!("/zoolock-cli-{name}-{}-{nanos}", std::process::id())
-}
-
-/// A fresh scratch directory.
-fn scratch(name: &str) -> PathBuf {
-    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos();
-    let dir = std::env::temp_dir().join(format!("zoolock-cli-{name}-{}-{nanos}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 fn zoolock(addr: &str) -> Command {
@@ -642,17 +633,8 @@ fn usage_errors_exit_64_and_unreachable_servers_69() {
 
 #[test]
 fn serve_runs_the_model_until_sigterm() {
-    use std::io::BufRead;
-    let mut server = Command::new(BIN)
-        .args(["serve", "--port", "0"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("run zoolock serve");
-    let mut line = String::new();
-    std::io::BufReader::new(server.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let addr = line.trim().to_owned();
-    assert!(addr.parse::<SocketAddr>().is_ok_and(|a| a.ip().is_loopback() && a.port() != 0), "printed {line:?}");
+    let (mut server, addr) = common::spawn_serve();
+    assert!(addr.parse::<SocketAddr>().is_ok_and(|a| a.ip().is_loopback() && a.port() != 0), "printed {addr:?}");
 
     let out = output(zoolock(&addr).args(["lock", "/x", "--", "sh", "-c", "test -n \"$ZOOLOCK_NODE\""]));
     assert_eq!(code(out.status), 0, "{out:?}");

@@ -115,14 +115,22 @@ fn t(ms: u64) -> Instant {
     Instant::from_millis(ms)
 }
 
-fn connected_client() -> (Client, Server) {
-    let cs = ConnectString::parse("127.0.0.1:2181").unwrap();
-    let mut client = Client::new(SessionConfig::new(cs, 1).with_session_timeout(Duration::from_secs(10)), t(0));
+/// Takes `client` through its first connect: it dials at t(0), is connected
+/// at t(1) with nothing to send before the handshake's answer, and gets
+/// `resp` at t(2). Returns the server side.
+fn handshake(client: &mut Client, resp: &ConnectResponse) -> Server {
     client.handle_timeout(t(0));
     assert!(matches!(client.poll_io(), Some(IoCommand::Connect { .. })));
     client.handle_connected(t(1));
     let mut server = Server::new();
-    assert!(server.take(&mut client).is_empty());
+    assert!(server.take(client).is_empty());
+    Server::send(client, t(2), resp);
+    server
+}
+
+fn connected_client() -> (Client, Server) {
+    let cs = ConnectString::parse("127.0.0.1:2181").unwrap();
+    let mut client = Client::new(SessionConfig::new(cs, 1).with_session_timeout(Duration::from_secs(10)), t(0));
     let resp = ConnectResponse {
         protocol_version: 0,
         timeout_ms: 10_000,
@@ -130,7 +138,7 @@ fn connected_client() -> (Client, Server) {
         passwd: Some(Bytes::from_static(&[7; 16])),
         read_only: Some(false),
     };
-    Server::send(&mut client, t(2), &resp);
+    let server = handshake(&mut client, &resp);
     (client, server)
 }
 
@@ -212,11 +220,6 @@ fn state_changes_reach_every_recipe_and_the_user() {
     let cs = ConnectString::parse("127.0.0.1:2181").unwrap();
     let mut client = Client::new(SessionConfig::new(cs, 1), t(0));
     let a = client.add_recipe(t(0), Box::new(Probe::new("/a")));
-    client.handle_timeout(t(0));
-    let _ = client.poll_io();
-    client.handle_connected(t(1));
-    let mut server = Server::new();
-    assert!(server.take(&mut client).is_empty());
     let resp = ConnectResponse {
         protocol_version: 0,
         timeout_ms: 6_000,
@@ -224,7 +227,7 @@ fn state_changes_reach_every_recipe_and_the_user() {
         passwd: Some(Bytes::from_static(&[1; 16])),
         read_only: None,
     };
-    Server::send(&mut client, t(2), &resp);
+    let mut server = handshake(&mut client, &resp);
     // The probe reacts to Connected by reading: the op goes out in the same pump.
     let frames = server.take(&mut client);
     assert_eq!(frames.len(), 1);

@@ -37,21 +37,10 @@ fn take_all(h: &mut Harness<MultiLock>, n: usize) -> Vec<String> {
 fn curator_trace_in_order_then_reverse() {
     let mut h = multi(OpPlan::Curator, 2, 1);
     h.run(|m| m.acquire(at(0), None)).unwrap();
-    h.answer(at(1), "create2 /traces/multilock/lock-1/_c_<uuid>-lock- [ES]", Answer::Err(ErrorCode::NO_NODE));
-    h.answer(at(2), "exists /traces", Answer::Stat);
-    h.answer(at(3), "exists /traces/multilock", Answer::Err(ErrorCode::NO_NODE));
-    h.answer(at(4), "createContainer /traces/multilock [C]", Answer::Made(1));
-    h.answer(at(5), "exists /traces/multilock/lock-1", Answer::Err(ErrorCode::NO_NODE));
-    h.answer(at(6), "createContainer /traces/multilock/lock-1 [C]", Answer::Made(2));
-    let one = h.answer(at(7), "create2 /traces/multilock/lock-1/_c_<uuid>-lock- [ES]", Answer::Seq(0));
+    let one = h.create_making_parents(1, "create2 /traces/multilock/lock-1/_c_<uuid>-lock- [ES]", 1, 1);
     h.answer(at(8), "getChildren2 /traces/multilock/lock-1", kids(&[name(&one)]));
     assert!(h.events().is_empty(), "nothing until every member is held");
-    h.answer(at(9), "create2 /traces/multilock/lock-2/_c_<uuid>-lock- [ES]", Answer::Err(ErrorCode::NO_NODE));
-    h.answer(at(10), "exists /traces", Answer::Stat);
-    h.answer(at(11), "exists /traces/multilock", Answer::Stat);
-    h.answer(at(12), "exists /traces/multilock/lock-2", Answer::Err(ErrorCode::NO_NODE));
-    h.answer(at(13), "createContainer /traces/multilock/lock-2 [C]", Answer::Made(3));
-    let two = h.answer(at(14), "create2 /traces/multilock/lock-2/_c_<uuid>-lock- [ES]", Answer::Seq(0));
+    let two = h.create_making_parents(9, "create2 /traces/multilock/lock-2/_c_<uuid>-lock- [ES]", 2, 3);
     h.answer(at(15), "getChildren2 /traces/multilock/lock-2", kids(&[name(&two)]));
     // The first member's node and token.
     assert_eq!(h.events(), vec![acquired(&one, 1000)]);

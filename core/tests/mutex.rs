@@ -26,6 +26,10 @@ use zoolock_core::{
     RequestError, RetryPolicy, WatchEvent, ZkPath,
 };
 
+mod transcript;
+
+use transcript::at;
+
 const BASE: &str = "/app/lock";
 /// Curator's default node data in the recorded traces.
 const DATA: &[u8] = b"127.0.0.1";
@@ -34,23 +38,8 @@ const SESSION: i64 = 0x1234;
 
 // ---- harness ---------------------------------------------------------------------------
 
-fn at(ms: u64) -> Instant {
-    Instant::from_millis(ms)
-}
-
 fn config(plan: OpPlan) -> LockConfig {
     LockConfig::new(7).with_plan(plan).with_data(Bytes::from_static(DATA))
-}
-
-fn is_uuid_v4(s: &str) -> bool {
-    let b = s.as_bytes();
-    b.len() == 36
-        && b.iter().enumerate().all(|(i, c)| match i {
-            8 | 13 | 18 | 23 => *c == b'-',
-            _ => c.is_ascii_digit() || (b'a'..=b'f').contains(c),
-        })
-        && b[14] == b'4'
-        && matches!(b[19], b'8' | b'9' | b'a' | b'b')
 }
 
 /// Another contender's protected node, rendered as `<F{n}>`.
@@ -134,6 +123,23 @@ impl T {
         T::with_config(config(plan))
     }
 
+    /// A mutex whose first acquire (no deadline) has sent its first ops,
+    /// which are in flight unanswered.
+    fn creating(plan: OpPlan) -> T {
+        let mut t = T::new(plan);
+        t.acquire(None);
+        t.ops();
+        t
+    }
+
+    /// [`T::creating`], and then the connection drops: whether the create
+    /// was applied is unknown.
+    fn create_unknown(plan: OpPlan) -> T {
+        let mut t = T::creating(plan);
+        t.disconnect();
+        t
+    }
+
     fn with_config(config: LockConfig) -> T {
         T {
             m: Mutex::new(ZkPath::new(BASE).unwrap(), config),
@@ -173,30 +179,18 @@ impl T {
     }
 
     fn norm(&mut self, path: &str, record: bool) -> String {
-        let mut out = String::new();
-        let mut rest = path;
-        while let Some(i) = rest.find("_c_") {
-            out.push_str(&rest[..i + 3]);
-            rest = &rest[i + 3..];
-            let Some(cand) = rest.get(..36) else { continue };
-            if !is_uuid_v4(cand) || rest.as_bytes().get(36) != Some(&b'-') {
-                continue;
-            }
-            let label = if let Some(n) = self.uuids.iter().position(|u| u == cand) {
+        transcript::mask_with(path, |uuid| {
+            if let Some(n) = self.uuids.iter().position(|u| u == uuid) {
                 format!("<U{n}>")
-            } else if cand.ends_with("-0000-4000-8000-000000000000") {
-                format!("<F{}>", u32::from_str_radix(&cand[..8], 16).unwrap())
+            } else if uuid.ends_with("-0000-4000-8000-000000000000") {
+                format!("<F{}>", u32::from_str_radix(&uuid[..8], 16).unwrap())
             } else if record {
-                self.uuids.push(cand.to_string());
+                self.uuids.push(uuid.to_string());
                 format!("<U{}>", self.uuids.len() - 1)
             } else {
                 panic!("unknown protection uuid in {path}");
-            };
-            out.push_str(&label);
-            rest = &rest[36..];
-        }
-        out.push_str(rest);
-        out
+            }
+        })
     }
 
     fn render(&mut self, req: &Request) -> String {
@@ -279,6 +273,13 @@ impl T {
         self.check_timeout();
     }
 
+    /// An event of `event_type` on the node `name` (the watched
+    /// predecessor) wakes the waiter, and it lists again.
+    fn wake_relists(&mut self, event_type: EventType, name: &str) {
+        self.watch(event_type, &full(name));
+        assert_eq!(self.ops(), ["getChildren2 /app/lock"]);
+    }
+
     /// The connection drops: every op in flight fails with ConnectionLoss,
     /// then Suspended (the session's order).
     fn disconnect(&mut self) {
@@ -292,6 +293,13 @@ impl T {
         self.session(state);
     }
 
+    /// The session ends (see [`T::end`]) under an acquire, which fails
+    /// with `error`, once.
+    fn end_failing_acquire(&mut self, error: RequestError, state: ConnectionState) {
+        self.end(error.clone(), state);
+        assert_eq!(self.events(), [failed(error)]);
+    }
+
     fn fail_in_flight(&mut self, error: RequestError) {
         while let Some((id, _)) = self.in_flight.pop_front() {
             self.m.handle_reply(self.now, id, Err(error.clone()));
@@ -303,6 +311,23 @@ impl T {
         self.set_time(ms);
         self.m.handle_timeout(self.now);
         self.check_timeout();
+    }
+
+    /// The cleanup delete `expect` is all that is sent; answered with
+    /// `result`, it leaves nothing to report and nothing to do.
+    fn cleanup_done(&mut self, expect: &str, result: Result<Response, RequestError>) {
+        assert_eq!(self.ops(), [expect]);
+        self.reply(expect, result);
+        self.no_events();
+        self.assert_quiescent();
+    }
+
+    /// The release's delete `expect` is answered with `result`: Released,
+    /// and nothing is left to do.
+    fn release_done(&mut self, expect: &str, result: Result<Response, RequestError>) {
+        self.reply(expect, result);
+        assert_eq!(self.events(), [RecipeEvent::Released]);
+        self.assert_quiescent();
     }
 
     /// `poll_timeout` never asks to be woken in the past once it has been served.
@@ -351,6 +376,35 @@ impl T {
         self.reply(&format!("getChildren2 {BASE}"), children(&[&own]));
         assert_eq!(self.events(), [acquired(&full(&own), czxid)]);
         own
+    }
+
+    /// A mutex that holds the lock, its node `<U0>` with sequence 0 and
+    /// czxid `czxid` (see [`held`]).
+    fn holding(plan: OpPlan, czxid: i64) -> T {
+        let mut t = T::new(plan);
+        held(&mut t, 0, czxid);
+        t
+    }
+
+    /// Pipelined, the base path missing: both replies of the first pair are
+    /// NoNode, and the bottom-up probe of the base is in flight.
+    fn pipelined_base_missing() -> T {
+        let mut t = T::new(OpPlan::Pipelined);
+        t.acquire(None);
+        assert_eq!(t.ops(), ["create2 /app/lock/_c_<U0>-lock- [ES]", "getChildren2 /app/lock"]);
+        t.reply("create2 /app/lock/_c_<U0>-lock- [ES]", no_node());
+        assert_eq!(t.ops(), ["exists /app/lock"]);
+        t.reply("getChildren2 /app/lock", no_node());
+        t
+    }
+
+    /// A mutex waiting right behind one other contender (`<F1>`, sequence
+    /// `seq`), its own node next. Returns it, the contender's name and ours.
+    fn waiting_behind_one(plan: OpPlan, seq: u32) -> (T, String, String) {
+        let mut t = T::new(plan);
+        let pred = other(1, seq);
+        let own = t.wait_behind(plan == OpPlan::Pipelined, seq + 1, &[&pred], &pred);
+        (t, pred, own)
     }
 
     /// Queues behind `ahead` (other contenders' names) and arms the watch on
@@ -415,9 +469,7 @@ fn curator_uncontended_creates_missing_parents_top_down_with_same_uuid() {
 /// The trace corpus' shape: `/traces` exists, only the base is missing.
 #[test]
 fn curator_mkdirs_skips_existing_ancestors() {
-    let mut t = T::new(OpPlan::Curator);
-    t.acquire(None);
-    t.ops();
+    let mut t = T::creating(OpPlan::Curator);
     t.reply("create2 /app/lock/_c_<U0>-lock- [ES]", no_node());
     assert_eq!(t.ops(), ["exists /app"]);
     t.reply("exists /app", exists(2));
@@ -433,6 +485,19 @@ fn curator_mkdirs_skips_existing_ancestors() {
 }
 
 impl T {
+    /// The prefix lookup in flight finds our node `<U0>` with sequence `seq`
+    /// after `others`; an exists confirms it (czxid `czxid`), and it is
+    /// adopted, listed alone and held.
+    fn lookup_adopts_and_acquires(&mut self, seq: u32, others: &[&str], czxid: i64) {
+        let own = self.own(0, seq);
+        let listed: Vec<&str> = others.iter().copied().chain([own.as_str()]).collect();
+        self.reply(&format!("getChildren {BASE}"), names(&listed));
+        let exists_text = format!("exists {BASE}/_c_<U0>-lock-{seq:010}");
+        assert_eq!(self.ops(), std::slice::from_ref(&exists_text));
+        self.reply(&exists_text, exists(czxid));
+        self.reply_list_and_acquire(&own, czxid);
+    }
+
     fn reply_list_and_acquire(&mut self, own: &str, czxid: i64) {
         assert_eq!(self.ops(), [format!("getChildren2 {BASE}")]);
         self.reply(&format!("getChildren2 {BASE}"), children(&[own]));
@@ -443,9 +508,7 @@ impl T {
 /// A NodeExists on the first parent as well (a concurrent mkdirs).
 #[test]
 fn curator_mkdirs_ignores_node_exists_on_every_parent() {
-    let mut t = T::new(OpPlan::Curator);
-    t.acquire(None);
-    t.ops();
+    let mut t = T::creating(OpPlan::Curator);
     t.reply("create2 /app/lock/_c_<U0>-lock- [ES]", no_node());
     t.ops();
     t.reply("exists /app", no_node());
@@ -463,9 +526,7 @@ fn curator_mkdirs_ignores_node_exists_on_every_parent() {
 /// rest of the parents follow suit.
 #[test]
 fn curator_container_unimplemented_falls_back_to_persistent_create() {
-    let mut t = T::new(OpPlan::Curator);
-    t.acquire(None);
-    t.ops();
+    let mut t = T::creating(OpPlan::Curator);
     t.reply("create2 /app/lock/_c_<U0>-lock- [ES]", no_node());
     t.ops();
     t.reply("exists /app", no_node());
@@ -551,9 +612,7 @@ fn curator_release_delete_no_node_is_released() {
     t.curator_acquire_free(0, 4, 11);
     t.release();
     t.ops();
-    t.reply("delete /app/lock/_c_<U0>-lock-0000000004", no_node());
-    assert_eq!(t.events(), [RecipeEvent::Released]);
-    t.assert_quiescent();
+    t.release_done("delete /app/lock/_c_<U0>-lock-0000000004", no_node());
 }
 
 /// mutex-contended, client B, with more contenders: watch only the
@@ -574,14 +633,12 @@ fn curator_contended_watches_immediate_predecessor() {
     t.watch(EventType::NODE_DELETED, &full(&f9));
     t.watch(EventType::NODE_DELETED, "/elsewhere");
     t.no_ops();
-    t.watch(EventType::NODE_DELETED, &full(&f6));
-    assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
+    t.wake_relists(EventType::NODE_DELETED, &f6);
     t.reply("getChildren2 /app/lock", children(&[&own, &f9, &f5]));
     assert_eq!(t.ops(), ["getData /app/lock/_c_<F1>-lock-0000000005 w"]);
     t.reply("getData /app/lock/_c_<F1>-lock-0000000005 w", data(b""));
     t.no_events();
-    t.watch(EventType::NODE_DELETED, &full(&f5));
-    assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
+    t.wake_relists(EventType::NODE_DELETED, &f5);
     t.reply("getChildren2 /app/lock", children(&[&f9, &own]));
     assert_eq!(t.events(), [acquired(&full(&own), 70)]);
     t.no_ops();
@@ -591,11 +648,8 @@ fn curator_contended_watches_immediate_predecessor() {
 /// NodeDataChanged too, as the revocation trace shows).
 #[test]
 fn curator_data_change_on_predecessor_relists() {
-    let mut t = T::new(OpPlan::Curator);
-    let f1 = other(1, 1);
-    t.wait_behind(false, 2, &[&f1], &f1);
-    t.watch(EventType::NODE_DATA_CHANGED, &full(&f1));
-    assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
+    let (mut t, f1, _) = T::waiting_behind_one(OpPlan::Curator, 1);
+    t.wake_relists(EventType::NODE_DATA_CHANGED, &f1);
 }
 
 /// The predecessor is released between the listing and the watch: getData
@@ -629,9 +683,7 @@ fn curator_watch_during_get_data_relists_after_reply() {
     t.watch(EventType::NODE_DELETED, &full(&f1));
     t.no_ops();
     t.reply("getData /app/lock/_c_<F1>-lock-0000000001 w", data(b"x"));
-    assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
-    t.reply("getChildren2 /app/lock", children(&[&own]));
-    assert_eq!(t.events(), [acquired(&full(&own), 20)]);
+    t.reply_list_and_acquire(&own, 20);
 }
 
 /// mutex-timeout, client B: at the deadline the loop runs once more
@@ -680,9 +732,7 @@ fn curator_free_lock_at_the_deadline_is_taken() {
     t.ops();
     t.reply("getData /app/lock/_c_<F1>-lock-0000000000 w", data(b""));
     t.timeout(150);
-    assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
-    t.reply("getChildren2 /app/lock", children(&[&own]));
-    assert_eq!(t.events(), [acquired(&full(&own), 20)]);
+    t.reply_list_and_acquire(&own, 20);
     t.no_ops();
 }
 
@@ -729,9 +779,7 @@ fn curator_own_node_missing_recreates_with_new_uuid_after_pause() {
     assert_eq!(t.ops(), ["create2 /app/lock/_c_<U1>-lock- [ES]"], "a new UUID");
     let own2 = t.own(1, 5);
     t.reply("create2 /app/lock/_c_<U1>-lock- [ES]", created(&full(&own2), 50));
-    assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
-    t.reply("getChildren2 /app/lock", children(&[&own2]));
-    assert_eq!(t.events(), [acquired(&full(&own2), 50)]);
+    t.reply_list_and_acquire(&own2, 50);
     assert_ne!(own, own2);
 }
 
@@ -785,9 +833,7 @@ fn curator_no_node_retries_exhausted_fails() {
 /// UUID), and the new attempt runs mkdirs again.
 #[test]
 fn curator_second_create_no_node_takes_the_retry_path() {
-    let mut t = T::new(OpPlan::Curator);
-    t.acquire(None);
-    t.ops();
+    let mut t = T::creating(OpPlan::Curator);
     t.reply("create2 /app/lock/_c_<U0>-lock- [ES]", no_node());
     t.ops();
     t.reply("exists /app", exists(1));
@@ -819,24 +865,14 @@ fn curator_create_connection_loss_adopts_the_landed_node() {
     t.no_events();
     t.session(ConnectionState::Reconnected);
     assert_eq!(t.ops(), ["getChildren /app/lock"]);
-    let own = t.own(0, 4);
-    let f3 = other(1, 3);
-    t.reply("getChildren /app/lock", names(&[&f3, &own]));
-    assert_eq!(t.ops(), ["exists /app/lock/_c_<U0>-lock-0000000004"]);
-    t.reply("exists /app/lock/_c_<U0>-lock-0000000004", exists(44));
-    assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
-    t.reply("getChildren2 /app/lock", children(&[&own]));
-    assert_eq!(t.events(), [acquired(&full(&own), 44)]);
+    t.lookup_adopts_and_acquires(4, &[&other(1, 3)], 44);
 }
 
 /// Not found after the reconnect → create2 again with the SAME UUID; a
 /// NoNode lookup (parent gone) counts as not found.
 #[test]
 fn curator_create_connection_loss_not_found_recreates_with_same_uuid() {
-    let mut t = T::new(OpPlan::Curator);
-    t.acquire(None);
-    t.ops();
-    t.disconnect();
+    let mut t = T::create_unknown(OpPlan::Curator);
     t.session(ConnectionState::Reconnected);
     assert_eq!(t.ops(), ["getChildren /app/lock"]);
     t.reply("getChildren /app/lock", names(&[&other(1, 3)]));
@@ -854,10 +890,7 @@ fn curator_create_connection_loss_not_found_recreates_with_same_uuid() {
 /// the adopt's exists dropping does the same.
 #[test]
 fn curator_create_recovery_survives_further_drops() {
-    let mut t = T::new(OpPlan::Curator);
-    t.acquire(None);
-    t.ops();
-    t.disconnect();
+    let mut t = T::create_unknown(OpPlan::Curator);
     t.session(ConnectionState::Reconnected);
     t.ops();
     t.disconnect();
@@ -906,9 +939,7 @@ fn curator_connection_loss_while_listing_or_watching_relists() {
 /// getChildren2, getData w, NodeDeleted, getChildren2).
 #[test]
 fn curator_suspended_while_waiting_queues_a_relist() {
-    let mut t = T::new(OpPlan::Curator);
-    let f0 = other(1, 0);
-    let own = t.wait_behind(false, 1, &[&f0], &f0);
+    let (mut t, f0, own) = T::waiting_behind_one(OpPlan::Curator, 0);
     t.session(ConnectionState::Suspended);
     assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
     t.no_events();
@@ -919,9 +950,7 @@ fn curator_suspended_while_waiting_queues_a_relist() {
     assert_eq!(t.ops(), ["getData /app/lock/_c_<F1>-lock-0000000000 w"]);
     t.reply("getData /app/lock/_c_<F1>-lock-0000000000 w", data(DATA));
     t.watch(EventType::NODE_DELETED, &full(&f0));
-    assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
-    t.reply("getChildren2 /app/lock", children(&[&own]));
-    assert_eq!(t.events(), [acquired(&full(&own), 100)]);
+    t.reply_list_and_acquire(&own, 100);
 }
 
 /// Holding through a drop: Suspended, then on the same session's reconnect
@@ -956,8 +985,7 @@ fn held_suspended_then_reconnected_verifies_own_node() {
 /// The node is gone after the reconnect (deleted by someone): Lost.
 #[test]
 fn held_reconnected_but_node_gone_is_lost() {
-    let mut t = T::new(OpPlan::Curator);
-    held(&mut t, 0, 20);
+    let mut t = T::holding(OpPlan::Curator, 20);
     t.session(ConnectionState::Suspended);
     t.session(ConnectionState::Reconnected);
     t.ops();
@@ -974,8 +1002,7 @@ fn held_reconnected_but_node_gone_is_lost() {
 /// Curator's later release does.
 #[test]
 fn held_session_lost_reports_lost_and_the_next_session_deletes_the_node() {
-    let mut t = T::new(OpPlan::Curator);
-    held(&mut t, 0, 20);
+    let mut t = T::holding(OpPlan::Curator, 20);
     t.session(ConnectionState::Suspended);
     t.end(RequestError::SessionExpired, ConnectionState::Lost);
     assert_eq!(t.events(), [RecipeEvent::Suspended, RecipeEvent::Lost]);
@@ -984,10 +1011,7 @@ fn held_session_lost_reports_lost_and_the_next_session_deletes_the_node() {
     assert!(matches!(t.m.release(t.now), Err(ApiMisuse::NotHeld)));
     // A new session.
     t.session(ConnectionState::Connected);
-    assert_eq!(t.ops(), ["delete /app/lock/_c_<U0>-lock-0000000000"]);
-    t.reply("delete /app/lock/_c_<U0>-lock-0000000000", no_node());
-    t.no_events();
-    t.assert_quiescent();
+    t.cleanup_done("delete /app/lock/_c_<U0>-lock-0000000000", no_node());
 }
 
 /// Lost while waiting: Failed(SessionExpired) once, nothing more for the old
@@ -995,11 +1019,8 @@ fn held_session_lost_reports_lost_and_the_next_session_deletes_the_node() {
 /// deletes the old node, and a new acquire starts afresh with a new UUID.
 #[test]
 fn waiting_session_lost_fails_and_never_trusts_the_old_node() {
-    let mut t = T::new(OpPlan::Curator);
-    let f0 = other(1, 0);
-    t.wait_behind(false, 1, &[&f0], &f0);
-    t.end(RequestError::SessionExpired, ConnectionState::Lost);
-    assert_eq!(t.events(), [failed(RequestError::SessionExpired)]);
+    let (mut t, f0, _) = T::waiting_behind_one(OpPlan::Curator, 0);
+    t.end_failing_acquire(RequestError::SessionExpired, ConnectionState::Lost);
     t.no_ops();
     assert_eq!(t.m.poll_timeout(), None);
     t.watch(EventType::NODE_DELETED, &full(&f0));
@@ -1024,8 +1045,7 @@ fn session_lost_with_requests_in_flight_fails_once() {
     let mut t = T::new(OpPlan::Curator);
     t.acquire(None);
     t.curator_create(0, 1, 10);
-    t.end(RequestError::SessionExpired, ConnectionState::Lost);
-    assert_eq!(t.events(), [failed(RequestError::SessionExpired)]);
+    t.end_failing_acquire(RequestError::SessionExpired, ConnectionState::Lost);
     drop_rejected(&mut t);
     // Watching.
     let mut t = T::new(OpPlan::Curator);
@@ -1033,15 +1053,11 @@ fn session_lost_with_requests_in_flight_fails_once() {
     let own = t.curator_create(0, 1, 10);
     t.reply("getChildren2 /app/lock", children(&[&own, &other(1, 0)]));
     t.ops();
-    t.end(RequestError::SessionExpired, ConnectionState::Lost);
-    assert_eq!(t.events(), [failed(RequestError::SessionExpired)]);
+    t.end_failing_acquire(RequestError::SessionExpired, ConnectionState::Lost);
     drop_rejected(&mut t);
     // Creating.
-    let mut t = T::new(OpPlan::Curator);
-    t.acquire(None);
-    t.ops();
-    t.end(RequestError::SessionExpired, ConnectionState::Lost);
-    assert_eq!(t.events(), [failed(RequestError::SessionExpired)]);
+    let mut t = T::creating(OpPlan::Curator);
+    t.end_failing_acquire(RequestError::SessionExpired, ConnectionState::Lost);
     drop_rejected(&mut t);
 }
 
@@ -1062,27 +1078,18 @@ fn drop_rejected(t: &mut T) {
 /// (Curator's CURATOR-498 handling of a session change during a protected create).
 #[test]
 fn creating_session_lost_the_next_session_finds_and_deletes_by_prefix() {
-    let mut t = T::new(OpPlan::Curator);
-    t.acquire(None);
-    t.ops();
-    t.disconnect();
-    t.end(RequestError::SessionExpired, ConnectionState::Lost);
-    assert_eq!(t.events(), [failed(RequestError::SessionExpired)]);
+    let mut t = T::create_unknown(OpPlan::Curator);
+    t.end_failing_acquire(RequestError::SessionExpired, ConnectionState::Lost);
     t.no_ops();
     t.session(ConnectionState::Connected);
     assert_eq!(t.ops(), ["getChildren /app/lock"]);
     let own = t.own(0, 3);
     t.reply("getChildren /app/lock", names(&[&other(1, 2), &own]));
-    assert_eq!(t.ops(), ["delete /app/lock/_c_<U0>-lock-0000000003"]);
-    t.reply("delete /app/lock/_c_<U0>-lock-0000000003", empty());
-    t.assert_quiescent();
+    t.cleanup_done("delete /app/lock/_c_<U0>-lock-0000000003", empty());
 
     // The same when the create is still in flight as the session ends.
-    let mut t = T::new(OpPlan::Pipelined);
-    t.acquire(None);
-    t.ops();
-    t.end(RequestError::SessionExpired, ConnectionState::Lost);
-    assert_eq!(t.events(), [failed(RequestError::SessionExpired)]);
+    let mut t = T::creating(OpPlan::Pipelined);
+    t.end_failing_acquire(RequestError::SessionExpired, ConnectionState::Lost);
     t.no_ops();
     t.session(ConnectionState::Connected);
     assert_eq!(t.ops(), ["getChildren /app/lock"]);
@@ -1094,24 +1101,17 @@ fn creating_session_lost_the_next_session_finds_and_deletes_by_prefix() {
 /// server removed the ephemerals, so nothing is owed.
 #[test]
 fn closed_session() {
-    let mut t = T::new(OpPlan::Curator);
-    let f0 = other(1, 0);
-    t.wait_behind(false, 1, &[&f0], &f0);
-    t.end(RequestError::Closed, ConnectionState::Closed);
-    assert_eq!(t.events(), [failed(RequestError::Closed)]);
+    let (mut t, _, _) = T::waiting_behind_one(OpPlan::Curator, 0);
+    t.end_failing_acquire(RequestError::Closed, ConnectionState::Closed);
     t.assert_quiescent();
 
-    let mut t = T::new(OpPlan::Curator);
-    held(&mut t, 0, 20);
+    let mut t = T::holding(OpPlan::Curator, 20);
     t.end(RequestError::Closed, ConnectionState::Closed);
     assert_eq!(t.events(), [RecipeEvent::Lost]);
     t.assert_quiescent();
 
-    let mut t = T::new(OpPlan::Curator);
-    t.acquire(None);
-    t.ops();
-    t.end(RequestError::Closed, ConnectionState::Closed);
-    assert_eq!(t.events(), [failed(RequestError::Closed)]);
+    let mut t = T::creating(OpPlan::Curator);
+    t.end_failing_acquire(RequestError::Closed, ConnectionState::Closed);
     t.assert_quiescent();
 }
 
@@ -1119,8 +1119,7 @@ fn closed_session() {
 /// and (Curator plan) Released only once it is answered OK or NoNode.
 #[test]
 fn curator_release_delete_is_resent_after_reconnect() {
-    let mut t = T::new(OpPlan::Curator);
-    held(&mut t, 0, 20);
+    let mut t = T::holding(OpPlan::Curator, 20);
     t.release();
     assert_eq!(t.ops(), ["delete /app/lock/_c_<U0>-lock-0000000000"]);
     t.disconnect();
@@ -1129,9 +1128,7 @@ fn curator_release_delete_is_resent_after_reconnect() {
     assert_eq!(t.m.acquire(t.now, None), Err(ApiMisuse::AcquireInProgress), "still releasing");
     t.session(ConnectionState::Reconnected);
     assert_eq!(t.ops(), ["delete /app/lock/_c_<U0>-lock-0000000000"]);
-    t.reply("delete /app/lock/_c_<U0>-lock-0000000000", empty());
-    assert_eq!(t.events(), [RecipeEvent::Released]);
-    t.assert_quiescent();
+    t.release_done("delete /app/lock/_c_<U0>-lock-0000000000", empty());
 }
 
 /// Commands out of place are refused and change nothing.
@@ -1193,10 +1190,7 @@ fn cancel_while_create_reply_pending_deletes_the_landed_node() {
 /// reconnect; then the prefix lookup finds the node and deletes it.
 #[test]
 fn cancel_after_create_connection_loss_finds_and_deletes_by_prefix() {
-    let mut t = T::new(OpPlan::Curator);
-    t.acquire(None);
-    t.ops();
-    t.disconnect();
+    let mut t = T::create_unknown(OpPlan::Curator);
     t.cancel();
     t.no_ops();
     assert!(!t.m.is_quiescent(), "a lookup is owed");
@@ -1204,19 +1198,14 @@ fn cancel_after_create_connection_loss_finds_and_deletes_by_prefix() {
     assert_eq!(t.ops(), ["getChildren /app/lock"]);
     let own = t.own(0, 3);
     t.reply("getChildren /app/lock", names(&[&other(1, 1), &own]));
-    assert_eq!(t.ops(), ["delete /app/lock/_c_<U0>-lock-0000000003"]);
-    t.reply("delete /app/lock/_c_<U0>-lock-0000000003", empty());
-    t.no_events();
-    t.assert_quiescent();
+    t.cleanup_done("delete /app/lock/_c_<U0>-lock-0000000003", empty());
 }
 
 /// The lookup itself dropping is retried on the next reconnect; not found
 /// (or NoNode) ends it.
 #[test]
 fn cancel_lookup_is_retried_until_answered() {
-    let mut t = T::new(OpPlan::Curator);
-    t.acquire(None);
-    t.ops();
+    let mut t = T::creating(OpPlan::Curator);
     t.cancel();
     assert_eq!(t.ops(), ["getChildren /app/lock"]);
     t.disconnect();
@@ -1232,9 +1221,7 @@ fn cancel_lookup_is_retried_until_answered() {
 /// session looks again and deletes what it finds.
 #[test]
 fn cancel_lookup_survives_session_expiry() {
-    let mut t = T::new(OpPlan::Curator);
-    t.acquire(None);
-    t.ops();
+    let mut t = T::creating(OpPlan::Curator);
     t.cancel();
     assert_eq!(t.ops(), ["getChildren /app/lock"]);
     t.end(RequestError::SessionExpired, ConnectionState::Lost);
@@ -1245,19 +1232,14 @@ fn cancel_lookup_survives_session_expiry() {
     assert_eq!(t.ops(), ["getChildren /app/lock"]);
     let own = t.own(0, 3);
     t.reply("getChildren /app/lock", names(&[&own]));
-    assert_eq!(t.ops(), ["delete /app/lock/_c_<U0>-lock-0000000003"]);
-    t.reply("delete /app/lock/_c_<U0>-lock-0000000003", empty());
-    t.assert_quiescent();
+    t.cleanup_done("delete /app/lock/_c_<U0>-lock-0000000003", empty());
 }
 
 /// Cancel while recovering a lost create reply (lookup in flight) and while
 /// reading the adopted node's Stat: the node is deleted either way.
 #[test]
 fn cancel_during_create_recovery() {
-    let mut t = T::new(OpPlan::Curator);
-    t.acquire(None);
-    t.ops();
-    t.disconnect();
+    let mut t = T::create_unknown(OpPlan::Curator);
     t.session(ConnectionState::Reconnected);
     assert_eq!(t.ops(), ["getChildren /app/lock"]);
     t.cancel();
@@ -1266,14 +1248,9 @@ fn cancel_during_create_recovery() {
     t.reply("getChildren /app/lock", names(&[&own]));
     t.no_ops();
     t.reply("getChildren /app/lock", names(&[&own]));
-    assert_eq!(t.ops(), ["delete /app/lock/_c_<U0>-lock-0000000003"]);
-    t.reply("delete /app/lock/_c_<U0>-lock-0000000003", empty());
-    t.assert_quiescent();
+    t.cleanup_done("delete /app/lock/_c_<U0>-lock-0000000003", empty());
 
-    let mut t = T::new(OpPlan::Curator);
-    t.acquire(None);
-    t.ops();
-    t.disconnect();
+    let mut t = T::create_unknown(OpPlan::Curator);
     t.session(ConnectionState::Reconnected);
     t.ops();
     let own = t.own(0, 3);
@@ -1291,9 +1268,7 @@ fn cancel_during_create_recovery() {
 /// Cancel while making parents: the create never landed, a lookup confirms it.
 #[test]
 fn cancel_during_mkdirs() {
-    let mut t = T::new(OpPlan::Curator);
-    t.acquire(None);
-    t.ops();
+    let mut t = T::creating(OpPlan::Curator);
     t.reply("create2 /app/lock/_c_<U0>-lock- [ES]", no_node());
     assert_eq!(t.ops(), ["exists /app"]);
     t.cancel();
@@ -1419,9 +1394,7 @@ fn curator_revocable_lock() {
     // The deletion fires our own data watch before the delete's reply.
     t.watch(EventType::NODE_DELETED, &full(&own));
     t.no_ops();
-    t.reply("delete /app/lock/_c_<U0>-lock-0000000000", empty());
-    assert_eq!(t.events(), [RecipeEvent::Released]);
-    t.assert_quiescent();
+    t.release_done("delete /app/lock/_c_<U0>-lock-0000000000", empty());
 }
 
 /// A revocable waiter can be asked to revoke as well; other event types on
@@ -1489,8 +1462,7 @@ fn pipelined_uncontended_is_one_round_trip() {
 /// is re-sent after a ConnectionLoss.
 #[test]
 fn pipelined_release_is_immediate_and_the_delete_is_retried() {
-    let mut t = T::new(OpPlan::Pipelined);
-    held(&mut t, 0, 3);
+    let mut t = T::holding(OpPlan::Pipelined, 3);
     t.release();
     assert_eq!(t.ops(), ["delete /app/lock/_c_<U0>-lock-0000000000"]);
     assert_eq!(t.events(), [RecipeEvent::Released]);
@@ -1518,12 +1490,7 @@ fn pipelined_release_is_immediate_and_the_delete_is_retried() {
 /// above it are never read (they may deny READ to this client).
 #[test]
 fn pipelined_parent_probe_stops_at_the_deepest_existing_ancestor() {
-    let mut t = T::new(OpPlan::Pipelined);
-    t.acquire(None);
-    assert_eq!(t.ops(), ["create2 /app/lock/_c_<U0>-lock- [ES]", "getChildren2 /app/lock"]);
-    t.reply("create2 /app/lock/_c_<U0>-lock- [ES]", no_node());
-    assert_eq!(t.ops(), ["exists /app/lock"]);
-    t.reply("getChildren2 /app/lock", no_node());
+    let mut t = T::pipelined_base_missing();
     t.reply("exists /app/lock", Ok(Response::Stat(stat(1))));
     assert_eq!(t.ops(), ["create2 /app/lock/_c_<U0>-lock- [ES]", "getChildren2 /app/lock"]);
     t.no_events();
@@ -1534,12 +1501,7 @@ fn pipelined_parent_probe_stops_at_the_deepest_existing_ancestor() {
 /// with the same UUID.
 #[test]
 fn pipelined_no_node_create_ignores_the_listing_and_makes_parents() {
-    let mut t = T::new(OpPlan::Pipelined);
-    t.acquire(None);
-    assert_eq!(t.ops(), ["create2 /app/lock/_c_<U0>-lock- [ES]", "getChildren2 /app/lock"]);
-    t.reply("create2 /app/lock/_c_<U0>-lock- [ES]", no_node());
-    assert_eq!(t.ops(), ["exists /app/lock"]);
-    t.reply("getChildren2 /app/lock", no_node());
+    let mut t = T::pipelined_base_missing();
     t.no_ops();
     t.no_events();
     t.reply("exists /app/lock", no_node());
@@ -1561,10 +1523,7 @@ fn pipelined_no_node_create_ignores_the_listing_and_makes_parents() {
 /// in the Curator plan, then the pair again with the same UUID.
 #[test]
 fn pipelined_create_connection_loss_recovers_then_sends_the_pair_again() {
-    let mut t = T::new(OpPlan::Pipelined);
-    t.acquire(None);
-    t.ops();
-    t.disconnect();
+    let mut t = T::create_unknown(OpPlan::Pipelined);
     t.no_ops();
     t.session(ConnectionState::Reconnected);
     assert_eq!(t.ops(), ["getChildren /app/lock"]);
@@ -1572,19 +1531,10 @@ fn pipelined_create_connection_loss_recovers_then_sends_the_pair_again() {
     assert_eq!(t.ops(), ["create2 /app/lock/_c_<U0>-lock- [ES]", "getChildren2 /app/lock"]);
 
     // Found: adopted, then listed (no listing is in flight for it).
-    let mut t = T::new(OpPlan::Pipelined);
-    t.acquire(None);
-    t.ops();
-    t.disconnect();
+    let mut t = T::create_unknown(OpPlan::Pipelined);
     t.session(ConnectionState::Reconnected);
     t.ops();
-    let own = t.own(0, 2);
-    t.reply("getChildren /app/lock", names(&[&own]));
-    assert_eq!(t.ops(), ["exists /app/lock/_c_<U0>-lock-0000000002"]);
-    t.reply("exists /app/lock/_c_<U0>-lock-0000000002", exists(22));
-    assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
-    t.reply("getChildren2 /app/lock", children(&[&own]));
-    assert_eq!(t.events(), [acquired(&full(&own), 22)]);
+    t.lookup_adopts_and_acquires(2, &[], 22);
 }
 
 /// Fast handoff: every child in the last listing has a 10-digit key, so when
@@ -1622,8 +1572,7 @@ fn queue_position_from_each_listing() {
     let (f1, f2, f9) = (other(1, 1), other(2, 2), other(3, 9));
     t.wait_behind(true, 3, &[&f9, &f2, &f1], &f2);
     assert_eq!(t.queued, [(2, 4)], "two ahead of ours, four in all");
-    t.watch(EventType::NODE_DELETED, &full(&f2));
-    assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
+    t.wake_relists(EventType::NODE_DELETED, &f2);
     let own = t.own(0, 3);
     t.reply("getChildren2 /app/lock", children(&[&f9, &f1, &own]));
     assert_eq!(t.ops(), ["getData /app/lock/_c_<F1>-lock-0000000001 w"]);
@@ -1634,11 +1583,8 @@ fn queue_position_from_each_listing() {
     assert_eq!(t.events().len(), 1, "acquired");
     assert_eq!(t.queued.len(), 2, "acquired: no position");
 
-    let mut t = T::new(OpPlan::Curator);
-    let f4 = other(1, 4);
-    let own = t.wait_behind(false, 5, &[&f4], &f4);
-    t.watch(EventType::NODE_DATA_CHANGED, &full(&f4));
-    assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
+    let (mut t, f4, own) = T::waiting_behind_one(OpPlan::Curator, 4);
+    t.wake_relists(EventType::NODE_DATA_CHANGED, &f4);
     t.reply("getChildren2 /app/lock", children(&[&f4, &own]));
     assert_eq!(t.ops(), ["getData /app/lock/_c_<F1>-lock-0000000004 w"]);
     t.no_events();
@@ -1648,9 +1594,7 @@ fn queue_position_from_each_listing() {
 /// Fast handoff straight to Acquired: predecessor deleted, nothing else ahead.
 #[test]
 fn pipelined_fast_handoff_acquires_without_any_op() {
-    let mut t = T::new(OpPlan::Pipelined);
-    let f4 = other(1, 4);
-    let own = t.wait_behind(true, 5, &[&f4], &f4);
+    let (mut t, f4, own) = T::waiting_behind_one(OpPlan::Pipelined, 4);
     t.watch(EventType::NODE_DELETED, &full(&f4));
     t.no_ops();
     assert_eq!(t.events(), [acquired(&full(&own), 100)]);
@@ -1686,11 +1630,8 @@ fn pipelined_gone_predecessor_is_a_handoff() {
     t.no_events();
 
     // The Curator plan re-lists on NoNode, as Curator does.
-    let mut t = T::new(OpPlan::Curator);
-    let f4 = other(1, 4);
-    t.wait_behind(false, 5, &[&f4], &f4);
-    t.watch(EventType::NODE_DELETED, &full(&f4));
-    assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
+    let (mut t, f4, _) = T::waiting_behind_one(OpPlan::Curator, 4);
+    t.wake_relists(EventType::NODE_DELETED, &f4);
 }
 
 /// A child without a 10-digit Curator key (kazoo naming, or a wrapped
@@ -1703,24 +1644,20 @@ fn pipelined_foreign_child_in_the_listing_disables_fast_handoff() {
     let kazoo = "514e5a831836450cb1a56c741e990fd8__lock__0000000032";
     let f1 = other(1, 1);
     t.wait_behind(true, 2, &[&f1, kazoo], &f1);
-    t.watch(EventType::NODE_DELETED, &full(&f1));
-    assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
+    t.wake_relists(EventType::NODE_DELETED, &f1);
 
     // A wrapped sequence counter: key "-2147483648" sorts before "0...".
     let mut t = T::new(OpPlan::Pipelined);
     let wrapped = "_c_00000002-0000-4000-8000-000000000000-lock--2147483648";
     let f1 = other(1, 1);
     t.wait_behind(true, 2, &[&f1, wrapped], &f1);
-    t.watch(EventType::NODE_DELETED, &full(&f1));
-    assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
+    t.wake_relists(EventType::NODE_DELETED, &f1);
 
     // Ahead of ours, it is the node to watch.
     let mut t = T::new(OpPlan::Pipelined);
     let own = t.wait_behind(true, 2, &[wrapped], wrapped);
     t.watch(EventType::NODE_DELETED, &full(wrapped));
-    assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
-    t.reply("getChildren2 /app/lock", children(&[&own]));
-    assert_eq!(t.events(), [acquired(&full(&own), 100)]);
+    t.reply_list_and_acquire(&own, 100);
 }
 
 /// `fast_handoff = false` (and the Curator plan) always re-list.
@@ -1731,25 +1668,20 @@ fn fast_handoff_off_relists() {
     let mut t = T::with_config(c);
     let f1 = other(1, 1);
     t.wait_behind(true, 2, &[&f1], &f1);
-    t.watch(EventType::NODE_DELETED, &full(&f1));
-    assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
+    t.wake_relists(EventType::NODE_DELETED, &f1);
     t.no_events();
 
     let mut t = T::new(OpPlan::Curator);
     t.wait_behind(false, 2, &[&f1], &f1);
-    t.watch(EventType::NODE_DELETED, &full(&f1));
-    assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
+    t.wake_relists(EventType::NODE_DELETED, &f1);
     t.no_events();
 }
 
 /// Only a deletion hands off; any other event on the predecessor re-lists.
 #[test]
 fn pipelined_other_events_on_the_predecessor_relist() {
-    let mut t = T::new(OpPlan::Pipelined);
-    let f1 = other(1, 1);
-    t.wait_behind(true, 2, &[&f1], &f1);
-    t.watch(EventType::NODE_DATA_CHANGED, &full(&f1));
-    assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
+    let (mut t, f1, _) = T::waiting_behind_one(OpPlan::Pipelined, 1);
+    t.wake_relists(EventType::NODE_DATA_CHANGED, &f1);
     t.no_events();
 }
 
@@ -1840,9 +1772,7 @@ fn poll_timeout_is_never_in_the_past_after_handle_timeout() {
 /// (or a release) issued before `Acquired` was drained counts the first hold.
 #[test]
 fn reentrant_counting_before_the_acquired_event_is_polled() {
-    let mut t = T::new(OpPlan::Pipelined);
-    t.acquire(None);
-    t.ops();
+    let mut t = T::creating(OpPlan::Pipelined);
     let own = t.own(0, 0);
     t.reply("create2 /app/lock/_c_<U0>-lock- [ES]", created(&full(&own), 5));
     t.reply("getChildren2 /app/lock", children(&[&own]));
@@ -1909,15 +1839,12 @@ fn session_lost_during_retry_pause() {
     t.curator_create(0, 1, 10);
     t.reply("getChildren2 /app/lock", children(&[&other(1, 0)]));
     assert_eq!(t.ops(), ["delete /app/lock/_c_<U0>-lock-0000000001"]);
-    t.end(RequestError::SessionExpired, ConnectionState::Lost);
-    assert_eq!(t.events(), [failed(RequestError::SessionExpired)]);
+    t.end_failing_acquire(RequestError::SessionExpired, ConnectionState::Lost);
     assert_eq!(t.m.poll_timeout(), None);
     t.timeout(10_000);
     t.no_ops();
     t.session(ConnectionState::Connected);
-    assert_eq!(t.ops(), ["delete /app/lock/_c_<U0>-lock-0000000001"]);
-    t.reply("delete /app/lock/_c_<U0>-lock-0000000001", no_node());
-    t.assert_quiescent();
+    t.cleanup_done("delete /app/lock/_c_<U0>-lock-0000000001", no_node());
 }
 
 // ---- randomized runs against a small server model ------------------------------------------

@@ -23,6 +23,12 @@ fn p(path: &str) -> ZkPath {
     ZkPath::new(path).unwrap()
 }
 
+/// The `Participants` event of a listing without data: `names` under `dir`,
+/// in this order.
+fn listed_without_data(dir: &str, names: &[&str]) -> RecipeEvent {
+    RecipeEvent::Participants(names.iter().map(|n| Participant { path: format!("{dir}/{n}"), data: None }).collect())
+}
+
 /// Trace `revocation/A.conn1`: a revocable holder creates its node with empty
 /// data, watches its own node before listing, re-reads it on NodeDataChanged,
 /// sees `__REVOKE__`, and checks its watch off before the delete.
@@ -31,11 +37,7 @@ fn curator_trace_revocable_holder_a() {
     let mut h = mutex(OpPlan::Curator, 1);
     h.recipe.make_revocable().unwrap();
     h.run(|m| m.acquire(at(0), None)).unwrap();
-    h.answer(at(1), "create2 /traces/revocation/_c_<uuid>-lock- [ES]", Answer::Err(ErrorCode::NO_NODE));
-    h.answer(at(2), "exists /traces", Answer::Stat);
-    h.answer(at(3), "exists /traces/revocation", Answer::Err(ErrorCode::NO_NODE));
-    h.answer(at(4), "createContainer /traces/revocation [C]", Answer::Made(1));
-    let node = h.answer(at(5), "create2 /traces/revocation/_c_<uuid>-lock- [ES]", Answer::Seq(0));
+    let node = h.create_making_parents(1, "create2 /traces/revocation/_c_<uuid>-lock- [ES]", 1, 1);
     h.answer(at(6), "getData /traces/revocation/_c_<uuid>-lock-0000000000 w", Answer::Data(b""));
     h.answer(at(7), "getChildren2 /traces/revocation", kids(&[name(&node)]));
     assert_eq!(h.events(), vec![acquired(&node, 1000)]);
@@ -207,13 +209,7 @@ fn participants_paths_only_like_curator() {
     let mut h = Harness::new(Participants::for_mutex(p(BASE)).without_data());
     assert_eq!(h.sent(), ["getChildren2 /traces/revocation"]);
     h.answer(at(1), "getChildren2", kids(&[b.clone(), a.clone()]));
-    assert_eq!(
-        h.events(),
-        vec![RecipeEvent::Participants(vec![
-            Participant { path: format!("{BASE}/{a}"), data: None },
-            Participant { path: format!("{BASE}/{b}"), data: None },
-        ])]
-    );
+    assert_eq!(h.events(), vec![listed_without_data(BASE, &[&a, &b])]);
     h.assert_idle();
 }
 
@@ -293,13 +289,7 @@ fn participants_of_a_semaphore() {
     let l1 = other(2, "lease-", 1);
     let mut h = Harness::new(Participants::for_semaphore(p("/sem")).unwrap().without_data());
     h.answer(at(1), "getChildren2 /sem/leases", kids(&[l3.as_str(), l1.as_str()]));
-    assert_eq!(
-        h.events(),
-        vec![RecipeEvent::Participants(vec![
-            Participant { path: format!("/sem/leases/{l1}"), data: None },
-            Participant { path: format!("/sem/leases/{l3}"), data: None },
-        ])]
-    );
+    assert_eq!(h.events(), vec![listed_without_data("/sem/leases", &[&l1, &l3])]);
 }
 
 /// Connection loss mid-listing: what is owed goes out again after the

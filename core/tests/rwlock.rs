@@ -16,6 +16,41 @@ fn lock(plan: OpPlan, seed: u64) -> Harness<ReadWriteLock> {
     Harness::new(ReadWriteLock::new(ZkPath::new(BASE).unwrap(), config))
 }
 
+/// Starts an acquire of the `READ` or `WRITE` half at t=0 and answers its
+/// create at t=1 with sequence `seq`. Returns the node's path.
+fn acquire_created(h: &mut Harness<ReadWriteLock>, half: usize, seq: i32) -> String {
+    let kind = if half == READ {
+        h.run(|l| l.acquire_read(at(0), None)).unwrap();
+        "__READ__"
+    } else {
+        h.run(|l| l.acquire_write(at(0), None)).unwrap();
+        "__WRIT__"
+    };
+    h.answer(at(1), &format!("create2 {BASE}/_c_<uuid>-{kind} [ES]"), Answer::Seq(seq))
+}
+
+/// Releases the `READ` or `WRITE` half at `at(t)`; the delete of its node
+/// (sequence `seq`) is answered at `at(t + 1)`, and the half reports Released.
+fn release_half(h: &mut Harness<ReadWriteLock>, half: usize, t: u64, seq: u32) {
+    let kind = if half == READ {
+        h.run(|l| l.release_read(at(t))).unwrap();
+        "__READ__"
+    } else {
+        h.run(|l| l.release_write(at(t))).unwrap();
+        "__WRIT__"
+    };
+    h.answer(at(t + 1), &format!("delete {BASE}/_c_<uuid>-{kind}{seq:010}"), Answer::Empty);
+    assert_eq!(h.events(), vec![member(half, RecipeEvent::Released)]);
+}
+
+/// The watched predecessor `pred` (a name) is deleted at `at(t)`, and the
+/// listing at `at(t + 1)` shows our node `ours` alone: `granted` is reported.
+fn pred_gone_then_granted(h: &mut Harness<ReadWriteLock>, t: u64, pred: &str, ours: &str, granted: RecipeEvent) {
+    h.watch(at(t), EventType::NODE_DELETED, &format!("{BASE}/{pred}"));
+    h.answer(at(t + 1), &format!("getChildren2 {BASE}"), kids(&[name(ours)]));
+    assert_eq!(h.events(), vec![granted]);
+}
+
 fn read_acquired(node: &str, czxid: i64) -> RecipeEvent {
     member(READ, acquired(node, czxid))
 }
@@ -30,18 +65,12 @@ fn write_acquired(node: &str, czxid: i64) -> RecipeEvent {
 fn curator_trace_reader_a() {
     let mut h = lock(OpPlan::Curator, 1);
     h.run(|l| l.acquire_read(at(0), None)).unwrap();
-    h.answer(at(1), "create2 /traces/rwlock/_c_<uuid>-__READ__ [ES]", Answer::Err(ErrorCode::NO_NODE));
-    h.answer(at(2), "exists /traces", Answer::Stat);
-    h.answer(at(3), "exists /traces/rwlock", Answer::Err(ErrorCode::NO_NODE));
-    h.answer(at(4), "createContainer /traces/rwlock [C]", Answer::Made(1));
-    let node = h.answer(at(5), "create2 /traces/rwlock/_c_<uuid>-__READ__ [ES]", Answer::Seq(0));
+    let node = h.create_making_parents(1, "create2 /traces/rwlock/_c_<uuid>-__READ__ [ES]", 1, 1);
     h.answer(at(6), "getChildren2 /traces/rwlock", kids(&[name(&node)]));
     assert_eq!(h.events(), vec![read_acquired(&node, 1000)]);
     assert_eq!(h.recipe.read_hold_count(), 1);
 
-    h.run(|l| l.release_read(at(7))).unwrap();
-    h.answer(at(8), "delete /traces/rwlock/_c_<uuid>-__READ__0000000000", Answer::Empty);
-    assert_eq!(h.events(), vec![member(READ, RecipeEvent::Released)]);
+    release_half(&mut h, READ, 7, 0);
     h.assert_idle();
     assert_eq!(
         h.log,
@@ -65,13 +94,10 @@ fn curator_trace_reader_a() {
 #[test]
 fn curator_trace_reader_b_shares() {
     let mut h = lock(OpPlan::Curator, 2);
-    h.run(|l| l.acquire_read(at(0), None)).unwrap();
-    let node = h.answer(at(1), "create2 /traces/rwlock/_c_<uuid>-__READ__ [ES]", Answer::Seq(1));
+    let node = acquire_created(&mut h, READ, 1);
     h.answer(at(2), "getChildren2 /traces/rwlock", kids(&[other(0xa, "__READ__", 0), name(&node)]));
     assert_eq!(h.events(), vec![read_acquired(&node, 1001)]);
-    h.run(|l| l.release_read(at(3))).unwrap();
-    h.answer(at(4), "delete /traces/rwlock/_c_<uuid>-__READ__0000000001", Answer::Empty);
-    assert_eq!(h.events(), vec![member(READ, RecipeEvent::Released)]);
+    release_half(&mut h, READ, 3, 1);
     assert_eq!(
         h.log,
         [
@@ -90,8 +116,7 @@ fn curator_trace_writer_c_and_downgrade() {
     let mut h = lock(OpPlan::Curator, 3);
     let a = other(0xa, "__READ__", 0);
     let b = other(0xb, "__READ__", 1);
-    h.run(|l| l.acquire_write(at(0), None)).unwrap();
-    let w = h.answer(at(1), "create2 /traces/rwlock/_c_<uuid>-__WRIT__ [ES]", Answer::Seq(2));
+    let w = acquire_created(&mut h, WRITE, 2);
     // The server's (unsorted) order, as recorded.
     h.answer(at(2), "getChildren2 /traces/rwlock", kids(&[a.clone(), name(&w), b.clone()]));
     h.answer(at(3), &format!("getData /traces/rwlock/{} w", transcript::mask(&b)), Answer::Data(b"127.0.0.1"));
@@ -107,22 +132,16 @@ fn curator_trace_writer_c_and_downgrade() {
     // A's release does not concern C; B's does.
     h.watch(at(4), EventType::NODE_DELETED, &format!("{BASE}/{a}"));
     assert!(h.sent().is_empty());
-    h.watch(at(5), EventType::NODE_DELETED, &format!("{BASE}/{b}"));
-    h.answer(at(6), "getChildren2 /traces/rwlock", kids(&[name(&w)]));
-    assert_eq!(h.events(), vec![write_acquired(&w, 1002)]);
+    pred_gone_then_granted(&mut h, 5, &b, &w, write_acquired(&w, 1002));
 
     // Downgrade: read while holding write.
     h.run(|l| l.acquire_read(at(7), None)).unwrap();
     let r = h.answer(at(8), "create2 /traces/rwlock/_c_<uuid>-__READ__ [ES]", Answer::Seq(3));
     h.answer(at(9), "getChildren2 /traces/rwlock", kids(&[name(&w), name(&r)]));
     assert_eq!(h.events(), vec![read_acquired(&r, 1003)]);
-    h.run(|l| l.release_write(at(10))).unwrap();
-    h.answer(at(11), "delete /traces/rwlock/_c_<uuid>-__WRIT__0000000002", Answer::Empty);
-    assert_eq!(h.events(), vec![member(WRITE, RecipeEvent::Released)]);
+    release_half(&mut h, WRITE, 10, 2);
     assert_eq!(h.recipe.read_holder().map(|(n, _)| n.to_string()), Some(r.clone()));
-    h.run(|l| l.release_read(at(12))).unwrap();
-    h.answer(at(13), "delete /traces/rwlock/_c_<uuid>-__READ__0000000003", Answer::Empty);
-    assert_eq!(h.events(), vec![member(READ, RecipeEvent::Released)]);
+    release_half(&mut h, READ, 12, 3);
     h.assert_idle();
     assert_eq!(
         h.log,
@@ -166,8 +185,7 @@ fn pipelined_readers_share() {
 #[test]
 fn writer_waits_on_immediate_predecessor() {
     let mut h = lock(OpPlan::Curator, 5);
-    h.run(|l| l.acquire_write(at(0), None)).unwrap();
-    let w = h.answer(at(1), "create2 /traces/rwlock/_c_<uuid>-__WRIT__ [ES]", Answer::Seq(3));
+    let w = acquire_created(&mut h, WRITE, 3);
     let r0 = other(1, "__READ__", 0);
     let w1 = other(2, "__WRIT__", 1);
     let r2 = other(3, "__READ__", 2);
@@ -191,17 +209,14 @@ fn writer_waits_on_immediate_predecessor() {
     assert_eq!(transcript::path_of(&h.pending[0]), format!("{BASE}/{r0}"));
     h.answer(at(8), "getData", Answer::Data(b""));
     assert!(h.events().is_empty());
-    h.watch(at(9), EventType::NODE_DELETED, &format!("{BASE}/{r0}"));
-    h.answer(at(10), "getChildren2", kids(&[name(&w)]));
-    assert_eq!(h.events(), vec![write_acquired(&w, 1003)]);
+    pred_gone_then_granted(&mut h, 9, &r0, &w, write_acquired(&w, 1003));
 }
 
 /// A reader watches the first writer in the queue, not the nearest one.
 #[test]
 fn reader_waits_on_first_writer() {
     let mut h = lock(OpPlan::Curator, 6);
-    h.run(|l| l.acquire_read(at(0), None)).unwrap();
-    let r = h.answer(at(1), "create2 /traces/rwlock/_c_<uuid>-__READ__ [ES]", Answer::Seq(4));
+    let r = acquire_created(&mut h, READ, 4);
     let r0 = other(1, "__READ__", 0);
     let w1 = other(2, "__WRIT__", 1);
     let r2 = other(3, "__READ__", 2);
@@ -226,8 +241,7 @@ fn reader_waits_on_first_writer() {
 #[test]
 fn pipelined_downgrade_reuses_the_write_sequence() {
     let mut h = lock(OpPlan::Pipelined, 7);
-    h.run(|l| l.acquire_write(at(0), None)).unwrap();
-    let w = h.answer(at(1), "create2 /traces/rwlock/_c_<uuid>-__WRIT__ [ES]", Answer::Seq(7));
+    let w = acquire_created(&mut h, WRITE, 7);
     h.answer(at(1), "getChildren2", kids(&[name(&w)]));
     assert_eq!(h.events(), vec![write_acquired(&w, 1007)]);
 
@@ -269,8 +283,7 @@ fn pipelined_downgrade_reuses_the_write_sequence() {
 #[test]
 fn curator_plan_downgrade_lets_a_queued_writer_overtake() {
     let mut h = lock(OpPlan::Curator, 8);
-    h.run(|l| l.acquire_write(at(0), None)).unwrap();
-    let w = h.answer(at(1), "create2", Answer::Seq(7));
+    let w = acquire_created(&mut h, WRITE, 7);
     h.answer(at(2), "getChildren2", kids(&[name(&w)]));
     h.run(|l| l.acquire_read(at(3), None)).unwrap();
     let r = h.answer(at(4), "create2 /traces/rwlock/_c_<uuid>-__READ__ [ES]", Answer::Seq(9));
@@ -318,8 +331,7 @@ fn upgrade_is_refused() {
 #[test]
 fn reentrant_halves() {
     let mut h = lock(OpPlan::Curator, 10);
-    h.run(|l| l.acquire_write(at(0), None)).unwrap();
-    let w = h.answer(at(1), "create2", Answer::Seq(0));
+    let w = acquire_created(&mut h, WRITE, 0);
     h.answer(at(2), "getChildren2", kids(&[name(&w)]));
     h.run(|l| l.acquire_read(at(3), None)).unwrap();
     let r = h.answer(at(4), "create2", Answer::Seq(1));
@@ -376,8 +388,7 @@ fn timed_out_writer_deletes_its_node() {
 #[test]
 fn missing_own_node_is_recreated() {
     let mut h = lock(OpPlan::Curator, 12);
-    h.run(|l| l.acquire_read(at(0), None)).unwrap();
-    let first = h.answer(at(1), "create2", Answer::Seq(5));
+    let first = acquire_created(&mut h, READ, 5);
     h.answer(at(2), "getChildren2", kids(&[other(1, "__WRIT__", 4)]));
     assert_eq!(
         h.sent(),
@@ -400,8 +411,7 @@ fn missing_own_node_is_recreated() {
 #[test]
 fn cancel_read_leaves_no_node() {
     let mut h = lock(OpPlan::Curator, 13);
-    h.run(|l| l.acquire_read(at(0), None)).unwrap();
-    let r = h.answer(at(1), "create2", Answer::Seq(2));
+    let r = acquire_created(&mut h, READ, 2);
     h.answer(at(2), "getChildren2", kids(&[other(1, "__WRIT__", 1), name(&r)]));
     h.answer(at(3), "getData", Answer::Data(b""));
     h.run(|l| l.cancel_read(at(4)));
@@ -425,8 +435,7 @@ fn usable_as_a_client_recipe() {
 #[test]
 fn cancel_during_retry_pause_creates_nothing() {
     let mut h = lock(OpPlan::Curator, 15);
-    h.run(|l| l.acquire_read(at(0), None)).unwrap();
-    h.answer(at(1), "create2", Answer::Seq(5));
+    acquire_created(&mut h, READ, 5);
     h.answer(at(2), "getChildren2", kids(&[other(1, "__WRIT__", 4)]));
     h.answer(at(3), "delete", Answer::Err(ErrorCode::NO_NODE));
     assert!(h.recipe.poll_timeout().is_some());
@@ -448,8 +457,7 @@ fn pipelined_writer_relists_after_a_downgrade_ahead() {
     let mut h = lock(OpPlan::Pipelined, 16);
     let w7 = other(1, "__WRIT__", 7);
     let r7 = other(1, "__READ__", 7);
-    h.run(|l| l.acquire_write(at(0), None)).unwrap();
-    let w = h.answer(at(1), "create2", Answer::Seq(8));
+    let w = acquire_created(&mut h, WRITE, 8);
     h.answer(at(1), "getChildren2", kids(&[w7.clone(), name(&w)]));
     h.answer(at(2), "getData /traces/rwlock/_c_<uuid>-__WRIT__0000000007 w", Answer::Data(b""));
     h.sent();
@@ -460,9 +468,7 @@ fn pipelined_writer_relists_after_a_downgrade_ahead() {
     h.answer(at(4), "getChildren2", kids(&[name(&w), r7.clone()]));
     assert_eq!(h.sent(), ["getData /traces/rwlock/_c_<uuid>-__READ__0000000007 w"]);
     h.answer(at(5), "getData", Answer::Data(b""));
-    h.watch(at(6), EventType::NODE_DELETED, &format!("{BASE}/{r7}"));
-    h.answer(at(7), "getChildren2", kids(&[name(&w)]));
-    assert_eq!(h.events(), vec![write_acquired(&w, 1008)]);
+    pred_gone_then_granted(&mut h, 6, &r7, &w, write_acquired(&w, 1008));
 }
 
 /// A reader may take the fast handoff: the only nodes that can appear ahead
@@ -471,8 +477,7 @@ fn pipelined_writer_relists_after_a_downgrade_ahead() {
 fn pipelined_reader_takes_the_fast_handoff() {
     let mut h = lock(OpPlan::Pipelined, 17);
     let w3 = other(1, "__WRIT__", 3);
-    h.run(|l| l.acquire_read(at(0), None)).unwrap();
-    let r = h.answer(at(1), "create2", Answer::Seq(4));
+    let r = acquire_created(&mut h, READ, 4);
     h.answer(at(1), "getChildren2", kids(&[w3.clone(), name(&r)]));
     h.answer(at(2), "getData /traces/rwlock/_c_<uuid>-__WRIT__0000000003 w", Answer::Data(b""));
     h.sent();

@@ -68,9 +68,7 @@ fn sasl_reply(xid: i32, token: &str) -> bytes::BytesMut {
 /// Dials and answers the handshake; the SASL exchange starts.
 fn handshake(sim: &mut Sim, at_ms: u64) {
     sim.tick_at(at_ms);
-    assert!(matches!(sim.io().as_slice(), [IoCommand::Connect { .. }]));
-    sim.connected();
-    let _ = sim.sent_connect();
+    sim.dial_connected();
     sim.feed_ok(&connect_response(NEGOTIATED, 0x1234, Some(false)));
 }
 

@@ -13,14 +13,14 @@ use zoolock_core::{
     Semaphore, SemaphoreMutex, WatchEvent, ZkPath,
 };
 
+mod transcript;
+
+use transcript::at;
+
 // ---- harness -------------------------------------------------------------------------
 
 fn p(path: &str) -> ZkPath {
     ZkPath::new(path).unwrap()
-}
-
-fn at(ms: u64) -> Instant {
-    Instant::from_millis(ms)
 }
 
 fn curator() -> LockConfig {
@@ -62,30 +62,16 @@ fn acquired(node: &str, token: i64) -> RecipeEvent {
 /// Replaces each protection UUID by `U<n>`, numbered in order of first
 /// appearance across the whole transcript.
 fn normalize(s: &str, uuids: &mut Vec<String>) -> String {
-    let mut out = String::new();
-    let mut rest = s;
-    while let Some(idx) = rest.find("_c_") {
-        out.push_str(&rest[..idx + 3]);
-        rest = &rest[idx + 3..];
-        let candidate = rest.get(..36).unwrap_or("");
-        let is_uuid = candidate.len() == 36
-            && candidate
-                .char_indices()
-                .all(|(i, c)| if [8, 13, 18, 23].contains(&i) { c == '-' } else { c.is_ascii_hexdigit() });
-        if is_uuid {
-            let n = match uuids.iter().position(|u| u == candidate) {
-                Some(n) => n,
-                None => {
-                    uuids.push(candidate.to_string());
-                    uuids.len() - 1
-                }
-            };
-            out.push_str(&format!("U{}", n + 1));
-            rest = &rest[36..];
-        }
-    }
-    out.push_str(rest);
-    out
+    transcript::mask_with(s, |uuid| {
+        let n = match uuids.iter().position(|u| u == uuid) {
+            Some(n) => n,
+            None => {
+                uuids.push(uuid.to_string());
+                uuids.len() - 1
+            }
+        };
+        format!("U{}", n + 1)
+    })
 }
 
 /// `op path [w] [fN] [tN]`: the op name, its path, the watch flag of reads,
@@ -192,6 +178,14 @@ impl<R: Recipe> T<R> {
         path
     }
 
+    /// Answers the create2 in flight (see [`T::answer_create`]) and then the
+    /// listing, which shows the new node alone. Returns its path.
+    fn answer_create_alone(&mut self, seq: u32, czxid: i64) -> String {
+        let path = self.answer_create(seq, czxid);
+        self.answer_children(&[&name(&path)]);
+        path
+    }
+
     /// Answers a getChildren2 in flight.
     fn answer_children(&mut self, children: &[&str]) {
         assert!(matches!(self.front(), Request::GetChildren2(_)), "expected getChildren2, got {:?}", self.front());
@@ -273,15 +267,13 @@ fn first_client<R: Recipe>(t: &mut T<R>, base: &str) -> String {
     t.answer(container(base));
     t.answer(no_node()); // exists base/locks
     t.answer(container(&format!("{base}/locks")));
-    let lock = t.answer_create(0, 10);
-    t.answer_children(&[&name(&lock)]);
+    t.answer_create_alone(0, 10);
     t.answer(no_node()); // create2 leases/…-lease-
     t.answer(exists_ok()); // exists /traces
     t.answer(exists_ok()); // exists base
     t.answer(no_node()); // exists base/leases
     t.answer(container(&format!("{base}/leases")));
-    let lease = t.answer_create(0, 14);
-    t.answer_children(&[&name(&lease)]);
+    let lease = t.answer_create_alone(0, 14);
     assert_eq!(t.events(), vec![], "Curator reports the lease once the mutex node is deleted");
     t.answer(empty()); // checkWatches leases
     t.answer(empty()); // delete the lock node
@@ -357,8 +349,7 @@ fn second_client_with_a_free_lease_matches_trace_b() {
     let a_lease = format!("{base}/leases/_c_036ccb59-721e-4729-b7b0-1beba76ce963-lease-0000000000");
     let mut t = T::new(Semaphore::new(p(base), 2, curator()));
     t.cmd(|s, now| s.acquire(now, 1, None)).unwrap();
-    let lock = t.answer_create(1, 20);
-    t.answer_children(&[&name(&lock)]);
+    t.answer_create_alone(1, 20);
     let lease = t.answer_create(1, 21);
     t.answer_children(&[&name(&a_lease), &name(&lease)]);
     t.answer(empty());
@@ -374,8 +365,7 @@ fn second_client_with_a_free_lease_matches_trace_b() {
 /// C finds N+1 leases, waits holding the mutex, re-lists on the child watch,
 /// gets its lease, checks the watch off and deletes its lock node.
 fn contended<R: Recipe>(t: &mut T<R>, base: &str, others: &[&str], after: &[&str]) -> String {
-    let lock = t.answer_create(2, 30);
-    t.answer_children(&[&name(&lock)]);
+    let lock = t.answer_create_alone(2, 30);
     let lease = t.answer_create(2, 31);
     let mut all: Vec<&str> = others.to_vec();
     let own = name(&lease);
@@ -440,8 +430,7 @@ fn semaphore_mutex_contended_matches_trace_b() {
 
 /// Parents exist and the semaphore is free: one lease taken in the Curator plan.
 fn take_free_lease<R: Recipe>(t: &mut T<R>, lock_seq: u32, lease_seq: u32, others: &[&str]) -> String {
-    let lock = t.answer_create(lock_seq, 100 + i64::from(lock_seq));
-    t.answer_children(&[&name(&lock)]);
+    t.answer_create_alone(lock_seq, 100 + i64::from(lock_seq));
     let lease = t.answer_create(lease_seq, 200 + i64::from(lease_seq));
     let own = name(&lease);
     let mut all: Vec<&str> = others.to_vec();
@@ -506,8 +495,7 @@ fn timeout_waiting_for_a_lease_returns_every_lease_of_the_call() {
     let deadline = at(5000);
     t.cmd(|s, now| s.acquire(now, 2, Some(deadline))).unwrap();
     let first = take_free_lease(&mut t, 0, 0, &["_c_x-lease-0000000007"]);
-    let lock = t.answer_create(1, 101);
-    t.answer_children(&[&name(&lock)]);
+    t.answer_create_alone(1, 101);
     let lease = t.answer_create(1, 201);
     t.answer_children(&["_c_x-lease-0000000007", &name(&first), &name(&lease)]);
     t.sent();
@@ -579,8 +567,7 @@ fn a_free_lease_is_taken_even_after_the_deadline() {
 fn own_lease_missing_releases_the_mutex_and_starts_over() {
     let mut t = T::new(Semaphore::new(p("/s"), 1, curator()));
     t.cmd(|s, now| s.acquire(now, 1, None)).unwrap();
-    let lock = t.answer_create(0, 100);
-    t.answer_children(&[&name(&lock)]);
+    t.answer_create_alone(0, 100);
     let lease = t.answer_create(0, 200);
     t.answer_children(&["_c_x-lease-0000000009"]);
     assert_eq!(
@@ -648,8 +635,7 @@ fn own_lease_missing_too_often_fails() {
 fn connection_loss_on_the_lease_create_recovers_by_prefix() {
     let mut t = T::new(Semaphore::new(p("/s"), 1, curator()));
     t.cmd(|s, now| s.acquire(now, 1, None)).unwrap();
-    let lock = t.answer_create(0, 100);
-    t.answer_children(&[&name(&lock)]);
+    t.answer_create_alone(0, 100);
     let Request::Create2(req) = t.front() else { panic!() };
     let landed = format!("{}0000000003", req.path);
     t.answer(Err(RequestError::ConnectionLoss));
@@ -757,8 +743,7 @@ fn session_lost_while_acquiring_fails_and_holding_is_lost() {
     t.events();
     // A second acquire waits for a lease (the first one is ours).
     t.cmd(|s, now| s.acquire(now, 1, None)).unwrap();
-    let lock = t.answer_create(1, 101);
-    t.answer_children(&[&name(&lock)]);
+    t.answer_create_alone(1, 101);
     let lease = t.answer_create(1, 201);
     t.answer_children(&[&name(&held), &name(&lease)]);
     assert!(t.idle_wire());
@@ -775,12 +760,19 @@ fn session_lost_while_acquiring_fails_and_holding_is_lost() {
             "delete /s/leases/_c_U4-lease-0000000001",
         ]
     );
-    for _ in 0..3 {
-        t.answer(no_node());
+    // The handle works again on the new session.
+    cleaned_up_then_afresh(&mut t, 3, no_node);
+}
+
+/// Answers the `deletes` cleanup deletes in flight with `reply()`; then
+/// nothing is reported or owed, and a new acquire starts afresh with a new
+/// UUID for its internal-lock node (the fifth of the transcript).
+fn cleaned_up_then_afresh(t: &mut T<Semaphore>, deletes: usize, reply: fn() -> Result<Response, RequestError>) {
+    for _ in 0..deletes {
+        t.answer(reply());
     }
     assert_eq!(t.events(), vec![]);
     assert!(t.r.is_quiescent());
-    // The handle works again on the new session.
     t.cmd(|s, now| s.acquire(now, 1, None)).unwrap();
     assert_eq!(t.sent(), vec!["create2 /s/locks/_c_U5-lock- f3"]);
 }
@@ -889,8 +881,7 @@ fn cancel_while_waiting_for_a_lease_deletes_lease_mutex_and_earlier_leases() {
     let mut t = T::new(Semaphore::new(p("/s"), 2, curator()));
     t.cmd(|s, now| s.acquire(now, 2, None)).unwrap();
     let first = take_free_lease(&mut t, 0, 0, &["_c_x-lease-0000000005"]);
-    let lock = t.answer_create(1, 101);
-    t.answer_children(&[&name(&lock)]);
+    t.answer_create_alone(1, 101);
     let lease = t.answer_create(1, 201);
     t.answer_children(&["_c_x-lease-0000000005", &name(&first), &name(&lease)]);
     t.sent();
@@ -903,14 +894,8 @@ fn cancel_while_waiting_for_a_lease_deletes_lease_mutex_and_earlier_leases() {
             "delete /s/leases/_c_U2-lease-0000000000",
         ]
     );
-    for _ in 0..3 {
-        t.answer(empty());
-    }
-    assert_eq!(t.events(), vec![]);
-    assert!(t.r.is_quiescent());
     // A later acquire starts cleanly.
-    t.cmd(|s, now| s.acquire(now, 1, None)).unwrap();
-    assert_eq!(t.sent(), vec!["create2 /s/locks/_c_U5-lock- f3"]);
+    cleaned_up_then_afresh(&mut t, 3, empty);
 }
 
 #[test]
@@ -922,8 +907,7 @@ fn pipelined_plan_sends_create_and_listing_back_to_back() {
     assert!(t.sent().is_empty());
     t.answer_children(&[&name(&lock)]);
     assert_eq!(t.sent(), vec!["create2 /s/leases/_c_U2-lease- f3", "getChildren2 /s/leases w"]);
-    let lease = t.answer_create(0, 200);
-    t.answer_children(&[&name(&lease)]);
+    let lease = t.answer_create_alone(0, 200);
     assert_eq!(t.sent(), vec!["checkWatches /s/leases t3", "delete /s/locks/_c_U1-lock-0000000000"]);
     // Reported once the mutex node's delete is queued; it stays guaranteed.
     assert_eq!(t.events(), vec![acquired(&lease, 200)]);
@@ -945,10 +929,8 @@ fn pipelined_plan_sends_create_and_listing_back_to_back() {
 fn pipelined_plan_takes_the_next_lease_in_the_same_round_trip() {
     let mut t = T::new(Semaphore::new(p("/s"), 2, pipelined()));
     t.cmd(|s, now| s.acquire(now, 2, None)).unwrap();
-    let lock = t.answer_create(0, 100);
-    t.answer_children(&[&name(&lock)]);
-    let lease = t.answer_create(0, 200);
-    t.answer_children(&[&name(&lease)]);
+    t.answer_create_alone(0, 100);
+    t.answer_create_alone(0, 200);
     assert_eq!(
         t.sent(),
         vec![
@@ -989,8 +971,7 @@ fn semaphore_mutex_is_not_reentrant() {
 fn foreign_children_count_and_wake_ups_on_other_paths_are_ignored() {
     let mut t = T::new(Semaphore::new(p("/s"), 2, curator()));
     t.cmd(|s, now| s.acquire(now, 1, None)).unwrap();
-    let lock = t.answer_create(0, 100);
-    t.answer_children(&[&name(&lock)]);
+    t.answer_create_alone(0, 100);
     let lease = t.answer_create(3, 203);
     t.answer_children(&["readme", "_c_x-lease-0000000001", &name(&lease)]);
     t.sent();
@@ -1009,8 +990,7 @@ fn a_lease_of_the_call_vanishing_on_reconnect_fails_the_call() {
     let mut t = T::new(Semaphore::new(p("/s"), 2, curator()));
     t.cmd(|s, now| s.acquire(now, 2, None)).unwrap();
     let first = take_free_lease(&mut t, 0, 0, &["_c_x-lease-0000000005"]);
-    let lock = t.answer_create(1, 101);
-    t.answer_children(&[&name(&lock)]);
+    t.answer_create_alone(1, 101);
     let lease = t.answer_create(1, 201);
     t.answer_children(&["_c_x-lease-0000000005", &name(&first), &name(&lease)]);
     t.sent();
@@ -1033,8 +1013,7 @@ fn a_lease_of_the_call_vanishing_on_reconnect_fails_the_call() {
 fn an_acquire_right_after_a_cancel_waits_for_the_mutex_release() {
     let mut t = T::new(Semaphore::new(p("/s"), 1, curator()));
     t.cmd(|s, now| s.acquire(now, 1, None)).unwrap();
-    let lock = t.answer_create(0, 100);
-    t.answer_children(&[&name(&lock)]);
+    t.answer_create_alone(0, 100);
     let lease = t.answer_create(1, 201);
     t.answer_children(&["_c_x-lease-0000000000", &name(&lease)]);
     t.sent();
@@ -1065,8 +1044,7 @@ fn a_count_sized_semaphore_waits_for_the_count_and_lets_a_waiter_in_when_it_grow
     t.answer(Err(RequestError::Server(ErrorCode::NODE_EXISTS)));
     t.answer(count_data(1, 3));
     assert_eq!(t.events(), vec![RecipeEvent::Count { value: 1, version: 3 }]);
-    let lock = t.answer_create(0, 100);
-    t.answer_children(&[&name(&lock)]);
+    t.answer_create_alone(0, 100);
     let lease = t.answer_create(1, 201);
     t.answer_children(&["_c_x-lease-0000000000", &name(&lease)]);
     assert_eq!(t.queued.last(), Some(&(1, 2)), "two leases of one: waiting");
@@ -1100,8 +1078,7 @@ fn a_revocable_lease_is_told_of_a_revocation_request() {
     sem.make_revocable();
     let mut t = T::new(sem);
     t.cmd(|s, now| s.acquire(now, 1, None)).unwrap();
-    let lock = t.answer_create(0, 100);
-    t.answer_children(&[&name(&lock)]);
+    t.answer_create_alone(0, 100);
     let Request::Create2(create) = t.front() else { panic!("expected the lease's create") };
     assert_eq!(create.data.as_deref(), Some(&b""[..]), "a revocable lease node has empty data");
     let lease = t.answer_create(0, 200);

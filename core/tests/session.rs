@@ -10,8 +10,8 @@ mod support;
 use std::time::Duration;
 
 use support::{
-    PASSWD, Sim, at, config, connect_response, err, expired_response, notification, ok, p, reply_ev, split_frames,
-    stat, state_ev, watch_ev,
+    PASSWD, Sim, at, config, connect_response, end_events, err, expired_response, notification, ok, p, reply_ev,
+    split_frames, stat, state_ev, watch_ev,
 };
 use zoolock_core::wire::{
     Acl, AuthPacket, Bytes, ConnectRequest, CreateMode, CreateRequest, DEFAULT_MAX_FRAME_LEN, DecodeError,
@@ -255,9 +255,7 @@ fn chroot_is_stripped_from_notification_paths() {
 fn connect_response_without_the_read_only_byte_is_accepted() {
     let mut sim = Sim::new(config("h:1", 10_000));
     sim.tick_at(0);
-    let _ = sim.io();
-    sim.connected();
-    let _ = sim.sent_connect();
+    sim.dial_connected();
     let short = connect_response(NEGOTIATED, 0x99, None);
     assert_eq!(short.len(), 4 + 36);
     sim.feed_ok(&short);
@@ -285,9 +283,7 @@ fn read_only_server_gives_connected_read_only() {
     sim.disconnected();
     assert_eq!(sim.events(), [state_ev(ConnectionState::Suspended)]);
     sim.tick();
-    let _ = sim.io();
-    sim.connected();
-    let _ = sim.sent_connect();
+    sim.dial_connected();
     sim.feed_ok(&connect_response(NEGOTIATED, 0x99, Some(false)));
     assert_eq!(sim.events(), [state_ev(ConnectionState::Reconnected)]);
     assert!(!sim.s.is_read_only());
@@ -299,9 +295,7 @@ fn read_only_server_gives_connected_read_only() {
 fn ping_after_a_third_of_the_timeout_without_sending() {
     let mut sim = connected("h:1");
     // Last send t=5 (ConnectRequest), last receive t=10.
-    sim.tick_at(3_004);
-    sim.assert_quiet();
-    sim.tick_at(3_005);
+    sim.tick_at_deadline(3_005);
     let bytes = sim.tx();
     assert_eq!(&bytes[..], &hex("00000008 fffffffe 0000000b")[..], "ping: xid -2, op 11");
     sim.assert_quiet();
@@ -319,10 +313,7 @@ fn ping_after_a_third_of_the_timeout_without_sending() {
     sim.set(4_000);
     sim.submit(Op::sync(&p("/s")));
     assert_eq!(sim.sent().len(), 1);
-    assert_eq!(sim.s.poll_timeout(), Some(at(7_000)));
-    sim.tick_at(6_999);
-    sim.assert_quiet();
-    sim.tick_at(7_000);
+    sim.tick_at_deadline(7_000);
     assert_eq!(sim.sent(), [ping_frame()]);
     // The ping reply comes back in order before the sync reply; both are matched.
     sim.set(7_100);
@@ -414,10 +405,7 @@ fn read_timeout_suspends_then_reconnect_resends_auth_watches_and_queued_requests
     sim.tick_at(3_300);
     assert_eq!(sim.sent(), [ping_frame()]);
     // Read timeout: 2T/3 after the last receive at t=200.
-    assert_eq!(sim.s.poll_timeout(), Some(at(6_200)));
-    sim.tick_at(6_199);
-    sim.assert_quiet();
-    sim.tick_at(6_200);
+    sim.tick_at_deadline(6_200);
     assert_eq!(sim.io(), [IoCommand::Close, IoCommand::Connect { host: HostId(0), addr: addr("127.0.0.1", 2181) }]);
     assert_eq!(sim.events(), [loss(lost.0), state_ev(ConnectionState::Suspended)]);
     assert_eq!(sim.s.status(), SessionStatus::Connecting);
@@ -522,10 +510,7 @@ fn connect_and_handshake_timeouts_rotate_hosts_and_a_full_cycle_pauses() {
         other => panic!("{other:?}"),
     }
     // Connect timeout T/3 hosts = 3 s, while Connecting.
-    assert_eq!(sim.s.poll_timeout(), Some(at(3_000)));
-    sim.tick_at(2_999);
-    sim.assert_quiet();
-    sim.tick_at(3_000);
+    sim.tick_at_deadline(3_000);
     match sim.io().as_slice() {
         [IoCommand::Close, IoCommand::Connect { host: HostId(1), addr }] => dialed.push(addr.clone()),
         other => panic!("{other:?}"),
@@ -536,10 +521,7 @@ fn connect_and_handshake_timeouts_rotate_hosts_and_a_full_cycle_pauses() {
     sim.set(3_500);
     sim.connected();
     let _ = sim.sent_connect();
-    assert_eq!(sim.s.poll_timeout(), Some(at(6_000)));
-    sim.tick_at(5_999);
-    sim.assert_quiet();
-    sim.tick_at(6_000);
+    sim.tick_at_deadline(6_000);
     match sim.io().as_slice() {
         [IoCommand::Close, IoCommand::Connect { host: HostId(2), addr }] => dialed.push(addr.clone()),
         other => panic!("{other:?}"),
@@ -552,10 +534,7 @@ fn connect_and_handshake_timeouts_rotate_hosts_and_a_full_cycle_pauses() {
     sim.disconnected();
     sim.assert_quiet();
     assert_eq!(sim.s.status(), SessionStatus::Disconnected);
-    assert_eq!(sim.s.poll_timeout(), Some(at(7_000)));
-    sim.tick_at(6_999);
-    sim.assert_quiet();
-    sim.tick_at(7_000);
+    sim.tick_at_deadline(7_000);
     assert_eq!(sim.io(), [IoCommand::Connect { host: HostId(0), addr: dialed[0].clone() }]);
 
     let mut sorted = dialed.clone();
@@ -647,11 +626,7 @@ fn reconnect_jitter_is_bounded_by_a_tenth_of_the_timeout() {
             let pause = sim.s.poll_timeout().unwrap().saturating_duration_since(sim.now);
             assert!(pause <= Duration::from_millis(900), "jitter {pause:?} exceeds T/10");
             sim.now = sim.s.poll_timeout().unwrap();
-            sim.tick();
-            assert!(matches!(sim.io().as_slice(), [IoCommand::Connect { .. }]));
-            sim.connected();
-            let _ = sim.sent_connect();
-            sim.feed_ok(&connect_response(NEGOTIATED, 0x1234, Some(false)));
+            sim.resume(NEGOTIATED);
             assert_eq!(sim.events(), [state_ev(ConnectionState::Reconnected)]);
         }
     }
@@ -675,18 +650,8 @@ fn expired_handshake_fails_everything_and_ends_the_session() {
     sim.feed_ok(&bytes);
     assert!(sim.inbuf.is_empty());
     assert_eq!(sim.io(), [IoCommand::Close]);
-    assert_eq!(
-        sim.events(),
-        [
-            reply_ev(0, Err(RequestError::SessionExpired)),
-            reply_ev(1, Err(RequestError::SessionExpired)),
-            state_ev(ConnectionState::Lost),
-        ]
-    );
-    assert_eq!(sim.s.status(), SessionStatus::Expired);
-    assert!(sim.s.is_ended());
-    assert_eq!(sim.s.poll_timeout(), None);
-    assert_eq!(sim.s.submit(sim.now, Op::sync(&p("/c")), None), Err(ApiMisuse::SessionEnded));
+    assert_eq!(sim.events(), end_events(&[0, 1], RequestError::SessionExpired, ConnectionState::Lost));
+    sim.assert_ended(SessionStatus::Expired);
     assert_eq!(sim.s.add_auth(sim.now, "digest", Bytes::new()), Err(ApiMisuse::SessionEnded));
     sim.s.close(sim.now);
     sim.tick_at(100_000);
@@ -742,10 +707,7 @@ fn disconnected_for_the_negotiated_timeout_loses_the_session() {
     sim.tick_at(7_000);
     assert!(matches!(sim.io().as_slice(), [IoCommand::Close, IoCommand::Connect { host: HostId(0), .. }]));
     assert_eq!(sim.events(), []);
-    assert_eq!(sim.s.poll_timeout(), Some(at(10_000)));
-    sim.tick_at(9_999);
-    sim.assert_quiet();
-    sim.tick_at(10_000);
+    sim.tick_at_deadline(10_000);
     assert_eq!(sim.io(), [IoCommand::Close]);
     assert_eq!(sim.events(), [reply_ev(held.0, Err(RequestError::SessionExpired)), state_ev(ConnectionState::Lost)]);
     assert_eq!(sim.s.status(), SessionStatus::Expired);
@@ -792,15 +754,7 @@ fn session_expired_reply_loses_the_session() {
     assert_eq!(sim.sent().len(), 3);
     sim.feed_ok(&err(1, 50, ErrorCode::SESSION_EXPIRED));
     assert_eq!(sim.io(), [IoCommand::Close]);
-    assert_eq!(
-        sim.events(),
-        [
-            reply_ev(0, Err(RequestError::SessionExpired)),
-            reply_ev(1, Err(RequestError::SessionExpired)),
-            reply_ev(2, Err(RequestError::SessionExpired)),
-            state_ev(ConnectionState::Lost),
-        ]
-    );
+    assert_eq!(sim.events(), end_events(&[0, 1, 2], RequestError::SessionExpired, ConnectionState::Lost));
     assert_eq!(sim.s.status(), SessionStatus::Expired);
     assert!(!sim.s.remove_watch("/w", WatchKind::Data, WatcherId(4)));
     assert_eq!(sim.s.poll_timeout(), None);
@@ -899,21 +853,11 @@ fn a_server_that_misbehaves_on_every_connection_ends_the_session() {
         (e, (id, queued))
     };
     let gave_up = RequestError::ServerMisbehaved(e);
-    assert_eq!(
-        sim.events(),
-        [
-            reply_ev(id.0.0, Err(gave_up.clone())),
-            reply_ev(id.1.0, Err(gave_up.clone())),
-            state_ev(ConnectionState::ServerMisbehaved(e))
-        ]
-    );
-    assert_eq!(sim.s.status(), SessionStatus::ServerMisbehaved(e));
+    assert_eq!(sim.events(), end_events(&[id.0.0, id.1.0], gave_up.clone(), ConnectionState::ServerMisbehaved(e)));
+    sim.assert_ended(SessionStatus::ServerMisbehaved(e));
     assert_eq!(sim.s.status().end_error(), Some(gave_up.clone()));
     assert_eq!(ConnectionState::ServerMisbehaved(e).end_error(), Some(gave_up.clone()));
     assert_eq!(gave_up.code(), ErrorCode::CONNECTION_LOSS, "blamed on the server, not one of its result codes");
-    assert!(sim.s.is_ended());
-    assert_eq!(sim.s.poll_timeout(), None);
-    assert_eq!(sim.s.submit(sim.now, Op::sync(&p("/a")), None), Err(ApiMisuse::SessionEnded));
     sim.tick_at(60_000);
     sim.assert_quiet();
 }
@@ -1076,9 +1020,7 @@ fn truncated_reply_body_is_a_decode_error() {
 fn garbage_instead_of_a_connect_response_tries_the_next_host() {
     let mut sim = Sim::new(config("a:1,b:2", 10_000));
     sim.tick_at(0);
-    let _ = sim.io();
-    sim.connected();
-    let _ = sim.sent_connect();
+    sim.dial_connected();
     let e = sim.feed(&hex("0000000a 00000000 0000 0000 0000")).unwrap_err();
     assert!(matches!(e, SessionError::Decode(_)), "{e:?}");
     assert_eq!(sim.io(), [IoCommand::Close]);
@@ -1217,11 +1159,7 @@ fn remove_watch_and_remove_watcher_forget_registrations_locally() {
     sim.set(100);
     sim.disconnected();
     let _ = sim.events();
-    sim.tick();
-    let _ = sim.io();
-    sim.connected();
-    let _ = sim.sent_connect();
-    sim.feed_ok(&connect_response(NEGOTIATED, 0x1234, Some(false)));
+    sim.resume(NEGOTIATED);
     assert_eq!(sim.sent(), [], "no watch left, so no setWatches");
 }
 
@@ -1248,11 +1186,7 @@ fn watched_read_lost_with_the_connection_registers_nothing() {
     sim.set(100);
     sim.disconnected();
     assert_eq!(sim.events(), [loss(0), state_ev(ConnectionState::Suspended)]);
-    sim.tick();
-    let _ = sim.io();
-    sim.connected();
-    let _ = sim.sent_connect();
-    sim.feed_ok(&connect_response(NEGOTIATED, 0x1234, Some(false)));
+    sim.resume(NEGOTIATED);
     assert_eq!(sim.events(), [state_ev(ConnectionState::Reconnected)]);
     assert_eq!(sim.sent(), [], "no setWatches for a watch that never registered");
 }
@@ -1276,11 +1210,7 @@ fn set_watches_lists_are_sorted_and_split_by_kind() {
     sim.set(100);
     sim.disconnected();
     let _ = sim.events();
-    sim.tick();
-    let _ = sim.io();
-    sim.connected();
-    let _ = sim.sent_connect();
-    sim.feed_ok(&connect_response(NEGOTIATED, 0x1234, Some(false)));
+    sim.resume(NEGOTIATED);
     assert_eq!(sim.events(), [state_ev(ConnectionState::Reconnected)]);
     assert_eq!(
         sim.sent(),
@@ -1349,10 +1279,7 @@ fn auth_failed_reply_is_terminal() {
     sim.feed_ok(&err(-4, 0, ErrorCode::AUTH_FAILED));
     assert_eq!(sim.io(), [IoCommand::Close]);
     assert_eq!(sim.events(), [reply_ev(0, Err(RequestError::AuthFailed)), state_ev(ConnectionState::AuthFailed)]);
-    assert_eq!(sim.s.status(), SessionStatus::AuthFailed);
-    assert!(sim.s.is_ended());
-    assert_eq!(sim.s.poll_timeout(), None);
-    assert_eq!(sim.s.submit(sim.now, Op::sync(&p("/b")), None), Err(ApiMisuse::SessionEnded));
+    sim.assert_ended(SessionStatus::AuthFailed);
     // The server then closes; nothing more happens.
     sim.disconnected();
     sim.tick_at(60_000);
@@ -1425,16 +1352,8 @@ fn close_while_disconnected_is_immediate() {
     sim.submit(Op::sync(&p("/b")));
     sim.s.close(sim.now);
     assert_eq!(sim.io(), [IoCommand::Close]);
-    assert_eq!(
-        sim.events(),
-        [
-            reply_ev(0, Err(RequestError::Closed)),
-            reply_ev(1, Err(RequestError::Closed)),
-            state_ev(ConnectionState::Closed),
-        ]
-    );
-    assert_eq!(sim.s.status(), SessionStatus::Closed);
-    assert_eq!(sim.s.poll_timeout(), None);
+    assert_eq!(sim.events(), end_events(&[0, 1], RequestError::Closed, ConnectionState::Closed));
+    sim.assert_ended(SessionStatus::Closed);
     assert_eq!(sim.s.add_auth(sim.now, "digest", Bytes::new()), Err(ApiMisuse::SessionEnded));
 
     // While suspended between attempts: no socket, so no Close.
@@ -1468,9 +1387,7 @@ fn scripted_stream() -> (Sim, Vec<u8>) {
     sim.submit(Op::create(&p("/b"), Bytes::from_static(b"x"), Acl::open_unsafe(), CreateMode::EPHEMERAL));
     sim.submit(Op::get_children(&p("/"), false));
     sim.tick_at(0);
-    let _ = sim.io();
-    sim.connected();
-    let _ = sim.sent_connect();
+    sim.dial_connected();
     let mut s = connect_response(NEGOTIATED, 0x77, None);
     s.extend_from_slice(&ok(1, 10, data(b"hello", 9)));
     s.extend_from_slice(&ok(-2, 10, Response::Empty));
@@ -1567,9 +1484,7 @@ fn oversized_request_is_refused_locally_and_the_session_stays_healthy() {
     let mut sim = Sim::new(config("h:1", 10_000).with_max_frame_len(1_024));
     let early = sim.submit(Op::set_data(&p("/big"), Bytes::from(vec![0u8; 2_000]), None));
     sim.tick_at(0);
-    let _ = sim.io();
-    sim.connected();
-    let _ = sim.sent_connect();
+    sim.dial_connected();
     sim.feed_ok(&connect_response(NEGOTIATED, 0x1234, Some(false)));
     // setData: 8 header + 8 path + 2 004 data + 4 version.
     let too_large = Err(RequestError::TooLarge { len: 2_024, max: 1_024 });

@@ -6,46 +6,14 @@ mod secured;
 
 use std::sync::Arc;
 
-fn rt() -> secured::Rt {
-    secured::Rt { runtime: Arc::new(zoolock_tokio::TokioRuntime::current()), label: "tokio" }
+/// Runs a scenario on a multi-threaded tokio runtime with two workers (what
+/// `#[tokio::test(flavor = "multi_thread", worker_threads = 2)]` builds).
+fn run(scenario: impl AsyncFnOnce(&secured::Rt)) {
+    let tokio = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    tokio.block_on(async {
+        let rt = secured::Rt { runtime: Arc::new(zoolock_tokio::TokioRuntime::current()), label: "tokio" };
+        scenario(&rt).await
+    });
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn digest_acl() {
-    secured::digest_acl(&rt()).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn acl_prefix() {
-    secured::acl_prefix(&rt()).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn auth_failed() {
-    secured::auth_failed(&rt()).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn tls12_recipes() {
-    secured::tls_recipes(&rt(), "ZOOLOCK_TEST_TLS_DIR").await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn tls13_recipes() {
-    secured::tls_recipes(&rt(), "ZOOLOCK_TEST_TLS13_DIR").await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn tls_failures() {
-    secured::tls_failures(&rt()).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sasl() {
-    secured::sasl(&rt()).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn tls_server_checks() {
-    secured::tls_server_checks(&rt()).await;
-}
+secured::scenario_tests!(run);

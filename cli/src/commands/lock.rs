@@ -36,25 +36,33 @@ pub(super) enum Recipe {
     Semaphore { size: Size, revocable: bool },
 }
 
-/// A granted hold.
+/// A granted hold (here and by the demo's workers).
 #[derive(Debug)]
-enum Held {
+pub(super) enum Held {
     Guard(Guard),
     Lease(Lease),
 }
 
 impl Held {
-    fn node(&self) -> &str {
+    pub(super) fn node(&self) -> &str {
         match self {
             Held::Guard(g) => g.node(),
             Held::Lease(l) => l.node(),
         }
     }
 
-    fn fencing_token(&self) -> i64 {
+    pub(super) fn fencing_token(&self) -> i64 {
         match self {
             Held::Guard(g) => g.fencing_token().0,
             Held::Lease(l) => l.fencing_token().0,
+        }
+    }
+
+    /// Whether the hold is certain; a lease has no status of its own.
+    pub(super) fn held(&self) -> bool {
+        match self {
+            Held::Guard(g) => g.status() == HoldStatus::Held,
+            Held::Lease(_) => true,
         }
     }
 
@@ -82,7 +90,7 @@ impl Held {
         }
     }
 
-    async fn release(self) -> Result<(), Error> {
+    pub(super) async fn release(self) -> Result<(), Error> {
         match self {
             Held::Guard(g) => g.release().await,
             Held::Lease(l) => l.release().await,

@@ -10,6 +10,16 @@ pub(crate) fn server() -> Option<String> {
     zoolock_testkit::real_server("this CLI test")
 }
 
+/// A fresh scratch directory, `zoolock-<test file>-<name>-<pid>-<nanos>`
+/// in the temporary directory.
+pub(crate) fn scratch(name: &str) -> std::path::PathBuf {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    let file = env!("CARGO_CRATE_NAME");
+    let dir = std::env::temp_dir().join(format!("zoolock-{file}-{name}-{}-{nanos}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 /// Starts `zoolock serve --port 0` and returns it with the address it
 /// printed; the caller decides how to stop it.
 pub(crate) fn spawn_serve() -> (std::process::Child, String) {

@@ -9,8 +9,8 @@ use zoolock_core::wire::{
     PASSWORD_LEN, ReplyHeader, RequestFrame, Response, ServerMessage, Stat, WatcherEvent, Xid, encode_frame,
 };
 use zoolock_core::{
-    ConnectString, Instant, IoCommand, Op, RequestId, Session, SessionConfig, SessionError, SessionEvent, WatcherId,
-    ZkPath,
+    ApiMisuse, ConnectString, ConnectionState, Instant, IoCommand, Op, RequestError, RequestId, Session, SessionConfig,
+    SessionError, SessionEvent, SessionStatus, WatcherId, ZkPath,
 };
 
 /// The session password the fake server hands out.
@@ -111,6 +111,12 @@ pub(crate) fn state_ev(state: zoolock_core::ConnectionState) -> SessionEvent {
     SessionEvent::State(state)
 }
 
+/// The events of a session's end, in its drain order: every request in
+/// `ids` fails with `error`, oldest first, then the state `state`.
+pub(crate) fn end_events(ids: &[u64], error: RequestError, state: ConnectionState) -> Vec<SessionEvent> {
+    ids.iter().map(|id| reply_ev(*id, Err(error.clone()))).chain([state_ev(state)]).collect()
+}
+
 /// A watch event, for comparisons.
 pub(crate) fn watch_ev(watcher: u64, event_type: EventType, path: &str) -> SessionEvent {
     SessionEvent::Watch {
@@ -147,6 +153,15 @@ impl Sim {
     pub(crate) fn tick_at(&mut self, ms: u64) {
         self.set(ms);
         self.tick();
+    }
+
+    /// Asserts that the next deadline is `ms` and that a millisecond before
+    /// it nothing happens, then fires the timers at `ms`.
+    pub(crate) fn tick_at_deadline(&mut self, ms: u64) {
+        assert_eq!(self.s.poll_timeout(), Some(at(ms)));
+        self.tick_at(ms - 1);
+        self.assert_quiet();
+        self.tick_at(ms);
     }
 
     /// Fires the timers at `now` and checks the next deadline.
@@ -224,6 +239,32 @@ impl Sim {
     pub(crate) fn disconnected(&mut self) {
         self.inbuf.clear();
         self.s.handle_disconnected(self.now);
+    }
+
+    /// Asserts that the session has ended as `status`: it wants no timer
+    /// and refuses new requests.
+    pub(crate) fn assert_ended(&mut self, status: SessionStatus) {
+        assert_eq!(self.s.status(), status);
+        assert!(self.s.is_ended());
+        assert_eq!(self.s.poll_timeout(), None);
+        let op = Op::sync(&ZkPath::new("/after-the-end").unwrap());
+        assert_eq!(self.s.submit(self.now, op, None), Err(ApiMisuse::SessionEnded));
+    }
+
+    /// Takes the one dial the session asked for, connects the transport and
+    /// takes the ConnectRequest: the session then waits for the answer.
+    pub(crate) fn dial_connected(&mut self) {
+        assert!(matches!(self.io().as_slice(), [IoCommand::Connect { .. }]));
+        self.connected();
+        let _ = self.sent_connect();
+    }
+
+    /// Dials now and resumes the session [`Sim::establish`] made (session
+    /// id 0x1234), the server granting `negotiated_ms`.
+    pub(crate) fn resume(&mut self, negotiated_ms: i32) {
+        self.tick();
+        self.dial_connected();
+        self.feed_ok(&connect_response(negotiated_ms, 0x1234, Some(false)));
     }
 
     /// From a fresh session: dial at t=0, connect at t=5, handshake at t=10

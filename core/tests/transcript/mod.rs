@@ -25,24 +25,27 @@ pub(crate) fn is_uuid_v4(s: &str) -> bool {
         })
 }
 
-/// Replaces every `_c_<uuid>-` whose UUID is a valid v4 UUID with the
-/// literal `_c_<uuid>-` (the notation of `conformance/traces/README.md`).
-pub(crate) fn mask(path: &str) -> String {
+/// Rewrites the UUID of every `_c_<uuid>-` whose UUID is a valid v4 UUID
+/// to `label(uuid)`, leaving the rest of `path` as it is.
+pub(crate) fn mask_with(path: &str, mut label: impl FnMut(&str) -> String) -> String {
     let mut out = String::new();
     let mut rest = path;
     while let Some(idx) = rest.find("_c_") {
-        out.push_str(&rest[..idx]);
-        let after = &rest[idx + 3..];
-        if after.len() > 36 && is_uuid_v4(&after[..36]) && after.as_bytes()[36] == b'-' {
-            out.push_str("_c_<uuid>-");
-            rest = &after[37..];
-        } else {
-            out.push_str("_c_");
-            rest = after;
+        out.push_str(&rest[..idx + 3]);
+        rest = &rest[idx + 3..];
+        if let Some(uuid) = rest.get(..36).filter(|u| is_uuid_v4(u) && rest.as_bytes().get(36) == Some(&b'-')) {
+            out.push_str(&label(uuid));
+            rest = &rest[36..];
         }
     }
     out.push_str(rest);
     out
+}
+
+/// Replaces every `_c_<uuid>-` whose UUID is a valid v4 UUID with the
+/// literal `_c_<uuid>-` (the notation of `conformance/traces/README.md`).
+pub(crate) fn mask(path: &str) -> String {
+    mask_with(path, |_| "<uuid>".to_string())
 }
 
 /// The protection UUID in a node path.
@@ -232,6 +235,35 @@ impl<R: Recipe> Harness<R> {
         self.recipe.handle_reply(now, op.id, result);
         self.pump();
         named
+    }
+
+    /// Answers the create `create` (its text, which names the node's path)
+    /// while the node's parent is missing, as Curator's
+    /// `creatingParentContainersIfNeeded` goes: the create fails with
+    /// NO_NODE, every ancestor of the node, shortest first, is probed with
+    /// `exists`, the first `present` of them are there and the rest are made
+    /// as containers (czxid `czxid`, `czxid + 1`, …), and the retried create
+    /// gets sequence 0. The answers are given at `at(t)`, `at(t + 1)`, …, one
+    /// a millisecond. Returns the created node's path.
+    pub(crate) fn create_making_parents(&mut self, t: u64, create: &str, present: usize, czxid: i64) -> String {
+        let path = create.split(' ').nth(1).expect("`create2 PATH [MODE]`");
+        let parent = &path[..path.rfind('/').expect("an absolute path")];
+        let ancestors = parent.match_indices('/').skip(1).map(|(i, _)| &parent[..i]).chain([parent]);
+        let mut t = t;
+        let mut czxid = czxid;
+        self.answer(at(t), create, Answer::Err(ErrorCode::NO_NODE));
+        for (i, dir) in ancestors.enumerate() {
+            t += 1;
+            if i < present {
+                self.answer(at(t), &format!("exists {dir}"), Answer::Stat);
+            } else {
+                self.answer(at(t), &format!("exists {dir}"), Answer::Err(ErrorCode::NO_NODE));
+                t += 1;
+                self.answer(at(t), &format!("createContainer {dir} [C]"), Answer::Made(czxid));
+                czxid += 1;
+            }
+        }
+        self.answer(at(t + 1), create, Answer::Seq(0))
     }
 
     /// Delivers a watch notification.

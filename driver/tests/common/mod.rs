@@ -224,6 +224,23 @@ async fn close_all(clients: &[&Client]) {
     }
 }
 
+/// The end of a scenario: `path` is left with no children (as `observer`
+/// sees it), then removed, and `clients` are closed.
+async fn finish(env: &Env, observer: &Client, path: &str, clients: &[&Client]) {
+    assert_empty(env, observer, path).await;
+    remove_tree(observer, path).await;
+    close_all(clients).await;
+}
+
+/// [`finish`] for a semaphore at `path`: no lease and no node of its
+/// internal lock is left.
+async fn finish_semaphore(env: &Env, observer: &Client, path: &str, clients: &[&Client]) {
+    assert_empty(env, observer, &format!("{path}/leases")).await;
+    assert_empty(env, observer, &format!("{path}/locks")).await;
+    remove_tree(observer, path).await;
+    close_all(clients).await;
+}
+
 // ---- mutex ---------------------------------------------------------------------------
 
 /// Exclusion between two clients, try_acquire and acquire_timeout while held,
@@ -268,9 +285,7 @@ pub(crate) async fn mutex_exclusion(env: &Env) {
         assert_empty(env, &b, &path).await;
         close_all(&[&a, &b]).await;
         let c = env.client().await;
-        assert_empty(env, &c, &path).await;
-        remove_tree(&c, &path).await;
-        c.close().await.unwrap();
+        finish(env, &c, &path, &[&c]).await;
     }
 }
 
@@ -352,9 +367,7 @@ pub(crate) async fn mutex_reentrancy(env: &Env) {
         }
         assert_empty(env, &b, &path).await;
         close_all(&[&a, &b]).await;
-        let c = env.client().await;
-        remove_tree(&c, &path).await;
-        c.close().await.unwrap();
+        cleanup(env, &[&path]).await;
     }
 }
 
@@ -383,9 +396,7 @@ pub(crate) async fn mutex_concurrent_on_one_handle(env: &Env) {
     g.release().await.unwrap();
     let g3 = env.within(Duration::from_secs(5), "the third acquire", third).await.unwrap();
     g3.release().await.unwrap();
-    assert_empty(env, &a, &path).await;
-    remove_tree(&a, &path).await;
-    close_all(&[&a, &b]).await;
+    finish(env, &a, &path, &[&a, &b]).await;
 }
 
 /// Counts holders inside a critical section; every overlap is recorded.
@@ -446,9 +457,7 @@ pub(crate) async fn shared_handle_exclusion(env: &Env) {
     assert_eq!(errors.load(Ordering::SeqCst), 0, "errors");
     assert_eq!(section.entries.load(Ordering::SeqCst), 270);
     lock.settled().await.unwrap();
-    assert_empty(env, &b, &path).await;
-    remove_tree(&b, &path).await;
-    close_all(&[&a, &b]).await;
+    finish(env, &b, &path, &[&a, &b]).await;
 }
 
 /// Tasks queued on one handle are granted in the order they asked.
@@ -574,9 +583,7 @@ pub(crate) async fn rwlock(env: &Env) {
     drop(ga);
     let gw = env.within(Duration::from_secs(5), "writer once every reader left", wa.acquire()).await.unwrap();
     gw.release().await.unwrap();
-    assert_empty(env, &b, &path).await;
-    remove_tree(&b, &path).await;
-    close_all(&[&a, &b, &c]).await;
+    finish(env, &b, &path, &[&a, &b, &c]).await;
 }
 
 // ---- semaphores ----------------------------------------------------------------------
@@ -626,10 +633,7 @@ pub(crate) async fn semaphore(env: &Env) {
 
     drop(lb);
     drop(lc);
-    assert_empty(env, &a, &leases_path).await;
-    assert_empty(env, &a, &format!("{path}/locks")).await;
-    remove_tree(&a, &path).await;
-    close_all(&[&a, &b, &c]).await;
+    finish_semaphore(env, &a, &path, &[&a, &b, &c]).await;
 }
 
 /// The semaphore mutex: exclusion, not reentrant, release hands over.
@@ -658,10 +662,7 @@ pub(crate) async fn semaphore_mutex(env: &Env) {
     gb.release().await.unwrap();
     let ga = la.try_acquire().await.unwrap().expect("free again");
     ga.release().await.unwrap();
-    assert_empty(env, &a, &format!("{path}/leases")).await;
-    assert_empty(env, &a, &format!("{path}/locks")).await;
-    remove_tree(&a, &path).await;
-    close_all(&[&a, &b]).await;
+    finish_semaphore(env, &a, &path, &[&a, &b]).await;
 }
 
 // ---- multi-lock ----------------------------------------------------------------------
@@ -732,9 +733,7 @@ pub(crate) async fn revocation(env: &Env) {
     // Revoking a node that is gone says so.
     let gone = b.revoke(&format!("{path}/nobody")).await;
     assert!(matches!(gone, Err(Error::Request(RequestError::Server(code))) if code == ErrorCode::NO_NODE), "{gone:?}");
-    assert_empty(env, &a, &path).await;
-    remove_tree(&a, &path).await;
-    close_all(&[&a, &b]).await;
+    finish(env, &a, &path, &[&a, &b]).await;
 }
 
 /// Queue positions: five waiters, each queued after the previous one,
@@ -1089,9 +1088,7 @@ pub(crate) async fn close_session(env: &Env) {
         assert!(Instant::now() < deadline, "dropping every handle did not close the session");
         env.sleep(Duration::from_millis(20)).await;
     }
-    assert_empty(env, &observer, &path).await;
-    remove_tree(&observer, &path).await;
-    observer.close().await.unwrap();
+    finish(env, &observer, &path, &[&observer]).await;
 }
 
 /// A missing chroot is created once connected (Curator's namespace is), so
@@ -1277,9 +1274,7 @@ pub(crate) async fn loss_suspended_then_reconnected(env: &Env) {
     assert_eq!(children(&observer, &path).await, vec![ga.node().rsplit('/').next().unwrap().to_owned()]);
     assert!(observer.mutex(&path).await.unwrap().try_acquire().await.unwrap().is_none());
     ga.release().await.unwrap();
-    assert_empty(env, &observer, &path).await;
-    remove_tree(&observer, &path).await;
-    close_all(&[&a, &observer]).await;
+    finish(env, &observer, &path, &[&a, &observer]).await;
 }
 
 /// A silent network past the session timeout, renewal off: Suspended, then
@@ -1318,9 +1313,7 @@ pub(crate) async fn loss_lost_after_session_timeout(env: &Env) {
     go.release().await.unwrap();
     proxy.restore();
     a.close().await.unwrap(); // already ended: returns at once
-    assert_empty(env, &observer, &path).await;
-    remove_tree(&observer, &path).await;
-    observer.close().await.unwrap();
+    finish(env, &observer, &path, &[&observer]).await;
     drop(proxy);
 }
 
@@ -1721,6 +1714,16 @@ async fn cancellation_run(
     observer.close().await.unwrap();
 }
 
+/// The `make` of [`cancellation_run`] for a recipe at one path: `open`
+/// gets each client and its own copy of `path`.
+fn at_path<F: Future<Output = Acquire> + 'static>(
+    path: &str,
+    open: impl Fn(Client, String) -> F,
+) -> impl Fn(Client) -> Pin<Box<dyn Future<Output = Acquire>>> {
+    let path = path.to_owned();
+    move |c| Box::pin(open(c, path.clone()))
+}
+
 fn lock_acquire(lock: Lock) -> Acquire {
     Arc::new(move |timeout, _| {
         let lock = lock.clone();
@@ -1738,39 +1741,29 @@ fn lock_acquire(lock: Lock) -> Acquire {
 /// points; no node is left and no two holders ever overlap.
 pub(crate) async fn cancellation_mutex(env: &Env, drops: usize) {
     let path = env.path("cancel-mutex");
-    let p = path.clone();
-    let make = move |c: Client| -> Pin<Box<dyn Future<Output = Acquire>>> {
-        let p = p.clone();
-        Box::pin(async move { lock_acquire(c.mutex(&p).await.unwrap()) })
-    };
+    let make = at_path(&path, |c, p| async move { lock_acquire(c.mutex(&p).await.unwrap()) });
     cancellation_run(env, "mutex cancellation", 4, drops, 0, make, std::slice::from_ref(&path)).await;
-    let c = env.client().await;
-    remove_tree(&c, &path).await;
-    c.close().await.unwrap();
+    cleanup(env, &[&path]).await;
 }
 
 /// The same for the read-write lock: each attempt reads or writes.
 pub(crate) async fn cancellation_rwlock(env: &Env, drops: usize) {
     let path = env.path("cancel-rwlock");
-    let p = path.clone();
-    let make = move |c: Client| -> Pin<Box<dyn Future<Output = Acquire>>> {
-        let p = p.clone();
-        Box::pin(async move {
-            let (read, write) = c.read_write_lock(&p).await.unwrap();
-            Arc::new(move |timeout: Option<Duration>, r: u64| -> AcquireFuture {
-                let (read, write) = (read.clone(), write.clone());
-                Box::pin(async move {
-                    let reading = r % 2 == 0;
-                    let lock = if reading { read } else { write };
-                    let g = match timeout {
-                        Some(d) => lock.acquire_timeout(d).await?,
-                        None => lock.acquire().await?,
-                    };
-                    Ok(if reading { Held::Read(g) } else { Held::Exclusive(g) })
-                })
-            }) as Acquire
-        })
-    };
+    let make = at_path(&path, |c, p| async move {
+        let (read, write) = c.read_write_lock(&p).await.unwrap();
+        Arc::new(move |timeout: Option<Duration>, r: u64| -> AcquireFuture {
+            let (read, write) = (read.clone(), write.clone());
+            Box::pin(async move {
+                let reading = r % 2 == 0;
+                let lock = if reading { read } else { write };
+                let g = match timeout {
+                    Some(d) => lock.acquire_timeout(d).await?,
+                    None => lock.acquire().await?,
+                };
+                Ok(if reading { Held::Read(g) } else { Held::Exclusive(g) })
+            })
+        }) as Acquire
+    });
     cancellation_run(env, "read-write lock cancellation", 2, drops, 0, make, std::slice::from_ref(&path)).await;
     cleanup(env, &[&path]).await;
 }
@@ -1781,24 +1774,20 @@ pub(crate) async fn cancellation_rwlock(env: &Env, drops: usize) {
 /// keeps the leases of a partial acquire. 4 always leaves one free.)
 pub(crate) async fn cancellation_semaphore(env: &Env, drops: usize) {
     let sem = env.path("cancel-semaphore");
-    let p = sem.clone();
-    let make = move |c: Client| -> Pin<Box<dyn Future<Output = Acquire>>> {
-        let p = p.clone();
-        Box::pin(async move {
-            let s = c.semaphore(&p, 4).await.unwrap();
-            Arc::new(move |timeout: Option<Duration>, r: u64| -> AcquireFuture {
-                let s = s.clone();
-                Box::pin(async move {
-                    let qty = 1 + (r % 2) as usize;
-                    match timeout {
-                        Some(d) => s.acquire_timeout(qty, d).await,
-                        None => s.acquire(qty).await,
-                    }
-                    .map(Held::Leases)
-                })
-            }) as Acquire
-        })
-    };
+    let make = at_path(&sem, |c, p| async move {
+        let s = c.semaphore(&p, 4).await.unwrap();
+        Arc::new(move |timeout: Option<Duration>, r: u64| -> AcquireFuture {
+            let s = s.clone();
+            Box::pin(async move {
+                let qty = 1 + (r % 2) as usize;
+                match timeout {
+                    Some(d) => s.acquire_timeout(qty, d).await,
+                    None => s.acquire(qty).await,
+                }
+                .map(Held::Leases)
+            })
+        }) as Acquire
+    });
     let paths = [format!("{sem}/leases"), format!("{sem}/locks")];
     cancellation_run(env, "semaphore cancellation", 2, drops, 4, make, &paths).await;
     cleanup(env, &[&sem]).await;
@@ -1807,11 +1796,7 @@ pub(crate) async fn cancellation_semaphore(env: &Env, drops: usize) {
 /// The same for the semaphore mutex.
 pub(crate) async fn cancellation_semaphore_mutex(env: &Env, drops: usize) {
     let smx = env.path("cancel-semaphore-mutex");
-    let p = smx.clone();
-    let make = move |c: Client| -> Pin<Box<dyn Future<Output = Acquire>>> {
-        let p = p.clone();
-        Box::pin(async move { lock_acquire(c.semaphore_mutex(&p).await.unwrap()) })
-    };
+    let make = at_path(&smx, |c, p| async move { lock_acquire(c.semaphore_mutex(&p).await.unwrap()) });
     let paths = [format!("{smx}/leases"), format!("{smx}/locks")];
     cancellation_run(env, "semaphore mutex cancellation", 2, drops, 0, make, &paths).await;
     cleanup(env, &[&smx]).await;

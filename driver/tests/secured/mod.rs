@@ -40,7 +40,52 @@ impl Rt {
         })
         .await
     }
+
+    /// What both clients of a secured server do with locks: `a` and `b`
+    /// exclude each other on a mutex at `path` (`excluded` says how), and
+    /// `rw` takes the write lock of `{path}-rw`, downgrades it, releases
+    /// both, and takes a read lock.
+    async fn mutex_and_rwlock(&self, a: &Client, b: &Client, path: &str, excluded: &str, rw: &Client) {
+        let (la, lb) = (a.mutex(path).await.unwrap(), b.mutex(path).await.unwrap());
+        let g = self.within("acquire", la.acquire()).await.unwrap();
+        assert!(lb.try_acquire().await.unwrap().is_none(), "{excluded}");
+        g.release().await.unwrap();
+        self.within("second", lb.acquire()).await.unwrap().release().await.unwrap();
+
+        let (read, write) = rw.read_write_lock(&format!("{path}-rw")).await.unwrap();
+        let w = self.within("write", write.acquire()).await.unwrap();
+        self.within("downgrade", w.downgrade()).await.unwrap().release().await.unwrap();
+        w.release().await.unwrap();
+        self.within("read", read.acquire()).await.unwrap().release().await.unwrap();
+    }
 }
+
+/// One test per scenario, under the names CI and the docs use, for the
+/// transport test file that invokes it (next to its `mod secured`): `$run`
+/// blocks on an `AsyncFnOnce(&Rt)` with that transport's runtime.
+macro_rules! scenario_tests {
+    ($run:ident) => {
+        secured::scenario_tests!(@each $run;
+            digest_acl => secured::digest_acl,
+            acl_prefix => secured::acl_prefix,
+            auth_failed => secured::auth_failed,
+            tls12_recipes => async |rt| secured::tls_recipes(rt, "ZOOLOCK_TEST_TLS_DIR").await,
+            tls13_recipes => async |rt| secured::tls_recipes(rt, "ZOOLOCK_TEST_TLS13_DIR").await,
+            tls_failures => secured::tls_failures,
+            sasl => secured::sasl,
+            tls_server_checks => secured::tls_server_checks,
+        );
+    };
+    (@each $run:ident; $($name:ident => $scenario:expr,)*) => {
+        $(
+            #[test]
+            fn $name() {
+                $run($scenario)
+            }
+        )*
+    };
+}
+pub(crate) use scenario_tests;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -180,17 +225,7 @@ pub(crate) async fn tls_recipes(rt: &Rt, var: &str) {
     let b = rt.connect(&server.tls_addr, Options::default().tls(pkcs1)).await.expect("PKCS#1 key");
 
     let path = rt.path(&format!("tls-{var}"));
-    let (la, lb) = (a.mutex(&path).await.unwrap(), b.mutex(&path).await.unwrap());
-    let g = rt.within("acquire", la.acquire()).await.unwrap();
-    assert!(lb.try_acquire().await.unwrap().is_none(), "excluded over TLS");
-    g.release().await.unwrap();
-    rt.within("second", lb.acquire()).await.unwrap().release().await.unwrap();
-
-    let (read, write) = b.read_write_lock(&format!("{path}-rw")).await.unwrap();
-    let w = rt.within("write", write.acquire()).await.unwrap();
-    rt.within("downgrade", w.downgrade()).await.unwrap().release().await.unwrap();
-    w.release().await.unwrap();
-    rt.within("read", read.acquire()).await.unwrap().release().await.unwrap();
+    rt.mutex_and_rwlock(&a, &b, &path, "excluded over TLS", &b).await;
 
     let sem = a.semaphore(&format!("{path}-sem"), 1).await.unwrap();
     let lease = rt.within("lease", sem.acquire(1)).await.unwrap();
@@ -287,16 +322,7 @@ pub(crate) async fn sasl(rt: &Rt) {
     let b = rt.connect(&server.addr, Options::default().sasl_digest(bob, bob_pw)).await.expect("bob authenticates");
 
     let path = rt.path("sasl");
-    let (la, lb) = (a.mutex(&path).await.unwrap(), b.mutex(&path).await.unwrap());
-    let g = rt.within("acquire", la.acquire()).await.unwrap();
-    assert!(lb.try_acquire().await.unwrap().is_none(), "excluded");
-    g.release().await.unwrap();
-    rt.within("second", lb.acquire()).await.unwrap().release().await.unwrap();
-    let (read, write) = a.read_write_lock(&format!("{path}-rw")).await.unwrap();
-    let w = rt.within("write", write.acquire()).await.unwrap();
-    rt.within("downgrade", w.downgrade()).await.unwrap().release().await.unwrap();
-    w.release().await.unwrap();
-    rt.within("read", read.acquire()).await.unwrap().release().await.unwrap();
+    rt.mutex_and_rwlock(&a, &b, &path, "excluded", &a).await;
     let leases = rt.within("lease", b.semaphore(&format!("{path}-sem"), 2).await.unwrap().acquire(2)).await.unwrap();
     for lease in leases {
         lease.release().await.unwrap();

@@ -12,13 +12,7 @@ use super::{BenchArgs, Release, base_report, micros};
 
 /// `mutex-uncontended`.
 pub(super) async fn mutex(client: &Client, base: &str, args: &BenchArgs, release: Release) -> Result<Report, Error> {
-    let lock = client.mutex(base).await?;
-    let (elapsed, samples) = cycles(args, async || {
-        let guard = lock.acquire().await?;
-        give_back(&lock, guard, release).await
-    })
-    .await?;
-    Ok(finish(args, elapsed, samples, release))
+    lock_cycles(&client.mutex(base).await?, args, release).await
 }
 
 /// `read-lock`: the read half of a read-write lock, nobody writing.
@@ -29,12 +23,7 @@ pub(super) async fn read_lock(
     release: Release,
 ) -> Result<Report, Error> {
     let (read, _write) = client.read_write_lock(base).await?;
-    let (elapsed, samples) = cycles(args, async || {
-        let guard = read.acquire().await?;
-        give_back(&read, guard, release).await
-    })
-    .await?;
-    Ok(finish(args, elapsed, samples, release))
+    lock_cycles(&read, args, release).await
 }
 
 /// `semaphore`: one lease of an L-lease semaphore per cycle.
@@ -56,6 +45,16 @@ pub(super) async fn semaphore(
     let mut report = finish(args, elapsed, samples, release);
     report.add_int("leases", args.leases);
     Ok(report)
+}
+
+/// Acquire + release of `lock` per cycle (`mutex-uncontended`, `read-lock`).
+async fn lock_cycles(lock: &Lock, args: &BenchArgs, release: Release) -> Result<Report, Error> {
+    let (elapsed, samples) = cycles(args, async || {
+        let guard = lock.acquire().await?;
+        give_back(lock, guard, release).await
+    })
+    .await?;
+    Ok(finish(args, elapsed, samples, release))
 }
 
 /// Runs `--warmup` uncounted cycles, then `--cycles` timed ones; returns

@@ -5,10 +5,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
-use zoolock_tokio::{Client, Error, Guard, HoldStatus, Lease, Lock, Semaphore};
+use zoolock_tokio::{Client, Error, Lock, Semaphore};
 
 use super::board::{Board, Role, WorkerId};
 use super::tree::Tree;
+use crate::commands::lock::Held;
 
 /// A worker's handle on its recipe.
 #[derive(Debug)]
@@ -39,44 +40,6 @@ impl Handle {
                 // One lease asked, one granted; anything else is a driver bug.
                 leases.pop().map(Held::Lease).ok_or(Error::ClientClosed)
             }
-        }
-    }
-}
-
-/// A granted hold.
-#[derive(Debug)]
-enum Held {
-    Guard(Guard),
-    Lease(Lease),
-}
-
-impl Held {
-    fn token(&self) -> i64 {
-        match self {
-            Held::Guard(g) => g.fencing_token().0,
-            Held::Lease(l) => l.fencing_token().0,
-        }
-    }
-
-    fn node(&self) -> &str {
-        match self {
-            Held::Guard(g) => g.node(),
-            Held::Lease(l) => l.node(),
-        }
-    }
-
-    /// Whether the hold is certain; a lease has no status of its own.
-    fn held(&self) -> bool {
-        match self {
-            Held::Guard(g) => g.status() == HoldStatus::Held,
-            Held::Lease(_) => true,
-        }
-    }
-
-    async fn release(self) -> Result<(), Error> {
-        match self {
-            Held::Guard(g) => g.release().await,
-            Held::Lease(l) => l.release().await,
         }
     }
 }
@@ -114,7 +77,7 @@ pub(crate) async fn run(
             Ok(held) => held,
             Err(e) => return board.failed(&id, format!("acquire: {e}")),
         };
-        let token = held.token();
+        let token = held.fencing_token();
         board.granted(&id, asked.elapsed(), token, held.node());
         // The critical section: an exclusive holder writes with its token,
         // but only while the hold is certain, as a real holder should.
