@@ -113,21 +113,19 @@ impl<T> Watched<T> {
     }
 }
 
-/// An acquire waiting by ticket.
-pub(crate) trait Waiter: Send + 'static {
-    /// Answers it with the refusal of its command.
-    fn refuse(self, error: crate::Error);
+/// Where a recipe's shared state keeps its waiters (acquires waiting by
+/// ticket), and how one is answered with the refusal of its command.
+pub(crate) struct Waiters<S, W> {
+    pub(crate) of: fn(&mut S) -> &mut std::collections::HashMap<u64, W>,
+    pub(crate) refuse: fn(W, crate::Error),
 }
-
-/// Where a recipe's shared state keeps its waiters.
-pub(crate) type Waiters<S, W> = fn(&mut S) -> &mut std::collections::HashMap<u64, W>;
 
 /// Registers `waiter` under a fresh ticket and queues `command` for it on
 /// the event loop, under one lock, so tickets queue in the order their
 /// commands reach the loop and grants follow call order. A command the
 /// recipe refuses answers the waiter with the refusal. Returns the ticket
 /// and whether the command was queued.
-pub(crate) fn enqueue<S: Send + 'static, W: Waiter, R: zoolock_core::Recipe>(
+pub(crate) fn enqueue<S: Send + 'static, W: Send + 'static, R: zoolock_core::Recipe>(
     shared: &Arc<Watched<S>>,
     waiters: Waiters<S, W>,
     inner: &Inner,
@@ -138,15 +136,15 @@ pub(crate) fn enqueue<S: Send + 'static, W: Waiter, R: zoolock_core::Recipe>(
     let answer = shared.clone();
     shared.with(|s| {
         let ticket = shared.next_ticket.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        waiters(s).insert(ticket, waiter);
+        (waiters.of)(s).insert(ticket, waiter);
         let queued = inner.send(crate::task::Command::Run(Box::new(move |client, now| {
             let refused = match client.with(now, handle, |r, now| command(r, now, Ticket(ticket))) {
                 Ok(Ok(())) => None,
                 Ok(Err(e)) | Err(e) => Some(e),
             };
             if let Some(e) = refused {
-                if let Some(w) = answer.with(|s| waiters(s).remove(&ticket)) {
-                    w.refuse(e.into());
+                if let Some(w) = answer.with(|s| (waiters.of)(s).remove(&ticket)) {
+                    (waiters.refuse)(w, e.into());
                 }
             }
         })));

@@ -62,11 +62,9 @@ struct Tickets {
 /// State shared by the handles of one lock recipe and its event sink.
 type LockShared = Watched<Tickets>;
 
-impl hold::Waiter for Waiter {
-    fn refuse(self, error: Error) {
-        let _ = self.reply.send(Err(error));
-    }
-}
+/// Where the waiters are, and how a refused one is answered.
+const WAITERS: hold::Waiters<Tickets, Waiter> =
+    hold::Waiters { of: |s| &mut s.waiters, refuse: |w, e| drop(w.reply.send(Err(e))) };
 
 impl LockShared {
     fn hold_status(&self, ticket: u64) -> HoldStatus {
@@ -336,8 +334,7 @@ impl Lock {
     ) -> Result<Guard, Error> {
         let (tx, rx) = oneshot::channel();
         let waiter = Waiter { part: self.part, reply: tx, revoked: false, position: None };
-        let (t, queued) =
-            hold::enqueue(&self.shared, |s| &mut s.waiters, &self.client().inner, self.handle, waiter, command);
+        let (t, queued) = hold::enqueue(&self.shared, WAITERS, &self.client().inner, self.handle, waiter, command);
         tracing::trace!(path = %self.path, t, part = self.part, "acquire");
         let began = self.client().inner.runtime.now();
         let mut pending = PendingAcquire { lock: self.clone(), ticket: t, rx: Some(rx) };

@@ -45,11 +45,9 @@ struct State {
 /// State shared by a semaphore's handles and its event sink.
 type SemShared = Watched<State>;
 
-impl hold::Waiter for Waiter {
-    fn refuse(self, error: Error) {
-        let _ = self.reply.send(Err(error));
-    }
-}
+/// Where the waiters are, and how a refused one is answered.
+const WAITERS: hold::Waiters<State, Waiter> =
+    hold::Waiters { of: |s| &mut s.waiters, refuse: |w, e| drop(w.reply.send(Err(e))) };
 
 impl SemShared {
     /// The reported status of a lease granted after `losses` losses.
@@ -270,7 +268,7 @@ impl Semaphore {
         let acquire =
             move |s: &mut SharedSemaphore, now: Instant, ticket| s.acquire(now, ticket, qty, timeout.map(|d| now + d));
         let (ticket, queued) =
-            hold::enqueue(&self.shared, |s| &mut s.waiters, &self.handle.client.inner, self.typed, waiter, acquire);
+            hold::enqueue(&self.shared, WAITERS, &self.handle.client.inner, self.typed, waiter, acquire);
         let began = self.handle.client.inner.runtime.now();
         let mut pending = PendingLeases { sem: self.clone(), ticket, rx: Some(rx) };
         if let Err(e) = queued {
