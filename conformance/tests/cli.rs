@@ -84,6 +84,17 @@ fn corrupt(name: &str, line: usize, edit: impl Fn(&str) -> String) -> PathBuf {
     temp_trace(name, &(lines.join("\n") + "\n"))
 }
 
+/// Decodes `path`, which must fail (exit 1) naming the file and line
+/// `line`, with `what` in the message.
+fn decode_fails_at(path: &Path, line: usize, what: &str) -> Output {
+    let out = run(&["decode", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&format!("{}:{line}:", path.display())), "stderr: {stderr}");
+    assert!(stderr.contains(what), "stderr: {stderr}");
+    out
+}
+
 fn shorten_hex(l: &str, by: usize) -> String {
     let mut v: Value = serde_json::from_str(l).unwrap();
     let hex = v["hex"].as_str().unwrap().to_owned();
@@ -95,11 +106,7 @@ fn shorten_hex(l: &str, by: usize) -> String {
 fn truncated_frame_fails_naming_file_and_line() {
     // Line 8 is B's create2 request; drop its last byte.
     let path = corrupt("truncated.jsonl", 8, |l| shorten_hex(l, 2));
-    let out = run(&["decode", path.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains(&format!("{}:8:", path.display())), "stderr: {stderr}");
-    assert!(stderr.contains("c2s frame"), "stderr: {stderr}");
+    let out = decode_fails_at(&path, 8, "c2s frame");
     // The six frames before it were printed.
     assert_eq!(stdout_lines(&out).len(), 6);
 }
@@ -112,21 +119,13 @@ fn trailing_bytes_fail() {
         v["hex"] = Value::from(format!("{}00", v["hex"].as_str().unwrap()));
         v.to_string()
     });
-    let out = run(&["decode", path.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains(&format!("{}:6:", path.display())), "stderr: {stderr}");
-    assert!(stderr.contains("trailing"), "stderr: {stderr}");
+    decode_fails_at(&path, 6, "trailing");
 }
 
 #[test]
 fn odd_hex_fails_naming_file_and_line() {
     let path = corrupt("odd-hex.jsonl", 4, |l| shorten_hex(l, 1));
-    let out = run(&["decode", path.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains(&format!("{}:4:", path.display())), "stderr: {stderr}");
-    assert!(stderr.contains("hex"), "stderr: {stderr}");
+    let out = decode_fails_at(&path, 4, "hex");
     assert!(out.stdout.is_empty());
 }
 

@@ -33,7 +33,7 @@ mod support_java;
 use holds::{Hold, check_exclusion, max_concurrent, seq};
 use zoolock_conformance::sim::Mode;
 
-use support_java::{Java, JavaSetup, Peer, STEP, java_or_skip, now_us, within};
+use support_java::{Java, Peer, STEP, java_or_skip, now_us, within};
 
 fn base_path(test: &str) -> String {
     format!("/zoolock-interop/{test}-{}-{}", std::process::id(), now_us())
@@ -106,11 +106,110 @@ async fn join<T>(what: &str, handle: JoinHandle<T>) -> T {
     within(what, handle).await.unwrap_or_else(|e| panic!("{what}: task failed: {e}"))
 }
 
-/// The server address and the Java setup, or `None` to skip.
-fn setup(test: &str) -> Option<(String, &'static JavaSetup)> {
-    let addr = zoolock_testkit::real_server(test)?;
-    let java = java_or_skip(test)?;
-    Some((addr, java))
+/// One interop test against the plain server: its name, the server address,
+/// the Curator driver, an admin client and when it began.
+struct Interop {
+    test: &'static str,
+    addr: String,
+    jv: Java,
+    admin: Client,
+    started: Instant,
+}
+
+impl Interop {
+    /// The set-up for `test`, or `None` to skip when there is no server or
+    /// no Java.
+    async fn start(test: &'static str) -> Option<Interop> {
+        let addr = zoolock_testkit::real_server(test)?;
+        let java = java_or_skip(test)?;
+        let started = Instant::now();
+        let jv = Java::start(java, &addr).await;
+        let admin = connect(&addr).await;
+        Some(Interop { test, addr, jv, admin, started })
+    }
+
+    /// Collects the contenders' holds (`cycles` each), runs `check` on them,
+    /// checks that no node is left under `paths`, and reports.
+    async fn contention(
+        &self,
+        tasks: Vec<JoinHandle<Vec<Hold>>>,
+        cycles: usize,
+        check: impl FnOnce(&[Hold]),
+        paths: &[String],
+        started: Instant,
+    ) {
+        let contenders = tasks.len();
+        let holds = collect(tasks).await;
+        assert_eq!(holds.len(), contenders * cycles);
+        check(&holds);
+        assert_no_leaks(&self.admin, paths).await;
+        report(&format!("{} contention", self.test), &holds, started);
+    }
+
+    /// The end of a phase begun at `t`: no node is left under `paths`; says so.
+    async fn phase_done(&self, phase: &str, paths: &[String], t: Instant) {
+        assert_no_leaks(&self.admin, paths).await;
+        println!("{} {phase}: ok, {:?}", self.test, t.elapsed());
+    }
+
+    /// Closes `clients` and the admin client.
+    async fn close(self, clients: impl IntoIterator<Item = Client>) {
+        for c in clients.into_iter().chain([self.admin]) {
+            c.close().await.unwrap();
+        }
+        println!("{}: {:?}", self.test, self.started.elapsed());
+    }
+}
+
+// ---- hand-offs ------------------------------------------------------------------------
+
+/// A contender waiting for a lock that the other holds.
+trait Waiter {
+    /// What it holds once it acquired (Curator's node, a zoolock guard).
+    type Held;
+    /// It has not acquired yet.
+    fn waiting(&mut self) -> bool;
+    /// Waits for the acquire: what it holds, and when it acquired.
+    async fn acquired(self) -> (Self::Held, i64);
+}
+
+impl Waiter for &mut Peer {
+    type Held = String;
+    fn waiting(&mut self) -> bool {
+        self.try_next().is_none()
+    }
+    async fn acquired(self) -> (String, i64) {
+        Peer::acquired(self).await.expect("the Curator waiter acquires")
+    }
+}
+
+impl Waiter for JoinHandle<(Guard, i64)> {
+    type Held = Guard;
+    fn waiting(&mut self) -> bool {
+        !self.is_finished()
+    }
+    async fn acquired(self) -> (Guard, i64) {
+        join("zoolock waiter", self).await
+    }
+}
+
+/// A zoolock release; returns the time just before it.
+async fn zoolock_release(release: impl Future<Output = Result<(), Error>>) -> i64 {
+    let exit = now_us();
+    release.await.unwrap();
+    exit
+}
+
+/// After `settle_ms` the waiter still waits (`why`: it must); once `release`
+/// (returning when the holder let go) has run, the waiter acquires, and not
+/// before. Returns what the waiter holds.
+async fn handoff<W: Waiter>(mut waiter: W, settle_ms: u64, why: &str, release: impl Future<Output = i64>) -> W::Held {
+    sleep(Duration::from_millis(settle_ms)).await;
+    assert!(waiter.waiting(), "{why}");
+    let exit = release.await;
+    let (held, enter) = waiter.acquired().await;
+    assert!(enter >= exit);
+    held
 }
 
 // ---- holds and the checks ------------------------------------------------------------
@@ -146,17 +245,21 @@ async fn java_loop(
     holds
 }
 
-/// Curator contenders c1 and c2, each taking the mutex `path` `cycles` times.
-fn curator_mutex_loops(jv: &Java, path: &str, cycles: usize) -> Vec<JoinHandle<Vec<Hold>>> {
+/// Curator contenders c1 and c2, each taking the exclusive lock `path`
+/// `cycles` times with the driver's `verbs` (acquire, release).
+fn curator_loops(
+    jv: &Java,
+    (acquire, release): (&'static str, &'static str),
+    path: &str,
+    cycles: usize,
+) -> Vec<JoinHandle<Vec<Hold>>> {
     ["c1", "c2"]
         .into_iter()
-        .map(|id| {
-            let run =
-                java_loop(jv.peer(id), "MUTEX_ACQUIRE", path.to_owned(), "MUTEX_RELEASE", Mode::Exclusive, cycles);
-            tokio::spawn(run)
-        })
+        .map(|id| tokio::spawn(java_loop(jv.peer(id), acquire, path.to_owned(), release, Mode::Exclusive, cycles)))
         .collect()
 }
+
+const MUTEX: (&str, &str) = ("MUTEX_ACQUIRE", "MUTEX_RELEASE");
 
 /// A zoolock contender doing the same with a `Lock`.
 async fn zoolock_loop(who: String, lock: Lock, mode: Mode, cycles: usize) -> Vec<Hold> {
@@ -200,25 +303,19 @@ fn report(test: &str, holds: &[Hold], started: Instant) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn interop_mutex() {
-    let Some((addr, java)) = setup("interop_mutex") else { return };
-    let started = Instant::now();
+    let Some(it) = Interop::start("interop_mutex").await else { return };
     let path = base_path("mutex");
-    let jv = Java::start(java, &addr).await;
-    let admin = connect(&addr).await;
-    let (z1, z2) = (connect(&addr).await, connect_plan(&addr, OpPlan::Curator).await);
+    let (jv, admin) = (&it.jv, &it.admin);
+    let (z1, z2) = (connect(&it.addr).await, connect_plan(&it.addr, OpPlan::Curator).await);
 
     // Two Curator and two zoolock contenders, 8 cycles each.
     const CYCLES: usize = 8;
-    let mut tasks = curator_mutex_loops(&jv, &path, CYCLES);
+    let mut tasks = curator_loops(jv, MUTEX, &path, CYCLES);
     for (who, client) in [("z1", &z1), ("z2", &z2)] {
         let lock = client.mutex(&path).await.unwrap();
         tasks.push(tokio::spawn(zoolock_loop(who.into(), lock, Mode::Exclusive, CYCLES)));
     }
-    let holds = collect(tasks).await;
-    assert_eq!(holds.len(), 4 * CYCLES);
-    check_exclusion(&holds, true);
-    assert_no_leaks(&admin, std::slice::from_ref(&path)).await;
-    report("interop_mutex contention", &holds, started);
+    it.contention(tasks, CYCLES, |holds| check_exclusion(holds, true), std::slice::from_ref(&path), it.started).await;
 
     // A zoolock waiter between two Curator contenders gives up; the Curator
     // successor re-targets its watch and still gets the lock in order.
@@ -227,55 +324,42 @@ async fn interop_mutex() {
     let (c3_node, _) = c3.acquire("MUTEX_ACQUIRE", &path).await;
     let z1_lock = z1.mutex(&path).await.unwrap();
     let z1_wait = tokio::spawn(async move { z1_lock.acquire_timeout(Duration::from_millis(500)).await.map(|_| ()) });
-    wait_children(&admin, &path, 2).await;
+    wait_children(admin, &path, 2).await;
     c4.start_acquire("MUTEX_ACQUIRE", &path);
-    let queued = wait_children(&admin, &path, 3).await;
+    let queued = wait_children(admin, &path, 3).await;
     assert!(matches!(join("z1 timed acquire", z1_wait).await, Err(Error::TimedOut)));
-    wait_children(&admin, &path, 2).await;
-    sleep(Duration::from_millis(100)).await;
-    assert!(c4.try_next().is_none(), "Curator waiter acquired while a Curator holder held");
-    let (exit, _) = c3.release("MUTEX_RELEASE").await;
-    let (c4_node, enter) = c4.acquired().await.expect("c4 acquires");
-    assert!(enter >= exit);
+    wait_children(admin, &path, 2).await;
+    let why = "Curator waiter acquired while a Curator holder held";
+    let c4_node = handoff(&mut c4, 100, why, async { c3.release("MUTEX_RELEASE").await.0 }).await;
     assert!(c4_node.ends_with(&queued[2]) && c3_node.ends_with(&queued[0]), "{queued:?} {c3_node} {c4_node}");
     c4.release("MUTEX_RELEASE").await;
-    assert_no_leaks(&admin, std::slice::from_ref(&path)).await;
+    assert_no_leaks(admin, std::slice::from_ref(&path)).await;
 
     // And the reverse: a Curator waiter between two zoolock contenders times out.
     let (l1, l2) = (z1.mutex(&path).await.unwrap(), z2.mutex(&path).await.unwrap());
     let g1 = within("z1", l1.acquire()).await.unwrap();
     c3.start_acquire("MUTEX_ACQUIRE", &format!("{path} 500"));
-    wait_children(&admin, &path, 2).await;
+    wait_children(admin, &path, 2).await;
     let z2_wait = spawn_acquire(&l2);
-    wait_children(&admin, &path, 3).await;
+    wait_children(admin, &path, 3).await;
     assert!(c3.acquired().await.is_none(), "Curator waiter should time out");
-    wait_children(&admin, &path, 2).await;
-    sleep(Duration::from_millis(100)).await;
-    assert!(!z2_wait.is_finished(), "zoolock waiter acquired while a zoolock holder held");
-    let exit = now_us();
-    g1.release().await.unwrap();
-    let (g2, enter) = join("z2", z2_wait).await;
-    assert!(enter >= exit);
+    wait_children(admin, &path, 2).await;
+    let why = "zoolock waiter acquired while a zoolock holder held";
+    let g2 = handoff(z2_wait, 100, why, zoolock_release(g1.release())).await;
     g2.release().await.unwrap();
-    assert_no_leaks(&admin, std::slice::from_ref(&path)).await;
-    println!("interop_mutex timeouts between foreign waiters: ok, {:?}", t.elapsed());
+    it.phase_done("timeouts between foreign waiters", std::slice::from_ref(&path), t).await;
 
-    for c in [z1, z2, admin] {
-        c.close().await.unwrap();
-    }
-    println!("interop_mutex: {:?}", started.elapsed());
+    it.close([z1, z2]).await;
 }
 
 // ---- (b) read-write lock -------------------------------------------------------------------
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn interop_read_write_lock() {
-    let Some((addr, java)) = setup("interop_read_write_lock") else { return };
-    let started = Instant::now();
+    let Some(it) = Interop::start("interop_read_write_lock").await else { return };
     let path = base_path("rwlock");
-    let jv = Java::start(java, &addr).await;
-    let admin = connect(&addr).await;
-    let zs = [connect(&addr).await, connect_plan(&addr, OpPlan::Curator).await, connect(&addr).await];
+    let (jv, admin) = (&it.jv, &it.admin);
+    let zs = [connect(&it.addr).await, connect_plan(&it.addr, OpPlan::Curator).await, connect(&it.addr).await];
     let mut halves = Vec::new();
     for z in &zs {
         halves.push(z.read_write_lock(&path).await.unwrap());
@@ -285,7 +369,7 @@ async fn interop_read_write_lock() {
     let (mut cw, mut cr1, mut cr2) = (jv.peer("cw"), jv.peer("cr1"), jv.peer("cr2"));
     cw.acquire("WRITE_ACQUIRE", &path).await;
     let (r1, r2) = (spawn_acquire(&halves[0].0), spawn_acquire(&halves[1].0));
-    wait_children(&admin, &path, 3).await;
+    wait_children(admin, &path, 3).await;
     sleep(Duration::from_millis(200)).await;
     assert!(!r1.is_finished() && !r2.is_finished(), "zoolock reader acquired under a Curator writer");
     let (exit, _) = cw.release("WRITE_RELEASE").await;
@@ -299,7 +383,7 @@ async fn interop_read_write_lock() {
     let gw = within("zw", halves[2].1.acquire()).await.unwrap();
     cr1.start_acquire("READ_ACQUIRE", &path);
     cr2.start_acquire("READ_ACQUIRE", &path);
-    wait_children(&admin, &path, 3).await;
+    wait_children(admin, &path, 3).await;
     sleep(Duration::from_millis(200)).await;
     assert!(cr1.try_next().is_none() && cr2.try_next().is_none(), "Curator reader acquired under a zoolock writer");
     let exit = now_us();
@@ -315,25 +399,17 @@ async fn interop_read_write_lock() {
     let gr = within("zr", halves[0].0.acquire()).await.unwrap();
     cr1.acquire("READ_ACQUIRE", &path).await;
     let zw = spawn_acquire(&halves[1].1);
-    wait_children(&admin, &path, 3).await;
+    wait_children(admin, &path, 3).await;
     cw.start_acquire("WRITE_ACQUIRE", &path);
-    wait_children(&admin, &path, 4).await;
+    wait_children(admin, &path, 4).await;
     sleep(Duration::from_millis(100)).await;
     gr.release().await.unwrap();
-    sleep(Duration::from_millis(200)).await;
-    assert!(!zw.is_finished(), "zoolock writer acquired while a Curator reader held");
-    let (exit, _) = cr1.release("READ_RELEASE").await;
-    let (gw, enter) = join("zw", zw).await;
-    assert!(enter >= exit);
-    sleep(Duration::from_millis(200)).await;
-    assert!(cw.try_next().is_none(), "Curator writer acquired while a zoolock writer held");
-    let exit = now_us();
-    gw.release().await.unwrap();
-    let (_, enter) = cw.acquired().await.unwrap();
-    assert!(enter >= exit);
+    let why = "zoolock writer acquired while a Curator reader held";
+    let gw = handoff(zw, 200, why, async { cr1.release("READ_RELEASE").await.0 }).await;
+    let why = "Curator writer acquired while a zoolock writer held";
+    handoff(&mut cw, 200, why, zoolock_release(gw.release())).await;
     cw.release("WRITE_RELEASE").await;
-    assert_no_leaks(&admin, std::slice::from_ref(&path)).await;
-    println!("interop_read_write_lock handoffs: ok, {:?}", started.elapsed());
+    it.phase_done("handoffs", std::slice::from_ref(&path), it.started).await;
 
     // 4. Downgrade (write -> read -> release write) with a writer of the other
     //    kind queued behind it.
@@ -344,32 +420,24 @@ async fn interop_read_write_lock() {
     let zw_half = &halves[0].1;
     let gw = within("zw", zw_half.acquire()).await.unwrap();
     cw.start_acquire("WRITE_ACQUIRE", &path);
-    wait_children(&admin, &path, 2).await;
+    wait_children(admin, &path, 2).await;
     let gr = within("zoolock downgrade", gw.downgrade()).await.unwrap();
     assert_eq!(seq(gr.node()), seq(gw.node()), "zoolock's downgrade read node reuses the write sequence");
-    wait_children(&admin, &path, 3).await;
+    wait_children(admin, &path, 3).await;
     gw.release().await.unwrap();
-    wait_children(&admin, &path, 2).await;
-    sleep(Duration::from_millis(200)).await;
-    assert!(cw.try_next().is_none(), "Curator writer overtook zoolock's downgraded reader");
-    let exit = now_us();
-    gr.release().await.unwrap();
-    let (_, enter) = cw.acquired().await.unwrap();
-    assert!(enter >= exit);
+    wait_children(admin, &path, 2).await;
+    handoff(&mut cw, 200, "Curator writer overtook zoolock's downgraded reader", zoolock_release(gr.release())).await;
     //    b. Curator downgrades with a zoolock writer queued.
     let zw = spawn_acquire(&halves[1].1);
-    wait_children(&admin, &path, 2).await;
-    let held_write = children(&admin, &path).await[0].clone();
+    wait_children(admin, &path, 2).await;
+    let held_write = children(admin, &path).await[0].clone();
     cw.send("DOWNGRADE", "");
     let words = cw.expect("DOWNGRADED").await;
     let read_node = words[2].clone();
     if seq(&read_node) == seq(&held_write) {
         // Curator 5.5+ (CURATOR-621 fixed): the read node stays ahead.
-        sleep(Duration::from_millis(200)).await;
-        assert!(!zw.is_finished(), "zoolock writer overtook Curator's downgraded reader");
-        let (exit, _) = cw.release("READ_RELEASE").await;
-        let (g, enter) = join("zw", zw).await;
-        assert!(enter >= exit);
+        let why = "zoolock writer overtook Curator's downgraded reader";
+        let g = handoff(zw, 200, why, async { cw.release("READ_RELEASE").await.0 }).await;
         g.release().await.unwrap();
     } else {
         // Curator 5.4.0 (CURATOR-621 open): the downgrade read node is a new
@@ -386,8 +454,7 @@ async fn interop_read_write_lock() {
         g.release().await.unwrap();
         cw.release("READ_RELEASE").await;
     }
-    assert_no_leaks(&admin, std::slice::from_ref(&path)).await;
-    println!("interop_read_write_lock downgrades: ok, {:?}", t.elapsed());
+    it.phase_done("downgrades", std::slice::from_ref(&path), t).await;
 
     // 5. Mixed loop: a Curator writer and reader, a zoolock writer and two
     //    zoolock readers.
@@ -400,30 +467,21 @@ async fn interop_read_write_lock() {
         tokio::spawn(zoolock_loop("zr1".into(), halves[1].0.clone(), Mode::Read, CYCLES)),
         tokio::spawn(zoolock_loop("zr2".into(), halves[2].0.clone(), Mode::Read, CYCLES)),
     ];
-    let holds = collect(tasks).await;
-    assert_eq!(holds.len(), 5 * CYCLES);
-    check_exclusion(&holds, true);
-    assert_no_leaks(&admin, std::slice::from_ref(&path)).await;
-    report("interop_read_write_lock contention", &holds, t);
+    it.contention(tasks, CYCLES, |holds| check_exclusion(holds, true), std::slice::from_ref(&path), t).await;
 
     drop(halves);
-    for c in zs.into_iter().chain([admin]) {
-        c.close().await.unwrap();
-    }
-    println!("interop_read_write_lock: {:?}", started.elapsed());
+    it.close(zs).await;
 }
 
 // ---- (c) semaphore ---------------------------------------------------------------------------
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn interop_semaphore() {
-    let Some((addr, java)) = setup("interop_semaphore") else { return };
-    let started = Instant::now();
+    let Some(it) = Interop::start("interop_semaphore").await else { return };
     let path = base_path("semaphore");
     let (leases, locks) = (format!("{path}/leases"), format!("{path}/locks"));
-    let jv = Java::start(java, &addr).await;
-    let admin = connect(&addr).await;
-    let (z1, z2) = (connect(&addr).await, connect_plan(&addr, OpPlan::Curator).await);
+    let (jv, admin) = (&it.jv, &it.admin);
+    let (z1, z2) = (connect(&it.addr).await, connect_plan(&it.addr, OpPlan::Curator).await);
     let (s1, s2) = (z1.semaphore(&path, 2).await.unwrap(), z2.semaphore(&path, 2).await.unwrap());
 
     // Full with one lease each side: a third contender of either kind times out.
@@ -434,27 +492,21 @@ async fn interop_semaphore() {
     c2.start_acquire("SEM_ACQUIRE", &format!("{path} 2 300"));
     assert!(c2.acquired().await.is_none(), "Curator got a third lease of 2");
     assert!(matches!(within("z2", s2.acquire_timeout(1, Duration::from_millis(300))).await, Err(Error::TimedOut)));
-    let full = wait_children(&admin, &leases, 2).await;
+    let full = wait_children(admin, &leases, 2).await;
     assert!(c1_node.ends_with(&full[0]) && l1.node().ends_with(&full[1]), "{full:?}");
     // Waiters of both kinds get the leases as either kind returns one.
     let s2_wait = s2.clone();
     let z2_wait = tokio::spawn(async move { s2_wait.acquire(1).await.map(|mut l| (l.pop().unwrap(), now_us())) });
-    wait_children(&admin, &leases, 3).await;
+    wait_children(admin, &leases, 3).await;
     let (exit, _) = c1.release("SEM_RETURN").await;
     let (l2, enter) = join("z2", z2_wait).await.unwrap();
     assert!(enter >= exit);
     c2.start_acquire("SEM_ACQUIRE", &format!("{path} 2"));
-    wait_children(&admin, &leases, 3).await;
-    sleep(Duration::from_millis(100)).await;
-    assert!(c2.try_next().is_none(), "Curator got a third lease of 2");
-    let exit = now_us();
-    l1.release().await.unwrap();
-    let (_, enter) = c2.acquired().await.unwrap();
-    assert!(enter >= exit);
+    wait_children(admin, &leases, 3).await;
+    handoff(&mut c2, 100, "Curator got a third lease of 2", zoolock_release(l1.release())).await;
     c2.release("SEM_RETURN").await;
     l2.release().await.unwrap();
-    assert_no_leaks(&admin, &[leases.clone(), locks.clone()]).await;
-    println!("interop_semaphore handoffs: ok, {:?}", started.elapsed());
+    it.phase_done("handoffs", &[leases.clone(), locks.clone()], it.started).await;
 
     // Mixed loop: 2 Curator and 2 zoolock contenders on 2 leases.
     let t = Instant::now();
@@ -479,108 +531,82 @@ async fn interop_semaphore() {
             holds
         }));
     }
-    let holds = collect(tasks).await;
-    assert_eq!(holds.len(), 4 * CYCLES);
-    let most = max_concurrent(&holds);
-    assert!(most <= 2, "{most} holders of a 2-lease semaphore: {holds:#?}");
-    assert_no_leaks(&admin, &[leases, locks]).await;
-    report("interop_semaphore contention", &holds, t);
+    let at_most_two = |holds: &[Hold]| {
+        let most = max_concurrent(holds);
+        assert!(most <= 2, "{most} holders of a 2-lease semaphore: {holds:#?}");
+    };
+    it.contention(tasks, CYCLES, at_most_two, &[leases, locks], t).await;
 
     drop((s1, s2));
-    for c in [z1, z2, admin] {
-        c.close().await.unwrap();
-    }
-    println!("interop_semaphore: {:?}", started.elapsed());
+    it.close([z1, z2]).await;
 }
 
 // ---- (d) semaphore mutex -----------------------------------------------------------------------
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn interop_semaphore_mutex() {
-    let Some((addr, java)) = setup("interop_semaphore_mutex") else { return };
-    let started = Instant::now();
+    let Some(it) = Interop::start("interop_semaphore_mutex").await else { return };
     let path = base_path("semmutex");
-    let jv = Java::start(java, &addr).await;
-    let admin = connect(&addr).await;
-    let (z1, z2) = (connect(&addr).await, connect_plan(&addr, OpPlan::Curator).await);
+    let jv = &it.jv;
+    let (z1, z2) = (connect(&it.addr).await, connect_plan(&it.addr, OpPlan::Curator).await);
 
     const CYCLES: usize = 6;
-    let mut tasks = Vec::new();
-    for id in ["c1", "c2"] {
-        tasks.push(tokio::spawn(java_loop(
-            jv.peer(id),
-            "SEMMUTEX_ACQUIRE",
-            path.clone(),
-            "SEMMUTEX_RELEASE",
-            Mode::Exclusive,
-            CYCLES,
-        )));
-    }
+    let mut tasks = curator_loops(jv, ("SEMMUTEX_ACQUIRE", "SEMMUTEX_RELEASE"), &path, CYCLES);
     for (who, client) in [("z1", &z1), ("z2", &z2)] {
         let lock = client.semaphore_mutex(&path).await.unwrap();
         tasks.push(tokio::spawn(zoolock_loop(who.into(), lock, Mode::Exclusive, CYCLES)));
     }
-    let holds = collect(tasks).await;
-    assert_eq!(holds.len(), 4 * CYCLES);
     // Nodes are lease nodes: leases are created under the internal lock, so
     // their sequence order is the grant order.
-    for h in &holds {
-        assert!(h.node.starts_with(&format!("{path}/leases/")), "{h:?}");
-    }
-    check_exclusion(&holds, true);
-    assert_no_leaks(&admin, &[format!("{path}/leases"), format!("{path}/locks")]).await;
-    report("interop_semaphore_mutex contention", &holds, started);
+    let leases_in_order = |holds: &[Hold]| {
+        for h in holds {
+            assert!(h.node.starts_with(&format!("{path}/leases/")), "{h:?}");
+        }
+        check_exclusion(holds, true);
+    };
+    let paths = [format!("{path}/leases"), format!("{path}/locks")];
+    it.contention(tasks, CYCLES, leases_in_order, &paths, it.started).await;
 
-    for c in [z1, z2, admin] {
-        c.close().await.unwrap();
-    }
+    it.close([z1, z2]).await;
 }
 
 // ---- (e) revocation --------------------------------------------------------------------------
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn interop_revocation() {
-    let Some((addr, java)) = setup("interop_revocation") else { return };
-    let started = Instant::now();
+    let Some(it) = Interop::start("interop_revocation").await else { return };
     let path = base_path("revocation");
-    let jv = Java::start(java, &addr).await;
-    let admin = connect(&addr).await;
-    let z1 = connect(&addr).await;
+    let (jv, admin) = (&it.jv, &it.admin);
+    let z1 = connect(&it.addr).await;
 
     // Curator's Revoker asks a zoolock holder to release.
     let (mut c1, mut revoker) = (jv.peer("c1"), jv.peer("revoker"));
     let lock = z1.revocable_mutex(&path).await.unwrap();
     let guard = within("z1", lock.acquire()).await.unwrap();
     c1.start_acquire("MUTEX_ACQUIRE", &path);
-    wait_children(&admin, &path, 2).await;
+    wait_children(admin, &path, 2).await;
     revoker.send("REVOKE", guard.node());
     revoker.expect("REVOKE_SENT").await;
     // Requests since this acquire began count, so awaiting after the
     // request has arrived still sees it.
     within("zoolock revocation_requested", guard.revocation_requested()).await;
-    sleep(Duration::from_millis(100)).await;
-    assert!(c1.try_next().is_none(), "Curator waiter acquired before the zoolock holder released");
-    let exit = now_us();
-    guard.release().await.unwrap();
-    let (_, enter) = c1.acquired().await.unwrap();
-    assert!(enter >= exit);
+    let why = "Curator waiter acquired before the zoolock holder released";
+    handoff(&mut c1, 100, why, zoolock_release(guard.release())).await;
     c1.release("MUTEX_RELEASE").await;
-    assert_no_leaks(&admin, std::slice::from_ref(&path)).await;
-    println!("interop_revocation Curator revokes zoolock: ok, {:?}", started.elapsed());
+    it.phase_done("Curator revokes zoolock", std::slice::from_ref(&path), it.started).await;
 
     // zoolock's revoke asks a Curator holder to release.
     let t = Instant::now();
     let (node, _) = c1.acquire("REVOCABLE_ACQUIRE", &path).await;
     let waiter = spawn_acquire(&z1.mutex(&path).await.unwrap());
-    wait_children(&admin, &path, 2).await;
+    wait_children(admin, &path, 2).await;
     within("zoolock revoke", admin.revoke(&node)).await.unwrap();
     c1.expect("REVOKE_REQUESTED").await;
     let (exit, _) = c1.released().await;
     let (g, enter) = join("z1 waiter", waiter).await;
     assert!(enter >= exit);
     g.release().await.unwrap();
-    assert_no_leaks(&admin, std::slice::from_ref(&path)).await;
-    println!("interop_revocation zoolock revokes Curator: ok, {:?}", t.elapsed());
+    it.phase_done("zoolock revokes Curator", std::slice::from_ref(&path), t).await;
 
     // Revoking waiters: both implementations watch their own node while they
     // wait, so a request made then is delivered (and acted on once held).
@@ -588,12 +614,12 @@ async fn interop_revocation() {
     let mut c2 = jv.peer("c2");
     c1.acquire("MUTEX_ACQUIRE", &path).await;
     let z_waiter = spawn_acquire(&z1.revocable_mutex(&path).await.unwrap());
-    wait_children(&admin, &path, 2).await;
-    let z_node = zoolock_participants(&admin, &path, ParticipantsOf::Mutex).await[1].clone();
+    wait_children(admin, &path, 2).await;
+    let z_node = zoolock_participants(admin, &path, ParticipantsOf::Mutex).await[1].clone();
     revoker.send("REVOKE", &z_node);
     revoker.expect("REVOKE_SENT").await;
     c2.start_acquire("REVOCABLE_ACQUIRE", &path);
-    wait_children(&admin, &path, 3).await;
+    wait_children(admin, &path, 3).await;
     let c2_node = revoker.participants("mutex", &path).await[2].clone();
     within("zoolock revoke", admin.revoke(&c2_node)).await.unwrap();
     c2.expect("REVOKE_REQUESTED").await;
@@ -608,38 +634,33 @@ async fn interop_revocation() {
     assert!(enter >= exit);
     // Curator's listener already ran; its release follows the acquire.
     c2.released().await;
-    assert_no_leaks(&admin, std::slice::from_ref(&path)).await;
-    println!("interop_revocation of waiters, both ways: ok, {:?}", t.elapsed());
+    it.phase_done("of waiters, both ways", std::slice::from_ref(&path), t).await;
 
     drop(lock);
-    for c in [z1, admin] {
-        c.close().await.unwrap();
-    }
+    it.close([z1]).await;
 }
 
 // ---- (f) participants --------------------------------------------------------------------------
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn interop_participants() {
-    let Some((addr, java)) = setup("interop_participants") else { return };
-    let started = Instant::now();
+    let Some(it) = Interop::start("interop_participants").await else { return };
     let path = base_path("participants");
-    let jv = Java::start(java, &addr).await;
-    let admin = connect(&addr).await;
-    let (z1, z2) = (connect(&addr).await, connect(&addr).await);
+    let (jv, admin) = (&it.jv, &it.admin);
+    let (z1, z2) = (connect(&it.addr).await, connect(&it.addr).await);
     let mut lister = jv.peer("lister");
 
     // Mutex: zoolock holder, then Curator, zoolock, Curator waiters.
     let (mut c1, mut c2) = (jv.peer("c1"), jv.peer("c2"));
     let g1 = within("z1", z1.mutex(&path).await.unwrap().acquire()).await.unwrap();
     c1.start_acquire("MUTEX_ACQUIRE", &path);
-    wait_children(&admin, &path, 2).await;
+    wait_children(admin, &path, 2).await;
     let w2 = spawn_acquire(&z2.mutex(&path).await.unwrap());
-    wait_children(&admin, &path, 3).await;
+    wait_children(admin, &path, 3).await;
     c2.start_acquire("MUTEX_ACQUIRE", &path);
-    wait_children(&admin, &path, 4).await;
+    wait_children(admin, &path, 4).await;
     let queue = lister.participants("mutex", &path).await;
-    assert_eq!(queue, zoolock_participants(&admin, &path, ParticipantsOf::Mutex).await);
+    assert_eq!(queue, zoolock_participants(admin, &path, ParticipantsOf::Mutex).await);
     assert_eq!(queue.len(), 4);
     assert_eq!(queue[0], g1.node(), "both sides see the zoolock holder first");
     assert!(queue.windows(2).all(|w| seq(&w[0]) < seq(&w[1])), "{queue:?}");
@@ -650,20 +671,20 @@ async fn interop_participants() {
     assert_eq!(n1, queue[1]);
     let rest = lister.participants("mutex", &path).await;
     assert_eq!(rest, queue[1..]);
-    assert_eq!(rest, zoolock_participants(&admin, &path, ParticipantsOf::Mutex).await);
+    assert_eq!(rest, zoolock_participants(admin, &path, ParticipantsOf::Mutex).await);
     c1.release("MUTEX_RELEASE").await;
     let (g2, _) = join("z2", w2).await;
     assert_eq!(g2.node(), queue[2]);
     let rest = lister.participants("mutex", &path).await;
     assert_eq!(rest, queue[2..]);
-    assert_eq!(rest, zoolock_participants(&admin, &path, ParticipantsOf::Mutex).await);
+    assert_eq!(rest, zoolock_participants(admin, &path, ParticipantsOf::Mutex).await);
     g2.release().await.unwrap();
     let (n2, _) = c2.acquired().await.unwrap();
     assert_eq!(n2, queue[3]);
     c2.release("MUTEX_RELEASE").await;
-    assert_no_leaks(&admin, std::slice::from_ref(&path)).await;
+    assert_no_leaks(admin, std::slice::from_ref(&path)).await;
     assert!(lister.participants("mutex", &path).await.is_empty());
-    assert!(zoolock_participants(&admin, &path, ParticipantsOf::Mutex).await.is_empty());
+    assert!(zoolock_participants(admin, &path, ParticipantsOf::Mutex).await.is_empty());
 
     // Read-write lock: Curator writer holds; zoolock reader, Curator reader and
     // zoolock writer wait. Curator lists each half separately (filtered by
@@ -674,12 +695,12 @@ async fn interop_participants() {
     let (mut cw, mut cr) = (jv.peer("cw"), jv.peer("cr"));
     let (cw_node, _) = cw.acquire("WRITE_ACQUIRE", &rw_path).await;
     let zr = spawn_acquire(&z1r);
-    wait_children(&admin, &rw_path, 2).await;
+    wait_children(admin, &rw_path, 2).await;
     cr.start_acquire("READ_ACQUIRE", &rw_path);
-    wait_children(&admin, &rw_path, 3).await;
+    wait_children(admin, &rw_path, 3).await;
     let zw = spawn_acquire(&z2w);
-    wait_children(&admin, &rw_path, 4).await;
-    let all = zoolock_participants(&admin, &rw_path, ParticipantsOf::ReadWriteLock).await;
+    wait_children(admin, &rw_path, 4).await;
+    let all = zoolock_participants(admin, &rw_path, ParticipantsOf::ReadWriteLock).await;
     assert_eq!(all.len(), 4);
     assert_eq!(all[0], cw_node);
     assert!(all.windows(2).all(|w| seq(&w[0]) < seq(&w[1])), "{all:?}");
@@ -696,7 +717,7 @@ async fn interop_participants() {
     let (gw, _) = join("zoolock writer", zw).await;
     assert_eq!(gw.node(), all[3]);
     gw.release().await.unwrap();
-    assert_no_leaks(&admin, std::slice::from_ref(&rw_path)).await;
+    assert_no_leaks(admin, std::slice::from_ref(&rw_path)).await;
 
     // Semaphore: Curator returns bare lease names in server order, zoolock
     // full paths in sequence order; the same leases either way.
@@ -706,7 +727,7 @@ async fn interop_participants() {
     let z_lease = within("z1 lease", sem.acquire(1)).await.unwrap().pop().unwrap();
     let mut curator = lister.participants("semaphore", &sem_path).await;
     curator.sort_by_key(|n| seq(n));
-    let ours = zoolock_participants(&admin, &sem_path, ParticipantsOf::Semaphore).await;
+    let ours = zoolock_participants(admin, &sem_path, ParticipantsOf::Semaphore).await;
     let expected = [c_lease.clone(), z_lease.node().to_owned()];
     assert_eq!(ours, expected);
     let leases_dir = format!("{sem_path}/leases/");
@@ -714,13 +735,10 @@ async fn interop_participants() {
     assert_eq!(curator_full, expected);
     c1.release("SEM_RETURN").await;
     z_lease.release().await.unwrap();
-    assert_no_leaks(&admin, &[format!("{sem_path}/leases"), format!("{sem_path}/locks")]).await;
+    assert_no_leaks(admin, &[format!("{sem_path}/leases"), format!("{sem_path}/locks")]).await;
 
     drop(sem);
-    for c in [z1, z2, admin] {
-        c.close().await.unwrap();
-    }
-    println!("interop_participants: {:?}", started.elapsed());
+    it.close([z1, z2]).await;
 }
 
 // ---- (g) over mutual TLS -----------------------------------------------------------------
@@ -772,17 +790,12 @@ async fn interop_mutex_over_tls() {
     };
     let admin = connect_tls(OpPlan::default()).await.expect("admin over TLS");
     let z1 = connect_tls(OpPlan::default()).await.expect("z1 over TLS");
+    let it = Interop { test: "interop_mutex_over_tls", addr: addr.clone(), jv, admin, started };
 
     const CYCLES: usize = 6;
-    let mut tasks = curator_mutex_loops(&jv, &path, CYCLES);
+    let mut tasks = curator_loops(&it.jv, MUTEX, &path, CYCLES);
     let lock = z1.mutex(&path).await.unwrap();
     tasks.push(tokio::spawn(zoolock_loop("z1".into(), lock, Mode::Exclusive, CYCLES)));
-    let holds = collect(tasks).await;
-    assert_eq!(holds.len(), 3 * CYCLES);
-    check_exclusion(&holds, true);
-    assert_no_leaks(&admin, std::slice::from_ref(&path)).await;
-    report("interop_mutex_over_tls", &holds, started);
-    for c in [z1, admin] {
-        c.close().await.unwrap();
-    }
+    it.contention(tasks, CYCLES, |holds| check_exclusion(holds, true), std::slice::from_ref(&path), started).await;
+    it.close([z1]).await;
 }

@@ -102,6 +102,25 @@ impl Zk {
         Zk { m: ZkModel::new(config), now: Instant::ZERO, closed: BTreeSet::new() }
     }
 
+    /// A fresh model with a writer session `c` that has made `writes` and a
+    /// watcher session `w` (opened second) that has set `watches`; every one
+    /// of these requests succeeds.
+    pub(crate) fn writer_and_watcher(
+        writes: impl IntoIterator<Item = Request>,
+        watches: impl IntoIterator<Item = Request>,
+    ) -> (Zk, Cli, Cli) {
+        let mut zk = Zk::new();
+        let mut c = zk.open();
+        let mut w = zk.open();
+        for req in writes {
+            zk.call(&mut c, req).unwrap();
+        }
+        for req in watches {
+            zk.call(&mut w, req).unwrap();
+        }
+        (zk, c, w)
+    }
+
     /// A TCP connection with no handshake yet.
     pub(crate) fn raw(&mut self) -> Cli {
         let id = self.m.connect(self.now);

@@ -189,6 +189,14 @@ fn call(
     (result_of(&events, id), events)
 }
 
+/// Runs `d` until it reports a watch event, which must be `watcher`'s
+/// `event_type` at `path`.
+fn expect_watch(d: &mut BlockingDriver, watcher: WatcherId, event_type: EventType, path: &str) {
+    let events = d.run_until(Duration::from_secs(10), |e| matches!(e, SessionEvent::Watch { .. })).unwrap();
+    let want = SessionEvent::Watch { watcher, event: WatchEvent { event_type, path: path.into() } };
+    assert_eq!(events.last(), Some(&want));
+}
+
 #[test]
 fn session_serves_requests_watches_chroot_and_close() {
     let Some(addr) = zoolock_testkit::real_server("session_serves_requests_watches_chroot_and_close") else { return };
@@ -221,14 +229,7 @@ fn session_serves_requests_watches_chroot_and_close() {
     let full = ZkPath::new(&format!("{root}/lock-0000000000")).unwrap();
     let (r, _) = call(&mut a, Op::set_data(&full, Bytes::from_static(b"__REVOKE__"), None), None);
     assert!(r.is_ok(), "{r:?}");
-    let events = b.run_until(Duration::from_secs(10), |e| matches!(e, SessionEvent::Watch { .. })).unwrap();
-    assert_eq!(
-        events.last(),
-        Some(&SessionEvent::Watch {
-            watcher: WatcherId(5),
-            event: WatchEvent { event_type: EventType::NODE_DATA_CHANGED, path: "/lock-0000000000".into() }
-        })
-    );
+    expect_watch(&mut b, WatcherId(5), EventType::NODE_DATA_CHANGED, "/lock-0000000000");
 
     // An exists watch on a missing node fires on create.
     let missing = ZkPath::new("/later").unwrap();
@@ -236,14 +237,7 @@ fn session_serves_requests_watches_chroot_and_close() {
     assert_eq!(r, Err(RequestError::Server(ErrorCode::NO_NODE)));
     let later = ZkPath::new(&format!("{root}/later")).unwrap();
     call(&mut a, Op::create(&later, Bytes::new(), Acl::open_unsafe(), CreateMode::EPHEMERAL), None).0.unwrap();
-    let events = b.run_until(Duration::from_secs(10), |e| matches!(e, SessionEvent::Watch { .. })).unwrap();
-    assert_eq!(
-        events.last(),
-        Some(&SessionEvent::Watch {
-            watcher: WatcherId(6),
-            event: WatchEvent { event_type: EventType::NODE_CREATED, path: "/later".into() }
-        })
-    );
+    expect_watch(&mut b, WatcherId(6), EventType::NODE_CREATED, "/later");
 
     // Closing B deletes its ephemeral node at once.
     let now = b.now();

@@ -17,7 +17,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use zoolock_conformance::replay::{Chunking, MismatchKind, ReplayConfig, ReplayError, ReplayReport, SessionReplay};
+use zoolock_conformance::replay::{
+    Chunking, MismatchKind, ReplayConfig, ReplayError, ReplayReport, SessionReplay, replay_session,
+};
 use zoolock_conformance::trace::jsonl_files_under;
 use zoolock_conformance::{Direction, Trace};
 use zoolock_core::{ConnectionState, Op, RequestError, SessionEvent, SessionStatus, WatchEvent, WatcherId, ZkPath};
@@ -50,6 +52,16 @@ fn config(chunking: Chunking) -> ReplayConfig {
 /// Runs `f`, panicking with the chunking (and so the seed) on failure.
 fn run<T>(what: &str, chunking: Chunking, f: impl FnOnce() -> Result<T, ReplayError>) -> T {
     f().unwrap_or_else(|e| panic!("{what} ({chunking:?}): {e}"))
+}
+
+/// The reports of replaying client `name`'s only connection
+/// (`{name}.conn1.jsonl`) under each of `chunkings(salt)`.
+fn single_connection_replays(name: &str, salt: u64) -> Vec<ReplayReport> {
+    let trace = load(&format!("{name}.conn1.jsonl"));
+    chunkings(salt)
+        .into_iter()
+        .map(|chunking| run(name, chunking, || replay_session(std::slice::from_ref(&trace), config(chunking))))
+        .collect()
 }
 
 fn first_connect(trace: &Trace) -> ConnectRequest {
@@ -155,13 +167,7 @@ fn every_fresh_session_that_ends_normally_replays() {
 
 #[test]
 fn waiter_gets_the_watch_event_for_its_predecessor() {
-    let trace = load("mutex-contended/B.conn1.jsonl");
-    for chunking in chunkings(1) {
-        let report = run("mutex-contended/B", chunking, || {
-            let mut replay = SessionReplay::new(&trace, config(chunking))?;
-            replay.replay_connection(&trace)?;
-            replay.finish()
-        });
+    for report in single_connection_replays("mutex-contended/B", 1) {
         let events = watch_events(&report);
         assert_eq!(events.len(), 1, "{events:?}");
         let (watcher, event) = &events[0];
@@ -175,13 +181,7 @@ fn waiter_gets_the_watch_event_for_its_predecessor() {
 fn semaphore_watch_removed_by_check_watches_is_not_delivered() {
     // A gets NodeChildrenChanged on $base/leases after its checkWatches: the
     // client has already forgotten the watcher.
-    let trace = load("semaphore-mutex/A.conn1.jsonl");
-    for chunking in chunkings(2) {
-        let report = run("semaphore-mutex/A", chunking, || {
-            let mut replay = SessionReplay::new(&trace, config(chunking))?;
-            replay.replay_connection(&trace)?;
-            replay.finish()
-        });
+    for report in single_connection_replays("semaphore-mutex/A", 2) {
         assert!(watch_events(&report).iter().all(|(_, e)| !e.path.ends_with("/leases")), "{report:?}");
     }
 }
@@ -299,9 +299,7 @@ fn the_ping_schedule_is_checked_and_pings_are_answered() {
     // harness answers each one.
     let trace = load("session-expiry-server/B.conn1.jsonl");
     let report = run("session-expiry-server/B", Chunking::Whole, || {
-        let mut replay = SessionReplay::new(&trace, config(Chunking::Whole))?;
-        replay.replay_connection(&trace)?;
-        replay.finish()
+        replay_session(std::slice::from_ref(&trace), config(Chunking::Whole))
     });
     let conn = &report.connections[0];
     assert!(conn.pings_sent >= 2, "{conn:?}");

@@ -16,9 +16,9 @@ use zoolock_wire::{
 
 use super::acl::{self, AuthOutcome};
 use super::config::StandaloneCheck;
-use super::tree::{Change, DataTree};
+use super::tree::{Change, DataTree, Node};
 use super::txn::{self, CreateArgs, Ctx};
-use super::watches::Fired;
+use super::watches::{Fired, Watches};
 use super::{CloseReason, ConnId, ZkModel};
 
 /// The watch lists of setWatches (101) and setWatches2 (105).
@@ -30,6 +30,19 @@ pub(crate) struct WatchLists<'a> {
     pub(crate) persistent: &'a [String],
     pub(crate) recursive: &'a [String],
 }
+
+/// How setWatches catches up a data or a child watch: the zxid it compares
+/// with relativeZxid, the event when that is newer, and how it re-arms.
+struct CatchUp {
+    zxid: fn(&Node) -> i64,
+    changed: EventType,
+    rearm: fn(&mut Watches, &str, ConnId),
+}
+
+const DATA_CATCH_UP: CatchUp =
+    CatchUp { zxid: |n| n.mzxid, changed: EventType::NODE_DATA_CHANGED, rearm: Watches::add_data };
+const CHILD_CATCH_UP: CatchUp =
+    CatchUp { zxid: |n| n.pzxid, changed: EventType::NODE_CHILDREN_CHANGED, rearm: Watches::add_child };
 
 impl ZkModel {
     /// Whether the server runs `op` through its pipeline
@@ -334,27 +347,14 @@ impl ZkModel {
     fn set_watches(&mut self, conn: ConnId, lists: WatchLists<'_>) {
         let rel = lists.relative_zxid;
         let mut fired = Vec::new();
-        let mut fire = |event: EventType, path: &String| fired.push(Fired { conn, event, path: path.clone() });
-        for p in lists.data {
-            match self.tree.get(p) {
-                None => fire(EventType::NODE_DELETED, p),
-                Some(n) if n.mzxid > rel => fire(EventType::NODE_DATA_CHANGED, p),
-                Some(_) => self.watches.add_data(p, conn),
-            }
-        }
+        self.catch_up(conn, lists.data, rel, &DATA_CATCH_UP, &mut fired);
         for p in lists.exist {
             match self.tree.get(p) {
-                Some(_) => fire(EventType::NODE_CREATED, p),
+                Some(_) => fired.push(Fired { conn, event: EventType::NODE_CREATED, path: p.clone() }),
                 None => self.watches.add_data(p, conn),
             }
         }
-        for p in lists.child {
-            match self.tree.get(p) {
-                None => fire(EventType::NODE_DELETED, p),
-                Some(n) if n.pzxid > rel => fire(EventType::NODE_CHILDREN_CHANGED, p),
-                Some(_) => self.watches.add_child(p, conn),
-            }
-        }
+        self.catch_up(conn, lists.child, rel, &CHILD_CATCH_UP, &mut fired);
         for p in lists.persistent {
             self.watches.add_persistent(p, conn, false);
         }
@@ -363,6 +363,23 @@ impl ZkModel {
         }
         for f in fired {
             self.notify(f, -1);
+        }
+    }
+
+    /// setWatches for data or child watches: a node that is gone fires
+    /// NodeDeleted, one changed since `rel` fires `kind.changed`, any other
+    /// is re-armed.
+    fn catch_up(&mut self, conn: ConnId, paths: &[String], rel: i64, kind: &CatchUp, fired: &mut Vec<Fired>) {
+        for p in paths {
+            let event = match self.tree.get(p) {
+                None => EventType::NODE_DELETED,
+                Some(n) if (kind.zxid)(n) > rel => kind.changed,
+                Some(_) => {
+                    (kind.rearm)(&mut self.watches, p, conn);
+                    continue;
+                }
+            };
+            fired.push(Fired { conn, event, path: p.clone() });
         }
     }
 

@@ -283,15 +283,7 @@ impl<E: Endpoint> Wire<E> {
             return Err(self.mismatch(MismatchKind::Connect, "IoCommand::Connect before the ConnectRequest", "none"));
         }
         self.dialing = false;
-        let now = self.now;
-        if let Some(link) = &mut self.link {
-            link.open = true;
-            link.connected_at = Some(now);
-        }
-        if let Some(machine) = &mut self.machine {
-            machine.handle_connected(now);
-        }
-        self.settle(rules)?;
+        self.link_changed(true, rules)?;
         match self.pop_written() {
             Some(Written { frame: WrittenFrame::Connect(got), .. }) if got == *want => {
                 self.matched();
@@ -300,6 +292,26 @@ impl<E: Endpoint> Wire<E> {
             Some(other) => Err(self.mismatch(MismatchKind::ConnectRequest, format!("{want:?}"), describe(&other))),
             None => Err(self.mismatch(MismatchKind::MissingFrame, format!("{want:?}"), "nothing written")),
         }
+    }
+
+    /// The recorded socket comes up (`open`) or goes down now: the link
+    /// notes when, the machine is told (`handle_connected` or
+    /// `handle_disconnected`), and what it does in answer is settled.
+    fn link_changed(&mut self, open: bool, rules: &mut impl Rules<E>) -> Result<(), ReplayError> {
+        let now = self.now;
+        if let Some(link) = &mut self.link {
+            link.open = open;
+            let at = if open { &mut link.connected_at } else { &mut link.closed_at };
+            *at = Some(now);
+        }
+        if let Some(machine) = &mut self.machine {
+            if open {
+                machine.handle_connected(now);
+            } else {
+                machine.handle_disconnected(now);
+            }
+        }
+        self.settle(rules)
     }
 
     /// A recorded close at `t`. `by: client` means the client gave up by
@@ -325,15 +337,7 @@ impl<E: Endpoint> Wire<E> {
         } else if self.is_open() {
             self.advance_to(t, rules)?;
             if self.is_open() {
-                let now = self.now;
-                if let Some(link) = &mut self.link {
-                    link.open = false;
-                    link.closed_at = Some(now);
-                }
-                if let Some(machine) = &mut self.machine {
-                    machine.handle_disconnected(now);
-                }
-                self.settle(rules)?;
+                self.link_changed(false, rules)?;
             }
         }
         let closed = self.link.as_ref().and_then(|l| l.closed_at.filter(|_| l.closed_by_session));

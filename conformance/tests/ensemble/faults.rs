@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
-use crate::harness::now_us;
+use crate::harness::{Ensemble, now_us};
 use crate::oracle::{analyse, assert_every_client_cycles, assert_no_leak, check_common};
-use crate::workload::{at, blocking, join, new_run, placement, sections_after, spawn_workers};
+use crate::workload::{at, blocking, join, new_run, on_server, placement, sections_after, spawn_workers};
 use crate::{CLIENTS, FREEZE, SESSION, ensemble, serial};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,40 +47,24 @@ async fn server_fault(name: &str, fault: ServerFault) {
     let fault_at = now_us();
     let recovered_at = match fault {
         ServerFault::KillLeader | ServerFault::KillFollower => {
-            blocking({
-                let ens = ens.clone();
-                move || ens.kill(target)
-            })
-            .await;
+            on_server(&ens, Ensemble::kill, target).await;
             println!(
                 "  {name}: SIGKILL server {target} ({mode}, {clients_on_target} of our clients; placement {servers:?}) at {:.1} ms",
                 run.ms(fault_at)
             );
             at(&run, Duration::from_secs(6)).await;
-            blocking({
-                let ens = ens.clone();
-                move || ens.restart(target)
-            })
-            .await;
+            on_server(&ens, Ensemble::restart, target).await;
             println!("  {name}: server {target} restarted, serving again at {:.1} ms", run.ms(now_us()));
             fault_at
         }
         ServerFault::PauseBusiest => {
-            blocking({
-                let ens = ens.clone();
-                move || ens.freeze(target)
-            })
-            .await;
+            on_server(&ens, Ensemble::freeze, target).await;
             println!(
                 "  {name}: SIGSTOP server {target} ({mode}, busiest: {on_busiest} of our clients; placement {servers:?}) at {:.1} ms",
                 run.ms(fault_at)
             );
             at(&run, Duration::from_secs(2) + FREEZE).await;
-            blocking({
-                let ens = ens.clone();
-                move || ens.thaw(target)
-            })
-            .await;
+            on_server(&ens, Ensemble::thaw, target).await;
             let thawed = now_us();
             println!("  {name}: SIGCONT server {target} at {:.1} ms", run.ms(thawed));
             thawed

@@ -31,7 +31,7 @@ use zoolock_tokio::{Client, Error, Guard, HoldStatus, Lease, Lock, LockSpec};
 use crate::harness::{Ensemble, now_us};
 use crate::oracle::{assert_every_client_cycles, assert_no_leak};
 use crate::quorum::{freeze_followers, thaw_and_wait};
-use crate::workload::{Run, Section, blocking, check_owner, connect_worker, new_run, note_session};
+use crate::workload::{Run, Section, blocking, check_owner, connect_worker, new_run, note_session, on_server};
 use crate::{SESSION, ensemble, serial};
 
 /// Leases of the soak's semaphore.
@@ -141,41 +141,30 @@ trait Hold: Send + Sync + 'static {
     fn release(self) -> impl std::future::Future<Output = Result<(), Error>> + Send;
 }
 
-impl Hold for Guard {
-    fn status(&self) -> HoldStatus {
-        Guard::status(self)
-    }
-    fn node(&self) -> &str {
-        Guard::node(self)
-    }
-    fn token(&self) -> i64 {
-        self.fencing_token().0
-    }
-    fn lost(&self) -> impl std::future::Future<Output = HoldStatus> + Send {
-        Guard::lost(self)
-    }
-    fn release(self) -> impl std::future::Future<Output = Result<(), Error>> + Send {
-        Guard::release(self)
-    }
+/// `Guard` and `Lease` have the same methods under the same names.
+macro_rules! impl_hold {
+    ($($t:ident),*) => {$(
+        impl Hold for $t {
+            fn status(&self) -> HoldStatus {
+                $t::status(self)
+            }
+            fn node(&self) -> &str {
+                $t::node(self)
+            }
+            fn token(&self) -> i64 {
+                self.fencing_token().0
+            }
+            fn lost(&self) -> impl std::future::Future<Output = HoldStatus> + Send {
+                $t::lost(self)
+            }
+            fn release(self) -> impl std::future::Future<Output = Result<(), Error>> + Send {
+                $t::release(self)
+            }
+        }
+    )*};
 }
 
-impl Hold for Lease {
-    fn status(&self) -> HoldStatus {
-        Lease::status(self)
-    }
-    fn node(&self) -> &str {
-        Lease::node(self)
-    }
-    fn token(&self) -> i64 {
-        self.fencing_token().0
-    }
-    fn lost(&self) -> impl std::future::Future<Output = HoldStatus> + Send {
-        Lease::lost(self)
-    }
-    fn release(self) -> impl std::future::Future<Output = Result<(), Error>> + Send {
-        Lease::release(self)
-    }
-}
+impl_hold!(Guard, Lease);
 
 /// What one soak client shares.
 struct Soak {
@@ -366,20 +355,16 @@ async fn inject_faults(ens: Arc<Ensemble>, run: Arc<Run>, until: i64) -> (Vec<St
                     if pick == 0 { (leader, "leader") } else { (leader % 3 + 1, "follower") }
                 })
                 .await;
-                let e = ens.clone();
-                blocking(move || e.kill(n)).await;
+                on_server(&ens, Ensemble::kill, n).await;
                 tokio::time::sleep(length).await;
-                let e = ens.clone();
-                blocking(move || e.restart(n)).await;
+                on_server(&ens, Ensemble::restart, n).await;
                 format!("kill {role} {n}")
             }
             3 | 4 => {
                 let n = (rng.next_u64() % 3) as usize + 1;
-                let e = ens.clone();
-                blocking(move || e.freeze(n)).await;
+                on_server(&ens, Ensemble::freeze, n).await;
                 tokio::time::sleep(length).await;
-                let e = ens.clone();
-                blocking(move || e.thaw(n)).await;
+                on_server(&ens, Ensemble::thaw, n).await;
                 format!("freeze server {n}")
             }
             _ => {

@@ -284,6 +284,13 @@ pub(crate) async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + '
     tokio::task::spawn_blocking(f).await.expect("ensemble command panicked")
 }
 
+/// Runs `command` (`Ensemble::kill`, `restart`, `freeze` or `thaw`) on
+/// server `n`, off the workers.
+pub(crate) async fn on_server(ens: &Arc<Ensemble>, command: fn(&Ensemble, usize), n: usize) {
+    let ens = ens.clone();
+    blocking(move || command(&ens, n)).await;
+}
+
 /// Which server each in-process client is on, and the server with the most.
 pub(crate) fn placement(ens: &Ensemble, run: &Run) -> (Vec<Option<usize>>, usize, usize) {
     let sessions: Vec<i64> = run.log().sessions.values().copied().collect();

@@ -85,13 +85,10 @@ fn failed_multi_applies_nothing() {
         ("bad path", vec![create("/a/x", P), create("/a/", P)], 1, ErrorCode::BAD_ARGUMENTS),
     ];
     for (what, ops, at, code) in cases {
-        let mut zk = Zk::new();
-        let mut c = zk.open();
-        let mut w = zk.open();
-        zk.call(&mut c, create("/a", P)).unwrap();
-        zk.call(&mut c, create("/a/k", P)).unwrap();
-        zk.call(&mut w, get_children("/a", true)).unwrap();
-        zk.call(&mut w, get_data("/a", true)).unwrap();
+        let (mut zk, mut c, mut w) = Zk::writer_and_watcher(
+            [create("/a", P), create("/a/k", P)],
+            [get_children("/a", true), get_data("/a", true)],
+        );
         let paths = zk.m.paths();
         let a = zk.stat("/a");
         let zxid = zk.m.zxid();
@@ -124,12 +121,8 @@ fn failed_multi_applies_nothing() {
 
 #[test]
 fn multi_fires_watches_in_op_order() {
-    let mut zk = Zk::new();
-    let mut c = zk.open();
-    let mut w = zk.open();
-    zk.call(&mut c, create("/a", P)).unwrap();
-    zk.call(&mut w, get_children("/a", true)).unwrap();
-    zk.call(&mut w, get_data("/a", true)).unwrap();
+    let (mut zk, mut c, mut w) =
+        Zk::writer_and_watcher([create("/a", P)], [get_children("/a", true), get_data("/a", true)]);
     zk.call(&mut w, exists("/a/x", true)).unwrap_err();
     zk.call(&mut c, Request::Multi(vec![create("/a/x", P), set_data("/a", b"1", -1)])).unwrap();
     assert_eq!(

@@ -27,14 +27,21 @@ async fn read_frame(stream: &mut TcpStream, buf: &mut BytesMut) -> Option<Bytes>
     }
 }
 
+/// A raw TCP session on `server`: connected, the handshake (all-zero password,
+/// `timeout_ms`) sent and its response read and checked.
+async fn raw_session(server: &TestingServer, timeout_ms: i32) -> (TcpStream, BytesMut, ConnectResponse) {
+    let mut s = TcpStream::connect(server.connect_string()).await.unwrap();
+    let mut buf = BytesMut::new();
+    s.write_all(&framed(&connect_request(0, Bytes::from_static(&[0; 16]), timeout_ms, 0))).await.unwrap();
+    let rsp = ConnectResponse::decode(&read_frame(&mut s, &mut buf).await.unwrap()).unwrap();
+    assert_eq!(rsp.timeout_ms, timeout_ms);
+    (s, buf, rsp)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn raw_frames_over_tcp() {
     let server = TestingServer::start().await;
-    let mut s = TcpStream::connect(server.connect_string()).await.unwrap();
-    let mut buf = BytesMut::new();
-    s.write_all(&framed(&connect_request(0, Bytes::from_static(&[0; 16]), 10_000, 0))).await.unwrap();
-    let rsp = ConnectResponse::decode(&read_frame(&mut s, &mut buf).await.unwrap()).unwrap();
-    assert_eq!(rsp.timeout_ms, 10_000);
+    let (mut s, mut buf, rsp) = raw_session(&server, 10_000).await;
     s.write_all(&framed(&RequestFrame::new(Xid(1), create("/x", CreateMode::EPHEMERAL)))).await.unwrap();
     let frame = read_frame(&mut s, &mut buf).await.unwrap();
     match ServerMessage::decode(&frame, |_| Some(OpCode::CREATE)).unwrap() {
@@ -58,11 +65,7 @@ async fn raw_frames_over_tcp() {
 async fn expiry_runs_on_the_server_timer() {
     let config = ModelConfig::default().with_tick(Duration::from_millis(50));
     let server = TestingServer::start_with(config).await.unwrap();
-    let mut s = TcpStream::connect(server.connect_string()).await.unwrap();
-    let mut buf = BytesMut::new();
-    s.write_all(&framed(&connect_request(0, Bytes::from_static(&[0; 16]), 100, 0))).await.unwrap();
-    let rsp = ConnectResponse::decode(&read_frame(&mut s, &mut buf).await.unwrap()).unwrap();
-    assert_eq!(rsp.timeout_ms, 100);
+    let (mut s, mut buf, _) = raw_session(&server, 100).await;
     // No pings: the session expires and the server closes the socket.
     assert!(read_frame(&mut s, &mut buf).await.is_none());
     assert!(server.with_model(|m, _| m.sessions()).await.unwrap().is_empty());
@@ -103,10 +106,7 @@ async fn tokio_clients_share_a_mutex() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropping_the_server_closes_connections() {
     let server = TestingServer::start().await;
-    let mut s = TcpStream::connect(server.connect_string()).await.unwrap();
-    let mut buf = BytesMut::new();
-    s.write_all(&framed(&connect_request(0, Bytes::from_static(&[0; 16]), 10_000, 0))).await.unwrap();
-    assert!(read_frame(&mut s, &mut buf).await.is_some());
+    let (mut s, mut buf, _) = raw_session(&server, 10_000).await;
     drop(server);
     assert!(read_frame(&mut s, &mut buf).await.is_none());
 }

@@ -112,14 +112,10 @@ fn a_client_ahead_of_the_server_is_refused() {
 
 #[test]
 fn close_session_deletes_ephemerals_then_answers_and_closes() {
-    let mut zk = Zk::new();
-    let mut c = zk.open();
-    let mut w = zk.open();
-    zk.call(&mut c, create("/p", P)).unwrap();
-    zk.call(&mut c, create("/p/e1", E)).unwrap();
-    zk.call(&mut c, create("/p/e2", E)).unwrap();
-    zk.call(&mut w, exists("/p/e1", true)).unwrap();
-    zk.call(&mut w, get_children("/p", true)).unwrap();
+    let (mut zk, mut c, mut w) = Zk::writer_and_watcher(
+        [create("/p", P), create("/p/e1", E), create("/p/e2", E)],
+        [exists("/p/e1", true), get_children("/p", true)],
+    );
     let xid = zk.send(&mut c, Request::CloseSession);
     let zxid = zk.m.zxid();
     assert_eq!(zk.take(&mut c), [Msg::Reply { xid, zxid, err: ErrorCode::OK, rsp: Some(Response::Empty) }]);

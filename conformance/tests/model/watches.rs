@@ -2,8 +2,8 @@
 //! persistent and recursive watches, check/remove, setWatches catch-up.
 
 use zoolock_core::wire::{
-    AddWatchMode, AddWatchRequest, CreateMode, ErrorCode, EventType, Request, Response, SetWatches, SetWatches2,
-    WatcherType, WatchesRequest,
+    Acl, AddWatchMode, AddWatchRequest, CreateMode, ErrorCode, EventType, Request, Response, SetAclRequest, SetWatches,
+    SetWatches2, WatcherType, WatchesRequest,
 };
 use zoolock_model::ModelConfig;
 
@@ -26,120 +26,52 @@ fn two() -> (Zk, Cli, Cli) {
 
 #[test]
 fn each_registration_fires_its_event_type() {
-    // (setup on /a, the watch, the change made by the other session, the events)
-    type Step = fn(&mut Zk, &mut Cli);
-    let cases: Vec<(&str, Request, Step, Vec<Msg>)> = vec![
-        (
-            "exists on missing → created",
-            exists("/a/n", true),
-            |zk, x| {
-                zk.call(x, create("/a/n", P)).unwrap();
-            },
-            vec![note(CREATED, "/a/n")],
-        ),
+    // (the watch set on /a, the write made by the other session and whether
+    // it succeeds, the events)
+    let cases: Vec<(&str, Request, Request, bool, Vec<Msg>)> = vec![
+        ("exists on missing → created", exists("/a/n", true), create("/a/n", P), true, vec![note(CREATED, "/a/n")]),
         (
             "exists on existing → data changed",
             exists("/a", true),
-            |zk, x| {
-                zk.call(x, set_data("/a", b"1", -1)).unwrap();
-            },
+            set_data("/a", b"1", -1),
+            true,
             vec![note(CHANGED, "/a")],
         ),
-        (
-            "getData → data changed",
-            get_data("/a", true),
-            |zk, x| {
-                zk.call(x, set_data("/a", b"1", -1)).unwrap();
-            },
-            vec![note(CHANGED, "/a")],
-        ),
-        (
-            "getData → deleted",
-            get_data("/a", true),
-            |zk, x| {
-                zk.call(x, delete("/a", -1)).unwrap();
-            },
-            vec![note(DELETED, "/a")],
-        ),
-        (
-            "exists → deleted",
-            exists("/a", true),
-            |zk, x| {
-                zk.call(x, delete("/a", -1)).unwrap();
-            },
-            vec![note(DELETED, "/a")],
-        ),
+        ("getData → data changed", get_data("/a", true), set_data("/a", b"1", -1), true, vec![note(CHANGED, "/a")]),
+        ("getData → deleted", get_data("/a", true), delete("/a", -1), true, vec![note(DELETED, "/a")]),
+        ("exists → deleted", exists("/a", true), delete("/a", -1), true, vec![note(DELETED, "/a")]),
         (
             "getChildren → children changed (create)",
             get_children("/a", true),
-            |zk, x| {
-                zk.call(x, create("/a/c", P)).unwrap();
-            },
+            create("/a/c", P),
+            true,
             vec![note(CHILDREN, "/a")],
         ),
         (
             "getChildren2 → children changed (delete)",
             get_children2("/", true),
-            |zk, x| {
-                zk.call(x, delete("/a", -1)).unwrap();
-            },
+            delete("/a", -1),
+            true,
             vec![note(CHILDREN, "/")],
         ),
-        (
-            "getChildren → deleted",
-            get_children("/a", true),
-            |zk, x| {
-                zk.call(x, delete("/a", -1)).unwrap();
-            },
-            vec![note(DELETED, "/a")],
-        ),
-        (
-            "getChildren ignores data changes",
-            get_children("/a", true),
-            |zk, x| {
-                zk.call(x, set_data("/a", b"1", -1)).unwrap();
-            },
-            vec![],
-        ),
-        (
-            "getData ignores child changes",
-            get_data("/a", true),
-            |zk, x| {
-                zk.call(x, create("/a/c", P)).unwrap();
-            },
-            vec![],
-        ),
-        (
-            "getData on missing sets nothing",
-            get_data("/a/n", true),
-            |zk, x| {
-                zk.call(x, create("/a/n", P)).unwrap();
-            },
-            vec![],
-        ),
+        ("getChildren → deleted", get_children("/a", true), delete("/a", -1), true, vec![note(DELETED, "/a")]),
+        ("getChildren ignores data changes", get_children("/a", true), set_data("/a", b"1", -1), true, vec![]),
+        ("getData ignores child changes", get_data("/a", true), create("/a/c", P), true, vec![]),
+        ("getData on missing sets nothing", get_data("/a/n", true), create("/a/n", P), true, vec![]),
         (
             "setACL fires nothing",
             get_data("/a", true),
-            |zk, x| {
-                let acl = zoolock_core::wire::Acl::open_unsafe();
-                let req = zoolock_core::wire::SetAclRequest { path: "/a".into(), acl, version: -1 };
-                zk.call(x, Request::SetAcl(req)).unwrap();
-            },
+            Request::SetAcl(SetAclRequest { path: "/a".into(), acl: Acl::open_unsafe(), version: -1 }),
+            true,
             vec![],
         ),
-        (
-            "a failed write fires nothing",
-            get_data("/a", true),
-            |zk, x| {
-                zk.call(x, set_data("/a", b"1", 9)).unwrap_err();
-            },
-            vec![],
-        ),
+        ("a failed write fires nothing", get_data("/a", true), set_data("/a", b"1", 9), false, vec![]),
     ];
-    for (what, watch, change, want) in cases {
+    for (what, watch, write, write_ok, want) in cases {
         let (mut zk, mut w, mut x) = two();
         let _ = zk.call(&mut w, watch);
-        change(&mut zk, &mut x);
+        let result = zk.call(&mut x, write);
+        assert_eq!(result.is_ok(), write_ok, "{what}: the write's result {result:?}");
         assert_eq!(zk.take(&mut w), want, "{what}");
         assert!(zk.notes(&mut x).is_empty(), "{what}: the writer has no watch");
     }
@@ -317,15 +249,22 @@ fn check_and_remove_watches() {
 struct Row {
     what: &'static str,
     list: &'static str,
-    /// Brings the node to its "now" state after the client's zxid.
-    change: fn(&mut Zk, &mut Cli),
+    /// The writes (each succeeds) that bring the node to its "now" state
+    /// after the client's zxid.
+    change: Vec<Request>,
     /// The catch-up event, if any.
     event: Option<EventType>,
-    /// Whether the watch is armed afterwards (checked with a later change).
-    armed: Option<fn(&mut Zk, &mut Cli) -> EventType>,
+    /// Whether the watch is armed afterwards: checked with these later
+    /// writes, which fire this event.
+    armed: Option<(Vec<Request>, EventType)>,
 }
 
-fn nothing(_: &mut Zk, _: &mut Cli) {}
+/// Makes each of `writes` on `x`; each succeeds.
+fn write_all(zk: &mut Zk, x: &mut Cli, writes: Vec<Request>) {
+    for req in writes {
+        zk.call(x, req).unwrap();
+    }
+}
 
 #[test]
 fn set_watches_catch_up_table() {
@@ -333,101 +272,79 @@ fn set_watches_catch_up_table() {
         Row {
             what: "data, node gone",
             list: "data",
-            change: |zk, x| drop(zk.call(x, delete("/a", -1))),
+            change: vec![delete("/a", -1)],
             event: Some(DELETED),
             armed: None,
         },
         Row {
             what: "data, changed since",
             list: "data",
-            change: |zk, x| drop(zk.call(x, set_data("/a", b"1", -1))),
+            change: vec![set_data("/a", b"1", -1)],
             event: Some(CHANGED),
             armed: None,
         },
         Row {
             what: "data, unchanged",
             list: "data",
-            change: nothing,
+            change: vec![],
             event: None,
-            armed: Some(|zk, x| {
-                zk.call(x, set_data("/a", b"1", -1)).unwrap();
-                CHANGED
-            }),
+            armed: Some((vec![set_data("/a", b"1", -1)], CHANGED)),
         },
         Row {
             what: "data, only children changed",
             list: "data",
-            change: |zk, x| drop(zk.call(x, create("/a/c", P))),
+            change: vec![create("/a/c", P)],
             event: None,
-            armed: Some(|zk, x| {
-                zk.call(x, delete("/a/c", -1)).unwrap();
-                zk.call(x, delete("/a", -1)).unwrap();
-                DELETED
-            }),
+            armed: Some((vec![delete("/a/c", -1), delete("/a", -1)], DELETED)),
         },
         Row {
             what: "exist, node there now",
             list: "exist",
-            change: |zk, x| drop(zk.call(x, create("/n", P))),
+            change: vec![create("/n", P)],
             event: Some(CREATED),
             armed: None,
         },
         Row {
             what: "exist, still missing",
             list: "exist",
-            change: nothing,
+            change: vec![],
             event: None,
-            armed: Some(|zk, x| {
-                zk.call(x, create("/n", P)).unwrap();
-                CREATED
-            }),
+            armed: Some((vec![create("/n", P)], CREATED)),
         },
         Row {
             what: "exist, created and deleted during the outage: missed",
             list: "exist",
-            change: |zk, x| {
-                zk.call(x, create("/n", P)).unwrap();
-                zk.call(x, delete("/n", -1)).unwrap();
-            },
+            change: vec![create("/n", P), delete("/n", -1)],
             event: None,
-            armed: Some(|zk, x| {
-                zk.call(x, create("/n", P)).unwrap();
-                CREATED
-            }),
+            armed: Some((vec![create("/n", P)], CREATED)),
         },
         Row {
             what: "child, node gone",
             list: "child",
-            change: |zk, x| drop(zk.call(x, delete("/a", -1))),
+            change: vec![delete("/a", -1)],
             event: Some(DELETED),
             armed: None,
         },
         Row {
             what: "child, children changed since",
             list: "child",
-            change: |zk, x| {
-                zk.call(x, create("/a/c", P)).unwrap();
-                zk.call(x, delete("/a/c", -1)).unwrap();
-            },
+            change: vec![create("/a/c", P), delete("/a/c", -1)],
             event: Some(CHILDREN),
             armed: None,
         },
         Row {
             what: "child, only data changed",
             list: "child",
-            change: |zk, x| drop(zk.call(x, set_data("/a", b"1", -1))),
+            change: vec![set_data("/a", b"1", -1)],
             event: None,
-            armed: Some(|zk, x| {
-                zk.call(x, create("/a/c", P)).unwrap();
-                CHILDREN
-            }),
+            armed: Some((vec![create("/a/c", P)], CHILDREN)),
         },
     ];
     for row in rows {
         for v2 in [false, true] {
             let (mut zk, _w, mut x) = two();
             let last_seen = zk.m.zxid();
-            (row.change)(&mut zk, &mut x);
+            write_all(&mut zk, &mut x, row.change.clone());
             let mut w = zk.open();
             let path = if row.list == "exist" { "/n" } else { "/a" };
             let list = vec![path.to_string()];
@@ -456,9 +373,10 @@ fn set_watches_catch_up_table() {
             let mut want: Vec<Msg> = row.event.map(|e| note(e, path)).into_iter().collect();
             want.push(Msg::Reply { xid, zxid: zk.m.zxid(), err: ErrorCode::OK, rsp: Some(Response::Empty) });
             assert_eq!(zk.take(&mut w), want, "{} (v2: {v2})", row.what);
-            match row.armed {
-                Some(trigger) => {
-                    let event = trigger(&mut zk, &mut x);
+            match &row.armed {
+                Some((trigger, event)) => {
+                    write_all(&mut zk, &mut x, trigger.clone());
+                    let event = *event;
                     assert_eq!(zk.notes(&mut w), [note(event, path)], "{}: re-armed", row.what);
                 }
                 None => assert_eq!(zk.m.watch_count(), 0, "{}: not re-armed", row.what),
