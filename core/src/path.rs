@@ -77,6 +77,19 @@ impl ZkPath {
         self.0 == "/"
     }
 
+    /// The node a sequential create of `self` made: `self` (a prefix checked
+    /// by [`ZkPath::new_sequential_prefix`]) plus the server's counter, which
+    /// only it checks (digits, and `-` once the counter has wrapped).
+    pub(crate) fn with_sequence(&self, counter: &str) -> Result<ZkPath, PathError> {
+        if counter.is_empty() || !counter.bytes().all(|b| b.is_ascii_digit() || b == b'-') {
+            return Err(PathError::InvalidName(String::from(counter)));
+        }
+        let mut s = String::with_capacity(self.0.len() + counter.len());
+        s.push_str(&self.0);
+        s.push_str(counter);
+        Ok(ZkPath(s))
+    }
+
     /// `self/name`, where `name` is one node name.
     pub fn join(&self, name: &str) -> Result<ZkPath, PathError> {
         if name.is_empty() || name.contains('/') {

@@ -21,6 +21,10 @@ impl LockCore {
         for part in [base, "/", &prefix, self.name, suffix] {
             target.push_str(part);
         }
+        let target = match ZkPath::new_sequential_prefix(&target) {
+            Ok(target) => target,
+            Err(e) => return self.fail(RequestError::Refused(e.into())),
+        };
         let parent = self.base.clone();
         self.state = State::Creating(Create {
             prefix,
@@ -34,19 +38,14 @@ impl LockCore {
     }
 
     pub(super) fn send_create(&mut self) {
-        let State::Creating(c) = &mut self.state else { return };
-        c.step = CreateStep::Sent;
         let mode = match self.shape {
             Shape::Sequential => CreateMode::EPHEMERAL_SEQUENTIAL,
             Shape::Fixed(_) => CreateMode::EPHEMERAL,
         };
-        let op = match ZkPath::new_sequential_prefix(&c.target) {
-            Ok(path) => Op::create(&path, self.node_data(), self.config.acl_for(path.as_str()), mode),
-            Err(e) => {
-                self.fail(RequestError::Refused(e.into()));
-                return;
-            }
-        };
+        let data = self.node_data();
+        let State::Creating(c) = &mut self.state else { return };
+        c.step = CreateStep::Sent;
+        let op = Op::create(&c.target, data, self.config.acl_for(c.target.as_str()), mode);
         self.send(op, Purpose::Create);
         if self.config.plan == OpPlan::Pipelined && !self.revocable {
             // The listing rides in the same round trip; the server runs it
@@ -86,8 +85,9 @@ impl LockCore {
     pub(super) fn ancestors(&self) -> Vec<String> {
         let State::Creating(c) = &self.state else { return Vec::new() };
         let mut out = Vec::new();
-        for (idx, _) in c.target.match_indices('/').filter(|(i, _)| *i > 0) {
-            if let Some(a) = c.target.get(..idx) {
+        let target = c.target.as_str();
+        for (idx, _) in target.match_indices('/').filter(|(i, _)| *i > 0) {
+            if let Some(a) = target.get(..idx) {
                 out.push(String::from(a));
             }
         }

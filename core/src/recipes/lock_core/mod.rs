@@ -86,7 +86,8 @@ enum CreateStep {
 #[derive(Debug)]
 struct Create {
     prefix: String,
-    target: String,
+    /// The path to create (a sequential prefix, or the fixed path).
+    target: ZkPath,
     parent: ZkPath,
     step: CreateStep,
     made_parents: bool,

@@ -66,19 +66,19 @@ impl Node {
     /// server's fault: the reply is not to what was asked.
     pub(crate) fn from_create_reply(
         path: &str,
-        target: &str,
+        target: &ZkPath,
         sequential: bool,
         key: SortKey,
         token: FencingToken,
     ) -> Result<Node, RequestError> {
         let unexpected = RequestError::UnexpectedResponse { op: OpCode::CREATE2 };
-        let suffix = path.strip_prefix(target).ok_or_else(|| unexpected.clone())?;
-        // `%010d` of the parent's counter (negative once it has wrapped).
-        let is_sequence = suffix.len() >= 10 && suffix.bytes().all(|b| b.is_ascii_digit() || b == b'-');
-        if sequential != is_sequence || (!sequential && !suffix.is_empty()) {
-            return Err(unexpected);
-        }
-        let path = ZkPath::new(path).map_err(|_| unexpected)?;
+        let suffix = path.strip_prefix(target.as_str()).ok_or_else(|| unexpected.clone())?;
+        let path = match (sequential, suffix) {
+            (false, "") => target.clone(),
+            // `%010d` of the parent's counter (negative once it has wrapped).
+            (true, counter) if counter.len() >= 10 => target.with_sequence(counter).map_err(|_| unexpected)?,
+            _ => return Err(unexpected),
+        };
         let name = NodeName::parse(String::from(path.name()), key);
         Ok(Node { path, name, token })
     }
@@ -118,7 +118,7 @@ mod tests {
     /// server's fault, never a node we adopt (or later delete).
     #[test]
     fn a_reply_path_other_than_the_create_is_refused() {
-        let target = "/app/lock/_c_0f-lock-";
+        let target = &ZkPath::new("/app/lock/_c_0f-lock-").unwrap();
         let ok = Node::from_create_reply("/app/lock/_c_0f-lock-0000000003", target, true, KEY, FencingToken(9));
         let ok = ok.unwrap();
         assert_eq!(
@@ -140,8 +140,8 @@ mod tests {
         }
         let wrapped = Node::from_create_reply("/app/lock/_c_0f-lock--2147483647", target, true, KEY, FencingToken(9));
         assert_eq!(wrapped.map(|n| n.name.sequence()), Ok(None));
-        let fixed = "/app/lock/_c_0f-__READ__0000000007";
-        assert!(Node::from_create_reply(fixed, fixed, false, SortKey::ReadWrite, FencingToken(1)).is_ok());
+        let fixed = &ZkPath::new("/app/lock/_c_0f-__READ__0000000007").unwrap();
+        assert!(Node::from_create_reply(fixed.as_str(), fixed, false, SortKey::ReadWrite, FencingToken(1)).is_ok());
         let extra = "/app/lock/_c_0f-__READ__00000000070000000001";
         assert_eq!(Node::from_create_reply(extra, fixed, false, SortKey::ReadWrite, FencingToken(1)), unexpected);
     }
