@@ -41,23 +41,33 @@ struct FakeServer {
     seq: u32,
     /// Name (last path segment) of the node made by the last create2.
     node: Vec<u8>,
+    /// Replies are built here and handed over in one copy, as the driver
+    /// hands the client what one socket read returned (scratch buffer,
+    /// then `extend_from_slice`), so the bench times the client's buffer
+    /// handling, not a reply written into it field by field.
+    out: BytesMut,
 }
 
 impl FakeServer {
-    /// Answers every complete request frame in `tx`, appending reply frames
-    /// to `rx`. Panics on a request the lock cycle never sends.
-    fn answer(&mut self, tx: &mut BytesMut, rx: &mut BytesMut) {
+    /// Answers every complete request frame in `tx` (as the driver writes
+    /// it out, without splitting it), appending reply frames to `rx`.
+    /// Panics on a request the lock cycle never sends.
+    fn answer(&mut self, tx: &[u8], rx: &mut BytesMut) {
+        let mut tx = tx;
+        self.out.clear();
+        let out = &mut self.out;
         while tx.len() >= 4 {
             let len = usize::try_from(tx.get_u32()).expect("u32 fits usize");
-            let mut frame = tx.split_to(len);
+            let mut frame = &tx[..len];
+            tx.advance(len);
             let xid = frame.get_i32();
             let op = OpCode(frame.get_i32());
             let path_len = usize::try_from(frame.get_i32()).expect("a path");
             let path = &frame[..path_len];
-            let start = rx.len();
-            rx.put_u32(0); // length, patched below
+            let start = out.len();
+            out.put_u32(0); // length, patched below
             self.zxid += 1;
-            ReplyHeader { xid: Xid(xid), zxid: self.zxid, err: ErrorCode::OK }.encode(rx);
+            ReplyHeader { xid: Xid(xid), zxid: self.zxid, err: ErrorCode::OK }.encode(out);
             match op {
                 OpCode::CREATE2 => {
                     // The sequential suffix: 10 zero-padded digits.
@@ -72,26 +82,27 @@ impl FakeServer {
                     self.node.clear();
                     self.node.extend_from_slice(name);
                     self.node.extend_from_slice(&digits);
-                    rx.put_i32(i32::try_from(path.len() + digits.len()).expect("short path"));
-                    rx.put_slice(path);
-                    rx.put_slice(&digits);
+                    out.put_i32(i32::try_from(path.len() + digits.len()).expect("short path"));
+                    out.put_slice(path);
+                    out.put_slice(&digits);
                     let stat = Stat { czxid: self.zxid, mzxid: self.zxid, ephemeral_owner: SESSION, ..Stat::default() };
-                    stat.encode(rx);
+                    stat.encode(out);
                 }
                 OpCode::GET_CHILDREN2 | OpCode::GET_CHILDREN => {
-                    rx.put_i32(1);
-                    put_str(rx, &self.node);
+                    out.put_i32(1);
+                    put_str(out, &self.node);
                     if op == OpCode::GET_CHILDREN2 {
-                        Stat { num_children: 1, pzxid: self.zxid, ..Stat::default() }.encode(rx);
+                        Stat { num_children: 1, pzxid: self.zxid, ..Stat::default() }.encode(out);
                     }
                 }
                 OpCode::DELETE => {}
                 other => panic!("the lock cycle never sends {other:?}"),
             }
-            let n = u32::try_from(rx.len() - start - 4).expect("small frame");
-            rx[start..start + 4].copy_from_slice(&n.to_be_bytes());
+            let n = u32::try_from(out.len() - start - 4).expect("small frame");
+            out[start..start + 4].copy_from_slice(&n.to_be_bytes());
         }
         assert!(tx.is_empty(), "the session transmitted a partial frame");
+        rx.extend_from_slice(out);
     }
 }
 
@@ -132,7 +143,7 @@ impl Bench {
         assert!(matches!(client.poll_event(), Some(ClientEvent::State(_))));
         let config = LockConfig::new(7).with_plan(plan).with_data(Bytes::from_static(b"127.0.0.1"));
         let mutex = client.add_recipe(now, Box::new(Mutex::new(ZkPath::new(BASE).expect("valid"), config)));
-        let server = FakeServer { zxid: 100, seq: 0, node: Vec::with_capacity(64) };
+        let server = FakeServer { zxid: 100, seq: 0, node: Vec::with_capacity(64), out: BytesMut::with_capacity(4096) };
         Bench { client, mutex, server, now, tx, rx }
     }
 
@@ -144,7 +155,7 @@ impl Bench {
             if self.client.poll_transmit(&mut self.tx) == 0 {
                 return;
             }
-            self.server.answer(&mut self.tx, &mut self.rx);
+            self.server.answer(&self.tx, &mut self.rx);
             self.client.handle_bytes(self.now, &mut self.rx).expect("valid replies");
             black_box(self.client.poll_timeout());
         }

@@ -8,6 +8,7 @@
 
 use alloc::boxed::Box;
 use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
+use alloc::vec::Vec;
 
 use bytes::{Bytes, BytesMut};
 use zoolock_wire::Response;
@@ -108,10 +109,16 @@ pub struct Client {
     session: Session,
     recipes: BTreeMap<RecipeId, Box<dyn Recipe>>,
     next_recipe: u64,
-    routes: BTreeMap<RequestId, Route>,
+    /// Where each request's reply goes, by ascending id: requests are
+    /// numbered in order and answered in order, so a reply's route is almost
+    /// always the first, and the queue keeps its memory between requests.
+    routes: VecDeque<(RequestId, Route)>,
     events: VecDeque<ClientEvent>,
-    /// Recipes that got an input since their outputs were last drained.
-    dirty: BTreeSet<RecipeId>,
+    /// Recipes that got an input since their outputs were last drained (in
+    /// any order, repeats allowed: sorted and deduplicated when drained).
+    dirty: Vec<RecipeId>,
+    /// An empty vector that keeps its memory, swapped with `dirty` to drain it.
+    drained: Vec<RecipeId>,
     /// Every recipe's `poll_timeout`, ordered by time; and by recipe.
     deadlines: BTreeSet<(Instant, RecipeId)>,
     deadline_of: BTreeMap<RecipeId, Instant>,
@@ -138,9 +145,10 @@ impl Client {
             generation: 0,
             recipes: BTreeMap::new(),
             next_recipe: 0,
-            routes: BTreeMap::new(),
+            routes: VecDeque::new(),
             events: VecDeque::new(),
-            dirty: BTreeSet::new(),
+            dirty: Vec::new(),
+            drained: Vec::new(),
             deadlines: BTreeSet::new(),
             deadline_of: BTreeMap::new(),
         }
@@ -218,7 +226,7 @@ impl Client {
         let id = RecipeId(self.next_recipe);
         self.next_recipe += 1;
         self.recipes.insert(id, recipe);
-        self.dirty.insert(id);
+        self.dirty.push(id);
         self.pump(now);
         id
     }
@@ -228,11 +236,11 @@ impl Client {
     /// clean up first (release before removing).
     pub fn remove_recipe(&mut self, id: RecipeId) -> Option<Box<dyn Recipe>> {
         let recipe = self.recipes.remove(&id)?;
-        self.dirty.remove(&id);
+        self.dirty.retain(|d| *d != id);
         if let Some(at) = self.deadline_of.remove(&id) {
             self.deadlines.remove(&(at, id));
         }
-        self.routes.retain(|_, r| !matches!(r, Route::Recipe(rid, _) if *rid == id));
+        self.routes.retain(|(_, r)| !matches!(r, Route::Recipe(rid, _) if *rid == id));
         self.session.remove_watcher(WatcherId(id.0));
         Some(recipe)
     }
@@ -248,7 +256,7 @@ impl Client {
         let recipe = self.recipes.get_mut(&id).ok_or(ApiMisuse::UnknownRecipe(id.0))?;
         let concrete = recipe.as_any_mut().downcast_mut::<R>().ok_or(ApiMisuse::WrongRecipeType(id.0))?;
         let out = f(concrete, now);
-        self.dirty.insert(id);
+        self.dirty.push(id);
         self.pump(now);
         Ok(out)
     }
@@ -264,7 +272,7 @@ impl Client {
         let recipe = self.recipes.get_mut(&id).ok_or(ApiMisuse::UnknownRecipe(id.0))?;
         let lock = recipe.as_lock_mut().ok_or(ApiMisuse::WrongRecipeType(id.0))?;
         let out = f(lock, now);
-        self.dirty.insert(id);
+        self.dirty.push(id);
         self.pump(now);
         Ok(out)
     }
@@ -273,7 +281,7 @@ impl Client {
     /// watch it leaves fires as [`ClientEvent::Watch`].
     pub fn submit(&mut self, now: Instant, op: Op) -> Result<RequestId, ApiMisuse> {
         let id = self.session.submit(now, op, Some(PLAIN_WATCHER))?;
-        self.routes.insert(id, Route::Plain);
+        self.routes.push_back((id, Route::Plain));
         self.pump(now);
         Ok(id)
     }
@@ -282,7 +290,7 @@ impl Client {
     /// [`Session::submit_unrooted`]); its reply comes as [`ClientEvent::Reply`].
     pub fn submit_unrooted(&mut self, now: Instant, op: Op) -> Result<RequestId, ApiMisuse> {
         let id = self.session.submit_unrooted(now, op)?;
-        self.routes.insert(id, Route::Plain);
+        self.routes.push_back((id, Route::Plain));
         self.pump(now);
         Ok(id)
     }
@@ -333,7 +341,7 @@ impl Client {
                 if recipe.poll_timeout().is_some_and(|t| t <= now) {
                     recipe.handle_timeout(now);
                 }
-                self.dirty.insert(id);
+                self.dirty.push(id);
             }
         }
         self.pump(now);
@@ -381,13 +389,17 @@ impl Client {
             }
             // In id order, as a scan of every recipe would go; the others
             // have nothing to say.
-            for rid in core::mem::take(&mut self.dirty) {
+            let mut batch = core::mem::take(&mut self.drained);
+            core::mem::swap(&mut batch, &mut self.dirty);
+            batch.sort_unstable();
+            batch.dedup();
+            for &rid in &batch {
                 let Some(recipe) = self.recipes.get_mut(&rid) else { continue };
                 while let Some(op) = recipe.poll_op() {
                     progressed = true;
                     match self.session.submit(now, op.op, Some(WatcherId(rid.0))) {
                         Ok(req) => {
-                            self.routes.insert(req, Route::Recipe(rid, op.id));
+                            self.routes.push_back((req, Route::Recipe(rid, op.id)));
                         }
                         Err(_) => {
                             let error = self.session.status().end_error().unwrap_or(RequestError::Closed);
@@ -410,10 +422,22 @@ impl Client {
                     }
                 }
             }
+            batch.clear();
+            self.drained = batch;
             if !progressed {
                 return;
             }
         }
+    }
+
+    /// Removes and returns the route of request `id` (the first one, but
+    /// for replies the session dropped).
+    fn take_route(&mut self, id: RequestId) -> Option<Route> {
+        if self.routes.front().is_some_and(|(first, _)| *first == id) {
+            return self.routes.pop_front().map(|(_, route)| route);
+        }
+        let at = self.routes.binary_search_by_key(&id, |(r, _)| *r).ok()?;
+        self.routes.remove(at).map(|(_, route)| route)
     }
 
     fn route(&mut self, now: Instant, event: SessionEvent) {
@@ -430,12 +454,12 @@ impl Client {
                     self.replace_session(now);
                 }
             }
-            SessionEvent::Reply { id, result } => match self.routes.remove(&id) {
+            SessionEvent::Reply { id, result } => match self.take_route(id) {
                 Some(Route::Plain) => self.events.push_back(ClientEvent::Reply { id, result }),
                 Some(Route::Recipe(rid, op)) => {
                     if let Some(recipe) = self.recipes.get_mut(&rid) {
                         recipe.handle_reply(now, op, result);
-                        self.dirty.insert(rid);
+                        self.dirty.push(rid);
                     }
                 }
                 None => {}
@@ -445,7 +469,7 @@ impl Client {
                     self.events.push_back(ClientEvent::Watch(event));
                 } else if let Some(recipe) = self.recipes.get_mut(&RecipeId(watcher.0)) {
                     recipe.handle_watch(now, &event);
-                    self.dirty.insert(RecipeId(watcher.0));
+                    self.dirty.push(RecipeId(watcher.0));
                 }
             }
         }

@@ -18,10 +18,11 @@ use crate::time::Instant;
 #[derive(Debug)]
 pub struct Mutex {
     core: LockCore,
-    /// Holds of the node in `counted`; any other node the core holds counts
-    /// once. Derived from the core's state, never from when events are polled.
+    /// Holds of the node whose token is `counted` (a czxid names one node);
+    /// any other node the core holds counts once. Derived from the core's
+    /// state, never from when events are polled.
     holds: u32,
-    counted: Option<ZkPath>,
+    counted: Option<FencingToken>,
 }
 
 impl Mutex {
@@ -58,7 +59,7 @@ impl Mutex {
         if let Some(node) = self.core.held() {
             let event = RecipeEvent::Acquired { node: node.path_string(), token: node.token };
             self.holds = self.hold_count() + 1;
-            self.counted = Some(node.path.clone());
+            self.counted = Some(node.token);
             self.core.emit(event);
             return Ok(());
         }
@@ -72,7 +73,7 @@ impl Mutex {
             return Err(ApiMisuse::NotHeld);
         }
         self.holds = holds - 1;
-        self.counted = self.core.held().map(|n| n.path.clone());
+        self.counted = self.core.held().map(|n| n.token);
         if self.holds > 0 {
             return Ok(());
         }
@@ -90,7 +91,7 @@ impl Mutex {
     /// How many holds are outstanding (0 when not held).
     pub fn hold_count(&self) -> u32 {
         match self.core.held() {
-            Some(node) if self.counted.as_ref() == Some(&node.path) => self.holds,
+            Some(node) if self.counted == Some(node.token) => self.holds,
             Some(_) => 1,
             None => 0,
         }

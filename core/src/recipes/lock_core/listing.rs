@@ -25,8 +25,11 @@ impl LockCore {
     }
 
     pub(super) fn on_list(&mut self, now: Instant, result: Result<Response, RequestError>) {
-        let State::Listing { node } = &self.state else { return };
-        let node = node.clone();
+        // Every way on below sets the state anew.
+        let node = match core::mem::replace(&mut self.state, State::Idle) {
+            State::Listing { node } => node,
+            other => return self.state = other,
+        };
         let children = match result {
             Ok(Response::Children2 { children, .. }) | Ok(Response::Children(children)) => children,
             // A reaped base path lists as empty (Curator 4.0.1+).
