@@ -790,6 +790,10 @@ pub(crate) async fn queue_positions(env: &Env) {
     // next in line for a lease.
     let sem_path = env.path("positions-sem");
     let held = holder.semaphore(&sem_path, 1).await.unwrap().acquire(1).await.unwrap();
+    // The holder gives its internal lock back once it has the lease, in a
+    // request of its own; until the server has applied it, a new waiter
+    // truly queues behind it (position 2 of 2).
+    wait_children(env, &holder, &format!("{sem_path}/locks"), 0).await;
     let sem = clients[0].semaphore(&sem_path, 1).await.unwrap();
     let positions = Arc::new(StdMutex::new(Vec::new()));
     let record = positions.clone();
