@@ -58,14 +58,63 @@ impl SortKey {
         if children.len() < 2 {
             return;
         }
-        // Each key is a suffix of its name: find it once per child (a
-        // substring search), not twice per comparison.
-        let mut keyed: Vec<(usize, String)> =
-            children.iter_mut().map(|c| (c.len() - self.key(c).len(), core::mem::take(c))).collect();
-        keyed.sort_by(|(ka, a), (kb, b)| key_cmp(a.get(*ka..).unwrap_or(""), b.get(*kb..).unwrap_or("")));
-        for (slot, (_, name)) in children.iter_mut().zip(keyed) {
-            *slot = name;
+        let names = NodeName::sorted(children.iter_mut().map(core::mem::take).collect(), *self);
+        for (slot, name) in children.iter_mut().zip(names) {
+            *slot = name.into_string();
         }
+    }
+}
+
+/// A child name under a lock path with its sort key and sequence found once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct NodeName {
+    text: String,
+    /// Where the sort key starts in `text` (the key is a suffix).
+    key_at: usize,
+    /// Curator's 10-digit sequence suffix, when the key is exactly one.
+    sequence: Option<u64>,
+}
+
+impl NodeName {
+    /// Parses `text` under the recipe's sort key.
+    pub(crate) fn parse(text: String, key: SortKey) -> NodeName {
+        let key_at = text.len() - key.key(&text).len();
+        let sequence = text.get(key_at..).filter(|k| is_sequence_key(k)).and_then(|k| k.parse().ok());
+        NodeName { text, key_at, sequence }
+    }
+
+    /// Parses a listing and sorts it stably by key, as Curator sorts.
+    pub(crate) fn sorted(children: Vec<String>, key: SortKey) -> Vec<NodeName> {
+        let mut names: Vec<NodeName> = children.into_iter().map(|c| NodeName::parse(c, key)).collect();
+        names.sort_by(|a, b| key_cmp(a.key(), b.key()));
+        names
+    }
+
+    /// The name as the server spelled it.
+    pub(crate) fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// The sort key: the text after the lock name, or the whole name.
+    pub(crate) fn key(&self) -> &str {
+        self.text.get(self.key_at..).unwrap_or("")
+    }
+
+    /// The name, given back.
+    pub(crate) fn into_string(self) -> String {
+        self.text
+    }
+
+    /// The sequence number, when the key is Curator's 10-digit suffix: such a
+    /// node can only be followed, never preceded, by nodes created later.
+    pub(crate) fn sequence(&self) -> Option<u64> {
+        self.sequence
+    }
+}
+
+impl AsRef<str> for NodeName {
+    fn as_ref(&self) -> &str {
+        &self.text
     }
 }
 
@@ -304,5 +353,24 @@ mod tests {
             }
         }
         let _ = vec![0];
+    }
+
+    #[test]
+    fn names_are_parsed_once_with_key_and_sequence() {
+        let n = NodeName::parse(String::from("_c_0f-lock-0000000042"), SortKey::Standard(LOCK_NAME));
+        assert_eq!((n.as_str(), n.key(), n.sequence()), ("_c_0f-lock-0000000042", "0000000042", Some(42)));
+        let foreign = NodeName::parse(String::from("readme"), SortKey::Standard(LOCK_NAME));
+        assert_eq!((foreign.key(), foreign.sequence()), ("readme", None));
+        let rw = NodeName::parse(String::from("_c_1-__WRIT__0000000007"), SortKey::ReadWrite);
+        assert_eq!((rw.key(), rw.sequence()), ("0000000007", Some(7)));
+    }
+
+    #[test]
+    fn listings_sort_stably_by_key() {
+        let children = ["b-lock-0000000002", "zzz", "a-lock-0000000001", "c-lock-0000000001"];
+        let sorted =
+            NodeName::sorted(children.iter().map(|c| String::from(*c)).collect(), SortKey::Standard(LOCK_NAME));
+        let names: Vec<&str> = sorted.iter().map(NodeName::as_str).collect();
+        assert_eq!(names, ["a-lock-0000000001", "c-lock-0000000001", "b-lock-0000000002", "zzz"]);
     }
 }

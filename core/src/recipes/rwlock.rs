@@ -59,11 +59,9 @@ pub(crate) fn member_seed(seed: u64, index: usize) -> u64 {
 /// halves' ops and events are collected, read half first.
 #[derive(Debug)]
 pub struct ReadWriteLock {
-    read: LockCore,
-    write: LockCore,
+    /// The read half at [`READ`], the write half at [`WRITE`].
+    halves: [Half; 2],
     plan: OpPlan,
-    read_holds: u32,
-    write_holds: u32,
     out: Outbox,
     router: OpRouter<usize>,
 }
@@ -93,11 +91,8 @@ impl ReadWriteLock {
         let read = LockCore::new(read_config, base.clone(), READ_NAME, SortKey::ReadWrite, Rule::Read);
         let write = LockCore::new(write_config, base, WRITE_NAME, SortKey::ReadWrite, Rule::Standard { max_leases: 1 });
         ReadWriteLock {
-            read,
-            write,
+            halves: [Half { core: read, holds: 0 }, Half { core: write, holds: 0 }],
             plan,
-            read_holds: 0,
-            write_holds: 0,
             out: Outbox::default(),
             router: OpRouter::default(),
         }
@@ -105,18 +100,18 @@ impl ReadWriteLock {
 
     /// The lock path.
     pub fn base(&self) -> &ZkPath {
-        self.write.base()
+        self.halves[WRITE].core.base()
     }
 
     /// Makes later read acquires revocable (empty node data, a watch on the
     /// node, [`RecipeEvent::RevocationRequested`] on `__REVOKE__`).
     pub fn make_revocable_read(&mut self) -> Result<(), ApiMisuse> {
-        self.read.make_revocable()
+        self.halves[READ].core.make_revocable()
     }
 
     /// Makes later write acquires revocable.
     pub fn make_revocable_write(&mut self) -> Result<(), ApiMisuse> {
-        self.write.make_revocable()
+        self.halves[WRITE].core.make_revocable()
     }
 
     /// Acquires the read half, waiting until `deadline` (`None`: forever).
@@ -127,14 +122,14 @@ impl ReadWriteLock {
         if self.reenter(READ) {
             return Ok(());
         }
-        let shape = match (self.write.held(), self.plan) {
+        let shape = match (self.halves[WRITE].core.held(), self.plan) {
             // Curator 5.5+ (CURATOR-621): reuse the write node's sequence.
             (Some(write), OpPlan::Pipelined) => Shape::Fixed(String::from(write.name.key())),
             // Curator 5.4.0 creates an ordinary sequential node.
             _ => Shape::Sequential,
         };
-        self.read.set_holds_write(self.write.held().is_some());
-        let result = self.read.acquire(now, deadline, shape);
+        self.halves[READ].core.set_holds_write(self.halves[WRITE].core.held().is_some());
+        let result = self.halves[READ].core.acquire(now, deadline, shape);
         self.collect();
         result
     }
@@ -147,10 +142,10 @@ impl ReadWriteLock {
         if self.reenter(WRITE) {
             return Ok(());
         }
-        if self.read.held().is_some() || self.read.is_acquiring() {
+        if self.halves[READ].core.held().is_some() || self.halves[READ].core.is_acquiring() {
             return Err(ApiMisuse::UpgradeRefused);
         }
-        let result = self.write.acquire(now, deadline, Shape::Sequential);
+        let result = self.halves[WRITE].core.acquire(now, deadline, Shape::Sequential);
         self.collect();
         result
     }
@@ -166,113 +161,110 @@ impl ReadWriteLock {
         self.release_half(now, WRITE)
     }
 
-    /// Half `part`'s core and hold count.
-    fn half_mut(&mut self, part: usize) -> (&mut LockCore, &mut u32) {
-        if part == READ { (&mut self.read, &mut self.read_holds) } else { (&mut self.write, &mut self.write_holds) }
-    }
-
     /// A held half is acquired again: count it and report it at once.
     fn reenter(&mut self, part: usize) -> bool {
-        let (core, holds) = self.half_mut(part);
-        let Some(node) = core.held() else { return false };
+        let Some(half) = self.halves.get_mut(part) else { return false };
+        let Some(node) = half.core.held() else { return false };
         let event = RecipeEvent::Acquired { node: node.path_string(), token: node.token };
-        *holds += 1;
+        half.holds += 1;
         self.out.emit(member(part, event));
         true
     }
 
     fn release_half(&mut self, now: Instant, part: usize) -> Result<(), ApiMisuse> {
-        let (core, holds) = self.half_mut(part);
-        if core.held().is_none() || *holds == 0 {
+        let Some(half) = self.halves.get_mut(part) else { return Err(ApiMisuse::NoSuchPart(part)) };
+        if half.core.held().is_none() || half.holds == 0 {
             return Err(ApiMisuse::NotHeld);
         }
-        *holds -= 1;
-        if *holds > 0 {
+        half.holds -= 1;
+        if half.holds > 0 {
             return Ok(());
         }
-        let result = core.release(now);
+        let result = half.core.release(now);
         self.collect();
         result
     }
 
     /// Abandons a read acquire in progress; no node is left behind.
     pub fn cancel_read(&mut self, now: Instant) {
-        if self.read.is_acquiring() {
-            self.read.cancel(now);
+        if self.halves[READ].core.is_acquiring() {
+            self.halves[READ].core.cancel(now);
         }
         self.collect();
     }
 
     /// Abandons a write acquire in progress; no node is left behind.
     pub fn cancel_write(&mut self, now: Instant) {
-        if self.write.is_acquiring() {
-            self.write.cancel(now);
+        if self.halves[WRITE].core.is_acquiring() {
+            self.halves[WRITE].core.cancel(now);
         }
         self.collect();
     }
 
     /// Outstanding holds of the read half.
     pub fn read_hold_count(&self) -> u32 {
-        self.read_holds
+        self.halves[READ].holds
     }
 
     /// Outstanding holds of the write half.
     pub fn write_hold_count(&self) -> u32 {
-        self.write_holds
+        self.halves[WRITE].holds
     }
 
     /// The read node and its fencing token while the read half is held.
     pub fn read_holder(&self) -> Option<(&str, FencingToken)> {
-        self.read.held().map(|n| (n.path.as_str(), n.token))
+        self.halves[READ].core.held().map(|n| (n.path.as_str(), n.token))
     }
 
     /// The write node and its fencing token while the write half is held.
     pub fn write_holder(&self) -> Option<(&str, FencingToken)> {
-        self.write.held().map(|n| (n.path.as_str(), n.token))
+        self.halves[WRITE].core.held().map(|n| (n.path.as_str(), n.token))
     }
 
     /// True when half `half` ([`READ`] or [`WRITE`]) is neither held nor
     /// acquiring nor releasing.
     pub fn is_idle(&self, half: usize) -> bool {
         match half {
-            READ => self.read.is_idle(),
-            _ => self.write.is_idle(),
+            READ => self.halves[READ].core.is_idle(),
+            _ => self.halves[WRITE].core.is_idle(),
         }
     }
 
     /// True when neither half has anything in progress or owed to the server.
     pub fn is_quiescent(&self) -> bool {
         self.out.no_ops()
-            && self.read.is_idle()
-            && self.write.is_idle()
-            && !self.read.has_cleanup()
-            && !self.write.has_cleanup()
+            && self.halves[READ].core.is_idle()
+            && self.halves[WRITE].core.is_idle()
+            && !self.halves[READ].core.has_cleanup()
+            && !self.halves[WRITE].core.has_cleanup()
     }
 
     /// Moves the halves' ops and events out (read half first), keeps the hold
     /// counts, and keeps the downgrade short-circuit equal to "this handle
     /// holds the write half".
     fn collect(&mut self) {
-        for half in [READ, WRITE] {
-            let core = match half {
-                READ => &mut self.read,
-                _ => &mut self.write,
-            };
-            while let Some(op) = core.poll_op() {
-                self.router.forward(&mut self.out, half, op);
+        for (part, half) in self.halves.iter_mut().enumerate() {
+            while let Some(op) = half.core.poll_op() {
+                self.router.forward(&mut self.out, part, op);
             }
-            while let Some(event) = core.poll_event() {
-                let holds = if half == READ { &mut self.read_holds } else { &mut self.write_holds };
+            while let Some(event) = half.core.poll_event() {
                 match &event {
-                    RecipeEvent::Acquired { .. } => *holds = 1,
-                    RecipeEvent::Lost | RecipeEvent::Released => *holds = 0,
+                    RecipeEvent::Acquired { .. } => half.holds = 1,
+                    RecipeEvent::Lost | RecipeEvent::Released => half.holds = 0,
                     _ => {}
                 }
-                self.out.emit(member(half, event));
+                self.out.emit(member(part, event));
             }
         }
-        self.read.set_holds_write(self.write.held().is_some());
+        self.halves[READ].core.set_holds_write(self.halves[WRITE].core.held().is_some());
     }
+}
+
+/// One half: its lock loop and this handle's holds of it.
+#[derive(Debug)]
+struct Half {
+    core: LockCore,
+    holds: u32,
 }
 
 fn member(index: usize, event: RecipeEvent) -> RecipeEvent {
@@ -282,8 +274,8 @@ fn member(index: usize, event: RecipeEvent) -> RecipeEvent {
 impl Recipe for ReadWriteLock {
     fn handle_reply(&mut self, now: Instant, op: OpId, result: Result<Response, RequestError>) {
         match self.router.take(op) {
-            Some((READ, inner)) => self.read.handle_reply(now, inner, result),
-            Some((_, inner)) => self.write.handle_reply(now, inner, result),
+            Some((READ, inner)) => self.halves[READ].core.handle_reply(now, inner, result),
+            Some((_, inner)) => self.halves[WRITE].core.handle_reply(now, inner, result),
             None => {}
         }
         self.collect();
@@ -291,23 +283,23 @@ impl Recipe for ReadWriteLock {
 
     fn handle_watch(&mut self, now: Instant, event: &WatchEvent) {
         // Both halves may watch the same node; each ignores paths not its own.
-        self.read.handle_watch(now, event);
-        self.write.handle_watch(now, event);
+        self.halves[READ].core.handle_watch(now, event);
+        self.halves[WRITE].core.handle_watch(now, event);
         self.collect();
     }
 
     fn handle_session(&mut self, now: Instant, state: ConnectionState) {
-        self.read.handle_session(now, state);
-        self.write.handle_session(now, state);
+        self.halves[READ].core.handle_session(now, state);
+        self.halves[WRITE].core.handle_session(now, state);
         self.collect();
     }
 
     fn handle_timeout(&mut self, now: Instant) {
-        if self.read.poll_timeout().is_some_and(|t| t <= now) {
-            self.read.handle_timeout(now);
+        if self.halves[READ].core.poll_timeout().is_some_and(|t| t <= now) {
+            self.halves[READ].core.handle_timeout(now);
         }
-        if self.write.poll_timeout().is_some_and(|t| t <= now) {
-            self.write.handle_timeout(now);
+        if self.halves[WRITE].core.poll_timeout().is_some_and(|t| t <= now) {
+            self.halves[WRITE].core.handle_timeout(now);
         }
         self.collect();
     }
@@ -321,7 +313,7 @@ impl Recipe for ReadWriteLock {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        match (self.read.poll_timeout(), self.write.poll_timeout()) {
+        match (self.halves[READ].core.poll_timeout(), self.halves[WRITE].core.poll_timeout()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }

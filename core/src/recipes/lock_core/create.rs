@@ -25,15 +25,8 @@ impl LockCore {
             Ok(target) => target,
             Err(e) => return self.fail(RequestError::Refused(e.into())),
         };
-        let parent = self.base.clone();
-        self.state = State::Creating(Create {
-            prefix,
-            target,
-            parent,
-            step: CreateStep::Sent,
-            made_parents: false,
-            adopted: None,
-        });
+        self.state =
+            State::Creating(Create { prefix, target, step: CreateStep::Sent, made_parents: false, adopted: None });
         self.send_create();
     }
 
@@ -185,7 +178,7 @@ impl LockCore {
         match result {
             Ok(Response::Children(names)) | Ok(Response::Children2 { children: names, .. }) => {
                 // A name the server made up that is no valid child is no match.
-                let found = names.iter().filter(|n| n.starts_with(&c.prefix)).find_map(|n| c.parent.join(n).ok());
+                let found = names.iter().filter(|n| n.starts_with(&c.prefix)).find_map(|n| self.base.join(n).ok());
                 match found {
                     Some(path) => {
                         c.adopted = Some(path.clone());

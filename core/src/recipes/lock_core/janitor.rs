@@ -10,7 +10,7 @@ impl LockCore {
     /// protected create does the same on a session change, CURATOR-498).
     pub(super) fn orphan_create(&mut self) {
         if let State::Creating(c) = &self.state {
-            self.orphans.insert((c.parent.clone(), c.prefix.clone()));
+            self.orphans.insert(c.prefix.clone());
             if let Some(path) = &c.adopted {
                 self.deleting.entry(path.clone()).or_insert(false);
             }
@@ -66,24 +66,24 @@ impl LockCore {
     }
 
     pub(super) fn find_orphans(&mut self) {
-        let lookups: Vec<(ZkPath, String)> = self.orphans.iter().cloned().collect();
-        for (parent, prefix) in lookups {
-            let already = self
-                .expected
-                .iter()
-                .any(|(_, _, p)| matches!(p, Purpose::FindOrphans(a, b) if *a == parent && *b == prefix));
+        let lookups: Vec<String> = self.orphans.iter().cloned().collect();
+        for prefix in lookups {
+            let already = self.expected.iter().any(|(_, _, p)| matches!(p, Purpose::FindOrphans(b) if *b == prefix));
             if !already {
-                self.send(Op::get_children_names(&parent, false), Purpose::FindOrphans(parent, prefix));
+                self.send(Op::get_children_names(&self.base.clone(), false), Purpose::FindOrphans(prefix));
             }
         }
     }
 
-    pub(super) fn on_find_orphans(&mut self, parent: ZkPath, prefix: String, result: Result<Response, RequestError>) {
+    pub(super) fn on_find_orphans(&mut self, prefix: String, result: Result<Response, RequestError>) {
         match result {
             Ok(Response::Children(names)) | Ok(Response::Children2 { children: names, .. }) => {
-                self.orphans.remove(&(parent.clone(), prefix.clone()));
+                self.orphans.remove(&prefix);
                 // A name that is no valid child cannot be one of ours.
-                for path in names.iter().filter(|n| n.starts_with(&prefix)).filter_map(|n| parent.join(n).ok()) {
+                let base = &self.base;
+                let ours: Vec<ZkPath> =
+                    names.iter().filter(|n| n.starts_with(&prefix)).filter_map(|n| base.join(n).ok()).collect();
+                for path in ours {
                     self.start_delete(path);
                 }
             }
@@ -91,7 +91,7 @@ impl LockCore {
             // session's lookups are retried by the next session.
             Err(RequestError::ConnectionLoss | RequestError::SessionExpired | RequestError::Closed) => {}
             _ => {
-                self.orphans.remove(&(parent, prefix));
+                self.orphans.remove(&prefix);
             }
         }
     }

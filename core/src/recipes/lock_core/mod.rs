@@ -14,7 +14,6 @@ mod listing;
 mod node;
 
 pub(crate) use node::Node;
-use node::NodeName;
 
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::string::String;
@@ -25,7 +24,7 @@ use zoolock_wire::{CreateMode, CreateRequest, ErrorCode, EventType, OpCode, Requ
 
 use super::config::{LockConfig, OpPlan};
 use super::kit::Outbox;
-use super::policy::{self, SortKey, Verdict};
+use super::policy::{self, NodeName, SortKey, Verdict};
 use crate::error::{ApiMisuse, RequestError};
 use crate::op::Op;
 use crate::path::ZkPath;
@@ -88,7 +87,6 @@ struct Create {
     prefix: String,
     /// The path to create (a sequential prefix, or the fixed path).
     target: ZkPath,
-    parent: ZkPath,
     step: CreateStep,
     made_parents: bool,
     adopted: Option<ZkPath>,
@@ -147,7 +145,8 @@ enum Purpose {
     RevokeRead,
     Verify,
     Delete(ZkPath),
-    FindOrphans(ZkPath, String),
+    /// getChildren of the base path for an abandoned create's protection prefix.
+    FindOrphans(String),
     CheckWatches,
 }
 
@@ -198,8 +197,9 @@ pub(crate) struct LockCore {
     granted_under: Option<usize>,
     /// Paths under guaranteed delete, with whether a delete is in flight.
     deleting: BTreeMap<ZkPath, bool>,
-    /// Abandoned creates whose reply was lost: (parent, prefix) to find and delete.
-    orphans: BTreeSet<(ZkPath, String)>,
+    /// Abandoned creates whose reply was lost: protection prefixes to find
+    /// under the base path and delete.
+    orphans: BTreeSet<String>,
     out: Outbox,
 }
 
@@ -361,7 +361,7 @@ impl LockCore {
     pub(crate) fn cancel(&mut self, _now: Instant) {
         match core::mem::replace(&mut self.state, State::Idle) {
             State::Creating(c) => {
-                self.orphans.insert((c.parent.clone(), c.prefix.clone()));
+                self.orphans.insert(c.prefix.clone());
                 if let Some(path) = c.adopted {
                     self.start_delete(path);
                 }
@@ -392,7 +392,7 @@ impl LockCore {
         // Cleanup replies matter whatever attempt they belonged to.
         match purpose {
             Purpose::Delete(path) => return self.on_delete(path, result),
-            Purpose::FindOrphans(parent, prefix) => return self.on_find_orphans(parent, prefix, result),
+            Purpose::FindOrphans(prefix) => return self.on_find_orphans(prefix, result),
             Purpose::CheckWatches => return,
             Purpose::RevokeRead => return self.on_revoke_read(result),
             _ => {}
@@ -502,8 +502,7 @@ impl LockCore {
                 if let State::Creating(c) = &mut self.state {
                     if c.step == CreateStep::AwaitReconnect {
                         c.step = CreateStep::Recover;
-                        let parent = c.parent.clone();
-                        self.send(Op::get_children_names(&parent, false), Purpose::Recover);
+                        self.send(Op::get_children_names(&self.base.clone(), false), Purpose::Recover);
                     }
                 }
                 if let State::Held { node } = &self.state {
