@@ -403,14 +403,15 @@ impl T {
     fn waiting_behind_one(plan: OpPlan, seq: u32) -> (T, String, String) {
         let mut t = T::new(plan);
         let pred = other(1, seq);
-        let own = t.wait_behind(plan == OpPlan::Pipelined, seq + 1, &[&pred], &pred);
+        let own = t.wait_behind(plan == OpPlan::Pipelined, seq + 1, &[&pred], &[&pred]);
         (t, pred, own)
     }
 
-    /// Queues behind `ahead` (other contenders' names) and arms the watch on
-    /// the immediate predecessor `pred` (Curator plan, or a pipelined acquire
+    /// Queues behind `ahead` (other contenders' names) and arms the watches
+    /// on `watched`: the immediate predecessor, then the fast handoff's
+    /// look-ahead node if there is one (Curator plan, or a pipelined acquire
     /// when `pipelined`). Returns our node name.
-    fn wait_behind(&mut self, pipelined: bool, seq: u32, ahead: &[&str], pred: &str) -> String {
+    fn wait_behind(&mut self, pipelined: bool, seq: u32, ahead: &[&str], watched: &[&str]) -> String {
         self.acquire(None);
         let own = if pipelined {
             assert_eq!(self.ops(), [format!("create2 {BASE}/_c_<U0>-lock- [ES]"), format!("getChildren2 {BASE}")]);
@@ -424,9 +425,11 @@ impl T {
         let mut listing: Vec<&str> = ahead.to_vec();
         listing.insert(listing.len() / 2, &own);
         self.reply(&format!("getChildren2 {BASE}"), children(&listing));
-        let pred_text = format!("getData {} w", self.norm(&full(pred), false));
-        assert_eq!(self.ops(), std::slice::from_ref(&pred_text));
-        self.reply(&pred_text, data(b"10.0.0.9"));
+        let texts: Vec<String> = watched.iter().map(|w| format!("getData {} w", self.norm(&full(w), false))).collect();
+        assert_eq!(self.ops(), texts);
+        for text in &texts {
+            self.reply(text, data(b"10.0.0.9"));
+        }
         self.no_ops();
         self.no_events();
         own
@@ -1539,15 +1542,16 @@ fn pipelined_create_connection_loss_recovers_then_sends_the_pair_again() {
 
 /// Fast handoff: every child in the last listing has a 10-digit key, so when
 /// the predecessor is deleted the listing minus that node decides. A node
-/// further up still in that listing is most likely gone too (in a FIFO queue
-/// a node goes once it has held), so the waiter re-lists rather than pay a
-/// getData answered NoNode first; once the listing has nothing ahead but the
-/// watched predecessor, its deletion is the grant, with no op at all.
+/// further up still in that listing (here the look-ahead node, whose
+/// deletion has not been told: the predecessor gave up) may still be there,
+/// so the waiter re-lists rather than pay a getData answered NoNode first;
+/// once the listing has nothing ahead but the watched predecessor, its
+/// deletion is the grant, with no op at all.
 #[test]
 fn pipelined_fast_handoff_skips_the_relist() {
     let mut t = T::new(OpPlan::Pipelined);
     let (f1, f2, f9) = (other(1, 1), other(2, 2), other(3, 9));
-    let own = t.wait_behind(true, 3, &[&f9, &f2, &f1], &f2);
+    let own = t.wait_behind(true, 3, &[&f9, &f2, &f1], &[&f2, &f1]);
     t.watch(EventType::NODE_DELETED, &full(&f2));
     assert_eq!(t.ops(), ["getChildren2 /app/lock"], "no getData on a remembered node further up");
     t.reply("getChildren2 /app/lock", children(&[&f9, &f1, &own]));
@@ -1570,7 +1574,7 @@ fn pipelined_fast_handoff_skips_the_relist() {
 fn queue_position_from_each_listing() {
     let mut t = T::new(OpPlan::Pipelined);
     let (f1, f2, f9) = (other(1, 1), other(2, 2), other(3, 9));
-    t.wait_behind(true, 3, &[&f9, &f2, &f1], &f2);
+    t.wait_behind(true, 3, &[&f9, &f2, &f1], &[&f2, &f1]);
     assert_eq!(t.queued, [(2, 4)], "two ahead of ours, four in all");
     t.wake_relists(EventType::NODE_DELETED, &f2);
     let own = t.own(0, 3);
@@ -1589,6 +1593,116 @@ fn queue_position_from_each_listing() {
     assert_eq!(t.ops(), ["getData /app/lock/_c_<F1>-lock-0000000004 w"]);
     t.no_events();
     assert_eq!(t.queued, [(1, 2)], "the same position is reported once");
+}
+
+/// The look-ahead: with two or more ahead, the node just ahead of the
+/// predecessor is watched too. In a FIFO queue it goes first (it held), and
+/// the waiter re-lists while the predecessor holds; the predecessor's
+/// deletion then finds nothing ahead in that listing and is the grant, with
+/// no op: no round trip on the handoff.
+#[test]
+fn pipelined_look_ahead_relists_before_the_handoff() {
+    let mut t = T::new(OpPlan::Pipelined);
+    let (f1, f2, f3, f9) = (other(1, 1), other(2, 2), other(3, 3), other(4, 9));
+    let own = t.wait_behind(true, 4, &[&f9, &f3, &f2, &f1], &[&f3, &f2]);
+    assert_eq!(t.queued, [(3, 5)]);
+    // f1 goes: nothing is watched on it (two ahead of the predecessor).
+    t.watch(EventType::NODE_DELETED, &full(&f1));
+    t.no_ops();
+    t.watch(EventType::NODE_DELETED, &full(&f2));
+    assert_eq!(t.ops(), ["getChildren2 /app/lock"], "the look-ahead node went: list while f3 holds");
+    t.reply("getChildren2 /app/lock", children(&[&f9, &f3, &own]));
+    t.no_ops();
+    t.no_events();
+    assert_eq!(t.queued, [(3, 5), (1, 3)]);
+    t.watch(EventType::NODE_DELETED, &full(&f3));
+    t.no_ops();
+    assert_eq!(t.events(), [acquired(&full(&own), 100)]);
+    // A later deletion of an old look-ahead name is nothing to a holder.
+    t.watch(EventType::NODE_DELETED, &full(&f2));
+    t.no_ops();
+    t.no_events();
+}
+
+/// A look-ahead listing that still shows nodes further up than the
+/// look-ahead node (it gave up, or they hold): the waiter keeps its armed
+/// predecessor watch (no second getData) and watches the new node just
+/// ahead of the predecessor.
+#[test]
+fn pipelined_look_ahead_moves_up() {
+    let mut t = T::new(OpPlan::Pipelined);
+    let (f1, f2, f3) = (other(1, 1), other(2, 2), other(3, 3));
+    let own = t.wait_behind(true, 4, &[&f3, &f2, &f1], &[&f3, &f2]);
+    t.watch(EventType::NODE_DELETED, &full(&f2));
+    assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
+    t.reply("getChildren2 /app/lock", children(&[&f1, &f3, &own]));
+    assert_eq!(t.ops(), ["getData /app/lock/_c_<F1>-lock-0000000001 w"], "only the new look-ahead node");
+    t.reply("getData /app/lock/_c_<F1>-lock-0000000001 w", data(b""));
+    t.watch(EventType::NODE_DELETED, &full(&f1));
+    assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
+    t.reply("getChildren2 /app/lock", children(&[&f3, &own]));
+    t.no_ops();
+    t.watch(EventType::NODE_DELETED, &full(&f3));
+    assert_eq!(t.events(), [acquired(&full(&own), 100)]);
+}
+
+/// The predecessor is deleted while the look-ahead's listing is on its way,
+/// and the kept listing still has a node further up: no second listing; the
+/// one on its way decides. With nothing further up, both deletions told are
+/// the grant at once.
+#[test]
+fn pipelined_handoff_waits_for_the_look_ahead_listing() {
+    let mut t = T::new(OpPlan::Pipelined);
+    let (f1, f2, f3) = (other(1, 1), other(2, 2), other(3, 3));
+    let own = t.wait_behind(true, 4, &[&f3, &f2, &f1], &[&f3, &f2]);
+    t.watch(EventType::NODE_DELETED, &full(&f2));
+    assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
+    t.watch(EventType::NODE_DELETED, &full(&f3));
+    t.no_ops();
+    t.no_events();
+    t.reply("getChildren2 /app/lock", children(&[&own]));
+    t.no_ops();
+    assert_eq!(t.events(), [acquired(&full(&own), 100)]);
+
+    let mut t = T::new(OpPlan::Pipelined);
+    let own = t.wait_behind(true, 3, &[&f2, &f1], &[&f2, &f1]);
+    t.watch(EventType::NODE_DELETED, &full(&f1));
+    assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
+    t.watch(EventType::NODE_DELETED, &full(&f2));
+    t.no_ops();
+    assert_eq!(t.events(), [acquired(&full(&own), 100)]);
+    // The listing's late reply is nothing to a holder.
+    t.reply("getChildren2 /app/lock", children(&[&own]));
+    t.no_ops();
+    t.no_events();
+}
+
+/// The look-ahead node is already gone when its getData arrives (NoNode):
+/// list at once. A look-ahead listing that fails changes nothing: the
+/// predecessor's watch still stands, and the connection's loss re-lists.
+#[test]
+fn pipelined_look_ahead_gone_or_failed() {
+    let mut t = T::new(OpPlan::Pipelined);
+    let (f1, f2) = (other(1, 1), other(2, 2));
+    t.acquire(None);
+    t.ops();
+    let own = t.own(0, 3);
+    t.reply("create2 /app/lock/_c_<U0>-lock- [ES]", created(&full(&own), 100));
+    t.reply("getChildren2 /app/lock", children(&[&f1, &f2, &own]));
+    assert_eq!(t.ops(), ["getData /app/lock/_c_<F2>-lock-0000000002 w", "getData /app/lock/_c_<F1>-lock-0000000001 w"]);
+    t.reply("getData /app/lock/_c_<F2>-lock-0000000002 w", data(b""));
+    t.reply("getData /app/lock/_c_<F1>-lock-0000000001 w", no_node());
+    assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
+    t.reply("getChildren2 /app/lock", Err(RequestError::ConnectionLoss));
+    t.no_ops();
+    t.no_events();
+    t.session(ConnectionState::Suspended);
+    assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
+    t.reply("getChildren2 /app/lock", children(&[&f2, &own]));
+    assert_eq!(t.ops(), ["getData /app/lock/_c_<F2>-lock-0000000002 w"]);
+    t.reply("getData /app/lock/_c_<F2>-lock-0000000002 w", data(b""));
+    t.watch(EventType::NODE_DELETED, &full(&f2));
+    assert_eq!(t.events(), [acquired(&full(&own), 100)]);
 }
 
 /// Fast handoff straight to Acquired: predecessor deleted, nothing else ahead.
@@ -1624,7 +1738,7 @@ fn pipelined_gone_predecessor_is_a_handoff() {
     let own = t.own(0, 3);
     t.reply("create2 /app/lock/_c_<U0>-lock- [ES]", created(&full(&own), 100));
     t.reply("getChildren2 /app/lock", children(&[&f1, &f2, &own]));
-    assert_eq!(t.ops(), ["getData /app/lock/_c_<F2>-lock-0000000002 w"]);
+    assert_eq!(t.ops(), ["getData /app/lock/_c_<F2>-lock-0000000002 w", "getData /app/lock/_c_<F1>-lock-0000000001 w"]);
     t.reply("getData /app/lock/_c_<F2>-lock-0000000002 w", no_node());
     assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
     t.no_events();
@@ -1643,19 +1757,19 @@ fn pipelined_foreign_child_in_the_listing_disables_fast_handoff() {
     let mut t = T::new(OpPlan::Pipelined);
     let kazoo = "514e5a831836450cb1a56c741e990fd8__lock__0000000032";
     let f1 = other(1, 1);
-    t.wait_behind(true, 2, &[&f1, kazoo], &f1);
+    t.wait_behind(true, 2, &[&f1, kazoo], &[&f1]);
     t.wake_relists(EventType::NODE_DELETED, &f1);
 
     // A wrapped sequence counter: key "-2147483648" sorts before "0...".
     let mut t = T::new(OpPlan::Pipelined);
     let wrapped = "_c_00000002-0000-4000-8000-000000000000-lock--2147483648";
     let f1 = other(1, 1);
-    t.wait_behind(true, 2, &[&f1, wrapped], &f1);
+    t.wait_behind(true, 2, &[&f1, wrapped], &[&f1]);
     t.wake_relists(EventType::NODE_DELETED, &f1);
 
     // Ahead of ours, it is the node to watch.
     let mut t = T::new(OpPlan::Pipelined);
-    let own = t.wait_behind(true, 2, &[wrapped], wrapped);
+    let own = t.wait_behind(true, 2, &[wrapped], &[wrapped]);
     t.watch(EventType::NODE_DELETED, &full(wrapped));
     t.reply_list_and_acquire(&own, 100);
 }
@@ -1667,12 +1781,12 @@ fn fast_handoff_off_relists() {
     c.fast_handoff = false;
     let mut t = T::with_config(c);
     let f1 = other(1, 1);
-    t.wait_behind(true, 2, &[&f1], &f1);
+    t.wait_behind(true, 2, &[&f1], &[&f1]);
     t.wake_relists(EventType::NODE_DELETED, &f1);
     t.no_events();
 
     let mut t = T::new(OpPlan::Curator);
-    t.wait_behind(false, 2, &[&f1], &f1);
+    t.wait_behind(false, 2, &[&f1], &[&f1]);
     t.wake_relists(EventType::NODE_DELETED, &f1);
     t.no_events();
 }

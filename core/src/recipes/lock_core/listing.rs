@@ -1,13 +1,25 @@
 //! After the create: list, apply the rule, then hold or watch the node the
-//! rule names; the fast handoff's kept listing and its window.
+//! rule names; the fast handoff's kept listing, its window and its look-ahead.
 
 use super::*;
+
+/// Where a listing under evaluation came from.
+pub(super) struct Listed {
+    /// Every name of the full listing had a Curator sequence key.
+    pub(super) keyed: bool,
+    /// Nodes further ahead than the kept window were left out.
+    pub(super) truncated: bool,
+    /// How many nodes it stands for.
+    pub(super) total: usize,
+    /// A node our watch is already armed on (no getData needed for it).
+    pub(super) armed: Option<String>,
+}
 
 impl LockCore {
     /// Our node exists: arm revocation, then list (unless a pipelined listing
     /// is already on its way).
     pub(super) fn created(&mut self, _now: Instant, node: Node) {
-        let list_in_flight = self.expected.iter().any(|(_, a, p)| *a == self.attempt && *p == Purpose::List);
+        let list_in_flight = self.list_in_flight();
         if self.revocable {
             self.revoke_armed = true;
             self.send(Op::get_data(&node.path, true), Purpose::RevokeRead);
@@ -21,13 +33,31 @@ impl LockCore {
 
     pub(super) fn relist(&mut self, node: Node) {
         self.state = State::Listing { node };
+        self.send_list();
+    }
+
+    fn send_list(&mut self) {
         self.send(Op::get_children(&self.base.clone(), self.list_watch()), Purpose::List);
     }
 
+    /// A listing for the current attempt is on its way.
+    pub(super) fn list_in_flight(&self) -> bool {
+        self.expected.iter().any(|(_, a, p)| *a == self.attempt && *p == Purpose::List)
+    }
+
     pub(super) fn on_list(&mut self, now: Instant, result: Result<Response, RequestError>) {
+        // A listing that arrives while we wait is the look-ahead's (fast
+        // handoff only): the predecessor's watch stays armed, so a failed one
+        // changes nothing (a dropped connection re-lists on its own).
+        let looked_ahead =
+            matches!(self.state, State::Waiting { on: Watched::Pred(_), .. }) && self.fast_handoff_allowed();
+        if looked_ahead && result.is_err() {
+            return;
+        }
         // Every way on below sets the state anew.
-        let node = match core::mem::replace(&mut self.state, State::Idle) {
-            State::Listing { node } => node,
+        let (node, armed) = match core::mem::replace(&mut self.state, State::Idle) {
+            State::Listing { node } => (node, None),
+            State::Waiting { node, on: Watched::Pred(pred) } if looked_ahead => (node, Some(pred)),
             other => return self.state = other,
         };
         let children = match result {
@@ -45,7 +75,7 @@ impl LockCore {
             return self.evaluate_count(now, node, &children, max_leases);
         }
         let sorted = NodeName::sorted(children, self.key);
-        self.evaluate(now, node, sorted);
+        self.evaluate(now, node, sorted, armed);
     }
 
     pub(super) fn evaluate_count(&mut self, now: Instant, node: Node, children: &[String], max_leases: usize) {
@@ -86,11 +116,12 @@ impl LockCore {
         }
     }
 
-    /// Evaluates a fresh listing.
-    pub(super) fn evaluate(&mut self, now: Instant, node: Node, sorted: Vec<NodeName>) {
+    /// Evaluates a fresh listing; `armed` names a node our watch is already
+    /// armed on (the listing came while we waited on it).
+    pub(super) fn evaluate(&mut self, now: Instant, node: Node, sorted: Vec<NodeName>, armed: Option<String>) {
         let keyed = sorted.iter().all(|c| c.sequence().is_some());
         let total = sorted.len();
-        self.evaluate_listing(now, node, sorted, keyed, false, total);
+        self.evaluate_listing(now, node, sorted, Listed { keyed, truncated: false, total, armed });
     }
 
     /// Reports `Queued` if the position or the count changed.
@@ -102,18 +133,14 @@ impl LockCore {
     }
 
     /// Evaluates `sorted`, a fresh listing or a kept one minus a deleted
-    /// predecessor; `keyed` and `truncated` describe the listing it came from,
-    /// `total` how many nodes it stands for.
-    pub(super) fn evaluate_listing(
-        &mut self,
-        now: Instant,
-        node: Node,
-        sorted: Vec<NodeName>,
-        keyed: bool,
-        truncated: bool,
-        total: usize,
-    ) {
-        match self.verdict(&sorted, node.name.as_str()) {
+    /// predecessor, which `listed` describes.
+    pub(super) fn evaluate_listing(&mut self, now: Instant, node: Node, sorted: Vec<NodeName>, listed: Listed) {
+        let Listed { keyed, truncated, total, armed } = listed;
+        let verdict = self.verdict(&sorted, node.name.as_str());
+        if !matches!(verdict, Verdict::Watch(_)) {
+            self.look = None;
+        }
+        match verdict {
             Verdict::Acquired => {
                 self.last_listing.clear();
                 self.listing_truncated = false;
@@ -138,14 +165,75 @@ impl LockCore {
                 self.last_listing = kept;
                 self.listing_keyed = keyed;
                 self.listing_truncated = truncated || cut;
-                match self.base.join(&pred) {
-                    Ok(path) => {
-                        self.state = State::Watching { node, pred, fired: false };
-                        self.send(Op::get_data(&path, true), Purpose::WatchPred);
-                    }
-                    Err(_) => self.relist(node),
+                let path = match self.base.join(&pred) {
+                    Ok(path) => path,
+                    Err(_) => return self.relist(node),
+                };
+                if armed.as_deref() == Some(pred.as_str()) {
+                    self.state = State::Waiting { node, on: Watched::Pred(pred) };
+                } else {
+                    self.send(Op::get_data(&path, true), Purpose::WatchPred);
+                    self.state = State::Watching { node, pred, fired: false };
                 }
+                self.arm_look();
             }
+        }
+    }
+
+    /// The look-ahead of the fast handoff: the node just ahead of the
+    /// predecessor in the kept listing is watched too. In a FIFO queue it
+    /// goes first, so the re-list it triggers runs while the predecessor
+    /// still holds, and the predecessor's deletion then finds nothing left
+    /// ahead in the kept listing: the grant costs no round trip, where a
+    /// re-list after that deletion would cost one on every handoff.
+    fn arm_look(&mut self) {
+        let look = self.look_target();
+        if look.is_some() && look == self.look {
+            // Already watched: its watch is still armed.
+            return;
+        }
+        self.look = None;
+        let Some(name) = look else { return };
+        let Ok(path) = self.base.join(&name) else { return };
+        self.send(Op::get_data(&path, true), Purpose::WatchLook(name.clone()));
+        self.look = Some(name);
+    }
+
+    /// The node just ahead of the watched predecessor in the kept listing
+    /// (standard rule, fast handoff only).
+    fn look_target(&self) -> Option<String> {
+        if !matches!(self.rule, Rule::Standard { .. }) || !self.fast_handoff_allowed() {
+            return None;
+        }
+        let pred = match &self.state {
+            State::Watching { pred, .. } | State::Waiting { on: Watched::Pred(pred), .. } => pred,
+            _ => return None,
+        };
+        let at = self.last_listing.iter().position(|c| c.as_str() == pred.as_str())?;
+        Some(String::from(self.last_listing.get(at.checked_sub(1)?)?.as_str()))
+    }
+
+    pub(super) fn on_watch_look(&mut self, name: String, result: Result<Response, RequestError>) {
+        if self.look.as_deref() != Some(name.as_str()) {
+            return;
+        }
+        match result {
+            Ok(_) => {}
+            Err(RequestError::Server(ErrorCode::NO_NODE)) => self.look_gone(&name),
+            // Not armed: the look-ahead is only ever a shortcut.
+            Err(_) => self.look = None,
+        }
+    }
+
+    /// The look-ahead node went: list now, while the predecessor still holds
+    /// (unless a listing is already on its way).
+    pub(super) fn look_gone(&mut self, name: &str) {
+        self.look = None;
+        self.last_listing.retain(|c| c.as_str() != name);
+        let waiting =
+            matches!(self.state, State::Waiting { on: Watched::Pred(_), .. } | State::Watching { fired: false, .. });
+        if waiting && !self.list_in_flight() {
+            self.send_list();
         }
     }
 

@@ -142,6 +142,8 @@ enum Purpose {
     Recover,
     AdoptStat,
     WatchPred,
+    /// getData(watch) of the look-ahead node, by name.
+    WatchLook(String),
     RevokeRead,
     Verify,
     Delete(ZkPath),
@@ -185,6 +187,9 @@ pub(crate) struct LockCore {
     /// rule: only the [`LISTING_WINDOW`] nodes nearest ahead of ours, and
     /// ours (see [`LockCore::keep_window`]).
     last_listing: Vec<NodeName>,
+    /// The look-ahead node whose watch we armed and has not fired (see
+    /// [`LockCore::arm_look`]).
+    look: Option<String>,
     /// Every name of the full last listing had a Curator sequence key.
     listing_keyed: bool,
     /// Nodes further ahead than the window were left out of `last_listing`.
@@ -223,6 +228,7 @@ impl LockCore {
             retries: 0,
             revoke_armed: false,
             last_listing: Vec::new(),
+            look: None,
             listing_keyed: false,
             listing_truncated: false,
             queued: None,
@@ -379,6 +385,7 @@ impl LockCore {
             State::RetryPause { .. } => {}
             other => self.state = other,
         }
+        self.look = None;
         self.attempt += 1;
     }
 
@@ -417,6 +424,7 @@ impl LockCore {
             Purpose::AdoptStat => self.on_adopt_stat(now, result),
             Purpose::List => self.on_list(now, result),
             Purpose::WatchPred => self.on_watch_pred(now, result),
+            Purpose::WatchLook(name) => self.on_watch_look(name, result),
             Purpose::Verify => self.on_verify(result),
             Purpose::Delete(_) | Purpose::FindOrphans(..) | Purpose::CheckWatches | Purpose::RevokeRead => {}
         }
@@ -440,6 +448,12 @@ impl LockCore {
         let prefix = String::from(self.base_prefix());
         let is_pred =
             |pred: &str| event.path.strip_prefix(prefix.as_str()).and_then(|r| r.strip_prefix('/')) == Some(pred);
+        if let Some(look) = self.look.take_if(|look| is_pred(look)) {
+            if event.event_type == EventType::NODE_DELETED {
+                self.look_gone(&look);
+            }
+            return;
+        }
         match &mut self.state {
             State::Watching { pred, fired, .. } if is_pred(pred) => *fired = true,
             State::Waiting { node, on: Watched::Pred(pred) } if is_pred(pred) => {
@@ -462,10 +476,11 @@ impl LockCore {
     /// Our predecessor `pred` is gone (its deletion fired, or the getData
     /// that was to watch it answered NoNode). With the fast handoff, if the
     /// last listing minus `pred` grants us the lock, take it without a
-    /// re-list. Otherwise re-list: the nodes still ahead in a remembered
-    /// listing are most likely gone too (in a FIFO queue a node goes once it
-    /// has held), so watching the next of them would mostly cost a getData
-    /// answered NoNode before the re-list anyway.
+    /// re-list. Otherwise re-list (or wait for the look-ahead's listing, on
+    /// its way): the nodes still ahead in a remembered listing are most
+    /// likely gone too (in a FIFO queue a node goes once it has held), so
+    /// watching the next of them would mostly cost a getData answered NoNode
+    /// before the re-list anyway.
     fn pred_gone(&mut self, now: Instant, node: Node, pred: &str) {
         if !self.fast_handoff_allowed() {
             return self.relist(node);
@@ -479,7 +494,11 @@ impl LockCore {
             // The kept listing has no nodes behind ours: count the one that
             // went off the last total.
             let total = self.queued.map_or(listing.len(), |(_, t)| t.saturating_sub(1));
-            self.evaluate_listing(now, node, listing, keyed, truncated, total);
+            self.evaluate_listing(now, node, listing, listing::Listed { keyed, truncated, total, armed: None });
+        } else if self.list_in_flight() {
+            // Sent after the predecessor's watch was armed and answered after
+            // its deletion was told: that listing no longer has it.
+            self.state = State::Listing { node };
         } else {
             self.relist(node);
         }
@@ -487,17 +506,23 @@ impl LockCore {
 
     pub(crate) fn handle_session(&mut self, now: Instant, state: ConnectionState) {
         match state {
-            ConnectionState::Suspended => match core::mem::replace(&mut self.state, State::Idle) {
-                State::Held { node } => {
-                    self.state = State::Held { node };
-                    self.out.emit(RecipeEvent::Suspended);
+            ConnectionState::Suspended => {
+                // What the look-ahead's watch sees while we are away is not
+                // waited for: waiters list again anyway.
+                self.look = None;
+                match core::mem::replace(&mut self.state, State::Idle) {
+                    State::Held { node } => {
+                        self.state = State::Held { node };
+                        self.out.emit(RecipeEvent::Suspended);
+                    }
+                    // Curator's loop wakes on every connection event and
+                    // re-lists; the request waits in the session until the
+                    // reconnect.
+                    State::Waiting { node, .. } => self.relist(node),
+                    State::Watching { node, pred, .. } => self.state = State::Watching { node, pred, fired: true },
+                    other => self.state = other,
                 }
-                // Curator's loop wakes on every connection event and re-lists;
-                // the request waits in the session until the reconnect.
-                State::Waiting { node, .. } => self.relist(node),
-                State::Watching { node, pred, .. } => self.state = State::Watching { node, pred, fired: true },
-                other => self.state = other,
-            },
+            }
             ConnectionState::Reconnected | ConnectionState::Connected | ConnectionState::ConnectedReadOnly => {
                 if let State::Creating(c) = &mut self.state {
                     if c.step == CreateStep::AwaitReconnect {
@@ -540,6 +565,7 @@ impl LockCore {
                 };
                 self.expected.clear();
                 self.revoke_armed = false;
+                self.look = None;
                 if state == ConnectionState::Lost {
                     self.orphan_create();
                     self.deleting.values_mut().for_each(|in_flight| *in_flight = false);
@@ -614,6 +640,7 @@ impl LockCore {
         if error == RequestError::SessionExpired {
             self.orphan_create();
         }
+        self.look = None;
         self.state = State::Idle;
         self.attempt += 1;
         self.out.emit(RecipeEvent::Failed(error));
@@ -659,6 +686,7 @@ impl LockCore {
     /// Leaves the queue: delete our node and report `event`.
     fn abandon_with(&mut self, node: Node, event: RecipeEvent) {
         self.start_delete(node.path);
+        self.look = None;
         self.state = State::Idle;
         self.attempt += 1;
         self.revoke_armed = false;
