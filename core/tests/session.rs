@@ -291,6 +291,26 @@ fn read_only_server_gives_connected_read_only() {
 
 // ---- 3. pings and lastZxid -------------------------------------------------------------
 
+/// A handshake answered after a third of the timeout (the ConnectRequest
+/// stalled on its way): the ping that is already due goes out with the
+/// handshake's answer, and no timer is handed out already due (found by the
+/// simulator, seed 217328).
+#[test]
+fn late_handshake_pings_at_once() {
+    let mut sim = Sim::new(config("h:1", 10_000));
+    sim.tick_at(0);
+    sim.io();
+    sim.set(5);
+    sim.connected();
+    sim.sent_connect();
+    sim.set(4_000);
+    sim.feed_ok(&connect_response(NEGOTIATED, 0x1234, Some(false)));
+    assert_eq!(sim.events(), [state_ev(ConnectionState::Connected)]);
+    assert_eq!(sim.sent(), [ping_frame()], "T/3 = 3 s passed since the ConnectRequest");
+    assert_eq!(sim.s.poll_timeout(), Some(at(7_000)), "the next ping T/3 after this one");
+    support::check_deadline(&sim.s, at(4_000));
+}
+
 #[test]
 fn ping_after_a_third_of_the_timeout_without_sending() {
     let mut sim = connected("h:1");

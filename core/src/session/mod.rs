@@ -474,13 +474,8 @@ impl Session {
                 let t = self.timeout();
                 if now >= self.last_recv + t * 2 / 3 {
                     self.drop_connection(now);
-                } else if now >= self.last_send + t / 3 && self.sasl.is_none() {
-                    // (No ping during SASL: a server that requires it refuses
-                    // anything else until it completes.)
-                    let ping = RequestFrame::new(Xid::PING, Request::Ping);
-                    let _ = encode_frame(&ping, usize::MAX, &mut self.outbound);
-                    self.last_send = now;
-                    self.pings.push_back(now);
+                } else {
+                    self.ping_if_due(now);
                 }
             }
             Phase::Closing { deadline } if now >= deadline => self.end(End::Closed),
@@ -752,8 +747,25 @@ impl Session {
         Ok(())
     }
 
+    /// Pings when a third of the timeout has passed since the last send.
+    /// (No ping during SASL: a server that requires it refuses anything
+    /// else until it completes.)
+    fn ping_if_due(&mut self, now: Instant) {
+        if matches!(self.phase, Phase::Connected { .. })
+            && self.sasl.is_none()
+            && now >= self.last_send + self.timeout() / 3
+        {
+            let ping = RequestFrame::new(Xid::PING, Request::Ping);
+            let _ = encode_frame(&ping, usize::MAX, &mut self.outbound);
+            self.last_send = now;
+            self.pings.push_back(now);
+        }
+    }
+
     /// The connection is usable (after the handshake, and SASL if any):
-    /// report `state`, then send credentials, watches and queued requests.
+    /// report `state`, then send credentials, watches and queued requests,
+    /// or a ping if the handshake took so long that one is already due (a
+    /// timer handed out already due would never be met on time).
     fn ready(&mut self, now: Instant, state: ConnectionState) {
         self.events.push_back(SessionEvent::State(state));
         // Order after a handshake: credentials, watches, then queued requests.
@@ -766,6 +778,7 @@ impl Session {
         while let Some(q) = self.queued.pop_front() {
             self.send(now, q.request, Purpose::User { id: q.id, watch: q.watch });
         }
+        self.ping_if_due(now);
     }
 
     /// The server's SASL token (or refusal) for our exchange.
