@@ -34,6 +34,7 @@
 //! ```
 
 use std::io;
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use tokio::net::TcpStream;
@@ -63,18 +64,14 @@ impl TokioRuntime {
 impl Runtime for TokioRuntime {
     fn connect(&self, host: String, port: u16) -> BoxFuture<io::Result<Box<dyn Conn>>> {
         Box::pin(async move {
-            let stream = TcpStream::connect((host.as_str(), port)).await?;
-            stream.set_nodelay(true)?;
-            let local_ip = stream.local_addr().ok().map(|a| a.ip());
+            let (stream, local_ip) = tcp(&host, port).await?;
             Ok(Box::new(IoConn::new(stream.compat(), local_ip)) as Box<dyn Conn>)
         })
     }
 
     fn connect_tls(&self, host: String, port: u16, tls: TlsConnect) -> BoxFuture<io::Result<Box<dyn Conn>>> {
         Box::pin(async move {
-            let stream = TcpStream::connect((host.as_str(), port)).await?;
-            stream.set_nodelay(true)?;
-            let local_ip = stream.local_addr().ok().map(|a| a.ip());
+            let (stream, local_ip) = tcp(&host, port).await?;
             let connector = tokio_rustls::TlsConnector::from(tls.config.clone());
             let stream = connector.connect(tls.server_name.clone(), stream).await?;
             Ok(Box::new(IoConn::new(stream.compat(), local_ip)) as Box<dyn Conn>)
@@ -92,6 +89,15 @@ impl Runtime for TokioRuntime {
     fn spawn(&self, task: BoxFuture<()>) {
         drop(self.handle.spawn(task));
     }
+}
+
+/// A TCP connection to `host:port` with Nagle's algorithm off, and the
+/// local address it uses.
+async fn tcp(host: &str, port: u16) -> io::Result<(TcpStream, Option<IpAddr>)> {
+    let stream = TcpStream::connect((host, port)).await?;
+    stream.set_nodelay(true)?;
+    let local_ip = stream.local_addr().ok().map(|a| a.ip());
+    Ok((stream, local_ip))
 }
 
 /// Connects on the current tokio runtime.
