@@ -8,7 +8,7 @@
 //!   forward a second one (run under a pseudo-terminal with python3's `pty`).
 //! * A SIGINT sent to zoolock's pid with kill(2) is still forwarded, once.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -22,10 +22,16 @@ use common::{Served, scratch};
 
 const BIN: &str = env!("CARGO_BIN_EXE_zoolock");
 
+/// The arguments of `zoolock --connect ADDR lock PATH -- CMD...`.
+fn lock_args(addr: &str, path: &str, cmd: &[String]) -> Vec<String> {
+    let args = ["--connect", addr, "lock", path, "--"].map(str::to_owned);
+    args.into_iter().chain(cmd.iter().cloned()).collect()
+}
+
 /// `zoolock --connect ADDR lock PATH -- CMD...`, with stdin closed.
 fn lock(addr: &str, path: &str, cmd: &[String]) -> Command {
     let mut c = Command::new(BIN);
-    c.env_remove("ZOOLOCK_CONNECT").args(["--connect", addr, "lock", path, "--"]).args(cmd).stdin(Stdio::null());
+    c.env_remove("ZOOLOCK_CONNECT").args(lock_args(addr, path, cmd)).stdin(Stdio::null());
     c
 }
 
@@ -72,6 +78,15 @@ fn counting_cmd(log: &Path, ready: Option<&Path>, secs: f64) -> Vec<String> {
     vec!["python3".to_owned(), "-c".to_owned(), script]
 }
 
+/// The embedded server, a scratch directory named `name`, and in it the
+/// log a [`counting_cmd`] writes.
+fn sigint_rig(name: &str) -> (Served, PathBuf, PathBuf) {
+    let server = Served::start();
+    let dir = scratch(name);
+    let log = dir.join("sigints");
+    (server, dir, log)
+}
+
 fn sigints(log: &Path) -> usize {
     std::fs::read_to_string(log).map(|t| t.lines().count()).unwrap_or(0)
 }
@@ -104,18 +119,9 @@ fn cmd_dies_with_zoolock_killed_by_sigkill() {
 
 #[test]
 fn ctrl_c_at_a_terminal_reaches_cmd_once() {
-    let server = Served::start();
-    let dir = scratch("pty");
-    let log = dir.join("sigints");
-    let mut argv = vec![
-        BIN.to_owned(),
-        "--connect".to_owned(),
-        server.addr.clone(),
-        "lock".to_owned(),
-        "/child-pty".to_owned(),
-        "--".to_owned(),
-    ];
-    argv.extend(counting_cmd(&log, None, 1.5));
+    let (server, dir, log) = sigint_rig("pty");
+    let mut argv = vec![BIN.to_owned()];
+    argv.extend(lock_args(&server.addr, "/child-pty", &counting_cmd(&log, None, 1.5)));
     // zoolock runs as the session leader of a new pseudo-terminal, in its
     // foreground process group, as under an interactive shell. Once CMD
     // says it is ready, ^C is typed; then everything is read until zoolock
@@ -155,9 +161,7 @@ print(os.waitstatus_to_exitcode(status))
 
 #[test]
 fn sigint_sent_to_zoolock_is_forwarded_once() {
-    let server = Served::start();
-    let dir = scratch("forward");
-    let log = dir.join("sigints");
+    let (server, dir, log) = sigint_rig("forward");
     let ready = dir.join("ready");
     let mut zoolock = lock(&server.addr, "/child-forward", &counting_cmd(&log, Some(&ready), 1.5)).spawn().unwrap();
     wait_for_line(&ready);
