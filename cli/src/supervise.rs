@@ -299,6 +299,26 @@ mod tests {
         Rig { status, status_rx, signals, signals_rx }
     }
 
+    /// Supervises a CMD that runs until it is killed, the hold already
+    /// `status` at the start and the server last heard from at `heard`;
+    /// returns the ending and how long it took.
+    async fn supervise_sleeper_after(status: HoldStatus, heard: Option<std::time::Instant>) -> (Ending, Duration) {
+        let mut r = rig();
+        let mut child = spawn("exec sleep 30");
+        let started = Instant::now();
+        r.status.send_replace(status);
+        let ending =
+            supervise(&mut child, &mut r.status_rx, std::future::pending(), &mut r.signals_rx, POLICY, &|| heard)
+                .await
+                .unwrap();
+        (ending, started.elapsed())
+    }
+
+    /// CMD ended by the SIGTERM sent for `loss`.
+    fn terminated(loss: Loss) -> Ending {
+        Ending::Lost(loss, ExitStatus::from_raw(Signal::SIGTERM as i32))
+    }
+
     #[tokio::test]
     async fn exit_status_passes_through() {
         let mut r = rig();
@@ -330,28 +350,16 @@ mod tests {
     #[tokio::test]
     async fn suspension_after_a_long_silence_terminates_at_once() {
         // As after a process pause: the server was last heard from long ago.
-        let mut r = rig();
-        let mut child = spawn("exec sleep 30");
-        let started = Instant::now();
         let heard = std::time::Instant::now().checked_sub(Duration::from_secs(10));
-        r.status.send_replace(HoldStatus::Suspended);
-        let ending =
-            supervise(&mut child, &mut r.status_rx, std::future::pending(), &mut r.signals_rx, POLICY, &|| heard)
-                .await
-                .unwrap();
-        assert_eq!(ending, Ending::Lost(Loss::SuspendedTooLong, ExitStatus::from_raw(Signal::SIGTERM as i32)));
-        assert!(started.elapsed() < POLICY.grace, "{:?}", started.elapsed());
+        let (ending, took) = supervise_sleeper_after(HoldStatus::Suspended, heard).await;
+        assert_eq!(ending, terminated(Loss::SuspendedTooLong));
+        assert!(took < POLICY.grace, "{took:?}");
     }
 
     #[tokio::test]
     async fn suspension_past_grace_terminates() {
-        let mut r = rig();
-        let mut child = spawn("exec sleep 30");
-        let started = Instant::now();
-        r.status.send_replace(HoldStatus::Suspended);
-        let ending = r.supervise(&mut child).await.unwrap();
-        assert_eq!(ending, Ending::Lost(Loss::SuspendedTooLong, ExitStatus::from_raw(Signal::SIGTERM as i32)));
-        let took = started.elapsed();
+        let (ending, took) = supervise_sleeper_after(HoldStatus::Suspended, None).await;
+        assert_eq!(ending, terminated(Loss::SuspendedTooLong));
         assert!(took >= POLICY.grace && took < Duration::from_secs(5), "{took:?}");
     }
 
@@ -366,17 +374,14 @@ mod tests {
             status.send_replace(HoldStatus::Lost);
         };
         let ending = r.supervise_beside(&mut child, lose).await.unwrap();
-        assert_eq!(ending, Ending::Lost(Loss::Lost, ExitStatus::from_raw(Signal::SIGTERM as i32)));
+        assert_eq!(ending, terminated(Loss::Lost));
         assert!(started.elapsed() < POLICY.grace, "{:?}", started.elapsed());
     }
 
     #[tokio::test]
     async fn a_lost_status_before_the_start_counts() {
-        let mut r = rig();
-        let mut child = spawn("exec sleep 30");
-        r.status.send_replace(HoldStatus::NotHeld);
-        let ending = r.supervise(&mut child).await.unwrap();
-        assert_eq!(ending, Ending::Lost(Loss::Lost, ExitStatus::from_raw(Signal::SIGTERM as i32)));
+        let (ending, _) = supervise_sleeper_after(HoldStatus::NotHeld, None).await;
+        assert_eq!(ending, terminated(Loss::Lost));
     }
 
     #[tokio::test]
@@ -431,7 +436,7 @@ mod tests {
             status.send_replace(HoldStatus::Lost);
         };
         let ending = r.supervise_beside(&mut child, send).await.unwrap();
-        assert_eq!(ending, Ending::Lost(Loss::Lost, ExitStatus::from_raw(Signal::SIGTERM as i32)));
+        assert_eq!(ending, terminated(Loss::Lost));
     }
 
     #[tokio::test]
