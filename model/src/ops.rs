@@ -11,7 +11,7 @@ use bytes::Bytes;
 use zoolock_core::Instant;
 use zoolock_wire::{
     AddWatchMode, DecodeError, DecodeErrorKind, ErrorCode, EventType, OpCode, Perms, Request, RequestHeader, Response,
-    Stat, WatcherType, Xid,
+    SetWatches, SetWatches2, Stat, WatcherType, Xid,
 };
 
 use super::acl::{self, AuthOutcome};
@@ -21,14 +21,16 @@ use super::txn::{self, CreateArgs, Ctx};
 use super::watches::{Fired, Watches};
 use super::{CloseReason, ConnId, ZkModel};
 
-/// The watch lists of setWatches (101) and setWatches2 (105).
-pub(crate) struct WatchLists<'a> {
-    pub(crate) relative_zxid: i64,
-    pub(crate) data: &'a [String],
-    pub(crate) exist: &'a [String],
-    pub(crate) child: &'a [String],
-    pub(crate) persistent: &'a [String],
-    pub(crate) recursive: &'a [String],
+/// setWatches (101) as the setWatches2 (105) it is: one without persistent
+/// watches.
+fn as_set_watches2(w: SetWatches) -> SetWatches2 {
+    SetWatches2 {
+        relative_zxid: w.relative_zxid,
+        data_watches: w.data_watches,
+        exist_watches: w.exist_watches,
+        child_watches: w.child_watches,
+        ..SetWatches2::default()
+    }
 }
 
 /// How setWatches catches up a data or a child watch: the zxid it compares
@@ -204,31 +206,11 @@ impl ZkModel {
                 Ok(Response::WhoAmI(acl::client_infos(&auth)))
             }
             Request::SetWatches(w) => {
-                self.set_watches(
-                    conn,
-                    WatchLists {
-                        relative_zxid: w.relative_zxid,
-                        data: &w.data_watches,
-                        exist: &w.exist_watches,
-                        child: &w.child_watches,
-                        persistent: &[],
-                        recursive: &[],
-                    },
-                );
+                self.set_watches(conn, &as_set_watches2(w));
                 Ok(Response::Empty)
             }
             Request::SetWatches2(w) => {
-                self.set_watches(
-                    conn,
-                    WatchLists {
-                        relative_zxid: w.relative_zxid,
-                        data: &w.data_watches,
-                        exist: &w.exist_watches,
-                        child: &w.child_watches,
-                        persistent: &w.persistent_watches,
-                        recursive: &w.persistent_recursive_watches,
-                    },
-                );
+                self.set_watches(conn, &w);
                 Ok(Response::Empty)
             }
             Request::CloseSession => {
@@ -344,21 +326,21 @@ impl ZkModel {
 
     /// setWatches / setWatches2: compare each path with the tree as it is now;
     /// catch-up events (zxid -1) go out before the reply.
-    fn set_watches(&mut self, conn: ConnId, lists: WatchLists<'_>) {
+    fn set_watches(&mut self, conn: ConnId, lists: &SetWatches2) {
         let rel = lists.relative_zxid;
         let mut fired = Vec::new();
-        self.catch_up(conn, lists.data, rel, &DATA_CATCH_UP, &mut fired);
-        for p in lists.exist {
+        self.catch_up(conn, &lists.data_watches, rel, &DATA_CATCH_UP, &mut fired);
+        for p in &lists.exist_watches {
             match self.tree.get(p) {
                 Some(_) => fired.push(Fired { conn, event: EventType::NODE_CREATED, path: p.clone() }),
                 None => self.watches.add_data(p, conn),
             }
         }
-        self.catch_up(conn, lists.child, rel, &CHILD_CATCH_UP, &mut fired);
-        for p in lists.persistent {
+        self.catch_up(conn, &lists.child_watches, rel, &CHILD_CATCH_UP, &mut fired);
+        for p in &lists.persistent_watches {
             self.watches.add_persistent(p, conn, false);
         }
-        for p in lists.recursive {
+        for p in &lists.persistent_recursive_watches {
             self.watches.add_persistent(p, conn, true);
         }
         for f in fired {
