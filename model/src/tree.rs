@@ -160,6 +160,17 @@ impl DataTree {
         self.ephemerals.get(&session).map(|s| s.iter().cloned().collect()).unwrap_or_default()
     }
 
+    /// The index listing the nodes of `owner`'s kind (a session's
+    /// ephemerals, the containers, the TTL nodes); persistent nodes have none.
+    fn index_of(&mut self, owner: Owner) -> Option<&mut BTreeSet<String>> {
+        match owner {
+            Owner::Ephemeral(session) => Some(self.ephemerals.entry(session).or_default()),
+            Owner::Container => Some(&mut self.containers),
+            Owner::Ttl(_) => Some(&mut self.ttls),
+            Owner::Persistent => None,
+        }
+    }
+
     /// Adds a node. The caller has checked that the parent exists and the
     /// path is free. Bumps the parent's child counter and pzxid.
     pub(crate) fn create(
@@ -178,17 +189,8 @@ impl DataTree {
             parent.pzxid = zxid;
             parent.children.insert(name.to_string());
         }
-        match owner {
-            Owner::Ephemeral(session) => {
-                self.ephemerals.entry(session).or_default().insert(p.to_string());
-            }
-            Owner::Container => {
-                self.containers.insert(p.to_string());
-            }
-            Owner::Ttl(_) => {
-                self.ttls.insert(p.to_string());
-            }
-            Owner::Persistent => {}
+        if let Some(index) = self.index_of(owner) {
+            index.insert(p.to_string());
         }
         let node = Node::new(data, acl, owner, zxid, time);
         let stat = node.stat();
@@ -209,22 +211,14 @@ impl DataTree {
                 }
             }
         }
-        match node.owner {
-            Owner::Ephemeral(session) => {
-                if let Some(set) = self.ephemerals.get_mut(&session) {
-                    set.remove(p);
-                    if set.is_empty() {
-                        self.ephemerals.remove(&session);
-                    }
-                }
+        if let Some(index) = self.index_of(node.owner) {
+            index.remove(p);
+        }
+        // A session's set goes with its last ephemeral.
+        if let Owner::Ephemeral(session) = node.owner {
+            if self.ephemerals.get(&session).is_some_and(BTreeSet::is_empty) {
+                self.ephemerals.remove(&session);
             }
-            Owner::Container => {
-                self.containers.remove(p);
-            }
-            Owner::Ttl(_) => {
-                self.ttls.remove(p);
-            }
-            Owner::Persistent => {}
         }
         changes.push(Change::Deleted(p.to_string(), node.acl.clone()));
     }
