@@ -135,7 +135,7 @@ impl<R: Recipe> T<R> {
         }
     }
 
-    /// Runs a command.
+    /// Runs a command or feeds an input.
     fn cmd<X>(&mut self, f: impl FnOnce(&mut R, Instant) -> X) -> X {
         let out = f(&mut self.r, self.now);
         self.pull();
@@ -200,13 +200,11 @@ impl<R: Recipe> T<R> {
     }
 
     fn watch(&mut self, event_type: EventType, path: &str) {
-        self.r.handle_watch(self.now, &WatchEvent { event_type, path: path.into() });
-        self.pull();
+        self.cmd(|r, now| r.handle_watch(now, &WatchEvent { event_type, path: path.into() }));
     }
 
     fn session(&mut self, state: ConnectionState) {
-        self.r.handle_session(self.now, state);
-        self.pull();
+        self.cmd(|r, now| r.handle_session(now, state));
     }
 
     fn advance_to(&mut self, now: Instant) {
@@ -428,45 +426,80 @@ fn semaphore_mutex_contended_matches_trace_b() {
 
 // ---- more transcripts ------------------------------------------------------------------
 
-/// Parents exist and the semaphore is free: one lease taken in the Curator plan.
-fn take_free_lease<R: Recipe>(t: &mut T<R>, lock_seq: u32, lease_seq: u32, others: &[&str]) -> String {
+/// A semaphore of `max` leases on `/s`, asked for `qty` of them (no deadline).
+fn acquiring(max: usize, qty: usize, config: LockConfig) -> T<Semaphore> {
+    let mut t = T::new(Semaphore::new(p("/s"), max, config));
+    t.cmd(|s, now| s.acquire(now, qty, None)).unwrap();
+    t
+}
+
+/// Parents exist: the internal-lock node at `lock_seq` is listed alone, then
+/// the lease node at `lease_seq` is listed after `others`. Returns its path.
+fn list_lease<R: Recipe>(t: &mut T<R>, lock_seq: u32, lease_seq: u32, others: &[&str]) -> String {
     t.answer_create_alone(lock_seq, 100 + i64::from(lock_seq));
     let lease = t.answer_create(lease_seq, 200 + i64::from(lease_seq));
     let own = name(&lease);
     let mut all: Vec<&str> = others.to_vec();
     all.push(&own);
     t.answer_children(&all);
+    lease
+}
+
+/// The ops of [`list_lease`] under `/s`: the internal-lock node (UUID
+/// `U{u}`) and its listing, then the lease node (`U{u+1}`) and its listing.
+fn listing_ops(u: u32) -> Vec<String> {
+    vec![
+        format!("create2 /s/locks/_c_U{u}-lock- f3"),
+        "getChildren2 /s/locks".into(),
+        format!("create2 /s/leases/_c_U{}-lease- f3", u + 1),
+        "getChildren2 /s/leases w".into(),
+    ]
+}
+
+/// The ops of [`take_free_lease`] under `/s`: [`listing_ops`], then the watch
+/// checked off and the internal-lock node (sequence `seq`) deleted.
+fn taken_ops(u: u32, seq: u32) -> Vec<String> {
+    let mut ops = listing_ops(u);
+    ops.push("checkWatches /s/leases t3".into());
+    ops.push(format!("delete /s/locks/_c_U{u}-lock-{seq:010}"));
+    ops
+}
+
+/// Parents exist and the semaphore is free: one lease taken in the Curator plan.
+fn take_free_lease<R: Recipe>(t: &mut T<R>, lock_seq: u32, lease_seq: u32, others: &[&str]) -> String {
+    let lease = list_lease(t, lock_seq, lease_seq, others);
     t.answer(empty()); // checkWatches
     t.answer(empty()); // delete lock node
     lease
 }
 
+/// Of two leases asked for: the first is taken beside the foreign lease
+/// `foreign`, the second waits behind both. Returns the two leases.
+fn second_lease_waits(t: &mut T<Semaphore>, foreign: &str) -> (String, String) {
+    let first = take_free_lease(t, 0, 0, &[foreign]);
+    let lease = list_lease(t, 1, 1, &[foreign, &name(&first)]);
+    t.sent();
+    (first, lease)
+}
+
+/// A semaphore of `max` leases on `/s` that took one, free, and reported
+/// it; returns the lease's path too.
+fn holding_one(max: usize) -> (T<Semaphore>, String) {
+    let mut t = acquiring(max, 1, curator());
+    let lease = take_free_lease(&mut t, 0, 0, &[]);
+    assert_eq!(t.events(), vec![acquired(&lease, 200)]);
+    (t, lease)
+}
+
 #[test]
 fn qty_two_takes_leases_one_at_a_time() {
-    let mut t = T::new(Semaphore::new(p("/s"), 3, curator()));
-    t.cmd(|s, now| s.acquire(now, 2, None)).unwrap();
+    let mut t = acquiring(3, 2, curator());
     let first = take_free_lease(&mut t, 0, 0, &[]);
     assert_eq!(t.events(), vec![], "nothing is reported before the whole qty is held");
     let second = take_free_lease(&mut t, 1, 1, &[&name(&first)]);
     assert_eq!(t.events(), vec![acquired(&first, 200), acquired(&second, 201)]);
-    assert_eq!(
-        t.sent(),
-        vec![
-            "create2 /s/locks/_c_U1-lock- f3",
-            "getChildren2 /s/locks",
-            "create2 /s/leases/_c_U2-lease- f3",
-            "getChildren2 /s/leases w",
-            "checkWatches /s/leases t3",
-            "delete /s/locks/_c_U1-lock-0000000000",
-            // The next lease starts only after the mutex node's delete.
-            "create2 /s/locks/_c_U3-lock- f3",
-            "getChildren2 /s/locks",
-            "create2 /s/leases/_c_U4-lease- f3",
-            "getChildren2 /s/leases w",
-            "checkWatches /s/leases t3",
-            "delete /s/locks/_c_U3-lock-0000000001",
-        ]
-    );
+    // The next lease starts only after the mutex node's delete.
+    assert_eq!(t.sent(), [taken_ops(1, 0), taken_ops(3, 1)].concat());
     assert_eq!(t.r.leases(), vec![first.as_str(), second.as_str()]);
     assert_eq!(t.r.lease_token(&second), Some(FencingToken(201)));
     t.cmd(|s, now| s.return_all(now));
@@ -494,11 +527,7 @@ fn timeout_waiting_for_a_lease_returns_every_lease_of_the_call() {
     let mut t = T::new(Semaphore::new(p("/s"), 2, curator()));
     let deadline = at(5000);
     t.cmd(|s, now| s.acquire(now, 2, Some(deadline))).unwrap();
-    let first = take_free_lease(&mut t, 0, 0, &["_c_x-lease-0000000007"]);
-    t.answer_create_alone(1, 101);
-    let lease = t.answer_create(1, 201);
-    t.answer_children(&["_c_x-lease-0000000007", &name(&first), &name(&lease)]);
-    t.sent();
+    let (first, lease) = second_lease_waits(&mut t, "_c_x-lease-0000000007");
     assert_eq!(t.r.poll_timeout(), Some(deadline));
     t.advance_to(at(5000));
     // Curator runs the loop once more at the deadline.
@@ -565,23 +594,17 @@ fn a_free_lease_is_taken_even_after_the_deadline() {
 
 #[test]
 fn own_lease_missing_releases_the_mutex_and_starts_over() {
-    let mut t = T::new(Semaphore::new(p("/s"), 1, curator()));
-    t.cmd(|s, now| s.acquire(now, 1, None)).unwrap();
+    let mut t = acquiring(1, 1, curator());
     t.answer_create_alone(0, 100);
     let lease = t.answer_create(0, 200);
     t.answer_children(&["_c_x-lease-0000000009"]);
-    assert_eq!(
-        t.sent(),
-        vec![
-            "create2 /s/locks/_c_U1-lock- f3",
-            "getChildren2 /s/locks",
-            "create2 /s/leases/_c_U2-lease- f3",
-            "getChildren2 /s/leases w",
-            "delete /s/leases/_c_U2-lease-0000000000",
-            "checkWatches /s/leases t3",
-            "delete /s/locks/_c_U1-lock-0000000000",
-        ]
-    );
+    let mut expected = listing_ops(1);
+    expected.extend([
+        "delete /s/leases/_c_U2-lease-0000000000".into(),
+        "checkWatches /s/leases t3".into(),
+        "delete /s/locks/_c_U1-lock-0000000000".into(),
+    ]);
+    assert_eq!(t.sent(), expected);
     assert_eq!(t.events(), vec![]);
     t.answer(no_node()); // the lease is gone: fine
     t.answer(empty());
@@ -593,17 +616,7 @@ fn own_lease_missing_releases_the_mutex_and_starts_over() {
     t.advance_to(pause);
     let lease2 = take_free_lease(&mut t, 1, 1, &[]);
     assert_ne!(lease, lease2);
-    assert_eq!(
-        t.sent(),
-        vec![
-            "create2 /s/locks/_c_U3-lock- f3",
-            "getChildren2 /s/locks",
-            "create2 /s/leases/_c_U4-lease- f3",
-            "getChildren2 /s/leases w",
-            "checkWatches /s/leases t3",
-            "delete /s/locks/_c_U3-lock-0000000001",
-        ]
-    );
+    assert_eq!(t.sent(), taken_ops(3, 1));
     assert_eq!(t.events(), vec![acquired(&lease2, 201)]);
 }
 
@@ -611,8 +624,7 @@ fn own_lease_missing_releases_the_mutex_and_starts_over() {
 fn own_lease_missing_too_often_fails() {
     let mut config = curator();
     config.retry.max_retries = 1;
-    let mut t = T::new(Semaphore::new(p("/s"), 1, config));
-    t.cmd(|s, now| s.acquire(now, 1, None)).unwrap();
+    let mut t = acquiring(1, 1, config);
     for round in 0..2u32 {
         let lock = t.answer_create(round, 100);
         t.answer_children(&[&name(&lock)]);
@@ -633,8 +645,7 @@ fn own_lease_missing_too_often_fails() {
 
 #[test]
 fn connection_loss_on_the_lease_create_recovers_by_prefix() {
-    let mut t = T::new(Semaphore::new(p("/s"), 1, curator()));
-    t.cmd(|s, now| s.acquire(now, 1, None)).unwrap();
+    let mut t = acquiring(1, 1, curator());
     t.answer_create_alone(0, 100);
     let Request::Create2(req) = t.front() else { panic!() };
     let landed = format!("{}0000000003", req.path);
@@ -666,8 +677,7 @@ fn connection_loss_on_the_lease_create_recovers_by_prefix() {
 
 #[test]
 fn suspension_while_holding_is_reported_once_for_all_leases() {
-    let mut t = T::new(Semaphore::new(p("/s"), 3, curator()));
-    t.cmd(|s, now| s.acquire(now, 2, None)).unwrap();
+    let mut t = acquiring(3, 2, curator());
     let first = take_free_lease(&mut t, 0, 0, &[]);
     let second = take_free_lease(&mut t, 1, 1, &[&name(&first)]);
     t.events();
@@ -691,10 +701,7 @@ fn suspension_while_holding_is_reported_once_for_all_leases() {
 
 #[test]
 fn session_lost_while_holding_reports_lost() {
-    let mut t = T::new(Semaphore::new(p("/s"), 2, curator()));
-    t.cmd(|s, now| s.acquire(now, 1, None)).unwrap();
-    let lease = take_free_lease(&mut t, 0, 0, &[]);
-    assert_eq!(t.events(), vec![acquired(&lease, 200)]);
+    let (mut t, lease) = holding_one(2);
     t.session(ConnectionState::Suspended);
     t.session(ConnectionState::Lost);
     assert_eq!(t.events(), vec![RecipeEvent::Suspended, RecipeEvent::Lost]);
@@ -718,10 +725,7 @@ fn a_suspension_is_answered_even_when_every_lease_was_returned_before_the_expiry
     // its lease while Suspended, the session then expired, and nothing
     // answered the Suspended; the async handle went on reporting every new
     // lease as Suspended.
-    let mut t = T::new(Semaphore::new(p("/s"), 2, curator()));
-    t.cmd(|s, now| s.acquire(now, 1, None)).unwrap();
-    let lease = take_free_lease(&mut t, 0, 0, &[]);
-    assert_eq!(t.events(), vec![acquired(&lease, 200)]);
+    let (mut t, lease) = holding_one(2);
     t.session(ConnectionState::Suspended);
     assert_eq!(t.events(), vec![RecipeEvent::Suspended]);
     t.cmd(|s, now| s.return_lease(now, &lease)).unwrap();
@@ -737,15 +741,10 @@ fn a_suspension_is_answered_even_when_every_lease_was_returned_before_the_expiry
 
 #[test]
 fn session_lost_while_acquiring_fails_and_holding_is_lost() {
-    let mut t = T::new(Semaphore::new(p("/s"), 1, curator()));
-    t.cmd(|s, now| s.acquire(now, 1, None)).unwrap();
-    let held = take_free_lease(&mut t, 0, 0, &[]);
-    t.events();
+    let (mut t, held) = holding_one(1);
     // A second acquire waits for a lease (the first one is ours).
     t.cmd(|s, now| s.acquire(now, 1, None)).unwrap();
-    t.answer_create_alone(1, 101);
-    let lease = t.answer_create(1, 201);
-    t.answer_children(&[&name(&held), &name(&lease)]);
+    list_lease(&mut t, 1, 1, &[&name(&held)]);
     assert!(t.idle_wire());
     t.session(ConnectionState::Lost);
     assert_eq!(t.events(), vec![RecipeEvent::Lost, RecipeEvent::Failed(RequestError::SessionExpired)]);
@@ -878,13 +877,8 @@ fn cancel_leaves_no_node_at_any_step() {
 
 #[test]
 fn cancel_while_waiting_for_a_lease_deletes_lease_mutex_and_earlier_leases() {
-    let mut t = T::new(Semaphore::new(p("/s"), 2, curator()));
-    t.cmd(|s, now| s.acquire(now, 2, None)).unwrap();
-    let first = take_free_lease(&mut t, 0, 0, &["_c_x-lease-0000000005"]);
-    t.answer_create_alone(1, 101);
-    let lease = t.answer_create(1, 201);
-    t.answer_children(&["_c_x-lease-0000000005", &name(&first), &name(&lease)]);
-    t.sent();
+    let mut t = acquiring(2, 2, curator());
+    second_lease_waits(&mut t, "_c_x-lease-0000000005");
     t.cmd(|s, now| s.cancel(now));
     assert_eq!(
         t.sent(),
@@ -900,8 +894,7 @@ fn cancel_while_waiting_for_a_lease_deletes_lease_mutex_and_earlier_leases() {
 
 #[test]
 fn pipelined_plan_sends_create_and_listing_back_to_back() {
-    let mut t = T::new(Semaphore::new(p("/s"), 2, pipelined()));
-    t.cmd(|s, now| s.acquire(now, 1, None)).unwrap();
+    let mut t = acquiring(2, 1, pipelined());
     assert_eq!(t.sent(), vec!["create2 /s/locks/_c_U1-lock- f3", "getChildren2 /s/locks"]);
     let lock = t.answer_create(0, 100);
     assert!(t.sent().is_empty());
@@ -927,23 +920,12 @@ fn pipelined_plan_sends_create_and_listing_back_to_back() {
 
 #[test]
 fn pipelined_plan_takes_the_next_lease_in_the_same_round_trip() {
-    let mut t = T::new(Semaphore::new(p("/s"), 2, pipelined()));
-    t.cmd(|s, now| s.acquire(now, 2, None)).unwrap();
+    let mut t = acquiring(2, 2, pipelined());
     t.answer_create_alone(0, 100);
     t.answer_create_alone(0, 200);
-    assert_eq!(
-        t.sent(),
-        vec![
-            "create2 /s/locks/_c_U1-lock- f3",
-            "getChildren2 /s/locks",
-            "create2 /s/leases/_c_U2-lease- f3",
-            "getChildren2 /s/leases w",
-            "checkWatches /s/leases t3",
-            "delete /s/locks/_c_U1-lock-0000000000",
-            "create2 /s/locks/_c_U3-lock- f3",
-            "getChildren2 /s/locks",
-        ]
-    );
+    let mut expected = taken_ops(1, 0);
+    expected.extend(["create2 /s/locks/_c_U3-lock- f3".into(), "getChildren2 /s/locks".into()]);
+    assert_eq!(t.sent(), expected);
     assert_eq!(t.events(), vec![]);
 }
 
@@ -969,11 +951,8 @@ fn semaphore_mutex_is_not_reentrant() {
 
 #[test]
 fn foreign_children_count_and_wake_ups_on_other_paths_are_ignored() {
-    let mut t = T::new(Semaphore::new(p("/s"), 2, curator()));
-    t.cmd(|s, now| s.acquire(now, 1, None)).unwrap();
-    t.answer_create_alone(0, 100);
-    let lease = t.answer_create(3, 203);
-    t.answer_children(&["readme", "_c_x-lease-0000000001", &name(&lease)]);
+    let mut t = acquiring(2, 1, curator());
+    let lease = list_lease(&mut t, 0, 3, &["readme", "_c_x-lease-0000000001"]);
     t.sent();
     t.watch(EventType::NODE_CHILDREN_CHANGED, "/s/locks");
     t.watch(EventType::NODE_DELETED, "/s/leases/_c_x-lease-0000000001");
@@ -987,13 +966,8 @@ fn foreign_children_count_and_wake_ups_on_other_paths_are_ignored() {
 
 #[test]
 fn a_lease_of_the_call_vanishing_on_reconnect_fails_the_call() {
-    let mut t = T::new(Semaphore::new(p("/s"), 2, curator()));
-    t.cmd(|s, now| s.acquire(now, 2, None)).unwrap();
-    let first = take_free_lease(&mut t, 0, 0, &["_c_x-lease-0000000005"]);
-    t.answer_create_alone(1, 101);
-    let lease = t.answer_create(1, 201);
-    t.answer_children(&["_c_x-lease-0000000005", &name(&first), &name(&lease)]);
-    t.sent();
+    let mut t = acquiring(2, 2, curator());
+    let (first, lease) = second_lease_waits(&mut t, "_c_x-lease-0000000005");
     t.session(ConnectionState::Suspended);
     assert_eq!(t.sent(), vec!["getChildren2 /s/leases w"], "every connection event wakes the waiter");
     t.session(ConnectionState::Reconnected);
@@ -1011,11 +985,8 @@ fn a_lease_of_the_call_vanishing_on_reconnect_fails_the_call() {
 
 #[test]
 fn an_acquire_right_after_a_cancel_waits_for_the_mutex_release() {
-    let mut t = T::new(Semaphore::new(p("/s"), 1, curator()));
-    t.cmd(|s, now| s.acquire(now, 1, None)).unwrap();
-    t.answer_create_alone(0, 100);
-    let lease = t.answer_create(1, 201);
-    t.answer_children(&["_c_x-lease-0000000000", &name(&lease)]);
+    let mut t = acquiring(1, 1, curator());
+    list_lease(&mut t, 0, 1, &["_c_x-lease-0000000000"]);
     t.sent();
     t.cmd(|s, now| s.cancel(now));
     t.cmd(|s, now| s.acquire(now, 1, None)).unwrap();
@@ -1044,9 +1015,7 @@ fn a_count_sized_semaphore_waits_for_the_count_and_lets_a_waiter_in_when_it_grow
     t.answer(Err(RequestError::Server(ErrorCode::NODE_EXISTS)));
     t.answer(count_data(1, 3));
     assert_eq!(t.events(), vec![RecipeEvent::Count { value: 1, version: 3 }]);
-    t.answer_create_alone(0, 100);
-    let lease = t.answer_create(1, 201);
-    t.answer_children(&["_c_x-lease-0000000000", &name(&lease)]);
+    let lease = list_lease(&mut t, 0, 1, &["_c_x-lease-0000000000"]);
     assert_eq!(t.queued.last(), Some(&(1, 2)), "two leases of one: waiting");
     assert_eq!((t.r.max_leases(), t.r.available()), (1, Some(0)));
     // Someone sets 2: the count is re-read and the waiter lists again at once.
