@@ -253,6 +253,14 @@ impl ZkModel {
         acl::check(node_acl, perm, auth, self.config.enforce_acls)
     }
 
+    /// The node at `path` (else NoNode) if the connection has `perm` on it
+    /// (else NoAuth).
+    fn readable(&self, conn: ConnId, path: &str, perm: Perms) -> Result<&Node, ErrorCode> {
+        let node = self.tree.get(path).ok_or(ErrorCode::NO_NODE)?;
+        self.allowed(conn, &node.acl, perm)?;
+        Ok(node)
+    }
+
     fn exists(&mut self, conn: ConnId, path: &str, watch: bool) -> Result<Stat, ErrorCode> {
         if path.contains('\0') {
             return Err(ErrorCode::BAD_ARGUMENTS);
@@ -263,19 +271,30 @@ impl ZkModel {
         self.tree.get(path).map(|n| n.stat()).ok_or(ErrorCode::NO_NODE)
     }
 
+    /// A read that needs READ: `answer` of the node, and only once the ACL
+    /// allowed it, with `watch`, `arm` of the connection's watch on `path`.
+    fn watched_read<T>(
+        &mut self,
+        conn: ConnId,
+        path: &str,
+        watch: bool,
+        arm: fn(&mut Watches, &str, ConnId),
+        answer: impl FnOnce(&Node) -> T,
+    ) -> Result<T, ErrorCode> {
+        let out = answer(self.readable(conn, path, Perms::READ)?);
+        if watch {
+            arm(&mut self.watches, path, conn);
+        }
+        Ok(out)
+    }
+
     pub(crate) fn get_data(
         &mut self,
         conn: ConnId,
         path: &str,
         watch: bool,
     ) -> Result<(Option<Bytes>, Stat), ErrorCode> {
-        let node = self.tree.get(path).ok_or(ErrorCode::NO_NODE)?;
-        self.allowed(conn, &node.acl, Perms::READ)?;
-        let out = (node.data.clone(), node.stat());
-        if watch {
-            self.watches.add_data(path, conn);
-        }
-        Ok(out)
+        self.watched_read(conn, path, watch, Watches::add_data, |n| (n.data.clone(), n.stat()))
     }
 
     pub(crate) fn get_children(
@@ -284,18 +303,11 @@ impl ZkModel {
         path: &str,
         watch: bool,
     ) -> Result<(Vec<String>, Stat), ErrorCode> {
-        let node = self.tree.get(path).ok_or(ErrorCode::NO_NODE)?;
-        self.allowed(conn, &node.acl, Perms::READ)?;
-        let out = (node.children.iter().cloned().collect(), node.stat());
-        if watch {
-            self.watches.add_child(path, conn);
-        }
-        Ok(out)
+        self.watched_read(conn, path, watch, Watches::add_child, |n| (n.children.iter().cloned().collect(), n.stat()))
     }
 
     fn get_acl(&self, conn: ConnId, path: &str) -> Result<Response, ErrorCode> {
-        let node = self.tree.get(path).ok_or(ErrorCode::NO_NODE)?;
-        self.allowed(conn, &node.acl, Perms::READ | Perms::ADMIN)?;
+        let node = self.readable(conn, path, Perms::READ | Perms::ADMIN)?;
         let acl = match self.allowed(conn, &node.acl, Perms::ADMIN) {
             Ok(()) => node.acl.clone(),
             Err(_) => acl::masked(&node.acl),
@@ -304,8 +316,7 @@ impl ZkModel {
     }
 
     fn all_children_number(&self, conn: ConnId, path: &str) -> Result<Response, ErrorCode> {
-        let node = self.tree.get(path).ok_or(ErrorCode::NO_NODE)?;
-        self.allowed(conn, &node.acl, Perms::READ)?;
+        self.readable(conn, path, Perms::READ)?;
         Ok(Response::Count(i32::try_from(self.tree.descendants(path)).unwrap_or(i32::MAX)))
     }
 
