@@ -16,6 +16,26 @@ fn lock(plan: OpPlan, seed: u64) -> Harness<ReadWriteLock> {
     Harness::new(ReadWriteLock::new(ZkPath::new(BASE).unwrap(), config))
 }
 
+/// Curator plan: the write half holds node `seq`, granted alone at t=2, and
+/// a read acquire (a downgrade) starts at t=3. Returns the write node too.
+fn downgrading(seed: u64, seq: i32) -> (Harness<ReadWriteLock>, String) {
+    let mut h = lock(OpPlan::Curator, seed);
+    let w = acquire_created(&mut h, WRITE, seq);
+    h.answer(at(2), "getChildren2", kids(&[name(&w)]));
+    h.run(|l| l.acquire_read(at(3), None)).unwrap();
+    (h, w)
+}
+
+/// Other clients' nodes of these kinds, queued in this order: the n-th
+/// (from 0) has sequence n and is client n+1's.
+fn queue<const N: usize>(kinds: [&str; N]) -> [String; N] {
+    let mut n = 0;
+    kinds.map(|kind| {
+        n += 1;
+        other(n, kind, u32::from(n - 1))
+    })
+}
+
 /// Starts an acquire of the `READ` or `WRITE` half at t=0 and answers its
 /// create at t=1 with sequence `seq`. Returns the node's path.
 fn acquire_created(h: &mut Harness<ReadWriteLock>, half: usize, seq: i32) -> String {
@@ -186,9 +206,7 @@ fn pipelined_readers_share() {
 fn writer_waits_on_immediate_predecessor() {
     let mut h = lock(OpPlan::Curator, 5);
     let w = acquire_created(&mut h, WRITE, 3);
-    let r0 = other(1, "__READ__", 0);
-    let w1 = other(2, "__WRIT__", 1);
-    let r2 = other(3, "__READ__", 2);
+    let [r0, w1, r2] = queue(["__READ__", "__WRIT__", "__READ__"]);
     h.answer(at(2), "getChildren2", kids(&[name(&w), r2.clone(), w1.clone(), r0.clone()]));
     assert_eq!(
         h.sent(),
@@ -217,10 +235,7 @@ fn writer_waits_on_immediate_predecessor() {
 fn reader_waits_on_first_writer() {
     let mut h = lock(OpPlan::Curator, 6);
     let r = acquire_created(&mut h, READ, 4);
-    let r0 = other(1, "__READ__", 0);
-    let w1 = other(2, "__WRIT__", 1);
-    let r2 = other(3, "__READ__", 2);
-    let w3 = other(4, "__WRIT__", 3);
+    let [r0, w1, r2, w3] = queue(["__READ__", "__WRIT__", "__READ__", "__WRIT__"]);
     h.answer(at(2), "getChildren2", kids(&[r0.clone(), name(&r), w3.clone(), r2.clone(), w1.clone()]));
     assert_eq!(transcript::path_of(&h.pending[0]), format!("{BASE}/{w1}"));
     h.answer(at(3), "getData /traces/rwlock/_c_<uuid>-__WRIT__0000000001 w", Answer::Data(b""));
@@ -282,10 +297,7 @@ fn pipelined_downgrade_reuses_the_write_sequence() {
 /// released: the CURATOR-621 bug, reproduced on purpose for trace parity.
 #[test]
 fn curator_plan_downgrade_lets_a_queued_writer_overtake() {
-    let mut h = lock(OpPlan::Curator, 8);
-    let w = acquire_created(&mut h, WRITE, 7);
-    h.answer(at(2), "getChildren2", kids(&[name(&w)]));
-    h.run(|l| l.acquire_read(at(3), None)).unwrap();
+    let (mut h, w) = downgrading(8, 7);
     let r = h.answer(at(4), "create2 /traces/rwlock/_c_<uuid>-__READ__ [ES]", Answer::Seq(9));
     let queued = other(9, "__WRIT__", 8);
     h.answer(at(5), "getChildren2", kids(&[name(&w), queued.clone(), name(&r)]));
@@ -330,10 +342,7 @@ fn upgrade_is_refused() {
 /// reentrant; both halves count holds.
 #[test]
 fn reentrant_halves() {
-    let mut h = lock(OpPlan::Curator, 10);
-    let w = acquire_created(&mut h, WRITE, 0);
-    h.answer(at(2), "getChildren2", kids(&[name(&w)]));
-    h.run(|l| l.acquire_read(at(3), None)).unwrap();
+    let (mut h, w) = downgrading(10, 0);
     let r = h.answer(at(4), "create2", Answer::Seq(1));
     h.answer(at(5), "getChildren2", kids(&[name(&w), name(&r)]));
     h.events();
@@ -454,15 +463,9 @@ fn cancel_during_retry_pause_creates_nothing() {
 /// predecessor's deletion it lists again and finds the reader.
 #[test]
 fn pipelined_writer_relists_after_a_downgrade_ahead() {
-    let mut h = lock(OpPlan::Pipelined, 16);
-    let w7 = other(1, "__WRIT__", 7);
     let r7 = other(1, "__READ__", 7);
-    let w = acquire_created(&mut h, WRITE, 8);
-    h.answer(at(1), "getChildren2", kids(&[w7.clone(), name(&w)]));
-    h.answer(at(2), "getData /traces/rwlock/_c_<uuid>-__WRIT__0000000007 w", Answer::Data(b""));
-    h.sent();
     // The holder downgraded (R7 created) and then released its write node.
-    h.watch(at(3), EventType::NODE_DELETED, &format!("{BASE}/{w7}"));
+    let (mut h, w) = behind_a_writer_that_goes(16, WRITE, 8);
     assert!(h.events().is_empty(), "must not acquire from the stale listing");
     assert_eq!(h.sent(), ["getChildren2 /traces/rwlock"]);
     h.answer(at(4), "getChildren2", kids(&[name(&w), r7.clone()]));
@@ -471,17 +474,24 @@ fn pipelined_writer_relists_after_a_downgrade_ahead() {
     pred_gone_then_granted(&mut h, 6, &r7, &w, write_acquired(&w, 1008));
 }
 
+/// Pipelined plan: our `half`'s node `seq` waits on another client's writer
+/// node just before it, which is deleted at t=3. Returns our node too.
+fn behind_a_writer_that_goes(seed: u64, half: usize, seq: i32) -> (Harness<ReadWriteLock>, String) {
+    let mut h = lock(OpPlan::Pipelined, seed);
+    let writer = other(1, "__WRIT__", u32::try_from(seq - 1).unwrap());
+    let ours = acquire_created(&mut h, half, seq);
+    h.answer(at(1), "getChildren2", kids(&[writer.clone(), name(&ours)]));
+    h.answer(at(2), &format!("getData {BASE}/_c_<uuid>-__WRIT__{:010} w", seq - 1), Answer::Data(b""));
+    h.sent();
+    h.watch(at(3), EventType::NODE_DELETED, &format!("{BASE}/{writer}"));
+    (h, ours)
+}
+
 /// A reader may take the fast handoff: the only nodes that can appear ahead
 /// of it are downgrade readers, which it shares with.
 #[test]
 fn pipelined_reader_takes_the_fast_handoff() {
-    let mut h = lock(OpPlan::Pipelined, 17);
-    let w3 = other(1, "__WRIT__", 3);
-    let r = acquire_created(&mut h, READ, 4);
-    h.answer(at(1), "getChildren2", kids(&[w3.clone(), name(&r)]));
-    h.answer(at(2), "getData /traces/rwlock/_c_<uuid>-__WRIT__0000000003 w", Answer::Data(b""));
-    h.sent();
-    h.watch(at(3), EventType::NODE_DELETED, &format!("{BASE}/{w3}"));
+    let (mut h, r) = behind_a_writer_that_goes(17, READ, 4);
     assert!(h.sent().is_empty());
     assert_eq!(h.events(), vec![read_acquired(&r, 1004)]);
 }
