@@ -14,7 +14,7 @@ use support::{
     split_frames, stat, state_ev, watch_ev,
 };
 use zoolock_core::wire::{
-    Acl, AuthPacket, Bytes, ConnectRequest, CreateMode, CreateRequest, DEFAULT_MAX_FRAME_LEN, DecodeError,
+    Acl, AuthPacket, Bytes, BytesMut, ConnectRequest, CreateMode, CreateRequest, DEFAULT_MAX_FRAME_LEN, DecodeError,
     DecodeErrorKind, ErrorCode, EventType, OpCode, PASSWORD_LEN, Request, RequestFrame, Response, SetWatches, Xid,
 };
 use zoolock_core::{
@@ -100,6 +100,44 @@ fn loss(id: u64) -> zoolock_core::SessionEvent {
 fn connected(connect: &str) -> Sim {
     let mut sim = Sim::new(config(connect, 10_000));
     assert_eq!(sim.establish(NEGOTIATED), []);
+    sim
+}
+
+/// A session [`connected`] to `connect` whose transport dropped at `ms`:
+/// Suspended is reported.
+fn suspended(connect: &str, ms: u64) -> Sim {
+    let mut sim = connected(connect);
+    sim.set(ms);
+    sim.disconnected();
+    assert_eq!(sim.events(), [state_ev(ConnectionState::Suspended)]);
+    sim
+}
+
+/// A session [`connected`] to `h:1` that sent these watching reads,
+/// `(op, watcher)` in order, not yet answered.
+fn watching(reads: &[(Op, u64)]) -> Sim {
+    let mut sim = connected("h:1");
+    for (op, watcher) in reads {
+        sim.submit_watch(op.clone(), *watcher);
+    }
+    assert_eq!(sim.sent().len(), reads.len());
+    sim
+}
+
+/// [`watching`], the reads' replies `(zxid, reply)` (xids 1, 2, …) then read
+/// at once; each is reported.
+fn watched(reads: &[(Op, u64, i64, Result<Response, ErrorCode>)]) -> Sim {
+    let sent: Vec<(Op, u64)> = reads.iter().map(|(op, watcher, ..)| (op.clone(), *watcher)).collect();
+    let mut sim = watching(&sent);
+    let mut bytes = BytesMut::new();
+    for (xid, (.., zxid, reply)) in (1..).zip(reads) {
+        bytes.extend_from_slice(&match reply {
+            Ok(response) => ok(xid, *zxid, response.clone()),
+            Err(code) => err(xid, *zxid, *code),
+        });
+    }
+    sim.feed_ok(&bytes);
+    assert_eq!(sim.events().len(), reads.len());
     sim
 }
 
@@ -482,10 +520,7 @@ fn read_timeout_suspends_then_reconnect_resends_auth_watches_and_queued_requests
 
 #[test]
 fn reconnect_without_watches_or_auth_sends_only_the_queue() {
-    let mut sim = connected("h:1");
-    sim.set(1_000);
-    sim.disconnected();
-    assert_eq!(sim.events(), [state_ev(ConnectionState::Suspended)]);
+    let mut sim = suspended("h:1", 1_000);
     assert_eq!(sim.io(), [], "the driver reported the drop; no Close is owed");
     let q = sim.submit(Op::sync(&p("/a")));
     sim.tick();
@@ -501,10 +536,7 @@ fn reconnect_without_watches_or_auth_sends_only_the_queue() {
 
 #[test]
 fn resumed_session_with_a_different_id_is_misbehaviour() {
-    let mut sim = connected("a:1,b:2");
-    sim.set(100);
-    sim.disconnected();
-    assert_eq!(sim.events(), [state_ev(ConnectionState::Suspended)]);
+    let mut sim = suspended("a:1,b:2", 100);
     sim.tick();
     assert!(matches!(sim.io().as_slice(), [IoCommand::Connect { host: HostId(1), .. }]));
     sim.connected();
@@ -682,9 +714,7 @@ fn expired_handshake_fails_everything_and_ends_the_session() {
 
 #[test]
 fn expired_handshake_on_reconnect_clears_watches() {
-    let mut sim = connected("h:1");
-    sim.submit_watch(Op::get_data(&p("/w"), true), 1);
-    assert_eq!(sim.sent().len(), 1);
+    let mut sim = watching(&[(Op::get_data(&p("/w"), true), 1)]);
     sim.feed_ok(&ok(1, 5, data(b"", 5)));
     let in_flight = sim.submit(Op::sync(&p("/a")));
     assert_eq!(sim.sent().len(), 1);
@@ -1069,9 +1099,7 @@ fn get_data_registers_a_data_watch_only_on_success() {
 
 #[test]
 fn exists_on_a_missing_node_leaves_an_exist_watch() {
-    let mut sim = connected("h:1");
-    sim.submit_watch(Op::exists(&p("/e"), true), 2);
-    let _ = sim.sent();
+    let mut sim = watching(&[(Op::exists(&p("/e"), true), 2)]);
     sim.feed_ok(&err(1, 5, ErrorCode::NO_NODE));
     sim.feed_ok(&notification(EventType::NODE_CREATED, "/e"));
     assert_eq!(
@@ -1094,9 +1122,7 @@ fn exists_on_a_missing_node_leaves_an_exist_watch() {
 
 #[test]
 fn get_children_watch_fires_on_children_changed_and_delete_only() {
-    let mut sim = connected("h:1");
-    sim.submit_watch(Op::get_children(&p("/c"), true), 3);
-    let _ = sim.sent();
+    let mut sim = watching(&[(Op::get_children(&p("/c"), true), 3)]);
     sim.feed_ok(&ok(1, 5, children(&["x", "y"], 5)));
     sim.feed_ok(&notification(EventType::NODE_DATA_CHANGED, "/c"));
     sim.feed_ok(&notification(EventType::NODE_CREATED, "/c"));
@@ -1114,20 +1140,13 @@ fn get_children_watch_fires_on_children_changed_and_delete_only() {
 
 #[test]
 fn one_notification_fans_out_to_every_matching_watcher_once() {
-    let mut sim = connected("h:1");
-    sim.submit_watch(Op::get_data(&p("/f"), true), 1);
-    sim.submit_watch(Op::exists(&p("/f"), true), 2);
-    sim.submit_watch(Op::get_children(&p("/f"), true), 3);
-    sim.submit_watch(Op::get_data(&p("/f"), true), 1); // same watcher twice: delivered once
-    sim.submit_watch(Op::get_data(&p("/g"), true), 1);
-    assert_eq!(sim.sent().len(), 5);
-    let mut bytes = ok(1, 5, data(b"", 5));
-    bytes.extend_from_slice(&ok(2, 5, Response::Stat(stat(5))));
-    bytes.extend_from_slice(&ok(3, 5, children(&[], 5)));
-    bytes.extend_from_slice(&ok(4, 5, data(b"", 5)));
-    bytes.extend_from_slice(&ok(5, 5, data(b"", 5)));
-    sim.feed_ok(&bytes);
-    assert_eq!(sim.events().len(), 5);
+    let mut sim = watched(&[
+        (Op::get_data(&p("/f"), true), 1, 5, Ok(data(b"", 5))),
+        (Op::exists(&p("/f"), true), 2, 5, Ok(Response::Stat(stat(5)))),
+        (Op::get_children(&p("/f"), true), 3, 5, Ok(children(&[], 5))),
+        (Op::get_data(&p("/f"), true), 1, 5, Ok(data(b"", 5))), // same watcher twice: delivered once
+        (Op::get_data(&p("/g"), true), 1, 5, Ok(data(b"", 5))),
+    ]);
     sim.feed_ok(&notification(EventType::NODE_DELETED, "/f"));
     assert_eq!(
         sim.events(),
@@ -1148,18 +1167,12 @@ fn one_notification_fans_out_to_every_matching_watcher_once() {
 
 #[test]
 fn remove_watch_and_remove_watcher_forget_registrations_locally() {
-    let mut sim = connected("h:1");
-    sim.submit_watch(Op::get_data(&p("/r"), true), 1);
-    sim.submit_watch(Op::get_data(&p("/r"), true), 2);
-    sim.submit_watch(Op::get_children(&p("/s"), true), 2);
-    sim.submit_watch(Op::exists(&p("/t"), true), 2);
-    assert_eq!(sim.sent().len(), 4);
-    let mut bytes = ok(1, 5, data(b"", 5));
-    bytes.extend_from_slice(&ok(2, 5, data(b"", 5)));
-    bytes.extend_from_slice(&ok(3, 5, children(&[], 5)));
-    bytes.extend_from_slice(&err(4, 5, ErrorCode::NO_NODE));
-    sim.feed_ok(&bytes);
-    let _ = sim.events();
+    let mut sim = watched(&[
+        (Op::get_data(&p("/r"), true), 1, 5, Ok(data(b"", 5))),
+        (Op::get_data(&p("/r"), true), 2, 5, Ok(data(b"", 5))),
+        (Op::get_children(&p("/s"), true), 2, 5, Ok(children(&[], 5))),
+        (Op::exists(&p("/t"), true), 2, 5, Err(ErrorCode::NO_NODE)),
+    ]);
 
     assert!(sim.s.remove_watch("/r", WatchKind::Data, WatcherId(1)));
     assert!(!sim.s.remove_watch("/r", WatchKind::Data, WatcherId(1)));
@@ -1200,9 +1213,7 @@ fn a_watch_needs_a_watcher() {
 
 #[test]
 fn watched_read_lost_with_the_connection_registers_nothing() {
-    let mut sim = connected("h:1");
-    sim.submit_watch(Op::get_data(&p("/a"), true), 1);
-    let _ = sim.sent();
+    let mut sim = watching(&[(Op::get_data(&p("/a"), true), 1)]);
     sim.set(100);
     sim.disconnected();
     assert_eq!(sim.events(), [loss(0), state_ev(ConnectionState::Suspended)]);
@@ -1213,20 +1224,13 @@ fn watched_read_lost_with_the_connection_registers_nothing() {
 
 #[test]
 fn set_watches_lists_are_sorted_and_split_by_kind() {
-    let mut sim = connected("h:1");
-    sim.submit_watch(Op::get_data(&p("/z"), true), 1);
-    sim.submit_watch(Op::get_data(&p("/a"), true), 2);
-    sim.submit_watch(Op::exists(&p("/m"), true), 1);
-    sim.submit_watch(Op::get_children(&p("/a"), true), 1);
-    sim.submit_watch(Op::exists(&p("/b"), true), 3);
-    let _ = sim.sent();
-    let mut bytes = ok(1, 5, data(b"", 5));
-    bytes.extend_from_slice(&ok(2, 6, data(b"", 6)));
-    bytes.extend_from_slice(&err(3, 7, ErrorCode::NO_NODE));
-    bytes.extend_from_slice(&ok(4, 8, children(&[], 8)));
-    bytes.extend_from_slice(&ok(5, 9, Response::Stat(stat(9))));
-    sim.feed_ok(&bytes);
-    let _ = sim.events();
+    let mut sim = watched(&[
+        (Op::get_data(&p("/z"), true), 1, 5, Ok(data(b"", 5))),
+        (Op::get_data(&p("/a"), true), 2, 6, Ok(data(b"", 6))),
+        (Op::exists(&p("/m"), true), 1, 7, Err(ErrorCode::NO_NODE)),
+        (Op::get_children(&p("/a"), true), 1, 8, Ok(children(&[], 8))),
+        (Op::exists(&p("/b"), true), 3, 9, Ok(Response::Stat(stat(9)))),
+    ]);
     sim.set(100);
     sim.disconnected();
     let _ = sim.events();
@@ -1377,10 +1381,7 @@ fn close_while_disconnected_is_immediate() {
     assert_eq!(sim.s.add_auth(sim.now, "digest", Bytes::new()), Err(ApiMisuse::SessionEnded));
 
     // While suspended between attempts: no socket, so no Close.
-    let mut sim = connected("h:1");
-    sim.set(100);
-    sim.disconnected();
-    let _ = sim.events();
+    let mut sim = suspended("h:1", 100);
     let q = sim.submit(Op::sync(&p("/q")));
     sim.s.close(sim.now);
     assert_eq!(sim.io(), []);
@@ -1483,7 +1484,7 @@ fn partial_frame_is_left_in_the_callers_buffer() {
     sim.submit(Op::sync(&p("/a")));
     let _ = sim.sent();
     let whole = ok(1, 5, Response::Path("/a".into()));
-    let mut buf = zoolock_core::wire::BytesMut::from(&whole[..3]);
+    let mut buf = BytesMut::from(&whole[..3]);
     sim.s.handle_bytes(sim.now, &mut buf).unwrap();
     assert_eq!(&buf[..], &whole[..3], "inside the length prefix");
     buf.extend_from_slice(&whole[3..whole.len() - 1]);
