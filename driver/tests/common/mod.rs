@@ -95,6 +95,15 @@ impl Env {
         self.client_with(Env::options()).await
     }
 
+    /// `N` sessions, connected one after the other.
+    async fn clients<const N: usize>(&self) -> [Client; N] {
+        let mut clients = Vec::with_capacity(N);
+        for _ in 0..N {
+            clients.push(self.client().await);
+        }
+        clients.try_into().unwrap_or_else(|_| unreachable!("N clients"))
+    }
+
     async fn client_with(&self, options: Options) -> Client {
         self.client_at(&self.addr.clone(), options).await
     }
@@ -289,12 +298,18 @@ pub(crate) async fn mutex_exclusion(env: &Env) {
     }
 }
 
+/// `client`'s mutex at `path`, acquired: the handle and the guard.
+async fn held(client: &Client, path: &str) -> (Lock, Guard) {
+    let lock = client.mutex(path).await.unwrap();
+    let guard = lock.acquire().await.unwrap();
+    (lock, guard)
+}
+
 /// Three waiters are served in the order they queued.
 pub(crate) async fn mutex_fifo(env: &Env) {
     let path = env.path("fifo");
     let holder = env.client().await;
-    let lh = holder.mutex(&path).await.unwrap();
-    let gh = lh.acquire().await.unwrap();
+    let (_lh, gh) = held(&holder, &path).await;
     let order = Arc::new(StdMutex::new(Vec::new()));
     let mut clients = Vec::new();
     let mut tasks = Vec::new();
@@ -376,8 +391,7 @@ pub(crate) async fn mutex_reentrancy(env: &Env) {
 /// a third gets the lock after the first.
 pub(crate) async fn mutex_concurrent_on_one_handle(env: &Env) {
     let path = env.path("one-handle");
-    let a = env.client().await;
-    let b = env.client().await;
+    let [a, b] = env.clients().await;
     let la = a.mutex(&path).await.unwrap();
     let gb = b.mutex(&path).await.unwrap().acquire().await.unwrap();
     let la2 = la.clone();
@@ -422,8 +436,7 @@ impl Section {
 /// client on the same path: no overlapping holds, no errors.
 pub(crate) async fn shared_handle_exclusion(env: &Env) {
     let path = env.path("shared-handle");
-    let a = env.client().await;
-    let b = env.client().await;
+    let [a, b] = env.clients().await;
     let lock = a.mutex(&path).await.unwrap();
     let other = b.mutex(&path).await.unwrap();
     let section = Arc::new(Section::default());
@@ -464,8 +477,7 @@ pub(crate) async fn shared_handle_exclusion(env: &Env) {
 pub(crate) async fn shared_handle_fifo(env: &Env) {
     let path = env.path("shared-fifo");
     let a = env.client().await;
-    let lock = a.mutex(&path).await.unwrap();
-    let first = lock.acquire().await.unwrap();
+    let (lock, first) = held(&a, &path).await;
     let order = Arc::new(StdMutex::new(Vec::new()));
     let mut tasks = Vec::new();
     for i in 0..6 {
@@ -532,9 +544,7 @@ pub(crate) async fn semaphore_shared_handle(env: &Env) {
 /// Readers share, a writer excludes, downgrade works, upgrade is refused.
 pub(crate) async fn rwlock(env: &Env) {
     let path = env.path("rwlock");
-    let a = env.client().await;
-    let b = env.client().await;
-    let c = env.client().await;
+    let [a, b, c] = env.clients().await;
     let (ra, wa) = a.read_write_lock(&path).await.unwrap();
     let (rb, wb) = b.read_write_lock(&path).await.unwrap();
     let (rc, wc) = c.read_write_lock(&path).await.unwrap();
@@ -592,9 +602,7 @@ pub(crate) async fn rwlock(env: &Env) {
 pub(crate) async fn semaphore(env: &Env) {
     let path = env.path("semaphore");
     let leases_path = format!("{path}/leases");
-    let a = env.client().await;
-    let b = env.client().await;
-    let c = env.client().await;
+    let [a, b, c] = env.clients().await;
     let sa = a.semaphore(&path, 3).await.unwrap();
     let sb = b.semaphore(&path, 3).await.unwrap();
     let sc = c.semaphore(&path, 3).await.unwrap();
@@ -639,8 +647,7 @@ pub(crate) async fn semaphore(env: &Env) {
 /// The semaphore mutex: exclusion, not reentrant, release hands over.
 pub(crate) async fn semaphore_mutex(env: &Env) {
     let path = env.path("semaphore-mutex");
-    let a = env.client().await;
-    let b = env.client().await;
+    let [a, b] = env.clients().await;
     let la = a.semaphore_mutex(&path).await.unwrap();
     let lb = b.semaphore_mutex(&path).await.unwrap();
     let ga = la.acquire().await.unwrap();
@@ -671,9 +678,7 @@ pub(crate) async fn semaphore_mutex(env: &Env) {
 pub(crate) async fn multi_lock(env: &Env) {
     let p1 = env.path("multi-1");
     let p2 = env.path("multi-2");
-    let a = env.client().await;
-    let b = env.client().await;
-    let c = env.client().await;
+    let [a, b, c] = env.clients().await;
     let ma = a.multi_lock(&[&p1, &p2]).await.unwrap();
     let g = ma.acquire().await.unwrap();
     assert_eq!(children(&b, &p1).await.len(), 1);
@@ -714,8 +719,7 @@ pub(crate) async fn multi_lock(env: &Env) {
 /// Another client's revoke reaches the holder of a revocable mutex.
 pub(crate) async fn revocation(env: &Env) {
     let path = env.path("revoke");
-    let a = env.client().await;
-    let b = env.client().await;
+    let [a, b] = env.clients().await;
     let la = a.revocable_mutex(&path).await.unwrap();
     let ga = la.acquire().await.unwrap();
     assert!(env.timeout(Duration::from_millis(100), ga.revocation_requested()).await.is_none());
@@ -826,8 +830,7 @@ pub(crate) async fn queue_positions(env: &Env) {
 pub(crate) async fn fenced_writes(env: &Env) {
     let path = env.path("fenced");
     let target = env.path("fenced-data");
-    let a = env.client().await;
-    let b = env.client().await;
+    let [a, b] = env.clients().await;
     let p = |s: &str| ZkPath::new(s).unwrap();
     a.create(&target, b"v0", CreateMode::PERSISTENT).await.unwrap();
     let child = format!("{target}/child");
@@ -1047,8 +1050,7 @@ pub(crate) async fn close_session(env: &Env) {
     let a = env.client().await;
     let eph = env.path("close-ephemeral");
     a.create(&eph, b"", CreateMode::EPHEMERAL).await.unwrap();
-    let la = a.mutex(&path).await.unwrap();
-    let ga = la.acquire().await.unwrap();
+    let (la, ga) = held(&a, &path).await;
     let sem = env.path("close-semaphore");
     let mut lease = a.semaphore(&sem, 2).await.unwrap().acquire(1).await.unwrap();
     assert!(observer.exists(&eph).await.unwrap().is_some());
@@ -1084,8 +1086,7 @@ pub(crate) async fn close_session(env: &Env) {
     let b = env.client().await;
     let eph2 = env.path("drop-ephemeral");
     b.create(&eph2, b"", CreateMode::EPHEMERAL).await.unwrap();
-    let lb = b.mutex(&path).await.unwrap();
-    let gb = lb.acquire().await.unwrap();
+    let (lb, gb) = held(&b, &path).await;
     drop((b, lb, gb));
     let deadline = Instant::now() + Duration::from_secs(3);
     while observer.exists(&eph2).await.unwrap().is_some() {
@@ -1260,8 +1261,7 @@ pub(crate) async fn loss_suspended_then_reconnected(env: &Env) {
     let observer = env.client().await;
     let mut states = a.state_changes().unwrap();
     assert_eq!(states.next().await, Some(ConnectionState::Connected));
-    let la = a.mutex(&path).await.unwrap();
-    let ga = la.acquire().await.unwrap();
+    let (_la, ga) = held(&a, &path).await;
     assert!(env.timeout(Duration::from_millis(50), ga.lost()).await.is_none(), "lost() fired while held");
 
     proxy.cut();
@@ -1292,8 +1292,7 @@ pub(crate) async fn loss_lost_after_session_timeout(env: &Env) {
     let observer = env.client().await;
     let mut states = a.state_changes().unwrap();
     assert_eq!(states.next().await, Some(ConnectionState::Connected));
-    let la = a.mutex(&path).await.unwrap();
-    let ga = la.acquire().await.unwrap();
+    let (la, ga) = held(&a, &path).await;
     let lo = observer.mutex(&path).await.unwrap();
     let lo2 = lo.clone();
     let taken = env.spawn(async move { lo2.acquire().await });
