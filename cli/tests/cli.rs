@@ -27,6 +27,12 @@ fn unique_path(name: &str) -> String {
     format!("/zoolock-cli-{name}-{}-{nanos}", std::process::id())
 }
 
+/// The real server's address and a fresh lock path on it; `None` (the test
+/// is skipped) without a server.
+fn server_path(name: &str) -> Option<(String, String)> {
+    Some((server()?, unique_path(name)))
+}
+
 fn zoolock(addr: &str) -> Command {
     let mut c = Command::new(BIN);
     c.env_remove("ZOOLOCK_CONNECT").arg("--connect").arg(addr).stdin(Stdio::null());
@@ -126,8 +132,7 @@ fn wait_with_limit(child: &mut Child, limit: Duration) -> ExitStatus {
 fn concurrent_processes_never_overlap_and_leave_nothing_behind() {
     const WORKERS: usize = 8;
     const CYCLES: usize = 50;
-    let Some(addr) = server() else { return };
-    let path = unique_path("exclusion");
+    let Some((addr, path)) = server_path("exclusion") else { return };
     let dir = scratch("exclusion");
     // An atomic mkdir marks the critical section: a second process inside it
     // at the same time fails the mkdir and exits 99. Each section appends its
@@ -179,8 +184,7 @@ fn concurrent_processes_never_overlap_and_leave_nothing_behind() {
 
 #[test]
 fn cmd_gets_the_fencing_token_and_node() {
-    let Some(addr) = server() else { return };
-    let path = unique_path("env");
+    let Some((addr, path)) = server_path("env") else { return };
     let out = output(zoolock(&addr).args([
         "lock",
         &path,
@@ -202,8 +206,7 @@ fn cmd_gets_the_fencing_token_and_node() {
 
 #[test]
 fn exit_status_is_cmds() {
-    let Some(addr) = server() else { return };
-    let path = unique_path("status");
+    let Some((addr, path)) = server_path("status") else { return };
     let out = output(zoolock(&addr).args(["lock", &path, "--", "sh", "-c", "exit 7"]));
     assert_eq!(code(out.status), 7);
     // A CMD killed by a signal gives 128+N, as in a shell.
@@ -217,8 +220,7 @@ fn exit_status_is_cmds() {
 
 #[test]
 fn timeout_exits_75_without_running_cmd() {
-    let Some(addr) = server() else { return };
-    let path = unique_path("timeout");
+    let Some((addr, path)) = server_path("timeout") else { return };
     let dir = scratch("timeout");
     let marker = dir.join("marker");
     let mut holder = zoolock(&addr).args(["lock", &path, "--", "sleep", "30"]).spawn().unwrap();
@@ -243,8 +245,7 @@ fn timeout_exits_75_without_running_cmd() {
 
 #[test]
 fn a_signal_while_waiting_cancels_the_wait() {
-    let Some(addr) = server() else { return };
-    let path = unique_path("cancel");
+    let Some((addr, path)) = server_path("cancel") else { return };
     let mut holder = zoolock(&addr).args(["lock", &path, "--", "sleep", "30"]).spawn().unwrap();
     wait_for_participants(&addr, &path, ParticipantsOf::Mutex, 1);
     let mut waiter = zoolock(&addr).args(["lock", &path, "--", "true"]).spawn().unwrap();
@@ -261,8 +262,7 @@ fn a_signal_while_waiting_cancels_the_wait() {
 
 #[test]
 fn holders_lists_the_queue_with_data() {
-    let Some(addr) = server() else { return };
-    let path = unique_path("holders");
+    let Some((addr, path)) = server_path("holders") else { return };
     let out = output(zoolock(&addr).args(["holders", &path]));
     assert!(out.status.success() && out.stdout.is_empty(), "{out:?}");
 
@@ -287,8 +287,7 @@ fn holders_lists_the_queue_with_data() {
 
 #[test]
 fn revoke_stops_a_revocable_holder() {
-    let Some(addr) = server() else { return };
-    let path = unique_path("revoke");
+    let Some((addr, path)) = server_path("revoke") else { return };
     let out = output(zoolock(&addr).args(["revoke", &path]));
     assert_eq!(code(out.status), 1, "no holder: {out:?}");
 
@@ -312,8 +311,7 @@ fn revoke_stops_a_revocable_holder() {
 
 #[test]
 fn read_locks_share_and_write_locks_exclude() {
-    let Some(addr) = server() else { return };
-    let path = unique_path("rw");
+    let Some((addr, path)) = server_path("rw") else { return };
     let mut reader = zoolock(&addr).args(["read-lock", &path, "--", "sleep", "30"]).spawn().unwrap();
     wait_for_participants(&addr, &path, ParticipantsOf::ReadWriteLock, 1);
     let out = output(zoolock(&addr).args(["read-lock", &path, "--timeout", "5s", "--", "true"]));
@@ -331,8 +329,7 @@ fn read_locks_share_and_write_locks_exclude() {
 
 #[test]
 fn semaphore_hands_out_n_leases() {
-    let Some(addr) = server() else { return };
-    let path = unique_path("sem");
+    let Some((addr, path)) = server_path("sem") else { return };
     let holders: Vec<Child> = (0..2)
         .map(|_| zoolock(&addr).args(["semaphore", &path, "--leases", "2", "--", "sleep", "30"]).spawn().unwrap())
         .collect();
@@ -419,8 +416,7 @@ fn count_set_resizes_a_running_semaphore() {
 /// CMD, and the lease node is gone.
 #[test]
 fn revoke_node_stops_a_revocable_lease_holder() {
-    let Some(addr) = server() else { return };
-    let path = unique_path("revocable-lease");
+    let Some((addr, path)) = server_path("revocable-lease") else { return };
     let args = ["semaphore", &path, "--leases", "2", "--revocable", "--", "sleep", "30"];
     let mut holder = zoolock(&addr).args(args).spawn().unwrap();
     let list = wait_for_participants(&addr, &path, ParticipantsOf::Semaphore, 1);
@@ -527,8 +523,7 @@ impl Proxy {
 /// participants and read each one's data on every tick).
 #[test]
 fn the_progress_line_sends_no_request_per_waiter() {
-    let Some(addr) = server() else { return };
-    let path = unique_path("progress");
+    let Some((addr, path)) = server_path("progress") else { return };
     let mut holder = zoolock(&addr).args(["lock", &path, "--", "sleep", "30"]).spawn().unwrap();
     wait_for_participants(&addr, &path, ParticipantsOf::Mutex, 1);
     let mut waiters = Vec::new();
@@ -572,8 +567,7 @@ fn the_progress_line_sends_no_request_per_waiter() {
 
 #[test]
 fn a_connection_suspended_past_grace_stops_cmd_and_exits_70() {
-    let Some(addr) = server() else { return };
-    let path = unique_path("loss");
+    let Some((addr, path)) = server_path("loss") else { return };
     let proxy = Proxy::start(&addr);
     let mut holder = zoolock(&proxy.addr.to_string())
         .args(["--session-timeout", "3s", "lock", &path, "--grace", "300ms", "--kill-after", "300ms", "--"])
