@@ -117,15 +117,17 @@ struct Interop {
 }
 
 impl Interop {
-    /// The set-up for `test`, or `None` to skip when there is no server or
+    /// The set-up for `test` and the test's base path (named after it, less
+    /// the `interop_` prefix), or `None` to skip when there is no server or
     /// no Java.
-    async fn start(test: &'static str) -> Option<Interop> {
+    async fn start(test: &'static str) -> Option<(Interop, String)> {
         let addr = zoolock_testkit::real_server(test)?;
         let java = java_or_skip(test)?;
         let started = Instant::now();
         let jv = Java::start(java, &addr).await;
         let admin = connect(&addr).await;
-        Some(Interop { test, addr, jv, admin, started })
+        let path = base_path(test.strip_prefix("interop_").unwrap_or(test));
+        Some((Interop { test, addr, jv, admin, started }, path))
     }
 
     /// Collects the contenders' holds (`cycles` each), runs `check` on them,
@@ -303,8 +305,7 @@ fn report(test: &str, holds: &[Hold], started: Instant) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn interop_mutex() {
-    let Some(it) = Interop::start("interop_mutex").await else { return };
-    let path = base_path("mutex");
+    let Some((it, path)) = Interop::start("interop_mutex").await else { return };
     let (jv, admin) = (&it.jv, &it.admin);
     let (z1, z2) = (connect(&it.addr).await, connect_plan(&it.addr, OpPlan::Curator).await);
 
@@ -356,8 +357,7 @@ async fn interop_mutex() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn interop_read_write_lock() {
-    let Some(it) = Interop::start("interop_read_write_lock").await else { return };
-    let path = base_path("rwlock");
+    let Some((it, path)) = Interop::start("interop_read_write_lock").await else { return };
     let (jv, admin) = (&it.jv, &it.admin);
     let zs = [connect(&it.addr).await, connect_plan(&it.addr, OpPlan::Curator).await, connect(&it.addr).await];
     let mut halves = Vec::new();
@@ -477,8 +477,7 @@ async fn interop_read_write_lock() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn interop_semaphore() {
-    let Some(it) = Interop::start("interop_semaphore").await else { return };
-    let path = base_path("semaphore");
+    let Some((it, path)) = Interop::start("interop_semaphore").await else { return };
     let (leases, locks) = (format!("{path}/leases"), format!("{path}/locks"));
     let (jv, admin) = (&it.jv, &it.admin);
     let (z1, z2) = (connect(&it.addr).await, connect_plan(&it.addr, OpPlan::Curator).await);
@@ -545,8 +544,7 @@ async fn interop_semaphore() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn interop_semaphore_mutex() {
-    let Some(it) = Interop::start("interop_semaphore_mutex").await else { return };
-    let path = base_path("semmutex");
+    let Some((it, path)) = Interop::start("interop_semaphore_mutex").await else { return };
     let jv = &it.jv;
     let (z1, z2) = (connect(&it.addr).await, connect_plan(&it.addr, OpPlan::Curator).await);
 
@@ -574,8 +572,7 @@ async fn interop_semaphore_mutex() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn interop_revocation() {
-    let Some(it) = Interop::start("interop_revocation").await else { return };
-    let path = base_path("revocation");
+    let Some((it, path)) = Interop::start("interop_revocation").await else { return };
     let (jv, admin) = (&it.jv, &it.admin);
     let z1 = connect(&it.addr).await;
 
@@ -644,8 +641,7 @@ async fn interop_revocation() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn interop_participants() {
-    let Some(it) = Interop::start("interop_participants").await else { return };
-    let path = base_path("participants");
+    let Some((it, path)) = Interop::start("interop_participants").await else { return };
     let (jv, admin) = (&it.jv, &it.admin);
     let (z1, z2) = (connect(&it.addr).await, connect(&it.addr).await);
     let mut lister = jv.peer("lister");
