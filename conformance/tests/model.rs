@@ -102,6 +102,14 @@ impl Zk {
         Zk { m: ZkModel::new(config), now: Instant::ZERO, closed: BTreeSet::new() }
     }
 
+    /// A fresh model with two sessions, opened in this order.
+    pub(crate) fn two_sessions() -> (Zk, Cli, Cli) {
+        let mut zk = Zk::new();
+        let first = zk.open();
+        let second = zk.open();
+        (zk, first, second)
+    }
+
     /// A fresh model with a writer session `c` that has made `writes` and a
     /// watcher session `w` (opened second) that has set `watches`; every one
     /// of these requests succeeds.
@@ -109,9 +117,7 @@ impl Zk {
         writes: impl IntoIterator<Item = Request>,
         watches: impl IntoIterator<Item = Request>,
     ) -> (Zk, Cli, Cli) {
-        let mut zk = Zk::new();
-        let mut c = zk.open();
-        let mut w = zk.open();
+        let (mut zk, mut c, mut w) = Zk::two_sessions();
         for req in writes {
             zk.call(&mut c, req).unwrap();
         }

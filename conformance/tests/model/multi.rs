@@ -28,9 +28,7 @@ fn ok(op: OpCode, response: Response) -> MultiResult {
 
 #[test]
 fn multi_success_results() {
-    let mut zk = Zk::new();
-    let mut c = zk.open();
-    let mut w = zk.open();
+    let (mut zk, mut c, mut w) = Zk::two_sessions();
     zk.call(&mut w, exists("/m", true)).unwrap_err();
     let before = zk.m.zxid();
     let ops = vec![
@@ -178,9 +176,7 @@ fn multi_read_answers_each_op() {
 
 #[test]
 fn containers_are_reaped_once_empty() {
-    let mut zk = Zk::new();
-    let mut c = zk.open();
-    let mut w = zk.open();
+    let (mut zk, mut c, mut w) = Zk::two_sessions();
     zk.call(&mut c, container("/locks")).unwrap();
     zk.call(&mut c, container("/locks/job")).unwrap();
     zk.call(&mut c, container("/never-used")).unwrap();

@@ -203,9 +203,7 @@ fn sessionless_connections_time_out() {
 
 #[test]
 fn ephemerals_of_each_session() {
-    let mut zk = Zk::new();
-    let mut a = zk.open();
-    let mut b = zk.open();
+    let (mut zk, mut a, mut b) = Zk::two_sessions();
     zk.call(&mut a, create("/a1", E)).unwrap();
     zk.call(&mut b, create("/b1", E)).unwrap();
     zk.call(&mut a, create("/a2", CreateMode::EPHEMERAL_SEQUENTIAL)).unwrap();

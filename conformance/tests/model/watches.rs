@@ -16,9 +16,7 @@ const CHANGED: EventType = EventType::NODE_DATA_CHANGED;
 const CHILDREN: EventType = EventType::NODE_CHILDREN_CHANGED;
 
 fn two() -> (Zk, Cli, Cli) {
-    let mut zk = Zk::new();
-    let mut w = zk.open();
-    let mut x = zk.open();
+    let (mut zk, mut w, mut x) = Zk::two_sessions();
     zk.call(&mut x, create("/a", P)).unwrap();
     let _ = zk.take(&mut w);
     (zk, w, x)
