@@ -224,59 +224,11 @@ fn every_response_roundtrips_under_each_opcode() {
 }
 
 /// Each `Response` variant decoded with each opcode whose reply has that
-/// layout, spelled out so a change in the opcode → layout map is caught here.
+/// layout ([`common::reply_layouts`], spelled out so a change in the opcode
+/// → layout map is caught here).
 #[test]
 fn response_layouts_per_opcode() {
-    let stat = Stat { czxid: 1, mzxid: 2, ctime: 3, mtime: 4, version: 5, ..Stat::default() };
-    let cases: Vec<(Response, &[OpCode])> = vec![
-        (
-            Response::Empty,
-            &[
-                OpCode::DELETE,
-                OpCode::PING,
-                OpCode::CHECK,
-                OpCode::CHECK_WATCHES,
-                OpCode::REMOVE_WATCHES,
-                OpCode::DELETE_CONTAINER,
-                OpCode::AUTH,
-                OpCode::SET_WATCHES,
-                OpCode::SET_WATCHES2,
-                OpCode::CLOSE_SESSION,
-            ],
-        ),
-        (Response::Path("/a/b-0000000001".into()), &[OpCode::CREATE, OpCode::SYNC]),
-        (
-            Response::Create2 { path: "/ロック".into(), stat },
-            &[OpCode::CREATE2, OpCode::CREATE_CONTAINER, OpCode::CREATE_TTL],
-        ),
-        (Response::Stat(stat), &[OpCode::EXISTS, OpCode::SET_DATA, OpCode::SET_ACL]),
-        (Response::Data { data: None, stat }, &[OpCode::GET_DATA, OpCode::RECONFIG]),
-        (Response::Data { data: Some(Bytes::new()), stat }, &[OpCode::GET_DATA, OpCode::RECONFIG]),
-        (Response::Acl { acl: Acl::open_unsafe(), stat }, &[OpCode::GET_ACL]),
-        (Response::Children(vec!["a".into(), "é".into()]), &[OpCode::GET_CHILDREN, OpCode::GET_EPHEMERALS]),
-        (Response::Children2 { children: vec![], stat }, &[OpCode::GET_CHILDREN2]),
-        (
-            Response::Multi(vec![
-                MultiResult::Ok { op: OpCode::CHECK, response: Response::Empty },
-                MultiResult::Error(ErrorCode::BAD_VERSION),
-            ]),
-            &[OpCode::MULTI],
-        ),
-        (
-            Response::Multi(vec![
-                MultiResult::Ok { op: OpCode::GET_CHILDREN, response: Response::Children(vec!["x".into()]) },
-                MultiResult::Error(ErrorCode::NO_NODE),
-            ]),
-            &[OpCode::MULTI_READ],
-        ),
-        (Response::Sasl(Some(Bytes::from_static(b"token"))), &[OpCode::SASL]),
-        (Response::Count(-3), &[OpCode::GET_ALL_CHILDREN_NUMBER]),
-        (Response::AddWatch(ErrorCode::OK), &[OpCode::ADD_WATCH]),
-        (
-            Response::WhoAmI(vec![zoolock_wire::ClientInfo { auth_scheme: "ip".into(), user: "127.0.0.1".into() }]),
-            &[OpCode::WHO_AM_I],
-        ),
-    ];
+    let cases = common::reply_layouts();
     let mut covered: Vec<OpCode> = Vec::new();
     for (rsp, ops) in &cases {
         for &op in *ops {

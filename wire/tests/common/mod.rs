@@ -371,39 +371,89 @@ fn multi_read_result() -> BoxedStrategy<MultiResult> {
     .boxed()
 }
 
-/// The body of a successful reply to a request of type `op`.
+/// Each reply layout by example, with the opcodes whose successful reply
+/// has it: the opcode → layout map, spelled out here rather than taken from
+/// the decoder so that a change in it is caught.
+pub(crate) fn reply_layouts() -> Vec<(Response, &'static [OpCode])> {
+    let stat = Stat { czxid: 1, mzxid: 2, ctime: 3, mtime: 4, version: 5, ..Stat::default() };
+    vec![
+        (
+            Response::Empty,
+            &[
+                OpCode::DELETE,
+                OpCode::PING,
+                OpCode::CHECK,
+                OpCode::CHECK_WATCHES,
+                OpCode::REMOVE_WATCHES,
+                OpCode::DELETE_CONTAINER,
+                OpCode::AUTH,
+                OpCode::SET_WATCHES,
+                OpCode::SET_WATCHES2,
+                OpCode::CLOSE_SESSION,
+            ],
+        ),
+        (Response::Path("/a/b-0000000001".into()), &[OpCode::CREATE, OpCode::SYNC]),
+        (
+            Response::Create2 { path: "/ロック".into(), stat },
+            &[OpCode::CREATE2, OpCode::CREATE_CONTAINER, OpCode::CREATE_TTL],
+        ),
+        (Response::Stat(stat), &[OpCode::EXISTS, OpCode::SET_DATA, OpCode::SET_ACL]),
+        (Response::Data { data: None, stat }, &[OpCode::GET_DATA, OpCode::RECONFIG]),
+        (Response::Data { data: Some(Bytes::new()), stat }, &[OpCode::GET_DATA, OpCode::RECONFIG]),
+        (Response::Acl { acl: Acl::open_unsafe(), stat }, &[OpCode::GET_ACL]),
+        (Response::Children(vec!["a".into(), "é".into()]), &[OpCode::GET_CHILDREN, OpCode::GET_EPHEMERALS]),
+        (Response::Children2 { children: vec![], stat }, &[OpCode::GET_CHILDREN2]),
+        (
+            Response::Multi(vec![
+                MultiResult::Ok { op: OpCode::CHECK, response: Response::Empty },
+                MultiResult::Error(ErrorCode::BAD_VERSION),
+            ]),
+            &[OpCode::MULTI],
+        ),
+        (
+            Response::Multi(vec![
+                MultiResult::Ok { op: OpCode::GET_CHILDREN, response: Response::Children(vec!["x".into()]) },
+                MultiResult::Error(ErrorCode::NO_NODE),
+            ]),
+            &[OpCode::MULTI_READ],
+        ),
+        (Response::Sasl(Some(Bytes::from_static(b"token"))), &[OpCode::SASL]),
+        (Response::Count(-3), &[OpCode::GET_ALL_CHILDREN_NUMBER]),
+        (Response::AddWatch(ErrorCode::OK), &[OpCode::ADD_WATCH]),
+        (
+            Response::WhoAmI(vec![ClientInfo { auth_scheme: "ip".into(), user: "127.0.0.1".into() }]),
+            &[OpCode::WHO_AM_I],
+        ),
+    ]
+}
+
+/// The body of a successful reply to a request of type `op`: values of the
+/// layout [`reply_layouts`] gives it.
 pub(crate) fn response_for(op: OpCode) -> BoxedStrategy<Response> {
-    match op {
-        OpCode::DELETE
-        | OpCode::PING
-        | OpCode::CHECK
-        | OpCode::CHECK_WATCHES
-        | OpCode::REMOVE_WATCHES
-        | OpCode::DELETE_CONTAINER
-        | OpCode::AUTH
-        | OpCode::SET_WATCHES
-        | OpCode::SET_WATCHES2
-        | OpCode::CLOSE_SESSION => Just(Response::Empty).boxed(),
-        OpCode::CREATE | OpCode::SYNC => string().prop_map(Response::Path).boxed(),
-        OpCode::CREATE2 | OpCode::CREATE_CONTAINER | OpCode::CREATE_TTL => {
+    let layouts = reply_layouts();
+    let Some((example, _)) = layouts.iter().find(|(_, ops)| ops.contains(&op)) else {
+        panic!("no reply body for {op}")
+    };
+    match example {
+        Response::Empty => Just(Response::Empty).boxed(),
+        Response::Path(_) => string().prop_map(Response::Path).boxed(),
+        Response::Create2 { .. } => {
             (string(), stat()).prop_map(|(path, stat)| Response::Create2 { path, stat }).boxed()
         }
-        OpCode::EXISTS | OpCode::SET_DATA | OpCode::SET_ACL => stat().prop_map(Response::Stat).boxed(),
-        OpCode::GET_DATA | OpCode::RECONFIG => {
-            (data(), stat()).prop_map(|(data, stat)| Response::Data { data, stat }).boxed()
-        }
-        OpCode::GET_ACL => (acls(), stat()).prop_map(|(acl, stat)| Response::Acl { acl, stat }).boxed(),
-        OpCode::GET_CHILDREN | OpCode::GET_EPHEMERALS => strings().prop_map(Response::Children).boxed(),
-        OpCode::GET_CHILDREN2 => {
+        Response::Stat(_) => stat().prop_map(Response::Stat).boxed(),
+        Response::Data { .. } => (data(), stat()).prop_map(|(data, stat)| Response::Data { data, stat }).boxed(),
+        Response::Acl { .. } => (acls(), stat()).prop_map(|(acl, stat)| Response::Acl { acl, stat }).boxed(),
+        Response::Children(_) => strings().prop_map(Response::Children).boxed(),
+        Response::Children2 { .. } => {
             (strings(), stat()).prop_map(|(children, stat)| Response::Children2 { children, stat }).boxed()
         }
-        OpCode::MULTI => list(multi_write_result()).prop_map(Response::Multi).boxed(),
-        OpCode::MULTI_READ => list(multi_read_result()).prop_map(Response::Multi).boxed(),
-        OpCode::SASL => data().prop_map(Response::Sasl).boxed(),
-        OpCode::GET_ALL_CHILDREN_NUMBER => any::<i32>().prop_map(Response::Count).boxed(),
-        OpCode::ADD_WATCH => error_code().prop_map(Response::AddWatch).boxed(),
-        OpCode::WHO_AM_I => list(client_info()).prop_map(Response::WhoAmI).boxed(),
-        other => panic!("no reply body for {other}"),
+        Response::Multi(_) if op == OpCode::MULTI => list(multi_write_result()).prop_map(Response::Multi).boxed(),
+        Response::Multi(_) => list(multi_read_result()).prop_map(Response::Multi).boxed(),
+        Response::Sasl(_) => data().prop_map(Response::Sasl).boxed(),
+        Response::Count(_) => any::<i32>().prop_map(Response::Count).boxed(),
+        Response::AddWatch(_) => error_code().prop_map(Response::AddWatch).boxed(),
+        Response::WhoAmI(_) => list(client_info()).prop_map(Response::WhoAmI).boxed(),
+        other => panic!("no strategy for {other:?}"),
     }
 }
 
