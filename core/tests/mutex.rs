@@ -280,6 +280,28 @@ impl T {
         assert_eq!(self.ops(), ["getChildren2 /app/lock"]);
     }
 
+    /// `name` is deleted: nothing is sent, and we hold `own` (the fast
+    /// handoff, with the last listing's knowledge alone).
+    fn handed_off(&mut self, name: &str, own: &str) {
+        self.watch(EventType::NODE_DELETED, &full(name));
+        self.no_ops();
+        assert_eq!(self.events(), [acquired(&full(own), 100)]);
+    }
+
+    /// `name` is deleted and nothing follows: no op, no event.
+    fn deleted_quietly(&mut self, name: &str) {
+        self.watch(EventType::NODE_DELETED, &full(name));
+        self.no_ops();
+        self.no_events();
+    }
+
+    /// The look-ahead node `look` is deleted: the waiter lists, and the
+    /// listing answers `listing`.
+    fn look_relists(&mut self, look: &str, listing: &[&str]) {
+        self.wake_relists(EventType::NODE_DELETED, look);
+        self.reply(&format!("getChildren2 {BASE}"), children(listing));
+    }
+
     /// The connection drops: every op in flight fails with ConnectionLoss,
     /// then Suspended (the session's order).
     fn disconnect(&mut self) {
@@ -412,6 +434,21 @@ impl T {
     /// look-ahead node if there is one (Curator plan, or a pipelined acquire
     /// when `pipelined`). Returns our node name.
     fn wait_behind(&mut self, pipelined: bool, seq: u32, ahead: &[&str], watched: &[&str]) -> String {
+        let own = self.listed(pipelined, seq, ahead);
+        let texts: Vec<String> = watched.iter().map(|w| format!("getData {} w", self.norm(&full(w), false))).collect();
+        assert_eq!(self.ops(), texts);
+        for text in &texts {
+            self.reply(text, data(b"10.0.0.9"));
+        }
+        self.no_ops();
+        self.no_events();
+        own
+    }
+
+    /// Acquires (Curator plan, or pipelined when `pipelined`) with sequence
+    /// `seq`, and answers the create and the listing: `ahead` (other
+    /// contenders' names) and ours. Returns our node name.
+    fn listed(&mut self, pipelined: bool, seq: u32, ahead: &[&str]) -> String {
         self.acquire(None);
         let own = if pipelined {
             assert_eq!(self.ops(), [format!("create2 {BASE}/_c_<U0>-lock- [ES]"), format!("getChildren2 {BASE}")]);
@@ -425,13 +462,6 @@ impl T {
         let mut listing: Vec<&str> = ahead.to_vec();
         listing.insert(listing.len() / 2, &own);
         self.reply(&format!("getChildren2 {BASE}"), children(&listing));
-        let texts: Vec<String> = watched.iter().map(|w| format!("getData {} w", self.norm(&full(w), false))).collect();
-        assert_eq!(self.ops(), texts);
-        for text in &texts {
-            self.reply(text, data(b"10.0.0.9"));
-        }
-        self.no_ops();
-        self.no_events();
         own
     }
 }
@@ -1026,9 +1056,7 @@ fn waiting_session_lost_fails_and_never_trusts_the_old_node() {
     t.end_failing_acquire(RequestError::SessionExpired, ConnectionState::Lost);
     t.no_ops();
     assert_eq!(t.m.poll_timeout(), None);
-    t.watch(EventType::NODE_DELETED, &full(&f0));
-    t.no_ops();
-    t.no_events();
+    t.deleted_quietly(&f0);
     t.session(ConnectionState::Connected);
     assert_eq!(t.ops(), ["delete /app/lock/_c_<U0>-lock-0000000001"]);
     t.acquire(None);
@@ -1558,9 +1586,7 @@ fn pipelined_fast_handoff_skips_the_relist() {
     assert_eq!(t.ops(), ["getData /app/lock/_c_<F1>-lock-0000000001 w"]);
     t.reply("getData /app/lock/_c_<F1>-lock-0000000001 w", data(b""));
     t.no_ops();
-    t.watch(EventType::NODE_DELETED, &full(&f1));
-    t.no_ops();
-    assert_eq!(t.events(), [acquired(&full(&own), 100)]);
+    t.handed_off(&f1, &own);
     // Released and acquired again: the handoff state does not leak into it.
     t.release();
     t.ops();
@@ -1607,21 +1633,15 @@ fn pipelined_look_ahead_relists_before_the_handoff() {
     let own = t.wait_behind(true, 4, &[&f9, &f3, &f2, &f1], &[&f3, &f2]);
     assert_eq!(t.queued, [(3, 5)]);
     // f1 goes: nothing is watched on it (two ahead of the predecessor).
-    t.watch(EventType::NODE_DELETED, &full(&f1));
-    t.no_ops();
-    t.watch(EventType::NODE_DELETED, &full(&f2));
-    assert_eq!(t.ops(), ["getChildren2 /app/lock"], "the look-ahead node went: list while f3 holds");
-    t.reply("getChildren2 /app/lock", children(&[&f9, &f3, &own]));
+    t.deleted_quietly(&f1);
+    // The look-ahead node goes: list while f3 holds.
+    t.look_relists(&f2, &[&f9, &f3, &own]);
     t.no_ops();
     t.no_events();
     assert_eq!(t.queued, [(3, 5), (1, 3)]);
-    t.watch(EventType::NODE_DELETED, &full(&f3));
-    t.no_ops();
-    assert_eq!(t.events(), [acquired(&full(&own), 100)]);
+    t.handed_off(&f3, &own);
     // A later deletion of an old look-ahead name is nothing to a holder.
-    t.watch(EventType::NODE_DELETED, &full(&f2));
-    t.no_ops();
-    t.no_events();
+    t.deleted_quietly(&f2);
 }
 
 /// A look-ahead listing that still shows nodes further up than the
@@ -1633,17 +1653,12 @@ fn pipelined_look_ahead_moves_up() {
     let mut t = T::new(OpPlan::Pipelined);
     let (f1, f2, f3) = (other(1, 1), other(2, 2), other(3, 3));
     let own = t.wait_behind(true, 4, &[&f3, &f2, &f1], &[&f3, &f2]);
-    t.watch(EventType::NODE_DELETED, &full(&f2));
-    assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
-    t.reply("getChildren2 /app/lock", children(&[&f1, &f3, &own]));
+    t.look_relists(&f2, &[&f1, &f3, &own]);
     assert_eq!(t.ops(), ["getData /app/lock/_c_<F1>-lock-0000000001 w"], "only the new look-ahead node");
     t.reply("getData /app/lock/_c_<F1>-lock-0000000001 w", data(b""));
-    t.watch(EventType::NODE_DELETED, &full(&f1));
-    assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
-    t.reply("getChildren2 /app/lock", children(&[&f3, &own]));
+    t.look_relists(&f1, &[&f3, &own]);
     t.no_ops();
-    t.watch(EventType::NODE_DELETED, &full(&f3));
-    assert_eq!(t.events(), [acquired(&full(&own), 100)]);
+    t.handed_off(&f3, &own);
 }
 
 /// The predecessor is deleted while the look-ahead's listing is on its way,
@@ -1655,22 +1670,16 @@ fn pipelined_handoff_waits_for_the_look_ahead_listing() {
     let mut t = T::new(OpPlan::Pipelined);
     let (f1, f2, f3) = (other(1, 1), other(2, 2), other(3, 3));
     let own = t.wait_behind(true, 4, &[&f3, &f2, &f1], &[&f3, &f2]);
-    t.watch(EventType::NODE_DELETED, &full(&f2));
-    assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
-    t.watch(EventType::NODE_DELETED, &full(&f3));
-    t.no_ops();
-    t.no_events();
+    t.wake_relists(EventType::NODE_DELETED, &f2);
+    t.deleted_quietly(&f3);
     t.reply("getChildren2 /app/lock", children(&[&own]));
     t.no_ops();
     assert_eq!(t.events(), [acquired(&full(&own), 100)]);
 
     let mut t = T::new(OpPlan::Pipelined);
     let own = t.wait_behind(true, 3, &[&f2, &f1], &[&f2, &f1]);
-    t.watch(EventType::NODE_DELETED, &full(&f1));
-    assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
-    t.watch(EventType::NODE_DELETED, &full(&f2));
-    t.no_ops();
-    assert_eq!(t.events(), [acquired(&full(&own), 100)]);
+    t.wake_relists(EventType::NODE_DELETED, &f1);
+    t.handed_off(&f2, &own);
     // The listing's late reply is nothing to a holder.
     t.reply("getChildren2 /app/lock", children(&[&own]));
     t.no_ops();
@@ -1684,11 +1693,7 @@ fn pipelined_handoff_waits_for_the_look_ahead_listing() {
 fn pipelined_look_ahead_gone_or_failed() {
     let mut t = T::new(OpPlan::Pipelined);
     let (f1, f2) = (other(1, 1), other(2, 2));
-    t.acquire(None);
-    t.ops();
-    let own = t.own(0, 3);
-    t.reply("create2 /app/lock/_c_<U0>-lock- [ES]", created(&full(&own), 100));
-    t.reply("getChildren2 /app/lock", children(&[&f1, &f2, &own]));
+    let own = t.listed(true, 3, &[&f1, &f2]);
     assert_eq!(t.ops(), ["getData /app/lock/_c_<F2>-lock-0000000002 w", "getData /app/lock/_c_<F1>-lock-0000000001 w"]);
     t.reply("getData /app/lock/_c_<F2>-lock-0000000002 w", data(b""));
     t.reply("getData /app/lock/_c_<F1>-lock-0000000001 w", no_node());
@@ -1701,17 +1706,14 @@ fn pipelined_look_ahead_gone_or_failed() {
     t.reply("getChildren2 /app/lock", children(&[&f2, &own]));
     assert_eq!(t.ops(), ["getData /app/lock/_c_<F2>-lock-0000000002 w"]);
     t.reply("getData /app/lock/_c_<F2>-lock-0000000002 w", data(b""));
-    t.watch(EventType::NODE_DELETED, &full(&f2));
-    assert_eq!(t.events(), [acquired(&full(&own), 100)]);
+    t.handed_off(&f2, &own);
 }
 
 /// Fast handoff straight to Acquired: predecessor deleted, nothing else ahead.
 #[test]
 fn pipelined_fast_handoff_acquires_without_any_op() {
     let (mut t, f4, own) = T::waiting_behind_one(OpPlan::Pipelined, 4);
-    t.watch(EventType::NODE_DELETED, &full(&f4));
-    t.no_ops();
-    assert_eq!(t.events(), [acquired(&full(&own), 100)]);
+    t.handed_off(&f4, &own);
 }
 
 /// The watched predecessor is already gone when the getData arrives
@@ -1721,11 +1723,7 @@ fn pipelined_fast_handoff_acquires_without_any_op() {
 fn pipelined_gone_predecessor_is_a_handoff() {
     let mut t = T::new(OpPlan::Pipelined);
     let f4 = other(1, 4);
-    t.acquire(None);
-    t.ops();
-    let own = t.own(0, 5);
-    t.reply("create2 /app/lock/_c_<U0>-lock- [ES]", created(&full(&own), 100));
-    t.reply("getChildren2 /app/lock", children(&[&f4, &own]));
+    let own = t.listed(true, 5, &[&f4]);
     assert_eq!(t.ops(), ["getData /app/lock/_c_<F1>-lock-0000000004 w"]);
     t.reply("getData /app/lock/_c_<F1>-lock-0000000004 w", no_node());
     t.no_ops();
@@ -1733,11 +1731,7 @@ fn pipelined_gone_predecessor_is_a_handoff() {
 
     let mut t = T::new(OpPlan::Pipelined);
     let (f1, f2) = (other(1, 1), other(2, 2));
-    t.acquire(None);
-    t.ops();
-    let own = t.own(0, 3);
-    t.reply("create2 /app/lock/_c_<U0>-lock- [ES]", created(&full(&own), 100));
-    t.reply("getChildren2 /app/lock", children(&[&f1, &f2, &own]));
+    t.listed(true, 3, &[&f1, &f2]);
     assert_eq!(t.ops(), ["getData /app/lock/_c_<F2>-lock-0000000002 w", "getData /app/lock/_c_<F1>-lock-0000000001 w"]);
     t.reply("getData /app/lock/_c_<F2>-lock-0000000002 w", no_node());
     assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
