@@ -10,8 +10,8 @@
 # own workspace: zookeeper-client comes from crates.io), compiles
 # bench/java/CuratorBench.java against Debian's jars, then runs every comparison
 # BENCH_RUNS times, interleaved (the sides in turn, the order flipped on every other
-# run, so slow phases of a shared machine hit every side), and prints medians and
-# ratios:
+# run, so slow phases of a shared machine hit every side), after one unrecorded round
+# that warms the server's JVM, and prints medians and ratios:
 #
 #   mutex-uncontended, acked release   zoolock vs raw 2rtt (≥0.9× in every run, p99 ≤2× raw
 #                                      p99), vs zookeeper-client with its release awaited
@@ -50,6 +50,7 @@
 #   BENCH_PATHS=100              ... spread over this many mutex paths (and 10× as many)
 #   BENCH_SCALE=10               the factor of the second waiters run (1: skip it)
 #   BENCH_RUN_TIMEOUT=300        seconds before one run is killed and counted FAILED
+#   BENCH_SERVER_WARMUP=1        one unrecorded round of every comparison before run 1 (0: none)
 #   BENCH_OUT=DIR                output folder (default: a fresh mktemp folder)
 #   BENCH_STRICT=1               exit 3 when a target is missed
 #   BENCH_JAVA_OPTS="..."        extra JVM options for CuratorBench
@@ -79,11 +80,18 @@ WAITERS=${BENCH_WAITERS:-10000}
 PATHS=${BENCH_PATHS:-100}
 SCALE=${BENCH_SCALE:-10}
 RUN_TIMEOUT=${BENCH_RUN_TIMEOUT:-300}
+# ZooKeeper's JVM compiles its request path during the first thousands of
+# requests; without an unrecorded round first, the side that runs first in run 1
+# (zoolock: run 1 goes in forward order) bears that warm-up alone, which is what
+# the slowest-run ratios then pick up.
+SERVER_WARMUP=${BENCH_SERVER_WARMUP:-1}
+WARMING=0
 # Every side runs this many uncounted cycles first (their defaults).
 WARMUP_CYCLES=200
 for v in RUNS CYCLES CONTENDED_CYCLES CLIENTS LEASES WAITERS PATHS SCALE RUN_TIMEOUT; do
     positive "BENCH_$v" "${!v}"
 done
+[[ $SERVER_WARMUP =~ ^[01]$ ]] || die "BENCH_SERVER_WARMUP must be 0 or 1, not '$SERVER_WARMUP'"
 JAVA_DIR=${ZK_JAVA_DIR:-/usr/share/java}
 read -r -a JAVA_OPTS <<<"${BENCH_JAVA_OPTS:-}"
 
@@ -251,6 +259,11 @@ PY
 measure() {
     local key=$1 run=$2 base line rc=0 reason summary before after
     shift 2
+    if ((WARMING)); then
+        timeout --kill-after=10 "$RUN_TIMEOUT" "$@" </dev/null >/dev/null 2>&1 || rc=$?
+        printf '  %-20s server warm-up%s\n' "$key" "$( ((rc == 0)) || echo " (exit $rc)")"
+        return 0
+    fi
     base=$OUT/runs/$key.$run
     before=$(server_requests)
     timeout --kill-after=10 "$RUN_TIMEOUT" "$@" </dev/null >"$base.out" 2>"$base.err" || rc=$?
@@ -374,14 +387,25 @@ group() {
     fi
 }
 
+# every_group RUN: each comparison once.
+every_group() {
+    group "$1" zl-mutex-acked cur-mutex zkc-mutex-acked raw-2rtt raw-3rtt
+    group "$1" zl-mutex-pipelined zkc-mutex-drop raw-1rtt
+    group "$1" zl-contended cur-contended zkc-contended raw-chain
+    group "$1" zl-read-lock cur-read-lock
+    group "$1" zl-semaphore cur-semaphore
+}
+
 started=$SECONDS
+if ((SERVER_WARMUP)); then
+    echo "== server warm-up (not recorded)"
+    WARMING=1
+    every_group 1
+    WARMING=0
+fi
 for ((run = 1; run <= RUNS; run++)); do
     echo "== run $run/$RUNS"
-    group "$run" zl-mutex-acked cur-mutex zkc-mutex-acked raw-2rtt raw-3rtt
-    group "$run" zl-mutex-pipelined zkc-mutex-drop raw-1rtt
-    group "$run" zl-contended cur-contended zkc-contended raw-chain
-    group "$run" zl-read-lock cur-read-lock
-    group "$run" zl-semaphore cur-semaphore
+    every_group "$run"
 done
 echo "== waiters (once)"
 RUNS_SAVED=$RUNS
