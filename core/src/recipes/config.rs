@@ -79,7 +79,9 @@ pub struct LockConfig {
     /// The fast-handoff assumption of the Pipelined plan: only Curator-keyed
     /// names live on this path, so nodes ahead of ours can only disappear.
     /// It is applied only when every child in the last listing has a
-    /// 10-digit sequence key.
+    /// 10-digit sequence key. With it a waiter also watches the node just
+    /// ahead of its predecessor and lists again when that one goes, so the
+    /// predecessor's deletion is the grant (one more getData per waiter).
     pub fast_handoff: bool,
 }
 
