@@ -1709,6 +1709,30 @@ fn pipelined_look_ahead_gone_or_failed() {
     t.handed_off(&f2, &own);
 }
 
+/// A look-ahead listing answered at the deadline, before the timer ran, that
+/// does not grant ends the wait as the watch's own reply would: delete and
+/// TimedOut, no timer left already due.
+#[test]
+fn pipelined_look_ahead_listing_at_the_deadline_times_out() {
+    let mut t = T::new(OpPlan::Pipelined);
+    let (f1, f2) = (other(1, 1), other(2, 2));
+    t.acquire(Some(300));
+    t.ops();
+    let own = t.own(0, 3);
+    t.reply("create2 /app/lock/_c_<U0>-lock- [ES]", created(&full(&own), 100));
+    t.reply("getChildren2 /app/lock", children(&[&f1, &f2, &own]));
+    assert_eq!(t.ops(), ["getData /app/lock/_c_<F2>-lock-0000000002 w", "getData /app/lock/_c_<F1>-lock-0000000001 w"]);
+    t.reply("getData /app/lock/_c_<F2>-lock-0000000002 w", data(b""));
+    t.reply("getData /app/lock/_c_<F1>-lock-0000000001 w", data(b""));
+    t.set_time(250);
+    t.wake_relists(EventType::NODE_DELETED, &f1);
+    t.set_time(300);
+    t.reply("getChildren2 /app/lock", children(&[&f2, &own]));
+    assert_eq!(t.ops(), ["delete /app/lock/_c_<U0>-lock-0000000003"]);
+    assert_eq!(t.events(), [RecipeEvent::TimedOut]);
+    assert_eq!(t.m.poll_timeout(), None);
+}
+
 /// Fast handoff straight to Acquired: predecessor deleted, nothing else ahead.
 #[test]
 fn pipelined_fast_handoff_acquires_without_any_op() {

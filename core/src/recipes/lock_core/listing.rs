@@ -170,6 +170,11 @@ impl LockCore {
                     Err(_) => return self.relist(node),
                 };
                 if armed.as_deref() == Some(pred.as_str()) {
+                    // As after the watch's own reply: past the deadline, a
+                    // listing that does not grant ends the wait.
+                    if self.deadline.is_some_and(|d| now >= d) {
+                        return self.abandon_with(node, RecipeEvent::TimedOut);
+                    }
                     self.state = State::Waiting { node, on: Watched::Pred(pred) };
                 } else {
                     self.send(Op::get_data(&path, true), Purpose::WatchPred);
