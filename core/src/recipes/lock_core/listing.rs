@@ -136,11 +136,7 @@ impl LockCore {
     /// predecessor, which `listed` describes.
     pub(super) fn evaluate_listing(&mut self, now: Instant, node: Node, sorted: Vec<NodeName>, listed: Listed) {
         let Listed { keyed, truncated, total, armed } = listed;
-        let verdict = self.verdict(&sorted, node.name.as_str());
-        if !matches!(verdict, Verdict::Watch(_)) {
-            self.look = None;
-        }
-        match verdict {
+        match self.verdict(&sorted, node.name.as_str()) {
             Verdict::Acquired => {
                 self.last_listing.clear();
                 self.listing_truncated = false;
@@ -197,6 +193,8 @@ impl LockCore {
             // Already watched: its watch is still armed.
             return;
         }
+        // A node that is no longer the look-ahead (it may be the predecessor
+        // now) is forgotten: its events are the predecessor's, or nobody's.
         self.look = None;
         let Some(name) = look else { return };
         let Ok(path) = self.base.join(&name) else { return };
@@ -218,13 +216,13 @@ impl LockCore {
         Some(String::from(self.last_listing.get(at.checked_sub(1)?)?.as_str()))
     }
 
-    pub(super) fn on_watch_look(&mut self, name: String, result: Result<Response, RequestError>) {
-        if self.look.as_deref() != Some(name.as_str()) {
+    pub(super) fn on_watch_look(&mut self, name: &str, result: Result<Response, RequestError>) {
+        if self.look.as_deref() != Some(name) {
             return;
         }
         match result {
             Ok(_) => {}
-            Err(RequestError::Server(ErrorCode::NO_NODE)) => self.look_gone(&name),
+            Err(RequestError::Server(ErrorCode::NO_NODE)) => self.look_gone(name),
             // Not armed: the look-ahead is only ever a shortcut.
             Err(_) => self.look = None,
         }

@@ -187,8 +187,10 @@ pub(crate) struct LockCore {
     /// rule: only the [`LISTING_WINDOW`] nodes nearest ahead of ours, and
     /// ours (see [`LockCore::keep_window`]).
     last_listing: Vec<NodeName>,
-    /// The look-ahead node whose watch we armed and has not fired (see
-    /// [`LockCore::arm_look`]).
+    /// The look-ahead node whose watch this session holds (or is arming)
+    /// and has not seen fire, whatever the attempt: forgotten when the watch
+    /// fires or fails to arm, when the session ends, or when it stops being
+    /// the look-ahead (see [`LockCore::arm_look`]).
     look: Option<String>,
     /// Every name of the full last listing had a Curator sequence key.
     listing_keyed: bool,
@@ -385,7 +387,6 @@ impl LockCore {
             State::RetryPause { .. } => {}
             other => self.state = other,
         }
-        self.look = None;
         self.attempt += 1;
     }
 
@@ -396,9 +397,11 @@ impl LockCore {
             return;
         };
         let (_, attempt, purpose) = self.expected.swap_remove(at);
-        // Cleanup replies matter whatever attempt they belonged to.
+        // Cleanup replies matter whatever attempt they belonged to, and so
+        // does whether a look-ahead watch was armed.
         match purpose {
             Purpose::Delete(path) => return self.on_delete(path, result),
+            Purpose::WatchLook(name) => return self.on_watch_look(&name, result),
             Purpose::FindOrphans(prefix) => return self.on_find_orphans(prefix, result),
             Purpose::CheckWatches => return,
             Purpose::RevokeRead => return self.on_revoke_read(result),
@@ -424,9 +427,12 @@ impl LockCore {
             Purpose::AdoptStat => self.on_adopt_stat(now, result),
             Purpose::List => self.on_list(now, result),
             Purpose::WatchPred => self.on_watch_pred(now, result),
-            Purpose::WatchLook(name) => self.on_watch_look(name, result),
             Purpose::Verify => self.on_verify(result),
-            Purpose::Delete(_) | Purpose::FindOrphans(..) | Purpose::CheckWatches | Purpose::RevokeRead => {}
+            Purpose::Delete(_)
+            | Purpose::FindOrphans(..)
+            | Purpose::CheckWatches
+            | Purpose::RevokeRead
+            | Purpose::WatchLook(_) => {}
         }
     }
 
@@ -446,17 +452,18 @@ impl LockCore {
             }
         }
         let prefix = String::from(self.base_prefix());
-        let is_pred =
-            |pred: &str| event.path.strip_prefix(prefix.as_str()).and_then(|r| r.strip_prefix('/')) == Some(pred);
-        if let Some(look) = self.look.take_if(|look| is_pred(look)) {
+        // Whether the event is on our base path's child `name`.
+        let is_child =
+            |name: &str| event.path.strip_prefix(prefix.as_str()).and_then(|r| r.strip_prefix('/')) == Some(name);
+        if let Some(look) = self.look.take_if(|look| is_child(look)) {
             if event.event_type == EventType::NODE_DELETED {
                 self.look_gone(&look);
             }
             return;
         }
         match &mut self.state {
-            State::Watching { pred, fired, .. } if is_pred(pred) => *fired = true,
-            State::Waiting { node, on: Watched::Pred(pred) } if is_pred(pred) => {
+            State::Watching { pred, fired, .. } if is_child(pred) => *fired = true,
+            State::Waiting { node, on: Watched::Pred(pred) } if is_child(pred) => {
                 let node = node.clone();
                 let pred = pred.clone();
                 if event.event_type == EventType::NODE_DELETED {
@@ -506,23 +513,17 @@ impl LockCore {
 
     pub(crate) fn handle_session(&mut self, now: Instant, state: ConnectionState) {
         match state {
-            ConnectionState::Suspended => {
-                // What the look-ahead's watch sees while we are away is not
-                // waited for: waiters list again anyway.
-                self.look = None;
-                match core::mem::replace(&mut self.state, State::Idle) {
-                    State::Held { node } => {
-                        self.state = State::Held { node };
-                        self.out.emit(RecipeEvent::Suspended);
-                    }
-                    // Curator's loop wakes on every connection event and
-                    // re-lists; the request waits in the session until the
-                    // reconnect.
-                    State::Waiting { node, .. } => self.relist(node),
-                    State::Watching { node, pred, .. } => self.state = State::Watching { node, pred, fired: true },
-                    other => self.state = other,
+            ConnectionState::Suspended => match core::mem::replace(&mut self.state, State::Idle) {
+                State::Held { node } => {
+                    self.state = State::Held { node };
+                    self.out.emit(RecipeEvent::Suspended);
                 }
-            }
+                // Curator's loop wakes on every connection event and re-lists;
+                // the request waits in the session until the reconnect.
+                State::Waiting { node, .. } => self.relist(node),
+                State::Watching { node, pred, .. } => self.state = State::Watching { node, pred, fired: true },
+                other => self.state = other,
+            },
             ConnectionState::Reconnected | ConnectionState::Connected | ConnectionState::ConnectedReadOnly => {
                 if let State::Creating(c) = &mut self.state {
                     if c.step == CreateStep::AwaitReconnect {
@@ -640,7 +641,6 @@ impl LockCore {
         if error == RequestError::SessionExpired {
             self.orphan_create();
         }
-        self.look = None;
         self.state = State::Idle;
         self.attempt += 1;
         self.out.emit(RecipeEvent::Failed(error));
@@ -686,7 +686,6 @@ impl LockCore {
     /// Leaves the queue: delete our node and report `event`.
     fn abandon_with(&mut self, node: Node, event: RecipeEvent) {
         self.start_delete(node.path);
-        self.look = None;
         self.state = State::Idle;
         self.attempt += 1;
         self.revoke_armed = false;
