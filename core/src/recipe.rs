@@ -64,7 +64,8 @@ pub enum RecipeEvent {
     Suspended,
     /// The same session is back; the hold continues.
     Reconnected,
-    /// The session expired: the hold is gone.
+    /// The hold is gone for good: the session expired, or its node was
+    /// deleted (by someone else, or found missing after a reconnect).
     Lost,
     /// Another process asked the holder to give the lock up.
     RevocationRequested,
@@ -97,6 +98,14 @@ pub enum RecipeEvent {
     Participants(alloc::vec::Vec<Participant>),
     /// A revocation request was written to the holder's node.
     RevokeSent,
+    /// A semaphore's lease `node` is gone: deleted by someone else, found
+    /// missing after a reconnect, or lost with the session. Only that lease
+    /// is lost; the others keep their own status. (`Lost` follows once no
+    /// lease is left.)
+    LeaseLost {
+        /// The lease node.
+        node: String,
+    },
     /// A revocable semaphore's lease `node` was asked to be given back.
     LeaseRevocationRequested {
         /// The lease node.

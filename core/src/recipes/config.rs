@@ -83,6 +83,14 @@ pub struct LockConfig {
     /// ahead of its predecessor and lists again when that one goes, so the
     /// predecessor's deletion is the grant (one more getData per waiter).
     pub fast_handoff: bool,
+    /// Watch each held node, so that its deletion by anyone else (an
+    /// operator, a buggy client) makes the hold `Lost` at once rather than
+    /// leaving it `Held` while another process takes the lock. One exists
+    /// (with a watch) per grant, sent after the grant and not waited for,
+    /// and one notification when the holder deletes its own node. Curator
+    /// does not watch a held node: trace replay of Curator's sequences turns
+    /// this off, nothing else should.
+    pub watch_held: bool,
 }
 
 impl LockConfig {
@@ -97,6 +105,7 @@ impl LockConfig {
             retry: RetryPolicy::default(),
             seed,
             fast_handoff: true,
+            watch_held: true,
         }
     }
 
@@ -105,6 +114,12 @@ impl LockConfig {
         with_plan(plan: OpPlan);
         /// Sets the node data.
         with_data(data: Bytes);
+    }
+
+    /// Sets [`LockConfig::watch_held`] (on by default).
+    pub fn with_watch_held(mut self, watch_held: bool) -> Self {
+        self.watch_held = watch_held;
+        self
     }
 
     /// Takes each node's ACL (lock nodes and the parents created for them)

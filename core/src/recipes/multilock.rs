@@ -75,6 +75,9 @@ pub struct MultiLock {
     deadline: Option<Instant>,
     suspended: BTreeSet<usize>,
     lost: bool,
+    /// The session is ending: a member's `Lost` is the session's, and the
+    /// member under way fails with the session's error on its own.
+    session_ending: bool,
     out: Outbox,
     router: OpRouter<usize>,
 }
@@ -156,6 +159,7 @@ impl MultiLock {
             deadline: None,
             suspended: BTreeSet::new(),
             lost: false,
+            session_ending: false,
             out: Outbox::default(),
             router: OpRouter::default(),
         })
@@ -359,6 +363,16 @@ impl MultiLock {
             (State::Acquiring { next }, RecipeEvent::Failed(e)) if *next == idx => {
                 self.roll_back(now, idx, Some(RecipeEvent::Failed(e)));
             }
+            // A member already held lost its node (deleted, or the session
+            // ended) while a later one is being acquired: all or nothing, so
+            // the acquire fails and rolls back.
+            (State::Acquiring { next }, RecipeEvent::Lost) if idx < *next && !self.session_ending => {
+                let next = *next;
+                if let Some(m) = self.members.get_mut(next) {
+                    m.cancel(now);
+                }
+                self.roll_back(now, next, Some(RecipeEvent::Failed(RequestError::NodeVanished)));
+            }
             (State::Releasing { current, .. }, event @ (RecipeEvent::Released | RecipeEvent::Failed(_)))
                 if *current == Some(idx) =>
             {
@@ -426,10 +440,12 @@ impl Recipe for MultiLock {
     }
 
     fn handle_session(&mut self, now: Instant, state: ConnectionState) {
+        self.session_ending = state.end_error().is_some();
         for m in &mut self.members {
             m.lock.handle_session(now, state);
         }
         self.collect(now);
+        self.session_ending = false;
     }
 
     fn handle_timeout(&mut self, now: Instant) {

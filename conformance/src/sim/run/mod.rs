@@ -98,12 +98,22 @@ pub struct SimConfig {
     /// Semaphore only: revocable leases, which the script revokes now and
     /// then; a holder asked gives its lease back at once.
     pub revocable: bool,
+    /// Held nodes are watched ([`LockConfig::watch_held`]); off, a
+    /// deliberately broken configuration the oracle must catch once a held
+    /// node is deleted from outside.
+    pub watch_held: bool,
 }
 
 /// Children of a run's seed ([`Rng::fork`]): the configuration, then the
 /// clients (one each, forked again per incarnation).
 const FORK_CONFIG: u64 = 0;
 const FORK_CLIENTS: u64 = 1;
+/// The outside deletes' schedule, drawn apart so that the other faults of
+/// a seed stay what they were before outside deletes existed. (Clients
+/// fork `FORK_CLIENTS + index` with index < 5.)
+const FORK_OUTSIDE: u64 = 1000;
+/// Outside deletes per run: 0 to this many.
+const MAX_OUTSIDE_DELETES: u64 = 3;
 
 impl SimConfig {
     /// The configuration of `seed`: kind `seed % 5`, 2 to 5 clients, the
@@ -121,6 +131,7 @@ impl SimConfig {
         let resize = kind == RecipeKind::Semaphore && below(&mut rng, 2) == 0;
         let revocable = kind == RecipeKind::Semaphore && below(&mut rng, 2) == 0;
         SimConfig {
+            watch_held: true,
             wrong_count: false,
             resize,
             revocable,
@@ -158,6 +169,8 @@ pub struct SimReport {
     pub resizes: usize,
     /// Revocation requests that reached a lease holder.
     pub revocations: usize,
+    /// Held nodes deleted from outside.
+    pub outside_deletes: usize,
 }
 
 /// A failed run: the seed, what went wrong, and the newest trace lines.
@@ -244,6 +257,7 @@ pub fn sweep(start: u64, count: u64, threads: usize) -> SweepOutcome {
                             t.restarts += r.restarts;
                             t.resizes += r.resizes;
                             t.revocations += r.revocations;
+                            t.outside_deletes += r.outside_deletes;
                         }
                         Err(f) => out.failures.push(f),
                     }
@@ -402,6 +416,9 @@ enum Fault {
     LoseReply(usize),
     Slow(usize, Duration, Duration),
     SlowServer(Duration, Duration),
+    /// Someone else deletes a held lock node (an operator, a buggy client);
+    /// the number of times it was put off for want of a held node.
+    OutsideDelete(u32),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -435,6 +452,11 @@ pub struct Sim {
     fencing: Fencing,
     /// Every size the script gave the count (and its seed).
     count_values: BTreeSet<usize>,
+    /// Held nodes deleted from outside, while the news may still be on its
+    /// way: node → (holder, its connection, the down-link item that carries
+    /// it). Until that item is delivered the hold does not count; after, a
+    /// holder that still has it is a failure.
+    outside_deleted: std::collections::BTreeMap<String, (usize, ConnId, u64)>,
     trace: VecDeque<String>,
 }
 
@@ -477,6 +499,11 @@ impl Sim {
             };
             faults.push((at, fault));
         }
+        let mut outside = Rng::with_seed(Rng::fork(seed, FORK_OUTSIDE));
+        for _ in 0..below(&mut outside, MAX_OUTSIDE_DELETES + 1) {
+            let at = Instant::ZERO + outside.duration_up_to(config.fault_phase);
+            faults.push((at, Fault::OutsideDelete(0)));
+        }
         faults.sort_by_key(|(at, _)| *at);
         let milestone = Instant::ZERO + config.active_phase;
         let mut sim = Sim {
@@ -494,6 +521,7 @@ impl Sim {
             report: SimReport::default(),
             fencing: Fencing::default(),
             count_values: BTreeSet::new(),
+            outside_deleted: std::collections::BTreeMap::new(),
             trace: VecDeque::new(),
         };
         sim.count_values.insert(sim.config.leases);
@@ -535,7 +563,8 @@ impl Sim {
         // Sessions renew by themselves; the queues re-queue acquires on it.
         client.set_renew_session(true);
         let role = self.role_for(index);
-        let config = LockConfig::new(Rng::fork(seed, 0)).with_plan(self.config.plan);
+        let config =
+            LockConfig::new(Rng::fork(seed, 0)).with_plan(self.config.plan).with_watch_held(self.config.watch_held);
         let member = |i: u64| {
             let mut c = config.clone();
             c.seed = Rng::fork(c.seed, i);
