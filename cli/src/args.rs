@@ -16,8 +16,9 @@ ZOOLOCK_FENCING_TOKEN (the lock node's czxid, increasing from one holder to
 the next) and ZOOLOCK_NODE (the lock node's path) in its environment, releases
 the lock when CMD exits and exits with CMD's status.
 
-If the lock is lost while CMD runs (the session expired, or the connection
-stayed suspended longer than --grace), CMD is sent SIGTERM, then SIGKILL after
+If the lock is lost while CMD runs (the session expired, someone deleted the
+lock node, or the connection stayed suspended longer than --grace), CMD is sent
+SIGTERM, then SIGKILL after
 --kill-after, and zoolock exits 70. SIGINT, SIGTERM and SIGHUP sent to zoolock
 are forwarded to CMD (its process only, not its children: use `exec` in a
 shell wrapper); the lock is released once CMD exits. Ctrl-C at a terminal

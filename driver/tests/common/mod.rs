@@ -62,6 +62,8 @@ macro_rules! for_each_scenario {
             loss_suspended_then_reconnected,
             loss_lost_after_session_timeout,
             loss_renewal,
+            loss_node_deleted,
+            loss_lease_deleted,
             cancellation_mutex(1000),
             cancellation_rwlock(100),
             cancellation_semaphore(100),
@@ -1279,6 +1281,87 @@ pub(crate) async fn loss_suspended_then_reconnected(env: &Env) {
     assert!(observer.mutex(&path).await.unwrap().try_acquire().await.unwrap().is_none());
     ga.release().await.unwrap();
     finish(env, &observer, &path, &[&a, &observer]).await;
+}
+
+/// Someone else deletes the held node while the session is healthy
+/// (DESIGN §4.10): the guard reads `Lost` within 1 s, and `status()`,
+/// `lost()` and `status_changes()` agree; a second session acquiring after
+/// the delete is granted only once the first reads `Lost`; the lock handle
+/// keeps working.
+pub(crate) async fn loss_node_deleted(env: &Env) {
+    for plan in [OpPlan::Pipelined, OpPlan::Curator] {
+        let path = env.path(&format!("node-deleted-{plan:?}"));
+        let a = env.client_with(Env::options().plan(plan)).await;
+        let [b, operator] = env.clients::<2>().await;
+        let (la, ga) = held(&a, &path).await;
+        let mut changes = ga.status_changes();
+        assert_eq!(changes.next().await, Some(HoldStatus::Held));
+        // The held node's watch is armed by a request sent with the grant;
+        // one round trip of a later request proves it answered.
+        a.exists("/").await.unwrap();
+        assert!(env.timeout(Duration::from_millis(100), ga.lost()).await.is_none(), "lost() fired while held");
+
+        let deleted_at = Instant::now();
+        operator.delete(ga.node(), None).await.unwrap();
+        let status = env.within(Duration::from_secs(1), "loss signal on a deleted node", ga.lost()).await;
+        let took = deleted_at.elapsed();
+        assert_eq!(status, HoldStatus::Lost, "{plan:?}");
+        assert!(took < Duration::from_secs(1), "{took:?}");
+        assert_eq!(ga.status(), HoldStatus::Lost);
+        assert_eq!(env.within(Duration::from_secs(1), "status_changes", changes.next()).await, Some(HoldStatus::Lost));
+        eprintln!("{plan:?}: Lost {took:?} after the outside delete");
+
+        // Another session takes the lock; the first never read Held then.
+        let gb = b.mutex(&path).await.unwrap().acquire().await.unwrap();
+        assert_eq!(ga.status(), HoldStatus::Lost, "a second holder while the first reads Held");
+        assert!(gb.fencing_token() > ga.fencing_token());
+        // Fenced writes of the lost hold are refused too.
+        let write = Op::set_data(&ZkPath::new(&path).unwrap(), Bytes::from_static(b"x"), None);
+        assert!(matches!(ga.fenced(vec![write]).await, Err(Error::NotHeld { .. })));
+        ga.release().await.unwrap(); // lost: nothing to release
+        gb.release().await.unwrap();
+        // The handle keeps working.
+        let again = env.within(Duration::from_secs(5), "a new acquire", la.acquire()).await.unwrap();
+        assert_eq!(again.status(), HoldStatus::Held);
+        again.release().await.unwrap();
+        finish(env, &operator, &path, &[&a, &b, &operator]).await;
+    }
+}
+
+/// One of two leases from one `acquire(2)` is deleted from outside: only
+/// that lease reads `Lost`; the other stays `Held` and can still be
+/// returned.
+pub(crate) async fn loss_lease_deleted(env: &Env) {
+    let path = env.path("lease-deleted");
+    let [a, operator] = env.clients::<2>().await;
+    let sem = a.semaphore(&path, 3).await.unwrap();
+    let mut leases = sem.acquire(2).await.unwrap();
+    let second = leases.pop().unwrap();
+    let first = leases.pop().unwrap();
+    a.exists("/").await.unwrap();
+    assert_eq!((first.status(), second.status()), (HoldStatus::Held, HoldStatus::Held));
+
+    let deleted_at = Instant::now();
+    operator.delete(first.node(), None).await.unwrap();
+    let status = env.within(Duration::from_secs(1), "loss signal on a deleted lease", first.lost()).await;
+    assert_eq!(status, HoldStatus::Lost);
+    eprintln!("lease Lost {:?} after the outside delete", deleted_at.elapsed());
+    // The other lease keeps its own truth.
+    env.sleep(Duration::from_millis(300)).await;
+    assert_eq!(second.status(), HoldStatus::Held);
+    assert!(env.timeout(Duration::from_millis(100), second.lost()).await.is_none(), "the other lease's lost()");
+    let write = Op::set_data(&ZkPath::new(&path).unwrap(), Bytes::from_static(b"x"), None);
+    assert!(matches!(first.fenced(vec![write.clone()]).await, Err(Error::NotHeld { .. })));
+    second.fenced(vec![write]).await.unwrap();
+    first.release().await.unwrap();
+    // Both leases are free again for others.
+    let more = sem.acquire(2).await.unwrap();
+    assert_eq!(more.iter().map(Lease::status).collect::<Vec<_>>(), vec![HoldStatus::Held; 2]);
+    assert_eq!(second.status(), HoldStatus::Held);
+    second.release().await.unwrap();
+    drop(more);
+    sem.settled().await.unwrap();
+    finish_semaphore(env, &operator, &path, &[&a, &operator]).await;
 }
 
 /// A silent network past the session timeout, renewal off: Suspended, then
