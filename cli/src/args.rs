@@ -51,7 +51,8 @@ pub(crate) struct Global {
     /// Requested session timeout (e.g. 10s, 1500ms). The server may clamp it.
     #[arg(long, value_name = "D", value_parser = duration, default_value = "10s", global = true)]
     pub(crate) session_timeout: Duration,
-    /// How long to wait for the first session before giving up (exit 69).
+    /// How long to wait for the first session before giving up (exit 69). Hosts that all
+    /// refuse or do not resolve fail at once, naming the cause.
     #[arg(long, value_name = "D", value_parser = duration, default_value = "15s", global = true)]
     pub(crate) connect_timeout: Duration,
     /// Log to stderr: -v info, -vv debug, -vvv trace (default: warnings only).

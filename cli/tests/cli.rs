@@ -656,6 +656,26 @@ fn usage_errors_exit_64_and_unreachable_servers_69() {
     assert_eq!(code(out.status), 69, "{out:?}");
 }
 
+/// With the default 15 s connect timeout, a refused port and a host that
+/// does not resolve exit 69 within 5 s, with one line naming the cause.
+#[test]
+fn unreachable_servers_exit_69_at_once_naming_the_cause() {
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    for (hosts, cause) in
+        [(format!("127.0.0.1:{port}"), "refused"), ("no-such-host.invalid:2181".to_owned(), "does not resolve")]
+    {
+        let started = Instant::now();
+        let out = output(zoolock(&hosts).args(["holders", "/x"]));
+        let took = started.elapsed();
+        assert_eq!(code(out.status), 69, "{out:?}");
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        let lines: Vec<&str> = stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "one error line: {stderr}");
+        assert!(lines[0].contains(&hosts) && lines[0].to_lowercase().contains(cause), "{stderr}");
+        assert!(took < Duration::from_secs(5), "{hosts}: exit after {took:?}");
+    }
+}
+
 // ---- zoolock serve (no real server needed) ---------------------------------------------
 
 #[test]

@@ -97,6 +97,13 @@ fn os_seed() -> u64 {
 impl Client {
     /// Connects to `connect_string` (`host:port,...[/chroot]`) and waits for
     /// the session, at most `options.connect_timeout`.
+    ///
+    /// Fails with [`Error::Unreachable`] (carrying the last failure) as soon
+    /// as every host has failed to connect once, refused or not resolved,
+    /// before any session; with [`Error::ConnectTimeout`] when a host accepts
+    /// but no session comes of it in time. Once connected, a lost connection
+    /// is retried until the session expires. Cancelling closes the session
+    /// being set up in the background.
     pub async fn connect(runtime: Arc<dyn Runtime>, connect_string: &str, options: Options) -> Result<Client, Error> {
         let cs = ConnectString::parse(connect_string)?;
         let hosts = cs.hosts().len();
@@ -105,7 +112,8 @@ impl Client {
         let origin = runtime.now();
         let mut config = SessionConfig::new(cs, seed)
             .with_session_timeout(options.session_timeout)
-            .with_max_misbehaving_connections(options.max_misbehaving_connections);
+            .with_max_misbehaving_connections(options.max_misbehaving_connections)
+            .with_give_up_unreachable(true);
         if let Some(sasl) = &options.sasl {
             config = config.with_sasl(sasl.clone());
         }
@@ -185,10 +193,16 @@ impl Client {
     async fn wait_connected(&self) -> Result<(), Error> {
         loop {
             let listener = self.inner.shared.changed.listen();
-            let (state, fatal) =
-                self.inner.shared.read(|s| ((s.connection, s.finished), s.fatal.clone())).ok_or(Error::ClientClosed)?;
+            let (state, fatal, unreachable) = self
+                .inner
+                .shared
+                .read(|s| ((s.connection, s.finished), s.fatal.clone(), s.unreachable.clone()))
+                .ok_or(Error::ClientClosed)?;
             if let Some(e) = fatal {
                 return Err(Error::Tls(e));
+            }
+            if let Some(e) = unreachable {
+                return Err(Error::Unreachable(e));
             }
             match state {
                 (_, true) => return Err(Error::ClientClosed),
@@ -198,7 +212,8 @@ impl Client {
                     Some(
                         state @ (ConnectionState::Lost
                         | ConnectionState::AuthFailed
-                        | ConnectionState::ServerMisbehaved(_)),
+                        | ConnectionState::ServerMisbehaved(_)
+                        | ConnectionState::Unreachable),
                     ),
                     _,
                 ) => {

@@ -26,7 +26,7 @@ mod task;
 
 pub use client::Client;
 pub use count::{SharedCount, VersionedCount};
-pub use error::Error;
+pub use error::{DialError, Error, unresolved};
 pub use futures_lite::io as futures_io;
 pub use hold::{HoldStatus, QueuePosition, StatusChanges};
 pub use lock::{Guard, Lock};

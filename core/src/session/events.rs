@@ -59,6 +59,11 @@ pub enum ConnectionState {
     /// misbehavior. Terminal, and never renewed: a new session would meet
     /// the same server.
     ServerMisbehaved(SessionError),
+    /// No server could be reached before the first session: every host of a
+    /// full cycle failed to connect (see
+    /// [`SessionConfig::give_up_unreachable`](super::SessionConfig::give_up_unreachable)).
+    /// Terminal, and never renewed.
+    Unreachable,
 }
 
 impl ConnectionState {
@@ -70,6 +75,7 @@ impl ConnectionState {
             ConnectionState::Closed => Some(RequestError::Closed),
             ConnectionState::AuthFailed => Some(RequestError::AuthFailed),
             ConnectionState::ServerMisbehaved(e) => Some(RequestError::ServerMisbehaved(e)),
+            ConnectionState::Unreachable => Some(RequestError::Unreachable),
             _ => None,
         }
     }
@@ -135,6 +141,8 @@ pub enum SessionStatus {
     SaslRequired,
     /// The client gave up on a server that kept misbehaving.
     ServerMisbehaved(SessionError),
+    /// No server could be reached before the first session.
+    Unreachable,
 }
 
 impl SessionStatus {
@@ -147,6 +155,7 @@ impl SessionStatus {
             SessionStatus::AuthFailed => Some(RequestError::AuthFailed),
             SessionStatus::SaslRequired => Some(RequestError::SaslAuthRequired),
             SessionStatus::ServerMisbehaved(e) => Some(RequestError::ServerMisbehaved(e)),
+            SessionStatus::Unreachable => Some(RequestError::Unreachable),
             _ => None,
         }
     }

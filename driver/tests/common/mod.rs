@@ -29,7 +29,12 @@ use zoolock_driver::{
     Client, ConnectionState, Error, Guard, HoldStatus, Lease, Lock, OpPlan, Options, ParticipantsOf, Runtime,
 };
 
+mod connect_errors;
 mod resized;
+pub(crate) use connect_errors::{
+    connect_refused_or_unresolved_fails_fast, connect_to_a_silent_server_times_out,
+    refusals_after_a_session_keep_trying,
+};
 pub(crate) use resized::{lease_revocation, semaphore_resized, shared_count};
 
 /// Calls `$run!` with every scenario (and its arguments), so each transport
@@ -59,6 +64,9 @@ macro_rules! for_each_scenario {
             chroot_created,
             connection_states,
             close_session,
+            connect_refused_or_unresolved_fails_fast,
+            connect_to_a_silent_server_times_out,
+            refusals_after_a_session_keep_trying,
             loss_suspended_then_reconnected,
             loss_lost_after_session_timeout,
             loss_renewal,
@@ -1126,7 +1134,9 @@ pub(crate) async fn chroot_created(env: &Env) {
 
 /// A TCP proxy to the server on 127.0.0.1, on plain threads (so it serves
 /// either runtime). `cut` closes every connection and refuses new ones;
-/// `freeze` stops forwarding without closing anything (a silent network).
+/// `freeze` stops forwarding without closing anything (a silent network);
+/// `down` closes every connection and the listening port, so dials are
+/// refused, until `restore` listens on the same port again.
 struct Proxy {
     addr: String,
     shared: Arc<ProxyShared>,
@@ -1137,6 +1147,7 @@ enum ProxyMode {
     Open,
     Cut,
     Frozen,
+    Down,
 }
 
 struct ProxyShared {
@@ -1168,16 +1179,29 @@ impl Proxy {
             stop: AtomicBool::new(false),
         });
         let (s, upstream) = (shared.clone(), upstream.to_owned());
+        let at = addr.clone();
         std::thread::spawn(move || {
+            let mut listener = Some(listener);
             while !s.stop.load(Ordering::SeqCst) {
-                let down = match listener.accept() {
+                if s.mode() == ProxyMode::Down {
+                    listener = None;
+                } else if listener.is_none() {
+                    // std sets SO_REUSEADDR: the port is free again at once.
+                    listener = TcpListener::bind(&at).ok();
+                    listener.iter().for_each(|l| l.set_nonblocking(true).unwrap());
+                }
+                let Some(accepted) = listener.as_ref().map(TcpListener::accept) else {
+                    std::thread::sleep(Duration::from_millis(5));
+                    continue;
+                };
+                let down = match accepted {
                     Ok((down, _)) => down,
                     Err(_) => {
                         std::thread::sleep(Duration::from_millis(5));
                         continue;
                     }
                 };
-                if s.mode() == ProxyMode::Cut {
+                if matches!(s.mode(), ProxyMode::Cut | ProxyMode::Down) {
                     drop(down);
                     continue;
                 }
@@ -1207,6 +1231,11 @@ impl Proxy {
         *self.shared.mode.lock().unwrap() = ProxyMode::Frozen;
     }
 
+    fn down(&self) {
+        *self.shared.mode.lock().unwrap() = ProxyMode::Down;
+        self.shared.close_all();
+    }
+
     fn restore(&self) {
         *self.shared.mode.lock().unwrap() = ProxyMode::Open;
     }
@@ -1228,7 +1257,7 @@ fn pump(mut from: TcpStream, mut to: TcpStream, shared: &ProxyShared) {
                 std::thread::sleep(Duration::from_millis(5));
                 continue;
             }
-            ProxyMode::Cut => break,
+            ProxyMode::Cut | ProxyMode::Down => break,
             ProxyMode::Open => {}
         }
         match from.read(&mut buf) {
