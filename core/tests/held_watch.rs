@@ -417,28 +417,80 @@ fn each_rwlock_half_is_watched_and_lost_apart() {
     assert!(h.recipe.is_quiescent());
 }
 
-/// A multi-lock whose first member loses its node while the second is being
-/// acquired fails the acquire (all or nothing): the second member's
-/// attempt is abandoned, nothing is held, and no grant is ever reported.
+/// A multi-lock whose first member loses its node (someone deleted it)
+/// while the second is being acquired lets go of everything and starts over
+/// (all or nothing, as a lock whose node vanished re-creates it): the
+/// second member's attempt is abandoned, the first is acquired anew, and
+/// the grant is reported once, with both members held.
 #[test]
-fn a_multilock_member_lost_during_the_acquire_fails_it() {
+fn a_multilock_member_lost_during_the_acquire_starts_it_over() {
     const MULTI: &str = "/traces/multilock";
-    let paths = (1..=2).map(|i| ZkPath::new(&format!("{MULTI}/lock-{i}")).unwrap()).collect();
-    let mut h = Harness::new(MultiLock::new(paths, LockConfig::new(1).with_plan(OpPlan::Pipelined)).unwrap());
-    h.run(|m| m.acquire(at(0), None)).unwrap();
-    let one = h.answer(at(1), &format!("create2 {MULTI}/lock-1/"), Answer::Seq(0));
-    h.answer(at(1), &format!("getChildren2 {MULTI}/lock-1"), kids(&[name(&one)]));
-    h.answer_held_watch(at(1), &one);
-    assert_eq!(h.events(), vec![]);
+    let (mut h, one) = multilock_first_held(MULTI);
     h.watch(at(2), EventType::NODE_DELETED, &one);
+    assert_eq!(h.events(), vec![], "nothing is reported: the acquire goes on");
+    assert_eq!(h.recipe.holders(), vec![None, None]);
+    // The abandoned attempt on lock-2 (still in flight) is cleaned up once
+    // its create lands; lock-1 is acquired again.
+    let stale = abandoned_second(&mut h, MULTI, 0);
+    let again = h.answer(at(3), &format!("create2 {MULTI}/lock-1/"), Answer::Seq(1));
+    h.answer(at(3), &format!("getChildren2 {MULTI}/lock-1"), kids(&[name(&again)]));
+    h.answer(at(3), &format!("delete {}", mask(&stale)), Answer::Empty);
+    h.answer_held_watch(at(3), &again);
+    let two = h.answer(at(4), &format!("create2 {MULTI}/lock-2/"), Answer::Seq(2));
+    h.answer(at(4), &format!("getChildren2 {MULTI}/lock-2"), kids(&[name(&two)]));
     let events = h.events();
-    assert_eq!(
-        events.last(),
-        Some(&RecipeEvent::Failed(RequestError::NodeVanished)),
-        "the acquire fails once a held member is lost: {events:?}"
-    );
+    assert_eq!(events.iter().filter(|e| matches!(e, RecipeEvent::Acquired { .. })).count(), 1, "{events:?}");
+    assert_eq!(h.recipe.hold_count(), 1);
+    assert!(h.recipe.holders().iter().all(Option::is_some));
+}
+
+/// A multi-lock whose held member keeps being deleted while the acquire goes
+/// on gives up after a few restarts, holding nothing.
+#[test]
+fn a_multilock_member_lost_again_and_again_fails() {
+    const MULTI: &str = "/traces/multilock";
+    let (mut h, mut one) = multilock_first_held(MULTI);
+    let mut seq = 10;
+    for round in 0..4 {
+        h.watch(at(2), EventType::NODE_DELETED, &one);
+        let stale = abandoned_second(&mut h, MULTI, seq);
+        if round == 3 {
+            break;
+        }
+        one = h.answer(at(3), &format!("create2 {MULTI}/lock-1/"), Answer::Seq(seq + 1));
+        h.answer(at(3), &format!("getChildren2 {MULTI}/lock-1"), kids(&[name(&one)]));
+        h.answer(at(3), &format!("delete {}", mask(&stale)), Answer::Empty);
+        h.answer_held_watch(at(3), &one);
+        seq += 2;
+    }
+    let events = h.events();
+    assert_eq!(events.last(), Some(&RecipeEvent::Failed(RequestError::RetriesExhausted(3))), "{events:?}");
     assert!(!events.iter().any(|e| matches!(e, RecipeEvent::Acquired { .. })), "{events:?}");
     assert_eq!(h.recipe.hold_count(), 0);
-    assert_eq!(h.recipe.holders(), vec![None, None]);
     assert!(h.recipe.is_idle());
+}
+
+/// The second member's abandoned attempt: its create (which landed, as
+/// `seq`) and listing are answered, and so is the lookup for its node that
+/// the cancellation sent; its node is then deleted. Returns that node.
+fn abandoned_second(h: &mut Harness<MultiLock>, base: &str, seq: i32) -> String {
+    let stale = h.answer(at(3), &format!("create2 {base}/lock-2/"), Answer::Seq(seq));
+    h.answer(at(3), &format!("getChildren2 {base}/lock-2"), kids(&[name(&stale)]));
+    h.answer(at(3), &format!("getChildren {base}/lock-2"), kids(&[name(&stale)]));
+    let sent = h.sent();
+    assert!(sent.contains(&format!("delete {}", mask(&stale))), "the abandoned node is deleted: {sent:?}");
+    stale
+}
+
+/// A pipelined two-member multi-lock with its first member held (and
+/// watched) and the second member's create and listing in flight.
+fn multilock_first_held(base: &str) -> (Harness<MultiLock>, String) {
+    let paths = (1..=2).map(|i| ZkPath::new(&format!("{base}/lock-{i}")).unwrap()).collect();
+    let mut h = Harness::new(MultiLock::new(paths, LockConfig::new(1).with_plan(OpPlan::Pipelined)).unwrap());
+    h.run(|m| m.acquire(at(0), None)).unwrap();
+    let one = h.answer(at(1), &format!("create2 {base}/lock-1/"), Answer::Seq(0));
+    h.answer(at(1), &format!("getChildren2 {base}/lock-1"), kids(&[name(&one)]));
+    h.answer_held_watch(at(1), &one);
+    assert_eq!(h.events(), vec![]);
+    (h, one)
 }
