@@ -70,8 +70,8 @@ pub(crate) struct Security {
     #[arg(long, value_name = "SCHEME:CREDS", env = "ZOOLOCK_AUTH", value_delimiter = ' ', global = true,
           value_parser = auth, hide_env_values = true)]
     pub(crate) auth: Vec<zoolock_tokio::AuthInfo>,
-    /// ACL of the lock nodes and the parents created for them, in
-    /// ZooKeeper's CLI syntax: scheme:id:perms, comma-separated (e.g.
+    /// ACL of every node zoolock creates (lock and lease nodes, the parents
+    /// created for them, shared counts), in ZooKeeper's CLI syntax: scheme:id:perms, comma-separated (e.g.
     /// auth::cdrwa for "whoever I am authenticated as") [default:
     /// world:anyone:cdrwa].
     #[arg(long, value_name = "SPEC", env = "ZOOLOCK_ACL", global = true, value_parser = acl)]

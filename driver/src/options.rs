@@ -45,8 +45,11 @@ pub struct Options {
     /// addAuth credentials, sent before the first request and after every
     /// reconnect.
     pub auth: Vec<AuthInfo>,
-    /// ACLs of lock nodes and of the parents created for them; `None` is
-    /// `world:anyone:cdrwa`, as Curator's default.
+    /// The ACL of every node this client creates: lock and lease nodes, the
+    /// parents created for them, shared counts, the chroot and
+    /// [`Client::create`](crate::Client::create) (ops passed to a fenced
+    /// write carry their own). `None` is `world:anyone:cdrwa`, as Curator's
+    /// default.
     pub acl: Option<AclPolicy>,
     /// TLS for every connection; `None` is plaintext.
     pub tls: Option<TlsOptions>,
@@ -103,7 +106,7 @@ impl Options {
         retry(retry: RetryPolicy);
         /// Creates a missing chroot once connected (default) or not.
         create_chroot(create_chroot: bool);
-        /// Sets the ACL policy of lock nodes and their parents.
+        /// Sets the ACL policy of every node the client creates.
         acl(acl: AclPolicy) => Some;
         /// Connects over TLS.
         tls(tls: TlsOptions) => Some;
