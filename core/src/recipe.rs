@@ -112,8 +112,9 @@ pub enum RecipeEvent {
     /// The outcome of one write of a shared count, in call order: `true`
     /// written, `false` refused because the version had moved on.
     CountWritten(Result<bool, RequestError>),
-    /// The shared count's node holds `len` bytes, not a 4-byte int (someone
-    /// else's data); the last good value stays in force.
+    /// The shared count's node holds `len` bytes, not a 4-byte int, plain
+    /// or gzip-framed (someone else's data); the last good value stays in
+    /// force.
     CountMalformed {
         /// How many bytes it holds.
         len: usize,
@@ -133,8 +134,8 @@ pub enum RecipeEvent {
 pub struct Participant {
     /// The node's full path.
     pub path: String,
-    /// Its data (Curator writes the holder's address), `None` if it vanished
-    /// before it could be read.
+    /// Its data (Curator writes the holder's address), decompressed if it
+    /// was gzip-framed; `None` if it vanished before it could be read.
     pub data: Option<bytes::Bytes>,
 }
 
