@@ -53,6 +53,11 @@ pub(crate) struct Global {
     /// How long to wait for the first session before giving up (exit 69).
     #[arg(long, value_name = "D", value_parser = duration, default_value = "15s", global = true)]
     pub(crate) connect_timeout: Duration,
+    /// Gzip the data zoolock writes (lock node data, revocations, shared
+    /// counts), for fleets whose Curator clients run with
+    /// enableCompression(); data is read plain or gzipped either way.
+    #[arg(long, global = true)]
+    pub(crate) compress: bool,
     /// Log to stderr: -v info, -vv debug, -vvv trace (default: warnings only).
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub(crate) verbose: u8,
@@ -364,6 +369,9 @@ mod tests {
         let b = Cli::try_parse_from(["zoolock", "lock", "/x", "--connect", "h:1", "--", "true"]).expect("parses");
         assert_eq!(a.global.connect_string(), "h:1");
         assert_eq!(b.global.connect_string(), "h:1");
+        assert!(!a.global.compress);
+        let c = Cli::try_parse_from(["zoolock", "count", "set", "/c", "1", "--compress"]).expect("parses");
+        assert!(c.global.compress);
     }
 
     #[test]

@@ -62,7 +62,10 @@ impl Inner {
             let ip = self.shared.read(|s| s.local_ip).flatten();
             ip.map(|ip| Bytes::from(ip.to_string())).unwrap_or_default()
         });
-        let mut config = LockConfig::new(seed).with_plan(self.options.plan).with_data(data);
+        let mut config = LockConfig::new(seed)
+            .with_plan(self.options.plan)
+            .with_data(data)
+            .with_compression(self.options.compression);
         config.container_parents = self.options.container_parents;
         config.retry = self.options.retry;
         match &self.options.acl {

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use zoolock_core::{OpPlan, RetryPolicy, SaslConfig};
+use zoolock_core::{Compression, OpPlan, RetryPolicy, SaslConfig};
 
 use crate::security::{AclPolicy, AuthInfo, TlsOptions};
 
@@ -22,6 +22,14 @@ pub struct Options {
     /// Lock node data; `None` writes the local address of the connection,
     /// as Curator does.
     pub lock_data: Option<Bytes>,
+    /// How the recipes frame the data they write: lock and lease node data,
+    /// revocation requests, shared counts. [`Compression::Gzip`] for fleets
+    /// whose Curator clients run with `enableCompression()` (Curator 5.8+),
+    /// which read only gzip. Data is read plain or gzip either way; plain
+    /// operations ([`Client::create`](crate::Client::create),
+    /// [`Client::set_data`](crate::Client::set_data), ...) write bytes as
+    /// given.
+    pub compression: Compression,
     /// Seed for protection ids, host order and jitter; `None` draws one from
     /// the OS.
     pub seed: Option<u64>,
@@ -71,6 +79,7 @@ impl Default for Options {
             max_misbehaving_connections: zoolock_core::DEFAULT_MAX_MISBEHAVING_CONNECTIONS,
             plan: OpPlan::Pipelined,
             lock_data: None,
+            compression: Compression::None,
             seed: None,
             renew_session: true,
             container_parents: true,
@@ -94,6 +103,8 @@ impl Options {
         plan(plan: OpPlan);
         /// Sets the lock node data.
         lock_data(lock_data: Bytes) => Some;
+        /// Sets how recipes frame the data they write.
+        compression(compression: Compression);
         /// Sets the seed.
         seed(seed: u64) => Some;
         /// Sets how many misbehaving connections in a row end the session.

@@ -29,7 +29,9 @@ use zoolock_driver::{
     Client, ConnectionState, Error, Guard, HoldStatus, Lease, Lock, OpPlan, Options, ParticipantsOf, Runtime,
 };
 
+mod compressed;
 mod resized;
+pub(crate) use compressed::compressed_data;
 pub(crate) use resized::{lease_revocation, semaphore_resized, shared_count};
 
 /// Calls `$run!` with every scenario (and its arguments), so each transport
@@ -55,6 +57,7 @@ macro_rules! for_each_scenario {
             semaphore_resized,
             shared_count,
             lease_revocation,
+            compressed_data,
             plain_ops,
             chroot_created,
             connection_states,
