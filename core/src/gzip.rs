@@ -3,19 +3,21 @@
 //! every create and setData once a Curator 5.8+ client is built with
 //! `enableCompression()`.
 //!
-//! Such a Curator client decompresses every getData and fails the read
-//! (`DataInconsistency`) on data that is not gzip; one without compression
-//! reads gzip bytes as they are. zoolock reads both: where it reads data
-//! Curator may have written (revocation requests, shared counts, lock node
-//! data), gzip-framed data is decompressed and anything else is taken as
-//! plain. It writes gzip only when told to ([`Compression::Gzip`]), so a
-//! fleet turns compression on for everyone at once, as Curator's requires.
+//! Such a Curator client decompresses every getData and fails the read (a
+//! `ZipException`, or `DataInconsistency` in the background) on data that is
+//! not gzip, empty data included; one without compression reads gzip bytes
+//! as they are. zoolock reads both: where it reads data Curator may have
+//! written (revocation requests, shared counts, participants' data),
+//! gzip-framed data is decompressed and anything else is taken as plain. It
+//! writes gzip only when told to ([`Compression::Gzip`]), so a fleet turns
+//! compression on for everyone at once, as Curator's requires.
 //!
-//! Decoding is strict, like Curator's: the deflate stream must end exactly
+//! Decoding is as strict as Curator's: the deflate stream must end exactly
 //! where the 8-byte trailer starts, and the trailer's CRC-32 and length must
-//! match. The output is bounded by the caller's limit, checked against the
-//! trailer's length before anything is inflated, so a small node cannot
-//! expand into a large allocation.
+//! match; reserved header flags are refused too (RFC 1952). The output is
+//! bounded by the caller's limit, checked against the trailer's length
+//! before anything is inflated, so a small node cannot expand into a large
+//! allocation.
 
 use alloc::borrow::Cow;
 use alloc::vec;
