@@ -45,6 +45,12 @@ impl Inner {
         rx.await.map_err(|_| Error::ClientClosed)
     }
 
+    /// The ACL [`Options::acl`] gives a node created at `path`
+    /// (`world:anyone:cdrwa` without a policy, as Curator's default).
+    pub(crate) fn acl_for(&self, path: &str) -> Vec<Acl> {
+        self.options.acl.as_ref().map_or_else(Acl::open_unsafe, |policy| policy.acl_for(path).to_vec())
+    }
+
     pub(crate) fn lock_config(&self) -> LockConfig {
         self.lock_config_with(&LockOptions::default())
     }
@@ -56,7 +62,10 @@ impl Inner {
             let ip = self.shared.read(|s| s.local_ip).flatten();
             ip.map(|ip| Bytes::from(ip.to_string())).unwrap_or_default()
         });
-        let mut config = LockConfig::new(seed).with_plan(self.options.plan).with_data(data);
+        let mut config = LockConfig::new(seed)
+            .with_plan(self.options.plan)
+            .with_data(data)
+            .with_compression(self.options.compression);
         config.container_parents = self.options.container_parents;
         config.retry = self.options.retry;
         match &self.options.acl {
@@ -175,11 +184,10 @@ impl Client {
 
     /// Creates every missing node of `chroot`, top down, outside the chroot.
     async fn create_chroot(&self, chroot: &ZkPath) -> Result<(), Error> {
-        let config = self.inner.lock_config();
         let path = chroot.as_str();
         for (i, _) in path.match_indices('/').skip(1).chain([(path.len(), "")]) {
             let node = ZkPath::new(&path[..i])?;
-            let op = Op::create(&node, Bytes::new(), config.acl_for(node.as_str()), CreateMode::PERSISTENT);
+            let op = Op::create(&node, Bytes::new(), self.inner.acl_for(node.as_str()), CreateMode::PERSISTENT);
             match self.call_with(op, true).await {
                 Ok(_) => tracing::info!(%node, "created the chroot"),
                 Err(Error::Request(zoolock_core::RequestError::Server(code)))
@@ -289,10 +297,29 @@ impl Client {
         Ok(rx.await.map_err(|_| Error::ClientClosed)??)
     }
 
-    /// Creates a node; returns its path (with the sequence suffix) and Stat.
+    /// Creates a node with the ACL [`Options::acl`] gives its path (as lock
+    /// nodes get), so a policy such as `auth::cdrwa` protects every node
+    /// this client makes; returns its path (with the sequence suffix) and
+    /// Stat. Fails with the server's code (`NodeExists`, `NoNode` for a
+    /// missing parent, `NoAuth`), or `Path` for an invalid path. Cancelling
+    /// may leave the node created.
     pub async fn create(&self, path: &str, data: &[u8], mode: CreateMode) -> Result<(String, Stat), Error> {
+        let acl = self.inner.acl_for(path);
+        self.create_with_acl(path, data, mode, acl).await
+    }
+
+    /// Creates a node with `acl` whatever [`Options::acl`] says; otherwise
+    /// as [`Client::create`]. An empty or malformed ACL is the server's to
+    /// refuse (`InvalidACL`).
+    pub async fn create_with_acl(
+        &self,
+        path: &str,
+        data: &[u8],
+        mode: CreateMode,
+        acl: Vec<Acl>,
+    ) -> Result<(String, Stat), Error> {
         let p = if mode.is_sequential() { ZkPath::new_sequential_prefix(path)? } else { ZkPath::new(path)? };
-        match self.call(Op::create(&p, Bytes::copy_from_slice(data), Acl::open_unsafe(), mode)).await? {
+        match self.call(Op::create(&p, Bytes::copy_from_slice(data), acl, mode)).await? {
             Response::Create2 { path, stat } => Ok((path, stat)),
             _ => Err(unexpected(zoolock_core::wire::OpCode::CREATE2)),
         }

@@ -7,6 +7,7 @@ use bytes::Bytes;
 use zoolock_wire::Acl;
 
 use crate::acl::AclPolicy;
+use crate::gzip::Compression;
 use crate::rng::Rng;
 
 /// Which op sequence a recipe emits. Both use the same nodes and names, so
@@ -64,6 +65,11 @@ pub struct LockConfig {
     /// Data written into our lock node. Curator writes the local address;
     /// the driver fills that in. Revocable locks always write empty data.
     pub data: Bytes,
+    /// How the data the recipe writes is framed: lock and lease node data
+    /// (empty data too) and a shared count's value. [`Compression::Gzip`]
+    /// for fleets whose Curator clients run with `enableCompression()`.
+    /// Data read is accepted plain or gzip either way.
+    pub compression: Compression,
     /// ACL of lock nodes and of the parents we create.
     pub acl: Vec<Acl>,
     /// Per-prefix ACLs; when set, it decides every node's ACL and `acl` is
@@ -99,6 +105,7 @@ impl LockConfig {
         LockConfig {
             plan: OpPlan::default(),
             data: Bytes::new(),
+            compression: Compression::None,
             acl: Acl::open_unsafe(),
             acl_policy: None,
             container_parents: true,
@@ -114,6 +121,8 @@ impl LockConfig {
         with_plan(plan: OpPlan);
         /// Sets the node data.
         with_data(data: Bytes);
+        /// Sets how written data is framed.
+        with_compression(compression: Compression);
     }
 
     /// Sets [`LockConfig::watch_held`] (on by default).

@@ -29,8 +29,10 @@ use zoolock_driver::{
     Client, ConnectionState, Error, Guard, HoldStatus, Lease, Lock, OpPlan, Options, ParticipantsOf, Runtime,
 };
 
+mod compressed;
 mod connect_errors;
 mod resized;
+pub(crate) use compressed::compressed_data;
 pub(crate) use connect_errors::{
     connect_refused_or_unresolved_fails_fast, connect_to_a_silent_server_times_out,
     refusals_after_a_session_keep_trying,
@@ -60,6 +62,7 @@ macro_rules! for_each_scenario {
             semaphore_resized,
             shared_count,
             lease_revocation,
+            compressed_data,
             plain_ops,
             chroot_created,
             connection_states,

@@ -665,7 +665,8 @@ impl LockCore {
     }
 
     fn node_data(&self) -> Bytes {
-        if self.revocable { Bytes::new() } else { self.config.data.clone() }
+        let data = if self.revocable { Bytes::new() } else { self.config.data.clone() };
+        self.config.compression.encode(data)
     }
 
     /// Semaphore leases list with a child watch; locks list without one.
@@ -713,7 +714,7 @@ impl LockCore {
 
     fn on_revoke_read(&mut self, current: bool, result: Result<Response, RequestError>) {
         match result {
-            Ok(Response::Data { data, .. }) if data.as_deref() == Some(REVOKE_MESSAGE) => {
+            Ok(Response::Data { data: Some(data), .. }) if super::revoker::is_revoke_message(&data) => {
                 self.out.emit(RecipeEvent::RevocationRequested);
             }
             // Dropped before the watch was set: read again (the request waits
