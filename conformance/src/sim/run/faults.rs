@@ -51,22 +51,24 @@ impl Sim {
         Ok(())
     }
 
-    /// Deletes a held lock node as someone else would. Only a hold whose
-    /// client has nothing in flight to the server is picked: its grant's
-    /// watch on the node is then armed, so the deletion's notification is
-    /// queued to it at once, and the hold is excused until that arrives
-    /// (see `outside_deleted`). With no such hold, it tries again shortly.
+    /// Deletes a held lock node as someone else would. Only a node the
+    /// holder's connection watches is picked (not one whose watch a data
+    /// change used up, while its re-arming read is on its way): the
+    /// deletion's notification is then queued to the holder at once, and the
+    /// hold is excused until it arrives (see `outside_deleted`). With no such
+    /// hold, it tries again shortly.
     fn outside_delete(&mut self, tries: u32) {
         let mut candidates = Vec::new();
         for (i, c) in self.clients.iter().enumerate() {
             let Some(link) = c.link.as_ref() else { continue };
-            if !c.counts() || !link.up.is_empty() || !link.to_model.is_empty() {
+            if !c.counts() {
                 continue;
             }
             let session = c.client.session().session_id();
             for t in c.tasks.iter().filter(|t| !t.suspended) {
                 for h in &t.holds {
-                    if self.model.node(&h.node).is_some_and(|n| n.stat.ephemeral_owner == session) {
+                    let ours = self.model.node(&h.node).is_some_and(|n| n.stat.ephemeral_owner == session);
+                    if ours && self.model.data_watched_by(&h.node, link.conn) {
                         candidates.push((i, h.node.clone()));
                     }
                 }
