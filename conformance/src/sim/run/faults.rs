@@ -51,24 +51,27 @@ impl Sim {
         Ok(())
     }
 
-    /// Deletes a held lock node as someone else would. Only a node the
-    /// holder's connection watches is picked (not one whose watch a data
-    /// change used up, while its re-arming read is on its way): the
-    /// deletion's notification is then queued to the holder at once, and the
-    /// hold is excused until it arrives (see `outside_deleted`). With no such
-    /// hold, it tries again shortly.
+    /// Deletes a held lock node as someone else would. Only a hold whose
+    /// client's link is quiet both ways is picked: nothing is in flight that
+    /// could still change what the server watches for it (a grant's watch
+    /// being armed, a notification that used the watch up and the read that
+    /// re-arms it), so a client that keeps its holds watched gets the
+    /// deletion's notification queued at once. The hold is excused until
+    /// that arrives (see `outside_deleted`); a client that does not watch
+    /// never hears, and is caught. With no such hold, it tries again shortly.
     fn outside_delete(&mut self, tries: u32) {
         let mut candidates = Vec::new();
         for (i, c) in self.clients.iter().enumerate() {
             let Some(link) = c.link.as_ref() else { continue };
-            if !c.counts() {
+            let quiet =
+                link.up.is_empty() && link.to_model.is_empty() && link.down.is_empty() && link.from_model.is_empty();
+            if !c.counts() || !quiet {
                 continue;
             }
             let session = c.client.session().session_id();
             for t in c.tasks.iter().filter(|t| !t.suspended) {
                 for h in &t.holds {
-                    let ours = self.model.node(&h.node).is_some_and(|n| n.stat.ephemeral_owner == session);
-                    if ours && self.model.data_watched_by(&h.node, link.conn) {
+                    if self.model.node(&h.node).is_some_and(|n| n.stat.ephemeral_owner == session) {
                         candidates.push((i, h.node.clone()));
                     }
                 }
