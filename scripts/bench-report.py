@@ -119,6 +119,15 @@ for name, zl, cur in (("read-lock", "zl-read-lock", "cur-read-lock"),
     r = ratio(med(zl, "cycles_per_sec"), med(cur, "cycles_per_sec"))
     row(name + " vs Curator", rate(zl), rate(cur), None, None, r, "≥ 2× Curator", verdict(r, lambda x: x >= 2.0, [zl, cur]))
 
+# the held-node watch (DESIGN §4.10): with it (the default) ÷ without it
+for name, zl, bare in (("mutex acked", "zl-mutex-acked", "zl-mutex-acked-nowatch"),
+                       (f"mutex contended, {clients} clients", "zl-contended", "zl-contended-nowatch"),
+                       (f"semaphore, {leases} leases", "zl-semaphore", "zl-semaphore-nowatch")):
+    q, qb = requests_per_cycle(zl), requests_per_cycle(bare)
+    extra = "—" if q is None or qb is None else f"{q - qb:+.2f} requests/cycle"
+    row(f"held-node watch cost: {name} (with ÷ without)", rate(zl), None, None, f"{rate(bare)} without; {extra}",
+        ratio(med(zl, "cycles_per_sec"), med(bare, "cycles_per_sec")), "(info)", "—")
+
 
 # waiters
 def waiters_row(key):

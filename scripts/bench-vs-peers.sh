@@ -22,6 +22,9 @@
 #                                      vs the raw K-session handoff chain (≥0.85×)
 #   read-lock                          zoolock vs Curator (≥2×)
 #   semaphore, L leases                zoolock vs Curator (≥2×)
+#   held-node watch                    zoolock's mutex (acked), contended mutex and semaphore
+#                                      with and without the watch on held nodes
+#                                      (--no-held-watch): its cost in cycles/s and requests
 #   waiters                            zoolock once at M and once at 10·M waiters (10·P paths):
 #                                      0 FIFO violations, 0 leftovers, RSS and drain time per
 #                                      waiter at 10·M within 1.5× of those at M
@@ -357,6 +360,17 @@ step() {
     zl-contended)
         zoolock_run zl-contended "$run" --workload mutex-contended --cycles "$CONTENDED_CYCLES" --clients "$CLIENTS"
         ;;
+    zl-mutex-acked-nowatch)
+        zoolock_run zl-mutex-acked-nowatch "$run" --workload mutex-uncontended --cycles "$CYCLES" --no-held-watch
+        ;;
+    zl-contended-nowatch)
+        zoolock_run zl-contended-nowatch "$run" --workload mutex-contended --cycles "$CONTENDED_CYCLES" \
+            --clients "$CLIENTS" --no-held-watch
+        ;;
+    zl-semaphore-nowatch)
+        zoolock_run zl-semaphore-nowatch "$run" --workload semaphore --cycles "$CYCLES" --leases "$LEASES" \
+            --no-held-watch
+        ;;
     zl-read-lock) zoolock_run zl-read-lock "$run" --workload read-lock --cycles "$CYCLES" ;;
     zl-semaphore) zoolock_run zl-semaphore "$run" --workload semaphore --cycles "$CYCLES" --leases "$LEASES" ;;
     cur-mutex) curator_run cur-mutex "$run" mutex-uncontended "$CYCLES" ;;
@@ -389,11 +403,11 @@ group() {
 
 # every_group RUN: each comparison once.
 every_group() {
-    group "$1" zl-mutex-acked cur-mutex zkc-mutex-acked raw-2rtt raw-3rtt
+    group "$1" zl-mutex-acked cur-mutex zkc-mutex-acked raw-2rtt raw-3rtt zl-mutex-acked-nowatch
     group "$1" zl-mutex-pipelined zkc-mutex-drop raw-1rtt
-    group "$1" zl-contended cur-contended zkc-contended raw-chain
+    group "$1" zl-contended cur-contended zkc-contended raw-chain zl-contended-nowatch
     group "$1" zl-read-lock cur-read-lock
-    group "$1" zl-semaphore cur-semaphore
+    group "$1" zl-semaphore cur-semaphore zl-semaphore-nowatch
 }
 
 started=$SECONDS

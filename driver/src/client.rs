@@ -68,6 +68,7 @@ impl Inner {
             .with_compression(self.options.compression);
         config.container_parents = self.options.container_parents;
         config.retry = self.options.retry;
+        config.watch_held = self.options.watch_held;
         match &self.options.acl {
             Some(policy) => config.with_acl_policy(policy.clone()),
             None => config,

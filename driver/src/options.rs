@@ -69,6 +69,12 @@ pub struct Options {
     /// [`SessionConfig::max_misbehaving_connections`](zoolock_core::SessionConfig::max_misbehaving_connections)). Such a session is
     /// never renewed.
     pub max_misbehaving_connections: u32,
+    /// Watch every held lock and lease node, so that its deletion by anyone
+    /// else makes that hold `Lost` at once (on by default; DESIGN §4.10).
+    /// Off only to measure what the watch costs (`zoolock bench
+    /// --no-held-watch`): a hold whose node is deleted then reads `Held`
+    /// until the next reconnect checks it.
+    pub watch_held: bool,
 }
 
 impl Default for Options {
@@ -89,6 +95,7 @@ impl Default for Options {
             acl: None,
             tls: None,
             sasl: None,
+            watch_held: true,
         }
     }
 }
@@ -121,6 +128,8 @@ impl Options {
         acl(acl: AclPolicy) => Some;
         /// Connects over TLS.
         tls(tls: TlsOptions) => Some;
+        /// Watches held nodes (on by default; see [`Options::watch_held`]).
+        watch_held(watch_held: bool);
     }
 
     /// Adds an addAuth credential (`auth("digest", "alice:secret")`); any

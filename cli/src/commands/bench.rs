@@ -69,6 +69,10 @@ pub(crate) struct BenchArgs {
     /// delete rides in the same write as the next acquire.
     #[arg(long)]
     pipelined_release: bool,
+    /// Do not watch held nodes (see `Options::watch_held`): only to measure
+    /// what that watch costs beside the default.
+    #[arg(long)]
+    no_held_watch: bool,
     /// Print exactly one JSON object (one line) on stdout.
     #[arg(long)]
     json: bool,
@@ -124,12 +128,13 @@ impl Release {
 pub(crate) async fn run(global: &Global, args: BenchArgs) -> Outcome {
     let base = base_path(args.workload);
     let release = if args.pipelined_release { Release::Pipelined } else { Release::Acked };
-    let client = super::connect(global, None).await?;
+    let options = zoolock_tokio::Options::default().watch_held(!args.no_held_watch);
+    let client = super::connect_with(global, None, options.clone()).await?;
     // mutex-contended: one session per contender, the first being `client`.
     let mut clients = vec![client.clone()];
     if args.workload == Workload::MutexContended {
         for _ in 1..args.clients {
-            match super::connect(global, None).await {
+            match super::connect_with(global, None, options.clone()).await {
                 Ok(c) => clients.push(c),
                 Err(failure) => {
                     close_all(&clients).await;

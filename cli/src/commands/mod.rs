@@ -44,7 +44,12 @@ pub(crate) async fn run(cli: Cli) -> Outcome {
 
 /// Connects with the global options; `data` is the lock node data.
 async fn connect(global: &Global, data: Option<&str>) -> Result<Client, Failure> {
-    let mut options = Options::default().session_timeout(global.session_timeout);
+    connect_with(global, data, Options::default()).await
+}
+
+/// [`connect`] from `options` rather than the defaults.
+async fn connect_with(global: &Global, data: Option<&str>, options: Options) -> Result<Client, Failure> {
+    let mut options = options.session_timeout(global.session_timeout);
     options.connect_timeout = global.connect_timeout;
     if global.compress {
         options = options.compression(zoolock_tokio::Compression::Gzip);
