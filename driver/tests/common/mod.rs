@@ -890,8 +890,11 @@ pub(crate) async fn fenced_writes(env: &Env) {
     guard.fenced(vec![Op::set_data(&p(&target), Bytes::from_static(b"m"), None)]).await.unwrap();
     let second = format!("{m2}/{}", children(&b, &m2).await[0]);
     b.delete(&second, None).await.unwrap();
+    // The member's node is watched: the hold is known lost without the
+    // server's check, and the write is refused in the guard's name.
+    wait_status(env, &guard, HoldStatus::Lost, Duration::from_secs(1)).await;
     let fenced = guard.fenced(vec![Op::set_data(&p(&target), Bytes::from_static(b"x"), None)]).await;
-    assert_eq!(fenced, Err(Error::NotHeld { node: second }));
+    assert_eq!(fenced, Err(Error::NotHeld { node: guard.node().to_owned() }));
     assert_eq!(&b.get_data(&target).await.unwrap().0[..], b"m", "nothing written");
     guard.release().await.unwrap();
     remove_tree(&b, &m1).await;
