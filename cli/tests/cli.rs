@@ -567,23 +567,23 @@ fn the_progress_line_sends_no_request_per_waiter() {
     assert_empty_and_remove(&addr, &path, Duration::from_secs(5));
 }
 
-#[test]
-fn a_connection_suspended_past_grace_stops_cmd_and_exits_70() {
-    let Some((addr, path)) = server_path("loss") else { return };
-    let proxy = Proxy::start(&addr);
-    let mut holder = zoolock(&proxy.addr.to_string())
-        .args(["--session-timeout", "3s", "lock", &path, "--grace", "300ms", "--kill-after", "300ms", "--"])
-        .args(["sh", "-c", "trap 'echo got TERM; exit 0' TERM; while :; do sleep 0.05; done"])
+/// `zoolock ARGS -- CMD` where CMD says "got TERM" and exits 0 on SIGTERM.
+fn holding_a_term_trapping_cmd(addr: &str, args: &[&str]) -> Child {
+    zoolock(addr)
+        .args(args)
+        .args(["--", "sh", "-c", "trap 'echo got TERM; exit 0' TERM; while :; do sleep 0.05; done"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap();
-    wait_for_participants(&addr, &path, ParticipantsOf::Mutex, 1);
-    thread::sleep(Duration::from_millis(200));
-    let cut_at = Instant::now();
-    proxy.cut();
-    let status = wait_with_limit(&mut holder, Duration::from_secs(10));
-    let took = cut_at.elapsed();
+        .unwrap()
+}
+
+/// Waits for `holder` (see [`holding_a_term_trapping_cmd`]) to exit 70
+/// after losing its lock, with CMD stopped by SIGTERM; returns how long
+/// after `since` it exited, and its stderr.
+fn stopped_with_70(holder: &mut Child, since: Instant) -> (Duration, String) {
+    let status = wait_with_limit(holder, Duration::from_secs(10));
+    let took = since.elapsed();
     let mut stdout = String::new();
     let mut stderr = String::new();
     holder.stdout.take().unwrap().read_to_string(&mut stdout).unwrap();
@@ -591,6 +591,22 @@ fn a_connection_suspended_past_grace_stops_cmd_and_exits_70() {
     assert_eq!(code(status), 70, "stdout {stdout:?} stderr {stderr:?}");
     assert_eq!(stdout.trim(), "got TERM", "CMD got SIGTERM");
     assert!(stderr.contains("lost the lock"), "{stderr}");
+    (took, stderr)
+}
+
+#[test]
+fn a_connection_suspended_past_grace_stops_cmd_and_exits_70() {
+    let Some((addr, path)) = server_path("loss") else { return };
+    let proxy = Proxy::start(&addr);
+    let mut holder = holding_a_term_trapping_cmd(
+        &proxy.addr.to_string(),
+        &["--session-timeout", "3s", "lock", &path, "--grace", "300ms", "--kill-after", "300ms"],
+    );
+    wait_for_participants(&addr, &path, ParticipantsOf::Mutex, 1);
+    thread::sleep(Duration::from_millis(200));
+    let cut_at = Instant::now();
+    proxy.cut();
+    let (took, _) = stopped_with_70(&mut holder, cut_at);
     // Grace, then up to 2 s of bounded close.
     assert!(took >= Duration::from_millis(300) && took < Duration::from_secs(5), "{took:?}");
     eprintln!("exit 70 came {took:.2?} after the cut");
@@ -606,26 +622,13 @@ fn a_connection_suspended_past_grace_stops_cmd_and_exits_70() {
 #[test]
 fn a_deleted_lock_node_stops_cmd_and_exits_70() {
     let Some((addr, path)) = server_path("deleted") else { return };
-    let mut holder = zoolock(&addr)
-        .args(["lock", &path, "--grace", "5s", "--kill-after", "300ms", "--"])
-        .args(["sh", "-c", "trap 'echo got TERM; exit 0' TERM; while :; do sleep 0.05; done"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut holder = holding_a_term_trapping_cmd(&addr, &["lock", &path, "--grace", "5s", "--kill-after", "300ms"]);
     let holders = wait_for_participants(&addr, &path, ParticipantsOf::Mutex, 1);
     thread::sleep(Duration::from_millis(200));
     let deleted_at = Instant::now();
     with_client(&addr, async |c| c.delete(&holders[0].0, None).await.unwrap());
-    let status = wait_with_limit(&mut holder, Duration::from_secs(10));
-    let took = deleted_at.elapsed();
-    let mut stdout = String::new();
-    let mut stderr = String::new();
-    holder.stdout.take().unwrap().read_to_string(&mut stdout).unwrap();
-    holder.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
-    assert_eq!(code(status), 70, "stdout {stdout:?} stderr {stderr:?}");
-    assert_eq!(stdout.trim(), "got TERM", "CMD got SIGTERM");
-    assert!(stderr.contains("lost the lock") && stderr.contains("node"), "{stderr}");
+    let (took, stderr) = stopped_with_70(&mut holder, deleted_at);
+    assert!(stderr.contains("node was deleted"), "{stderr}");
     assert!(took < Duration::from_secs(3), "{took:?}");
     eprintln!("exit 70 came {took:.2?} after the delete");
     assert_empty_and_remove(&addr, &path, Duration::from_secs(5));
