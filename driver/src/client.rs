@@ -9,7 +9,7 @@ use futures_channel::{mpsc, oneshot};
 use futures_lite::future;
 use zoolock_core::wire::{Acl, CreateMode, Response, Stat};
 use zoolock_core::{
-    Client as CoreClient, ConnectString, ConnectionState, LockConfig, Op, RecipeId, SessionConfig, ZkPath,
+    ChrootPolicy, Client as CoreClient, ConnectString, ConnectionState, LockConfig, Op, RecipeId, SessionConfig, ZkPath,
 };
 
 use crate::error::Error;
@@ -100,7 +100,6 @@ impl Client {
     pub async fn connect(runtime: Arc<dyn Runtime>, connect_string: &str, options: Options) -> Result<Client, Error> {
         let cs = ConnectString::parse(connect_string)?;
         let hosts = cs.hosts().len();
-        let chroot = cs.chroot().filter(|_| options.create_chroot).cloned();
         let seed = options.seed.unwrap_or_else(os_seed);
         let origin = runtime.now();
         let mut config = SessionConfig::new(cs, seed)
@@ -108,6 +107,10 @@ impl Client {
             .with_max_misbehaving_connections(options.max_misbehaving_connections);
         if let Some(sasl) = &options.sasl {
             config = config.with_sasl(sasl.clone());
+        }
+        if options.create_chroot {
+            let acl = options.acl.clone().unwrap_or_default();
+            config = config.with_create_chroot(ChrootPolicy::new(acl).with_containers(options.container_parents));
         }
         let mut core = CoreClient::new(config, zoolock_core::Instant::ZERO);
         for auth in &options.auth {
@@ -147,9 +150,6 @@ impl Client {
                     other => drop(other?),
                 }
             }
-            if let Some(chroot) = &chroot {
-                client.create_chroot(chroot).await?;
-            }
             Ok(())
         };
         let timeout = async {
@@ -163,23 +163,6 @@ impl Client {
                 Err(e)
             }
         }
-    }
-
-    /// Creates every missing node of `chroot`, top down, outside the chroot.
-    async fn create_chroot(&self, chroot: &ZkPath) -> Result<(), Error> {
-        let config = self.inner.lock_config();
-        let path = chroot.as_str();
-        for (i, _) in path.match_indices('/').skip(1).chain([(path.len(), "")]) {
-            let node = ZkPath::new(&path[..i])?;
-            let op = Op::create(&node, Bytes::new(), config.acl_for(node.as_str()), CreateMode::PERSISTENT);
-            match self.call_with(op, true).await {
-                Ok(_) => tracing::info!(%node, "created the chroot"),
-                Err(Error::Request(zoolock_core::RequestError::Server(code)))
-                    if code == zoolock_core::wire::ErrorCode::NODE_EXISTS => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(())
     }
 
     async fn wait_connected(&self) -> Result<(), Error> {
@@ -198,7 +181,8 @@ impl Client {
                     Some(
                         state @ (ConnectionState::Lost
                         | ConnectionState::AuthFailed
-                        | ConnectionState::ServerMisbehaved(_)),
+                        | ConnectionState::ServerMisbehaved(_)
+                        | ConnectionState::ChrootUnavailable(_)),
                     ),
                     _,
                 ) => {
@@ -265,12 +249,8 @@ impl Client {
     // ---- plain operations ------------------------------------------------------------
 
     async fn call(&self, op: Op) -> Result<Response, Error> {
-        self.call_with(op, false).await
-    }
-
-    async fn call_with(&self, op: Op, unrooted: bool) -> Result<Response, Error> {
         let (reply, rx) = oneshot::channel();
-        self.inner.send(Command::Submit { op, unrooted, reply })?;
+        self.inner.send(Command::Submit { op, reply })?;
         Ok(rx.await.map_err(|_| Error::ClientClosed)??)
     }
 

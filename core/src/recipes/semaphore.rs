@@ -708,7 +708,8 @@ impl Recipe for Semaphore {
             ConnectionState::Lost
             | ConnectionState::Closed
             | ConnectionState::AuthFailed
-            | ConnectionState::ServerMisbehaved(_) => {
+            | ConnectionState::ServerMisbehaved(_)
+            | ConnectionState::ChrootUnavailable(_) => {
                 return self.end_session(now, state);
             }
             ConnectionState::Suspended if !self.held.is_empty() => self.report_suspended(),

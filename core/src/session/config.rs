@@ -5,6 +5,7 @@ use core::time::Duration;
 
 use zoolock_wire::DEFAULT_MAX_FRAME_LEN;
 
+use crate::acl::AclPolicy;
 use crate::connect_string::ConnectString;
 
 /// Builder setters for the plain config structs of this workspace (here, in
@@ -61,6 +62,39 @@ pub struct SessionConfig {
     /// gives up at a misbehaving connection once the session timeout has
     /// passed since the first of the run, whichever comes first. At least 1.
     pub max_misbehaving_connections: u32,
+    /// Create the chroot's root when it is missing, as a Curator namespace
+    /// is: after the handshake of every new session (before any request
+    /// goes out, and before `Connected` is reported), and again whenever a
+    /// create directly under the client's `/` answers NoNode (then the
+    /// create is retried, at most three times). `None` (the default) never
+    /// creates it. Ignored without a chroot.
+    pub create_chroot: Option<ChrootPolicy>,
+}
+
+/// How a missing chroot is created: each missing level, top-down, with the
+/// ACL `acl` picks for its server path (`/app`), as a container (Curator
+/// creates its namespace with `ZKPaths.mkdirs(.., asContainers = true)`;
+/// ZooKeeper reaps it once empty, and the session makes it again) or, with
+/// `containers` off or on a server without containers, a persistent node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ChrootPolicy {
+    /// ACL of each created level.
+    pub acl: AclPolicy,
+    /// Containers (opcode 19) rather than persistent nodes.
+    pub containers: bool,
+}
+
+impl ChrootPolicy {
+    /// Containers with ACLs from `acl`.
+    pub fn new(acl: AclPolicy) -> Self {
+        ChrootPolicy { acl, containers: true }
+    }
+
+    crate::config_setters! {
+        /// Containers (default) or persistent nodes.
+        with_containers(containers: bool);
+    }
 }
 
 /// SASL DIGEST-MD5 credentials (ZooKeeper's `DigestLoginModule` users). Its
@@ -115,6 +149,7 @@ impl SessionConfig {
             connect_timeout: None,
             sasl: None,
             max_misbehaving_connections: DEFAULT_MAX_MISBEHAVING_CONNECTIONS,
+            create_chroot: None,
         }
     }
 
@@ -131,5 +166,7 @@ impl SessionConfig {
         with_max_misbehaving_connections(max_misbehaving_connections: u32);
         /// Sets the frame limit.
         with_max_frame_len(max_frame_len: usize);
+        /// Creates a missing chroot (see [`SessionConfig::create_chroot`]).
+        with_create_chroot(create_chroot: ChrootPolicy) => Some;
     }
 }

@@ -3,7 +3,7 @@
 
 use alloc::string::String;
 
-use zoolock_wire::{EventType, Response};
+use zoolock_wire::{ErrorCode, EventType, Response};
 
 use super::watches::WatcherId;
 use crate::connect_string::HostAddr;
@@ -59,6 +59,12 @@ pub enum ConnectionState {
     /// misbehavior. Terminal, and never renewed: a new session would meet
     /// the same server.
     ServerMisbehaved(SessionError),
+    /// The chroot's root is missing and the new session could not create it
+    /// ([`SessionConfig::create_chroot`](super::SessionConfig::create_chroot)):
+    /// carries the server's answer (NoAuth, say). Reported instead of
+    /// `Connected`. Terminal, and never renewed: a new session would meet
+    /// the same refusal.
+    ChrootUnavailable(ErrorCode),
 }
 
 impl ConnectionState {
@@ -70,6 +76,7 @@ impl ConnectionState {
             ConnectionState::Closed => Some(RequestError::Closed),
             ConnectionState::AuthFailed => Some(RequestError::AuthFailed),
             ConnectionState::ServerMisbehaved(e) => Some(RequestError::ServerMisbehaved(e)),
+            ConnectionState::ChrootUnavailable(code) => Some(RequestError::ChrootUnavailable(code)),
             _ => None,
         }
     }
@@ -135,6 +142,8 @@ pub enum SessionStatus {
     SaslRequired,
     /// The client gave up on a server that kept misbehaving.
     ServerMisbehaved(SessionError),
+    /// The chroot's root was missing and could not be created.
+    ChrootUnavailable(ErrorCode),
 }
 
 impl SessionStatus {
@@ -147,6 +156,7 @@ impl SessionStatus {
             SessionStatus::AuthFailed => Some(RequestError::AuthFailed),
             SessionStatus::SaslRequired => Some(RequestError::SaslAuthRequired),
             SessionStatus::ServerMisbehaved(e) => Some(RequestError::ServerMisbehaved(e)),
+            SessionStatus::ChrootUnavailable(code) => Some(RequestError::ChrootUnavailable(code)),
             _ => None,
         }
     }

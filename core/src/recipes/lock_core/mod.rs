@@ -550,7 +550,8 @@ impl LockCore {
             ConnectionState::Lost
             | ConnectionState::Closed
             | ConnectionState::AuthFailed
-            | ConnectionState::ServerMisbehaved(_) => {
+            | ConnectionState::ServerMisbehaved(_)
+            | ConnectionState::ChrootUnavailable(_) => {
                 // Nothing created under the old session may be trusted again
                 // (CURATOR-604). After an expiry our nodes may still exist for
                 // a while (the client-side timer can fire before the server's),
