@@ -29,7 +29,9 @@ use zoolock_driver::{
     Client, ConnectionState, Error, Guard, HoldStatus, Lease, Lock, OpPlan, Options, ParticipantsOf, Runtime,
 };
 
+mod chroot;
 mod resized;
+pub(crate) use chroot::{chroot_recreated, chroot_unavailable};
 pub(crate) use resized::{lease_revocation, semaphore_resized, shared_count};
 
 /// Calls `$run!` with every scenario (and its arguments), so each transport
@@ -57,6 +59,8 @@ macro_rules! for_each_scenario {
             lease_revocation,
             plain_ops,
             chroot_created,
+            chroot_recreated,
+            chroot_unavailable,
             connection_states,
             close_session,
             loss_suspended_then_reconnected,
@@ -1096,8 +1100,8 @@ pub(crate) async fn close_session(env: &Env) {
     finish(env, &observer, &path, &[&observer]).await;
 }
 
-/// A missing chroot is created once connected (Curator's namespace is), so
-/// locks under it work at once; with `create_chroot(false)` it is not.
+/// A missing chroot is created before connect returns (Curator's namespace
+/// is), so locks under it work at once; with `create_chroot(false)` it is not.
 pub(crate) async fn chroot_created(env: &Env) {
     let root = env.path("chroot");
     let observer = env.client().await;
@@ -1113,7 +1117,7 @@ pub(crate) async fn chroot_created(env: &Env) {
     assert_eq!(children(&observer, &format!("{root}/app/lock")).await.len(), 1);
     g.release().await.unwrap();
     lock.settled().await.unwrap();
-    // A second client finds it there (NodeExists is fine).
+    // A second client finds it there.
     let b = env.client_at(&missing, Env::options()).await;
     close_all(&[&a, &b]).await;
     remove_tree(&observer, &root).await;
