@@ -297,3 +297,17 @@ fn without_the_policy_nothing_is_checked_or_held() {
     assert_eq!(sim.events(), [reply_ev(a.0, Err(RequestError::Server(ErrorCode::NO_NODE)))]);
     sim.assert_quiet();
 }
+
+#[test]
+fn a_close_during_the_check_sends_nothing_after_close_session() {
+    let mut sim = Sim::new(keeping("h:1/app"));
+    let a = sim.submit(create_op("/lock"));
+    handshake(&mut sim);
+    assert_eq!(sim.sent(), [frame(1, exists("/app"))]);
+    sim.s.close(sim.now);
+    assert_eq!(sim.sent(), [frame(2, Request::CloseSession)]);
+    sim.feed_ok(&err(1, 2, ErrorCode::NO_NODE));
+    assert_eq!(sim.sent(), []);
+    sim.feed_ok(&ok(2, 3, Response::Empty));
+    assert_eq!(sim.events(), [reply_ev(a.0, Err(RequestError::Closed)), state_ev(ConnectionState::Closed)]);
+}

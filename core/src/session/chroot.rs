@@ -194,6 +194,10 @@ impl Session {
 
     /// The answer to a step of the root's check.
     pub(super) fn on_root_reply(&mut self, now: Instant, err: ErrorCode) {
+        // Closing: nothing more goes out after closeSession.
+        if !matches!(self.phase, Phase::Connected { .. }) {
+            return;
+        }
         let Some(root) = self.root.as_mut() else { return };
         let establishing = root.establishing();
         match root.on_reply(err) {
