@@ -16,8 +16,9 @@ ZOOLOCK_FENCING_TOKEN (the lock node's czxid, increasing from one holder to
 the next) and ZOOLOCK_NODE (the lock node's path) in its environment, releases
 the lock when CMD exits and exits with CMD's status.
 
-If the lock is lost while CMD runs (the session expired, or the connection
-stayed suspended longer than --grace), CMD is sent SIGTERM, then SIGKILL after
+If the lock is lost while CMD runs (the session expired, someone deleted the
+lock node, or the connection stayed suspended longer than --grace), CMD is sent
+SIGTERM, then SIGKILL after
 --kill-after, and zoolock exits 70. SIGINT, SIGTERM and SIGHUP sent to zoolock
 are forwarded to CMD (its process only, not its children: use `exec` in a
 shell wrapper); the lock is released once CMD exits. Ctrl-C at a terminal
@@ -50,9 +51,15 @@ pub(crate) struct Global {
     /// Requested session timeout (e.g. 10s, 1500ms). The server may clamp it.
     #[arg(long, value_name = "D", value_parser = duration, default_value = "10s", global = true)]
     pub(crate) session_timeout: Duration,
-    /// How long to wait for the first session before giving up (exit 69).
+    /// How long to wait for the first session before giving up (exit 69). Hosts that all
+    /// refuse or do not resolve fail at once, naming the cause.
     #[arg(long, value_name = "D", value_parser = duration, default_value = "15s", global = true)]
     pub(crate) connect_timeout: Duration,
+    /// Gzip the data zoolock writes (lock node data, revocations, shared
+    /// counts), for fleets whose Curator clients run with
+    /// enableCompression(); data is read plain or gzipped either way.
+    #[arg(long, global = true)]
+    pub(crate) compress: bool,
     /// Log to stderr: -v info, -vv debug, -vvv trace (default: warnings only).
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub(crate) verbose: u8,
@@ -70,8 +77,8 @@ pub(crate) struct Security {
     #[arg(long, value_name = "SCHEME:CREDS", env = "ZOOLOCK_AUTH", value_delimiter = ' ', global = true,
           value_parser = auth, hide_env_values = true)]
     pub(crate) auth: Vec<zoolock_tokio::AuthInfo>,
-    /// ACL of the lock nodes and the parents created for them, in
-    /// ZooKeeper's CLI syntax: scheme:id:perms, comma-separated (e.g.
+    /// ACL of every node zoolock creates (lock and lease nodes, the parents
+    /// created for them, shared counts), in ZooKeeper's CLI syntax: scheme:id:perms, comma-separated (e.g.
     /// auth::cdrwa for "whoever I am authenticated as") [default:
     /// world:anyone:cdrwa].
     #[arg(long, value_name = "SPEC", env = "ZOOLOCK_ACL", global = true, value_parser = acl)]
@@ -364,6 +371,9 @@ mod tests {
         let b = Cli::try_parse_from(["zoolock", "lock", "/x", "--connect", "h:1", "--", "true"]).expect("parses");
         assert_eq!(a.global.connect_string(), "h:1");
         assert_eq!(b.global.connect_string(), "h:1");
+        assert!(!a.global.compress);
+        let c = Cli::try_parse_from(["zoolock", "count", "set", "/c", "1", "--compress"]).expect("parses");
+        assert!(c.global.compress);
     }
 
     #[test]

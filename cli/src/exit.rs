@@ -6,7 +6,7 @@
 //! | 1 | `revoke`: no holder to revoke; any other failure not listed here |
 //! | 64 | usage error: bad arguments, an invalid path or duration |
 //! | 69 | ZooKeeper unavailable: cannot connect (a refused certificate or password included), or the session failed before the lock was held |
-//! | 70 | the lock was lost while CMD ran (session expired, or connection suspended past `--grace`): CMD was sent SIGTERM (SIGKILL after `--kill-after`) |
+//! | 70 | the lock was lost while CMD ran (session expired, lock node deleted, or connection suspended past `--grace`): CMD was sent SIGTERM (SIGKILL after `--kill-after`) |
 //! | 75 | `--timeout` passed (or `--nonblock` found the lock taken) before the lock was granted: CMD was not run; `--conflict-exit-code N` picks another code |
 //! | 126, 127 | CMD could not be run (not executable, not found) |
 //! | 128+N | zoolock got signal N (SIGINT, SIGTERM, SIGHUP) while waiting: CMD was not run |
@@ -36,8 +36,9 @@ Exit codes:
   69      ZooKeeper unavailable: cannot connect (including a refused
           certificate or password), or the session failed before the lock
           was held
-  70      lock lost while CMD ran (session expired, or suspended longer
-          than --grace): CMD got SIGTERM, then SIGKILL after --kill-after
+  70      lock lost while CMD ran (session expired, lock node deleted, or
+          suspended longer than --grace): CMD got SIGTERM, then SIGKILL
+          after --kill-after
   75      --timeout passed (or --nonblock found the lock taken) before the
           lock was granted: CMD was not run (-E N: exit N instead)
   126/127 CMD could not be executed / was not found

@@ -600,6 +600,37 @@ fn a_connection_suspended_past_grace_stops_cmd_and_exits_70() {
 
 // ---- no server needed -----------------------------------------------------------------------
 
+/// Someone else deletes the lock node while CMD runs: the hold is `Lost` at
+/// once (the node is watched), so CMD is stopped and the exit is 70, with no
+/// grace (the grace is for a suspended connection, which may come back).
+#[test]
+fn a_deleted_lock_node_stops_cmd_and_exits_70() {
+    let Some((addr, path)) = server_path("deleted") else { return };
+    let mut holder = zoolock(&addr)
+        .args(["lock", &path, "--grace", "5s", "--kill-after", "300ms", "--"])
+        .args(["sh", "-c", "trap 'echo got TERM; exit 0' TERM; while :; do sleep 0.05; done"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let holders = wait_for_participants(&addr, &path, ParticipantsOf::Mutex, 1);
+    thread::sleep(Duration::from_millis(200));
+    let deleted_at = Instant::now();
+    with_client(&addr, async |c| c.delete(&holders[0].0, None).await.unwrap());
+    let status = wait_with_limit(&mut holder, Duration::from_secs(10));
+    let took = deleted_at.elapsed();
+    let mut stdout = String::new();
+    let mut stderr = String::new();
+    holder.stdout.take().unwrap().read_to_string(&mut stdout).unwrap();
+    holder.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    assert_eq!(code(status), 70, "stdout {stdout:?} stderr {stderr:?}");
+    assert_eq!(stdout.trim(), "got TERM", "CMD got SIGTERM");
+    assert!(stderr.contains("lost the lock") && stderr.contains("node"), "{stderr}");
+    assert!(took < Duration::from_secs(3), "{took:?}");
+    eprintln!("exit 70 came {took:.2?} after the delete");
+    assert_empty_and_remove(&addr, &path, Duration::from_secs(5));
+}
+
 #[test]
 fn usage_errors_exit_64_and_unreachable_servers_69() {
     let out = output(Command::new(BIN).args(["lock", "relative/path", "--", "true"]));
@@ -623,6 +654,26 @@ fn usage_errors_exit_64_and_unreachable_servers_69() {
         "true",
     ]));
     assert_eq!(code(out.status), 69, "{out:?}");
+}
+
+/// With the default 15 s connect timeout, a refused port and a host that
+/// does not resolve exit 69 within 5 s, with one line naming the cause.
+#[test]
+fn unreachable_servers_exit_69_at_once_naming_the_cause() {
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    for (hosts, cause) in
+        [(format!("127.0.0.1:{port}"), "refused"), ("no-such-host.invalid:2181".to_owned(), "does not resolve")]
+    {
+        let started = Instant::now();
+        let out = output(zoolock(&hosts).args(["holders", "/x"]));
+        let took = started.elapsed();
+        assert_eq!(code(out.status), 69, "{out:?}");
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        let lines: Vec<&str> = stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "one error line: {stderr}");
+        assert!(lines[0].contains(&hosts) && lines[0].to_lowercase().contains(cause), "{stderr}");
+        assert!(took < Duration::from_secs(5), "{hosts}: exit after {took:?}");
+    }
 }
 
 // ---- zoolock serve (no real server needed) ---------------------------------------------

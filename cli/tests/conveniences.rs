@@ -119,6 +119,43 @@ fn holders_json_lists_the_queue_holder_first() {
     assert!(waiter.wait().unwrap().success());
 }
 
+/// `--compress` gzips lock node data and counts (Curator's
+/// `enableCompression()`); a plain zoolock reads both.
+#[test]
+fn compress_gzips_lock_data_and_counts() {
+    let server = Served::start();
+    let addr = &server.addr;
+    let raw = |path: &str| {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let client = zoolock_tokio::connect(addr, zoolock_tokio::Options::default()).await.unwrap();
+            let (data, _) = client.get_data(path).await.unwrap();
+            client.close().await.unwrap();
+            data
+        })
+    };
+    let args = ["--compress", "lock", "/gz", "--data", "worker-1", "--", "sleep", "30"];
+    let holder = zoolock(addr).args(args).spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let list = loop {
+        let list = holders_json(addr, "/gz");
+        if list.as_array().is_some_and(|a| !a.is_empty()) {
+            break list;
+        }
+        assert!(Instant::now() < deadline, "the holder never showed up");
+        thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(list[0]["data"], json!("worker-1"), "decompressed by a plain zoolock");
+    let node = raw(list[0]["node"].as_str().unwrap());
+    assert!(zoolock_tokio::core::gzip::is_gzip(&node), "{node:?}");
+    stop(holder);
+
+    stdout(&output(zoolock(addr).args(["--compress", "count", "set", "/gz-count", "5"])));
+    let count = raw("/gz-count");
+    assert_eq!(zoolock_tokio::core::gzip::decompress(&count, 4).unwrap(), [0, 0, 0, 5]);
+    assert_eq!(stdout(&output(zoolock(addr).args(["count", "get", "/gz-count"]))), "5\n");
+}
+
 #[test]
 fn completions_are_generated_for_every_shell() {
     for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {

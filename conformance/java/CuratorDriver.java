@@ -65,6 +65,9 @@ import org.apache.curator.utils.ZKPaths;
  *   SEMMUTEX_RELEASE <id>                        -> RELEASED <id> <exitUs> <doneUs>
  *                                                (exitUs is read just before release())
  *   REVOKE <id> <node>                           Revoker.attemptRevoke -> REVOKE_SENT <id>
+ *   GZIP_SET <id> <path> x<hex>                  setData().compressed(), as Curator 5.8+ writes with
+ *                                                enableCompression() -> SET <id>
+ *   GZIP_GET <id> <path>                         getData().decompressed() -> DATA <id> x<hex>
  *   PARTICIPANTS <id> mutex|read|write|semaphore <path>
  *                                                -> NODES <id> <n> <node>... (Curator's order)
  *   CLOSE <id>                                   closes the ID's session -> CLOSED <id>
@@ -260,6 +263,14 @@ public final class CuratorDriver {
                 case "REVOKE" -> {
                     Revoker.attemptRevoke(admin, cmd[2]);
                     emit("REVOKE_SENT " + id);
+                }
+                case "GZIP_SET" -> {
+                    admin.setData().compressed().forPath(cmd[2], java.util.HexFormat.of().parseHex(cmd[3].substring(1)));
+                    emit("SET " + id);
+                }
+                case "GZIP_GET" -> {
+                    byte[] data = admin.getData().decompressed().forPath(cmd[2]);
+                    emit("DATA " + id + " x" + java.util.HexFormat.of().formatHex(data));
                 }
                 case "PARTICIPANTS" -> {
                     Collection<String> nodes = switch (cmd[2]) {

@@ -159,3 +159,23 @@ fn oracle_catches_a_semaphore_sized_by_the_wrong_count() {
     println!("the resize oracle caught {caught} of {runs} runs sized by the wrong count");
     assert!(caught * 2 > runs, "the resize oracle caught only {caught} of {runs} broken runs");
 }
+
+/// The outside-delete oracle is not vacuous: without the held-node watch, a
+/// holder whose node someone else deleted goes on reading it held after the
+/// deletion's news reached its client, and is caught.
+#[test]
+fn oracle_catches_unwatched_held_nodes() {
+    let (mut caught, mut runs) = (0, 0);
+    for seed in 0..40u64 {
+        let mut config = SimConfig::for_seed(seed);
+        config.watch_held = false;
+        runs += 1;
+        if let Err(failure) = run_with(seed, config) {
+            let m = &failure.message;
+            assert!(m.contains("deletion from outside") || m.contains("no such node"), "{m}");
+            caught += 1;
+        }
+    }
+    println!("the outside-delete oracle caught {caught} of {runs} runs without held-node watches");
+    assert!(caught * 2 > runs, "the outside-delete oracle caught only {caught} of {runs} broken runs");
+}

@@ -196,6 +196,9 @@ impl Client {
         self.generation += 1;
         let mut config = self.config.clone();
         config.seed = Rng::fork(config.seed, self.generation);
+        // The client had a session: a renewed one keeps trying through an
+        // outage, however long, as a reconnect does.
+        config.give_up_unreachable = false;
         self.session = Session::new(config, now);
         for (scheme, auth) in &self.auth {
             let _ = self.session.add_auth(now, scheme, auth.clone());

@@ -33,6 +33,12 @@ pub enum RequestError {
     /// last misbehavior.
     #[error("gave up on the server: {0}")]
     ServerMisbehaved(SessionError),
+    /// No server could be reached before the first session: every host
+    /// failed to connect (see
+    /// [`SessionConfig::give_up_unreachable`](crate::SessionConfig::give_up_unreachable)).
+    /// A local or network condition; no server sent anything.
+    #[error("no server could be reached")]
+    Unreachable,
     /// The server answered with a reply body of another kind than the
     /// request calls for (a create answered by a listing, say). The server is
     /// to blame; this is no result code it sent.
@@ -85,6 +91,7 @@ impl RequestError {
             RequestError::Refused(_) => ErrorCode::BAD_ARGUMENTS,
             // The Java client treats a bad reply as a lost connection.
             RequestError::ServerMisbehaved(_) => ErrorCode::CONNECTION_LOSS,
+            RequestError::Unreachable => ErrorCode::CONNECTION_LOSS,
         }
     }
 }

@@ -25,9 +25,25 @@ pub struct RecipeOp {
     pub op: Op,
 }
 
-/// A monotonically increasing token that identifies one hold of a lock: the
-/// czxid of the lock node. A resource that remembers the highest token it has
-/// seen can reject writes from a holder whose lock was taken over.
+/// A token that identifies one hold of a lock and orders it among the holds
+/// of its lock path: the czxid of the lock node (the zxid of the transaction
+/// that created it). A resource that remembers the highest token it has
+/// accepted can reject writes from a holder whose lock was taken over.
+///
+/// What it orders: the holds of a mutex (a semaphore mutex, a multi-lock
+/// member) in grant order, since nodes are granted in creation order.
+/// Leases of a semaphore with several have no order among themselves.
+///
+/// For a read-write lock a writer's token is above every earlier writer's
+/// and a reader's above every earlier writer's, but a writer's is not always
+/// above every earlier reader's: a downgrade's read node is created after its
+/// write node and reuses that node's sequence (Curator 5.5+), so it sorts
+/// with it and is held before the writers that queued meanwhile, yet its
+/// czxid is higher than theirs. A resource shared by both halves should keep
+/// the highest *write* token it accepted: take a write whose token is at
+/// least that (and raise it), take a read whose token is at least that
+/// (without raising it), and have a downgraded reader present the token of
+/// the write hold it came from, which the next writer's exceeds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct FencingToken(pub i64);
 
@@ -64,7 +80,8 @@ pub enum RecipeEvent {
     Suspended,
     /// The same session is back; the hold continues.
     Reconnected,
-    /// The session expired: the hold is gone.
+    /// The hold is gone for good: the session expired, or its node was
+    /// deleted (by someone else, or found missing after a reconnect).
     Lost,
     /// Another process asked the holder to give the lock up.
     RevocationRequested,
@@ -97,6 +114,14 @@ pub enum RecipeEvent {
     Participants(alloc::vec::Vec<Participant>),
     /// A revocation request was written to the holder's node.
     RevokeSent,
+    /// A semaphore's lease `node` is gone: deleted by someone else, found
+    /// missing after a reconnect, or lost with the session. Only that lease
+    /// is lost; the others keep their own status. (`Lost` follows once no
+    /// lease is left.)
+    LeaseLost {
+        /// The lease node.
+        node: String,
+    },
     /// A revocable semaphore's lease `node` was asked to be given back.
     LeaseRevocationRequested {
         /// The lease node.
@@ -112,8 +137,9 @@ pub enum RecipeEvent {
     /// The outcome of one write of a shared count, in call order: `true`
     /// written, `false` refused because the version had moved on.
     CountWritten(Result<bool, RequestError>),
-    /// The shared count's node holds `len` bytes, not a 4-byte int (someone
-    /// else's data); the last good value stays in force.
+    /// The shared count's node holds `len` bytes, not a 4-byte int, plain
+    /// or gzip-framed (someone else's data); the last good value stays in
+    /// force.
     CountMalformed {
         /// How many bytes it holds.
         len: usize,
@@ -133,8 +159,8 @@ pub enum RecipeEvent {
 pub struct Participant {
     /// The node's full path.
     pub path: String,
-    /// Its data (Curator writes the holder's address), `None` if it vanished
-    /// before it could be read.
+    /// Its data (Curator writes the holder's address), decompressed if it
+    /// was gzip-framed; `None` if it vanished before it could be read.
     pub data: Option<bytes::Bytes>,
 }
 

@@ -319,3 +319,43 @@ fn plain_requests_are_validated() {
     assert!(client.submit(t(3), Op::sync(&ZkPath::root())).is_ok());
     assert!(matches!(Op::from_request(Request::CloseSession), Err(ApiMisuse::ReservedOp(OpCode::CLOSE_SESSION))));
 }
+
+#[test]
+fn a_renewed_session_keeps_trying_through_failed_dials() {
+    let cs = ConnectString::parse("127.0.0.1:2181").unwrap();
+    let config = SessionConfig::new(cs, 1).with_session_timeout(Duration::from_secs(10)).with_give_up_unreachable(true);
+    let mut client = Client::new(config, t(0));
+    client.set_renew_session(true);
+    let resp = ConnectResponse {
+        protocol_version: 0,
+        timeout_ms: 10_000,
+        session_id: 0x1234,
+        passwd: Some(Bytes::from_static(&[7; 16])),
+        read_only: Some(false),
+    };
+    let mut server = handshake(&mut client, &resp);
+    let id = client.submit(t(3), Op::sync(&ZkPath::new("/a").unwrap())).unwrap();
+    let frames = server.take(&mut client);
+    Server::reply(&mut client, t(4), frames[0].header.xid, 3, ErrorCode::SESSION_EXPIRED, None);
+    assert_eq!(
+        drain(&mut client),
+        [
+            ClientEvent::State(ConnectionState::Connected),
+            ClientEvent::Reply { id, result: Err(RequestError::SessionExpired) },
+            ClientEvent::State(ConnectionState::Lost)
+        ]
+    );
+    // The renewed session's dials fail, cycle after cycle: it never gives up.
+    let mut now = 4;
+    for _ in 0..5 {
+        let at = client.poll_timeout().unwrap();
+        assert!(at >= t(now));
+        now = at.as_nanos() / 1_000_000;
+        client.handle_timeout(at);
+        assert!(matches!(client.poll_io(), Some(IoCommand::Connect { .. })), "a dial at {now} ms");
+        client.handle_disconnected(at);
+        assert_eq!(drain(&mut client), []);
+        assert!(!client.session().is_ended());
+    }
+    assert_eq!(client.renewals(), 1);
+}

@@ -14,17 +14,24 @@ const BASE: &str = "/traces/multilock";
 
 fn multi(plan: OpPlan, n: usize, seed: u64) -> Harness<MultiLock> {
     let paths = (1..=n).map(|i| ZkPath::new(&format!("{BASE}/lock-{i}")).unwrap()).collect();
-    Harness::new(MultiLock::new(paths, LockConfig::new(seed).with_plan(plan)).unwrap())
+    // Curator's own sequence does not watch a held node.
+    let config = LockConfig::new(seed).with_plan(plan).with_watch_held(plan != OpPlan::Curator);
+    Harness::new(MultiLock::new(paths, config).unwrap())
 }
 
 /// Takes every member of `h` (parents present, uncontended), member `i`
-/// getting sequence `i`.
-fn take_all(h: &mut Harness<MultiLock>, n: usize) -> Vec<String> {
+/// getting sequence `i`. With `plan` Pipelined, each member's grant watches
+/// its held node (`exists <node> w`, answered before the next member's
+/// create, which follows it).
+fn take_all(h: &mut Harness<MultiLock>, plan: OpPlan, n: usize) -> Vec<String> {
     h.run(|m| m.acquire(at(0), None)).unwrap();
     let mut nodes = vec![];
     for i in 0..n {
         let node = h.answer(at(1), &format!("create2 {BASE}/lock-{}/", i + 1), Answer::Seq(i as i32));
         h.answer(at(1), &format!("getChildren2 {BASE}/lock-{}", i + 1), kids(&[name(&node)]));
+        if plan == OpPlan::Pipelined {
+            h.answer_held_watch(at(1), &node);
+        }
         nodes.push(node);
     }
     assert_eq!(h.events(), vec![acquired(&nodes[0], 1000)]);
@@ -130,6 +137,7 @@ fn member_failure_rolls_back_in_reverse() {
     for i in 0..2 {
         let node = h.answer(at(1), &format!("create2 {BASE}/lock-{}/", i + 1), Answer::Seq(0));
         h.answer(at(1), &format!("getChildren2 {BASE}/lock-{}", i + 1), kids(&[name(&node)]));
+        h.answer_held_watch(at(1), &node);
     }
     h.sent();
     h.answer(at(2), "create2 /traces/multilock/lock-3/", Answer::Err(ErrorCode::NO_AUTH));
@@ -153,7 +161,7 @@ fn member_failure_rolls_back_in_reverse() {
 #[test]
 fn release_reports_every_member_error() {
     let mut h = multi(OpPlan::Curator, 3, 4);
-    take_all(&mut h, 3);
+    take_all(&mut h, OpPlan::Curator, 3);
     h.run(|m| m.release(at(10))).unwrap();
     h.answer(at(11), "delete /traces/multilock/lock-3/", Answer::Err(ErrorCode::NO_AUTH));
     h.answer(at(12), "delete /traces/multilock/lock-2/", Answer::Empty);
@@ -174,7 +182,7 @@ fn release_reports_every_member_error() {
 #[test]
 fn reentrant_hold() {
     let mut h = multi(OpPlan::Pipelined, 2, 5);
-    let nodes = take_all(&mut h, 2);
+    let nodes = take_all(&mut h, OpPlan::Pipelined, 2);
     h.sent();
     h.run(|m| m.acquire(at(5), None)).unwrap();
     assert!(h.sent().is_empty());
@@ -197,7 +205,7 @@ fn reentrant_hold() {
 #[test]
 fn connection_events_are_merged_while_held() {
     let mut h = multi(OpPlan::Curator, 2, 6);
-    take_all(&mut h, 2);
+    take_all(&mut h, OpPlan::Curator, 2);
     h.sent();
     h.session(at(10), ConnectionState::Suspended);
     assert_eq!(h.events(), vec![RecipeEvent::Suspended]);

@@ -39,7 +39,8 @@ const SESSION: i64 = 0x1234;
 // ---- harness ---------------------------------------------------------------------------
 
 fn config(plan: OpPlan) -> LockConfig {
-    LockConfig::new(7).with_plan(plan).with_data(Bytes::from_static(DATA))
+    // Curator's own sequence does not watch a held node.
+    LockConfig::new(7).with_plan(plan).with_data(Bytes::from_static(DATA)).with_watch_held(plan != OpPlan::Curator)
 }
 
 /// Another contender's protected node, rendered as `<F{n}>`.
@@ -116,6 +117,8 @@ struct T {
     create_data: Vec<Bytes>,
     /// `(position, total)` of every `Queued`, kept apart from `events()`.
     queued: Vec<(usize, usize)>,
+    /// Held nodes are watched ([`LockConfig::watch_held`]).
+    watch_held: bool,
 }
 
 impl T {
@@ -142,6 +145,7 @@ impl T {
 
     fn with_config(config: LockConfig) -> T {
         T {
+            watch_held: config.watch_held,
             m: Mutex::new(ZkPath::new(BASE).unwrap(), config),
             now: Instant::ZERO,
             in_flight: VecDeque::new(),
@@ -280,12 +284,30 @@ impl T {
         assert_eq!(self.ops(), ["getChildren2 /app/lock"]);
     }
 
-    /// `name` is deleted: nothing is sent, and we hold `own` (the fast
-    /// handoff, with the last listing's knowledge alone).
+    /// `name` is deleted: we hold `own` at once (the fast handoff, with the
+    /// last listing's knowledge alone), and the only op is the watch on our
+    /// held node, which the grant does not wait for: it is left in flight.
     fn handed_off(&mut self, name: &str, own: &str) {
         self.watch(EventType::NODE_DELETED, &full(name));
-        self.no_ops();
         assert_eq!(self.events(), [acquired(&full(own), 100)]);
+        assert_eq!(self.ops(), [self.held_watch(own)]);
+    }
+
+    /// The watch a grant puts on our held node `own` (a name), rendered:
+    /// `exists <own> w` (DESIGN §4.10).
+    fn held_watch(&mut self, own: &str) -> String {
+        format!("exists {} w", self.norm(&full(own), false))
+    }
+
+    /// The grant's watch on our held node `own` (a name) is the only op
+    /// sent, and its exists is answered with the node's Stat: nothing to
+    /// report, nothing more to send.
+    fn held_watched(&mut self, own: &str, czxid: i64) {
+        let text = self.held_watch(own);
+        assert_eq!(self.ops(), std::slice::from_ref(&text));
+        self.reply(&text, exists(czxid));
+        self.no_ops();
+        self.no_events();
     }
 
     /// `name` is deleted and nothing follows: no op, no event.
@@ -987,19 +1009,25 @@ fn curator_suspended_while_waiting_queues_a_relist() {
 }
 
 /// Holding through a drop: Suspended, then on the same session's reconnect
-/// an exists on our node verifies it before Reconnected is reported.
+/// an exists on our node verifies it before Reconnected is reported. Where
+/// held nodes are watched (the Pipelined plan's config here), that exists
+/// also re-arms the held node's watch.
 #[test]
 fn held_suspended_then_reconnected_verifies_own_node() {
     for plan in [OpPlan::Curator, OpPlan::Pipelined] {
         let mut t = T::new(plan);
         let own = full(&held(&mut t, 0, 20));
+        let verify = match plan {
+            OpPlan::Curator => "exists /app/lock/_c_<U0>-lock-0000000000",
+            _ => "exists /app/lock/_c_<U0>-lock-0000000000 w",
+        };
         t.session(ConnectionState::Suspended);
         assert_eq!(t.events(), [RecipeEvent::Suspended]);
         t.no_ops();
         t.session(ConnectionState::Reconnected);
-        assert_eq!(t.ops(), ["exists /app/lock/_c_<U0>-lock-0000000000"]);
+        assert_eq!(t.ops(), [verify]);
         t.no_events();
-        t.reply("exists /app/lock/_c_<U0>-lock-0000000000", exists(20));
+        t.reply(verify, exists(20));
         assert_eq!(t.events(), [RecipeEvent::Reconnected]);
         assert_eq!(t.m.holder(), Some((own.as_str(), FencingToken(20))));
         // Another drop during the check: checked again on the next reconnect.
@@ -1009,8 +1037,8 @@ fn held_suspended_then_reconnected_verifies_own_node() {
         t.disconnect();
         assert_eq!(t.events(), [RecipeEvent::Suspended, RecipeEvent::Suspended]);
         t.session(ConnectionState::Reconnected);
-        assert_eq!(t.ops(), ["exists /app/lock/_c_<U0>-lock-0000000000"]);
-        t.reply("exists /app/lock/_c_<U0>-lock-0000000000", exists(20));
+        assert_eq!(t.ops(), [verify]);
+        t.reply(verify, exists(20));
         assert_eq!(t.events(), [RecipeEvent::Reconnected]);
     }
 }
@@ -1454,6 +1482,9 @@ fn curator_revocable_waiter() {
 
 // ---- Pipelined plan -----------------------------------------------------------------------
 
+/// Acquires the free lock (either plan) with sequence `seq` and czxid
+/// `czxid`; when held nodes are watched, the grant's exists is answered.
+/// Returns our node name.
 fn held(t: &mut T, seq: u32, czxid: i64) -> String {
     t.acquire(None);
     let ops = t.ops();
@@ -1467,6 +1498,9 @@ fn held(t: &mut T, seq: u32, czxid: i64) -> String {
     }
     t.reply("getChildren2 /app/lock", children(&[&own]));
     assert_eq!(t.events(), [acquired(&full(&own), czxid)]);
+    if t.watch_held {
+        t.held_watched(&own, czxid);
+    }
     t.no_ops();
     own
 }
@@ -1485,7 +1519,8 @@ fn pipelined_uncontended_is_one_round_trip() {
     t.no_events();
     t.reply("getChildren2 /app/lock", children(&[&own]));
     assert_eq!(t.events(), [acquired(&full(&own), 3)]);
-    t.no_ops();
+    // The only op after the grant: the watch on the held node, not waited for.
+    t.held_watched(&own, 3);
 }
 
 /// Release reports Released as soon as the delete is queued, so the next
@@ -1514,7 +1549,7 @@ fn pipelined_release_is_immediate_and_the_delete_is_retried() {
     t.reply("create2 /app/lock/_c_<U1>-lock- [ES]", created(&full(&own), 9));
     t.reply("getChildren2 /app/lock", children(&[&own]));
     assert_eq!(t.events(), [acquired(&full(&own), 9)]);
-    t.no_ops();
+    t.held_watched(&own, 9);
 }
 
 /// Bottom-up probing stops at the first ancestor that exists: the ones
@@ -1673,8 +1708,8 @@ fn pipelined_handoff_waits_for_the_look_ahead_listing() {
     t.wake_relists(EventType::NODE_DELETED, &f2);
     t.deleted_quietly(&f3);
     t.reply("getChildren2 /app/lock", children(&[&own]));
-    t.no_ops();
     assert_eq!(t.events(), [acquired(&full(&own), 100)]);
+    t.held_watched(&own, 100);
 
     let mut t = T::new(OpPlan::Pipelined);
     let own = t.wait_behind(true, 3, &[&f2, &f1], &[&f2, &f1]);
@@ -1682,6 +1717,10 @@ fn pipelined_handoff_waits_for_the_look_ahead_listing() {
     t.handed_off(&f2, &own);
     // The listing's late reply is nothing to a holder.
     t.reply("getChildren2 /app/lock", children(&[&own]));
+    t.no_ops();
+    t.no_events();
+    let watch = t.held_watch(&own);
+    t.reply(&watch, exists(100));
     t.no_ops();
     t.no_events();
 }
@@ -1750,8 +1789,8 @@ fn pipelined_gone_predecessor_is_a_handoff() {
     let own = t.listed(true, 5, &[&f4]);
     assert_eq!(t.ops(), ["getData /app/lock/_c_<F1>-lock-0000000004 w"]);
     t.reply("getData /app/lock/_c_<F1>-lock-0000000004 w", no_node());
-    t.no_ops();
     assert_eq!(t.events(), [acquired(&full(&own), 100)]);
+    t.held_watched(&own, 100);
 
     let mut t = T::new(OpPlan::Pipelined);
     let (f1, f2) = (other(1, 1), other(2, 2));
@@ -1909,6 +1948,8 @@ fn reentrant_counting_before_the_acquired_event_is_polled() {
     t.reply("create2 /app/lock/_c_<U0>-lock- [ES]", created(&full(&own), 5));
     t.reply("getChildren2 /app/lock", children(&[&own]));
     assert_eq!(t.m.hold_count(), 1, "held before the event is polled");
+    // The grant's watch on the held node (its reply is not waited for).
+    assert_eq!(t.ops(), ["exists /app/lock/_c_<U0>-lock-0000000000 w"]);
     t.acquire(None);
     assert_eq!(t.m.hold_count(), 2);
     assert_eq!(t.events(), [acquired(&full(&own), 5), acquired(&full(&own), 5)]);
@@ -1922,6 +1963,7 @@ fn reentrant_counting_before_the_acquired_event_is_polled() {
     t.acquire(None);
     t.ops();
     let own2 = t.own(1, 1);
+    t.reply("exists /app/lock/_c_<U0>-lock-0000000000 w", exists(5));
     t.reply("delete /app/lock/_c_<U0>-lock-0000000000", empty());
     t.reply("create2 /app/lock/_c_<U1>-lock- [ES]", created(&full(&own2), 6));
     t.reply("getChildren2 /app/lock", children(&[&own2]));
@@ -1934,7 +1976,7 @@ fn reentrant_counting_before_the_acquired_event_is_polled() {
     assert_eq!(t.m.hold_count(), 2);
     t.release();
     t.release();
-    assert_eq!(t.ops(), ["delete /app/lock/_c_<U1>-lock-0000000001"]);
+    assert_eq!(t.ops(), ["exists /app/lock/_c_<U1>-lock-0000000001 w", "delete /app/lock/_c_<U1>-lock-0000000001"]);
 }
 
 /// The revocation watch must survive a ConnectionLoss on its getData: the
@@ -2024,6 +2066,11 @@ struct Model {
     acquiring: bool,
     /// Our nodes someone else deleted (no safety claim holds for them).
     tampered: std::collections::BTreeSet<String>,
+    /// The node of the hold last reported `Acquired`, until it is released
+    /// or lost.
+    holding: Option<String>,
+    /// The session is ending (its `Lost` needs no tampered node).
+    expiring: bool,
     /// Reentrant acquires whose Acquired is still to come.
     reentrant: usize,
     log: Vec<String>,
@@ -2064,6 +2111,8 @@ impl Model {
             output: VecDeque::new(),
             acquiring: false,
             tampered: Default::default(),
+            holding: None,
+            expiring: false,
             reentrant: 0,
             log: Vec::new(),
         }
@@ -2127,7 +2176,15 @@ impl Model {
                 }
             }
             Request::Exists(r) => {
-                self.node_stat(&r.path).map(Response::Stat).ok_or(RequestError::Server(ErrorCode::NO_NODE))
+                let stat = self.node_stat(&r.path);
+                // A watched exists on a node that is there arms a watch that
+                // fires on its deletion or data change, as getData's does (on
+                // a missing node it would wait for a create, which never comes
+                // here: sequence numbers are not reused).
+                if r.watch && stat.is_some() {
+                    self.watches.insert(r.path.clone());
+                }
+                stat.map(Response::Stat).ok_or(RequestError::Server(ErrorCode::NO_NODE))
             }
             Request::GetData(r) => match self.node_stat(&r.path) {
                 Some(stat) => {
@@ -2203,6 +2260,7 @@ impl Model {
                     return;
                 }
                 self.acquiring = false;
+                self.holding = Some(node.clone());
                 if self.tampered.contains(node) {
                     return;
                 }
@@ -2215,7 +2273,16 @@ impl Model {
                 assert_eq!(Self::seq_of(node), ours.seq);
             }
             RecipeEvent::TimedOut | RecipeEvent::Failed(_) => self.acquiring = false,
-            RecipeEvent::Released | RecipeEvent::Lost => assert_eq!(self.m.hold_count(), 0, "{event:?} while held"),
+            RecipeEvent::Released | RecipeEvent::Lost => {
+                assert_eq!(self.m.hold_count(), 0, "{event:?} while held");
+                let node = self.holding.take();
+                if *event == RecipeEvent::Lost && !self.expiring {
+                    // On a live session only someone else's deletion of the
+                    // held node ends the hold (DESIGN §4.10).
+                    let node = node.expect("Lost with no hold");
+                    assert!(self.tampered.contains(&node), "{node} reported Lost but nobody deleted it");
+                }
+            }
             RecipeEvent::RevocationRequested => {
                 // Cooperative: the holder lets go (a waiter is simply told).
                 while self.m.hold_count() > 0 {
@@ -2292,9 +2359,11 @@ impl Model {
             }
         }
         self.ended = true;
+        self.expiring = true;
         self.fail_connection(RequestError::SessionExpired);
         self.m.handle_session(self.now, ConnectionState::Lost);
         self.pump();
+        self.expiring = false;
         self.ended = false;
         self.session += 1;
         self.connected = true;

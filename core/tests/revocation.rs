@@ -15,7 +15,11 @@ use transcript::{Answer, Harness, acquired, at, kids, name, other};
 const BASE: &str = "/traces/revocation";
 
 fn mutex(plan: OpPlan, seed: u64) -> Harness<Mutex> {
-    let config = LockConfig::new(seed).with_plan(plan).with_data(Bytes::from_static(b"127.0.0.1"));
+    // Curator's own sequence does not watch a held node.
+    let config = LockConfig::new(seed)
+        .with_plan(plan)
+        .with_data(Bytes::from_static(b"127.0.0.1"))
+        .with_watch_held(plan != OpPlan::Curator);
     Harness::new(Mutex::new(ZkPath::new(BASE).unwrap(), config))
 }
 
@@ -100,10 +104,15 @@ fn revocation_needs_the_exact_message_on_our_node() {
     h.watch(at(7), EventType::NODE_CREATED, &node);
     assert!(h.sent().is_empty());
     assert!(h.events().is_empty());
-    // NoNode on the re-read is ignored.
+    // NoNode on the re-read is no revocation: our node is gone, so the
+    // hold is lost (DESIGN §4.10), with nothing left to delete.
     h.watch(at(8), EventType::NODE_DATA_CHANGED, &node);
+    assert_eq!(h.sent(), ["getData /traces/revocation/_c_<uuid>-lock-0000000003 w"]);
     h.answer(at(9), "getData", Answer::Err(ErrorCode::NO_NODE));
-    assert!(h.events().is_empty());
+    assert_eq!(h.events(), vec![RecipeEvent::Lost]);
+    assert_eq!(h.recipe.hold_count(), 0);
+    assert!(h.sent().is_empty());
+    h.assert_idle();
 }
 
 /// A waiter can be asked to revoke too (the watch is armed before listing).

@@ -7,12 +7,16 @@ use zoolock_core::recipes::{READ, WRITE};
 use zoolock_core::wire::{Bytes, ErrorCode, EventType, Request};
 use zoolock_core::{ApiMisuse, LockConfig, OpPlan, ReadWriteLock, Recipe, RecipeEvent, ZkPath};
 
-use transcript::{Answer, Harness, acquired, at, kids, member, name, other, uuid_of};
+use transcript::{Answer, Harness, acquired, at, held_watch, kids, member, name, other, uuid_of};
 
 const BASE: &str = "/traces/rwlock";
 
 fn lock(plan: OpPlan, seed: u64) -> Harness<ReadWriteLock> {
-    let config = LockConfig::new(seed).with_plan(plan).with_data(Bytes::from_static(b"127.0.0.1"));
+    // Curator's own sequence does not watch a held node.
+    let config = LockConfig::new(seed)
+        .with_plan(plan)
+        .with_data(Bytes::from_static(b"127.0.0.1"))
+        .with_watch_held(plan != OpPlan::Curator);
     Harness::new(ReadWriteLock::new(ZkPath::new(BASE).unwrap(), config))
 }
 
@@ -191,7 +195,9 @@ fn pipelined_readers_share() {
     let children = [other(1, "__READ__", 0), other(2, "__READ__", 1), other(3, "__READ__", 2), name(&node)];
     h.answer(at(1), "getChildren2", kids(&children));
     assert_eq!(h.events(), vec![read_acquired(&node, 1003)]);
-    assert!(h.sent().is_empty());
+    // No watch to wait on; only the held node is watched.
+    assert_eq!(h.sent(), [held_watch(&node)]);
+    h.answer_held_watch(at(1), &node);
     // Pipelined release reports at once; the delete stays guaranteed.
     h.run(|l| l.release_read(at(2))).unwrap();
     assert_eq!(h.sent(), ["delete /traces/rwlock/_c_<uuid>-__READ__0000000003"]);
@@ -268,10 +274,12 @@ fn pipelined_downgrade_reuses_the_write_sequence() {
         [
             "create2 /traces/rwlock/_c_<uuid>-__WRIT__ [ES]",
             "getChildren2 /traces/rwlock",
+            "exists /traces/rwlock/_c_<uuid>-__WRIT__0000000007 w",
             "create2 /traces/rwlock/_c_<uuid>-__READ__0000000007 [E]",
             "getChildren2 /traces/rwlock",
         ]
     );
+    h.answer_held_watch(at(3), &w);
     let r = h.answer(at(3), "create2 /traces/rwlock/_c_<uuid>-__READ__0000000007 [E]", Answer::Made(2000));
     h.answer(at(3), "getChildren2", kids(&[queued.clone(), name(&r), name(&w)]));
     assert_eq!(h.events(), vec![read_acquired(&r, 2000)]);
@@ -280,7 +288,10 @@ fn pipelined_downgrade_reuses_the_write_sequence() {
     assert_eq!(ids.len(), h.sent_ops.len());
 
     h.run(|l| l.release_write(at(4))).unwrap();
-    assert_eq!(h.sent(), ["delete /traces/rwlock/_c_<uuid>-__WRIT__0000000007"]);
+    assert_eq!(
+        h.sent(),
+        ["exists /traces/rwlock/_c_<uuid>-__READ__0000000007 w", "delete /traces/rwlock/_c_<uuid>-__WRIT__0000000007"]
+    );
     assert_eq!(h.events(), vec![member(WRITE, RecipeEvent::Released)]);
     assert_eq!(h.recipe.read_hold_count(), 1);
 
@@ -320,6 +331,7 @@ fn upgrade_is_refused() {
     let r = h.answer(at(1), "create2", Answer::Seq(0));
     h.answer(at(1), "getChildren2", kids(&[name(&r)]));
     assert_eq!(h.events(), vec![read_acquired(&r, 1000)]);
+    h.answer_held_watch(at(1), &r);
     h.sent();
     assert!(matches!(h.run(|l| l.acquire_write(at(2), None)), Err(ApiMisuse::UpgradeRefused)));
     assert!(h.sent().is_empty());
@@ -492,6 +504,7 @@ fn behind_a_writer_that_goes(seed: u64, half: usize, seq: i32) -> (Harness<ReadW
 #[test]
 fn pipelined_reader_takes_the_fast_handoff() {
     let (mut h, r) = behind_a_writer_that_goes(17, READ, 4);
-    assert!(h.sent().is_empty());
+    // No re-list: the only op is the held node's watch.
+    assert_eq!(h.sent(), [held_watch(&r)]);
     assert_eq!(h.events(), vec![read_acquired(&r, 1004)]);
 }

@@ -24,7 +24,8 @@ fn p(path: &str) -> ZkPath {
 }
 
 fn curator() -> LockConfig {
-    LockConfig::new(7).with_plan(OpPlan::Curator)
+    // Curator's own sequence: it does not watch a held node.
+    LockConfig::new(7).with_plan(OpPlan::Curator).with_watch_held(false)
 }
 
 fn pipelined() -> LockConfig {
@@ -465,6 +466,17 @@ fn taken_ops(u: u32, seq: u32) -> Vec<String> {
     ops
 }
 
+/// [`taken_ops`] where held nodes are watched (the default config): the
+/// lease's grant sends `exists <lease> w` (its node `lease_seq`) right after
+/// the checkWatches; the internal-lock node is never watched.
+fn taken_ops_watched(u: u32, seq: u32, lease_seq: u32) -> Vec<String> {
+    let mut ops = listing_ops(u);
+    ops.push("checkWatches /s/leases t3".into());
+    ops.push(format!("exists /s/leases/_c_U{}-lease-{lease_seq:010} w", u + 1));
+    ops.push(format!("delete /s/locks/_c_U{u}-lock-{seq:010}"));
+    ops
+}
+
 /// Parents exist and the semaphore is free: one lease taken in the Curator plan.
 fn take_free_lease<R: Recipe>(t: &mut T<R>, lock_seq: u32, lease_seq: u32, others: &[&str]) -> String {
     let lease = list_lease(t, lock_seq, lease_seq, others);
@@ -690,12 +702,15 @@ fn suspension_while_holding_is_reported_once_for_all_leases() {
     assert_eq!(t.events(), vec![]);
     t.answer(exists_ok());
     assert_eq!(t.events(), vec![RecipeEvent::Reconnected]);
-    // Again, and this time one lease vanished.
+    // Again, and this time one lease vanished: that lease alone is lost,
+    // and the survivor is Reconnected (DESIGN §4.10).
     t.session(ConnectionState::Suspended);
     t.session(ConnectionState::Reconnected);
     t.answer(no_node());
+    assert_eq!(t.events(), vec![RecipeEvent::Suspended, RecipeEvent::LeaseLost { node: first.clone() }]);
+    assert_eq!(t.r.leases(), vec![second.as_str()]);
     t.answer(exists_ok());
-    assert_eq!(t.events(), vec![RecipeEvent::Suspended, RecipeEvent::Lost]);
+    assert_eq!(t.events(), vec![RecipeEvent::Reconnected]);
     assert_eq!(t.r.leases(), vec![second.as_str()]);
 }
 
@@ -704,7 +719,11 @@ fn session_lost_while_holding_reports_lost() {
     let (mut t, lease) = holding_one(2);
     t.session(ConnectionState::Suspended);
     t.session(ConnectionState::Lost);
-    assert_eq!(t.events(), vec![RecipeEvent::Suspended, RecipeEvent::Lost]);
+    // Each held lease is lost, then the handle.
+    assert_eq!(
+        t.events(),
+        vec![RecipeEvent::Suspended, RecipeEvent::LeaseLost { node: lease.clone() }, RecipeEvent::Lost]
+    );
     assert!(t.r.leases().is_empty());
     assert!(t.cmd(|s, now| s.return_lease(now, &lease)).is_err());
     // The server may not have expired the session yet: the next session
@@ -747,7 +766,14 @@ fn session_lost_while_acquiring_fails_and_holding_is_lost() {
     list_lease(&mut t, 1, 1, &[&name(&held)]);
     assert!(t.idle_wire());
     t.session(ConnectionState::Lost);
-    assert_eq!(t.events(), vec![RecipeEvent::Lost, RecipeEvent::Failed(RequestError::SessionExpired)]);
+    assert_eq!(
+        t.events(),
+        vec![
+            RecipeEvent::LeaseLost { node: held.clone() },
+            RecipeEvent::Lost,
+            RecipeEvent::Failed(RequestError::SessionExpired)
+        ]
+    );
     assert!(t.idle_wire());
     t.sent();
     t.session(ConnectionState::Connected);
@@ -832,7 +858,7 @@ impl MiniServer {
 /// finish: no node of ours may remain. With `lose`, the connection drops at
 /// the cancel, so every reply in flight is lost (their effects are not).
 fn cancel_after(steps: usize, plan: OpPlan, lose: bool) {
-    let config = LockConfig::new(7).with_plan(plan);
+    let config = LockConfig::new(7).with_plan(plan).with_watch_held(plan != OpPlan::Curator);
     let mut t = T::new(Semaphore::new(p("/s"), 2, config));
     let mut server = MiniServer::new();
     t.cmd(|s, now| s.acquire(now, 2, None)).unwrap();
@@ -901,7 +927,15 @@ fn pipelined_plan_sends_create_and_listing_back_to_back() {
     t.answer_children(&[&name(&lock)]);
     assert_eq!(t.sent(), vec!["create2 /s/leases/_c_U2-lease- f3", "getChildren2 /s/leases w"]);
     let lease = t.answer_create_alone(0, 200);
-    assert_eq!(t.sent(), vec!["checkWatches /s/leases t3", "delete /s/locks/_c_U1-lock-0000000000"]);
+    assert_eq!(
+        t.sent(),
+        vec![
+            "checkWatches /s/leases t3",
+            // The held lease is watched; the internal mutex node is not.
+            "exists /s/leases/_c_U2-lease-0000000000 w",
+            "delete /s/locks/_c_U1-lock-0000000000",
+        ]
+    );
     // Reported once the mutex node's delete is queued; it stays guaranteed.
     assert_eq!(t.events(), vec![acquired(&lease, 200)]);
     t.cmd(|s, now| s.return_lease(now, &lease)).unwrap();
@@ -909,6 +943,7 @@ fn pipelined_plan_sends_create_and_listing_back_to_back() {
     assert_eq!(t.events(), vec![RecipeEvent::Released]);
     assert!(!t.r.is_quiescent());
     t.answer(empty());
+    t.answer(exists_ok()); // the lease's watch
     t.answer(Err(RequestError::ConnectionLoss)); // the mutex delete: retried after the reconnect
     t.answer(empty());
     t.session(ConnectionState::Suspended);
@@ -923,7 +958,7 @@ fn pipelined_plan_takes_the_next_lease_in_the_same_round_trip() {
     let mut t = acquiring(2, 2, pipelined());
     t.answer_create_alone(0, 100);
     t.answer_create_alone(0, 200);
-    let mut expected = taken_ops(1, 0);
+    let mut expected = taken_ops_watched(1, 0, 0);
     expected.extend(["create2 /s/locks/_c_U3-lock- f3".into(), "getChildren2 /s/locks".into()]);
     assert_eq!(t.sent(), expected);
     assert_eq!(t.events(), vec![]);

@@ -664,6 +664,120 @@ fn a_successful_handshake_resets_the_failed_cycle() {
     assert_eq!(sim.s.poll_timeout(), Some(at(950)));
 }
 
+/// The session of [`config`] that gives up on a first cycle of failed dials.
+fn giving_up(connect: &str) -> Sim {
+    Sim::new(config(connect, 9_000).with_give_up_unreachable(true))
+}
+
+/// Takes the dial the session asked for, to `host`, and fails it.
+fn refuse(sim: &mut Sim, host: usize) {
+    match sim.io().as_slice() {
+        [IoCommand::Connect { host: HostId(h), .. }] => assert_eq!(*h, host),
+        other => panic!("{other:?}"),
+    }
+    sim.disconnected();
+}
+
+#[test]
+fn a_cycle_of_failed_dials_before_any_session_ends_it_unreachable() {
+    let mut sim = giving_up("a:1,b:2,c:3");
+    let queued = sim.submit(Op::sync(&p("/x")));
+    sim.tick_at(0);
+    refuse(&mut sim, 0);
+    sim.assert_quiet();
+    assert_eq!(sim.s.poll_timeout(), Some(at(0)), "jitter is zero: the next host at once");
+    sim.set(40);
+    sim.tick();
+    refuse(&mut sim, 1);
+    assert_eq!(sim.events(), []);
+    sim.tick();
+    assert_eq!(sim.s.status(), SessionStatus::Connecting, "two of three hosts: not a cycle yet");
+    refuse(&mut sim, 2);
+    // The third failed dial completes the cycle: no pause, no further dial.
+    assert_eq!(sim.events(), end_events(&[queued.0], RequestError::Unreachable, ConnectionState::Unreachable));
+    assert_eq!(sim.io(), [], "the socket was already gone");
+    sim.assert_ended(SessionStatus::Unreachable);
+    assert_eq!(RequestError::Unreachable.code(), ErrorCode::CONNECTION_LOSS, "a local condition, no server code");
+}
+
+#[test]
+fn without_give_up_failed_dials_keep_trying() {
+    let mut sim = Sim::new(config("a:1", 9_000));
+    sim.tick_at(0);
+    for cycle in 0..5 {
+        refuse(&mut sim, 0);
+        sim.assert_quiet();
+        let next = 900 * (cycle + 1);
+        sim.tick_at_deadline(next);
+    }
+    assert_eq!(sim.s.status(), SessionStatus::Connecting);
+}
+
+#[test]
+fn a_silent_host_or_a_timed_out_dial_keeps_the_cycle_trying() {
+    // Host 0 refuses; host 1 accepts and never answers the handshake.
+    let mut sim = giving_up("a:1,b:2");
+    sim.tick_at(0);
+    refuse(&mut sim, 0);
+    sim.tick();
+    sim.dial_connected();
+    sim.tick_at_deadline(4_500); // T/2 hosts
+    assert!(matches!(sim.io().as_slice(), [IoCommand::Close]));
+    sim.assert_quiet();
+    assert_eq!(sim.s.status(), SessionStatus::Disconnected, "one dial got through: try again after the pause");
+
+    // Host 0 refuses again; host 1's dial never completes, and the session times it out.
+    sim.tick_at_deadline(5_400);
+    refuse(&mut sim, 0);
+    sim.tick();
+    assert!(matches!(sim.io().as_slice(), [IoCommand::Connect { host: HostId(1), .. }]));
+    sim.tick_at_deadline(9_900);
+    assert!(matches!(sim.io().as_slice(), [IoCommand::Close]));
+    sim.assert_quiet();
+
+    // Host 0 refuses; host 1 accepts and closes before answering.
+    sim.tick_at_deadline(10_800);
+    refuse(&mut sim, 0);
+    sim.tick();
+    sim.dial_connected();
+    sim.disconnected();
+    sim.assert_quiet();
+    assert_eq!(sim.s.status(), SessionStatus::Disconnected);
+
+    // A cycle of two failed dials ends it.
+    sim.tick_at_deadline(11_700);
+    refuse(&mut sim, 0);
+    sim.tick();
+    refuse(&mut sim, 1);
+    assert_eq!(sim.events(), [state_ev(ConnectionState::Unreachable)]);
+    sim.assert_ended(SessionStatus::Unreachable);
+}
+
+#[test]
+fn after_a_session_failed_dials_keep_trying_until_expiry() {
+    let mut sim = Sim::new(config("a:1,b:2", 10_000).with_give_up_unreachable(true));
+    assert_eq!(sim.establish(NEGOTIATED), []);
+    sim.set(100);
+    sim.disconnected();
+    assert_eq!(sim.events(), [state_ev(ConnectionState::Suspended)]);
+    // Cycles of refusals: a pause of T/10 after each, never Unreachable.
+    let mut now = 100;
+    for _ in 0..9 {
+        sim.tick_at(now);
+        refuse(&mut sim, 1);
+        sim.tick();
+        refuse(&mut sim, 0);
+        sim.assert_quiet();
+        assert_eq!(sim.s.status(), SessionStatus::Disconnected);
+        now += 900;
+        assert_eq!(sim.s.poll_timeout(), Some(at(now)));
+    }
+    // 9 s (the negotiated T) after the disconnect the session is lost, as before.
+    sim.tick_at(9_100);
+    assert_eq!(sim.events(), [state_ev(ConnectionState::Lost)]);
+    sim.assert_ended(SessionStatus::Expired);
+}
+
 #[test]
 fn reconnect_jitter_is_bounded_by_a_tenth_of_the_timeout() {
     let cfg = config("a:1,b:2,c:3", 10_000).with_reconnect_jitter(Duration::from_secs(5));

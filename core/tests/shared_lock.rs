@@ -25,10 +25,12 @@ fn ticket(t: u64, event: RecipeEvent) -> RecipeEvent {
     RecipeEvent::Ticket { ticket: Ticket(t), event: Box::new(event) }
 }
 
-/// Grants ticket `t` its node (sequence `seq`), uncontended.
+/// Grants ticket `t` its node (sequence `seq`), uncontended, and answers
+/// the grant's watch on the held node.
 fn grant(h: &mut Harness<SharedLock>, seq: i32) -> String {
     let node = h.answer(at(1), &format!("create2 {BASE}/"), Answer::Seq(seq));
     h.answer(at(1), &format!("getChildren2 {BASE}"), kids(&[name(&node)]));
+    h.answer_held_watch(at(1), &node);
     node
 }
 
@@ -126,6 +128,7 @@ fn read_and_write_parts_exclude_each_other_in_process_except_a_downgrade() {
     let write = h.answer(at(1), &format!("create2 {BASE}/"), Answer::Seq(0));
     h.answer(at(1), &format!("getChildren2 {BASE}"), kids(&[name(&write)]));
     assert_eq!(h.events(), vec![ticket(1, acquired(&write, 1000))]);
+    h.answer_held_watch(at(1), &write);
     h.sent();
     // Another task's read waits in the process: nothing is sent.
     h.run(|q| q.acquire(at(2), Ticket(2), READ, None)).unwrap();
@@ -220,14 +223,11 @@ fn semaphore_tickets_each_get_their_own_leases() {
         h.answer(at(1), &format!("getChildren2 {BASE}/leases"), kids(&listing));
         let events = h.events();
         assert!(events.contains(&ticket(t, acquired(&lease, 1000 + i64::from(seq)))), "{events:?}");
-        // The held lock node of the internal mutex is let go.
-        while let Some(op) = h.pending.front().map(transcript::describe) {
-            if op.starts_with("delete") || op.starts_with("checkWatches") {
-                h.answer(at(2), &op, Answer::Empty);
-            } else {
-                break;
-            }
-        }
+        // The leases' child watch is checked off, the held lease is watched
+        // (the internal mutex node is not), and that node is let go.
+        h.answer(at(2), &format!("checkWatches {BASE}/leases"), Answer::Empty);
+        h.answer_held_watch(at(2), &lease);
+        h.answer(at(2), &format!("delete {}", mask(&lock)), Answer::Empty);
     }
 }
 

@@ -45,6 +45,12 @@ impl Inner {
         rx.await.map_err(|_| Error::ClientClosed)
     }
 
+    /// The ACL [`Options::acl`] gives a node created at `path`
+    /// (`world:anyone:cdrwa` without a policy, as Curator's default).
+    pub(crate) fn acl_for(&self, path: &str) -> Vec<Acl> {
+        self.options.acl.as_ref().map_or_else(Acl::open_unsafe, |policy| policy.acl_for(path).to_vec())
+    }
+
     pub(crate) fn lock_config(&self) -> LockConfig {
         self.lock_config_with(&LockOptions::default())
     }
@@ -56,7 +62,10 @@ impl Inner {
             let ip = self.shared.read(|s| s.local_ip).flatten();
             ip.map(|ip| Bytes::from(ip.to_string())).unwrap_or_default()
         });
-        let mut config = LockConfig::new(seed).with_plan(self.options.plan).with_data(data);
+        let mut config = LockConfig::new(seed)
+            .with_plan(self.options.plan)
+            .with_data(data)
+            .with_compression(self.options.compression);
         config.container_parents = self.options.container_parents;
         config.retry = self.options.retry;
         match &self.options.acl {
@@ -97,6 +106,15 @@ fn os_seed() -> u64 {
 impl Client {
     /// Connects to `connect_string` (`host:port,...[/chroot]`) and waits for
     /// the session, at most `options.connect_timeout`.
+    ///
+    /// Fails with [`Error::Unreachable`] (carrying the last failure) as soon
+    /// as every host has failed to connect once, refused or not resolved,
+    /// before any session; with [`Error::ConnectTimeout`] when a host accepts
+    /// but no session comes of it in time; with
+    /// `RequestError::ChrootUnavailable` when the chroot is missing and
+    /// cannot be created ([`Options::create_chroot`]). Once connected, a lost connection
+    /// is retried until the session expires. Cancelling closes the session
+    /// being set up in the background.
     pub async fn connect(runtime: Arc<dyn Runtime>, connect_string: &str, options: Options) -> Result<Client, Error> {
         let cs = ConnectString::parse(connect_string)?;
         let hosts = cs.hosts().len();
@@ -104,7 +122,8 @@ impl Client {
         let origin = runtime.now();
         let mut config = SessionConfig::new(cs, seed)
             .with_session_timeout(options.session_timeout)
-            .with_max_misbehaving_connections(options.max_misbehaving_connections);
+            .with_max_misbehaving_connections(options.max_misbehaving_connections)
+            .with_give_up_unreachable(true);
         if let Some(sasl) = &options.sasl {
             config = config.with_sasl(sasl.clone());
         }
@@ -168,10 +187,16 @@ impl Client {
     async fn wait_connected(&self) -> Result<(), Error> {
         loop {
             let listener = self.inner.shared.changed.listen();
-            let (state, fatal) =
-                self.inner.shared.read(|s| ((s.connection, s.finished), s.fatal.clone())).ok_or(Error::ClientClosed)?;
+            let (state, fatal, unreachable) = self
+                .inner
+                .shared
+                .read(|s| ((s.connection, s.finished), s.fatal.clone(), s.unreachable.clone()))
+                .ok_or(Error::ClientClosed)?;
             if let Some(e) = fatal {
                 return Err(Error::Tls(e));
+            }
+            if let Some(e) = unreachable {
+                return Err(Error::Unreachable(e));
             }
             match state {
                 (_, true) => return Err(Error::ClientClosed),
@@ -182,6 +207,7 @@ impl Client {
                         state @ (ConnectionState::Lost
                         | ConnectionState::AuthFailed
                         | ConnectionState::ServerMisbehaved(_)
+                        | ConnectionState::Unreachable
                         | ConnectionState::ChrootUnavailable(_)),
                     ),
                     _,
@@ -254,10 +280,29 @@ impl Client {
         Ok(rx.await.map_err(|_| Error::ClientClosed)??)
     }
 
-    /// Creates a node; returns its path (with the sequence suffix) and Stat.
+    /// Creates a node with the ACL [`Options::acl`] gives its path (as lock
+    /// nodes get), so a policy such as `auth::cdrwa` protects every node
+    /// this client makes; returns its path (with the sequence suffix) and
+    /// Stat. Fails with the server's code (`NodeExists`, `NoNode` for a
+    /// missing parent, `NoAuth`), or `Path` for an invalid path. Cancelling
+    /// may leave the node created.
     pub async fn create(&self, path: &str, data: &[u8], mode: CreateMode) -> Result<(String, Stat), Error> {
+        let acl = self.inner.acl_for(path);
+        self.create_with_acl(path, data, mode, acl).await
+    }
+
+    /// Creates a node with `acl` whatever [`Options::acl`] says; otherwise
+    /// as [`Client::create`]. An empty or malformed ACL is the server's to
+    /// refuse (`InvalidACL`).
+    pub async fn create_with_acl(
+        &self,
+        path: &str,
+        data: &[u8],
+        mode: CreateMode,
+        acl: Vec<Acl>,
+    ) -> Result<(String, Stat), Error> {
         let p = if mode.is_sequential() { ZkPath::new_sequential_prefix(path)? } else { ZkPath::new(path)? };
-        match self.call(Op::create(&p, Bytes::copy_from_slice(data), Acl::open_unsafe(), mode)).await? {
+        match self.call(Op::create(&p, Bytes::copy_from_slice(data), acl, mode)).await? {
             Response::Create2 { path, stat } => Ok((path, stat)),
             _ => Err(unexpected(zoolock_core::wire::OpCode::CREATE2)),
         }

@@ -1,4 +1,6 @@
-//! The async API's error type.
+//! The async API's error type, and why a connection attempt failed.
+
+use std::io;
 
 use zoolock_core::{ApiMisuse, ConnectStringError, PathError, RequestError};
 
@@ -21,9 +23,16 @@ pub enum Error {
     /// A path is not a valid ZooKeeper path.
     #[error(transparent)]
     Path(#[from] PathError),
-    /// The session could not be established before the connect timeout.
+    /// The session could not be established before the connect timeout:
+    /// some host accepted the connection (or its dial did not finish) but no
+    /// session came of it in time.
     #[error("could not connect within {0:?}")]
     ConnectTimeout(std::time::Duration),
+    /// No server could be reached: before any session, every host of a full
+    /// cycle failed to connect (refused, not resolved, ...). Carries the last
+    /// attempt's failure. A local or network condition; no server answered.
+    #[error("no server reachable; last attempt {0}")]
+    Unreachable(DialError),
     /// A TLS or connection failure that no retry can fix ended the session.
     #[error(transparent)]
     Tls(#[from] crate::security::TlsError),
@@ -57,4 +66,53 @@ pub enum Error {
         /// The server's result code for it.
         code: zoolock_core::wire::ErrorCode,
     },
+}
+
+/// Why a connection attempt failed, as the transport reported it (see
+/// [`crate::Runtime::connect`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DialError {
+    /// The host name did not resolve to any address.
+    #[error("{addr}: the host name does not resolve: {message}")]
+    NotResolved {
+        /// `host:port` as in the connect string.
+        addr: String,
+        /// The resolver's error.
+        message: String,
+    },
+    /// The connection (or its TLS handshake) failed: refused, unreachable,
+    /// reset, ...
+    #[error("{addr}: {message}")]
+    Io {
+        /// `host:port` as in the connect string.
+        addr: String,
+        /// The I/O error's kind ([`io::ErrorKind::ConnectionRefused`] when
+        /// nothing listens on the port).
+        kind: io::ErrorKind,
+        /// The I/O error's text.
+        message: String,
+    },
+}
+
+impl DialError {
+    /// The failure of a dial to `addr` from the transport's error.
+    pub(crate) fn new(addr: String, error: &io::Error) -> DialError {
+        match error.get_ref().and_then(|e| e.downcast_ref::<Unresolved>()) {
+            Some(unresolved) => DialError::NotResolved { addr, message: unresolved.0.clone() },
+            None => DialError::Io { addr, kind: error.kind(), message: error.to_string() },
+        }
+    }
+}
+
+/// The resolver's failure inside the error [`unresolved`] makes.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct Unresolved(String);
+
+/// The error a [`crate::Runtime::connect`] returns when `host` does not
+/// resolve: `error` (the resolver's) marked so that the driver reports
+/// [`DialError::NotResolved`] rather than an outage of a resolved address.
+pub fn unresolved(error: io::Error) -> io::Error {
+    io::Error::new(error.kind(), Unresolved(error.to_string()))
 }

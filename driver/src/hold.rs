@@ -25,7 +25,8 @@ pub enum HoldStatus {
     /// The connection dropped: the hold is uncertain. Stop the critical
     /// section until it is `Held` again.
     Suspended,
-    /// The session expired or the node vanished: the lock is gone, for good.
+    /// The session expired, or the node was deleted (by anyone else, or found
+    /// missing after a reconnect): the lock is gone, for good.
     Lost,
     /// Not held (released, or never acquired).
     NotHeld,

@@ -26,7 +26,7 @@ mod task;
 
 pub use client::Client;
 pub use count::{SharedCount, VersionedCount};
-pub use error::Error;
+pub use error::{DialError, Error, unresolved};
 pub use futures_lite::io as futures_io;
 pub use hold::{HoldStatus, QueuePosition, StatusChanges};
 pub use lock::{Guard, Lock};
@@ -39,4 +39,4 @@ pub use security::{AclParseError, AclPolicy, AuthInfo, TlsConfigError, TlsConnec
 pub use semaphore::{Lease, Semaphore};
 /// The sans-IO core, for plain ops ([`zoolock_core::Op`]) and wire types.
 pub use zoolock_core as core;
-pub use zoolock_core::{ConnectionState, FencingToken, OpPlan, Participant, RetryPolicy};
+pub use zoolock_core::{Compression, ConnectionState, FencingToken, OpPlan, Participant, RetryPolicy};

@@ -432,7 +432,11 @@ pub struct Guard {
 }
 
 impl Guard {
-    /// The fencing token of this hold: it increases from one holder to the next.
+    /// The fencing token of this hold: it increases from one holder to the
+    /// next. For a read-write lock it orders writers, and readers after
+    /// writers, but a read hold taken by [`Guard::downgrade`] carries a
+    /// higher token than the writers queued behind it: see [`FencingToken`]
+    /// for what a resource should compare.
     pub fn fencing_token(&self) -> FencingToken {
         self.token
     }
@@ -542,6 +546,13 @@ impl Guard {
     /// same read-write lock, granted at once ahead of every queued acquire;
     /// then release this write guard and keep reading. Only for the write
     /// half of a read-write lock.
+    ///
+    /// Fencing: the read node is created now, after writers that queued
+    /// behind this write hold, so the read guard's token is higher than
+    /// theirs although they hold after it. Keep presenting this write
+    /// guard's token for work done under the read guard (a resource that
+    /// keeps the highest write token then rejects it once the next writer
+    /// has written; see [`FencingToken`]).
     pub async fn downgrade(&self) -> Result<Guard, Error> {
         let read = Lock { part: zoolock_core::recipes::READ, ..self.lock.clone() };
         let writer = Ticket(self.ticket);

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use zoolock_core::{OpPlan, RetryPolicy, SaslConfig};
+use zoolock_core::{Compression, OpPlan, RetryPolicy, SaslConfig};
 
 use crate::security::{AclPolicy, AuthInfo, TlsOptions};
 
@@ -22,6 +22,14 @@ pub struct Options {
     /// Lock node data; `None` writes the local address of the connection,
     /// as Curator does.
     pub lock_data: Option<Bytes>,
+    /// How the recipes frame the data they write: lock and lease node data,
+    /// revocation requests, shared counts. [`Compression::Gzip`] for fleets
+    /// whose Curator clients run with `enableCompression()` (Curator 5.8+),
+    /// which read only gzip. Data is read plain or gzip either way; plain
+    /// operations ([`Client::create`](crate::Client::create),
+    /// [`Client::set_data`](crate::Client::set_data), ...) write bytes as
+    /// given.
+    pub compression: Compression,
     /// Seed for protection ids, host order and jitter; `None` draws one from
     /// the OS.
     pub seed: Option<u64>,
@@ -54,9 +62,12 @@ pub struct Options {
     /// addAuth credentials, sent before the first request and after every
     /// reconnect.
     pub auth: Vec<AuthInfo>,
-    /// ACLs of lock nodes, of the parents created for them and of the
-    /// chroot's levels (by their server path, `/app`); `None` is
-    /// `world:anyone:cdrwa`, as Curator's default.
+    /// The ACL of every node this client creates: lock and lease nodes, the
+    /// parents created for them, shared counts, the chroot's levels (by their
+    /// server path, `/app`) and
+    /// [`Client::create`](crate::Client::create) (ops passed to a fenced
+    /// write carry their own). `None` is `world:anyone:cdrwa`, as Curator's
+    /// default.
     pub acl: Option<AclPolicy>,
     /// TLS for every connection; `None` is plaintext.
     pub tls: Option<TlsOptions>,
@@ -78,6 +89,7 @@ impl Default for Options {
             max_misbehaving_connections: zoolock_core::DEFAULT_MAX_MISBEHAVING_CONNECTIONS,
             plan: OpPlan::Pipelined,
             lock_data: None,
+            compression: Compression::None,
             seed: None,
             renew_session: true,
             container_parents: true,
@@ -101,6 +113,8 @@ impl Options {
         plan(plan: OpPlan);
         /// Sets the lock node data.
         lock_data(lock_data: Bytes) => Some;
+        /// Sets how recipes frame the data they write.
+        compression(compression: Compression);
         /// Sets the seed.
         seed(seed: u64) => Some;
         /// Sets how many misbehaving connections in a row end the session.
@@ -113,7 +127,7 @@ impl Options {
         retry(retry: RetryPolicy);
         /// Keeps the chroot in place (default) or never creates it.
         create_chroot(create_chroot: bool);
-        /// Sets the ACL policy of lock nodes and their parents.
+        /// Sets the ACL policy of every node the client creates.
         acl(acl: AclPolicy) => Some;
         /// Connects over TLS.
         tls(tls: TlsOptions) => Some;

@@ -134,7 +134,10 @@ impl Client {
         self.mutex_with(path, LockOptions::default().revocable(true)).await
     }
 
-    /// The read and write halves of a read-write lock on `path`.
+    /// The read and write halves of a read-write lock on `path`. Their
+    /// fencing tokens order writers, and readers after writers, but not a
+    /// downgrade's read hold before the next writer: see
+    /// [`FencingToken`](crate::FencingToken) for what a resource compares.
     ///
     /// ```no_run
     /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
@@ -339,7 +342,8 @@ impl Client {
     }
 
     /// Asks the holder of lock node `node` to release it (writes
-    /// `__REVOKE__`, as Curator's `Revoker`).
+    /// `__REVOKE__`, as Curator's `Revoker`; gzipped with
+    /// [`Options::compression`](crate::Options::compression)).
     ///
     /// ```no_run
     /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
@@ -351,7 +355,8 @@ impl Client {
     /// ```
     pub async fn revoke(&self, node: &str) -> Result<(), Error> {
         let node = ZkPath::new(node)?;
-        match self.one_shot(Box::new(zoolock_core::recipes::Revoker::new(node))).await? {
+        let revoker = zoolock_core::recipes::Revoker::with_compression(node, self.inner.options.compression);
+        match self.one_shot(Box::new(revoker)).await? {
             RecipeEvent::RevokeSent => Ok(()),
             RecipeEvent::Failed(e) => Err(e.into()),
             _ => Err(Error::ClientClosed),

@@ -22,7 +22,9 @@ pub trait Conn: AsyncRead + AsyncWrite + Send + Unpin + 'static {
 
 /// An async runtime, as the driver needs it.
 pub trait Runtime: Send + Sync + Debug + 'static {
-    /// Opens a TCP connection to `host:port` with `TCP_NODELAY` set.
+    /// Opens a TCP connection to `host:port` with `TCP_NODELAY` set. A host
+    /// name that does not resolve fails with the resolver's error wrapped by
+    /// [`crate::unresolved`], so the driver can name the cause.
     fn connect(&self, host: String, port: u16) -> BoxFuture<io::Result<Box<dyn Conn>>>;
     /// Opens a TCP connection like [`Runtime::connect`] and runs the TLS
     /// handshake over it. A failed handshake returns the rustls error inside

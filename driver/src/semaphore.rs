@@ -32,9 +32,9 @@ struct State {
     waiters: HashMap<u64, Waiter>,
     /// The connection dropped while leases were held (until `Reconnected`).
     suspended: bool,
-    /// How many times leases were lost: a lease granted before the latest
-    /// loss is lost.
-    losses: u64,
+    /// Lease nodes known lost (deleted, or gone with the session), until
+    /// their lease is released or dropped.
+    lost: HashSet<String>,
     /// The limit in force and the leases left free by the last listing.
     size: usize,
     available: Option<usize>,
@@ -50,9 +50,10 @@ const WAITERS: hold::Waiters<State, Waiter> =
     hold::Waiters { of: |s| &mut s.waiters, refuse: |w, e| drop(w.reply.send(Err(e))) };
 
 impl SemShared {
-    /// The reported status of a lease granted after `losses` losses.
-    fn lease_status(&self, losses: u64) -> HoldStatus {
-        self.peek(|s| match (s.losses > losses, s.suspended) {
+    /// The reported status of the lease on `node`: its own loss, else the
+    /// connection's.
+    fn lease_status(&self, node: &str) -> HoldStatus {
+        self.peek(|s| match (s.lost.contains(node), s.suspended) {
             (true, _) => HoldStatus::Lost,
             (false, true) => HoldStatus::Suspended,
             (false, false) => HoldStatus::Held,
@@ -80,13 +81,19 @@ impl std::fmt::Debug for Semaphore {
     }
 }
 
+/// Returns the lease on `node` (on the driver task, so no loss of it can be
+/// reported after its entry in `lost` is forgotten here).
 fn return_lease(
     client: &mut CoreClient,
     now: Instant,
+    shared: &SemShared,
     typed: Handle<SharedSemaphore>,
     node: &str,
 ) -> Result<(), Error> {
     tracing::debug!(%node, "returning lease");
+    if shared.peek(|s| s.lost.contains(node)) {
+        shared.with(|s| s.lost.remove(node));
+    }
     client.with(now, typed, |s, now| s.return_lease(now, node))??;
     Ok(())
 }
@@ -115,14 +122,15 @@ fn on_event(
             tracing::info!(%path, "hold confirmed after the reconnect (semaphore leases)");
             return shared.with(|s| s.suspended = false);
         }
-        RecipeEvent::Lost => {
+        RecipeEvent::LeaseLost { node } => {
             crate::metrics::lost(path);
-            tracing::warn!(%path, "hold lost (semaphore leases)");
+            tracing::warn!(%path, %node, "lease lost: its node is gone");
             return shared.with(|s| {
-                s.suspended = false;
-                s.losses += 1;
+                s.lost.insert(node);
             });
         }
+        // No lease is left: answers a `Suspended` (each was reported lost).
+        RecipeEvent::Lost => return shared.with(|s| s.suspended = false),
         RecipeEvent::LeaseRevocationRequested { node } => {
             tracing::debug!(%path, %node, "lease revocation requested");
             return shared.with(|s| {
@@ -149,7 +157,7 @@ fn on_event(
             let Some(w) = done else {
                 if !shared.peek(|s| s.waiters.contains_key(&ticket)) {
                     // Nobody waits for it any more: give it back.
-                    let _ = return_lease(client, now, typed, &node);
+                    let _ = return_lease(client, now, shared, typed, &node);
                 }
                 return;
             };
@@ -159,7 +167,7 @@ fn on_event(
             } else {
                 tracing::debug!(%path, "leases granted to a dropped acquire: returning them");
                 for (node, _) in &leases {
-                    let _ = return_lease(client, now, typed, node);
+                    let _ = return_lease(client, now, shared, typed, node);
                 }
             }
         }
@@ -286,11 +294,7 @@ impl Semaphore {
         pending.rx = None;
         let grant = grant?;
         crate::metrics::acquired(&self.path, self.handle.client.inner.runtime.now().saturating_duration_since(began));
-        let losses = self.shared.peek(|s| s.losses);
-        Ok(grant
-            .into_iter()
-            .map(|(node, token)| Lease { sem: self.clone(), node, token, losses, returned: false })
-            .collect())
+        Ok(grant.into_iter().map(|(node, token)| Lease { sem: self.clone(), node, token, returned: false }).collect())
     }
 }
 
@@ -314,7 +318,7 @@ impl Drop for PendingLeases {
         tracing::trace!(path = %self.sem.path, ticket, granted = granted.len(), "semaphore acquire dropped");
         let _ = self.sem.handle.client.inner.send(Command::Run(Box::new(move |c, now| {
             for (node, _) in &granted {
-                let _ = return_lease(c, now, typed, node);
+                let _ = return_lease(c, now, &shared, typed, node);
             }
             shared.with(|s| s.waiters.remove(&ticket));
             let _ = c.with(now, typed, |s, now| s.cancel(now, Ticket(ticket)));
@@ -329,8 +333,6 @@ pub struct Lease {
     sem: Semaphore,
     node: String,
     token: FencingToken,
-    /// The semaphore's loss count when this lease was granted.
-    losses: u64,
     returned: bool,
 }
 
@@ -348,9 +350,11 @@ impl Lease {
     /// Whether the lease is still good, as [`crate::Guard::status`]:
     /// `Held`, `Suspended` while the connection is down (or the server has
     /// not been heard for two thirds of the session timeout), `Lost` for good
-    /// once the session expired or a lease of this semaphore vanished.
+    /// once this lease's node is gone (deleted by anyone else, or with the
+    /// session). Each lease has its own: the loss of one leaves the others
+    /// `Held`.
     pub fn status(&self) -> HoldStatus {
-        hold::effective(&self.sem.handle.client.inner, self.sem.shared.lease_status(self.losses))
+        hold::effective(&self.sem.handle.client.inner, self.sem.shared.lease_status(&self.node))
     }
 
     /// Completes as soon as [`Lease::status`] would first read `Suspended`
@@ -361,11 +365,9 @@ impl Lease {
 
     /// The current status, then every change, ending after `Lost`.
     pub fn status_changes(&self) -> hold::StatusChanges {
-        let (shared, inner, losses) = (self.sem.shared.clone(), self.sem.handle.client.inner.clone(), self.losses);
+        let (shared, inner, node) = (self.sem.shared.clone(), self.sem.handle.client.inner.clone(), self.node.clone());
         let status_inner = inner.clone();
-        hold::changes(inner, shared.changed.clone(), move || {
-            hold::effective(&status_inner, shared.lease_status(losses))
-        })
+        hold::changes(inner, shared.changed.clone(), move || hold::effective(&status_inner, shared.lease_status(&node)))
     }
 
     /// Completes once someone has asked for this lease back (revocable
@@ -387,7 +389,7 @@ impl Lease {
     /// exists: all of them apply while the lease is good, none once its node
     /// is gone ([`Error::NotHeld`]); see [`crate::Guard::fenced`].
     pub async fn fenced(&self, ops: Vec<zoolock_core::Op>) -> Result<Vec<zoolock_core::wire::MultiResult>, Error> {
-        if self.sem.shared.lease_status(self.losses) == HoldStatus::Lost {
+        if self.sem.shared.lease_status(&self.node) == HoldStatus::Lost {
             return Err(Error::NotHeld { node: self.node.clone() });
         }
         self.sem.handle.client.fenced(std::slice::from_ref(&self.node), ops).await
@@ -401,8 +403,8 @@ impl Lease {
     pub async fn release(mut self) -> Result<(), Error> {
         self.returned = true;
         self.sem.shared.with(|s| s.revoked.remove(&self.node));
-        let (typed, node) = (self.sem.typed, self.node.clone());
-        match self.sem.handle.client.inner.run(move |c, now| return_lease(c, now, typed, &node)).await? {
+        let (shared, typed, node) = (self.sem.shared.clone(), self.sem.typed, self.node.clone());
+        match self.sem.handle.client.inner.run(move |c, now| return_lease(c, now, &shared, typed, &node)).await? {
             Err(Error::Misuse(ApiMisuse::NotHeld)) => Ok(()),
             other => other,
         }
@@ -415,9 +417,9 @@ impl Drop for Lease {
             return;
         }
         self.sem.shared.with(|s| s.revoked.remove(&self.node));
-        let (typed, node) = (self.sem.typed, self.node.clone());
+        let (shared, typed, node) = (self.sem.shared.clone(), self.sem.typed, self.node.clone());
         let _ = self.sem.handle.client.inner.send(Command::Run(Box::new(move |c, now| {
-            let _ = return_lease(c, now, typed, &node);
+            let _ = return_lease(c, now, &shared, typed, &node);
         })));
     }
 }

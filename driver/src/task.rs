@@ -65,6 +65,9 @@ pub(crate) struct SharedState {
     pub(crate) finished: bool,
     /// A connection failure no retry can fix ended the session.
     pub(crate) fatal: Option<crate::security::TlsError>,
+    /// The last failed dial, once the session has ended as
+    /// [`ConnectionState::Unreachable`].
+    pub(crate) unreachable: Option<crate::DialError>,
     /// The last instant the server is known to have held the session alive:
     /// the send time of the newest request it answered (runtime clock).
     pub(crate) last_heard: Option<std::time::Instant>,
@@ -127,6 +130,11 @@ pub(crate) struct DriverTask {
     handles_gone: bool,
     conn: Option<Box<dyn Conn>>,
     connecting: Option<BoxFuture<io::Result<Box<dyn Conn>>>>,
+    /// Where the current or last dial went (`host:port`).
+    dialing: String,
+    /// Why the last dial failed: the cause carried when the session gives
+    /// up on unreachable hosts.
+    last_dial: Option<crate::DialError>,
     rx: BytesMut,
     scratch: Box<[u8]>,
     tx: BytesMut,
@@ -164,6 +172,8 @@ impl DriverTask {
             handles_gone: false,
             conn: None,
             connecting: None,
+            dialing: String::new(),
+            last_dial: None,
             rx: BytesMut::with_capacity(READ_CHUNK),
             scratch: vec![0; READ_CHUNK].into_boxed_slice(),
             tx: BytesMut::new(),
@@ -259,6 +269,12 @@ impl DriverTask {
                 match state {
                     ConnectionState::ServerMisbehaved(error) => {
                         tracing::error!(%error, "giving up on a server that misbehaved on every connection");
+                    }
+                    ConnectionState::Unreachable => {
+                        let last = self.last_dial.as_ref().map(|e| e.to_string()).unwrap_or_default();
+                        tracing::info!(last, "giving up: every host failed to connect");
+                        let cause = self.last_dial.clone();
+                        self.shared.update(|s| s.unreachable = cause);
                     }
                     _ => tracing::info!(?state, "connection state"),
                 }
@@ -380,7 +396,8 @@ impl DriverTask {
                 self.client.handle_connected(now);
             }
             Err(error) => {
-                tracing::debug!(%error, "connect failed");
+                tracing::debug!(%error, addr = self.dialing, "connect failed");
+                self.last_dial = Some(crate::DialError::new(self.dialing.clone(), &error));
                 let now = self.now();
                 self.client.handle_disconnected(now);
                 let tls = self.security.tls.is_some();
@@ -458,6 +475,7 @@ impl DriverTask {
             match io {
                 IoCommand::Connect { addr, .. } => {
                     tracing::debug!(%addr, "connecting");
+                    self.dialing = addr.to_string();
                     self.connecting = Some(self.security.connect(&*self.runtime, addr.host.clone(), addr.port));
                 }
                 IoCommand::Close => self.connecting = None,

@@ -338,6 +338,12 @@ impl ZkModel {
         self.close_reasons.get(&conn)
     }
 
+    /// Whether connection `conn` has a data (or exist) watch on `path`: a
+    /// change to the node would be told to it.
+    pub fn data_watched_by(&self, path: &str, conn: ConnId) -> bool {
+        self.watches.has_data(path, conn)
+    }
+
     /// Number of watch registrations (data + child tables).
     pub fn watch_count(&self) -> usize {
         self.watches.len()

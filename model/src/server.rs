@@ -142,6 +142,21 @@ impl ZkModel {
         true
     }
 
+    /// Fault injection: someone else (an operator, another client) deletes
+    /// the childless node at `path`, firing the watches as any delete does.
+    /// Returns false if there is no such node or it has children.
+    pub fn delete_node(&mut self, now: Instant, path: &str) -> bool {
+        if path == "/" || !self.tree.get(path).is_some_and(|n| n.children.is_empty()) {
+            return false;
+        }
+        let zxid = self.next_zxid();
+        let mut changes = Vec::new();
+        self.tree.delete(path, zxid, &mut changes);
+        self.fire(&changes, zxid);
+        self.schedule_reaper(now);
+        true
+    }
+
     /// Fault injection: the server drops `conn` (as on a network error). The
     /// session lives on.
     pub fn drop_connection(&mut self, now: Instant, conn: ConnId) {

@@ -55,6 +55,10 @@ impl Table {
     }
 
     /// Whether any connection has a registration at `p`.
+    fn has(&self, p: &str, conn: ConnId) -> bool {
+        self.by_path.get(p).is_some_and(|m| m.contains_key(&conn))
+    }
+
     fn any_at(&self, p: &str) -> bool {
         self.by_path.get(p).is_some_and(|m| !m.is_empty())
     }
@@ -154,6 +158,11 @@ impl Watches {
         let mode = if recursive { Mode::Recursive } else { Mode::Persistent };
         self.data.add(p, conn, mode);
         self.child.add(p, conn, mode);
+    }
+
+    /// Whether `conn` has a data (or exist) watch on `p`.
+    pub(crate) fn has_data(&self, p: &str, conn: ConnId) -> bool {
+        self.data.has(p, conn)
     }
 
     /// checkWatches for a valid type (1 children, 2 data, 3 any). As in

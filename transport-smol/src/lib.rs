@@ -18,7 +18,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 use std::io;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use smol::net::TcpStream;
@@ -91,9 +91,11 @@ impl Runtime for SmolRuntime {
 }
 
 /// A TCP connection to `host:port` with Nagle's algorithm off, and the
-/// local address it uses.
+/// local address it uses. Resolving first tells a name that does not resolve
+/// from an address that refuses.
 async fn tcp(host: &str, port: u16) -> io::Result<(TcpStream, Option<IpAddr>)> {
-    let stream = TcpStream::connect((host, port)).await?;
+    let addrs: Vec<SocketAddr> = smol::net::resolve((host, port)).await.map_err(unresolved)?;
+    let stream = TcpStream::connect(&addrs[..]).await?;
     stream.set_nodelay(true)?;
     let local_ip = stream.local_addr().ok().map(|a| a.ip());
     Ok((stream, local_ip))

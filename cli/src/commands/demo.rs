@@ -96,6 +96,7 @@ pub(crate) async fn run(global: &Global, args: DemoArgs) -> Outcome {
         connect: Some(hosts),
         session_timeout: global.session_timeout,
         connect_timeout: global.connect_timeout,
+        compress: global.compress,
         verbose: global.verbose,
         security: global.security.clone(),
     };

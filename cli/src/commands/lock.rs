@@ -215,7 +215,7 @@ async fn finish(
             drop(held);
             super::close(client, close_limit).await;
             let why = match loss {
-                Loss::Lost => "the session expired or the lock node vanished".to_owned(),
+                Loss::Lost => "the session expired or the lock node was deleted".to_owned(),
                 Loss::SuspendedTooLong => {
                     format!("the connection was suspended longer than {}", humantime::format_duration(policy.grace))
                 }

@@ -46,6 +46,9 @@ pub(crate) async fn run(cli: Cli) -> Outcome {
 async fn connect(global: &Global, data: Option<&str>) -> Result<Client, Failure> {
     let mut options = Options::default().session_timeout(global.session_timeout);
     options.connect_timeout = global.connect_timeout;
+    if global.compress {
+        options = options.compression(zoolock_tokio::Compression::Gzip);
+    }
     if let Some(data) = data {
         options = options.lock_data(data.as_bytes().to_vec().into());
     }

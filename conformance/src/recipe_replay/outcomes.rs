@@ -240,7 +240,11 @@ impl ClientRun<'_> {
     }
 
     fn lock_config(&self) -> LockConfig {
-        LockConfig::new(Rng::fork(self.seed, 0)).with_plan(OpPlan::Curator).with_data(self.data.clone())
+        LockConfig::new(Rng::fork(self.seed, 0))
+            .with_plan(OpPlan::Curator)
+            .with_data(self.data.clone())
+            // Curator does not watch a held node; the traces are its sequences.
+            .with_watch_held(false)
     }
 
     fn add(&mut self, recipe: Box<dyn Recipe>) -> RecipeId {

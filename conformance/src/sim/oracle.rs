@@ -91,7 +91,10 @@ pub fn check_lease_limits<'a, H: Debug + Clone>(
 
 /// Fencing order per path: an exclusive (or write, or lease) hold's token is
 /// greater than every earlier hold's; a read hold's is greater than every
-/// earlier write hold's. Leases of a semaphore with several of them are
+/// earlier write hold's. The write rule counts earlier reads only because
+/// the script never downgrades: a downgrade's read node is created after the
+/// writers queued behind its write node, so its token is above theirs though
+/// they hold after it (`FencingToken`'s docs say what a resource compares). Leases of a semaphore with several of them are
 /// shared, and one can be reported late, so they are not ordered.
 #[derive(Debug, Default)]
 pub struct Fencing {

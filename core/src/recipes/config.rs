@@ -7,6 +7,7 @@ use bytes::Bytes;
 use zoolock_wire::Acl;
 
 use crate::acl::AclPolicy;
+use crate::gzip::Compression;
 use crate::rng::Rng;
 
 /// Which op sequence a recipe emits. Both use the same nodes and names, so
@@ -64,6 +65,11 @@ pub struct LockConfig {
     /// Data written into our lock node. Curator writes the local address;
     /// the driver fills that in. Revocable locks always write empty data.
     pub data: Bytes,
+    /// How the data the recipe writes is framed: lock and lease node data
+    /// (empty data too) and a shared count's value. [`Compression::Gzip`]
+    /// for fleets whose Curator clients run with `enableCompression()`.
+    /// Data read is accepted plain or gzip either way.
+    pub compression: Compression,
     /// ACL of lock nodes and of the parents we create.
     pub acl: Vec<Acl>,
     /// Per-prefix ACLs; when set, it decides every node's ACL and `acl` is
@@ -83,6 +89,14 @@ pub struct LockConfig {
     /// ahead of its predecessor and lists again when that one goes, so the
     /// predecessor's deletion is the grant (one more getData per waiter).
     pub fast_handoff: bool,
+    /// Watch each held node, so that its deletion by anyone else (an
+    /// operator, a buggy client) makes the hold `Lost` at once rather than
+    /// leaving it `Held` while another process takes the lock. One exists
+    /// (with a watch) per grant, sent after the grant and not waited for,
+    /// and one notification when the holder deletes its own node. Curator
+    /// does not watch a held node: trace replay of Curator's sequences turns
+    /// this off, nothing else should.
+    pub watch_held: bool,
 }
 
 impl LockConfig {
@@ -91,12 +105,14 @@ impl LockConfig {
         LockConfig {
             plan: OpPlan::default(),
             data: Bytes::new(),
+            compression: Compression::None,
             acl: Acl::open_unsafe(),
             acl_policy: None,
             container_parents: true,
             retry: RetryPolicy::default(),
             seed,
             fast_handoff: true,
+            watch_held: true,
         }
     }
 
@@ -105,6 +121,14 @@ impl LockConfig {
         with_plan(plan: OpPlan);
         /// Sets the node data.
         with_data(data: Bytes);
+        /// Sets how written data is framed.
+        with_compression(compression: Compression);
+    }
+
+    /// Sets [`LockConfig::watch_held`] (on by default).
+    pub fn with_watch_held(mut self, watch_held: bool) -> Self {
+        self.watch_held = watch_held;
+        self
     }
 
     /// Takes each node's ACL (lock nodes and the parents created for them)

@@ -34,8 +34,15 @@ enum State {
         remaining: Vec<usize>,
         outcome: Option<RecipeEvent>,
         release: bool,
+        /// Then acquire again from the first member (a held member was lost
+        /// during the acquire).
+        restart: bool,
     },
 }
+
+/// How many times one acquire starts over because a member it already held
+/// lost its node; then it fails, as a lock whose path keeps vanishing does.
+const MAX_RESTARTS: u32 = 3;
 
 /// All-or-nothing over several locks, like Curator's `InterProcessMultiLock`:
 /// each member is any [`LockRecipe`] part (a mutex, one half of a read-write
@@ -75,6 +82,11 @@ pub struct MultiLock {
     deadline: Option<Instant>,
     suspended: BTreeSet<usize>,
     lost: bool,
+    /// The session is ending: a member's `Lost` is the session's, and the
+    /// member under way fails with the session's error on its own.
+    session_ending: bool,
+    /// Restarts of the acquire under way (see [`MAX_RESTARTS`]).
+    restarts: u32,
     out: Outbox,
     router: OpRouter<usize>,
 }
@@ -156,6 +168,8 @@ impl MultiLock {
             deadline: None,
             suspended: BTreeSet::new(),
             lost: false,
+            session_ending: false,
+            restarts: 0,
             out: Outbox::default(),
             router: OpRouter::default(),
         })
@@ -234,6 +248,7 @@ impl MultiLock {
         let first = self.members.first_mut().ok_or(ApiMisuse::EmptyMultiLock)?;
         first.acquire(now, deadline)?;
         self.deadline = deadline;
+        self.restarts = 0;
         self.lost = false;
         self.suspended.clear();
         self.state = State::Acquiring { next: 0 };
@@ -251,7 +266,7 @@ impl MultiLock {
             return Ok(());
         }
         let remaining = (0..self.members.len()).collect();
-        self.state = State::Releasing { current: None, remaining, outcome: None, release: true };
+        self.state = State::Releasing { current: None, remaining, outcome: None, release: true, restart: false };
         self.advance_release(now);
         self.collect(now);
         Ok(())
@@ -279,13 +294,23 @@ impl MultiLock {
     /// Releases members `0..upto` in reverse, then reports `outcome`.
     fn roll_back(&mut self, now: Instant, upto: usize, outcome: Option<RecipeEvent>) {
         let remaining = (0..upto).collect();
-        self.state = State::Releasing { current: None, remaining, outcome, release: false };
+        self.state = State::Releasing { current: None, remaining, outcome, release: false, restart: false };
         self.advance_release(now);
+    }
+
+    /// Acquires again from the first member (after a restart's releases).
+    fn restart(&mut self, now: Instant) {
+        self.state = State::Acquiring { next: 0 };
+        let deadline = self.deadline;
+        let started = self.members.first_mut().map(|m| m.acquire(now, deadline));
+        if let Some(Err(e)) = started {
+            self.roll_back(now, 0, Some(RecipeEvent::Refused(e)));
+        }
     }
 
     /// Starts the next member release, or finishes.
     fn advance_release(&mut self, now: Instant) {
-        let State::Releasing { current, remaining, outcome, release } = &mut self.state else { return };
+        let State::Releasing { current, remaining, outcome, release, restart } = &mut self.state else { return };
         while let Some(idx) = remaining.pop() {
             let Some(m) = self.members.get_mut(idx) else { continue };
             // Members hold once each (reentrancy is counted here, not in
@@ -297,6 +322,9 @@ impl MultiLock {
         }
         let outcome = outcome.take();
         let release = *release;
+        if *restart {
+            return self.restart(now);
+        }
         self.state = State::Idle;
         self.holds = 0;
         if release {
@@ -358,6 +386,26 @@ impl MultiLock {
             }
             (State::Acquiring { next }, RecipeEvent::Failed(e)) if *next == idx => {
                 self.roll_back(now, idx, Some(RecipeEvent::Failed(e)));
+            }
+            // A member already held lost its node (someone deleted it) while
+            // a later one is being acquired: all or nothing, so the members
+            // are let go and the acquire starts over, as a lock whose node
+            // vanished does, a few times at most. (At a session's end the
+            // member under way fails with the session's error by itself.)
+            (State::Acquiring { next }, RecipeEvent::Lost) if idx < *next && !self.session_ending => {
+                let next = *next;
+                if let Some(m) = self.members.get_mut(next) {
+                    m.cancel(now);
+                }
+                if self.restarts >= MAX_RESTARTS {
+                    let error = RequestError::RetriesExhausted(MAX_RESTARTS);
+                    return self.roll_back(now, next, Some(RecipeEvent::Failed(error)));
+                }
+                self.restarts += 1;
+                let remaining = (0..next).collect();
+                self.state =
+                    State::Releasing { current: None, remaining, outcome: None, release: false, restart: true };
+                self.advance_release(now);
             }
             (State::Releasing { current, .. }, event @ (RecipeEvent::Released | RecipeEvent::Failed(_)))
                 if *current == Some(idx) =>
@@ -426,10 +474,12 @@ impl Recipe for MultiLock {
     }
 
     fn handle_session(&mut self, now: Instant, state: ConnectionState) {
+        self.session_ending = state.end_error().is_some();
         for m in &mut self.members {
             m.lock.handle_session(now, state);
         }
         self.collect(now);
+        self.session_ending = false;
     }
 
     fn handle_timeout(&mut self, now: Instant) {

@@ -43,7 +43,8 @@ enum Step {
 /// the same key the lock uses. Curator's `getParticipantNodes` returns paths
 /// only; the data (Curator writes the holder's address) is our addition and
 /// can be turned off with [`Participants::without_data`] for Curator's exact
-/// single request. [`Participants::refresh`] lists again.
+/// single request. Gzip-framed data (Curator with compression) is reported
+/// decompressed. [`Participants::refresh`] lists again.
 ///
 /// Connection loss: the requests still owed are sent again after the
 /// reconnect. Other errors and a session end are reported as `Failed`.
@@ -188,7 +189,7 @@ impl Participants {
         let Step::Reading { paths, data, pending } = &mut self.step else { return };
         let Some(idx) = pending.remove(&op) else { return };
         let value = match result {
-            Ok(Response::Data { data, .. }) => Some(data.unwrap_or_default()),
+            Ok(Response::Data { data, .. }) => Some(plain(data.unwrap_or_default())),
             Ok(_) | Err(RequestError::Server(ErrorCode::NO_NODE)) => None,
             Err(RequestError::ConnectionLoss) => {
                 if let Some(zk) = paths.get(idx).and_then(|p| ZkPath::new(p).ok()) {
@@ -232,6 +233,16 @@ impl Participants {
                 }
             }
         }
+    }
+}
+
+/// A participant's data as its writer meant it: gzip-framed data (Curator
+/// with compression) decompressed, anything else, undecodable gzip included,
+/// as it is (what a Curator client without compression reads).
+fn plain(data: Bytes) -> Bytes {
+    match crate::gzip::decode(&data, crate::gzip::MAX_DECOMPRESSED) {
+        Ok(alloc::borrow::Cow::Owned(inflated)) => Bytes::from(inflated),
+        Ok(alloc::borrow::Cow::Borrowed(_)) | Err(_) => data,
     }
 }
 

@@ -6,6 +6,7 @@ use zoolock_wire::Response;
 use super::kit::Outbox;
 use super::lock_core::REVOKE_MESSAGE;
 use crate::error::{ApiMisuse, RequestError};
+use crate::gzip::{self, Compression};
 use crate::op::Op;
 use crate::path::ZkPath;
 use crate::recipe::{OpId, Recipe, RecipeEvent};
@@ -31,6 +32,8 @@ use crate::time::Instant;
 #[derive(Debug)]
 pub struct Revoker {
     node: ZkPath,
+    /// `__REVOKE__` as written (gzip for fleets with compression on).
+    message: Bytes,
     /// The op in flight, if any.
     in_flight: Option<OpId>,
     /// The last attempt met a connection loss; resend on reconnect.
@@ -42,7 +45,15 @@ impl Revoker {
     /// A revoker for the lock node `node` (a full path, e.g. from
     /// [`Participants`](super::Participants)); the request is queued at once.
     pub fn new(node: ZkPath) -> Revoker {
-        let mut revoker = Revoker { node, in_flight: None, retry: false, out: Outbox::default() };
+        Revoker::with_compression(node, Compression::None)
+    }
+
+    /// As [`Revoker::new`], writing `__REVOKE__` framed by `compression`:
+    /// a Curator holder built with `enableCompression()` recognises only the
+    /// gzip form (zoolock holders recognise both).
+    pub fn with_compression(node: ZkPath, compression: Compression) -> Revoker {
+        let message = compression.encode(Bytes::from_static(REVOKE_MESSAGE));
+        let mut revoker = Revoker { node, message, in_flight: None, retry: false, out: Outbox::default() };
         revoker.send();
         revoker
     }
@@ -63,9 +74,15 @@ impl Revoker {
 
     fn send(&mut self) {
         self.retry = false;
-        let op = Op::set_data(&self.node, Bytes::from_static(REVOKE_MESSAGE), None);
+        let op = Op::set_data(&self.node, self.message.clone(), None);
         self.in_flight = Some(self.out.send(op));
     }
+}
+
+/// Whether a holder's node data asks it to release: `__REVOKE__`, plain or
+/// gzip-framed (Curator with compression writes the latter).
+pub(crate) fn is_revoke_message(data: &[u8]) -> bool {
+    gzip::decode(data, REVOKE_MESSAGE.len()).is_ok_and(|message| *message == *REVOKE_MESSAGE)
 }
 
 impl Recipe for Revoker {

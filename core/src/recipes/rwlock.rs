@@ -46,7 +46,10 @@ pub(crate) fn member_seed(seed: u64, index: usize) -> u64 {
 ///   overtakes the reader once the write half is released, CURATOR-621). With
 ///   [`OpPlan::Pipelined`] it is an EPHEMERAL node named with the write node's
 ///   sequence suffix (Curator 5.5+'s fix), so it stays ahead of every queued
-///   writer after the write half is released.
+///   writer after the write half is released. Either way the read node is
+///   created after those writers' nodes, so its fencing token (czxid) is
+///   higher than theirs although it is granted first: see [`FencingToken`] for
+///   what a resource should compare.
 /// - **Upgrade** (hold or be acquiring read, then acquire write) would wait
 ///   on our own read node forever; [`ReadWriteLock::acquire_write`] refuses it
 ///   with [`ApiMisuse::UpgradeRefused`] instead of queueing.

@@ -128,12 +128,15 @@ struct Acquiring {
 /// lease to come back, `position` is 1 and `total` the lease count, ours
 /// included.
 ///
-/// Connection events while leases are held are reported once for the
-/// handle: `Suspended` when the connection drops, then, after a reconnect of
-/// the same session has verified every held lease, `Reconnected` if all
-/// survived or `Lost` if any vanished ([`Semaphore::leases`] lists the
-/// survivors). Session expiry (or close) reports `Lost` if leases were held
-/// and `Failed` for an acquire under way.
+/// Each held lease node is watched: a lease whose node is deleted (by
+/// anyone else) or found missing after a reconnect is reported alone, as
+/// [`RecipeEvent::LeaseLost`], and the others keep their status; `Lost`
+/// follows once no lease is left. Connection events are reported once for
+/// the handle: `Suspended` when the connection drops, then, after a
+/// reconnect of the same session has verified every held lease,
+/// `Reconnected` for the survivors ([`Semaphore::leases`] lists them).
+/// Session expiry (or close) reports `LeaseLost` for every held lease, then
+/// `Lost`, and `Failed` for an acquire under way.
 ///
 /// Drain order after any input or command: [`Recipe::poll_op`] (ops leave in
 /// Curator's order: after a lease is held, checkWatches on `leases` before the
@@ -166,8 +169,6 @@ pub struct Semaphore {
     verifying: BTreeSet<u64>,
     /// `Suspended` was reported and not yet answered.
     suspended: bool,
-    /// A lease vanished during the current reconnect check.
-    lost_on_verify: bool,
     router: OpRouter<Member>,
     out: Outbox,
 }
@@ -181,6 +182,9 @@ impl Semaphore {
         let rng = Rng::with_seed(config.seed);
         let mut mutex_config = config.clone();
         mutex_config.seed = Rng::fork(config.seed, MUTEX_SLOT);
+        // The internal mutex is held only for a moment, and nobody acts on
+        // it: its node needs no watch.
+        mutex_config.watch_held = false;
         let mutex = LockCore::new(
             mutex_config,
             locks,
@@ -206,7 +210,6 @@ impl Semaphore {
             acquiring: None,
             verifying: BTreeSet::new(),
             suspended: false,
-            lost_on_verify: false,
             router: OpRouter::default(),
             out: Outbox::default(),
         }
@@ -539,14 +542,32 @@ impl Semaphore {
         }
     }
 
+    /// Every held lease was checked after a reconnect: the survivors are
+    /// `Reconnected` (those found missing were reported one by one).
     fn finish_verify(&mut self) {
         if !self.verifying.is_empty() || !self.suspended {
             return;
         }
         self.suspended = false;
-        let event =
-            if core::mem::take(&mut self.lost_on_verify) { RecipeEvent::Lost } else { RecipeEvent::Reconnected };
-        self.out.emit(event);
+        self.out.emit(RecipeEvent::Reconnected);
+    }
+
+    /// Held lease `slot` is gone (its node was deleted, or found missing on
+    /// a reconnect): `LeaseLost` for it alone, and `Lost` once no lease is
+    /// left (which also answers a `Suspended`).
+    fn lease_lost(&mut self, slot: u64) {
+        self.held.retain(|s| *s != slot);
+        self.verifying.remove(&slot);
+        if let Some(node) = self.cores.get_mut(&slot).and_then(|c| c.take_lost()) {
+            self.out.emit(RecipeEvent::LeaseLost { node: node.as_str().into() });
+        }
+        if self.held.is_empty() {
+            self.verifying.clear();
+            self.suspended = false;
+            self.out.emit(RecipeEvent::Lost);
+        } else {
+            self.finish_verify();
+        }
     }
 
     fn slots(&self) -> Vec<u64> {
@@ -640,10 +661,13 @@ impl Semaphore {
         // of its leases from these events, and would stay suspended.
         let had_leases = !self.held.is_empty() || self.suspended;
         let was_acquiring = self.acquiring.take().is_some();
-        self.held.clear();
+        for slot in core::mem::take(&mut self.held) {
+            if let Some(node) = self.cores.get(&slot).and_then(|c| c.held()) {
+                self.out.emit(RecipeEvent::LeaseLost { node: node.path_string() });
+            }
+        }
         self.verifying.clear();
         self.suspended = false;
-        self.lost_on_verify = false;
         self.mutex.handle_session(now, state);
         while self.mutex.poll_event().is_some() {}
         for (slot, core) in self.cores.iter_mut() {
@@ -709,6 +733,7 @@ impl Recipe for Semaphore {
             | ConnectionState::Closed
             | ConnectionState::AuthFailed
             | ConnectionState::ServerMisbehaved(_)
+            | ConnectionState::Unreachable
             | ConnectionState::ChrootUnavailable(_) => {
                 return self.end_session(now, state);
             }

@@ -124,15 +124,7 @@ impl Semaphore {
                     self.verifying.remove(&slot);
                     self.finish_verify();
                 }
-                RecipeEvent::Lost => {
-                    self.held.retain(|s| *s != slot);
-                    self.verifying.remove(&slot);
-                    self.lost_on_verify = true;
-                    if !self.suspended {
-                        self.suspended = true;
-                    }
-                    self.finish_verify();
-                }
+                RecipeEvent::Lost => self.lease_lost(slot),
                 RecipeEvent::Failed(e) => self.out.emit(RecipeEvent::Failed(e)),
                 _ => {}
             }

@@ -7,6 +7,10 @@
 //! does every (re)connect. `set` is `setData(version -1)`, `try_set` is
 //! `setData(version)`: BadVersion means another writer came first, so the
 //! value is re-read and the write reported as not applied.
+//!
+//! Compression (Curator 5.8's `enableCompression()`): a gzip-framed value is
+//! read as the int it holds; [`LockConfig::compression`] says whether ours
+//! are written gzipped.
 
 use alloc::collections::BTreeMap;
 use alloc::string::String;
@@ -42,7 +46,7 @@ enum Purpose {
 /// written; values only move to higher node versions),
 /// [`RecipeEvent::CountWritten`] once per `set` / `try_set`, in call order,
 /// and [`RecipeEvent::CountMalformed`] if the node holds anything but 4
-/// bytes (the last good value stays).
+/// bytes, plain or gzip-framed (the last good value stays).
 ///
 /// Drain order: [`Recipe::poll_op`], then [`Recipe::poll_event`].
 #[derive(Debug)]
@@ -64,9 +68,13 @@ pub fn count_bytes(n: i32) -> Bytes {
     Bytes::copy_from_slice(&n.to_be_bytes())
 }
 
-/// The value in a count node's data; `None` unless exactly 4 bytes.
+/// The value in a count node's data: exactly 4 bytes, plain or gzip-framed
+/// (as Curator with compression writes it); `None` otherwise.
 pub fn count_value(data: &[u8]) -> Option<i32> {
-    <[u8; 4]>::try_from(data).ok().map(i32::from_be_bytes)
+    // 4 plain bytes are never gzip (its shortest member is 20 bytes), even
+    // when they start like it.
+    let int = |bytes: &[u8]| <[u8; 4]>::try_from(bytes).ok().map(i32::from_be_bytes);
+    int(data).or_else(|| crate::gzip::decode(data, 4).ok().and_then(|bytes| int(&bytes)))
 }
 
 impl SharedCount {
@@ -99,13 +107,18 @@ impl SharedCount {
 
     /// Writes `n` whatever the current version (Curator's `setCount`).
     pub fn set(&mut self, _now: Instant, n: i32) {
-        self.send(Op::set_data(&self.path, count_bytes(n), None), Purpose::Write(n));
+        self.send(Op::set_data(&self.path, self.encode(n), None), Purpose::Write(n));
     }
 
     /// Writes `n` only if the node is still at `version` (Curator's
     /// `trySetCount`); reported as `CountWritten(Ok(false))` otherwise.
     pub fn try_set(&mut self, _now: Instant, version: i32, n: i32) {
-        self.send(Op::set_data(&self.path, count_bytes(n), Some(version)), Purpose::Write(n));
+        self.send(Op::set_data(&self.path, self.encode(n), Some(version)), Purpose::Write(n));
+    }
+
+    /// `n` as the node holds it, compressed if the config says so.
+    fn encode(&self, n: i32) -> Bytes {
+        self.config.compression.encode(count_bytes(n))
     }
 
     /// Nothing is owed to the server (no write in flight).
@@ -122,7 +135,7 @@ impl SharedCount {
     /// Create with the seed and read, in one round trip.
     fn create(&mut self) {
         let acl = self.config.acl_for(self.path.as_str());
-        self.send(Op::create(&self.path, count_bytes(self.seed), acl, CreateMode::PERSISTENT), Purpose::Create);
+        self.send(Op::create(&self.path, self.encode(self.seed), acl, CreateMode::PERSISTENT), Purpose::Create);
         self.reading = Some(self.send(Op::get_data(&self.path, true), Purpose::Read));
     }
 

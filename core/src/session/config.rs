@@ -62,6 +62,16 @@ pub struct SessionConfig {
     /// gives up at a misbehaving connection once the session timeout has
     /// passed since the first of the run, whichever comes first. At least 1.
     pub max_misbehaving_connections: u32,
+    /// End the session with [`ConnectionState::Unreachable`](super::ConnectionState::Unreachable)
+    /// when, before its first handshake, every host of one full cycle failed
+    /// to connect (the transport reported each dial as failed: refused, not
+    /// resolved, a failed TLS handshake) instead of trying again. A host that
+    /// accepts and then does not answer, or a dial the session itself timed
+    /// out, does not count: such a cycle keeps trying. Never applies once a
+    /// session has been established, nor to a session renewed after an
+    /// expiry. Off by default (the Java client keeps trying); the async
+    /// driver turns it on so that `connect` fails fast.
+    pub give_up_unreachable: bool,
     /// Create the chroot's root when it is missing, as a Curator namespace
     /// is: after the handshake of every new session (before any request
     /// goes out, and before `Connected` is reported), and again whenever a
@@ -149,6 +159,7 @@ impl SessionConfig {
             connect_timeout: None,
             sasl: None,
             max_misbehaving_connections: DEFAULT_MAX_MISBEHAVING_CONNECTIONS,
+            give_up_unreachable: false,
             create_chroot: None,
         }
     }
@@ -166,6 +177,8 @@ impl SessionConfig {
         with_max_misbehaving_connections(max_misbehaving_connections: u32);
         /// Sets the frame limit.
         with_max_frame_len(max_frame_len: usize);
+        /// Ends a session that never connected after a cycle of failed dials.
+        with_give_up_unreachable(give_up_unreachable: bool);
         /// Creates a missing chroot (see [`SessionConfig::create_chroot`]).
         with_create_chroot(create_chroot: ChrootPolicy) => Some;
     }

@@ -59,6 +59,11 @@ pub enum ConnectionState {
     /// misbehavior. Terminal, and never renewed: a new session would meet
     /// the same server.
     ServerMisbehaved(SessionError),
+    /// No server could be reached before the first session: every host of a
+    /// full cycle failed to connect (see
+    /// [`SessionConfig::give_up_unreachable`](super::SessionConfig::give_up_unreachable)).
+    /// Terminal, and never renewed.
+    Unreachable,
     /// The chroot's root is missing and the new session could not create it
     /// ([`SessionConfig::create_chroot`](super::SessionConfig::create_chroot)):
     /// carries the server's answer (NoAuth, say). Reported instead of
@@ -76,6 +81,7 @@ impl ConnectionState {
             ConnectionState::Closed => Some(RequestError::Closed),
             ConnectionState::AuthFailed => Some(RequestError::AuthFailed),
             ConnectionState::ServerMisbehaved(e) => Some(RequestError::ServerMisbehaved(e)),
+            ConnectionState::Unreachable => Some(RequestError::Unreachable),
             ConnectionState::ChrootUnavailable(code) => Some(RequestError::ChrootUnavailable(code)),
             _ => None,
         }
@@ -142,6 +148,8 @@ pub enum SessionStatus {
     SaslRequired,
     /// The client gave up on a server that kept misbehaving.
     ServerMisbehaved(SessionError),
+    /// No server could be reached before the first session.
+    Unreachable,
     /// The chroot's root was missing and could not be created.
     ChrootUnavailable(ErrorCode),
 }
@@ -156,6 +164,7 @@ impl SessionStatus {
             SessionStatus::AuthFailed => Some(RequestError::AuthFailed),
             SessionStatus::SaslRequired => Some(RequestError::SaslAuthRequired),
             SessionStatus::ServerMisbehaved(e) => Some(RequestError::ServerMisbehaved(e)),
+            SessionStatus::Unreachable => Some(RequestError::Unreachable),
             SessionStatus::ChrootUnavailable(code) => Some(RequestError::ChrootUnavailable(code)),
             _ => None,
         }

@@ -14,6 +14,14 @@
 //! receiving, T/hosts per connect attempt, and the session declared lost once
 //! T has passed since the disconnect without a successful reconnect.
 //!
+//! Before the first session, with [`SessionConfig::give_up_unreachable`],
+//! a full cycle over the hosts in which every dial failed (the transport
+//! called [`Session::handle_disconnected`] before
+//! [`Session::handle_connected`]) ends the session with
+//! [`ConnectionState::Unreachable`]: nothing answers, and trying until a
+//! caller's timeout would only hide the cause. A host that accepts and then
+//! stays silent keeps the session trying.
+//!
 //! A server that breaks the protocol (a reply out of FIFO order, a reply to
 //! nothing, an undecodable frame) loses its connection. Once it has done so
 //! on [`SessionConfig::max_misbehaving_connections`] connections in a row, or
@@ -80,6 +88,7 @@ enum End {
     AuthFailed,
     SaslRequired,
     ServerMisbehaved(SessionError),
+    Unreachable,
     ChrootUnavailable(ErrorCode),
 }
 
@@ -175,12 +184,17 @@ pub struct Session {
     socket_open: bool,
     next_host: usize,
     failed_in_cycle: usize,
+    /// Attempts of this cycle whose dial failed (refused, not resolved, ...).
+    unreachable_in_cycle: usize,
     session_id: i64,
     passwd: Bytes,
     negotiated: Option<Duration>,
     read_only: bool,
     last_zxid: i64,
     ever_connected: bool,
+    /// A connected state has been reported: later handshakes report
+    /// `Reconnected`. (A new session's root check may delay the first.)
+    reported: bool,
     disconnected_at: Option<Instant>,
     last_send: Instant,
     last_recv: Instant,
@@ -228,12 +242,14 @@ impl Session {
             socket_open: false,
             next_host: 0,
             failed_in_cycle: 0,
+            unreachable_in_cycle: 0,
             session_id: 0,
             passwd: Bytes::from_static(&[0; PASSWORD_LEN]),
             negotiated: None,
             read_only: false,
             last_zxid: 0,
             ever_connected: false,
+            reported: false,
             disconnected_at: None,
             last_send: now,
             last_recv: now,
@@ -270,6 +286,7 @@ impl Session {
             Phase::Ended(End::AuthFailed) => SessionStatus::AuthFailed,
             Phase::Ended(End::SaslRequired) => SessionStatus::SaslRequired,
             Phase::Ended(End::ServerMisbehaved(e)) => SessionStatus::ServerMisbehaved(e),
+            Phase::Ended(End::Unreachable) => SessionStatus::Unreachable,
             Phase::Ended(End::ChrootUnavailable(code)) => SessionStatus::ChrootUnavailable(code),
         }
     }
@@ -435,9 +452,14 @@ impl Session {
         self.pings.clear();
     }
 
-    /// The transport failed or the server closed it.
+    /// The transport failed or the server closed it. Before
+    /// [`Session::handle_connected`] this is a failed dial, which counts
+    /// towards [`SessionConfig::give_up_unreachable`].
     pub fn handle_disconnected(&mut self, now: Instant) {
         self.socket_open = false;
+        if matches!(self.phase, Phase::Connecting { .. }) {
+            self.unreachable_in_cycle += 1;
+        }
         self.drop_connection(now);
     }
 
@@ -593,12 +615,19 @@ impl Session {
     /// returns, every client is back about as soon as the servers serve.
     /// Clients of the old sessions that come back late hold up the lock
     /// queue until their nodes are deleted (by themselves, or by the server
-    /// a session timeout after the new leader starts).
+    /// a session timeout after the new leader starts). A cycle in which
+    /// every dial failed ends a session that never connected instead, when
+    /// [`SessionConfig::give_up_unreachable`] says so.
     fn schedule_reconnect(&mut self, now: Instant) {
         let t = self.timeout();
         let mut pause = self.rng.duration_up_to(self.config.reconnect_jitter.min(t / 10));
         if self.failed_in_cycle >= self.hosts.len() {
+            let unreachable = self.unreachable_in_cycle >= self.hosts.len();
             self.failed_in_cycle = 0;
+            self.unreachable_in_cycle = 0;
+            if unreachable && self.config.give_up_unreachable && !self.ever_connected {
+                return self.end(End::Unreachable);
+            }
             pause += Duration::from_secs(1).min(t / 10);
         }
         self.phase = Phase::Idle { at: now + pause };
@@ -661,6 +690,7 @@ impl Session {
             End::AuthFailed => (RequestError::AuthFailed, ConnectionState::AuthFailed),
             End::SaslRequired => (RequestError::SaslAuthRequired, ConnectionState::AuthFailed),
             End::ServerMisbehaved(e) => (RequestError::ServerMisbehaved(e), ConnectionState::ServerMisbehaved(e)),
+            End::Unreachable => (RequestError::Unreachable, ConnectionState::Unreachable),
             End::ChrootUnavailable(code) => {
                 (RequestError::ChrootUnavailable(code), ConnectionState::ChrootUnavailable(code))
             }
@@ -771,12 +801,14 @@ impl Session {
         self.phase = Phase::Connected { host };
         self.confirm(self.handshake_sent);
         self.failed_in_cycle = 0;
+        self.unreachable_in_cycle = 0;
         self.disconnected_at = None;
-        let state = match (self.ever_connected, self.read_only) {
+        let state = match (self.reported, self.read_only) {
             (_, true) => ConnectionState::ConnectedReadOnly,
             (false, false) => ConnectionState::Connected,
             (true, false) => ConnectionState::Reconnected,
         };
+        self.ever_connected = true;
         if let Some(sasl) = &self.config.sasl {
             // SASL first, after every handshake; the rest waits for it.
             let cnonce = alloc::format!("{:016x}{:016x}", self.rng.next_u64(), self.rng.next_u64());
@@ -825,7 +857,7 @@ impl Session {
     }
 
     fn announce_state(&mut self, state: ConnectionState) {
-        self.ever_connected = true;
+        self.reported = true;
         self.events.push_back(SessionEvent::State(state));
     }
 

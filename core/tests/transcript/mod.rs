@@ -266,6 +266,12 @@ impl<R: Recipe> Harness<R> {
         self.answer(at(t + 1), create, Answer::Seq(0))
     }
 
+    /// Answers the watch a grant puts on the held node `node` (DESIGN
+    /// §4.10): `exists <node> w`, the oldest pending op, with a Stat.
+    pub(crate) fn answer_held_watch(&mut self, now: Instant, node: &str) {
+        self.answer(now, &held_watch(node), Answer::Stat);
+    }
+
     /// Delivers a watch notification.
     pub(crate) fn watch(&mut self, now: Instant, event_type: EventType, path: &str) {
         self.recipe.handle_watch(now, &WatchEvent { event_type, path: path.to_string() });
@@ -290,6 +296,12 @@ impl<R: Recipe> Harness<R> {
         let left: Vec<String> = self.pending.iter().map(describe).collect();
         assert!(left.is_empty(), "unanswered ops: {left:?}");
     }
+}
+
+/// The watch a grant puts on the held node `node`, as text:
+/// `exists <node> w` (DESIGN §4.10).
+pub(crate) fn held_watch(node: &str) -> String {
+    format!("exists {} w", mask(node))
 }
 
 /// A `Member` event.

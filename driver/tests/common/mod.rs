@@ -30,8 +30,15 @@ use zoolock_driver::{
 };
 
 mod chroot;
+mod compressed;
+mod connect_errors;
 mod resized;
 pub(crate) use chroot::{chroot_recreated, chroot_unavailable};
+pub(crate) use compressed::compressed_data;
+pub(crate) use connect_errors::{
+    connect_refused_or_unresolved_fails_fast, connect_to_a_silent_server_times_out,
+    refusals_after_a_session_keep_trying,
+};
 pub(crate) use resized::{lease_revocation, semaphore_resized, shared_count};
 
 /// Calls `$run!` with every scenario (and its arguments), so each transport
@@ -57,15 +64,21 @@ macro_rules! for_each_scenario {
             semaphore_resized,
             shared_count,
             lease_revocation,
+            compressed_data,
             plain_ops,
             chroot_created,
             chroot_recreated,
             chroot_unavailable,
             connection_states,
             close_session,
+            connect_refused_or_unresolved_fails_fast,
+            connect_to_a_silent_server_times_out,
+            refusals_after_a_session_keep_trying,
             loss_suspended_then_reconnected,
             loss_lost_after_session_timeout,
             loss_renewal,
+            loss_node_deleted,
+            loss_lease_deleted,
             cancellation_mutex(1000),
             cancellation_rwlock(100),
             cancellation_semaphore(100),
@@ -1128,7 +1141,9 @@ pub(crate) async fn chroot_created(env: &Env) {
 
 /// A TCP proxy to the server on 127.0.0.1, on plain threads (so it serves
 /// either runtime). `cut` closes every connection and refuses new ones;
-/// `freeze` stops forwarding without closing anything (a silent network).
+/// `freeze` stops forwarding without closing anything (a silent network);
+/// `down` closes every connection and the listening port, so dials are
+/// refused, until `restore` listens on the same port again.
 struct Proxy {
     addr: String,
     shared: Arc<ProxyShared>,
@@ -1139,6 +1154,7 @@ enum ProxyMode {
     Open,
     Cut,
     Frozen,
+    Down,
 }
 
 struct ProxyShared {
@@ -1170,16 +1186,29 @@ impl Proxy {
             stop: AtomicBool::new(false),
         });
         let (s, upstream) = (shared.clone(), upstream.to_owned());
+        let at = addr.clone();
         std::thread::spawn(move || {
+            let mut listener = Some(listener);
             while !s.stop.load(Ordering::SeqCst) {
-                let down = match listener.accept() {
+                if s.mode() == ProxyMode::Down {
+                    listener = None;
+                } else if listener.is_none() {
+                    // std sets SO_REUSEADDR: the port is free again at once.
+                    listener = TcpListener::bind(&at).ok();
+                    listener.iter().for_each(|l| l.set_nonblocking(true).unwrap());
+                }
+                let Some(accepted) = listener.as_ref().map(TcpListener::accept) else {
+                    std::thread::sleep(Duration::from_millis(5));
+                    continue;
+                };
+                let down = match accepted {
                     Ok((down, _)) => down,
                     Err(_) => {
                         std::thread::sleep(Duration::from_millis(5));
                         continue;
                     }
                 };
-                if s.mode() == ProxyMode::Cut {
+                if matches!(s.mode(), ProxyMode::Cut | ProxyMode::Down) {
                     drop(down);
                     continue;
                 }
@@ -1209,6 +1238,11 @@ impl Proxy {
         *self.shared.mode.lock().unwrap() = ProxyMode::Frozen;
     }
 
+    fn down(&self) {
+        *self.shared.mode.lock().unwrap() = ProxyMode::Down;
+        self.shared.close_all();
+    }
+
     fn restore(&self) {
         *self.shared.mode.lock().unwrap() = ProxyMode::Open;
     }
@@ -1230,7 +1264,7 @@ fn pump(mut from: TcpStream, mut to: TcpStream, shared: &ProxyShared) {
                 std::thread::sleep(Duration::from_millis(5));
                 continue;
             }
-            ProxyMode::Cut => break,
+            ProxyMode::Cut | ProxyMode::Down => break,
             ProxyMode::Open => {}
         }
         match from.read(&mut buf) {
@@ -1283,6 +1317,87 @@ pub(crate) async fn loss_suspended_then_reconnected(env: &Env) {
     assert!(observer.mutex(&path).await.unwrap().try_acquire().await.unwrap().is_none());
     ga.release().await.unwrap();
     finish(env, &observer, &path, &[&a, &observer]).await;
+}
+
+/// Someone else deletes the held node while the session is healthy
+/// (DESIGN §4.10): the guard reads `Lost` within 1 s, and `status()`,
+/// `lost()` and `status_changes()` agree; a second session acquiring after
+/// the delete is granted only once the first reads `Lost`; the lock handle
+/// keeps working.
+pub(crate) async fn loss_node_deleted(env: &Env) {
+    for plan in [OpPlan::Pipelined, OpPlan::Curator] {
+        let path = env.path(&format!("node-deleted-{plan:?}"));
+        let a = env.client_with(Env::options().plan(plan)).await;
+        let [b, operator] = env.clients::<2>().await;
+        let (la, ga) = held(&a, &path).await;
+        let mut changes = ga.status_changes();
+        assert_eq!(changes.next().await, Some(HoldStatus::Held));
+        // The held node's watch is armed by a request sent with the grant;
+        // one round trip of a later request proves it answered.
+        a.exists("/").await.unwrap();
+        assert!(env.timeout(Duration::from_millis(100), ga.lost()).await.is_none(), "lost() fired while held");
+
+        let deleted_at = Instant::now();
+        operator.delete(ga.node(), None).await.unwrap();
+        let status = env.within(Duration::from_secs(1), "loss signal on a deleted node", ga.lost()).await;
+        let took = deleted_at.elapsed();
+        assert_eq!(status, HoldStatus::Lost, "{plan:?}");
+        assert!(took < Duration::from_secs(1), "{took:?}");
+        assert_eq!(ga.status(), HoldStatus::Lost);
+        assert_eq!(env.within(Duration::from_secs(1), "status_changes", changes.next()).await, Some(HoldStatus::Lost));
+        eprintln!("{plan:?}: Lost {took:?} after the outside delete");
+
+        // Another session takes the lock; the first never read Held then.
+        let gb = b.mutex(&path).await.unwrap().acquire().await.unwrap();
+        assert_eq!(ga.status(), HoldStatus::Lost, "a second holder while the first reads Held");
+        assert!(gb.fencing_token() > ga.fencing_token());
+        // Fenced writes of the lost hold are refused too.
+        let write = Op::set_data(&ZkPath::new(&path).unwrap(), Bytes::from_static(b"x"), None);
+        assert!(matches!(ga.fenced(vec![write]).await, Err(Error::NotHeld { .. })));
+        ga.release().await.unwrap(); // lost: nothing to release
+        gb.release().await.unwrap();
+        // The handle keeps working.
+        let again = env.within(Duration::from_secs(5), "a new acquire", la.acquire()).await.unwrap();
+        assert_eq!(again.status(), HoldStatus::Held);
+        again.release().await.unwrap();
+        finish(env, &operator, &path, &[&a, &b, &operator]).await;
+    }
+}
+
+/// One of two leases from one `acquire(2)` is deleted from outside: only
+/// that lease reads `Lost`; the other stays `Held` and can still be
+/// returned.
+pub(crate) async fn loss_lease_deleted(env: &Env) {
+    let path = env.path("lease-deleted");
+    let [a, operator] = env.clients::<2>().await;
+    let sem = a.semaphore(&path, 3).await.unwrap();
+    let mut leases = sem.acquire(2).await.unwrap();
+    let second = leases.pop().unwrap();
+    let first = leases.pop().unwrap();
+    a.exists("/").await.unwrap();
+    assert_eq!((first.status(), second.status()), (HoldStatus::Held, HoldStatus::Held));
+
+    let deleted_at = Instant::now();
+    operator.delete(first.node(), None).await.unwrap();
+    let status = env.within(Duration::from_secs(1), "loss signal on a deleted lease", first.lost()).await;
+    assert_eq!(status, HoldStatus::Lost);
+    eprintln!("lease Lost {:?} after the outside delete", deleted_at.elapsed());
+    // The other lease keeps its own truth.
+    env.sleep(Duration::from_millis(300)).await;
+    assert_eq!(second.status(), HoldStatus::Held);
+    assert!(env.timeout(Duration::from_millis(100), second.lost()).await.is_none(), "the other lease's lost()");
+    let write = Op::set_data(&ZkPath::new(&path).unwrap(), Bytes::from_static(b"x"), None);
+    assert!(matches!(first.fenced(vec![write.clone()]).await, Err(Error::NotHeld { .. })));
+    second.fenced(vec![write]).await.unwrap();
+    first.release().await.unwrap();
+    // Both leases are free again for others.
+    let more = sem.acquire(2).await.unwrap();
+    assert_eq!(more.iter().map(Lease::status).collect::<Vec<_>>(), vec![HoldStatus::Held; 2]);
+    assert_eq!(second.status(), HoldStatus::Held);
+    second.release().await.unwrap();
+    drop(more);
+    sem.settled().await.unwrap();
+    finish_semaphore(env, &operator, &path, &[&a, &operator]).await;
 }
 
 /// A silent network past the session timeout, renewal off: Suspended, then

@@ -68,6 +68,7 @@ macro_rules! scenario_tests {
         secured::scenario_tests!(@each $run;
             digest_acl => secured::digest_acl,
             acl_prefix => secured::acl_prefix,
+            plain_create_acl => secured::plain_create_acl,
             auth_failed => secured::auth_failed,
             tls12_recipes => async |rt| secured::tls_recipes(rt, "ZOOLOCK_TEST_TLS_DIR").await,
             tls13_recipes => async |rt| secured::tls_recipes(rt, "ZOOLOCK_TEST_TLS13_DIR").await,
@@ -203,6 +204,63 @@ pub(crate) async fn acl_prefix(rt: &Rt) {
     anonymous.delete(open.node(), None).await.expect("outside the prefix, the open default");
     closed.release().await.unwrap();
     drop(open);
+    a.close().await.unwrap();
+    anonymous.close().await.unwrap();
+}
+
+/// Plain creates and shared counts follow the ACL policy too: a digest
+/// client's `auth::cdrwa` node cannot be read, written or deleted by an
+/// unauthenticated client, while `create_with_acl` sets the ACL it is given.
+pub(crate) async fn plain_create_acl(rt: &Rt) {
+    let Some(addr) = zoolock_testkit::real_server("secured") else { return };
+    let policy = AclPolicy::new(parse_acl("auth::cdrwa").unwrap());
+    let a = rt.connect(&addr, Options::default().auth("digest", "alice:secret").acl(policy)).await.unwrap();
+    let anonymous = rt.connect(&addr, Options::default()).await.unwrap();
+    // A top-level node of its own: the other scenarios' parents have other ACLs.
+    let top = format!("/zoolock-plain-acl-{}-{}", rt.label, std::process::id());
+    a.create(&top, b"", CreateMode::PERSISTENT).await.unwrap();
+    let (node, _) = a.create(&format!("{top}/node"), b"mine", CreateMode::PERSISTENT).await.unwrap();
+    let (seq, _) = a.create(&format!("{top}/seq-"), b"", CreateMode::EPHEMERAL_SEQUENTIAL).await.unwrap();
+    // ZooKeeper checks a delete against the parent's ACL, the rest against
+    // the node's own.
+    for path in [&node, &seq] {
+        let delete = anonymous.delete(path, None).await;
+        assert!(is_server(&delete, ErrorCode::NO_AUTH), "delete {path}: {delete:?}");
+    }
+    for path in [&top, &node, &seq] {
+        let write = anonymous.set_data(path, b"theirs", None).await;
+        assert!(is_server(&write, ErrorCode::NO_AUTH), "write {path}: {write:?}");
+        let read = anonymous.get_data(path).await;
+        assert!(is_server(&read, ErrorCode::NO_AUTH), "read {path}: {read:?}");
+    }
+    let under = anonymous.create(&format!("{top}/other"), b"", CreateMode::PERSISTENT).await;
+    assert!(is_server(&under, ErrorCode::NO_AUTH), "create under it: {under:?}");
+    assert_eq!(&a.get_data(&node).await.unwrap().0[..], b"mine", "the owner reads it");
+
+    let count = a.shared_count(&format!("{top}/count"), 3).await.unwrap();
+    let write = anonymous.set_data(&format!("{top}/count"), &7i32.to_be_bytes(), None).await;
+    assert!(is_server(&write, ErrorCode::NO_AUTH), "shared count: {write:?}");
+    drop(count);
+
+    // An explicit ACL wins over the policy: world-readable, owner-written.
+    let explicit = format!("{top}/explicit");
+    let readable = parse_acl("world:anyone:r,auth::cdrwa").unwrap();
+    a.create_with_acl(&explicit, b"shown", CreateMode::PERSISTENT, readable).await.unwrap();
+    assert_eq!(&anonymous.get_data(&explicit).await.unwrap().0[..], b"shown");
+    let write = anonymous.set_data(&explicit, b"x", None).await;
+    assert!(is_server(&write, ErrorCode::NO_AUTH), "explicit read-only: {write:?}");
+    let open = format!("{top}/open");
+    let acl = zoolock_driver::core::wire::Acl::open_unsafe();
+    a.create_with_acl(&open, b"", CreateMode::PERSISTENT, acl).await.unwrap();
+    anonymous.set_data(&open, b"anyone", None).await.expect("explicit open ACL: anyone writes");
+    let delete = anonymous.delete(&open, None).await;
+    assert!(is_server(&delete, ErrorCode::NO_AUTH), "its parent still guards the delete: {delete:?}");
+
+    for child in ["node", "count", "explicit", "open"] {
+        a.delete(&format!("{top}/{child}"), None).await.unwrap();
+    }
+    a.delete(&seq, None).await.unwrap();
+    a.delete(&top, None).await.unwrap();
     a.close().await.unwrap();
     anonymous.close().await.unwrap();
 }

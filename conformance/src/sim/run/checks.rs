@@ -38,6 +38,16 @@ impl Sim {
                                 h.node, n.stat.ephemeral_owner
                             ));
                         }
+                        // Deleted from outside: it does not count while the
+                        // news is on its way; once it has arrived, no holder
+                        // may still read it as held.
+                        None if self.outside_news_pending(i, &h.node) => continue,
+                        None if self.outside_deleted.contains_key(&h.node) => {
+                            return Err(format!(
+                                "c{i}.{k} still holds {} after the news of its deletion from outside arrived",
+                                h.node
+                            ));
+                        }
                         None => return Err(format!("c{i}.{k} holds {} but the model has no such node", h.node)),
                     }
                     match h.mode {

@@ -69,6 +69,23 @@ impl Sim {
             _ => {}
         }
         let now = self.now;
+        if let RecipeEvent::LeaseLost { node } = &event {
+            // That lease alone stops counting; the task gives back the rest.
+            let task = self.clients[i].tasks.iter_mut().find(|t| t.holds.iter().any(|h| h.node == *node));
+            let Some(task) = task else {
+                return Err(format!("c{i}: LeaseLost for {node}, which no task holds"));
+            };
+            task.holds.retain(|h| h.node != *node);
+            task.must_release = true;
+            task.next_action = now;
+            return Ok(());
+        }
+        if event == RecipeEvent::Lost {
+            // Each lease was reported lost on its own first.
+            if let Some(t) = self.clients[i].tasks.iter().find(|t| !t.holds.is_empty()) {
+                return Err(format!("c{i}: Lost while {:?} was never reported lost", t.holds));
+            }
+        }
         if let RecipeEvent::LeaseRevocationRequested { node } = &event {
             // The holder gives the lease back at once.
             let task = self.clients[i].tasks.iter_mut().find(|t| t.holds.iter().any(|h| h.node == *node));

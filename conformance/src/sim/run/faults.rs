@@ -46,7 +46,61 @@ impl Sim {
                     c.slow_until = self.now + d;
                 }
             }
+            Fault::OutsideDelete(tries) => self.outside_delete(tries),
         }
         Ok(())
+    }
+
+    /// Deletes a held lock node as someone else would. Only a node the
+    /// holder's connection watches is picked (not one whose watch a data
+    /// change used up, while its re-arming read is on its way): the
+    /// deletion's notification is then queued to the holder at once, and the
+    /// hold is excused until it arrives (see `outside_deleted`). With no such
+    /// hold, it tries again shortly.
+    fn outside_delete(&mut self, tries: u32) {
+        let mut candidates = Vec::new();
+        for (i, c) in self.clients.iter().enumerate() {
+            let Some(link) = c.link.as_ref() else { continue };
+            if !c.counts() {
+                continue;
+            }
+            let session = c.client.session().session_id();
+            for t in c.tasks.iter().filter(|t| !t.suspended) {
+                for h in &t.holds {
+                    let server = self.server_path(&h.node);
+                    let ours = self.model.node(&server).is_some_and(|n| n.stat.ephemeral_owner == session);
+                    if ours && self.model.data_watched_by(&server, link.conn) {
+                        candidates.push((i, h.node.clone()));
+                    }
+                }
+            }
+        }
+        if candidates.is_empty() {
+            if tries < 50 {
+                let at = self.now + Duration::from_millis(200);
+                let pos = self.faults.iter().position(|(t, _)| *t > at).unwrap_or(self.faults.len());
+                self.faults.insert(pos, (at, Fault::OutsideDelete(tries + 1)));
+            }
+            self.log(|| "no held node to delete from outside".into());
+            return;
+        }
+        let (i, node) = candidates.swap_remove(below(&mut self.rng, candidates.len() as u64) as usize);
+        if !self.model.delete_node(self.now, &self.server_path(&node)) {
+            return;
+        }
+        self.report.outside_deletes += 1;
+        self.drain_model();
+        if let Some(link) = self.clients[i].link.as_ref() {
+            self.outside_deleted.insert(node.clone(), (i, link.conn, link.pushed));
+        }
+        self.log(|| format!("c{i}'s {node} deleted from outside"));
+    }
+
+    /// True while the news that `node` (held by client `i`) was deleted from
+    /// outside is still on its way to the client.
+    pub(super) fn outside_news_pending(&self, i: usize, node: &str) -> bool {
+        let Some((holder, conn, item)) = self.outside_deleted.get(node) else { return false };
+        let link = self.clients[i].link.as_ref();
+        *holder == i && link.is_some_and(|l| l.conn == *conn && l.delivered < *item)
     }
 }

@@ -98,6 +98,10 @@ pub struct SimConfig {
     /// Semaphore only: revocable leases, which the script revokes now and
     /// then; a holder asked gives its lease back at once.
     pub revocable: bool,
+    /// Held nodes are watched ([`LockConfig::watch_held`]); off, a
+    /// deliberately broken configuration the oracle must catch once a held
+    /// node is deleted from outside.
+    pub watch_held: bool,
     /// Clients connect under the chroot `/sim` and keep it in place
     /// ([`SessionConfig::create_chroot`]): the container reaper takes it
     /// whenever every lock is idle, and the sessions make it again. Not with
@@ -109,6 +113,12 @@ pub struct SimConfig {
 /// clients (one each, forked again per incarnation).
 const FORK_CONFIG: u64 = 0;
 const FORK_CLIENTS: u64 = 1;
+/// The outside deletes' schedule, drawn apart so that the other faults of
+/// a seed stay what they were before outside deletes existed. (Clients
+/// fork `FORK_CLIENTS + index` with index < 5.)
+const FORK_OUTSIDE: u64 = 1000;
+/// Outside deletes per run: 0 to this many.
+const MAX_OUTSIDE_DELETES: u64 = 3;
 
 impl SimConfig {
     /// The configuration of `seed`: kind `seed % 5`, 2 to 5 clients, the
@@ -127,6 +137,7 @@ impl SimConfig {
         let revocable = kind == RecipeKind::Semaphore && below(&mut rng, 2) == 0;
         let chroot = !resize && below(&mut rng, 2) == 0;
         SimConfig {
+            watch_held: true,
             chroot,
             wrong_count: false,
             resize,
@@ -165,6 +176,8 @@ pub struct SimReport {
     pub resizes: usize,
     /// Revocation requests that reached a lease holder.
     pub revocations: usize,
+    /// Held nodes deleted from outside.
+    pub outside_deletes: usize,
     /// Times the chroot `/sim` appeared in the model ([`SimConfig::chroot`]
     /// runs): made at the start, and again after each time it was reaped.
     pub roots_made: usize,
@@ -254,6 +267,7 @@ pub fn sweep(start: u64, count: u64, threads: usize) -> SweepOutcome {
                             t.restarts += r.restarts;
                             t.resizes += r.resizes;
                             t.revocations += r.revocations;
+                            t.outside_deletes += r.outside_deletes;
                         }
                         Err(f) => out.failures.push(f),
                     }
@@ -412,6 +426,9 @@ enum Fault {
     LoseReply(usize),
     Slow(usize, Duration, Duration),
     SlowServer(Duration, Duration),
+    /// Someone else deletes a held lock node (an operator, a buggy client);
+    /// the number of times it was put off for want of a held node.
+    OutsideDelete(u32),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -447,6 +464,11 @@ pub struct Sim {
     fencing: Fencing,
     /// Every size the script gave the count (and its seed).
     count_values: BTreeSet<usize>,
+    /// Held nodes deleted from outside, while the news may still be on its
+    /// way: node → (holder, its connection, the down-link item that carries
+    /// it). Until that item is delivered the hold does not count; after, a
+    /// holder that still has it is a failure.
+    outside_deleted: std::collections::BTreeMap<String, (usize, ConnId, u64)>,
     trace: VecDeque<String>,
 }
 
@@ -489,6 +511,11 @@ impl Sim {
             };
             faults.push((at, fault));
         }
+        let mut outside = Rng::with_seed(Rng::fork(seed, FORK_OUTSIDE));
+        for _ in 0..below(&mut outside, MAX_OUTSIDE_DELETES + 1) {
+            let at = Instant::ZERO + outside.duration_up_to(config.fault_phase);
+            faults.push((at, Fault::OutsideDelete(0)));
+        }
         faults.sort_by_key(|(at, _)| *at);
         let milestone = Instant::ZERO + config.active_phase;
         let mut sim = Sim {
@@ -507,6 +534,7 @@ impl Sim {
             root_present: false,
             fencing: Fencing::default(),
             count_values: BTreeSet::new(),
+            outside_deleted: std::collections::BTreeMap::new(),
             trace: VecDeque::new(),
         };
         sim.count_values.insert(sim.config.leases);
@@ -568,7 +596,8 @@ impl Sim {
         // Sessions renew by themselves; the queues re-queue acquires on it.
         client.set_renew_session(true);
         let role = self.role_for(index);
-        let config = LockConfig::new(Rng::fork(seed, 0)).with_plan(self.config.plan);
+        let config =
+            LockConfig::new(Rng::fork(seed, 0)).with_plan(self.config.plan).with_watch_held(self.config.watch_held);
         let member = |i: u64| {
             let mut c = config.clone();
             c.seed = Rng::fork(c.seed, i);

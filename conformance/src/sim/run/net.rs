@@ -29,6 +29,10 @@ pub(super) struct Link {
     pub(super) decoder: Option<StreamDecoder>,
     /// The ConnectResponse has gone by (later frames start with a reply header).
     pub(super) answered: bool,
+    /// Items queued server → client so far, and items delivered: an item
+    /// queued as the `n`-th has reached the client once `delivered >= n`.
+    pub(super) pushed: u64,
+    pub(super) delivered: u64,
 }
 
 impl Link {
@@ -44,6 +48,8 @@ impl Link {
             dropping: false,
             decoder: trace_frames().then(StreamDecoder::new),
             answered: false,
+            pushed: 0,
+            delivered: 0,
         }
     }
 
@@ -229,6 +235,7 @@ impl Sim {
         let now = self.now;
         let Some(link) = self.clients[i].link.as_mut() else { return Ok(()) };
         let Some((_, item)) = link.down.pop_front() else { return Ok(()) };
+        link.delivered += 1;
         match item {
             Down::Bytes(bytes) => {
                 let frames = link.decoder.as_mut().map(|d| describe_frames(d, Direction::S2c, &bytes));
@@ -291,9 +298,11 @@ impl Sim {
         let at = link.down.back().map_or(now + latency, |(last, _)| (*last).max(now + latency));
         if !buf.is_empty() {
             link.down.push_back((at, Down::Bytes(buf.freeze())));
+            link.pushed += 1;
         }
         if close {
             link.down.push_back((at, Down::Close));
+            link.pushed += 1;
         }
     }
 }

@@ -88,9 +88,8 @@ impl LockCore {
             Some(true) => {
                 // Curator checks off the leases child watch once it has a lease.
                 self.send(Op::check_watches(&self.base.clone(), WatcherType::ANY), Purpose::CheckWatches);
-                self.out.emit(RecipeEvent::Acquired { node: node.path_string(), token: node.token });
                 self.granted_under = Some(max_leases);
-                self.state = State::Held { node };
+                self.grant(node);
             }
             Some(false) if self.deadline.is_some_and(|d| now >= d) => self.abandon_with(node, RecipeEvent::TimedOut),
             // Waiting on the child watch of the base path.
@@ -99,6 +98,18 @@ impl LockCore {
                 self.state = State::Waiting { node, on: Watched::Children };
             }
         }
+    }
+
+    /// The rule says we hold the lock through `node`: report it and watch
+    /// the node (DESIGN §4.10), in the round trip of whatever goes out with
+    /// it. A revocable node's data watch, armed at its create, already tells
+    /// its deletion.
+    fn grant(&mut self, node: Node) {
+        self.out.emit(RecipeEvent::Acquired { node: node.path_string(), token: node.token });
+        if self.watches_held() && !self.revocable {
+            self.send(Op::exists(&node.path, true), Purpose::WatchHeld);
+        }
+        self.state = State::Held { node };
     }
 
     /// The rule [`policy::position`] counts by.
@@ -140,8 +151,7 @@ impl LockCore {
             Verdict::Acquired => {
                 self.last_listing.clear();
                 self.listing_truncated = false;
-                self.out.emit(RecipeEvent::Acquired { node: node.path_string(), token: node.token });
-                self.state = State::Held { node };
+                self.grant(node);
             }
             Verdict::Missing => {
                 // Our node vanished (expiry, deletion): delete it anyway and

@@ -145,6 +145,8 @@ enum Purpose {
     /// getData(watch) of the look-ahead node, by name.
     WatchLook(String),
     RevokeRead,
+    /// exists(watch) on our held node: its deletion ends the hold.
+    WatchHeld,
     Verify,
     Delete(ZkPath),
     /// getChildren of the base path for an abandoned create's protection prefix.
@@ -207,6 +209,9 @@ pub(crate) struct LockCore {
     /// Abandoned creates whose reply was lost: protection prefixes to find
     /// under the base path and delete.
     orphans: BTreeSet<String>,
+    /// The node of the last hold reported `Lost`, for an owner that reports
+    /// losses per node (the semaphore's leases): see [`LockCore::take_lost`].
+    lost: Option<ZkPath>,
     out: Outbox,
 }
 
@@ -238,6 +243,7 @@ impl LockCore {
             granted_under: None,
             deleting: BTreeMap::new(),
             orphans: BTreeSet::new(),
+            lost: None,
             out: Outbox::default(),
         }
     }
@@ -252,6 +258,16 @@ impl LockCore {
             State::Held { node } => Some(node),
             _ => None,
         }
+    }
+
+    /// The node of the hold last reported `Lost` (once).
+    pub(crate) fn take_lost(&mut self) -> Option<ZkPath> {
+        self.lost.take()
+    }
+
+    /// Held nodes are watched ([`LockConfig::watch_held`]).
+    pub(crate) fn watches_held(&self) -> bool {
+        self.config.watch_held
     }
 
     pub(crate) fn is_idle(&self) -> bool {
@@ -404,7 +420,7 @@ impl LockCore {
             Purpose::WatchLook(name) => return self.on_watch_look(&name, result),
             Purpose::FindOrphans(prefix) => return self.on_find_orphans(prefix, result),
             Purpose::CheckWatches => return,
-            Purpose::RevokeRead => return self.on_revoke_read(result),
+            Purpose::RevokeRead => return self.on_revoke_read(attempt == self.attempt, result),
             _ => {}
         }
         if attempt != self.attempt {
@@ -427,7 +443,8 @@ impl LockCore {
             Purpose::AdoptStat => self.on_adopt_stat(now, result),
             Purpose::List => self.on_list(now, result),
             Purpose::WatchPred => self.on_watch_pred(now, result),
-            Purpose::Verify => self.on_verify(result),
+            Purpose::Verify => self.on_verify(true, result),
+            Purpose::WatchHeld => self.on_verify(false, result),
             Purpose::Delete(_)
             | Purpose::FindOrphans(..)
             | Purpose::CheckWatches
@@ -437,6 +454,19 @@ impl LockCore {
     }
 
     pub(crate) fn handle_watch(&mut self, now: Instant, event: &WatchEvent) {
+        // Our held node: its deletion ends the hold; a data change used up
+        // the watch, so arm it again (a revocable node's re-read below does).
+        if let State::Held { node } = &self.state {
+            if node.path.as_str() == event.path {
+                if event.event_type == EventType::NODE_DELETED {
+                    return self.hold_gone();
+                }
+                if event.event_type == EventType::NODE_DATA_CHANGED && !self.revocable && self.watches_held() {
+                    let path = node.path.clone();
+                    return self.send(Op::exists(&path, true), Purpose::WatchHeld);
+                }
+            }
+        }
         // Revocation: a data change on our own node.
         if self.revocable && event.event_type == EventType::NODE_DATA_CHANGED {
             let own = match &self.state {
@@ -535,8 +565,10 @@ impl LockCore {
                     if state == ConnectionState::Reconnected {
                         // Same session: confirm the node survived before
                         // telling the holder it may go on.
-                        let path = node.path.clone();
-                        self.send(Op::exists(&path, false), Purpose::Verify);
+                        // The exists re-arms the held node's watch if its
+                        // own arming was cut off by the drop.
+                        let (path, watch) = (node.path.clone(), self.watches_held() && !self.revocable);
+                        self.send(Op::exists(&path, watch), Purpose::Verify);
                     }
                 }
                 let pending: Vec<ZkPath> =
@@ -551,6 +583,7 @@ impl LockCore {
             | ConnectionState::Closed
             | ConnectionState::AuthFailed
             | ConnectionState::ServerMisbehaved(_)
+            | ConnectionState::Unreachable
             | ConnectionState::ChrootUnavailable(_) => {
                 // Nothing created under the old session may be trusted again
                 // (CURATOR-604). After an expiry our nodes may still exist for
@@ -580,7 +613,10 @@ impl LockCore {
                 }
                 let error = state.end_error().unwrap_or(RequestError::Closed);
                 match core::mem::replace(&mut self.state, State::Idle) {
-                    State::Held { .. } => self.out.emit(RecipeEvent::Lost),
+                    State::Held { node } => {
+                        self.lost = Some(node.path);
+                        self.out.emit(RecipeEvent::Lost);
+                    }
                     State::Releasing { .. } => self.out.emit(RecipeEvent::Released),
                     State::Idle => {}
                     _ => self.out.emit(RecipeEvent::Failed(error)),
@@ -630,7 +666,8 @@ impl LockCore {
     }
 
     fn node_data(&self) -> Bytes {
-        if self.revocable { Bytes::new() } else { self.config.data.clone() }
+        let data = if self.revocable { Bytes::new() } else { self.config.data.clone() };
+        self.config.compression.encode(data)
     }
 
     /// Semaphore leases list with a child watch; locks list without one.
@@ -647,24 +684,38 @@ impl LockCore {
         self.out.emit(RecipeEvent::Failed(error));
     }
 
-    fn on_verify(&mut self, result: Result<Response, RequestError>) {
+    /// The reply to a Verify (`Reconnected` on success) or to the held
+    /// node's watch (nothing to tell on success).
+    fn on_verify(&mut self, purpose_is_verify: bool, result: Result<Response, RequestError>) {
         if !matches!(self.state, State::Held { .. }) {
             return;
         }
-        match result {
-            Ok(_) => self.out.emit(RecipeEvent::Reconnected),
-            Err(RequestError::Server(ErrorCode::NO_NODE)) => {
-                self.state = State::Idle;
-                self.out.emit(RecipeEvent::Lost);
-            }
-            // Dropped again: the next Reconnected verifies again.
-            Err(_) => {}
+        match (purpose_is_verify, result) {
+            (true, Ok(_)) => self.out.emit(RecipeEvent::Reconnected),
+            (false, Ok(_)) => {}
+            (_, Err(RequestError::Server(ErrorCode::NO_NODE))) => self.hold_gone(),
+            // Dropped: the next Reconnected verifies again, and re-arms.
+            (_, Err(_)) => {}
         }
     }
 
-    fn on_revoke_read(&mut self, result: Result<Response, RequestError>) {
+    /// Our held node is gone (deleted by someone else, seen by its watch or
+    /// by a read): the hold is `Lost`, at once and for good. Nothing is left
+    /// to delete.
+    fn hold_gone(&mut self) {
+        if !matches!(self.state, State::Held { .. }) {
+            return;
+        }
+        let State::Held { node } = core::mem::replace(&mut self.state, State::Idle) else { return };
+        self.lost = Some(node.path);
+        self.attempt += 1;
+        self.revoke_armed = false;
+        self.out.emit(RecipeEvent::Lost);
+    }
+
+    fn on_revoke_read(&mut self, current: bool, result: Result<Response, RequestError>) {
         match result {
-            Ok(Response::Data { data, .. }) if data.as_deref() == Some(REVOKE_MESSAGE) => {
+            Ok(Response::Data { data: Some(data), .. }) if super::revoker::is_revoke_message(&data) => {
                 self.out.emit(RecipeEvent::RevocationRequested);
             }
             // Dropped before the watch was set: read again (the request waits
@@ -679,7 +730,9 @@ impl LockCore {
                     self.send(Op::get_data(&path, true), Purpose::RevokeRead);
                 }
             }
-            // NoNode: our node is gone and the watch was not set; nothing to do.
+            // NoNode: our node is gone and the watch was not set; a hold
+            // through it (this attempt's node) is lost.
+            Err(RequestError::Server(ErrorCode::NO_NODE)) if current => self.hold_gone(),
             _ => {}
         }
     }
