@@ -43,7 +43,9 @@ import org.apache.curator.utils.ZKPaths;
  * (java.time.Instant.now(), CLOCK_REALTIME), so that a Rust process on the
  * same machine (SystemTime::now()) can put both sides on one time line.
  *
- *   CONNECT <connectString> <sessionTimeoutMs>   -> CONNECTED _
+ *   CONNECT <connectString> <sessionTimeoutMs> [namespace]   -> CONNECTED _
+ *                                                (namespace: every client is built with
+ *                                                CuratorFrameworkFactory.builder().namespace(it))
  *   MUTEX_ACQUIRE <id> <path> [timeoutMs]        -> ACQUIRED <id> <node> <us> | TIMEOUT <id> <us>
  *   READ_ACQUIRE / WRITE_ACQUIRE <id> <path> [timeoutMs]   (InterProcessReadWriteLock halves)
  *   REVOCABLE_ACQUIRE <id> <path> [timeoutMs]    mutex with makeRevocable; on revocation prints
@@ -77,6 +79,7 @@ public final class CuratorDriver {
     private static final Object OUT_LOCK = new Object();
     private static String connectString;
     private static int sessionTimeoutMs;
+    private static String namespace;
     private static CuratorFramework admin;
     private static final Map<String, Contender> CONTENDERS = new ConcurrentHashMap<>();
 
@@ -101,6 +104,7 @@ public final class CuratorDriver {
         CuratorFramework client = CuratorFrameworkFactory.builder()
                 .connectString(connectString)
                 .sessionTimeoutMs(sessionTimeoutMs)
+                .namespace(namespace)
                 .connectionTimeoutMs(Math.min(15_000, sessionTimeoutMs))
                 .retryPolicy(new ExponentialBackoffRetry(100, 5))
                 .build();
@@ -391,6 +395,7 @@ public final class CuratorDriver {
                 try {
                     connectString = cmd[1];
                     sessionTimeoutMs = Integer.parseInt(cmd[2]);
+                    namespace = cmd.length > 3 ? cmd[3] : null;
                     if (admin == null) {
                         admin = newClient();
                     }

@@ -289,15 +289,6 @@ impl Client {
         Ok(id)
     }
 
-    /// Sends a plain request outside the chroot (see
-    /// [`Session::submit_unrooted`]); its reply comes as [`ClientEvent::Reply`].
-    pub fn submit_unrooted(&mut self, now: Instant, op: Op) -> Result<RequestId, ApiMisuse> {
-        let id = self.session.submit_unrooted(now, op)?;
-        self.routes.push_back((id, Route::Plain));
-        self.pump(now);
-        Ok(id)
-    }
-
     /// Adds credentials, replayed after every reconnect.
     pub fn add_auth(&mut self, now: Instant, scheme: &str, auth: Bytes) -> Result<(), ApiMisuse> {
         self.session.add_auth(now, scheme, auth.clone())?;

@@ -51,6 +51,11 @@ pub enum RequestError {
     /// one of the retry policy's attempts).
     #[error("gave up after {0} retries: the lock path keeps vanishing")]
     RetriesExhausted(u32),
+    /// The chroot's root is missing and could not be created: the server
+    /// refused the create (NoAuth, say), or the root kept vanishing while it
+    /// was being made (NoNode). Carries the server's answer.
+    #[error("the chroot is missing and could not be created: server answered {0}")]
+    ChrootUnavailable(ErrorCode),
     /// A recipe's own verdict: a node this call created vanished before the
     /// call completed (deleted by someone else, or gone after a reconnect).
     #[error("a node of this call vanished before it completed")]
@@ -74,7 +79,7 @@ impl RequestError {
     /// (client-generated ones included; the variant says who is to blame).
     pub fn code(&self) -> ErrorCode {
         match self {
-            RequestError::Server(code) => *code,
+            RequestError::Server(code) | RequestError::ChrootUnavailable(code) => *code,
             RequestError::ConnectionLoss => ErrorCode::CONNECTION_LOSS,
             RequestError::SessionExpired => ErrorCode::SESSION_EXPIRED,
             RequestError::Closed => ErrorCode::SESSION_EXPIRED,

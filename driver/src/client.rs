@@ -9,7 +9,7 @@ use futures_channel::{mpsc, oneshot};
 use futures_lite::future;
 use zoolock_core::wire::{Acl, CreateMode, Response, Stat};
 use zoolock_core::{
-    Client as CoreClient, ConnectString, ConnectionState, LockConfig, Op, RecipeId, SessionConfig, ZkPath,
+    ChrootPolicy, Client as CoreClient, ConnectString, ConnectionState, LockConfig, Op, RecipeId, SessionConfig, ZkPath,
 };
 
 use crate::error::Error;
@@ -111,13 +111,14 @@ impl Client {
     /// Fails with [`Error::Unreachable`] (carrying the last failure) as soon
     /// as every host has failed to connect once, refused or not resolved,
     /// before any session; with [`Error::ConnectTimeout`] when a host accepts
-    /// but no session comes of it in time. Once connected, a lost connection
+    /// but no session comes of it in time; with
+    /// `RequestError::ChrootUnavailable` when the chroot is missing and
+    /// cannot be created ([`Options::create_chroot`]). Once connected, a lost connection
     /// is retried until the session expires. Cancelling closes the session
     /// being set up in the background.
     pub async fn connect(runtime: Arc<dyn Runtime>, connect_string: &str, options: Options) -> Result<Client, Error> {
         let cs = ConnectString::parse(connect_string)?;
         let hosts = cs.hosts().len();
-        let chroot = cs.chroot().filter(|_| options.create_chroot).cloned();
         let seed = options.seed.unwrap_or_else(os_seed);
         let origin = runtime.now();
         let mut config = SessionConfig::new(cs, seed)
@@ -126,6 +127,10 @@ impl Client {
             .with_give_up_unreachable(true);
         if let Some(sasl) = &options.sasl {
             config = config.with_sasl(sasl.clone());
+        }
+        if options.create_chroot {
+            let acl = options.acl.clone().unwrap_or_default();
+            config = config.with_create_chroot(ChrootPolicy::new(acl).with_containers(options.container_parents));
         }
         let mut core = CoreClient::new(config, zoolock_core::Instant::ZERO);
         for auth in &options.auth {
@@ -165,9 +170,6 @@ impl Client {
                     other => drop(other?),
                 }
             }
-            if let Some(chroot) = &chroot {
-                client.create_chroot(chroot).await?;
-            }
             Ok(())
         };
         let timeout = async {
@@ -181,22 +183,6 @@ impl Client {
                 Err(e)
             }
         }
-    }
-
-    /// Creates every missing node of `chroot`, top down, outside the chroot.
-    async fn create_chroot(&self, chroot: &ZkPath) -> Result<(), Error> {
-        let path = chroot.as_str();
-        for (i, _) in path.match_indices('/').skip(1).chain([(path.len(), "")]) {
-            let node = ZkPath::new(&path[..i])?;
-            let op = Op::create(&node, Bytes::new(), self.inner.acl_for(node.as_str()), CreateMode::PERSISTENT);
-            match self.call_with(op, true).await {
-                Ok(_) => tracing::info!(%node, "created the chroot"),
-                Err(Error::Request(zoolock_core::RequestError::Server(code)))
-                    if code == zoolock_core::wire::ErrorCode::NODE_EXISTS => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(())
     }
 
     async fn wait_connected(&self) -> Result<(), Error> {
@@ -222,7 +208,8 @@ impl Client {
                         state @ (ConnectionState::Lost
                         | ConnectionState::AuthFailed
                         | ConnectionState::ServerMisbehaved(_)
-                        | ConnectionState::Unreachable),
+                        | ConnectionState::Unreachable
+                        | ConnectionState::ChrootUnavailable(_)),
                     ),
                     _,
                 ) => {
@@ -289,12 +276,8 @@ impl Client {
     // ---- plain operations ------------------------------------------------------------
 
     async fn call(&self, op: Op) -> Result<Response, Error> {
-        self.call_with(op, false).await
-    }
-
-    async fn call_with(&self, op: Op, unrooted: bool) -> Result<Response, Error> {
         let (reply, rx) = oneshot::channel();
-        self.inner.send(Command::Submit { op, unrooted, reply })?;
+        self.inner.send(Command::Submit { op, reply })?;
         Ok(rx.await.map_err(|_| Error::ClientClosed)??)
     }
 

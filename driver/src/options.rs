@@ -45,16 +45,26 @@ pub struct Options {
     /// How often and how long to pause before re-creating a lock node that
     /// vanished while waiting (Curator's NoNode retry).
     pub retry: RetryPolicy,
-    /// Create the connect string's chroot (`host:port/app`) when it is
-    /// missing, as persistent nodes with the lock ACL, once connected (on by
-    /// default, as Curator creates its namespace). Off: a missing chroot
-    /// makes every lock fail with NoNode.
+    /// Keep the connect string's chroot (`host:port/app`) in place, as
+    /// Curator keeps a `namespace("app")` (on by default): each new session
+    /// creates it when missing before [`Client::connect`](crate::Client::connect)
+    /// returns (or before a renewed session serves), and when it vanishes
+    /// later (ZooKeeper reaps an empty container; an operator may delete
+    /// it) the next create directly under `/` (a lock's parent, say) makes
+    /// it again and goes on. Its levels are containers as Curator's
+    /// namespace is (persistent with [`Options::container_parents`] off, or
+    /// on a server without containers), with the [`Options::acl`] ACLs.
+    /// `connect` fails with `RequestError::ChrootUnavailable` if it cannot be
+    /// created (NoAuth, say); later, that error fails the create that found
+    /// it gone. Off: never created; a missing chroot makes every lock fail
+    /// with NoNode.
     pub create_chroot: bool,
     /// addAuth credentials, sent before the first request and after every
     /// reconnect.
     pub auth: Vec<AuthInfo>,
     /// The ACL of every node this client creates: lock and lease nodes, the
-    /// parents created for them, shared counts, the chroot and
+    /// parents created for them, shared counts, the chroot's levels (by their
+    /// server path, `/app`) and
     /// [`Client::create`](crate::Client::create) (ops passed to a fenced
     /// write carry their own). `None` is `world:anyone:cdrwa`, as Curator's
     /// default.
@@ -122,7 +132,7 @@ impl Options {
         container_parents(container_parents: bool);
         /// Sets the NoNode retry policy of lock recipes.
         retry(retry: RetryPolicy);
-        /// Creates a missing chroot once connected (default) or not.
+        /// Keeps the chroot in place (default) or never creates it.
         create_chroot(create_chroot: bool);
         /// Sets the ACL policy of every node the client creates.
         acl(acl: AclPolicy) => Some;

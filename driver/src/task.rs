@@ -32,8 +32,6 @@ pub(crate) type Job = Box<dyn FnOnce(&mut CoreClient, Instant) + Send>;
 pub(crate) enum Command {
     Submit {
         op: Op,
-        /// Paths as they are, outside the chroot (creating the chroot).
-        unrooted: bool,
         reply: oneshot::Sender<Result<Response, RequestError>>,
     },
     AddRecipe {
@@ -203,11 +201,9 @@ impl DriverTask {
     fn apply(&mut self, command: Command) {
         let now = self.now();
         match command {
-            Command::Submit { op, unrooted, reply } => {
-                tracing::trace!(?op, unrooted, "submit");
-                let submitted =
-                    if unrooted { self.client.submit_unrooted(now, op) } else { self.client.submit(now, op) };
-                match submitted {
+            Command::Submit { op, reply } => {
+                tracing::trace!(?op, "submit");
+                match self.client.submit(now, op) {
                     Ok(id) => {
                         self.replies.insert(id, reply);
                     }

@@ -104,6 +104,7 @@ fn request_failed(what: &str, e: &Error) -> Failure {
             | RequestError::TooLarge { .. }
             | RequestError::RetriesExhausted(_)
             | RequestError::NodeVanished
+            | RequestError::ChrootUnavailable(_)
             | RequestError::Refused(_),
         ) => exit::FAILURE,
         Error::Request(_) | Error::ClientClosed | Error::ConnectTimeout(_) => exit::UNAVAILABLE,

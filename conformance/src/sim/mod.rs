@@ -19,7 +19,10 @@
 //!   count that the script sets to 1..=clients now and then (plain setData,
 //!   as `zoolock count set`), and half make its leases revocable, revoking a
 //!   random held lease now and then (`__REVOKE__`); a holder asked gives
-//!   its lease back at once.
+//!   its lease back at once. Half the other seeds connect their clients
+//!   under the chroot `/sim`, which the sessions keep in place as a Curator
+//!   namespace is kept: the container reaper takes it whenever every lock
+//!   is idle, and the next create under it makes it again.
 //! * Per-connection byte pipes with seeded latency and jitter. Delivery is in
 //!   order (TCP); faults act on whole connections. Connecting takes one
 //!   latency too, and is refused while the server is down or the client is

@@ -188,6 +188,22 @@ impl Java {
         jvm_options: &[String],
         session: Duration,
     ) -> Java {
+        Java::start_full(java, addr, jvm_options, session, None).await
+    }
+
+    /// [`Java::start`] with every Curator client built with
+    /// `.namespace(namespace)`: its paths live under `/namespace`.
+    pub(crate) async fn start_in_namespace(java: &JavaSetup, addr: &str, namespace: &str) -> Java {
+        Java::start_full(java, addr, &[], Duration::from_secs(10), Some(namespace)).await
+    }
+
+    async fn start_full(
+        java: &JavaSetup,
+        addr: &str,
+        jvm_options: &[String],
+        session: Duration,
+        namespace: Option<&str>,
+    ) -> Java {
         let mut child = Command::new("java")
             .args(jvm_options)
             .args([
@@ -234,7 +250,8 @@ impl Java {
         });
 
         control.expect("READY").await;
-        java.shared.send(&format!("CONNECT {addr} {}", session.as_millis()));
+        let namespace = namespace.map(|ns| format!(" {ns}")).unwrap_or_default();
+        java.shared.send(&format!("CONNECT {addr} {}{namespace}", session.as_millis()));
         control.expect("CONNECTED").await;
         java.control = Some(control);
         java

@@ -733,7 +733,8 @@ impl Recipe for Semaphore {
             | ConnectionState::Closed
             | ConnectionState::AuthFailed
             | ConnectionState::ServerMisbehaved(_)
-            | ConnectionState::Unreachable => {
+            | ConnectionState::Unreachable
+            | ConnectionState::ChrootUnavailable(_) => {
                 return self.end_session(now, state);
             }
             ConnectionState::Suspended if !self.held.is_empty() => self.report_suspended(),

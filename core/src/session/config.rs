@@ -5,6 +5,7 @@ use core::time::Duration;
 
 use zoolock_wire::DEFAULT_MAX_FRAME_LEN;
 
+use crate::acl::AclPolicy;
 use crate::connect_string::ConnectString;
 
 /// Builder setters for the plain config structs of this workspace (here, in
@@ -71,6 +72,39 @@ pub struct SessionConfig {
     /// expiry. Off by default (the Java client keeps trying); the async
     /// driver turns it on so that `connect` fails fast.
     pub give_up_unreachable: bool,
+    /// Create the chroot's root when it is missing, as a Curator namespace
+    /// is: after the handshake of every new session (before any request
+    /// goes out, and before `Connected` is reported), and again whenever a
+    /// create directly under the client's `/` answers NoNode (then the
+    /// create is retried, at most three times). `None` (the default) never
+    /// creates it. Ignored without a chroot.
+    pub create_chroot: Option<ChrootPolicy>,
+}
+
+/// How a missing chroot is created: each missing level, top-down, with the
+/// ACL `acl` picks for its server path (`/app`), as a container (Curator
+/// creates its namespace with `ZKPaths.mkdirs(.., asContainers = true)`;
+/// ZooKeeper reaps it once empty, and the session makes it again) or, with
+/// `containers` off or on a server without containers, a persistent node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ChrootPolicy {
+    /// ACL of each created level.
+    pub acl: AclPolicy,
+    /// Containers (opcode 19) rather than persistent nodes.
+    pub containers: bool,
+}
+
+impl ChrootPolicy {
+    /// Containers with ACLs from `acl`.
+    pub fn new(acl: AclPolicy) -> Self {
+        ChrootPolicy { acl, containers: true }
+    }
+
+    crate::config_setters! {
+        /// Containers (default) or persistent nodes.
+        with_containers(containers: bool);
+    }
 }
 
 /// SASL DIGEST-MD5 credentials (ZooKeeper's `DigestLoginModule` users). Its
@@ -126,6 +160,7 @@ impl SessionConfig {
             sasl: None,
             max_misbehaving_connections: DEFAULT_MAX_MISBEHAVING_CONNECTIONS,
             give_up_unreachable: false,
+            create_chroot: None,
         }
     }
 
@@ -144,5 +179,7 @@ impl SessionConfig {
         with_max_frame_len(max_frame_len: usize);
         /// Ends a session that never connected after a cycle of failed dials.
         with_give_up_unreachable(give_up_unreachable: bool);
+        /// Creates a missing chroot (see [`SessionConfig::create_chroot`]).
+        with_create_chroot(create_chroot: ChrootPolicy) => Some;
     }
 }

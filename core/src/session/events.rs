@@ -3,7 +3,7 @@
 
 use alloc::string::String;
 
-use zoolock_wire::{EventType, Response};
+use zoolock_wire::{ErrorCode, EventType, Response};
 
 use super::watches::WatcherId;
 use crate::connect_string::HostAddr;
@@ -64,6 +64,12 @@ pub enum ConnectionState {
     /// [`SessionConfig::give_up_unreachable`](super::SessionConfig::give_up_unreachable)).
     /// Terminal, and never renewed.
     Unreachable,
+    /// The chroot's root is missing and the new session could not create it
+    /// ([`SessionConfig::create_chroot`](super::SessionConfig::create_chroot)):
+    /// carries the server's answer (NoAuth, say). Reported instead of
+    /// `Connected`. Terminal, and never renewed: a new session would meet
+    /// the same refusal.
+    ChrootUnavailable(ErrorCode),
 }
 
 impl ConnectionState {
@@ -76,6 +82,7 @@ impl ConnectionState {
             ConnectionState::AuthFailed => Some(RequestError::AuthFailed),
             ConnectionState::ServerMisbehaved(e) => Some(RequestError::ServerMisbehaved(e)),
             ConnectionState::Unreachable => Some(RequestError::Unreachable),
+            ConnectionState::ChrootUnavailable(code) => Some(RequestError::ChrootUnavailable(code)),
             _ => None,
         }
     }
@@ -143,6 +150,8 @@ pub enum SessionStatus {
     ServerMisbehaved(SessionError),
     /// No server could be reached before the first session.
     Unreachable,
+    /// The chroot's root was missing and could not be created.
+    ChrootUnavailable(ErrorCode),
 }
 
 impl SessionStatus {
@@ -156,6 +165,7 @@ impl SessionStatus {
             SessionStatus::SaslRequired => Some(RequestError::SaslAuthRequired),
             SessionStatus::ServerMisbehaved(e) => Some(RequestError::ServerMisbehaved(e)),
             SessionStatus::Unreachable => Some(RequestError::Unreachable),
+            SessionStatus::ChrootUnavailable(code) => Some(RequestError::ChrootUnavailable(code)),
             _ => None,
         }
     }

@@ -30,11 +30,24 @@
 //! [`ConnectionState::ServerMisbehaved`]: a handshake that succeeds every
 //! time would otherwise keep the client reconnecting forever.
 //!
+//! With [`SessionConfig::create_chroot`] the chroot's root is kept in place
+//! as a Curator namespace is: after the handshake (and SASL) of a new
+//! session it is probed and, if missing, created level by level outside the
+//! chroot; requests wait for that, and `Connected` is reported once it is
+//! there (or the session ends with [`ConnectionState::ChrootUnavailable`]).
+//! Later, a create directly under the client's `/` that answers NoNode means
+//! the root went (reaped as an empty container, or deleted): the create is
+//! held back, the root made again, and the create resent, at most
+//! [`ROOT_RETRIES`] times per request; then its NoNode is delivered. If the
+//! root cannot be made, the held creates fail with
+//! [`RequestError::ChrootUnavailable`] and the session goes on.
+//!
 //! Watches are re-armed after a reconnect with setWatches (101). The table
 //! holds only data, exist and child watches, which every server since 3.0
 //! accepts in setWatches, so setWatches2 (105, 3.6+) is never needed and an
 //! old server never sees an opcode it would answer with Unimplemented.
 
+mod chroot;
 mod config;
 mod events;
 mod sasl;
@@ -52,7 +65,7 @@ use zoolock_wire::{
     encode_frame,
 };
 
-pub use config::{DEFAULT_MAX_MISBEHAVING_CONNECTIONS, SaslConfig, SessionConfig};
+pub use config::{ChrootPolicy, DEFAULT_MAX_MISBEHAVING_CONNECTIONS, SaslConfig, SessionConfig};
 pub use events::{ConnectionState, HostId, IoCommand, RequestId, SessionEvent, SessionStatus, WatchEvent};
 pub use watches::{WatchKind, WatcherId};
 
@@ -61,7 +74,12 @@ use crate::error::{ApiMisuse, Misbehavior, RequestError, SessionError};
 use crate::op::{Op, WatchRead, apply_chroot, to_client_path, to_server_path};
 use crate::rng::Rng;
 use crate::time::Instant;
+use chroot::RootKeeper;
 use watches::WatchTable;
+
+/// How many times one create under the client's `/` is held back and
+/// resent after the chroot's root was made again (see the module docs).
+pub const ROOT_RETRIES: u32 = 3;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum End {
@@ -71,6 +89,7 @@ enum End {
     SaslRequired,
     ServerMisbehaved(SessionError),
     Unreachable,
+    ChrootUnavailable(ErrorCode),
 }
 
 #[derive(Debug)]
@@ -112,7 +131,12 @@ enum Purpose {
     User {
         id: RequestId,
         watch: Option<PendingWatch>,
+        /// A create under the client's `/` (server paths) and how often it
+        /// was resent after the chroot's root was made again.
+        retry: Option<(Request, u32)>,
     },
+    /// A step of the chroot's root check (see [`RootKeeper`]).
+    Root,
     /// A SASL token (opcode 102).
     Sasl,
     SetWatches,
@@ -133,6 +157,8 @@ struct Queued {
     id: RequestId,
     request: Request,
     watch: Option<PendingWatch>,
+    /// Some for a create under the client's `/`: times resent so far.
+    retries: Option<u32>,
 }
 
 /// Path characters per setWatches request, as the Java client splits them to
@@ -145,6 +171,12 @@ pub struct Session {
     config: SessionConfig,
     hosts: Vec<HostAddr>,
     chroot: Option<String>,
+    /// Keeps the chroot's root in place ([`SessionConfig::create_chroot`]).
+    root: Option<RootKeeper>,
+    /// The state to report once the root check of a new session is done.
+    announce: Option<ConnectionState>,
+    /// Creates under `/` that answered NoNode, waiting for the root.
+    parked: VecDeque<Queued>,
     rng: Rng,
     decoder: FrameDecoder,
     phase: Phase,
@@ -160,6 +192,9 @@ pub struct Session {
     read_only: bool,
     last_zxid: i64,
     ever_connected: bool,
+    /// A connected state has been reported: later handshakes report
+    /// `Reconnected`. (A new session's root check may delay the first.)
+    reported: bool,
     disconnected_at: Option<Instant>,
     last_send: Instant,
     last_recv: Instant,
@@ -193,11 +228,15 @@ impl Session {
         let mut hosts = config.connect_string.hosts().to_vec();
         rng.shuffle(&mut hosts);
         let chroot = config.connect_string.chroot().map(|c| String::from(c.as_str()));
+        let root = config.create_chroot.clone().and_then(|policy| Some(RootKeeper::new(chroot.as_deref()?, policy)));
         Session {
             decoder: FrameDecoder::new(config.max_frame_len),
             config,
             hosts,
             chroot,
+            root,
+            announce: None,
+            parked: VecDeque::new(),
             rng,
             phase: Phase::Idle { at: now },
             socket_open: false,
@@ -210,6 +249,7 @@ impl Session {
             read_only: false,
             last_zxid: 0,
             ever_connected: false,
+            reported: false,
             disconnected_at: None,
             last_send: now,
             last_recv: now,
@@ -247,6 +287,7 @@ impl Session {
             Phase::Ended(End::SaslRequired) => SessionStatus::SaslRequired,
             Phase::Ended(End::ServerMisbehaved(e)) => SessionStatus::ServerMisbehaved(e),
             Phase::Ended(End::Unreachable) => SessionStatus::Unreachable,
+            Phase::Ended(End::ChrootUnavailable(code)) => SessionStatus::ChrootUnavailable(code),
         }
     }
 
@@ -312,26 +353,6 @@ impl Session {
     /// returned id. A read with `watch` set needs a `watcher` to deliver to.
     /// Requests submitted while disconnected go out after the next handshake.
     pub fn submit(&mut self, now: Instant, op: Op, watcher: Option<WatcherId>) -> Result<RequestId, ApiMisuse> {
-        self.submit_rooted(now, op, watcher, true)
-    }
-
-    /// Queues `op` with its paths as they are, outside the chroot: for
-    /// creating the chroot itself (Curator creates its namespace the same
-    /// way). No watch may be set. Replies are as for [`Session::submit`].
-    pub fn submit_unrooted(&mut self, now: Instant, op: Op) -> Result<RequestId, ApiMisuse> {
-        if op.watch().is_some() {
-            return Err(ApiMisuse::WatchWithoutWatcher);
-        }
-        self.submit_rooted(now, op, None, false)
-    }
-
-    fn submit_rooted(
-        &mut self,
-        now: Instant,
-        op: Op,
-        watcher: Option<WatcherId>,
-        rooted: bool,
-    ) -> Result<RequestId, ApiMisuse> {
         if matches!(self.phase, Phase::Ended(_) | Phase::Closing { .. }) {
             return Err(ApiMisuse::SessionEnded);
         }
@@ -343,15 +364,30 @@ impl Session {
         let id = RequestId(self.next_request);
         self.next_request += 1;
         let mut request = op.into_request();
-        if let Some(root) = self.chroot.as_ref().filter(|_| rooted) {
+        let retries = (self.root.is_some() && chroot::creates_under_root(&request)).then_some(0);
+        if let Some(root) = self.chroot.as_ref() {
             apply_chroot(&mut request, root);
         }
-        if matches!(self.phase, Phase::Connected { .. }) && self.sasl.is_none() {
-            self.send(now, request, Purpose::User { id, watch });
+        let queued = Queued { id, request, watch, retries };
+        if self.serving() {
+            self.send_user(now, queued);
         } else {
-            self.queued.push_back(Queued { id, request, watch });
+            self.queued.push_back(queued);
         }
         Ok(id)
+    }
+
+    /// Requests go out now: connected, authenticated, and the chroot's
+    /// root is not being checked.
+    fn serving(&self) -> bool {
+        matches!(self.phase, Phase::Connected { .. })
+            && self.sasl.is_none()
+            && !self.root.as_ref().is_some_and(RootKeeper::running)
+    }
+
+    fn send_user(&mut self, now: Instant, q: Queued) {
+        let retry = q.retries.map(|n| (q.request.clone(), n));
+        self.send(now, q.request, Purpose::User { id: q.id, watch: q.watch, retry });
     }
 
     /// Adds credentials (`digest`, `user:password`). They are sent now if
@@ -609,7 +645,14 @@ impl Session {
                 self.close_socket();
                 self.fail_in_flight(RequestError::ConnectionLoss);
                 self.disconnected_at.get_or_insert(now);
-                self.events.push_back(SessionEvent::State(ConnectionState::Suspended));
+                if let Some(root) = self.root.as_mut() {
+                    root.interrupted();
+                }
+                // A connection whose state was never reported (the root
+                // check of a new session was under way) suspends nothing.
+                if self.announce.take().is_none() {
+                    self.events.push_back(SessionEvent::State(ConnectionState::Suspended));
+                }
                 self.schedule_reconnect(now);
             }
             Phase::Closing { .. } => self.end(End::Closed),
@@ -648,10 +691,15 @@ impl Session {
             End::SaslRequired => (RequestError::SaslAuthRequired, ConnectionState::AuthFailed),
             End::ServerMisbehaved(e) => (RequestError::ServerMisbehaved(e), ConnectionState::ServerMisbehaved(e)),
             End::Unreachable => (RequestError::Unreachable, ConnectionState::Unreachable),
+            End::ChrootUnavailable(code) => {
+                (RequestError::ChrootUnavailable(code), ConnectionState::ChrootUnavailable(code))
+            }
         };
         self.sasl = None;
+        self.announce = None;
         self.fail_in_flight(error.clone());
-        for q in core::mem::take(&mut self.queued) {
+        let parked = core::mem::take(&mut self.parked);
+        for q in parked.into_iter().chain(core::mem::take(&mut self.queued)) {
             self.events.push_back(SessionEvent::Reply { id: q.id, result: Err(error.clone()) });
         }
         self.watches.clear();
@@ -755,7 +803,7 @@ impl Session {
         self.failed_in_cycle = 0;
         self.unreachable_in_cycle = 0;
         self.disconnected_at = None;
-        let state = match (self.ever_connected, self.read_only) {
+        let state = match (self.reported, self.read_only) {
             (_, true) => ConnectionState::ConnectedReadOnly,
             (false, false) => ConnectionState::Connected,
             (true, false) => ConnectionState::Reconnected,
@@ -790,20 +838,36 @@ impl Session {
     }
 
     /// The connection is usable (after the handshake, and SASL if any):
-    /// report `state`, then send credentials, watches and queued requests,
-    /// or a ping if the handshake took so long that one is already due (a
-    /// timer handed out already due would never be met on time).
+    /// send credentials and watches; then, if the chroot's root is owed a
+    /// check, start it (a new session reports `state` once it is done);
+    /// otherwise report `state` and send the waiting requests.
     fn ready(&mut self, now: Instant, state: ConnectionState) {
-        self.events.push_back(SessionEvent::State(state));
-        // Order after a handshake: credentials, watches, then queued requests.
+        // Order after a handshake: credentials, watches, the root's check,
+        // then queued requests.
         for (scheme, auth) in self.auth.clone() {
             self.send_auth(now, &scheme, auth);
         }
         if !self.watches.is_empty() {
             self.send_set_watches(now);
         }
-        while let Some(q) = self.queued.pop_front() {
-            self.send(now, q.request, Purpose::User { id: q.id, watch: q.watch });
+        if !self.start_root_check(now, state) {
+            self.announce_state(state);
+            self.flush(now);
+        }
+    }
+
+    fn announce_state(&mut self, state: ConnectionState) {
+        self.reported = true;
+        self.events.push_back(SessionEvent::State(state));
+    }
+
+    /// Sends the requests that waited (held-back creates first, as they are
+    /// older), then a ping if the handshake took so long that one is
+    /// already due (a timer handed out already due would never be met on
+    /// time).
+    fn flush(&mut self, now: Instant) {
+        while let Some(q) = self.parked.pop_front().or_else(|| self.queued.pop_front()) {
+            self.send_user(now, q);
         }
         self.ping_if_due(now);
     }
@@ -893,8 +957,14 @@ impl Session {
             // closes the connection.
             if err == ErrorCode::UNIMPLEMENTED {
                 if let Some(pos) = self.in_flight.iter().position(|p| p.xid == xid) {
-                    if let Some(InFlight { purpose: Purpose::User { id, .. }, .. }) = self.in_flight.remove(pos) {
-                        self.events.push_back(SessionEvent::Reply { id, result: Err(RequestError::Server(err)) });
+                    match self.in_flight.remove(pos).map(|p| p.purpose) {
+                        Some(Purpose::User { id, .. }) => {
+                            self.events.push_back(SessionEvent::Reply { id, result: Err(RequestError::Server(err)) });
+                        }
+                        // No containers on this server: persistent levels
+                        // after the reconnect.
+                        Some(Purpose::Root) => self.root.iter_mut().for_each(RootKeeper::no_containers),
+                        _ => {}
                     }
                     self.drop_connection(now);
                     return Ok(());
@@ -922,7 +992,12 @@ impl Session {
             return Ok(());
         }
         match entry.purpose {
-            Purpose::User { id, watch } => {
+            Purpose::User { id, watch, retry: Some((request, retries)) }
+                if err == ErrorCode::NO_NODE && retries < ROOT_RETRIES =>
+            {
+                self.root_lost(now, Queued { id, request, watch, retries: Some(retries + 1) });
+            }
+            Purpose::User { id, watch, .. } => {
                 if let Some(w) = watch {
                     self.register_watch(w, err);
                 }
@@ -933,6 +1008,7 @@ impl Session {
                 self.events.push_back(SessionEvent::Reply { id, result });
             }
             Purpose::SetWatches => {}
+            Purpose::Root => self.on_root_reply(now, err),
             Purpose::Sasl => self.handle_sasl(now, err, response),
             Purpose::Close => self.end(End::Closed),
         }

@@ -29,9 +29,11 @@ use zoolock_driver::{
     Client, ConnectionState, Error, Guard, HoldStatus, Lease, Lock, OpPlan, Options, ParticipantsOf, Runtime,
 };
 
+mod chroot;
 mod compressed;
 mod connect_errors;
 mod resized;
+pub(crate) use chroot::{chroot_recreated, chroot_unavailable};
 pub(crate) use compressed::compressed_data;
 pub(crate) use connect_errors::{
     connect_refused_or_unresolved_fails_fast, connect_to_a_silent_server_times_out,
@@ -65,6 +67,8 @@ macro_rules! for_each_scenario {
             compressed_data,
             plain_ops,
             chroot_created,
+            chroot_recreated,
+            chroot_unavailable,
             connection_states,
             close_session,
             connect_refused_or_unresolved_fails_fast,
@@ -1112,8 +1116,8 @@ pub(crate) async fn close_session(env: &Env) {
     finish(env, &observer, &path, &[&observer]).await;
 }
 
-/// A missing chroot is created once connected (Curator's namespace is), so
-/// locks under it work at once; with `create_chroot(false)` it is not.
+/// A missing chroot is created before connect returns (Curator's namespace
+/// is), so locks under it work at once; with `create_chroot(false)` it is not.
 pub(crate) async fn chroot_created(env: &Env) {
     let root = env.path("chroot");
     let observer = env.client().await;
@@ -1129,7 +1133,7 @@ pub(crate) async fn chroot_created(env: &Env) {
     assert_eq!(children(&observer, &format!("{root}/app/lock")).await.len(), 1);
     g.release().await.unwrap();
     lock.settled().await.unwrap();
-    // A second client finds it there (NodeExists is fine).
+    // A second client finds it there.
     let b = env.client_at(&missing, Env::options()).await;
     close_all(&[&a, &b]).await;
     remove_tree(&observer, &root).await;

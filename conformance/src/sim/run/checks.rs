@@ -30,7 +30,7 @@ impl Sim {
                     continue;
                 }
                 for h in &t.holds {
-                    match self.model.node(&h.node) {
+                    match self.model.node(&self.server_path(&h.node)) {
                         Some(n) if n.stat.ephemeral_owner == session => {}
                         Some(n) => {
                             return Err(format!(

@@ -71,7 +71,8 @@ impl Sim {
             let session = c.client.session().session_id();
             for t in c.tasks.iter().filter(|t| !t.suspended) {
                 for h in &t.holds {
-                    if self.model.node(&h.node).is_some_and(|n| n.stat.ephemeral_owner == session) {
+                    let server = self.server_path(&h.node);
+                    if self.model.node(&server).is_some_and(|n| n.stat.ephemeral_owner == session) {
                         candidates.push((i, h.node.clone()));
                     }
                 }
@@ -87,7 +88,7 @@ impl Sim {
             return;
         }
         let (i, node) = candidates.swap_remove(below(&mut self.rng, candidates.len() as u64) as usize);
-        if !self.model.delete_node(self.now, &node) {
+        if !self.model.delete_node(self.now, &self.server_path(&node)) {
             return;
         }
         self.report.outside_deletes += 1;

@@ -15,9 +15,9 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use zoolock_core::recipes::{BoxedLock, READ, REVOKE_MESSAGE, SharedCount, WRITE, count_bytes};
 use zoolock_core::{
-    ApiMisuse, Client, ClientEvent, ConnectString, ConnectionState, Handle, Instant, IoCommand, LockConfig, MultiLock,
-    Mutex, OpPlan, ReadWriteLock, RecipeEvent, RequestError, Rng, Semaphore, SemaphoreMutex, SessionConfig, SharedLock,
-    SharedSemaphore, Ticket, ZkPath,
+    AclPolicy, ApiMisuse, ChrootPolicy, Client, ClientEvent, ConnectString, ConnectionState, Handle, Instant,
+    IoCommand, LockConfig, MultiLock, Mutex, OpPlan, ReadWriteLock, RecipeEvent, RequestError, Rng, Semaphore,
+    SemaphoreMutex, SessionConfig, SharedLock, SharedSemaphore, Ticket, ZkPath,
 };
 
 use super::oracle::{Fencing, Mode, check_exclusion, check_lease_limits};
@@ -102,6 +102,11 @@ pub struct SimConfig {
     /// deliberately broken configuration the oracle must catch once a held
     /// node is deleted from outside.
     pub watch_held: bool,
+    /// Clients connect under the chroot `/sim` and keep it in place
+    /// ([`SessionConfig::create_chroot`]): the container reaper takes it
+    /// whenever every lock is idle, and the sessions make it again. Not with
+    /// `resize` (its count lives outside `/sim`).
+    pub chroot: bool,
 }
 
 /// Children of a run's seed ([`Rng::fork`]): the configuration, then the
@@ -130,8 +135,10 @@ impl SimConfig {
         // Drawn last, so the draws above stay what they were for old seeds.
         let resize = kind == RecipeKind::Semaphore && below(&mut rng, 2) == 0;
         let revocable = kind == RecipeKind::Semaphore && below(&mut rng, 2) == 0;
+        let chroot = !resize && below(&mut rng, 2) == 0;
         SimConfig {
             watch_held: true,
+            chroot,
             wrong_count: false,
             resize,
             revocable,
@@ -171,6 +178,9 @@ pub struct SimReport {
     pub revocations: usize,
     /// Held nodes deleted from outside.
     pub outside_deletes: usize,
+    /// Times the chroot `/sim` appeared in the model ([`SimConfig::chroot`]
+    /// runs): made at the start, and again after each time it was reaped.
+    pub roots_made: usize,
 }
 
 /// A failed run: the seed, what went wrong, and the newest trace lines.
@@ -448,6 +458,8 @@ pub struct Sim {
     milestone: Instant,
     steps: usize,
     report: SimReport,
+    /// Whether `/sim` existed after the last step (for `roots_made`).
+    root_present: bool,
     /// Per path: the highest token of any hold, and of any write hold.
     fencing: Fencing,
     /// Every size the script gave the count (and its seed).
@@ -519,6 +531,7 @@ impl Sim {
             milestone,
             steps: 0,
             report: SimReport::default(),
+            root_present: false,
             fencing: Fencing::default(),
             count_values: BTreeSet::new(),
             outside_deleted: std::collections::BTreeMap::new(),
@@ -530,6 +543,22 @@ impl Sim {
             sim.clients.push(client);
         }
         sim
+    }
+
+    /// `server`, one of the lock paths, as a client sees it.
+    fn client_path<'a>(&self, server: &'a str) -> &'a str {
+        match self.config.chroot {
+            true => server.strip_prefix(ROOT).unwrap_or(server),
+            false => server,
+        }
+    }
+
+    /// A node path a client reported, as the model knows it.
+    fn server_path(&self, client: &str) -> String {
+        match self.config.chroot {
+            true => format!("{ROOT}{client}"),
+            false => client.to_owned(),
+        }
     }
 
     fn log(&mut self, line: impl FnOnce() -> String) {
@@ -557,8 +586,12 @@ impl Sim {
 
     fn new_client(&mut self, index: usize, incarnation: u64) -> SimClient {
         let seed = Rng::fork(Rng::fork(self.seed, FORK_CLIENTS + index as u64), incarnation);
-        let cs = ConnectString::parse("127.0.0.1:2181").expect("a valid connect string");
-        let session = SessionConfig::new(cs, seed).with_session_timeout(self.config.session_timeout);
+        let root = if self.config.chroot { ROOT } else { "" };
+        let cs = ConnectString::parse(&format!("127.0.0.1:2181{root}")).expect("a valid connect string");
+        let mut session = SessionConfig::new(cs, seed).with_session_timeout(self.config.session_timeout);
+        if self.config.chroot {
+            session = session.with_create_chroot(ChrootPolicy::new(AclPolicy::default()));
+        }
         let mut client = Client::new(session, self.now);
         // Sessions renew by themselves; the queues re-queue acquires on it.
         client.set_renew_session(true);
@@ -570,7 +603,8 @@ impl Sim {
             c.seed = Rng::fork(c.seed, i);
             c
         };
-        let path = |p: &str| ZkPath::new(p).expect("a valid path");
+        // Lock paths as the clients see them (under the chroot, if any).
+        let path = |p: &str| ZkPath::new(self.client_path(p)).expect("a valid path");
         let multi = self.config.kind == RecipeKind::MultiLock;
         let (mutex_path, rw_path) = if multi { (MULTI_B, MULTI_A) } else { (LOCK, LOCK) };
         let lock: Option<BoxedLock> = match role {
@@ -734,6 +768,13 @@ impl Sim {
                 self.drain_client(i)?;
             }
             Due::Action(i, k) => self.action(i, k)?,
+        }
+        if self.config.chroot {
+            let present = self.model.node(ROOT).is_some();
+            if present && !self.root_present {
+                self.report.roots_made += 1;
+            }
+            self.root_present = present;
         }
         self.check_exclusion()
     }

@@ -583,7 +583,8 @@ impl LockCore {
             | ConnectionState::Closed
             | ConnectionState::AuthFailed
             | ConnectionState::ServerMisbehaved(_)
-            | ConnectionState::Unreachable => {
+            | ConnectionState::Unreachable
+            | ConnectionState::ChrootUnavailable(_) => {
                 // Nothing created under the old session may be trusted again
                 // (CURATOR-604). After an expiry our nodes may still exist for
                 // a while (the client-side timer can fire before the server's),
