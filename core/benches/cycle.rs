@@ -34,13 +34,17 @@ fn put_str(buf: &mut BytesMut, s: &[u8]) {
 }
 
 /// The smallest server that answers a lock cycle: create2, getChildren2,
-/// getChildren and delete. It keeps no tree, only our last node's name, which
-/// is all an uncontended listing holds.
+/// getChildren, exists (the held node's watch) and delete, with the
+/// NodeDeleted notification a watched node's delete sends first. It keeps no
+/// tree, only our last node's name, which is all an uncontended listing
+/// holds, and whether it is watched.
 struct FakeServer {
     zxid: i64,
     seq: u32,
     /// Name (last path segment) of the node made by the last create2.
     node: Vec<u8>,
+    /// An exists with a watch was answered for `node`.
+    watched: bool,
     /// Replies are built here and handed over in one copy, as the driver
     /// hands the client what one socket read returned (scratch buffer,
     /// then `extend_from_slice`), so the bench times the client's buffer
@@ -64,6 +68,18 @@ impl FakeServer {
             let op = OpCode(frame.get_i32());
             let path_len = usize::try_from(frame.get_i32()).expect("a path");
             let path = &frame[..path_len];
+            if op == OpCode::DELETE && std::mem::take(&mut self.watched) {
+                // ZooKeeper tells the watchers before it answers the delete.
+                let notification = ServerMessage::Notification {
+                    header: ReplyHeader { xid: Xid::NOTIFICATION, zxid: -1, err: ErrorCode::OK },
+                    event: WatcherEvent {
+                        event_type: EventType::NODE_DELETED,
+                        state: KeeperState::SYNC_CONNECTED,
+                        path: String::from_utf8_lossy(path).into_owned(),
+                    },
+                };
+                encode_frame(&notification, usize::MAX, out).expect("a small frame");
+            }
             let start = out.len();
             out.put_u32(0); // length, patched below
             self.zxid += 1;
@@ -94,6 +110,10 @@ impl FakeServer {
                     if op == OpCode::GET_CHILDREN2 {
                         Stat { num_children: 1, pzxid: self.zxid, ..Stat::default() }.encode(out);
                     }
+                }
+                OpCode::EXISTS => {
+                    self.watched = frame[path_len] != 0;
+                    Stat { czxid: self.zxid, ephemeral_owner: SESSION, ..Stat::default() }.encode(out);
                 }
                 OpCode::DELETE => {}
                 other => panic!("the lock cycle never sends {other:?}"),
@@ -143,7 +163,13 @@ impl Bench {
         assert!(matches!(client.poll_event(), Some(ClientEvent::State(_))));
         let config = LockConfig::new(7).with_plan(plan).with_data(Bytes::from_static(b"127.0.0.1"));
         let mutex = client.add_recipe(now, Box::new(Mutex::new(ZkPath::new(BASE).expect("valid"), config)));
-        let server = FakeServer { zxid: 100, seq: 0, node: Vec::with_capacity(64), out: BytesMut::with_capacity(4096) };
+        let server = FakeServer {
+            zxid: 100,
+            seq: 0,
+            node: Vec::with_capacity(64),
+            watched: false,
+            out: BytesMut::with_capacity(4096),
+        };
         Bench { client, mutex, server, now, tx, rx }
     }
 
