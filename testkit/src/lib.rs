@@ -10,11 +10,13 @@
 //!   by the whole test binary, so these tests never skip on a developer
 //!   machine. CI runs them against the real server.
 //! * [`in_ci`]: the CI switch (`CI` set to anything but empty, `0` or `false`).
+//! * [`proxy::Proxy`]: a TCP proxy a test can cut, freeze or take down.
 //! * [`raw::RawConn`]: a connection that speaks frames only, for tests that
 //!   check what the server sends.
 //!
 //! [`TestingServer`]: zoolock_model::TestingServer
 
+pub mod proxy;
 pub mod raw;
 
 use std::net::{TcpStream, ToSocketAddrs};
