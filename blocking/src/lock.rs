@@ -29,7 +29,8 @@ impl Lock {
     }
 
     /// Blocks until the lock is held. Fails with the session's error if it
-    /// ends first ([`Error::SessionExpired`], [`Error::ClientClosed`], ...).
+    /// ends first ([`Error::Request`] with the session's end, or
+    /// [`Error::ClientClosed`]).
     pub fn acquire(&self) -> Result<Guard, Error> {
         wait(self.inner.acquire()).map(Guard::from_async)
     }

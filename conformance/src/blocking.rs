@@ -1,6 +1,7 @@
 //! A minimal blocking driver over `std::net` for any sans-IO [`Endpoint`] (a
 //! [`Session`] or a [`Client`]): the one hand-written I/O loop outside the
-//! async driver, used by the real-server tests and the `hand_driven` example.
+//! async driver, used by the real-server tests. (The `hand_driven` example
+//! carries its own loop, so that it builds from published crates.)
 //! It follows the core's drain order and reads with a socket timeout bounded
 //! by the machine's next deadline.
 //!

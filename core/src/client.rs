@@ -92,6 +92,37 @@ enum Route {
 
 /// A session plus the recipes that run on it.
 ///
+/// **Driving it.** The drive loop is [`Session`]'s, unchanged: the same
+/// inputs ([`Client::handle_connected`], [`Client::handle_bytes`],
+/// [`Client::handle_disconnected`], [`Client::handle_timeout`]), the same
+/// drain order after every input or command ([`Client::poll_io`] until
+/// `None`, [`Client::poll_transmit`], [`Client::poll_event`] until `None`,
+/// then [`Client::poll_timeout`]), and the same rules for `poll_timeout`
+/// (the earliest of the session's and every recipe's deadlines; `&self`,
+/// never changes state, never reads a clock; never sleep past it). See
+/// [`Session`] for the full contract.
+///
+/// **Recipes.** Register a recipe with [`Client::add`], which returns a
+/// typed [`Handle`], and drive it with [`Client::with`]: the closure runs
+/// the recipe's command (acquire, release, cancel, ...) and the client sends
+/// the ops it queued; the recipe's answers arrive as
+/// [`ClientEvent::Recipe`] from `poll_event`. That is the one way for code
+/// that knows its recipe types. [`Client::add_recipe`] and
+/// [`Client::command`] are the same two steps for a recipe only known as a
+/// `Box<dyn Recipe>` (an event loop carrying recipes of many kinds, as
+/// `zoolock-driver` does); [`Client::command_lock`] reaches any lock kind
+/// through [`crate::recipes::LockRecipe`].
+///
+/// ```
+/// use zoolock_core::{Client, ConnectString, Instant, LockConfig, Mutex, SessionConfig, ZkPath};
+/// let config = SessionConfig::new(ConnectString::parse("127.0.0.1:2181").unwrap(), 7);
+/// let now = Instant::ZERO;
+/// let mut client = Client::new(config, now);
+/// let lock = client.add(now, Mutex::new(ZkPath::new("/app/lock").unwrap(), LockConfig::new(7)));
+/// client.with(now, lock, |m, now| m.acquire(now, None)).unwrap().unwrap();
+/// // ... then the drive loop, until `poll_event` gives the lock's `Acquired`.
+/// ```
+///
 /// A recipe's outputs (ops, events, deadline) change only when it gets an
 /// input, so the client tracks which recipes got one since they were last
 /// drained (`dirty`) and keeps their deadlines in an ordered index. Each
@@ -207,8 +238,9 @@ impl Client {
         self.dirty.extend(self.recipes.keys().copied());
     }
 
-    /// Registers a recipe with a typed handle, so commands reach it without
-    /// naming its type again.
+    /// Registers a recipe with a typed handle, so commands reach it through
+    /// [`Client::with`] without naming its type again: the way to add a
+    /// recipe (see the type docs).
     pub fn add<R: Recipe>(&mut self, now: Instant, recipe: R) -> Handle<R> {
         Handle { id: self.add_recipe(now, Box::new(recipe)), kind: core::marker::PhantomData }
     }
@@ -224,7 +256,8 @@ impl Client {
         self.command(now, handle.id, f)
     }
 
-    /// Registers a recipe and sends whatever it already wants to send.
+    /// Registers a boxed recipe and sends whatever it already wants to send:
+    /// [`Client::add`] for a recipe whose type is not known statically.
     pub fn add_recipe(&mut self, now: Instant, recipe: Box<dyn Recipe>) -> RecipeId {
         let id = RecipeId(self.next_recipe);
         self.next_recipe += 1;
@@ -249,7 +282,8 @@ impl Client {
     }
 
     /// Runs a command on the recipe `id` (downcast to `R`), then sends the ops
-    /// it queued.
+    /// it queued: [`Client::with`] for a recipe registered by
+    /// [`Client::add_recipe`]. Fails if the recipe was removed or is not an `R`.
     pub fn command<R: Recipe, T>(
         &mut self,
         now: Instant,

@@ -5,10 +5,12 @@
 //! connection events and the time, and drain what it wants done
 //! ([`Client::poll_io`], [`Client::poll_transmit`], [`Client::poll_timeout`])
 //! and what happened ([`Client::poll_event`]). Recipes ([`Mutex`],
-//! [`ReadWriteLock`], [`Semaphore`], ...) are added to it and commanded with
-//! [`Client::command`]. `examples/hand_driven.rs` in the repository drives it
-//! over a blocking socket in about 150 lines; `zoolock-driver` is the async
-//! loop that the tokio and smol crates use.
+//! [`ReadWriteLock`], [`Semaphore`], ...) are added to it with [`Client::add`]
+//! and commanded with [`Client::with`]. The drive-loop contract is on
+//! [`Session`] and [`Client`]. In the repository, `examples/hand_driven.rs`
+//! drives it over a blocking socket and `examples/mio_locks.rs` over a mio
+//! event loop; `zoolock-driver` is the async loop that the tokio, smol and
+//! blocking crates use.
 //!
 //! ```
 //! use zoolock_core::{Client, ConnectString, Instant, IoCommand, LockConfig, Mutex, SessionConfig, ZkPath};
@@ -16,8 +18,8 @@
 //! let now = Instant::from_millis(0);
 //! let config = SessionConfig::new(ConnectString::parse("127.0.0.1:2181").unwrap(), 42);
 //! let mut client = Client::new(config, now);
-//! let lock = client.add_recipe(now, Box::new(Mutex::new(ZkPath::new("/app/lock").unwrap(), LockConfig::new(7))));
-//! client.command(now, lock, |m: &mut Mutex, now| m.acquire(now, None)).unwrap().unwrap();
+//! let lock = client.add(now, Mutex::new(ZkPath::new("/app/lock").unwrap(), LockConfig::new(7)));
+//! client.with(now, lock, |m, now| m.acquire(now, None)).unwrap().unwrap();
 //! // The acquire waits for a session. The client asks for a connection at
 //! // its first deadline, which is now.
 //! assert_eq!(client.poll_timeout(), Some(now));

@@ -1,4 +1,5 @@
-//! Runs each example against the real ZooKeeper from `ZOOLOCK_TEST_CONNECT`
+//! Runs each example (tokio, smol, blocking threads, and the core driven
+//! by hand and from a mio loop) against the real ZooKeeper from `ZOOLOCK_TEST_CONNECT`
 //! (started by `.ci/run`) and checks its exit status, its output, and that it
 //! left no lock node behind. Skipped, with the reason printed, when the
 //! variable is unset; failing instead when `CI` is set.
@@ -123,5 +124,31 @@ fn hand_driven_core_takes_and_releases_a_mutex() {
         "hand_driven_core_takes_and_releases_a_mutex",
         "hand_driven",
         &["connected, session 0x", "acquired ", "released", "closed"],
+    );
+}
+
+#[test]
+fn mio_locks_holds_several_locks_on_one_session() {
+    check(
+        "mio_locks_holds_several_locks_on_one_session",
+        "mio_locks",
+        &[
+            "connected, session 0x",
+            "acquired ",
+            "first and other held at once; second waits",
+            "released first",
+            "released second",
+            "released other",
+            "closed",
+        ],
+    );
+}
+
+#[test]
+fn blocking_mutex_takes_and_releases_from_threads() {
+    check(
+        "blocking_mutex_takes_and_releases_from_threads",
+        "blocking_mutex",
+        &["acquired ", "work done in thread 0", "work done in thread 1", "released"],
     );
 }

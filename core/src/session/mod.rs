@@ -166,7 +166,53 @@ struct Queued {
 /// stay far below `jute.maxbuffer`.
 const SET_WATCHES_CHUNK: usize = 128 * 1024;
 
-/// The ZooKeeper session machine. See the module docs for the drive loop.
+/// The ZooKeeper session machine: no sockets, no clock, no threads. The
+/// caller owns the connection and the time and drives it by this contract
+/// (the same for [`crate::Client`], which adds recipes on top; both
+/// implement [`crate::Endpoint`], so one loop serves either).
+///
+/// **Time.** Every `now` is the caller's monotonic clock as an [`Instant`]
+/// (nanoseconds since any origin the caller picks), never going backwards.
+///
+/// **Inputs**, one per thing that happened:
+/// - a [`IoCommand::Connect`] from [`Session::poll_io`]: drop any current
+///   connection (and the unread bytes kept for it), dial `addr` (TCP, or TLS
+///   over it), then call [`Session::handle_connected`] once it is up, or
+///   [`Session::handle_disconnected`] if the dial failed. Dialing may take
+///   as long as it takes; the session's own connect deadline ends a dial
+///   that hangs (it asks for the next host through `poll_io`).
+/// - [`IoCommand::Close`]: drop the connection. The session already knows:
+///   do not call `handle_disconnected` for it.
+/// - bytes read: append them to one receive buffer kept across reads (and
+///   cleared on every new connection), then call [`Session::handle_bytes`],
+///   which consumes every complete frame and leaves a partial one in place.
+///   An error means the server broke the protocol and the session has
+///   dropped the connection itself: a `Close` follows; read no more from it.
+/// - end of stream, or a read or write error: drop the connection and call
+///   [`Session::handle_disconnected`].
+/// - the timer: once `now` has reached [`Session::poll_timeout`], call
+///   [`Session::handle_timeout`].
+/// - a command ([`Session::submit`], [`Session::add_auth`],
+///   [`Session::close`]) counts as an input too.
+///
+/// **Drain order** after every input: [`Session::poll_io`] until `None`
+/// (acting on each command at once), then [`Session::poll_transmit`] (write
+/// all of it, in order, before the next drain's bytes; with no connection,
+/// discard it), then [`Session::poll_event`] until `None`, and last
+/// [`Session::poll_timeout`], since handling events may queue work.
+///
+/// **`poll_timeout`** returns the earliest instant at which
+/// `handle_timeout` must be called, or `None` when no timer is running (wait
+/// for I/O or a command only). It takes `&self`: it never changes state,
+/// never reads a clock and never does I/O, so read it again after every
+/// drain rather than caching it. A deadline already past means "call
+/// `handle_timeout` now". Calling `handle_timeout` early is harmless (it
+/// fires only what is due), but the loop must never sleep or block in a read
+/// past the deadline: pings, the dead-connection rule (2T/3 without
+/// receiving) and the session expiry run on it.
+///
+/// The timers follow the Java client (see the module source for the
+/// protocol rules: reconnects, chroot keeping, misbehaving servers).
 #[derive(Debug)]
 pub struct Session {
     config: SessionConfig,
