@@ -1,5 +1,5 @@
 //! A minimal blocking driver over `std::net` for any sans-IO [`Endpoint`] (a
-//! [`Session`] or a [`Client`]): the one hand-written I/O loop outside the
+//! [`Session`] or a [`Client`]): a hand-written I/O loop outside the
 //! async driver, used by the real-server tests. (The `hand_driven` example
 //! carries its own loop, so that it builds from published crates.)
 //! It follows the core's drain order and reads with a socket timeout bounded

@@ -20,7 +20,27 @@ pub trait Conn: AsyncRead + AsyncWrite + Send + Unpin + 'static {
     fn local_ip(&self) -> Option<IpAddr>;
 }
 
-/// An async runtime, as the driver needs it.
+/// An async runtime, as the driver needs it: a TCP dial, a timer, a way to
+/// spawn the event loop, and a clock. Everything else (the ticket queues,
+/// reconnects, loss rules) is the driver's, so a runtime is all a new
+/// executor needs.
+///
+/// To support another executor, implement the four required pieces with its
+/// primitives and pass it to [`crate::Client::connect`]:
+/// - [`Runtime::connect`]: resolve (wrapping a resolver error with
+///   [`crate::unresolved`]), dial, set `TCP_NODELAY`, and wrap the stream in
+///   [`IoConn`] with its local address; a stream that is not futures-io needs
+///   an adapter (as tokio's `compat`).
+/// - [`Runtime::sleep_until`]: the executor's timer at an instant.
+/// - [`Runtime::spawn`]: run the loop detached; it ends by itself once every
+///   handle is dropped or the client is closed.
+/// - [`Runtime::connect_tls`] only for TLS: a rustls handshake over the
+///   same dial, with [`TlsConnect`](crate::TlsConnect)'s config and name.
+///
+/// The thinnest existing implementation is `SmolRuntime` in `zoolock-smol`
+/// (about 60 lines, TLS included); `zoolock-blocking` reuses it to run the
+/// loop on a background thread. Another runtime need not be published as a
+/// crate: it can live in the program that uses it.
 pub trait Runtime: Send + Sync + Debug + 'static {
     /// Opens a TCP connection to `host:port` with `TCP_NODELAY` set. A host
     /// name that does not resolve fails with the resolver's error wrapped by
