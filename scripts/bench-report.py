@@ -47,6 +47,11 @@ def rate(key):
     return "FAILED" if v is None else f"{v:,.0f}/s{runs_note(key)}"
 
 
+def ran(*keys):
+    """Whether any of `keys` ran at all (BENCH_GROUPS may leave comparisons out)."""
+    return any(k in ok or k in failed for k in keys)
+
+
 def ratio(a, b):
     return None if a is None or b is None or b == 0 else a / b
 
@@ -105,17 +110,30 @@ row("mutex pipelined vs raw 1rtt (lowest run)", rate(zl), None, rate(zkc) + " (d
     "≥ 0.9× raw, every run", verdict(r, lambda x: x >= 0.9, [zl, r1]))
 row("mutex pipelined vs zookeeper-client drop-release", rate(zl), None, rate(zkc), rate(r1),
     ratio(med(zl, "cycles_per_sec"), med(zkc, "cycles_per_sec")), "(info)", "—")
+# the blocking API (zoolock-blocking, `zl-blocking-cycle`) beside the async one, same runs
+for release, zl, zlb in (("acked", "zl-mutex-acked", "zlb-mutex-acked"),
+                         ("pipelined", "zl-mutex-pipelined", "zlb-mutex-pipelined")):
+    if not ran(zlb):
+        continue
+    b99, a99 = med(zlb, "p99_us"), med(zl, "p99_us")
+    p99s = "—" if b99 is None or a99 is None else f"; p99 {b99:,.0f} vs {a99:,.0f} µs"
+    row(f"mutex {release}, blocking API ÷ async API", f"{rate(zlb)} blocking, {rate(zl)} async{p99s}", None, None,
+        None, ratio(med(zlb, "cycles_per_sec"), med(zl, "cycles_per_sec")), "(info)", "—")
 # contended
 zl, cur, zkc, chain = "zl-contended", "cur-contended", "zkc-contended", "raw-chain"
 name = f"mutex contended, {clients} clients"
 for other, label, target, test in ((zkc, "zookeeper-client", "≥ 1.25×", lambda x: x >= 1.25),
                                    (cur, "Curator", "≥ 2×", lambda x: x >= 2.0),
                                    (chain, "raw chain", "≥ 0.85× raw", lambda x: x >= 0.85)):
+    if not ran(zl, other):
+        continue
     r = ratio(med(zl, "cycles_per_sec"), med(other, "cycles_per_sec"))
     row(f"{name} vs {label}", rate(zl), rate(cur), rate(zkc), rate(chain), r, target, verdict(r, test, [zl, other]))
 # vs Curator
 for name, zl, cur in (("read-lock", "zl-read-lock", "cur-read-lock"),
                       (f"semaphore, {leases} leases", "zl-semaphore", "cur-semaphore")):
+    if not ran(zl, cur):
+        continue
     r = ratio(med(zl, "cycles_per_sec"), med(cur, "cycles_per_sec"))
     row(name + " vs Curator", rate(zl), rate(cur), None, None, r, "≥ 2× Curator", verdict(r, lambda x: x >= 2.0, [zl, cur]))
 
@@ -123,6 +141,8 @@ for name, zl, cur in (("read-lock", "zl-read-lock", "cur-read-lock"),
 for name, zl, bare in (("mutex acked", "zl-mutex-acked", "zl-mutex-acked-nowatch"),
                        (f"mutex contended, {clients} clients", "zl-contended", "zl-contended-nowatch"),
                        (f"semaphore, {leases} leases", "zl-semaphore", "zl-semaphore-nowatch")):
+    if not ran(zl, bare):
+        continue
     q, qb = requests_per_cycle(zl), requests_per_cycle(bare)
     extra = "—" if q is None or qb is None else f"{q - qb:+.2f} requests/cycle"
     row(f"held-node watch cost: {name} (with ÷ without)", rate(zl), None, None, f"{rate(bare)} without; {extra}",
@@ -148,7 +168,8 @@ def waiters_row(key):
     return per
 
 
-small, big = waiters_row("zl-waiters"), ("zl-waiters-scaled" in ok or "zl-waiters-scaled" in failed)
+small = waiters_row("zl-waiters") if ran("zl-waiters") else None
+big = ran("zl-waiters-scaled")
 if big:
     large = waiters_row("zl-waiters-scaled")
     if small and large:

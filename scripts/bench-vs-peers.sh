@@ -22,6 +22,9 @@
 #                                      vs the raw K-session handoff chain (≥0.85×)
 #   read-lock                          zoolock vs Curator (≥2×)
 #   semaphore, L leases                zoolock vs Curator (≥2×)
+#   blocking API                       zoolock's uncontended mutex through zoolock-blocking
+#                                      (`zl-blocking-cycle`), acked and pipelined, beside the
+#                                      async runs in the same groups (information)
 #   held-node watch                    zoolock's mutex (acked), contended mutex and semaphore
 #                                      with and without the watch on held nodes
 #                                      (--no-held-watch): its cost in cycles/s and requests
@@ -54,6 +57,9 @@
 #   BENCH_SCALE=10               the factor of the second waiters run (1: skip it)
 #   BENCH_RUN_TIMEOUT=300        seconds before one run is killed and counted FAILED
 #   BENCH_SERVER_WARMUP=1        one unrecorded round of every comparison before run 1 (0: none)
+#   BENCH_GROUPS=all             all, or uncontended: only the two mutex-uncontended
+#                                comparisons (acked, pipelined; the blocking API's runs with
+#                                them) and no waiters runs, a quicker same-run side-by-side
 #   BENCH_OUT=DIR                output folder (default: a fresh mktemp folder)
 #   BENCH_STRICT=1               exit 3 when a target is missed
 #   BENCH_JAVA_OPTS="..."        extra JVM options for CuratorBench
@@ -88,6 +94,7 @@ RUN_TIMEOUT=${BENCH_RUN_TIMEOUT:-300}
 # (zoolock: run 1 goes in forward order) bears that warm-up alone, which is what
 # the slowest-run ratios then pick up.
 SERVER_WARMUP=${BENCH_SERVER_WARMUP:-1}
+GROUP_SET=${BENCH_GROUPS:-all}
 WARMING=0
 # Every side runs this many uncounted cycles first (their defaults).
 WARMUP_CYCLES=200
@@ -95,6 +102,7 @@ for v in RUNS CYCLES CONTENDED_CYCLES CLIENTS LEASES WAITERS PATHS SCALE RUN_TIM
     positive "BENCH_$v" "${!v}"
 done
 [[ $SERVER_WARMUP =~ ^[01]$ ]] || die "BENCH_SERVER_WARMUP must be 0 or 1, not '$SERVER_WARMUP'"
+[[ $GROUP_SET =~ ^(all|uncontended)$ ]] || die "BENCH_GROUPS must be all or uncontended, not '$GROUP_SET'"
 JAVA_DIR=${ZK_JAVA_DIR:-/usr/share/java}
 read -r -a JAVA_OPTS <<<"${BENCH_JAVA_OPTS:-}"
 
@@ -164,7 +172,7 @@ if [[ -n $(git status --porcelain 2>/dev/null | head -n 1) ]]; then GIT_REV+=" (
     echo "- zookeeper-client: $(sed -n 's/^zookeeper-client = { version = "=\([^"]*\)".*/\1/p' "$ROOT/bench/zkclient/Cargo.toml")" \
         "(crates.io, its Curator-named lock \`LockPrefix::new_curator\`, tasks on a current-thread tokio runtime as \`zoolock bench\`; its sockets run through async-net, whose reactor has a thread of its own)"
     echo "- Rust: $(rustc -V 2>/dev/null || echo 'rustc not found'), release profile; zoolock at $GIT_REV"
-    echo "- Runs: $RUNS per comparison, interleaved; medians shown. Cycles: $CYCLES" \
+    echo "- Runs: $RUNS per comparison, interleaved; medians shown; comparisons: $GROUP_SET (BENCH_GROUPS). Cycles: $CYCLES" \
         "(mutex-contended: $CONTENDED_CYCLES acquisitions over $CLIENTS sessions; semaphore: $LEASES leases;" \
         "waiters: $WAITERS on $PATHS paths and $((WAITERS * SCALE)) on $((PATHS * SCALE)), once each); 200 warm-up cycles each"
 } >"$OUT/machine.md"
@@ -176,6 +184,7 @@ TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 [[ $TARGET_DIR == /* ]] || TARGET_DIR=$ROOT/$TARGET_DIR
 ZOOLOCK_BIN=$TARGET_DIR/release/zoolock
 RAWCYCLE_BIN=$TARGET_DIR/release/zk-rawcycle
+BLOCKING_BIN=$TARGET_DIR/release/zl-blocking-cycle
 ZKCLIENT_BIN=$TARGET_DIR/release/zkclient-bench
 ZOOLOCK_OK=1
 CURATOR_OK=1
@@ -190,7 +199,7 @@ if ! cargo build --release -p zoolock -p zoolock-bench >"$OUT/build.log" 2>&1; t
         die "building zk-rawcycle failed too (see $OUT/build.log)"
 fi
 [[ -x $RAWCYCLE_BIN ]] || die "no $RAWCYCLE_BIN after the build"
-if ((ZOOLOCK_OK)) && [[ ! -x $ZOOLOCK_BIN ]]; then ZOOLOCK_OK=0; fi
+if ((ZOOLOCK_OK)) && [[ ! -x $ZOOLOCK_BIN || ! -x $BLOCKING_BIN ]]; then ZOOLOCK_OK=0; fi
 echo "building zkclient-bench (bench/zkclient, its own workspace; log: $OUT/build.log)"
 if ! cargo build --release --manifest-path "$ROOT/bench/zkclient/Cargo.toml" --target-dir "$TARGET_DIR" \
     >>"$OUT/build.log" 2>&1 || [[ ! -x $ZKCLIENT_BIN ]]; then
@@ -326,6 +335,13 @@ zoolock_run() {
     side_run "$ZOOLOCK_OK" "zoolock did not build" "$key" "$run" "$ZOOLOCK_BIN" --connect "$ZK" bench "$@" --json
 }
 
+# zoolock_blocking_run KEY RUN ARGS...: zoolock's mutex cycle through zoolock-blocking.
+zoolock_blocking_run() {
+    local key=$1 run=$2
+    shift 2
+    side_run "$ZOOLOCK_OK" "zoolock did not build" "$key" "$run" "$BLOCKING_BIN" --connect "$ZK" "$@" --json
+}
+
 curator_run() {
     local key=$1 run=$2
     shift 2
@@ -357,6 +373,8 @@ step() {
     zl-mutex-pipelined)
         zoolock_run zl-mutex-pipelined "$run" --workload mutex-uncontended --cycles "$CYCLES" --pipelined-release
         ;;
+    zlb-mutex-acked) zoolock_blocking_run zlb-mutex-acked "$run" --cycles "$CYCLES" ;;
+    zlb-mutex-pipelined) zoolock_blocking_run zlb-mutex-pipelined "$run" --cycles "$CYCLES" --pipelined-release ;;
     zl-contended)
         zoolock_run zl-contended "$run" --workload mutex-contended --cycles "$CONTENDED_CYCLES" --clients "$CLIENTS"
         ;;
@@ -403,8 +421,9 @@ group() {
 
 # every_group RUN: each comparison once.
 every_group() {
-    group "$1" zl-mutex-acked cur-mutex zkc-mutex-acked raw-2rtt raw-3rtt zl-mutex-acked-nowatch
-    group "$1" zl-mutex-pipelined zkc-mutex-drop raw-1rtt
+    group "$1" zl-mutex-acked zlb-mutex-acked cur-mutex zkc-mutex-acked raw-2rtt raw-3rtt zl-mutex-acked-nowatch
+    group "$1" zl-mutex-pipelined zlb-mutex-pipelined zkc-mutex-drop raw-1rtt
+    [[ $GROUP_SET == uncontended ]] && return 0
     group "$1" zl-contended cur-contended zkc-contended raw-chain zl-contended-nowatch
     group "$1" zl-read-lock cur-read-lock
     group "$1" zl-semaphore cur-semaphore zl-semaphore-nowatch
@@ -421,14 +440,16 @@ for ((run = 1; run <= RUNS; run++)); do
     echo "== run $run/$RUNS"
     every_group "$run"
 done
-echo "== waiters (once)"
-RUNS_SAVED=$RUNS
-RUNS=1
-zoolock_run zl-waiters 1 --workload waiters --waiters "$WAITERS" --paths "$PATHS"
-if ((SCALE > 1)); then
-    zoolock_run zl-waiters-scaled 1 --workload waiters --waiters "$((WAITERS * SCALE))" --paths "$((PATHS * SCALE))"
+if [[ $GROUP_SET == all ]]; then
+    echo "== waiters (once)"
+    RUNS_SAVED=$RUNS
+    RUNS=1
+    zoolock_run zl-waiters 1 --workload waiters --waiters "$WAITERS" --paths "$PATHS"
+    if ((SCALE > 1)); then
+        zoolock_run zl-waiters-scaled 1 --workload waiters --waiters "$((WAITERS * SCALE))" --paths "$((PATHS * SCALE))"
+    fi
+    RUNS=$RUNS_SAVED
 fi
-RUNS=$RUNS_SAVED
 echo "benchmarks took $((SECONDS - started)) s"
 
 # ---- report --------------------------------------------------------------------------
