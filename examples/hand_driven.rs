@@ -76,16 +76,17 @@ impl Loop {
             self.stream = None;
             if let IoCommand::Connect { addr, .. } = command {
                 // Dialing blocks; the core's connect deadline bounds it.
-                let target = (addr.host.as_str(), addr.port).to_socket_addrs()?.next().ok_or("no address")?;
-                match TcpStream::connect_timeout(&target, Duration::from_secs(2)) {
-                    Ok(stream) => {
+                let target = (addr.host.as_str(), addr.port).to_socket_addrs().ok().and_then(|mut a| a.next());
+                match target.map(|t| TcpStream::connect_timeout(&t, Duration::from_secs(2))) {
+                    Some(Ok(stream)) => {
                         stream.set_nodelay(true)?;
                         self.stream = Some(stream);
                         self.rx.clear();
                         let now = self.now();
                         self.client.handle_connected(now);
                     }
-                    Err(_) => self.disconnected(),
+                    // Unresolved or refused: the core picks the next host.
+                    _ => self.disconnected(),
                 }
             } // IoCommand::Close: dropping the stream was all.
         }

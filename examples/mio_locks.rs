@@ -90,7 +90,7 @@ impl MioLoop {
 
     /// Starts a non-blocking dial; the core hears of it on the writable event.
     fn dial(&mut self, host: &str, port: u16) -> Result<(), Box<dyn Error>> {
-        let Some(addr) = (host, port).to_socket_addrs()?.next() else {
+        let Some(addr) = (host, port).to_socket_addrs().ok().and_then(|mut a| a.next()) else {
             self.disconnected();
             return Ok(());
         };
