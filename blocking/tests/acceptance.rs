@@ -15,6 +15,18 @@ use std::time::Duration;
 
 use zoolock_blocking::{Error, HoldStatus, Options, connect};
 
+/// The handles a thread-based program shares between threads.
+#[test]
+fn handles_are_shareable() {
+    fn shareable<T: Clone + Send + Sync + 'static>() {}
+    shareable::<zoolock_blocking::Client>();
+    shareable::<zoolock_blocking::Lock>();
+    shareable::<zoolock_blocking::Semaphore>();
+    fn sendable<T: Send + 'static>() {}
+    sendable::<zoolock_blocking::Guard>();
+    sendable::<zoolock_blocking::Lease>();
+}
+
 #[test]
 fn blocking_program_holds_exclusion_on_a_real_server() {
     let Some(addr) = zoolock_testkit::real_server("blocking_program_holds_exclusion_on_a_real_server") else {
