@@ -14,9 +14,7 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt;
 
-pub(crate) use digest::DigestMd5;
-#[cfg(test)]
-pub(crate) use digest::{ZK_PROTOCOL, ZK_SERVER_NAME};
+use digest::DigestMd5;
 
 /// Why a SASL exchange failed on the client's side, before or without a
 /// verdict of the server (a server that refuses the exchange ends the
