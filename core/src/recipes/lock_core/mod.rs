@@ -653,6 +653,7 @@ impl LockCore {
             ConnectionState::Lost
             | ConnectionState::Closed
             | ConnectionState::AuthFailed
+            | ConnectionState::SaslFailed(_)
             | ConnectionState::ServerMisbehaved(_)
             | ConnectionState::Unreachable
             | ConnectionState::ChrootUnavailable(_) => {
