@@ -295,8 +295,10 @@ impl LockCore {
                 }
             }
             // Already gone: as if its deletion had fired (the fast handoff
-            // skips the re-list a NoNode used to cost).
-            Err(RequestError::Server(ErrorCode::NO_NODE)) if self.deadline.is_none_or(|d| now < d) => {
+            // skips the re-list a NoNode used to cost), unless something
+            // fired meanwhile (our own node's deletion, a dropped
+            // connection): then look again.
+            Err(RequestError::Server(ErrorCode::NO_NODE)) if self.deadline.is_none_or(|d| now < d) && !fired => {
                 self.pred_gone(now, node, &pred)
             }
             // The connection dropped (or the deadline passed): look again.

@@ -289,11 +289,27 @@ impl LockCore {
         }
     }
 
-    /// Our node while the acquire waits for it (watching or waiting).
+    /// Our node while the acquire waits for it (listing, watching or
+    /// waiting).
     fn waiting_node(&self) -> Option<&Node> {
         match &self.state {
-            State::Watching { node, .. } | State::Waiting { node, .. } => Some(node),
+            State::Listing { node } | State::Watching { node, .. } | State::Waiting { node, .. } => Some(node),
             _ => None,
+        }
+    }
+
+    /// Our waiting node is gone: a watch in flight (or fired) makes the
+    /// acquire look again, a wait looks again now, and a listing on its way
+    /// will show it missing. Never granted through the fast handoff.
+    fn waiting_node_gone(&mut self) {
+        self.own_watched = false;
+        match &mut self.state {
+            State::Watching { fired, .. } => *fired = true,
+            State::Waiting { node, .. } => {
+                let node = node.clone();
+                self.relist(node);
+            }
+            _ => {}
         }
     }
 
@@ -514,19 +530,17 @@ impl LockCore {
                 }
             }
         }
-        // Our waiting node's own watch (see `own_watched`): deleted by
-        // someone else, it is missing (look again, and start over); a data
-        // change used the watch up (the grant arms it again).
-        if !self.revocable && self.own_watched {
-            if let Some(node) = self.waiting_node().filter(|n| n.path.as_str() == event.path).cloned() {
+        // Our waiting node, watched by its own exists (see `own_watched`)
+        // or, revocable, by its data watch: deleted by someone else, it is
+        // missing (look again, and start over); a data change used the
+        // exists watch up (the grant arms it again).
+        if self.waiting_node().is_some_and(|n| n.path.as_str() == event.path) {
+            let by_exists = !self.revocable && self.own_watched;
+            if event.event_type == EventType::NODE_DELETED && (by_exists || self.revocable) {
+                return self.waiting_node_gone();
+            }
+            if by_exists {
                 self.own_watched = false;
-                if event.event_type == EventType::NODE_DELETED {
-                    if let State::Watching { fired, .. } = &mut self.state {
-                        *fired = true;
-                    } else {
-                        self.relist(node);
-                    }
-                }
                 return;
             }
         }
@@ -776,14 +790,7 @@ impl LockCore {
             // grant arms it).
             match result {
                 Ok(_) => {}
-                Err(RequestError::Server(ErrorCode::NO_NODE)) => {
-                    self.own_watched = false;
-                    if let State::Watching { fired, .. } = &mut self.state {
-                        *fired = true;
-                    } else if let Some(node) = self.waiting_node().cloned() {
-                        self.relist(node);
-                    }
-                }
+                Err(RequestError::Server(ErrorCode::NO_NODE)) => self.waiting_node_gone(),
                 Err(_) => self.own_watched = false,
             }
             return;
