@@ -47,11 +47,6 @@ def rate(key):
     return "FAILED" if v is None else f"{v:,.0f}/s{runs_note(key)}"
 
 
-def ran(*keys):
-    """Whether any of `keys` ran at all (BENCH_GROUPS may leave comparisons out)."""
-    return any(k in ok or k in failed for k in keys)
-
-
 def ratio(a, b):
     return None if a is None or b is None or b == 0 else a / b
 
@@ -71,6 +66,7 @@ def requests_per_cycle(key):
 
 
 rows, missed = [], 0
+ran = set(ok) | set(failed)  # BENCH_ONLY may have left comparisons out
 
 
 def verdict(r, test, inputs):
@@ -87,52 +83,53 @@ def row(name, zl, cur, zkc, raw, r, target, met):
     rows.append([name, zl or "—", cur or "—", zkc or "—", raw or "—", "—" if r is None else f"{r:.2f}×", target, met])
 
 
-# mutex-uncontended, acked release
-zl, cur, zkc, r2, r3 = "zl-mutex-acked", "cur-mutex", "zkc-mutex-acked", "raw-2rtt", "raw-3rtt"
-r = per_run_min(zl, r2)
-row("mutex acked vs raw 2rtt (lowest run)", rate(zl), rate(cur), rate(zkc), rate(r2), r, "≥ 0.9× raw, every run",
-    verdict(r, lambda x: x >= 0.9, [zl, r2]))
-z99, w99 = med(zl, "p99_us"), med(r2, "p99_us")
-r = ratio(z99, w99)
-row("mutex acked p99 vs raw 2rtt p99", "FAILED" if z99 is None else f"{z99:,.0f} µs", None, None,
-    "FAILED" if w99 is None else f"{w99:,.0f} µs", r, "≤ 2× raw p99", verdict(r, lambda x: x <= 2.0, [zl, r2]))
-r = ratio(med(zl, "cycles_per_sec"), med(zkc, "cycles_per_sec"))
-row("mutex acked vs zookeeper-client (release awaited)", rate(zl), rate(cur), rate(zkc), rate(r2), r, "≥ 1.5×",
-    verdict(r, lambda x: x >= 1.5, [zl, zkc]))
-row("mutex acked vs Curator", rate(zl), rate(cur), rate(zkc), rate(r2),
-    ratio(med(zl, "cycles_per_sec"), med(cur, "cycles_per_sec")), "(info)", "—")
-row("mutex acked vs raw 3rtt", rate(zl), None, None, rate(r3),
-    ratio(med(zl, "cycles_per_sec"), med(r3, "cycles_per_sec")), "(info)", "—")
-# pipelined release
-zl, zkc, r1 = "zl-mutex-pipelined", "zkc-mutex-drop", "raw-1rtt"
-r = per_run_min(zl, r1)
-row("mutex pipelined vs raw 1rtt (lowest run)", rate(zl), None, rate(zkc) + " (drop)", rate(r1), r,
-    "≥ 0.9× raw, every run", verdict(r, lambda x: x >= 0.9, [zl, r1]))
-row("mutex pipelined vs zookeeper-client drop-release", rate(zl), None, rate(zkc), rate(r1),
-    ratio(med(zl, "cycles_per_sec"), med(zkc, "cycles_per_sec")), "(info)", "—")
+if "zl-mutex-acked" in ran:
+    # mutex-uncontended, acked release
+    zl, cur, zkc, r2, r3 = "zl-mutex-acked", "cur-mutex", "zkc-mutex-acked", "raw-2rtt", "raw-3rtt"
+    r = per_run_min(zl, r2)
+    row("mutex acked vs raw 2rtt (lowest run)", rate(zl), rate(cur), rate(zkc), rate(r2), r, "≥ 0.9× raw, every run",
+        verdict(r, lambda x: x >= 0.9, [zl, r2]))
+    z99, w99 = med(zl, "p99_us"), med(r2, "p99_us")
+    r = ratio(z99, w99)
+    row("mutex acked p99 vs raw 2rtt p99", "FAILED" if z99 is None else f"{z99:,.0f} µs", None, None,
+        "FAILED" if w99 is None else f"{w99:,.0f} µs", r, "≤ 2× raw p99", verdict(r, lambda x: x <= 2.0, [zl, r2]))
+    r = ratio(med(zl, "cycles_per_sec"), med(zkc, "cycles_per_sec"))
+    row("mutex acked vs zookeeper-client (release awaited)", rate(zl), rate(cur), rate(zkc), rate(r2), r, "≥ 1.5×",
+        verdict(r, lambda x: x >= 1.5, [zl, zkc]))
+    row("mutex acked vs Curator", rate(zl), rate(cur), rate(zkc), rate(r2),
+        ratio(med(zl, "cycles_per_sec"), med(cur, "cycles_per_sec")), "(info)", "—")
+    row("mutex acked vs raw 3rtt", rate(zl), None, None, rate(r3),
+        ratio(med(zl, "cycles_per_sec"), med(r3, "cycles_per_sec")), "(info)", "—")
+if "zl-mutex-pipelined" in ran:
+    # pipelined release
+    zl, zkc, r1 = "zl-mutex-pipelined", "zkc-mutex-drop", "raw-1rtt"
+    r = per_run_min(zl, r1)
+    row("mutex pipelined vs raw 1rtt (lowest run)", rate(zl), None, rate(zkc) + " (drop)", rate(r1), r,
+        "≥ 0.9× raw, every run", verdict(r, lambda x: x >= 0.9, [zl, r1]))
+    row("mutex pipelined vs zookeeper-client drop-release", rate(zl), None, rate(zkc), rate(r1),
+        ratio(med(zl, "cycles_per_sec"), med(zkc, "cycles_per_sec")), "(info)", "—")
 # the blocking API (zoolock-blocking, `zl-blocking-cycle`) beside the async one, same runs
 for release, zl, zlb in (("acked", "zl-mutex-acked", "zlb-mutex-acked"),
                          ("pipelined", "zl-mutex-pipelined", "zlb-mutex-pipelined")):
-    if not ran(zlb):
+    if zlb not in ran:
         continue
     b99, a99 = med(zlb, "p99_us"), med(zl, "p99_us")
     p99s = "—" if b99 is None or a99 is None else f"; p99 {b99:,.0f} vs {a99:,.0f} µs"
     row(f"mutex {release}, blocking API ÷ async API", f"{rate(zlb)} blocking, {rate(zl)} async{p99s}", None, None,
         None, ratio(med(zlb, "cycles_per_sec"), med(zl, "cycles_per_sec")), "(info)", "—")
-# contended
-zl, cur, zkc, chain = "zl-contended", "cur-contended", "zkc-contended", "raw-chain"
-name = f"mutex contended, {clients} clients"
-for other, label, target, test in ((zkc, "zookeeper-client", "≥ 1.25×", lambda x: x >= 1.25),
-                                   (cur, "Curator", "≥ 2×", lambda x: x >= 2.0),
-                                   (chain, "raw chain", "≥ 0.85× raw", lambda x: x >= 0.85)):
-    if not ran(zl, other):
-        continue
-    r = ratio(med(zl, "cycles_per_sec"), med(other, "cycles_per_sec"))
-    row(f"{name} vs {label}", rate(zl), rate(cur), rate(zkc), rate(chain), r, target, verdict(r, test, [zl, other]))
+if "zl-contended" in ran:
+    # contended
+    zl, cur, zkc, chain = "zl-contended", "cur-contended", "zkc-contended", "raw-chain"
+    name = f"mutex contended, {clients} clients"
+    for other, label, target, test in ((zkc, "zookeeper-client", "≥ 1.25×", lambda x: x >= 1.25),
+                                       (cur, "Curator", "≥ 2×", lambda x: x >= 2.0),
+                                       (chain, "raw chain", "≥ 0.85× raw", lambda x: x >= 0.85)):
+        r = ratio(med(zl, "cycles_per_sec"), med(other, "cycles_per_sec"))
+        row(f"{name} vs {label}", rate(zl), rate(cur), rate(zkc), rate(chain), r, target, verdict(r, test, [zl, other]))
 # vs Curator
 for name, zl, cur in (("read-lock", "zl-read-lock", "cur-read-lock"),
                       (f"semaphore, {leases} leases", "zl-semaphore", "cur-semaphore")):
-    if not ran(zl, cur):
+    if zl not in ran:
         continue
     r = ratio(med(zl, "cycles_per_sec"), med(cur, "cycles_per_sec"))
     row(name + " vs Curator", rate(zl), rate(cur), None, None, r, "≥ 2× Curator", verdict(r, lambda x: x >= 2.0, [zl, cur]))
@@ -141,7 +138,7 @@ for name, zl, cur in (("read-lock", "zl-read-lock", "cur-read-lock"),
 for name, zl, bare in (("mutex acked", "zl-mutex-acked", "zl-mutex-acked-nowatch"),
                        (f"mutex contended, {clients} clients", "zl-contended", "zl-contended-nowatch"),
                        (f"semaphore, {leases} leases", "zl-semaphore", "zl-semaphore-nowatch")):
-    if not ran(zl, bare):
+    if zl not in ran:
         continue
     q, qb = requests_per_cycle(zl), requests_per_cycle(bare)
     extra = "—" if q is None or qb is None else f"{q - qb:+.2f} requests/cycle"
@@ -168,8 +165,8 @@ def waiters_row(key):
     return per
 
 
-small = waiters_row("zl-waiters") if ran("zl-waiters") else None
-big = ran("zl-waiters-scaled")
+small = waiters_row("zl-waiters") if "zl-waiters" in ran else None
+big = "zl-waiters-scaled" in ran
 if big:
     large = waiters_row("zl-waiters-scaled")
     if small and large:

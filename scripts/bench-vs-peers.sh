@@ -57,11 +57,10 @@
 #   BENCH_SCALE=10               the factor of the second waiters run (1: skip it)
 #   BENCH_RUN_TIMEOUT=300        seconds before one run is killed and counted FAILED
 #   BENCH_SERVER_WARMUP=1        one unrecorded round of every comparison before run 1 (0: none)
-#   BENCH_GROUPS=all             all, or uncontended: only the two mutex-uncontended
-#                                comparisons (acked, pipelined; the blocking API's runs with
-#                                them) and no waiters runs, a quicker same-run side-by-side
 #   BENCH_OUT=DIR                output folder (default: a fresh mktemp folder)
 #   BENCH_STRICT=1               exit 3 when a target is missed
+#   BENCH_ONLY="A B"             run only these comparisons: mutex-acked mutex-pipelined
+#                                contended read-lock semaphore waiters (default: all)
 #   BENCH_JAVA_OPTS="..."        extra JVM options for CuratorBench
 #   ZK_JAVA_DIR=PATH             where the jars live (default /usr/share/java)
 #   CARGO_TARGET_DIR             honoured when locating the release binaries
@@ -94,7 +93,6 @@ RUN_TIMEOUT=${BENCH_RUN_TIMEOUT:-300}
 # (zoolock: run 1 goes in forward order) bears that warm-up alone, which is what
 # the slowest-run ratios then pick up.
 SERVER_WARMUP=${BENCH_SERVER_WARMUP:-1}
-GROUP_SET=${BENCH_GROUPS:-all}
 WARMING=0
 # Every side runs this many uncounted cycles first (their defaults).
 WARMUP_CYCLES=200
@@ -102,7 +100,6 @@ for v in RUNS CYCLES CONTENDED_CYCLES CLIENTS LEASES WAITERS PATHS SCALE RUN_TIM
     positive "BENCH_$v" "${!v}"
 done
 [[ $SERVER_WARMUP =~ ^[01]$ ]] || die "BENCH_SERVER_WARMUP must be 0 or 1, not '$SERVER_WARMUP'"
-[[ $GROUP_SET =~ ^(all|uncontended)$ ]] || die "BENCH_GROUPS must be all or uncontended, not '$GROUP_SET'"
 JAVA_DIR=${ZK_JAVA_DIR:-/usr/share/java}
 read -r -a JAVA_OPTS <<<"${BENCH_JAVA_OPTS:-}"
 
@@ -172,7 +169,7 @@ if [[ -n $(git status --porcelain 2>/dev/null | head -n 1) ]]; then GIT_REV+=" (
     echo "- zookeeper-client: $(sed -n 's/^zookeeper-client = { version = "=\([^"]*\)".*/\1/p' "$ROOT/bench/zkclient/Cargo.toml")" \
         "(crates.io, its Curator-named lock \`LockPrefix::new_curator\`, tasks on a current-thread tokio runtime as \`zoolock bench\`; its sockets run through async-net, whose reactor has a thread of its own)"
     echo "- Rust: $(rustc -V 2>/dev/null || echo 'rustc not found'), release profile; zoolock at $GIT_REV"
-    echo "- Runs: $RUNS per comparison, interleaved; medians shown; comparisons: $GROUP_SET (BENCH_GROUPS). Cycles: $CYCLES" \
+    echo "- Runs: $RUNS per comparison, interleaved; medians shown. Cycles: $CYCLES" \
         "(mutex-contended: $CONTENDED_CYCLES acquisitions over $CLIENTS sessions; semaphore: $LEASES leases;" \
         "waiters: $WAITERS on $PATHS paths and $((WAITERS * SCALE)) on $((PATHS * SCALE)), once each); 200 warm-up cycles each"
 } >"$OUT/machine.md"
@@ -419,14 +416,19 @@ group() {
     fi
 }
 
+# wanted NAME: whether comparison NAME runs (BENCH_ONLY lists them; empty: all).
+wanted() {
+    [[ -z ${BENCH_ONLY:-} || " $BENCH_ONLY " == *" $1 "* ]]
+}
+
 # every_group RUN: each comparison once.
 every_group() {
-    group "$1" zl-mutex-acked zlb-mutex-acked cur-mutex zkc-mutex-acked raw-2rtt raw-3rtt zl-mutex-acked-nowatch
-    group "$1" zl-mutex-pipelined zlb-mutex-pipelined zkc-mutex-drop raw-1rtt
-    [[ $GROUP_SET == uncontended ]] && return 0
-    group "$1" zl-contended cur-contended zkc-contended raw-chain zl-contended-nowatch
-    group "$1" zl-read-lock cur-read-lock
-    group "$1" zl-semaphore cur-semaphore zl-semaphore-nowatch
+    ! wanted mutex-acked ||
+        group "$1" zl-mutex-acked zlb-mutex-acked cur-mutex zkc-mutex-acked raw-2rtt raw-3rtt zl-mutex-acked-nowatch
+    ! wanted mutex-pipelined || group "$1" zl-mutex-pipelined zlb-mutex-pipelined zkc-mutex-drop raw-1rtt
+    ! wanted contended || group "$1" zl-contended cur-contended zkc-contended raw-chain zl-contended-nowatch
+    ! wanted read-lock || group "$1" zl-read-lock cur-read-lock
+    ! wanted semaphore || group "$1" zl-semaphore cur-semaphore zl-semaphore-nowatch
 }
 
 started=$SECONDS
@@ -440,7 +442,7 @@ for ((run = 1; run <= RUNS; run++)); do
     echo "== run $run/$RUNS"
     every_group "$run"
 done
-if [[ $GROUP_SET == all ]]; then
+if wanted waiters; then
     echo "== waiters (once)"
     RUNS_SAVED=$RUNS
     RUNS=1

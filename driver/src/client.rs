@@ -207,6 +207,7 @@ impl Client {
                     Some(
                         state @ (ConnectionState::Lost
                         | ConnectionState::AuthFailed
+                        | ConnectionState::SaslFailed(_)
                         | ConnectionState::ServerMisbehaved(_)
                         | ConnectionState::Unreachable
                         | ConnectionState::ChrootUnavailable(_)),

@@ -14,6 +14,8 @@
 mod client;
 mod count;
 mod error;
+#[cfg(feature = "gssapi")]
+mod gssapi;
 mod hold;
 mod lock;
 mod metrics;
@@ -28,6 +30,8 @@ pub use client::Client;
 pub use count::{SharedCount, VersionedCount};
 pub use error::{DialError, Error, unresolved};
 pub use futures_lite::io as futures_io;
+#[cfg(feature = "gssapi")]
+pub use gssapi::{DEFAULT_SERVICE as GSSAPI_DEFAULT_SERVICE, GssapiClient};
 pub use hold::{HoldStatus, QueuePosition, StatusChanges};
 pub use lock::{Guard, Lock};
 pub use options::{LockOptions, Options};

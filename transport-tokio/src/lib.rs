@@ -12,7 +12,8 @@
 //! ```
 //!
 //! A secured ZooKeeper: digest auth with a creator-only ACL, mutual TLS
-//! (rustls) and SASL DIGEST-MD5 (see the README's "Secured ZooKeeper").
+//! (rustls) and SASL DIGEST-MD5, or GSSAPI (Kerberos) with the `gssapi` feature
+//! (see the README's "Secured ZooKeeper").
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {

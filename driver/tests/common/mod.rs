@@ -26,7 +26,6 @@ use zoolock_driver::core::{ApiMisuse, Op, RequestError, ZkPath};
 use zoolock_driver::{
     Client, ConnectionState, Error, Guard, HoldStatus, Lease, Lock, OpPlan, Options, ParticipantsOf, Runtime,
 };
-use zoolock_testkit::proxy::Proxy;
 
 mod cancellation;
 mod chroot;
@@ -49,6 +48,7 @@ pub(crate) use loss::{
     loss_suspended_then_reconnected,
 };
 pub(crate) use resized::{lease_revocation, semaphore_resized, shared_count};
+pub(crate) use zoolock_testkit::proxy::Proxy;
 
 /// Calls `$run!` with every scenario (and its arguments), so each transport
 /// lists none of them itself.

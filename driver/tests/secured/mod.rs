@@ -5,11 +5,15 @@
 //! `ZOOLOCK_TEST_TLS_DIR` for ZooKeeper 3.8's TLS 1.2 default and
 //! `ZOOLOCK_TEST_TLS13_DIR` for a TLS 1.3 configuration). `bash .ci/run`
 //! starts them all; a scenario whose server is not configured prints why
-//! and passes.
+//! and passes. With the transport's `gssapi` feature, SASL GSSAPI against
+//! a Kerberized server (`kerberos.rs`).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+#[cfg(feature = "gssapi")]
+pub(crate) mod kerberos;
 
 use futures_lite::future;
 use zoolock_driver::core::RequestError;
@@ -75,6 +79,13 @@ macro_rules! scenario_tests {
             tls_failures => secured::tls_failures,
             sasl => secured::sasl,
             tls_server_checks => secured::tls_server_checks,
+        );
+        // SASL GSSAPI: with the transport's `gssapi` feature.
+        #[cfg(feature = "gssapi")]
+        secured::scenario_tests!(@each $run;
+            kerberos_recipes => secured::kerberos::kerberos_recipes,
+            kerberos_failures => secured::kerberos::kerberos_failures,
+            kerberos_renewal => secured::kerberos::kerberos_renewal,
         );
     };
     (@each $run:ident; $($name:ident => $scenario:expr,)*) => {
