@@ -56,8 +56,8 @@ async fn children(client: &Client, path: &str) -> Vec<String> {
             names.sort_by_key(|n| seq(n));
             names
         }
-        Err(Error::Request(zoolock_tokio::core::RequestError::Server(code)))
-            if code == zoolock_tokio::core::wire::ErrorCode::NO_NODE =>
+        Err(Error::Request(zoolock_tokio::zoolock_core::RequestError::Server(code)))
+            if code == zoolock_tokio::zoolock_core::wire::ErrorCode::NO_NODE =>
         {
             Vec::new()
         }

@@ -27,7 +27,8 @@ mod task;
 pub use client::Client;
 pub use count::{SharedCount, VersionedCount};
 pub use error::{DialError, Error, unresolved};
-pub use futures_lite::io as futures_io;
+/// The byte-stream traits a [`Conn`] implements (futures-io's, through futures-lite).
+pub use futures_lite::{AsyncRead, AsyncWrite};
 pub use hold::{HoldStatus, QueuePosition, StatusChanges};
 pub use lock::{Guard, Lock};
 pub use options::{LockOptions, Options};
@@ -38,5 +39,6 @@ pub use rustls;
 pub use security::{AclParseError, AclPolicy, AuthInfo, TlsConfigError, TlsConnect, TlsError, TlsOptions, parse_acl};
 pub use semaphore::{Lease, Semaphore};
 /// The sans-IO core, for plain ops ([`zoolock_core::Op`]) and wire types.
-pub use zoolock_core as core;
+/// Named after its crate, so it never shadows `::core`.
+pub use zoolock_core;
 pub use zoolock_core::{Compression, ConnectionState, FencingToken, OpPlan, Participant, RetryPolicy};

@@ -520,8 +520,8 @@ impl Guard {
     ///
     /// ```no_run
     /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
-    /// use zoolock_driver::core::{Op, ZkPath};
-    /// use zoolock_driver::core::wire::Bytes;
+    /// use zoolock_driver::zoolock_core::{Op, ZkPath};
+    /// use zoolock_driver::zoolock_core::wire::Bytes;
     /// let guard = client.mutex("/app/lock").await?.acquire().await?;
     /// let config = ZkPath::new("/app/config")?;
     /// guard.fenced(vec![Op::set_data(&config, Bytes::from_static(b"v2"), None)]).await?;

@@ -62,7 +62,7 @@ async fn connect_with(global: &Global, data: Option<&str>, options: Options) -> 
     tracing::debug!(connect, "connecting");
     zoolock_tokio::connect(connect, options).await.map_err(|e| match e {
         Error::ConnectString(e) => Failure::new(exit::USAGE, format!("bad --connect {connect:?}: {e}")),
-        Error::Request(zoolock_tokio::core::RequestError::AuthFailed) => {
+        Error::Request(zoolock_tokio::zoolock_core::RequestError::AuthFailed) => {
             let which = match &global.security.sasl_user {
                 Some(user) => format!("SASL authentication as {user} failed (wrong user or ZOOLOCK_SASL_PASSWORD?)"),
                 None => "the server rejected the --auth credentials".to_owned(),
@@ -94,7 +94,7 @@ fn participants_of(kind: Kind) -> ParticipantsOf {
 
 /// A request failed after connecting.
 fn request_failed(what: &str, e: &Error) -> Failure {
-    use zoolock_tokio::core::RequestError;
+    use zoolock_tokio::zoolock_core::RequestError;
     let code = match e {
         Error::Path(_) => exit::USAGE,
         // The server's answer to a request (NoNode, NoAuth, ...), or a

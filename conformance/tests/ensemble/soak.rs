@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use zoolock_conformance::sim::{Fencing, Mode, check_exclusion};
-use zoolock_tokio::core::Rng;
+use zoolock_tokio::zoolock_core::Rng;
 use zoolock_tokio::{Client, Error, Guard, HoldStatus, Lease, Lock, LockSpec};
 
 use crate::harness::{Ensemble, now_us};

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_lite::future;
-use zoolock_driver::core::RequestError;
-use zoolock_driver::core::wire::{CreateMode, ErrorCode};
+use zoolock_driver::zoolock_core::RequestError;
+use zoolock_driver::zoolock_core::wire::{CreateMode, ErrorCode};
 use zoolock_driver::{AclPolicy, Client, Error, Options, Runtime, TlsError, TlsOptions, parse_acl};
 
 /// The runtime under test and a label for unique paths.
@@ -191,7 +191,7 @@ pub(crate) async fn acl_prefix(rt: &Rt) {
     let Some(addr) = zoolock_testkit::real_server("secured") else { return };
     let private = rt.path("private");
     let policy = AclPolicy::default().with_prefix(
-        zoolock_driver::core::ZkPath::new(&private).unwrap(),
+        zoolock_driver::zoolock_core::ZkPath::new(&private).unwrap(),
         parse_acl("auth::cdrwa,world:anyone:r").unwrap(),
     );
     let a = rt.connect(&addr, Options::default().auth("digest", "carol:pw").acl(policy)).await.unwrap();
@@ -250,7 +250,7 @@ pub(crate) async fn plain_create_acl(rt: &Rt) {
     let write = anonymous.set_data(&explicit, b"x", None).await;
     assert!(is_server(&write, ErrorCode::NO_AUTH), "explicit read-only: {write:?}");
     let open = format!("{top}/open");
-    let acl = zoolock_driver::core::wire::Acl::open_unsafe();
+    let acl = zoolock_driver::zoolock_core::wire::Acl::open_unsafe();
     a.create_with_acl(&open, b"", CreateMode::PERSISTENT, acl).await.unwrap();
     anonymous.set_data(&open, b"anyone", None).await.expect("explicit open ACL: anyone writes");
     let delete = anonymous.delete(&open, None).await;
