@@ -23,6 +23,8 @@ mod runtime;
 mod security;
 mod semaphore;
 mod task;
+#[cfg(feature = "tls")]
+mod tls;
 
 pub use client::Client;
 pub use count::{SharedCount, VersionedCount};
@@ -35,9 +37,12 @@ pub use options::{LockOptions, Options};
 pub use recipes::{LockSpec, ParticipantsOf, SemaphoreOptions, SemaphoreSize};
 pub use runtime::{BoxFuture, Conn, IoConn, Runtime};
 /// rustls, as the driver uses it (for [`TlsOptions::from_config`] and transports).
+#[cfg(feature = "tls")]
 pub use rustls;
-pub use security::{AclParseError, AclPolicy, AuthInfo, TlsConfigError, TlsConnect, TlsError, TlsOptions, parse_acl};
+pub use security::{AclParseError, AclPolicy, AuthInfo, TlsError, parse_acl};
 pub use semaphore::{Lease, Semaphore};
+#[cfg(feature = "tls")]
+pub use tls::{TlsConfigError, TlsConnect, TlsOptions};
 /// The sans-IO core, for plain ops ([`zoolock_core::Op`]) and wire types.
 /// Named after its crate, so it never shadows `::core`.
 pub use zoolock_core;

@@ -29,12 +29,14 @@ pub trait Runtime: Send + Sync + Debug + 'static {
     /// Opens a TCP connection like [`Runtime::connect`] and runs the TLS
     /// handshake over it. A failed handshake returns the rustls error inside
     /// the `io::Error` (`get_ref`), so the driver can tell a certificate
-    /// problem from an outage. The default has no TLS.
+    /// problem from an outage. The default has no TLS. Only with the `tls`
+    /// feature.
+    #[cfg(feature = "tls")]
     fn connect_tls(
         &self,
         host: String,
         port: u16,
-        tls: crate::security::TlsConnect,
+        tls: crate::tls::TlsConnect,
     ) -> BoxFuture<io::Result<Box<dyn Conn>>> {
         let _ = (host, port, tls);
         Box::pin(async { Err(io::Error::new(io::ErrorKind::Unsupported, "this runtime has no TLS")) })
