@@ -32,7 +32,7 @@ pub use error::{DialError, Error, unresolved};
 /// The byte-stream traits a [`Conn`] implements (futures-io's, through futures-lite).
 pub use futures_lite::{AsyncRead, AsyncWrite};
 pub use hold::{HoldStatus, QueuePosition, StatusChanges};
-pub use lock::{Guard, Lock};
+pub use lock::{Guard, Lock, ReadWriteLock};
 pub use options::{LockOptions, Options};
 pub use recipes::{LockSpec, ParticipantsOf, SemaphoreOptions, SemaphoreSize};
 pub use runtime::{BoxFuture, Conn, IoConn, Runtime};

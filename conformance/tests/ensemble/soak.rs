@@ -251,7 +251,7 @@ async fn handle(client: &Client, kind: Kind, paths: &Paths) -> Result<Handle, Er
             Handle::Lock(lock, vec![(paths.rw.clone(), Mode::Write), ex(&paths.mutex)], false)
         }
         Kind::Rw => {
-            let (read, write) = client.read_write_lock(&paths.rw).await?;
+            let zoolock_tokio::ReadWriteLock { read, write } = client.read_write_lock(&paths.rw).await?;
             Handle::Rw { read, write, path: paths.rw.clone() }
         }
         Kind::Semaphore => Handle::Semaphore(client.semaphore(&paths.sem, LEASES).await?, paths.sem.clone()),

@@ -368,7 +368,7 @@ pub(crate) async fn cancellation_mutex(env: &Env, drops: usize) {
 pub(crate) async fn cancellation_rwlock(env: &Env, drops: usize) {
     let path = env.path("cancel-rwlock");
     let make = at_path(&path, |c, p| async move {
-        let (read, write) = c.read_write_lock(&p).await.unwrap();
+        let ReadWriteLock { read, write } = c.read_write_lock(&p).await.unwrap();
         Arc::new(move |timeout: Option<Duration>, r: u64| -> AcquireFuture {
             let (read, write) = (read.clone(), write.clone());
             Box::pin(async move {

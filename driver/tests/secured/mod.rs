@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use futures_lite::future;
 use zoolock_driver::zoolock_core::RequestError;
 use zoolock_driver::zoolock_core::wire::{CreateMode, ErrorCode};
-use zoolock_driver::{AclPolicy, Client, Error, Options, Runtime, parse_acl};
+use zoolock_driver::{AclPolicy, Client, Error, Options, ReadWriteLock, Runtime, parse_acl};
 
 /// The TLS scenarios (the transports' `tls` feature; run with a provider
 /// feature, `--features ring`).
@@ -57,7 +57,7 @@ impl Rt {
         g.release().await.unwrap();
         self.within("second", lb.acquire()).await.unwrap().release().await.unwrap();
 
-        let (read, write) = rw.read_write_lock(&format!("{path}-rw")).await.unwrap();
+        let ReadWriteLock { read, write } = rw.read_write_lock(&format!("{path}-rw")).await.unwrap();
         let w = self.within("write", write.acquire()).await.unwrap();
         self.within("downgrade", w.downgrade()).await.unwrap().release().await.unwrap();
         w.release().await.unwrap();
@@ -145,7 +145,7 @@ pub(crate) async fn digest_acl(rt: &Rt) {
     guard.release().await.unwrap();
 
     // Read-write lock and semaphore under the same ACL.
-    let (_read, write) = a.read_write_lock(&rt.path("rw")).await.unwrap();
+    let write = a.read_write_lock(&rt.path("rw")).await.unwrap().write;
     let w = rt.within("write", write.acquire()).await.unwrap();
     let r = rt.within("downgrade", w.downgrade()).await.unwrap();
     let delete = anonymous.delete(w.node(), None).await;
