@@ -66,6 +66,7 @@ def requests_per_cycle(key):
 
 
 rows, missed = [], 0
+ran = set(ok) | set(failed)  # BENCH_ONLY may have left comparisons out
 
 
 def verdict(r, test, inputs):
@@ -82,40 +83,45 @@ def row(name, zl, cur, zkc, raw, r, target, met):
     rows.append([name, zl or "—", cur or "—", zkc or "—", raw or "—", "—" if r is None else f"{r:.2f}×", target, met])
 
 
-# mutex-uncontended, acked release
-zl, cur, zkc, r2, r3 = "zl-mutex-acked", "cur-mutex", "zkc-mutex-acked", "raw-2rtt", "raw-3rtt"
-r = per_run_min(zl, r2)
-row("mutex acked vs raw 2rtt (lowest run)", rate(zl), rate(cur), rate(zkc), rate(r2), r, "≥ 0.9× raw, every run",
-    verdict(r, lambda x: x >= 0.9, [zl, r2]))
-z99, w99 = med(zl, "p99_us"), med(r2, "p99_us")
-r = ratio(z99, w99)
-row("mutex acked p99 vs raw 2rtt p99", "FAILED" if z99 is None else f"{z99:,.0f} µs", None, None,
-    "FAILED" if w99 is None else f"{w99:,.0f} µs", r, "≤ 2× raw p99", verdict(r, lambda x: x <= 2.0, [zl, r2]))
-r = ratio(med(zl, "cycles_per_sec"), med(zkc, "cycles_per_sec"))
-row("mutex acked vs zookeeper-client (release awaited)", rate(zl), rate(cur), rate(zkc), rate(r2), r, "≥ 1.5×",
-    verdict(r, lambda x: x >= 1.5, [zl, zkc]))
-row("mutex acked vs Curator", rate(zl), rate(cur), rate(zkc), rate(r2),
-    ratio(med(zl, "cycles_per_sec"), med(cur, "cycles_per_sec")), "(info)", "—")
-row("mutex acked vs raw 3rtt", rate(zl), None, None, rate(r3),
-    ratio(med(zl, "cycles_per_sec"), med(r3, "cycles_per_sec")), "(info)", "—")
-# pipelined release
-zl, zkc, r1 = "zl-mutex-pipelined", "zkc-mutex-drop", "raw-1rtt"
-r = per_run_min(zl, r1)
-row("mutex pipelined vs raw 1rtt (lowest run)", rate(zl), None, rate(zkc) + " (drop)", rate(r1), r,
-    "≥ 0.9× raw, every run", verdict(r, lambda x: x >= 0.9, [zl, r1]))
-row("mutex pipelined vs zookeeper-client drop-release", rate(zl), None, rate(zkc), rate(r1),
-    ratio(med(zl, "cycles_per_sec"), med(zkc, "cycles_per_sec")), "(info)", "—")
-# contended
-zl, cur, zkc, chain = "zl-contended", "cur-contended", "zkc-contended", "raw-chain"
-name = f"mutex contended, {clients} clients"
-for other, label, target, test in ((zkc, "zookeeper-client", "≥ 1.25×", lambda x: x >= 1.25),
-                                   (cur, "Curator", "≥ 2×", lambda x: x >= 2.0),
-                                   (chain, "raw chain", "≥ 0.85× raw", lambda x: x >= 0.85)):
-    r = ratio(med(zl, "cycles_per_sec"), med(other, "cycles_per_sec"))
-    row(f"{name} vs {label}", rate(zl), rate(cur), rate(zkc), rate(chain), r, target, verdict(r, test, [zl, other]))
+if "zl-mutex-acked" in ran:
+    # mutex-uncontended, acked release
+    zl, cur, zkc, r2, r3 = "zl-mutex-acked", "cur-mutex", "zkc-mutex-acked", "raw-2rtt", "raw-3rtt"
+    r = per_run_min(zl, r2)
+    row("mutex acked vs raw 2rtt (lowest run)", rate(zl), rate(cur), rate(zkc), rate(r2), r, "≥ 0.9× raw, every run",
+        verdict(r, lambda x: x >= 0.9, [zl, r2]))
+    z99, w99 = med(zl, "p99_us"), med(r2, "p99_us")
+    r = ratio(z99, w99)
+    row("mutex acked p99 vs raw 2rtt p99", "FAILED" if z99 is None else f"{z99:,.0f} µs", None, None,
+        "FAILED" if w99 is None else f"{w99:,.0f} µs", r, "≤ 2× raw p99", verdict(r, lambda x: x <= 2.0, [zl, r2]))
+    r = ratio(med(zl, "cycles_per_sec"), med(zkc, "cycles_per_sec"))
+    row("mutex acked vs zookeeper-client (release awaited)", rate(zl), rate(cur), rate(zkc), rate(r2), r, "≥ 1.5×",
+        verdict(r, lambda x: x >= 1.5, [zl, zkc]))
+    row("mutex acked vs Curator", rate(zl), rate(cur), rate(zkc), rate(r2),
+        ratio(med(zl, "cycles_per_sec"), med(cur, "cycles_per_sec")), "(info)", "—")
+    row("mutex acked vs raw 3rtt", rate(zl), None, None, rate(r3),
+        ratio(med(zl, "cycles_per_sec"), med(r3, "cycles_per_sec")), "(info)", "—")
+if "zl-mutex-pipelined" in ran:
+    # pipelined release
+    zl, zkc, r1 = "zl-mutex-pipelined", "zkc-mutex-drop", "raw-1rtt"
+    r = per_run_min(zl, r1)
+    row("mutex pipelined vs raw 1rtt (lowest run)", rate(zl), None, rate(zkc) + " (drop)", rate(r1), r,
+        "≥ 0.9× raw, every run", verdict(r, lambda x: x >= 0.9, [zl, r1]))
+    row("mutex pipelined vs zookeeper-client drop-release", rate(zl), None, rate(zkc), rate(r1),
+        ratio(med(zl, "cycles_per_sec"), med(zkc, "cycles_per_sec")), "(info)", "—")
+if "zl-contended" in ran:
+    # contended
+    zl, cur, zkc, chain = "zl-contended", "cur-contended", "zkc-contended", "raw-chain"
+    name = f"mutex contended, {clients} clients"
+    for other, label, target, test in ((zkc, "zookeeper-client", "≥ 1.25×", lambda x: x >= 1.25),
+                                       (cur, "Curator", "≥ 2×", lambda x: x >= 2.0),
+                                       (chain, "raw chain", "≥ 0.85× raw", lambda x: x >= 0.85)):
+        r = ratio(med(zl, "cycles_per_sec"), med(other, "cycles_per_sec"))
+        row(f"{name} vs {label}", rate(zl), rate(cur), rate(zkc), rate(chain), r, target, verdict(r, test, [zl, other]))
 # vs Curator
 for name, zl, cur in (("read-lock", "zl-read-lock", "cur-read-lock"),
                       (f"semaphore, {leases} leases", "zl-semaphore", "cur-semaphore")):
+    if zl not in ran:
+        continue
     r = ratio(med(zl, "cycles_per_sec"), med(cur, "cycles_per_sec"))
     row(name + " vs Curator", rate(zl), rate(cur), None, None, r, "≥ 2× Curator", verdict(r, lambda x: x >= 2.0, [zl, cur]))
 
@@ -123,6 +129,8 @@ for name, zl, cur in (("read-lock", "zl-read-lock", "cur-read-lock"),
 for name, zl, bare in (("mutex acked", "zl-mutex-acked", "zl-mutex-acked-nowatch"),
                        (f"mutex contended, {clients} clients", "zl-contended", "zl-contended-nowatch"),
                        (f"semaphore, {leases} leases", "zl-semaphore", "zl-semaphore-nowatch")):
+    if zl not in ran:
+        continue
     q, qb = requests_per_cycle(zl), requests_per_cycle(bare)
     extra = "—" if q is None or qb is None else f"{q - qb:+.2f} requests/cycle"
     row(f"held-node watch cost: {name} (with ÷ without)", rate(zl), None, None, f"{rate(bare)} without; {extra}",
@@ -148,7 +156,8 @@ def waiters_row(key):
     return per
 
 
-small, big = waiters_row("zl-waiters"), ("zl-waiters-scaled" in ok or "zl-waiters-scaled" in failed)
+small = waiters_row("zl-waiters") if "zl-waiters" in ran else None
+big = "zl-waiters-scaled" in ran
 if big:
     large = waiters_row("zl-waiters-scaled")
     if small and large:

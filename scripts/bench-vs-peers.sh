@@ -56,6 +56,8 @@
 #   BENCH_SERVER_WARMUP=1        one unrecorded round of every comparison before run 1 (0: none)
 #   BENCH_OUT=DIR                output folder (default: a fresh mktemp folder)
 #   BENCH_STRICT=1               exit 3 when a target is missed
+#   BENCH_ONLY="A B"             run only these comparisons: mutex-acked mutex-pipelined
+#                                contended read-lock semaphore waiters (default: all)
 #   BENCH_JAVA_OPTS="..."        extra JVM options for CuratorBench
 #   ZK_JAVA_DIR=PATH             where the jars live (default /usr/share/java)
 #   CARGO_TARGET_DIR             honoured when locating the release binaries
@@ -401,13 +403,18 @@ group() {
     fi
 }
 
+# wanted NAME: whether comparison NAME runs (BENCH_ONLY lists them; empty: all).
+wanted() {
+    [[ -z ${BENCH_ONLY:-} || " $BENCH_ONLY " == *" $1 "* ]]
+}
+
 # every_group RUN: each comparison once.
 every_group() {
-    group "$1" zl-mutex-acked cur-mutex zkc-mutex-acked raw-2rtt raw-3rtt zl-mutex-acked-nowatch
-    group "$1" zl-mutex-pipelined zkc-mutex-drop raw-1rtt
-    group "$1" zl-contended cur-contended zkc-contended raw-chain zl-contended-nowatch
-    group "$1" zl-read-lock cur-read-lock
-    group "$1" zl-semaphore cur-semaphore zl-semaphore-nowatch
+    ! wanted mutex-acked || group "$1" zl-mutex-acked cur-mutex zkc-mutex-acked raw-2rtt raw-3rtt zl-mutex-acked-nowatch
+    ! wanted mutex-pipelined || group "$1" zl-mutex-pipelined zkc-mutex-drop raw-1rtt
+    ! wanted contended || group "$1" zl-contended cur-contended zkc-contended raw-chain zl-contended-nowatch
+    ! wanted read-lock || group "$1" zl-read-lock cur-read-lock
+    ! wanted semaphore || group "$1" zl-semaphore cur-semaphore zl-semaphore-nowatch
 }
 
 started=$SECONDS
@@ -421,14 +428,16 @@ for ((run = 1; run <= RUNS; run++)); do
     echo "== run $run/$RUNS"
     every_group "$run"
 done
-echo "== waiters (once)"
-RUNS_SAVED=$RUNS
-RUNS=1
-zoolock_run zl-waiters 1 --workload waiters --waiters "$WAITERS" --paths "$PATHS"
-if ((SCALE > 1)); then
-    zoolock_run zl-waiters-scaled 1 --workload waiters --waiters "$((WAITERS * SCALE))" --paths "$((PATHS * SCALE))"
+if wanted waiters; then
+    echo "== waiters (once)"
+    RUNS_SAVED=$RUNS
+    RUNS=1
+    zoolock_run zl-waiters 1 --workload waiters --waiters "$WAITERS" --paths "$PATHS"
+    if ((SCALE > 1)); then
+        zoolock_run zl-waiters-scaled 1 --workload waiters --waiters "$((WAITERS * SCALE))" --paths "$((PATHS * SCALE))"
+    fi
+    RUNS=$RUNS_SAVED
 fi
-RUNS=$RUNS_SAVED
 echo "benchmarks took $((SECONDS - started)) s"
 
 # ---- report --------------------------------------------------------------------------

@@ -3,6 +3,10 @@
 #
 #   Debian packages: zookeeper (3.8, the test server) and libcurator-recipes-java
 #                    (Curator 5.4, for interop), plus python3 and openssl used by the scripts
+#   Kerberos:        krb5-kdc, krb5-admin-server and krb5-user (the private KDC of
+#                    ../shared/tools/zk-secure.sh kerberos, kinit/kdestroy), and
+#                    for the `gssapi` features MIT krb5's development files
+#                    (libkrb5-dev), libclang-dev (bindgen) and pkg-config
 #   Java:            `java -version` must work, and `javac` (default-jdk-headless when
 #                    missing): the interop tests compile their Curator driver
 #   Python:          kazoo (pip), for conformance/tests/foreign_clients.rs
@@ -34,6 +38,10 @@ command -v python3 >/dev/null 2>&1 || missing+=(python3)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 # The interop tests (conformance/tests/interop.rs) compile a Java driver.
 command -v javac >/dev/null 2>&1 || missing+=(default-jdk-headless)
+# SASL GSSAPI: the KDC rig, and what `--features gssapi` builds against.
+for pkg in krb5-kdc krb5-admin-server krb5-user libkrb5-dev libclang-dev pkg-config; do
+    have_pkg "$pkg" || missing+=("$pkg")
+done
 
 if ((${#missing[@]})); then
     echo "install-deps: installing ${missing[*]}"

@@ -97,10 +97,31 @@ pub(crate) struct Security {
     /// it stays out of `ps`).
     #[arg(long, value_name = "USER", env = "ZOOLOCK_SASL_USER", global = true)]
     pub(crate) sasl_user: Option<String>,
+    /// The SASL mechanism: digest-md5 (the default with --sasl-user) or
+    /// gssapi (Kerberos, with the credentials of KRB5CCNAME or
+    /// KRB5_CLIENT_KTNAME; needs a build with the `gssapi` feature).
+    #[arg(long, value_name = "MECHANISM", env = "ZOOLOCK_SASL_MECHANISM", global = true, value_enum)]
+    pub(crate) sasl_mechanism: Option<SaslMechanism>,
+    /// GSSAPI: the service part of the server's principal (default zookeeper).
+    #[arg(long, value_name = "NAME", env = "ZOOLOCK_SASL_SERVICE", global = true)]
+    pub(crate) sasl_service: Option<String>,
+    /// GSSAPI: the host part of the server's principal, instead of each
+    /// server's host in --connect.
+    #[arg(long, value_name = "HOST", env = "ZOOLOCK_SASL_HOST", global = true)]
+    pub(crate) sasl_host: Option<String>,
     /// Check the servers' certificates for NAME instead of the connect
     /// string's host.
     #[arg(long, value_name = "NAME", env = "ZOOLOCK_TLS_SERVER_NAME", global = true)]
     pub(crate) tls_server_name: Option<String>,
+}
+
+/// A `--sasl-mechanism`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum SaslMechanism {
+    /// SASL DIGEST-MD5 as --sasl-user.
+    DigestMd5,
+    /// SASL GSSAPI (Kerberos).
+    Gssapi,
 }
 
 fn auth(s: &str) -> Result<zoolock_tokio::AuthInfo, String> {

@@ -557,7 +557,9 @@ fn the_progress_line_sends_no_request_per_waiter() {
     assert_eq!(count(15), 1, "{ops:?}");
     assert!(count(12) <= 2, "listings only of the lock loop, none per waiter or redraw: {ops:?}");
     assert!(count(4) <= 3, "the two watches and the deadline's, no data read per waiter: {ops:?}");
-    assert!(ops.iter().all(|o| [15, 12, 4, 2, 11, -11].contains(o)), "{ops:?}");
+    // exists (3): the waiter watches its own node once it waits (DESIGN §4.10).
+    assert!(count(3) <= 1, "one watch on the waiter's own node, none per redraw: {ops:?}");
+    assert!(ops.iter().all(|o| [15, 12, 4, 3, 2, 11, -11].contains(o)), "{ops:?}");
 
     signal(&holder, Signal::SIGTERM);
     assert_eq!(code(wait_with_limit(&mut holder, Duration::from_secs(10))), 128 + 15);

@@ -35,7 +35,8 @@ fn put_str(buf: &mut BytesMut, s: &[u8]) {
 
 /// The smallest server that answers a lock cycle: create2, getChildren2,
 /// getChildren, exists (the held node's watch) and delete, with the
-/// NodeDeleted notification a watched node's delete sends first. It keeps no
+/// notifications a delete sends first to the watches armed (the node's,
+/// and the lock path's child watch of a quiet acquire's listing). It keeps no
 /// tree, only our last node's name, which is all an uncontended listing
 /// holds, and whether it is watched.
 struct FakeServer {
@@ -45,6 +46,8 @@ struct FakeServer {
     node: Vec<u8>,
     /// An exists with a watch was answered for `node`.
     watched: bool,
+    /// A listing with a watch armed a child watch on the lock path.
+    child_watched: bool,
     /// Replies are built here and handed over in one copy, as the driver
     /// hands the client what one socket read returned (scratch buffer,
     /// then `extend_from_slice`), so the bench times the client's buffer
@@ -68,17 +71,16 @@ impl FakeServer {
             let op = OpCode(frame.get_i32());
             let path_len = usize::try_from(frame.get_i32()).expect("a path");
             let path = &frame[..path_len];
-            if op == OpCode::DELETE && std::mem::take(&mut self.watched) {
+            if op == OpCode::DELETE {
                 // ZooKeeper tells the watchers before it answers the delete.
-                let notification = ServerMessage::Notification {
-                    header: ReplyHeader { xid: Xid::NOTIFICATION, zxid: -1, err: ErrorCode::OK },
-                    event: WatcherEvent {
-                        event_type: EventType::NODE_DELETED,
-                        state: KeeperState::SYNC_CONNECTED,
-                        path: String::from_utf8_lossy(path).into_owned(),
-                    },
-                };
-                encode_frame(&notification, usize::MAX, out).expect("a small frame");
+                let path = String::from_utf8_lossy(path).into_owned();
+                if std::mem::take(&mut self.watched) {
+                    notify(out, EventType::NODE_DELETED, path.clone());
+                }
+                if std::mem::take(&mut self.child_watched) {
+                    let parent = path.rsplit_once('/').map_or(String::new(), |(p, _)| p.to_owned());
+                    notify(out, EventType::NODE_CHILDREN_CHANGED, parent);
+                }
             }
             let start = out.len();
             out.put_u32(0); // length, patched below
@@ -105,6 +107,7 @@ impl FakeServer {
                     stat.encode(out);
                 }
                 OpCode::GET_CHILDREN2 | OpCode::GET_CHILDREN => {
+                    self.child_watched |= frame[path_len] != 0;
                     out.put_i32(1);
                     put_str(out, &self.node);
                     if op == OpCode::GET_CHILDREN2 {
@@ -124,6 +127,15 @@ impl FakeServer {
         assert!(tx.is_empty(), "the session transmitted a partial frame");
         rx.extend_from_slice(out);
     }
+}
+
+/// Appends a watch notification frame (xid -1) of `event_type` on `path`.
+fn notify(out: &mut BytesMut, event_type: EventType, path: String) {
+    let notification = ServerMessage::Notification {
+        header: ReplyHeader { xid: Xid::NOTIFICATION, zxid: -1, err: ErrorCode::OK },
+        event: WatcherEvent { event_type, state: KeeperState::SYNC_CONNECTED, path },
+    };
+    encode_frame(&notification, usize::MAX, out).expect("a small frame");
 }
 
 /// A connected client with one mutex, its fake server and reused buffers.
@@ -168,6 +180,7 @@ impl Bench {
             seq: 0,
             node: Vec::with_capacity(64),
             watched: false,
+            child_watched: false,
             out: BytesMut::with_capacity(4096),
         };
         Bench { client, mutex, server, now, tx, rx }

@@ -26,6 +26,12 @@ pub enum RequestError {
     /// answered SessionClosedRequireSaslAuth and closed the session.
     #[error("the server requires SASL authentication (configure a SASL user)")]
     SaslAuthRequired,
+    /// The SASL exchange failed on the client's side (no credentials, a
+    /// stale keytab, an unknown service principal, a server that could not
+    /// prove itself): a local or KDC condition, no result code the
+    /// ZooKeeper server sent. The session ended at once.
+    #[error("{0}")]
+    Sasl(crate::SaslError),
     /// The server misbehaved (wrong xids, undecodable replies, replies to
     /// nothing) on every connection of the session until the client gave up
     /// ([`SessionConfig::max_misbehaving_connections`](crate::SessionConfig)).
@@ -83,7 +89,7 @@ impl RequestError {
             RequestError::ConnectionLoss => ErrorCode::CONNECTION_LOSS,
             RequestError::SessionExpired => ErrorCode::SESSION_EXPIRED,
             RequestError::Closed => ErrorCode::SESSION_EXPIRED,
-            RequestError::AuthFailed => ErrorCode::AUTH_FAILED,
+            RequestError::AuthFailed | RequestError::Sasl(_) => ErrorCode::AUTH_FAILED,
             RequestError::SaslAuthRequired => ErrorCode::SESSION_CLOSED_REQUIRE_SASL_AUTH,
             RequestError::TooLarge { .. } => ErrorCode::MARSHALLING_ERROR,
             RequestError::UnexpectedResponse { .. } => ErrorCode::MARSHALLING_ERROR,

@@ -65,8 +65,9 @@ pub use recipes::{MultiLock, Participants, ReadWriteLock, Revoker};
 pub use recipes::{Semaphore, SemaphoreMutex};
 pub use rng::Rng;
 pub use session::{
-    ChrootPolicy, ConnectionState, DEFAULT_MAX_MISBEHAVING_CONNECTIONS, HostId, IoCommand, ROOT_RETRIES, RequestId,
-    SaslConfig, Session, SessionConfig, SessionEvent, SessionStatus, WatchEvent, WatchKind, WatcherId,
+    ChrootPolicy, ConnectionState, DEFAULT_MAX_MISBEHAVING_CONNECTIONS, DigestMd5Client, HostId, IoCommand,
+    ROOT_RETRIES, RequestId, SaslClient, SaslConfig, SaslError, SaslMechanism, Session, SessionConfig, SessionEvent,
+    SessionStatus, WatchEvent, WatchKind, WatcherId,
 };
 pub use time::Instant;
 pub use zoolock_wire as wire;

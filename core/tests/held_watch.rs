@@ -1,9 +1,24 @@
 //! Transcript tests of DESIGN §4.10, "a hold ends when its node goes": every
-//! held lock or lease node is watched (`exists <node> w`, sent with the grant
-//! and not waited for), and its deletion by anyone else makes that hold, and
-//! only that one, `Lost` at once. Revocable nodes rely on the data watch
-//! their create arms; `LockConfig::watch_held(false)` (Curator's own
-//! sequence, for trace replay) watches nothing.
+//! held lock or lease node is watched, and its deletion by anyone else makes
+//! that hold, and only that one, `Lost` at once.
+//!
+//! What watches it, at the least cost:
+//! - a quiet lock (Pipelined plan, its last acquire granted by its first
+//!   listing) lists with a child watch (`getChildren2 <base> w`); if that
+//!   listing grants, the child watch is the held node's watch and the grant
+//!   sends nothing. When the base's children change while held, the holder
+//!   watches its node itself with one `exists <node> w`;
+//! - a waiter watches its own node (`exists <own> w`) when it starts to
+//!   wait, just before its predecessor's `getData <pred> w`, so its grant
+//!   (often a fast handoff) sends nothing either;
+//! - otherwise the grant sends `exists <node> w` (the Curator plan, a lock
+//!   whose last acquire waited), not waited for;
+//! - a pipelined semaphore lease is watched by its listing's child watch
+//!   (no checkWatches, no exists); the Curator plan checks that watch off as
+//!   Curator does and sends the exists;
+//! - revocable nodes rely on the data watch their create arms;
+//!   `LockConfig::watch_held(false)` (Curator's own sequence, for trace
+//!   replay) watches nothing.
 
 mod transcript;
 
@@ -14,7 +29,7 @@ use zoolock_core::{
     Semaphore, ZkPath,
 };
 
-use transcript::{Answer, Harness, acquired, at, held_watch, kids, mask, member, name};
+use transcript::{Answer, Harness, acquired, at, held_watch, kids, listing, mask, member, name, other};
 
 const BASE: &str = "/app/lock";
 
@@ -27,27 +42,61 @@ fn mutex() -> Harness<Mutex> {
     mutex_with(LockConfig::new(1))
 }
 
-/// Acquires the free lock (Pipelined plan): the create gets sequence `seq`,
-/// the listing shows our node alone, `Acquired` is reported, and the grant
-/// sends the held node's watch, which is left in flight. Returns the node.
-fn granted(h: &mut Harness<Mutex>, seq: i32) -> String {
+/// A Pipelined acquire starts: the create and, in the same round trip, the
+/// listing, with a child watch when `quiet` (the mutex's last acquire, if
+/// any, was granted by its first listing).
+fn acquire_sends(h: &mut Harness<Mutex>, quiet: bool) {
     h.run(|m| m.acquire(at(0), None)).unwrap();
-    assert_eq!(h.sent(), [format!("create2 {BASE}/_c_<uuid>-lock- [ES]"), format!("getChildren2 {BASE}")]);
+    assert_eq!(h.sent(), [format!("create2 {BASE}/_c_<uuid>-lock- [ES]"), listing(BASE, quiet)]);
+}
+
+/// Acquires the free lock quietly (Pipelined plan): the create gets
+/// sequence `seq`, the listing, which carries a child watch, shows our node
+/// alone, `Acquired` is reported, and the grant sends nothing: the listing's
+/// child watch is the held node's watch. Returns the node.
+fn held(h: &mut Harness<Mutex>, seq: i32) -> String {
+    acquire_sends(h, true);
     let node = h.answer(at(1), "create2", Answer::Seq(seq));
-    h.answer(at(1), "getChildren2", kids(&[name(&node)]));
+    h.answer(at(1), &listing(BASE, true), kids(&[name(&node)]));
     assert_eq!(h.events(), [acquired(&node, 1000 + i64::from(seq))]);
-    assert_eq!(h.sent(), [held_watch(&node)]);
+    assert!(h.sent().is_empty(), "no exists: the listing's child watch tells the node's deletion");
+    assert_eq!(h.recipe.hold_count(), 1);
+    h.assert_idle();
     node
 }
 
-/// [`granted`], and the watch's exists is answered: nothing more to say or
-/// send, the lock is held.
-fn held(h: &mut Harness<Mutex>, seq: i32) -> String {
-    let node = granted(h, seq);
+/// [`held`], then the base's children change (someone queued behind us):
+/// the holder watches its node itself, with one `exists <node> w`, found.
+/// Nothing to report. Returns the node.
+fn watched(h: &mut Harness<Mutex>, seq: i32) -> String {
+    let node = held(h, seq);
+    h.children_changed(at(2), BASE, &[&node]);
     h.answer_held_watch(at(2), &node);
     assert!(h.events().is_empty());
     assert!(h.sent().is_empty());
     assert_eq!(h.recipe.hold_count(), 1);
+    node
+}
+
+/// Quietly acquires with sequence `seq` behind `ahead` (other contenders'
+/// names, the last one our predecessor): our own node is watched first, then
+/// the predecessor (and the look-ahead node before it, if any), all answered.
+/// Returns our node.
+fn waiting(h: &mut Harness<Mutex>, seq: i32, ahead: &[String]) -> String {
+    acquire_sends(h, true);
+    let node = h.answer(at(1), "create2", Answer::Seq(seq));
+    let names: Vec<String> = ahead.iter().cloned().chain([name(&node)]).collect();
+    h.answer(at(1), &listing(BASE, true), kids(&names));
+    let mut expected = vec![held_watch(&node)];
+    expected.extend(ahead.iter().rev().take(2).map(|n| format!("getData {BASE}/{} w", mask(n))));
+    assert_eq!(h.sent(), expected, "our own node first, then the predecessor and the look-ahead");
+    h.answer_held_watch(at(2), &node);
+    for _ in 1..expected.len() {
+        h.answer(at(2), "getData", Answer::Data(b""));
+    }
+    assert!(h.events().is_empty());
+    assert!(h.sent().is_empty());
+    h.assert_idle();
     node
 }
 
@@ -62,29 +111,69 @@ fn lost(h: &mut Harness<Mutex>) {
     assert!(h.recipe.is_quiescent());
 }
 
-// ---- mutex ---------------------------------------------------------------------------
+/// The hold through `node` is released (Pipelined plan): its delete goes
+/// out, `Released` at once, and the delete is answered.
+fn released(h: &mut Harness<Mutex>, node: &str) {
+    h.run(|m| m.release(at(3))).unwrap();
+    assert_eq!(h.events(), [RecipeEvent::Released]);
+    assert_eq!(h.sent(), [format!("delete {}", mask(node))]);
+    h.answer(at(3), "delete", Answer::Empty);
+    h.assert_idle();
+}
 
-/// Pipelined grant: `Acquired` first, then `exists <own> w` in the same
-/// round trip as anything else; its reply changes nothing.
+/// The acquire's node `node` went missing: the listing without it deletes
+/// it anyway (NoNode), and after the retry pause a new node is made, with a
+/// new protection UUID, and listed in the same round trip, still with the
+/// child watch (the same acquire, still quiet).
+fn started_over(h: &mut Harness<Mutex>, node: &str, ahead: &[String]) {
+    h.answer(at(3), &listing(BASE, false), kids(ahead));
+    assert_eq!(h.sent(), [format!("delete {}", mask(node))]);
+    assert!(h.events().is_empty(), "nothing was held");
+    let pause = h.recipe.poll_timeout().expect("a retry pause");
+    h.answer(pause, "delete", Answer::Err(ErrorCode::NO_NODE));
+    h.timeout(pause);
+    assert_eq!(h.sent(), [format!("create2 {BASE}/_c_<uuid>-lock- [ES]"), listing(BASE, true)]);
+    let again = h.answer(pause, "create2", Answer::Seq(9));
+    assert_ne!(transcript::uuid_of(&again), transcript::uuid_of(node), "a new protection UUID");
+}
+
+// ---- mutex: the quiet lock's child watch ------------------------------------------------
+
+/// A quiet Pipelined acquire lists with a child watch and its grant sends
+/// nothing. Children changes elsewhere are nothing to it; the first change
+/// of the base's children sends exactly one `exists <own> w` (the child
+/// watch is used up, and may have fired for anyone queueing); later ones
+/// send nothing more. The node's deletion then is `Lost`.
 #[test]
-fn pipelined_grant_watches_the_held_node() {
+fn quiet_grant_is_watched_by_its_listing() {
     let mut h = mutex();
     let node = held(&mut h, 0);
-    assert_eq!(h.recipe.holder().map(|(n, _)| n.to_string()), Some(node));
-    h.assert_idle();
+    assert_eq!(h.recipe.holder().map(|(n, _)| n.to_string()), Some(node.clone()));
+    h.watch(at(2), EventType::NODE_CHILDREN_CHANGED, "/app");
+    h.watch(at(2), EventType::NODE_CHILDREN_CHANGED, &node);
+    assert!(h.sent().is_empty(), "not the base path");
+    h.children_changed(at(3), BASE, &[&node]);
+    h.watch(at(3), EventType::NODE_CHILDREN_CHANGED, BASE);
+    assert!(h.sent().is_empty(), "one exists, once");
+    h.answer_held_watch(at(4), &node);
+    assert!(h.events().is_empty());
+    assert_eq!(h.recipe.hold_count(), 1);
+    h.watch(at(5), EventType::NODE_DELETED, &node);
+    lost(&mut h);
 }
 
 /// Someone deletes the held node: `Lost` at once, the hold count drops to
 /// 0, nothing is sent, releasing is refused (nothing is held), and a later
-/// acquire starts afresh with a new node and a new protection UUID.
+/// acquire starts afresh with a new node and a new protection UUID, quiet
+/// again (the lost acquire was granted by its first listing).
 #[test]
 fn deleting_the_held_node_loses_the_hold() {
     let mut h = mutex();
-    let node = held(&mut h, 0);
+    let node = watched(&mut h, 0);
     h.watch(at(3), EventType::NODE_DELETED, &node);
     lost(&mut h);
     assert!(matches!(h.run(|m| m.release(at(4))), Err(ApiMisuse::NotHeld)));
-    // A later acquire works, and watches its own new node.
+    // A later acquire works, and is watched through its own listing.
     let again = held(&mut h, 1);
     assert_ne!(transcript::uuid_of(&again), transcript::uuid_of(&node), "a new protection UUID");
     // The old node's deletion, told twice, is nothing to the new hold.
@@ -94,23 +183,35 @@ fn deleting_the_held_node_loses_the_hold() {
     assert_eq!(h.recipe.hold_count(), 1);
 }
 
-/// The watch's exists finds no node (deleted between the grant's listing
-/// and the exists): the hold is `Lost`.
+/// Held through the child watch, the node's deletion by someone else is
+/// told as a change of the base's children: the exists that follows finds
+/// no node, and the hold is `Lost`. The same when the exists a Curator-plan
+/// grant sends finds no node (deleted between the listing and the exists).
 #[test]
 fn held_watch_answered_no_node_loses_the_hold() {
     let mut h = mutex();
-    let node = granted(&mut h, 0);
-    h.answer(at(2), &held_watch(&node), Answer::Err(ErrorCode::NO_NODE));
+    let node = held(&mut h, 0);
+    h.children_changed(at(2), BASE, &[&node]);
+    h.answer(at(3), &held_watch(&node), Answer::Err(ErrorCode::NO_NODE));
+    lost(&mut h);
+
+    let mut h = mutex_with(LockConfig::new(1).with_plan(OpPlan::Curator));
+    h.run(|m| m.acquire(at(0), None)).unwrap();
+    let node = h.answer(at(1), "create2", Answer::Seq(0));
+    h.answer(at(2), &listing(BASE, false), kids(&[name(&node)]));
+    assert_eq!(h.events(), [acquired(&node, 1000)]);
+    assert_eq!(h.sent(), [format!("create2 {BASE}/_c_<uuid>-lock- [ES]"), listing(BASE, false), held_watch(&node)]);
+    h.answer(at(3), &held_watch(&node), Answer::Err(ErrorCode::NO_NODE));
     lost(&mut h);
 }
 
-/// A data change on the held node uses up the watch: a new `exists <own> w`
+/// A data change on the held node uses up its watch: a new `exists <own> w`
 /// arms it again, and nothing is reported. Other event kinds on it change
 /// nothing. A deletion after the re-arm is still told.
 #[test]
 fn data_change_on_the_held_node_rearms_the_watch() {
     let mut h = mutex();
-    let node = held(&mut h, 0);
+    let node = watched(&mut h, 0);
     h.watch(at(3), EventType::NODE_DATA_CHANGED, &node);
     assert_eq!(h.sent(), [held_watch(&node)]);
     assert!(h.events().is_empty());
@@ -120,16 +221,18 @@ fn data_change_on_the_held_node_rearms_the_watch() {
     assert_eq!(h.recipe.hold_count(), 1);
     h.watch(at(5), EventType::NODE_CREATED, &node);
     h.watch(at(5), EventType::NODE_CHILDREN_CHANGED, &node);
+    h.watch(at(5), EventType::NODE_CHILDREN_CHANGED, BASE);
     assert!(h.events().is_empty());
     assert!(h.sent().is_empty());
     h.watch(at(6), EventType::NODE_DELETED, &node);
     lost(&mut h);
 }
 
-/// Pipelined release then re-acquire: our own delete fires the released
-/// node's watch (ZooKeeper sends it before the delete's reply), while the
-/// next acquire is under way. It is not a loss, neither then nor once the
-/// new node is held.
+/// Pipelined release then re-acquire: our own delete fires the child watch
+/// of the released hold's listing, and would fire an exists watch on the
+/// released node (ZooKeeper sends them before the delete's reply), while
+/// the next acquire is under way, quiet again. Neither is a loss, nor a
+/// reason to watch anything, neither then nor once the new node is held.
 #[test]
 fn a_released_nodes_deletion_is_ignored() {
     let mut h = mutex();
@@ -139,21 +242,17 @@ fn a_released_nodes_deletion_is_ignored() {
     h.run(|m| m.acquire(at(3), None)).unwrap();
     assert_eq!(
         h.sent(),
-        [
-            format!("delete {}", mask(&first)),
-            format!("create2 {BASE}/_c_<uuid>-lock- [ES]"),
-            format!("getChildren2 {BASE}"),
-        ]
+        [format!("delete {}", mask(&first)), format!("create2 {BASE}/_c_<uuid>-lock- [ES]"), listing(BASE, true)]
     );
+    h.watch(at(4), EventType::NODE_CHILDREN_CHANGED, BASE);
     h.watch(at(4), EventType::NODE_DELETED, &first);
     assert!(h.events().is_empty());
     assert!(h.sent().is_empty());
     h.answer(at(4), "delete", Answer::Empty);
     let second = h.answer(at(4), "create2", Answer::Seq(1));
-    h.answer(at(4), "getChildren2", kids(&[name(&second)]));
+    h.answer(at(4), &listing(BASE, true), kids(&[name(&second)]));
     assert_eq!(h.events(), [acquired(&second, 1001)]);
-    assert_eq!(h.sent(), [held_watch(&second)]);
-    h.answer_held_watch(at(5), &second);
+    assert!(h.sent().is_empty());
     // A late notification for the released node changes nothing either.
     h.watch(at(6), EventType::NODE_DELETED, &first);
     assert!(h.events().is_empty());
@@ -163,23 +262,41 @@ fn a_released_nodes_deletion_is_ignored() {
 }
 
 /// After a drop of the same session, the verify is `exists <own> w`: it
-/// re-arms the watch whose own exists the drop may have cut off. Found
+/// watches the node itself from then on (a child watch may not outlive the
+/// drop), and re-arms a node watch whose exists the drop cut off. Found
 /// there, `Reconnected`; a deletion afterwards is told. Found missing,
 /// `Lost`.
 #[test]
 fn reconnect_verifies_with_a_watch() {
+    // Held through the child watch.
     let mut h = mutex();
-    let node = granted(&mut h, 0);
-    // The drop loses the grant's exists: no watch is armed on the server.
-    h.answer(at(2), &held_watch(&node), Answer::Loss);
-    assert!(h.events().is_empty());
-    assert!(h.sent().is_empty(), "not re-sent on its own: the reconnect's verify re-arms it");
+    let node = held(&mut h, 0);
     h.session(at(3), ConnectionState::Suspended);
     assert_eq!(h.events(), [RecipeEvent::Suspended]);
     assert!(h.sent().is_empty());
     h.session(at(4), ConnectionState::Reconnected);
     assert_eq!(h.sent(), [held_watch(&node)]);
     assert!(h.events().is_empty(), "Reconnected waits for the verify");
+    h.answer_held_watch(at(5), &node);
+    assert_eq!(h.events(), [RecipeEvent::Reconnected]);
+    // Watched by the node itself now: a children change sends nothing.
+    h.watch(at(6), EventType::NODE_CHILDREN_CHANGED, BASE);
+    assert!(h.sent().is_empty());
+    h.watch(at(6), EventType::NODE_DELETED, &node);
+    lost(&mut h);
+
+    // The drop loses the exists sent once the child watch fired: no watch
+    // is armed on the server.
+    let mut h = mutex();
+    let node = held(&mut h, 0);
+    h.children_changed(at(2), BASE, &[&node]);
+    h.answer(at(2), &held_watch(&node), Answer::Loss);
+    assert!(h.events().is_empty());
+    assert!(h.sent().is_empty(), "not re-sent on its own: the reconnect's verify re-arms it");
+    h.session(at(3), ConnectionState::Suspended);
+    assert_eq!(h.events(), [RecipeEvent::Suspended]);
+    h.session(at(4), ConnectionState::Reconnected);
+    assert_eq!(h.sent(), [held_watch(&node)]);
     h.answer_held_watch(at(5), &node);
     assert_eq!(h.events(), [RecipeEvent::Reconnected]);
     h.watch(at(6), EventType::NODE_DELETED, &node);
@@ -196,6 +313,163 @@ fn reconnect_verifies_with_a_watch() {
     assert_eq!(h.recipe.hold_count(), 0);
     assert!(h.sent().is_empty());
     h.assert_idle();
+}
+
+// ---- mutex: quiet or contended ----------------------------------------------------------
+
+/// Whether an acquire lists with the child watch depends on the last one: a
+/// quiet acquire that has to wait still lists with it (its last acquire
+/// was granted at once); the acquire after that contended one lists without
+/// it, and its grant, at the first listing, sends the exists; the acquire
+/// after that quiet one lists with it again, and its grant sends nothing.
+#[test]
+fn a_contended_acquire_makes_the_next_list_without_the_watch() {
+    let mut h = mutex();
+    let first = held(&mut h, 0);
+    released(&mut h, &first);
+
+    // Contended: handed off, with nothing sent at the grant.
+    let pred = other(1, "lock-", 1);
+    let second = waiting(&mut h, 2, std::slice::from_ref(&pred));
+    h.watch(at(4), EventType::NODE_DELETED, &format!("{BASE}/{pred}"));
+    assert_eq!(h.events(), [acquired(&second, 1002)]);
+    assert!(h.sent().is_empty(), "our own node is watched since the wait began");
+    released(&mut h, &second);
+
+    // The next acquire lists without the child watch; its grant watches the node.
+    acquire_sends(&mut h, false);
+    let third = h.answer(at(6), "create2", Answer::Seq(3));
+    h.answer(at(6), &listing(BASE, false), kids(&[name(&third)]));
+    assert_eq!(h.events(), [acquired(&third, 1003)]);
+    assert_eq!(h.sent(), [held_watch(&third)]);
+    h.answer_held_watch(at(6), &third);
+    h.watch(at(7), EventType::NODE_CHILDREN_CHANGED, BASE);
+    assert!(h.sent().is_empty(), "watched by the node itself");
+    released(&mut h, &third);
+
+    // That one was quiet: the next lists with the child watch again.
+    held(&mut h, 4);
+}
+
+/// Re-lists never carry the child watch: a quiet acquire that waits lists
+/// again without it after its predecessor's wake-up, and the grant by that
+/// listing sends nothing (its own node is watched since the wait began).
+/// The first listing's child watch firing later is nothing to the holder.
+#[test]
+fn a_relist_never_carries_the_child_watch() {
+    let mut h = mutex();
+    let pred = other(1, "lock-", 0);
+    let node = waiting(&mut h, 1, std::slice::from_ref(&pred));
+    h.watch(at(3), EventType::NODE_DATA_CHANGED, &format!("{BASE}/{pred}"));
+    assert_eq!(h.sent(), [listing(BASE, false)]);
+    h.answer(at(3), &listing(BASE, false), kids(&[name(&node)]));
+    assert_eq!(h.events(), [acquired(&node, 1001)]);
+    assert!(h.sent().is_empty());
+    h.watch(at(4), EventType::NODE_CHILDREN_CHANGED, BASE);
+    assert!(h.sent().is_empty(), "held through its own node's watch");
+    h.watch(at(5), EventType::NODE_DELETED, &node);
+    lost(&mut h);
+}
+
+// ---- mutex: waiters watch their own node ------------------------------------------------
+
+/// A waiter sends `exists <own> w` right before its predecessor's
+/// `getData <pred> w`; the fast handoff's grant then sends nothing, and the
+/// watch on the waiting node is the held node's: its deletion is `Lost`.
+#[test]
+fn a_waiter_watches_its_own_node_before_its_predecessor() {
+    let mut h = mutex();
+    let (look, pred) = (other(1, "lock-", 0), other(2, "lock-", 1));
+    let node = waiting(&mut h, 2, &[look.clone(), pred.clone()]);
+    h.watch(at(3), EventType::NODE_DELETED, &format!("{BASE}/{look}"));
+    assert_eq!(h.sent(), [listing(BASE, false)], "the look-ahead's listing");
+    h.answer(at(3), &listing(BASE, false), kids(&[pred.clone(), name(&node)]));
+    assert!(h.sent().is_empty(), "our own node and the predecessor are watched already");
+    h.watch(at(4), EventType::NODE_DELETED, &format!("{BASE}/{pred}"));
+    assert_eq!(h.events(), [acquired(&node, 1002)]);
+    assert!(h.sent().is_empty(), "the fast handoff's grant sends nothing");
+    h.watch(at(5), EventType::NODE_DELETED, &node);
+    lost(&mut h);
+}
+
+/// The waiting node deleted by someone else: told by its own watch, the
+/// waiter lists again (without the child watch), finds its node missing,
+/// deletes it anyway and starts over after the retry pause with a new node.
+/// Waiting on the predecessor, the re-list goes at once; with the
+/// predecessor's getData still out, once that is answered; and the same when
+/// the own node's exists itself answers NoNode.
+#[test]
+fn own_node_deleted_while_waiting_starts_over() {
+    let pred = other(1, "lock-", 0);
+
+    // Waiting on the predecessor.
+    let mut h = mutex();
+    let node = waiting(&mut h, 1, std::slice::from_ref(&pred));
+    h.watch(at(3), EventType::NODE_DELETED, &node);
+    assert_eq!(h.sent(), [listing(BASE, false)]);
+    assert!(h.events().is_empty());
+    started_over(&mut h, &node, std::slice::from_ref(&pred));
+
+    // The predecessor's getData still out: deleted after our exists was answered.
+    let mut h = mutex();
+    acquire_sends(&mut h, true);
+    let node = h.answer(at(1), "create2", Answer::Seq(1));
+    h.answer(at(1), &listing(BASE, true), kids(&[pred.clone(), name(&node)]));
+    assert_eq!(h.sent(), [held_watch(&node), format!("getData {BASE}/{} w", mask(&pred))]);
+    h.answer_held_watch(at(2), &node);
+    h.watch(at(2), EventType::NODE_DELETED, &node);
+    assert!(h.sent().is_empty(), "the getData is answered first");
+    h.answer(at(2), "getData", Answer::Data(b""));
+    assert_eq!(h.sent(), [listing(BASE, false)]);
+    started_over(&mut h, &node, std::slice::from_ref(&pred));
+
+    // Deleted before our exists could watch it.
+    let mut h = mutex();
+    acquire_sends(&mut h, true);
+    let node = h.answer(at(1), "create2", Answer::Seq(1));
+    h.answer(at(1), &listing(BASE, true), kids(&[pred.clone(), name(&node)]));
+    assert_eq!(h.sent(), [held_watch(&node), format!("getData {BASE}/{} w", mask(&pred))]);
+    h.answer(at(2), &held_watch(&node), Answer::Err(ErrorCode::NO_NODE));
+    assert!(h.sent().is_empty(), "the getData is answered first");
+    h.answer(at(2), "getData", Answer::Data(b""));
+    assert_eq!(h.sent(), [listing(BASE, false)]);
+    assert!(h.events().is_empty());
+    started_over(&mut h, &node, std::slice::from_ref(&pred));
+}
+
+/// A data change on the waiting node uses its watch up: nothing is sent
+/// then, and the grant watches the node again. And when a listing that
+/// finds the predecessor's watch already armed needs our node's watch
+/// again, the exists goes alone; answered NoNode, the waiter lists again.
+#[test]
+fn a_data_change_on_the_waiting_node_uses_its_watch_up() {
+    let pred = other(1, "lock-", 0);
+    let mut h = mutex();
+    let node = waiting(&mut h, 1, std::slice::from_ref(&pred));
+    h.watch(at(3), EventType::NODE_DATA_CHANGED, &node);
+    assert!(h.sent().is_empty());
+    assert!(h.events().is_empty());
+    h.watch(at(4), EventType::NODE_DELETED, &format!("{BASE}/{pred}"));
+    assert_eq!(h.events(), [acquired(&node, 1001)]);
+    assert_eq!(h.sent(), [held_watch(&node)], "the grant watches the node again");
+    h.answer_held_watch(at(4), &node);
+    h.watch(at(5), EventType::NODE_DELETED, &node);
+    lost(&mut h);
+
+    // The look-ahead's listing keeps the armed predecessor watch and
+    // re-arms our own.
+    let (look, pred) = (other(1, "lock-", 0), other(2, "lock-", 1));
+    let mut h = mutex();
+    let node = waiting(&mut h, 2, &[look.clone(), pred.clone()]);
+    h.watch(at(3), EventType::NODE_DATA_CHANGED, &node);
+    h.watch(at(3), EventType::NODE_DELETED, &format!("{BASE}/{look}"));
+    assert_eq!(h.sent(), [listing(BASE, false)]);
+    h.answer(at(3), &listing(BASE, false), kids(&[pred.clone(), name(&node)]));
+    assert_eq!(h.sent(), [held_watch(&node)], "no second getData on the predecessor");
+    h.answer(at(4), &held_watch(&node), Answer::Err(ErrorCode::NO_NODE));
+    assert_eq!(h.sent(), [listing(BASE, false)]);
+    assert!(h.events().is_empty());
+    started_over(&mut h, &node, std::slice::from_ref(&pred));
 }
 
 /// A revocable mutex watches its own node with getData from the create on;
@@ -270,6 +544,7 @@ fn watch_held_off_watches_nothing() {
         h.answer(at(2), "getChildren2", kids(&[name(&node)]));
         assert_eq!(h.events(), [acquired(&node, 1000)]);
         assert!(!h.log.iter().any(|op| op.starts_with("exists")), "{plan:?}: {:?}", h.log);
+        assert!(!h.log.iter().any(|op| op.ends_with(" w")), "no child watch either, {plan:?}: {:?}", h.log);
         h.sent();
         h.watch(at(3), EventType::NODE_DATA_CHANGED, &node);
         assert!(h.sent().is_empty(), "{plan:?}");
@@ -284,38 +559,57 @@ fn watch_held_off_watches_nothing() {
 
 // ---- semaphore -----------------------------------------------------------------------
 
-fn semaphore(max: usize) -> Harness<Semaphore> {
-    Harness::new(Semaphore::new(ZkPath::new("/s").unwrap(), max, LockConfig::new(2)))
+fn semaphore_with(max: usize, config: LockConfig) -> Harness<Semaphore> {
+    Harness::new(Semaphore::new(ZkPath::new("/s").unwrap(), max, config))
 }
 
-/// The internal mutex on `/s/locks` takes its node `seq`, listed alone.
+/// A semaphore with the default config: Pipelined plan, held nodes watched.
+fn semaphore(max: usize) -> Harness<Semaphore> {
+    semaphore_with(max, LockConfig::new(2))
+}
+
+/// The internal mutex on `/s/locks` takes its node `seq`, listed alone. It
+/// never watches its node, so none of its listings carries a child watch.
 fn mutex_taken(h: &mut Harness<Semaphore>, seq: i32) -> String {
     let lock = h.answer(at(1), "create2 /s/locks/", Answer::Seq(seq));
-    h.answer(at(1), "getChildren2 /s/locks", kids(&[name(&lock)]));
+    h.answer(at(1), &listing("/s/locks", false), kids(&[name(&lock)]));
+    let lists: Vec<&String> = h.log.iter().filter(|op| op.starts_with("getChildren2 /s/locks")).collect();
+    assert!(lists.iter().all(|op| **op == listing("/s/locks", false)), "{lists:?}");
     lock
 }
 
-/// The lease node `seq` is created and listed after `before`; then the
-/// leases' child watch is checked off, the held lease is watched, and the
-/// internal mutex node is deleted, all answered. Returns the lease.
+/// Pipelined plan: the lease node `seq` is created and listed, with the
+/// leases' child watch as every lease listing, after `before`. The lease is
+/// held, watched by that child watch: neither a checkWatches nor an exists
+/// goes out, only the internal mutex node's delete, answered. Returns the
+/// lease.
 fn lease_taken(h: &mut Harness<Semaphore>, seq: i32, lock: &str, before: &[String]) -> String {
     let lease = h.answer(at(1), "create2 /s/leases/", Answer::Seq(seq));
-    let listing: Vec<String> = before.iter().cloned().chain([name(&lease)]).collect();
-    h.answer(at(1), "getChildren2 /s/leases w", kids(&listing));
-    h.answer(at(2), "checkWatches /s/leases", Answer::Empty);
-    h.answer_held_watch(at(2), &lease);
+    let names: Vec<String> = before.iter().cloned().chain([name(&lease)]).collect();
+    h.answer(at(1), &listing("/s/leases", true), kids(&names));
     h.answer(at(2), &format!("delete {}", mask(lock)), Answer::Empty);
+    assert!(!h.log.iter().any(|op| op.starts_with("checkWatches")), "{:?}", h.log);
+    h.assert_never_sent(&held_watch(&lease));
     lease
 }
 
-/// Two leases from one `acquire(2)`, both held and watched.
+/// Two leases from one `acquire(2)`, both held and watched: the second
+/// lease's create changes the leases' children, which ZooKeeper tells (to
+/// the first lease's listing's child watch) before the create's reply, so
+/// the first lease watches its node itself; the second is watched by its
+/// own listing's child watch.
 fn two_leases() -> (Harness<Semaphore>, String, String) {
     let mut h = semaphore(2);
     h.run(|s| s.acquire(at(0), 2, None)).unwrap();
     let lock0 = mutex_taken(&mut h, 0);
     let first = lease_taken(&mut h, 0, &lock0, &[]);
     let lock1 = mutex_taken(&mut h, 1);
-    let second = lease_taken(&mut h, 1, &lock1, &[name(&first)]);
+    h.children_changed(at(1), "/s/leases", &[&first]);
+    let second = h.answer(at(1), "create2 /s/leases/", Answer::Seq(1));
+    h.answer(at(1), &listing("/s/leases", true), kids(&[name(&first), name(&second)]));
+    h.answer_held_watch(at(2), &first);
+    h.answer(at(2), &format!("delete {}", mask(&lock1)), Answer::Empty);
+    h.assert_never_sent(&held_watch(&second));
     assert_eq!(h.events(), [acquired(&first, 1000), acquired(&second, 1001)]);
     h.assert_idle();
     assert_eq!(h.recipe.leases(), [first.as_str(), second.as_str()]);
@@ -323,8 +617,10 @@ fn two_leases() -> (Harness<Semaphore>, String, String) {
     (h, first, second)
 }
 
-/// One lease node deleted: exactly `LeaseLost` for it; the other lease
-/// stays held. The other one deleted too: its `LeaseLost`, then `Lost`.
+/// One lease node deleted: its own watch tells it, exactly `LeaseLost` for
+/// it; the other lease stays held, and the same deletion, told to its child
+/// watch, makes it watch its node. That one deleted too: its `LeaseLost`,
+/// then `Lost`.
 #[test]
 fn each_lease_is_lost_alone_then_the_handle() {
     let (mut h, first, second) = two_leases();
@@ -332,6 +628,9 @@ fn each_lease_is_lost_alone_then_the_handle() {
     assert_eq!(h.events(), [RecipeEvent::LeaseLost { node: first.clone() }]);
     assert_eq!(h.recipe.leases(), [second.as_str()]);
     assert!(h.sent().is_empty());
+    h.children_changed(at(3), "/s/leases", &[&second]);
+    h.answer_held_watch(at(3), &second);
+    assert!(h.events().is_empty());
     h.watch(at(4), EventType::NODE_DELETED, &second);
     assert_eq!(h.events(), [RecipeEvent::LeaseLost { node: second.clone() }, RecipeEvent::Lost]);
     assert!(h.recipe.leases().is_empty());
@@ -340,14 +639,79 @@ fn each_lease_is_lost_alone_then_the_handle() {
     assert!(h.recipe.is_quiescent());
 }
 
-/// The internal mutex node is never watched: not at its grant (each lease
-/// only), not by the reconnect's verify while it is held, and its deletion
-/// (our own, once a lease is held) tells nothing.
+/// Pipelined plan: a lease's grant sends no checkWatches and no exists (its
+/// listing's child watch is its watch); the first change of the leases'
+/// children sends exactly one `exists <lease> w`, later ones nothing. The
+/// lease deleted: `LeaseLost`, then `Lost`; the same when that exists finds
+/// no node.
+#[test]
+fn pipelined_lease_is_watched_by_its_listing() {
+    for gone_before_the_exists in [false, true] {
+        let mut h = semaphore(2);
+        h.run(|s| s.acquire(at(0), 1, None)).unwrap();
+        let lock = mutex_taken(&mut h, 0);
+        let lease = lease_taken(&mut h, 0, &lock, &[other(1, "lease-", 7)]);
+        assert_eq!(h.events(), [acquired(&lease, 1000)]);
+        h.assert_idle();
+        h.sent();
+        h.watch(at(3), EventType::NODE_CHILDREN_CHANGED, "/s/locks");
+        assert!(h.sent().is_empty(), "not the leases' path");
+        h.children_changed(at(3), "/s/leases", &[&lease]);
+        h.watch(at(3), EventType::NODE_CHILDREN_CHANGED, "/s/leases");
+        assert!(h.sent().is_empty(), "one exists, once");
+        if gone_before_the_exists {
+            h.answer(at(4), &held_watch(&lease), Answer::Err(ErrorCode::NO_NODE));
+        } else {
+            h.answer_held_watch(at(4), &lease);
+            assert!(h.events().is_empty());
+            h.watch(at(5), EventType::NODE_DELETED, &lease);
+        }
+        assert_eq!(h.events(), [RecipeEvent::LeaseLost { node: lease.clone() }, RecipeEvent::Lost]);
+        assert!(h.recipe.leases().is_empty());
+        assert!(h.sent().is_empty());
+        h.assert_idle();
+    }
+}
+
+/// The Curator plan (held nodes watched) is unchanged: the grant checks the
+/// leases' child watch off, as Curator does, then watches the lease with
+/// `exists <lease> w`; a change of the leases' children is then nothing to
+/// the holder, the lease's deletion is.
+#[test]
+fn curator_plan_lease_checks_the_watch_off_and_watches_the_node() {
+    let mut h = semaphore_with(2, LockConfig::new(2).with_plan(OpPlan::Curator));
+    h.run(|s| s.acquire(at(0), 1, None)).unwrap();
+    let lock = mutex_taken(&mut h, 0);
+    let lease = h.answer(at(1), "create2 /s/leases/", Answer::Seq(0));
+    h.sent();
+    h.answer(at(1), &listing("/s/leases", true), kids(&[name(&lease)]));
+    assert_eq!(
+        h.sent(),
+        ["checkWatches /s/leases type=3".to_string(), held_watch(&lease), format!("delete {}", mask(&lock))]
+    );
+    h.answer(at(2), "checkWatches", Answer::Empty);
+    h.answer_held_watch(at(2), &lease);
+    h.answer(at(2), "delete", Answer::Empty);
+    assert_eq!(h.events(), [acquired(&lease, 1000)], "once the mutex node is deleted");
+    h.watch(at(3), EventType::NODE_CHILDREN_CHANGED, "/s/leases");
+    assert!(h.sent().is_empty(), "watched by the node itself");
+    assert!(h.events().is_empty());
+    h.watch(at(4), EventType::NODE_DELETED, &lease);
+    assert_eq!(h.events(), [RecipeEvent::LeaseLost { node: lease.clone() }, RecipeEvent::Lost]);
+    h.assert_idle();
+}
+
+/// The internal mutex node is never watched: none of its listings carries
+/// a child watch, its grant sends no exists (each lease is watched, the
+/// first by the exists its children change called for, the second by its
+/// listing), not by the reconnect's verify while it is held, and its
+/// deletion (our own, once a lease is held) tells nothing.
 #[test]
 fn the_semaphore_mutex_node_is_never_watched() {
-    let (h, first, second) = two_leases();
+    let (h, first, _) = two_leases();
     let watched: Vec<String> = h.log.iter().filter(|op| op.starts_with("exists")).cloned().collect();
-    assert_eq!(watched, [held_watch(&first), held_watch(&second)]);
+    assert_eq!(watched, [held_watch(&first)]);
+    assert!(h.log.iter().filter(|op| op.contains("/s/locks")).all(|op| !op.ends_with(" w")), "{:?}", h.log);
 
     // A drop while the internal mutex is held (the lease's create in flight).
     let mut h = semaphore(2);
@@ -355,7 +719,7 @@ fn the_semaphore_mutex_node_is_never_watched() {
     let lock = mutex_taken(&mut h, 0);
     h.sent();
     h.answer(at(2), "create2 /s/leases/", Answer::Loss);
-    h.answer(at(2), "getChildren2 /s/leases w", Answer::Loss);
+    h.answer(at(2), &listing("/s/leases", true), Answer::Loss);
     h.session(at(3), ConnectionState::Suspended);
     h.session(at(4), ConnectionState::Reconnected);
     assert_eq!(
@@ -371,40 +735,41 @@ fn the_semaphore_mutex_node_is_never_watched() {
     h.answer(at(5), "getChildren /s/leases", kids::<&str>(&[]));
     let lease = lease_taken(&mut h, 0, &lock, &[]);
     assert_eq!(h.events(), [acquired(&lease, 1000)]);
-    let watched: Vec<String> =
-        h.log.iter().filter(|op| op.starts_with("exists") && op.ends_with(" w")).cloned().collect();
-    assert_eq!(watched, [held_watch(&lease)], "the lease alone");
+    let watched: Vec<&String> = h.log.iter().filter(|op| op.ends_with(" w")).collect();
+    assert_eq!(watched, [&listing("/s/leases", true), &listing("/s/leases", true)], "the leases' listings alone");
     h.assert_idle();
 }
 
 // ---- read-write lock -----------------------------------------------------------------
 
-/// The write half's held node and a downgrade's read node are each watched,
-/// and each deletion is reported as its own half's `Lost`.
+/// The write half's held node and a downgrade's read node are each watched
+/// (each half is quiet: its listing's child watch is its held watch), and
+/// each deletion is reported as its own half's `Lost`: the write node's,
+/// told as a change of the base's children, makes both halves watch their
+/// nodes, and the write half's exists finds it gone.
 #[test]
 fn each_rwlock_half_is_watched_and_lost_apart() {
     let config = LockConfig::new(3);
     let mut h = Harness::new(ReadWriteLock::new(ZkPath::new(BASE).unwrap(), config));
     h.run(|l| l.acquire_write(at(0), None)).unwrap();
     let write = h.answer(at(1), "create2", Answer::Seq(7));
-    h.answer(at(1), "getChildren2", kids(&[name(&write)]));
+    h.answer(at(1), &listing(BASE, true), kids(&[name(&write)]));
     assert_eq!(h.events(), [member(WRITE, acquired(&write, 1007))]);
-    assert_eq!(
-        h.sent(),
-        [format!("create2 {BASE}/_c_<uuid>-__WRIT__ [ES]"), format!("getChildren2 {BASE}"), held_watch(&write)]
-    );
-    h.answer_held_watch(at(2), &write);
+    assert_eq!(h.sent(), [format!("create2 {BASE}/_c_<uuid>-__WRIT__ [ES]"), listing(BASE, true)]);
 
     // The downgrade: the read node reuses the write node's sequence.
     h.run(|l| l.acquire_read(at(3), None)).unwrap();
     let read = h.answer(at(4), "create2", Answer::Made(2000));
-    h.answer(at(4), "getChildren2", kids(&[name(&read), name(&write)]));
+    h.answer(at(4), &listing(BASE, true), kids(&[name(&read), name(&write)]));
     assert_eq!(h.events(), [member(READ, acquired(&read, 2000))]);
-    assert_eq!(h.sent(), [format!("create2 {} [E]", mask(&read)), format!("getChildren2 {BASE}"), held_watch(&read)]);
-    h.answer_held_watch(at(5), &read);
+    assert_eq!(h.sent(), [format!("create2 {} [E]", mask(&read)), listing(BASE, true)]);
+    h.assert_idle();
 
     // The write node goes: the write half alone is lost.
-    h.watch(at(6), EventType::NODE_DELETED, &write);
+    h.children_changed(at(6), BASE, &[&read, &write]);
+    h.answer_held_watch(at(6), &read);
+    assert!(h.events().is_empty());
+    h.answer(at(6), &held_watch(&write), Answer::Err(ErrorCode::NO_NODE));
     assert_eq!(h.events(), [member(WRITE, RecipeEvent::Lost)]);
     assert_eq!((h.recipe.write_hold_count(), h.recipe.read_hold_count()), (0, 1));
     assert!(h.sent().is_empty());
@@ -417,6 +782,10 @@ fn each_rwlock_half_is_watched_and_lost_apart() {
     assert!(h.recipe.is_quiescent());
 }
 
+// ---- multi-lock ----------------------------------------------------------------------
+
+const MULTI: &str = "/traces/multilock";
+
 /// A multi-lock whose first member loses its node (someone deleted it)
 /// while the second is being acquired lets go of everything and starts over
 /// (all or nothing, as a lock whose node vanished re-creates it): the
@@ -424,73 +793,187 @@ fn each_rwlock_half_is_watched_and_lost_apart() {
 /// the grant is reported once, with both members held.
 #[test]
 fn a_multilock_member_lost_during_the_acquire_starts_it_over() {
-    const MULTI: &str = "/traces/multilock";
-    let (mut h, one) = multilock_first_held(MULTI);
-    h.watch(at(2), EventType::NODE_DELETED, &one);
-    assert_eq!(h.events(), vec![], "nothing is reported: the acquire goes on");
-    assert_eq!(h.recipe.holders(), vec![None, None]);
-    // The abandoned attempt on lock-2 (still in flight) is cleaned up once
-    // its create lands; lock-1 is acquired again.
-    let stale = abandoned_second(&mut h, MULTI, 0);
-    let again = h.answer(at(3), &format!("create2 {MULTI}/lock-1/"), Answer::Seq(1));
-    h.answer(at(3), &format!("getChildren2 {MULTI}/lock-1"), kids(&[name(&again)]));
-    h.answer(at(3), &format!("delete {}", mask(&stale)), Answer::Empty);
-    h.answer_held_watch(at(3), &again);
-    let two = h.answer(at(4), &format!("create2 {MULTI}/lock-2/"), Answer::Seq(2));
-    h.answer(at(4), &format!("getChildren2 {MULTI}/lock-2"), kids(&[name(&two)]));
+    let (mut h, one, two) = multilock_first_held();
+    first_member_lost(&mut h, &one, &two, true);
+    first_member_held(&mut h, 2);
+    // lock-2 is free now: taken quietly too.
+    let two = h.answer(at(4), &format!("create2 {MULTI}/lock-2/"), Answer::Seq(3));
+    h.answer(at(4), &listing(&format!("{MULTI}/lock-2"), true), kids(&[name(&two)]));
     let events = h.events();
     assert_eq!(events.iter().filter(|e| matches!(e, RecipeEvent::Acquired { .. })).count(), 1, "{events:?}");
     assert_eq!(h.recipe.hold_count(), 1);
     assert!(h.recipe.holders().iter().all(Option::is_some));
+    h.assert_never_sent(&held_watch(&two));
+    h.assert_idle();
 }
 
 /// A multi-lock whose held member keeps being deleted while the acquire goes
 /// on gives up after a few restarts, holding nothing.
 #[test]
 fn a_multilock_member_lost_again_and_again_fails() {
-    const MULTI: &str = "/traces/multilock";
-    let (mut h, mut one) = multilock_first_held(MULTI);
+    let (mut h, mut one, mut two) = multilock_first_held();
     let mut seq = 10;
-    for round in 0..4 {
-        h.watch(at(2), EventType::NODE_DELETED, &one);
-        let stale = abandoned_second(&mut h, MULTI, seq);
-        if round == 3 {
-            break;
-        }
-        one = h.answer(at(3), &format!("create2 {MULTI}/lock-1/"), Answer::Seq(seq + 1));
-        h.answer(at(3), &format!("getChildren2 {MULTI}/lock-1"), kids(&[name(&one)]));
-        h.answer(at(3), &format!("delete {}", mask(&stale)), Answer::Empty);
-        h.answer_held_watch(at(3), &one);
+    for _ in 0..3 {
+        first_member_lost(&mut h, &one, &two, true);
+        one = first_member_held(&mut h, seq);
+        two = second_member_waits(&mut h, seq + 1);
         seq += 2;
     }
+    first_member_lost(&mut h, &one, &two, false);
     let events = h.events();
     assert_eq!(events.last(), Some(&RecipeEvent::Failed(RequestError::RetriesExhausted(3))), "{events:?}");
     assert!(!events.iter().any(|e| matches!(e, RecipeEvent::Acquired { .. })), "{events:?}");
     assert_eq!(h.recipe.hold_count(), 0);
     assert!(h.recipe.is_idle());
+    h.assert_idle();
 }
 
-/// The second member's abandoned attempt: its create (which landed, as
-/// `seq`) and listing are answered, and so is the lookup for its node that
-/// the cancellation sent; its node is then deleted. Returns that node.
-fn abandoned_second(h: &mut Harness<MultiLock>, base: &str, seq: i32) -> String {
-    let stale = h.answer(at(3), &format!("create2 {base}/lock-2/"), Answer::Seq(seq));
-    h.answer(at(3), &format!("getChildren2 {base}/lock-2"), kids(&[name(&stale)]));
-    h.answer(at(3), &format!("getChildren {base}/lock-2"), kids(&[name(&stale)]));
-    let sent = h.sent();
-    assert!(sent.contains(&format!("delete {}", mask(&stale))), "the abandoned node is deleted: {sent:?}");
-    stale
-}
-
-/// A pipelined two-member multi-lock with its first member held (and
-/// watched) and the second member's create and listing in flight.
-fn multilock_first_held(base: &str) -> (Harness<MultiLock>, String) {
-    let paths = (1..=2).map(|i| ZkPath::new(&format!("{base}/lock-{i}")).unwrap()).collect();
+/// A pipelined two-member multi-lock with its first member held quietly and
+/// the second member waiting (see [`first_member_held`] and
+/// [`second_member_waits`]). Returns both members' nodes.
+fn multilock_first_held() -> (Harness<MultiLock>, String, String) {
+    let paths = (1..=2).map(|i| ZkPath::new(&format!("{MULTI}/lock-{i}")).unwrap()).collect();
     let mut h = Harness::new(MultiLock::new(paths, LockConfig::new(1).with_plan(OpPlan::Pipelined)).unwrap());
     h.run(|m| m.acquire(at(0), None)).unwrap();
-    let one = h.answer(at(1), &format!("create2 {base}/lock-1/"), Answer::Seq(0));
-    h.answer(at(1), &format!("getChildren2 {base}/lock-1"), kids(&[name(&one)]));
-    h.answer_held_watch(at(1), &one);
+    let one = first_member_held(&mut h, 0);
+    let two = second_member_waits(&mut h, 1);
+    (h, one, two)
+}
+
+/// The first member takes lock-1 with sequence `seq`, quietly: its listing
+/// carries a child watch, its held watch, and nothing is sent for its node.
+/// Returns the node.
+fn first_member_held(h: &mut Harness<MultiLock>, seq: i32) -> String {
+    let one = h.answer(at(1), &format!("create2 {MULTI}/lock-1/"), Answer::Seq(seq));
+    h.answer(at(1), &listing(&format!("{MULTI}/lock-1"), true), kids(&[name(&one)]));
+    h.assert_never_sent(&held_watch(&one));
     assert_eq!(h.events(), vec![]);
-    (h, one)
+    one
+}
+
+/// The second member queues on lock-2 with sequence `seq` behind another
+/// client's node: it watches its own node, then that predecessor, both
+/// answered. Returns its node.
+fn second_member_waits(h: &mut Harness<MultiLock>, seq: i32) -> String {
+    let two = h.answer(at(2), &format!("create2 {MULTI}/lock-2/"), Answer::Seq(seq));
+    let pred = other(7, "lock-", u32::try_from(seq - 1).unwrap());
+    h.answer(at(2), &listing(&format!("{MULTI}/lock-2"), true), kids(&[pred.clone(), name(&two)]));
+    h.answer_held_watch(at(2), &two);
+    h.answer(at(2), &format!("getData {MULTI}/lock-2/{} w", mask(&pred)), Answer::Data(b""));
+    assert_eq!(h.events(), vec![]);
+    h.assert_idle();
+    two
+}
+
+/// The first member's node `one` is deleted by someone else: told as a
+/// change of lock-1's children, the member watches its node, finds it gone,
+/// and is lost. Nothing is reported; the waiting second member lets its
+/// node `two` go (its delete answered), and, when `restarts`, lock-1's
+/// create and listing (quiet again) go out to start over.
+fn first_member_lost(h: &mut Harness<MultiLock>, one: &str, two: &str, restarts: bool) {
+    h.children_changed(at(3), &format!("{MULTI}/lock-1"), &[one]);
+    h.answer(at(3), &held_watch(one), Answer::Err(ErrorCode::NO_NODE));
+    let mut expected = vec![format!("delete {}", mask(two))];
+    if restarts {
+        assert_eq!(h.events(), vec![], "nothing is reported: the acquire goes on");
+        assert_eq!(h.recipe.holders(), vec![None, None]);
+        expected.push(format!("create2 {MULTI}/lock-1/_c_<uuid>-lock- [ES]"));
+        expected.push(listing(&format!("{MULTI}/lock-1"), true));
+    }
+    assert_eq!(h.sent(), expected);
+    h.answer(at(3), "delete", Answer::Empty);
+}
+
+// ---- known core gaps (ignored until fixed; `cargo test -- --ignored`) ---------------------
+
+/// The own node's watch used up by a data change while a re-list is on its
+/// way (the waiter is listing, not watching) must still be re-armed by the
+/// grant: otherwise the hold is watched by nothing and its node's deletion
+/// is never told. (The randomized mutex run finds it too: `MUTEX_SEEDS=527`,
+/// seed 526.)
+#[test]
+fn a_data_change_on_the_own_node_during_a_relist_uses_its_watch_up() {
+    let pred = other(1, "lock-", 0);
+    let mut h = mutex();
+    let node = waiting(&mut h, 1, std::slice::from_ref(&pred));
+    h.watch(at(3), EventType::NODE_DATA_CHANGED, &format!("{BASE}/{pred}"));
+    assert_eq!(h.sent(), [listing(BASE, false)]);
+    h.watch(at(3), EventType::NODE_DATA_CHANGED, &node);
+    assert!(h.sent().is_empty());
+    h.answer(at(4), &listing(BASE, false), kids(&[name(&node)]));
+    assert_eq!(h.events(), [acquired(&node, 1001)]);
+    assert_eq!(h.sent(), [held_watch(&node)], "the grant watches the node again");
+}
+
+/// The same when the own node's exists is cut off by a drop while a re-list
+/// is on its way: no watch was armed, so the grant must send it.
+#[test]
+fn an_own_watch_cut_off_during_a_relist_is_sent_again_at_the_grant() {
+    let (look, pred) = (other(1, "lock-", 0), other(2, "lock-", 1));
+    let mut h = mutex();
+    let node = waiting(&mut h, 2, &[look.clone(), pred.clone()]);
+    // The own watch used up; the look-ahead's listing re-arms it, alone.
+    h.watch(at(3), EventType::NODE_DATA_CHANGED, &node);
+    h.watch(at(3), EventType::NODE_DELETED, &format!("{BASE}/{look}"));
+    h.answer(at(3), &listing(BASE, false), kids(&[pred.clone(), name(&node)]));
+    assert_eq!(h.sent(), [listing(BASE, false), held_watch(&node)]);
+    // A wake-up on the predecessor: re-list, behind that exists.
+    h.watch(at(4), EventType::NODE_DATA_CHANGED, &format!("{BASE}/{pred}"));
+    assert_eq!(h.sent(), [listing(BASE, false)]);
+    // The drop fails both.
+    h.answer(at(5), &held_watch(&node), Answer::Loss);
+    h.answer(at(5), &listing(BASE, false), Answer::Loss);
+    h.session(at(5), ConnectionState::Suspended);
+    h.session(at(6), ConnectionState::Reconnected);
+    let sent = h.sent();
+    assert!(sent.iter().all(|op| *op == listing(BASE, false)), "{sent:?}");
+    for _ in 0..sent.len() {
+        h.answer(at(7), &listing(BASE, false), kids(&[name(&node)]));
+    }
+    assert_eq!(h.events(), [acquired(&node, 1002)]);
+    assert_eq!(h.sent(), [held_watch(&node)], "no watch is armed on the node: the grant sends it");
+}
+
+/// A revocable waiter's own node deleted by someone else is told by its
+/// data watch; as for any lock, a node known deleted is never granted: the
+/// predecessor's deletion then must not hand off the lock (that hold would
+/// be watched by nothing: the data watch is used up). (The randomized
+/// mutex run finds it too: `MUTEX_SEEDS=2112`, seed 2111.) Older than the
+/// own-node watch of waiters: revocable nodes never had it.
+#[test]
+fn a_revocable_waiting_node_deleted_is_never_granted() {
+    let mut h = mutex();
+    h.recipe.make_revocable().unwrap();
+    h.run(|m| m.acquire(at(0), None)).unwrap();
+    let node = h.answer(at(1), "create2", Answer::Seq(1));
+    let pred = other(1, "lock-", 0);
+    h.answer(at(2), "getData", Answer::Data(b""));
+    h.answer(at(2), &listing(BASE, false), kids(&[pred.clone(), name(&node)]));
+    h.answer(at(2), &format!("getData {BASE}/{} w", mask(&pred)), Answer::Data(b""));
+    h.watch(at(3), EventType::NODE_DELETED, &node);
+    h.watch(at(4), EventType::NODE_DELETED, &format!("{BASE}/{pred}"));
+    let events = h.events();
+    assert!(!events.iter().any(|e| matches!(e, RecipeEvent::Acquired { .. })), "{events:?}");
+}
+
+/// The same for a non-revocable waiter still watching (its predecessor's
+/// getData out): its own node's deletion, told by its own watch, marks the
+/// wait fired; the predecessor's getData then answering NoNode must re-list
+/// and start over, not hand off a node known deleted (today it reports
+/// `Acquired`, sends `exists <own> w`, and only that NoNode makes it `Lost`).
+#[test]
+fn a_waiting_node_deleted_then_its_predecessor_gone_is_never_granted() {
+    let pred = other(1, "lock-", 0);
+    let mut h = mutex();
+    acquire_sends(&mut h, true);
+    let node = h.answer(at(1), "create2", Answer::Seq(1));
+    h.answer(at(1), &listing(BASE, true), kids(&[pred.clone(), name(&node)]));
+    assert_eq!(h.sent(), [held_watch(&node), format!("getData {BASE}/{} w", mask(&pred))]);
+    h.answer_held_watch(at(2), &node);
+    h.watch(at(2), EventType::NODE_DELETED, &node);
+    h.answer(at(3), "getData", Answer::Err(ErrorCode::NO_NODE));
+    let events = h.events();
+    assert!(!events.iter().any(|e| matches!(e, RecipeEvent::Acquired { .. })), "{events:?}");
+    assert_eq!(h.sent(), [listing(BASE, false)]);
+    started_over(&mut h, &node, &[]);
 }

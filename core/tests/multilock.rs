@@ -8,7 +8,7 @@ use zoolock_core::{
     ApiMisuse, ConnectionState, LockConfig, MultiLock, OpPlan, Recipe, RecipeEvent, RequestError, ZkPath,
 };
 
-use transcript::{Answer, Harness, acquired, at, kids, member, name, other, uuid_of};
+use transcript::{Answer, Harness, acquired, at, held_watch, kids, listing, member, name, other, uuid_of};
 
 const BASE: &str = "/traces/multilock";
 
@@ -20,18 +20,16 @@ fn multi(plan: OpPlan, n: usize, seed: u64) -> Harness<MultiLock> {
 }
 
 /// Takes every member of `h` (parents present, uncontended), member `i`
-/// getting sequence `i`. With `plan` Pipelined, each member's grant watches
-/// its held node (`exists <node> w`, answered before the next member's
-/// create, which follows it).
+/// getting sequence `i`. With `plan` Pipelined, each member is quiet: its
+/// listing carries a child watch, which is its held node's watch, so its
+/// grant sends nothing (DESIGN §4.10).
 fn take_all(h: &mut Harness<MultiLock>, plan: OpPlan, n: usize) -> Vec<String> {
     h.run(|m| m.acquire(at(0), None)).unwrap();
     let mut nodes = vec![];
     for i in 0..n {
         let node = h.answer(at(1), &format!("create2 {BASE}/lock-{}/", i + 1), Answer::Seq(i as i32));
-        h.answer(at(1), &format!("getChildren2 {BASE}/lock-{}", i + 1), kids(&[name(&node)]));
-        if plan == OpPlan::Pipelined {
-            h.answer_held_watch(at(1), &node);
-        }
+        h.answer(at(1), &listing(&format!("{BASE}/lock-{}", i + 1), plan == OpPlan::Pipelined), kids(&[name(&node)]));
+        h.assert_never_sent(&held_watch(&node));
         nodes.push(node);
     }
     assert_eq!(h.events(), vec![acquired(&nodes[0], 1000)]);
@@ -136,13 +134,13 @@ fn member_failure_rolls_back_in_reverse() {
     h.run(|m| m.acquire(at(0), None)).unwrap();
     for i in 0..2 {
         let node = h.answer(at(1), &format!("create2 {BASE}/lock-{}/", i + 1), Answer::Seq(0));
-        h.answer(at(1), &format!("getChildren2 {BASE}/lock-{}", i + 1), kids(&[name(&node)]));
-        h.answer_held_watch(at(1), &node);
+        h.answer(at(1), &listing(&format!("{BASE}/lock-{}", i + 1), true), kids(&[name(&node)]));
+        h.assert_never_sent(&held_watch(&node));
     }
     h.sent();
     h.answer(at(2), "create2 /traces/multilock/lock-3/", Answer::Err(ErrorCode::NO_AUTH));
     // The pipelined listing of lock-3 is still answered by the server.
-    h.answer(at(2), "getChildren2 /traces/multilock/lock-3", kids::<&str>(&[]));
+    h.answer(at(2), &listing("/traces/multilock/lock-3", true), kids::<&str>(&[]));
     assert_eq!(
         h.sent(),
         [

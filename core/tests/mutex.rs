@@ -35,6 +35,12 @@ const BASE: &str = "/app/lock";
 const DATA: &[u8] = b"127.0.0.1";
 /// Our session id, as the server would stamp it on our ephemerals.
 const SESSION: i64 = 0x1234;
+/// The listing of [`BASE`]: a Curator-plan listing, a re-list, or a
+/// Pipelined acquire's listing on a mutex whose last acquire waited.
+const LIST: &str = "getChildren2 /app/lock";
+/// The same with a child watch: a quiet Pipelined acquire's listing where
+/// held nodes are watched (DESIGN §4.10; see [`T::quiet_listing`]).
+const LIST_W: &str = "getChildren2 /app/lock w";
 
 // ---- harness ---------------------------------------------------------------------------
 
@@ -285,29 +291,42 @@ impl T {
     }
 
     /// `name` is deleted: we hold `own` at once (the fast handoff, with the
-    /// last listing's knowledge alone), and the only op is the watch on our
-    /// held node, which the grant does not wait for: it is left in flight.
+    /// last listing's knowledge alone), and no op at all: our own node is
+    /// watched since the wait began (DESIGN §4.10).
     fn handed_off(&mut self, name: &str, own: &str) {
         self.watch(EventType::NODE_DELETED, &full(name));
         assert_eq!(self.events(), [acquired(&full(own), 100)]);
-        assert_eq!(self.ops(), [self.held_watch(own)]);
+        self.no_ops();
     }
 
-    /// The watch a grant puts on our held node `own` (a name), rendered:
-    /// `exists <own> w` (DESIGN §4.10).
-    fn held_watch(&mut self, own: &str) -> String {
+    /// The watch on our own node `own` (a name), rendered: `exists <own> w`
+    /// (DESIGN §4.10). Where held nodes are watched, a waiter sends it when
+    /// it starts to wait, right before its predecessor's getData, and a
+    /// grant that neither that nor the granting listing's child watch covers
+    /// sends it.
+    fn own_watch(&mut self, own: &str) -> String {
         format!("exists {} w", self.norm(&full(own), false))
     }
 
-    /// The grant's watch on our held node `own` (a name) is the only op
-    /// sent, and its exists is answered with the node's Stat: nothing to
-    /// report, nothing more to send.
-    fn held_watched(&mut self, own: &str, czxid: i64) {
-        let text = self.held_watch(own);
-        assert_eq!(self.ops(), std::slice::from_ref(&text));
-        self.reply(&text, exists(czxid));
-        self.no_ops();
-        self.no_events();
+    /// The ops a waiter with our node `own` sends when it starts to wait:
+    /// the watch on its own node where held nodes are watched, then the
+    /// getData watches on `watched` (the predecessor, then the fast
+    /// handoff's look-ahead node, if any).
+    fn waiting_ops(&mut self, own: &str, watched: &[&str]) -> Vec<String> {
+        let mut ops = Vec::new();
+        if self.watch_held {
+            ops.push(self.own_watch(own));
+        }
+        ops.extend(watched.iter().map(|w| format!("getData {} w", self.norm(&full(w), false))));
+        ops
+    }
+
+    /// The listing that rides with a Pipelined acquire's create on a quiet
+    /// mutex (a fresh one, or one whose last acquire was granted by its
+    /// first listing): with a child watch where held nodes are watched,
+    /// which is then the held node's watch if that listing grants.
+    fn quiet_listing(&self) -> &'static str {
+        if self.watch_held { LIST_W } else { LIST }
     }
 
     /// `name` is deleted and nothing follows: no op, no event.
@@ -396,6 +415,12 @@ impl T {
         assert_eq!(self.events(), vec![]);
     }
 
+    /// Nothing sent and nothing in flight (the mutex may hold).
+    fn assert_nothing_in_flight(&mut self) {
+        self.no_ops();
+        assert!(self.in_flight.is_empty(), "unanswered ops: {:?}", self.in_flight);
+    }
+
     /// Nothing in flight, nothing owed, nothing more to say.
     fn assert_quiescent(&mut self) {
         self.no_ops();
@@ -435,10 +460,10 @@ impl T {
     fn pipelined_base_missing() -> T {
         let mut t = T::new(OpPlan::Pipelined);
         t.acquire(None);
-        assert_eq!(t.ops(), ["create2 /app/lock/_c_<U0>-lock- [ES]", "getChildren2 /app/lock"]);
+        assert_eq!(t.ops(), ["create2 /app/lock/_c_<U0>-lock- [ES]", LIST_W]);
         t.reply("create2 /app/lock/_c_<U0>-lock- [ES]", no_node());
         assert_eq!(t.ops(), ["exists /app/lock"]);
-        t.reply("getChildren2 /app/lock", no_node());
+        t.reply(LIST_W, no_node());
         t
     }
 
@@ -452,38 +477,42 @@ impl T {
     }
 
     /// Queues behind `ahead` (other contenders' names) and arms the watches
-    /// on `watched`: the immediate predecessor, then the fast handoff's
-    /// look-ahead node if there is one (Curator plan, or a pipelined acquire
-    /// when `pipelined`). Returns our node name.
+    /// on our own node (where held nodes are watched) and on `watched`: the
+    /// immediate predecessor, then the fast handoff's look-ahead node if
+    /// there is one (Curator plan, or a quiet pipelined acquire when
+    /// `pipelined`). Returns our node name.
     fn wait_behind(&mut self, pipelined: bool, seq: u32, ahead: &[&str], watched: &[&str]) -> String {
         let own = self.listed(pipelined, seq, ahead);
-        let texts: Vec<String> = watched.iter().map(|w| format!("getData {} w", self.norm(&full(w), false))).collect();
+        let texts = self.waiting_ops(&own, watched);
         assert_eq!(self.ops(), texts);
         for text in &texts {
-            self.reply(text, data(b"10.0.0.9"));
+            let reply = if text.starts_with("exists") { exists(100) } else { data(b"10.0.0.9") };
+            self.reply(text, reply);
         }
         self.no_ops();
         self.no_events();
         own
     }
 
-    /// Acquires (Curator plan, or pipelined when `pipelined`) with sequence
-    /// `seq`, and answers the create and the listing: `ahead` (other
-    /// contenders' names) and ours. Returns our node name.
+    /// Acquires (Curator plan, or pipelined on a quiet mutex when
+    /// `pipelined`) with sequence `seq`, and answers the create and the
+    /// listing: `ahead` (other contenders' names) and ours. Returns our node
+    /// name.
     fn listed(&mut self, pipelined: bool, seq: u32, ahead: &[&str]) -> String {
         self.acquire(None);
-        let own = if pipelined {
-            assert_eq!(self.ops(), [format!("create2 {BASE}/_c_<U0>-lock- [ES]"), format!("getChildren2 {BASE}")]);
+        let (own, list) = if pipelined {
+            let list = self.quiet_listing();
+            assert_eq!(self.ops(), [format!("create2 {BASE}/_c_<U0>-lock- [ES]"), list.to_string()]);
             let own = self.own(0, seq);
             self.reply(&format!("create2 {BASE}/_c_<U0>-lock- [ES]"), created(&full(&own), 100));
             self.no_ops();
-            own
+            (own, list)
         } else {
-            self.curator_create(0, seq, 100)
+            (self.curator_create(0, seq, 100), LIST)
         };
         let mut listing: Vec<&str> = ahead.to_vec();
         listing.insert(listing.len() / 2, &own);
-        self.reply(&format!("getChildren2 {BASE}"), children(&listing));
+        self.reply(list, children(&listing));
         own
     }
 }
@@ -1224,7 +1253,7 @@ fn cancel_while_create_reply_pending_deletes_the_landed_node() {
         t.acquire(None);
         let mut sent = vec!["create2 /app/lock/_c_<U0>-lock- [ES]".to_string()];
         if plan == OpPlan::Pipelined {
-            sent.push("getChildren2 /app/lock".into());
+            sent.push(LIST_W.into());
         }
         assert_eq!(t.ops(), sent);
         t.cancel();
@@ -1234,7 +1263,7 @@ fn cancel_while_create_reply_pending_deletes_the_landed_node() {
         t.reply("create2 /app/lock/_c_<U0>-lock- [ES]", created(&full(&own), 30));
         assert_eq!(t.ops(), ["delete /app/lock/_c_<U0>-lock-0000000003"]);
         if plan == OpPlan::Pipelined {
-            t.reply("getChildren2 /app/lock", children(&[&own]));
+            t.reply(LIST_W, children(&[&own]));
             t.no_ops();
         }
         t.reply("getChildren /app/lock", names(&[&own]));
@@ -1346,21 +1375,24 @@ fn cancel_while_listing_watching_or_waiting_deletes_own_node() {
         for stage in 0..3 {
             let mut t = T::new(plan);
             t.acquire(Some(1_000));
-            let own = match plan {
-                OpPlan::Curator => t.curator_create(0, 1, 10),
+            let (own, list) = match plan {
+                OpPlan::Curator => (t.curator_create(0, 1, 10), LIST),
                 _ => {
                     t.ops();
                     let own = t.own(0, 1);
                     t.reply("create2 /app/lock/_c_<U0>-lock- [ES]", created(&full(&own), 10));
-                    own
+                    (own, LIST_W)
                 }
             };
+            let watches = t.waiting_ops(&own, &[&other(1, 0)]);
             if stage >= 1 {
-                t.reply("getChildren2 /app/lock", children(&[&own, &other(1, 0)]));
-                assert_eq!(t.ops(), ["getData /app/lock/_c_<F1>-lock-0000000000 w"]);
+                t.reply(list, children(&[&own, &other(1, 0)]));
+                assert_eq!(t.ops(), watches);
             }
             if stage >= 2 {
-                t.reply("getData /app/lock/_c_<F1>-lock-0000000000 w", data(b""));
+                for watch in &watches {
+                    t.reply(watch, if watch.starts_with("exists") { exists(10) } else { data(b"") });
+                }
                 assert_eq!(t.m.poll_timeout(), Some(at(1_000)));
             }
             t.cancel();
@@ -1368,8 +1400,12 @@ fn cancel_while_listing_watching_or_waiting_deletes_own_node() {
             assert_eq!(t.m.poll_timeout(), None);
             // Late replies and events of the abandoned attempt change nothing.
             match stage {
-                0 => t.reply("getChildren2 /app/lock", children(&[&own])),
-                1 => t.reply("getData /app/lock/_c_<F1>-lock-0000000000 w", data(b"")),
+                0 => t.reply(list, children(&[&own])),
+                1 => {
+                    for watch in &watches {
+                        t.reply(watch, if watch.starts_with("exists") { exists(10) } else { data(b"") });
+                    }
+                }
                 _ => t.watch(EventType::NODE_DELETED, &full(&other(1, 0))),
             }
             t.no_ops();
@@ -1482,24 +1518,32 @@ fn curator_revocable_waiter() {
 
 // ---- Pipelined plan -----------------------------------------------------------------------
 
-/// Acquires the free lock (either plan) with sequence `seq` and czxid
-/// `czxid`; when held nodes are watched, the grant's exists is answered.
-/// Returns our node name.
+/// Acquires the free lock (either plan; a quiet mutex in the Pipelined
+/// plan) with sequence `seq` and czxid `czxid`. In the Pipelined plan with
+/// held nodes watched, the grant sends nothing: the listing's child watch
+/// is the held node's watch. A grant whose listing had no child watch
+/// while held nodes are watched (a Curator-plan config with `watch_held`
+/// on) sends `exists <own> w`, which is answered. Returns our node name.
 fn held(t: &mut T, seq: u32, czxid: i64) -> String {
     t.acquire(None);
     let ops = t.ops();
     assert_eq!(ops[0], "create2 /app/lock/_c_<U0>-lock- [ES]");
     let own = t.own(0, seq);
     t.reply("create2 /app/lock/_c_<U0>-lock- [ES]", created(&full(&own), czxid));
-    if ops.len() == 1 {
-        assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
+    let list = if ops.len() == 1 {
+        assert_eq!(t.ops(), [LIST]);
+        LIST
     } else {
-        assert_eq!(ops[1], "getChildren2 /app/lock");
-    }
-    t.reply("getChildren2 /app/lock", children(&[&own]));
+        assert_eq!(ops[1], t.quiet_listing());
+        t.quiet_listing()
+    };
+    t.reply(list, children(&[&own]));
     assert_eq!(t.events(), [acquired(&full(&own), czxid)]);
-    if t.watch_held {
-        t.held_watched(&own, czxid);
+    if t.watch_held && list == LIST {
+        let watch = t.own_watch(&own);
+        assert_eq!(t.ops(), std::slice::from_ref(&watch));
+        t.reply(&watch, exists(czxid));
+        t.no_events();
     }
     t.no_ops();
     own
@@ -1511,16 +1555,17 @@ fn held(t: &mut T, seq: u32, czxid: i64) -> String {
 fn pipelined_uncontended_is_one_round_trip() {
     let mut t = T::new(OpPlan::Pipelined);
     t.acquire(None);
-    assert_eq!(t.ops(), ["create2 /app/lock/_c_<U0>-lock- [ES]", "getChildren2 /app/lock"]);
+    assert_eq!(t.ops(), ["create2 /app/lock/_c_<U0>-lock- [ES]", LIST_W]);
     assert_eq!(t.create_data, [Bytes::from_static(DATA)]);
     let own = t.own(0, 0);
     t.reply("create2 /app/lock/_c_<U0>-lock- [ES]", created(&full(&own), 3));
     t.no_ops();
     t.no_events();
-    t.reply("getChildren2 /app/lock", children(&[&own]));
+    t.reply(LIST_W, children(&[&own]));
     assert_eq!(t.events(), [acquired(&full(&own), 3)]);
-    // The only op after the grant: the watch on the held node, not waited for.
-    t.held_watched(&own, 3);
+    // No op after the grant: the listing's child watch is the held node's
+    // watch (DESIGN §4.10).
+    t.assert_nothing_in_flight();
 }
 
 /// Release reports Released as soon as the delete is queued, so the next
@@ -1534,8 +1579,9 @@ fn pipelined_release_is_immediate_and_the_delete_is_retried() {
     assert_eq!(t.events(), [RecipeEvent::Released]);
     assert_eq!(t.m.hold_count(), 0);
     assert!(!t.m.is_quiescent(), "the delete is still owed");
+    // The last acquire was granted by its first listing: quiet.
     t.acquire(None);
-    assert_eq!(t.ops(), ["create2 /app/lock/_c_<U1>-lock- [ES]", "getChildren2 /app/lock"]);
+    assert_eq!(t.ops(), ["create2 /app/lock/_c_<U1>-lock- [ES]", LIST_W]);
     t.disconnect();
     t.no_events();
     t.no_ops();
@@ -1543,13 +1589,13 @@ fn pipelined_release_is_immediate_and_the_delete_is_retried() {
     // The lost create's recovery, and the delete again.
     assert_eq!(t.ops(), ["getChildren /app/lock", "delete /app/lock/_c_<U0>-lock-0000000000"]);
     t.reply("getChildren /app/lock", names(&[]));
-    assert_eq!(t.ops(), ["create2 /app/lock/_c_<U1>-lock- [ES]", "getChildren2 /app/lock"]);
+    assert_eq!(t.ops(), ["create2 /app/lock/_c_<U1>-lock- [ES]", LIST_W]);
     t.reply("delete /app/lock/_c_<U0>-lock-0000000000", empty());
     let own = t.own(1, 1);
     t.reply("create2 /app/lock/_c_<U1>-lock- [ES]", created(&full(&own), 9));
-    t.reply("getChildren2 /app/lock", children(&[&own]));
+    t.reply(LIST_W, children(&[&own]));
     assert_eq!(t.events(), [acquired(&full(&own), 9)]);
-    t.held_watched(&own, 9);
+    t.assert_nothing_in_flight();
 }
 
 /// Bottom-up probing stops at the first ancestor that exists: the ones
@@ -1558,7 +1604,7 @@ fn pipelined_release_is_immediate_and_the_delete_is_retried() {
 fn pipelined_parent_probe_stops_at_the_deepest_existing_ancestor() {
     let mut t = T::pipelined_base_missing();
     t.reply("exists /app/lock", Ok(Response::Stat(stat(1))));
-    assert_eq!(t.ops(), ["create2 /app/lock/_c_<U0>-lock- [ES]", "getChildren2 /app/lock"]);
+    assert_eq!(t.ops(), ["create2 /app/lock/_c_<U0>-lock- [ES]", LIST_W]);
     t.no_events();
 }
 
@@ -1578,11 +1624,12 @@ fn pipelined_no_node_create_ignores_the_listing_and_makes_parents() {
     // Known missing from the probe: made without another exists.
     assert_eq!(t.ops(), ["createContainer /app/lock [C]"]);
     t.reply("createContainer /app/lock [C]", created("/app/lock", 2));
-    assert_eq!(t.ops(), ["create2 /app/lock/_c_<U0>-lock- [ES]", "getChildren2 /app/lock"]);
+    assert_eq!(t.ops(), ["create2 /app/lock/_c_<U0>-lock- [ES]", LIST_W]);
     let own = t.own(0, 0);
     t.reply("create2 /app/lock/_c_<U0>-lock- [ES]", created(&full(&own), 3));
-    t.reply("getChildren2 /app/lock", children(&[&own]));
+    t.reply(LIST_W, children(&[&own]));
     assert_eq!(t.events(), [acquired(&full(&own), 3)]);
+    t.assert_nothing_in_flight();
 }
 
 /// ConnectionLoss on the pair: the listing's failure is stale; recovery as
@@ -1594,7 +1641,7 @@ fn pipelined_create_connection_loss_recovers_then_sends_the_pair_again() {
     t.session(ConnectionState::Reconnected);
     assert_eq!(t.ops(), ["getChildren /app/lock"]);
     t.reply("getChildren /app/lock", names(&[]));
-    assert_eq!(t.ops(), ["create2 /app/lock/_c_<U0>-lock- [ES]", "getChildren2 /app/lock"]);
+    assert_eq!(t.ops(), ["create2 /app/lock/_c_<U0>-lock- [ES]", LIST_W]);
 
     // Found: adopted, then listed (no listing is in flight for it).
     let mut t = T::create_unknown(OpPlan::Pipelined);
@@ -1709,7 +1756,8 @@ fn pipelined_handoff_waits_for_the_look_ahead_listing() {
     t.deleted_quietly(&f3);
     t.reply("getChildren2 /app/lock", children(&[&own]));
     assert_eq!(t.events(), [acquired(&full(&own), 100)]);
-    t.held_watched(&own, 100);
+    // Nothing sent: our own node is watched since the wait began.
+    t.assert_nothing_in_flight();
 
     let mut t = T::new(OpPlan::Pipelined);
     let own = t.wait_behind(true, 3, &[&f2, &f1], &[&f2, &f1]);
@@ -1719,10 +1767,7 @@ fn pipelined_handoff_waits_for_the_look_ahead_listing() {
     t.reply("getChildren2 /app/lock", children(&[&own]));
     t.no_ops();
     t.no_events();
-    let watch = t.held_watch(&own);
-    t.reply(&watch, exists(100));
-    t.no_ops();
-    t.no_events();
+    t.assert_nothing_in_flight();
 }
 
 /// The look-ahead node is already gone when its getData arrives (NoNode):
@@ -1733,7 +1778,15 @@ fn pipelined_look_ahead_gone_or_failed() {
     let mut t = T::new(OpPlan::Pipelined);
     let (f1, f2) = (other(1, 1), other(2, 2));
     let own = t.listed(true, 3, &[&f1, &f2]);
-    assert_eq!(t.ops(), ["getData /app/lock/_c_<F2>-lock-0000000002 w", "getData /app/lock/_c_<F1>-lock-0000000001 w"]);
+    assert_eq!(
+        t.ops(),
+        [
+            "exists /app/lock/_c_<U0>-lock-0000000003 w",
+            "getData /app/lock/_c_<F2>-lock-0000000002 w",
+            "getData /app/lock/_c_<F1>-lock-0000000001 w"
+        ]
+    );
+    t.reply("exists /app/lock/_c_<U0>-lock-0000000003 w", exists(100));
     t.reply("getData /app/lock/_c_<F2>-lock-0000000002 w", data(b""));
     t.reply("getData /app/lock/_c_<F1>-lock-0000000001 w", no_node());
     assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
@@ -1743,6 +1796,7 @@ fn pipelined_look_ahead_gone_or_failed() {
     t.session(ConnectionState::Suspended);
     assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
     t.reply("getChildren2 /app/lock", children(&[&f2, &own]));
+    // Our own node's watch is still armed (the session sets it again).
     assert_eq!(t.ops(), ["getData /app/lock/_c_<F2>-lock-0000000002 w"]);
     t.reply("getData /app/lock/_c_<F2>-lock-0000000002 w", data(b""));
     t.handed_off(&f2, &own);
@@ -1759,8 +1813,16 @@ fn pipelined_look_ahead_listing_at_the_deadline_times_out() {
     t.ops();
     let own = t.own(0, 3);
     t.reply("create2 /app/lock/_c_<U0>-lock- [ES]", created(&full(&own), 100));
-    t.reply("getChildren2 /app/lock", children(&[&f1, &f2, &own]));
-    assert_eq!(t.ops(), ["getData /app/lock/_c_<F2>-lock-0000000002 w", "getData /app/lock/_c_<F1>-lock-0000000001 w"]);
+    t.reply(LIST_W, children(&[&f1, &f2, &own]));
+    assert_eq!(
+        t.ops(),
+        [
+            "exists /app/lock/_c_<U0>-lock-0000000003 w",
+            "getData /app/lock/_c_<F2>-lock-0000000002 w",
+            "getData /app/lock/_c_<F1>-lock-0000000001 w"
+        ]
+    );
+    t.reply("exists /app/lock/_c_<U0>-lock-0000000003 w", exists(100));
     t.reply("getData /app/lock/_c_<F2>-lock-0000000002 w", data(b""));
     t.reply("getData /app/lock/_c_<F1>-lock-0000000001 w", data(b""));
     t.set_time(250);
@@ -1787,15 +1849,19 @@ fn pipelined_gone_predecessor_is_a_handoff() {
     let mut t = T::new(OpPlan::Pipelined);
     let f4 = other(1, 4);
     let own = t.listed(true, 5, &[&f4]);
-    assert_eq!(t.ops(), ["getData /app/lock/_c_<F1>-lock-0000000004 w"]);
+    assert_eq!(t.ops(), ["exists /app/lock/_c_<U0>-lock-0000000005 w", "getData /app/lock/_c_<F1>-lock-0000000004 w"]);
+    t.reply("exists /app/lock/_c_<U0>-lock-0000000005 w", exists(100));
     t.reply("getData /app/lock/_c_<F1>-lock-0000000004 w", no_node());
     assert_eq!(t.events(), [acquired(&full(&own), 100)]);
-    t.held_watched(&own, 100);
+    // Nothing sent: our own node is watched since the wait began.
+    t.assert_nothing_in_flight();
 
     let mut t = T::new(OpPlan::Pipelined);
     let (f1, f2) = (other(1, 1), other(2, 2));
-    t.listed(true, 3, &[&f1, &f2]);
-    assert_eq!(t.ops(), ["getData /app/lock/_c_<F2>-lock-0000000002 w", "getData /app/lock/_c_<F1>-lock-0000000001 w"]);
+    let own = t.listed(true, 3, &[&f1, &f2]);
+    let watches = t.waiting_ops(&own, &[&f2, &f1]);
+    assert_eq!(t.ops(), watches);
+    t.reply(&watches[0], exists(100));
     t.reply("getData /app/lock/_c_<F2>-lock-0000000002 w", no_node());
     assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
     t.no_events();
@@ -1865,14 +1931,16 @@ fn pipelined_timeout() {
     let own = t.own(0, 1);
     let f0 = other(1, 0);
     t.reply("create2 /app/lock/_c_<U0>-lock- [ES]", created(&full(&own), 10));
-    t.reply("getChildren2 /app/lock", children(&[&own, &f0]));
-    t.ops();
+    t.reply(LIST_W, children(&[&own, &f0]));
+    assert_eq!(t.ops(), ["exists /app/lock/_c_<U0>-lock-0000000001 w", "getData /app/lock/_c_<F1>-lock-0000000000 w"]);
+    t.reply("exists /app/lock/_c_<U0>-lock-0000000001 w", exists(10));
     t.reply("getData /app/lock/_c_<F1>-lock-0000000000 w", data(b""));
     assert_eq!(t.m.poll_timeout(), Some(at(300)));
     t.timeout(300);
     assert_eq!(t.ops(), ["getChildren2 /app/lock"]);
     t.reply("getChildren2 /app/lock", children(&[&own, &f0]));
-    t.ops();
+    // Our own node is watched already: the predecessor's getData alone.
+    assert_eq!(t.ops(), ["getData /app/lock/_c_<F1>-lock-0000000000 w"]);
     t.reply("getData /app/lock/_c_<F1>-lock-0000000000 w", data(b""));
     assert_eq!(t.ops(), ["delete /app/lock/_c_<U0>-lock-0000000001"]);
     assert_eq!(t.events(), [RecipeEvent::TimedOut]);
@@ -1908,11 +1976,14 @@ fn poll_timeout_is_never_in_the_past_after_handle_timeout() {
         let ops = t.ops();
         let own = t.own(0, 1);
         t.reply("create2 /app/lock/_c_<U0>-lock- [ES]", created(&full(&own), 10));
-        if ops.len() == 1 {
+        let list = if ops.len() == 1 {
             t.ops();
-        }
+            LIST
+        } else {
+            t.quiet_listing()
+        };
         // Own node missing → retry pause.
-        t.reply("getChildren2 /app/lock", children(&[&other(1, 0)]));
+        t.reply(list, children(&[&other(1, 0)]));
         t.ops();
         let until = t.m.poll_timeout().unwrap();
         t.timeout(until.as_nanos() / 1_000_000 + 250); // served late
@@ -1924,8 +1995,12 @@ fn poll_timeout_is_never_in_the_past_after_handle_timeout() {
         if ops.len() == 1 {
             t.ops();
         }
-        t.reply("getChildren2 /app/lock", children(&[&own, &other(1, 2)]));
-        t.ops();
+        t.reply(list, children(&[&own, &other(1, 2)]));
+        let watches = t.waiting_ops(&own, &[&other(1, 2)]);
+        assert_eq!(t.ops(), watches);
+        if plan == OpPlan::Pipelined {
+            t.reply(&watches[0], exists(30));
+        }
         t.reply("getData /app/lock/_c_<F1>-lock-0000000002 w", data(b""));
         assert_eq!(t.m.poll_timeout(), Some(at(500)));
         t.timeout(499);
@@ -1946,10 +2021,10 @@ fn reentrant_counting_before_the_acquired_event_is_polled() {
     let mut t = T::creating(OpPlan::Pipelined);
     let own = t.own(0, 0);
     t.reply("create2 /app/lock/_c_<U0>-lock- [ES]", created(&full(&own), 5));
-    t.reply("getChildren2 /app/lock", children(&[&own]));
+    t.reply(LIST_W, children(&[&own]));
     assert_eq!(t.m.hold_count(), 1, "held before the event is polled");
-    // The grant's watch on the held node (its reply is not waited for).
-    assert_eq!(t.ops(), ["exists /app/lock/_c_<U0>-lock-0000000000 w"]);
+    // No watch sent: the listing's child watch is the held node's.
+    t.no_ops();
     t.acquire(None);
     assert_eq!(t.m.hold_count(), 2);
     assert_eq!(t.events(), [acquired(&full(&own), 5), acquired(&full(&own), 5)]);
@@ -1961,12 +2036,11 @@ fn reentrant_counting_before_the_acquired_event_is_polled() {
     // Released is queued; a new acquire completes before anything is polled,
     // and a nested acquire on it counts from the new hold.
     t.acquire(None);
-    t.ops();
+    assert_eq!(t.ops(), ["create2 /app/lock/_c_<U1>-lock- [ES]", LIST_W]);
     let own2 = t.own(1, 1);
-    t.reply("exists /app/lock/_c_<U0>-lock-0000000000 w", exists(5));
     t.reply("delete /app/lock/_c_<U0>-lock-0000000000", empty());
     t.reply("create2 /app/lock/_c_<U1>-lock- [ES]", created(&full(&own2), 6));
-    t.reply("getChildren2 /app/lock", children(&[&own2]));
+    t.reply(LIST_W, children(&[&own2]));
     t.acquire(None);
     assert_eq!(
         t.events(),
@@ -1976,7 +2050,7 @@ fn reentrant_counting_before_the_acquired_event_is_polled() {
     assert_eq!(t.m.hold_count(), 2);
     t.release();
     t.release();
-    assert_eq!(t.ops(), ["exists /app/lock/_c_<U1>-lock-0000000001 w", "delete /app/lock/_c_<U1>-lock-0000000001"]);
+    assert_eq!(t.ops(), ["delete /app/lock/_c_<U1>-lock-0000000001"]);
 }
 
 /// The revocation watch must survive a ConnectionLoss on its getData: the
@@ -2057,6 +2131,11 @@ struct Model {
     zxid: i64,
     /// Data watches our session holds on the server.
     watches: std::collections::BTreeSet<String>,
+    /// Our session holds a child watch on [`BASE`] (a listing with `w`).
+    child_watch: bool,
+    /// [`BASE`]'s children changed (or it went) while that watch could not
+    /// be told: the reconnect's setWatches fires it.
+    child_watch_due: bool,
     /// Submitted while disconnected.
     queued: VecDeque<(OpId, Request)>,
     /// Sent, not yet run by the server.
@@ -2073,12 +2152,15 @@ struct Model {
     expiring: bool,
     /// Reentrant acquires whose Acquired is still to come.
     reentrant: usize,
+    /// Held nodes are watched ([`LockConfig::watch_held`]).
+    watch_held: bool,
     log: Vec<String>,
 }
 
 impl Model {
     fn new(seed: u64, plan: OpPlan, fast_handoff: bool, revocable: bool) -> Model {
         let mut c = config(plan);
+        let watch_held = c.watch_held;
         c.fast_handoff = fast_handoff;
         c.seed = seed;
         c.retry = RetryPolicy { base: Duration::from_millis(10), max_retries: 3, max_pause: Duration::from_millis(50) };
@@ -2106,6 +2188,8 @@ impl Model {
             cversion: 0,
             zxid: 10,
             watches: Default::default(),
+            child_watch: false,
+            child_watch_due: false,
             queued: VecDeque::new(),
             sent: VecDeque::new(),
             output: VecDeque::new(),
@@ -2114,6 +2198,7 @@ impl Model {
             holding: None,
             expiring: false,
             reentrant: 0,
+            watch_held,
             log: Vec::new(),
         }
     }
@@ -2145,6 +2230,22 @@ impl Model {
         if self.connected && self.watches.remove(path) {
             self.output.push_back(Output::Watch(EventType::NODE_DELETED, path.to_string()));
         }
+        self.children_changed();
+    }
+
+    /// A child of [`BASE`] was created or deleted: our child watch on it
+    /// fires (after the node's own data watch, as ZooKeeper triggers them),
+    /// now, or at the reconnect if the connection is down.
+    fn children_changed(&mut self) {
+        if !self.child_watch {
+            return;
+        }
+        if self.connected {
+            self.child_watch = false;
+            self.output.push_back(Output::Watch(EventType::NODE_CHILDREN_CHANGED, BASE.to_string()));
+        } else {
+            self.child_watch_due = true;
+        }
     }
 
     /// The server runs one request.
@@ -2162,6 +2263,7 @@ impl Model {
                     let data = r.data.clone().unwrap_or_default();
                     let node = ModelNode { seq: self.cversion - 1, owner: self.session, czxid: self.zxid, data };
                     self.nodes.insert(path.clone(), node);
+                    self.children_changed();
                     Ok(Response::Create2 { path: path.clone(), stat: self.node_stat(&path).unwrap() })
                 }
             }
@@ -2198,6 +2300,9 @@ impl Model {
             },
             Request::GetChildren(r) | Request::GetChildren2(r) if r.path == BASE => {
                 if self.parents.contains(BASE) {
+                    // A watched listing arms the child watch (one per path
+                    // and session, however many listings ask for it).
+                    self.child_watch |= r.watch;
                     let children = self.children();
                     Ok(Response::Children2 { children, stat: Stat::default() })
                 } else {
@@ -2310,8 +2415,20 @@ impl Model {
     fn fail_connection(&mut self, error: RequestError) {
         let mut failed = Vec::new();
         for out in std::mem::take(&mut self.output) {
-            if let Output::Reply(id, _) = out {
-                failed.push(id);
+            match out {
+                Output::Reply(id, _) => failed.push(id),
+                // A notification lost with the connection: the client still
+                // counts the watch as armed, and the reconnect's setWatches
+                // fires it again.
+                Output::Watch(_, path) if path == BASE => {
+                    self.child_watch = true;
+                    self.child_watch_due = true;
+                }
+                Output::Watch(kind, path) if kind == EventType::NODE_DELETED => {
+                    self.watches.insert(path);
+                }
+                // (A lost data change is not told again: only a deletion is.)
+                Output::Watch(..) => {}
             }
         }
         failed.extend(std::mem::take(&mut self.sent).into_iter().map(|(id, _)| id));
@@ -2340,6 +2457,12 @@ impl Model {
             self.watches.remove(&p);
             self.output.push_back(Output::Watch(EventType::NODE_DELETED, p));
         }
+        if self.child_watch && std::mem::take(&mut self.child_watch_due) {
+            self.child_watch = false;
+            let kind =
+                if self.parents.contains(BASE) { EventType::NODE_CHILDREN_CHANGED } else { EventType::NODE_DELETED };
+            self.output.push_back(Output::Watch(kind, BASE.to_string()));
+        }
         self.sent.extend(std::mem::take(&mut self.queued));
         self.m.handle_session(self.now, ConnectionState::Reconnected);
     }
@@ -2353,6 +2476,8 @@ impl Model {
         let session = self.session;
         let ours: Vec<String> = self.nodes.iter().filter(|(_, n)| n.owner == session).map(|(p, _)| p.clone()).collect();
         self.watches.clear();
+        self.child_watch = false;
+        self.child_watch_due = false;
         if server_first {
             for p in ours {
                 self.nodes.remove(&p);
@@ -2388,6 +2513,7 @@ impl Model {
                     let node = ModelNode { seq: self.cversion, owner: 99, czxid: self.zxid, data: Bytes::new() };
                     self.nodes.insert(path, node);
                     self.cversion += 1;
+                    self.children_changed();
                 }
             }
             65..=74 => {
@@ -2440,9 +2566,15 @@ impl Model {
                 }
             }
             95 => {
-                // The server reaps the empty container.
-                if self.nodes.is_empty() {
-                    self.parents.remove(BASE);
+                // The server reaps the empty container; a child watch on it
+                // fires NodeDeleted.
+                if self.nodes.is_empty() && self.parents.remove(BASE) && self.child_watch {
+                    if self.connected {
+                        self.child_watch = false;
+                        self.output.push_back(Output::Watch(EventType::NODE_DELETED, BASE.to_string()));
+                    } else {
+                        self.child_watch_due = true;
+                    }
                 }
             }
             97 => {
@@ -2507,6 +2639,14 @@ impl Model {
             } else if !self.output.is_empty() {
                 self.deliver();
             } else if self.m.hold_count() > 0 {
+                // Nothing left to tell: a hold whose node someone deleted
+                // was told by its watch (DESIGN §4.10), whatever watched it
+                // (the granting listing's child watch, the waiting node's
+                // exists, the grant's exists, the verify).
+                if self.watch_held {
+                    let node = self.holding.clone().expect("a hold");
+                    assert!(self.nodes.contains_key(&node), "{node} was deleted but is still held");
+                }
                 self.m.release(self.now).unwrap();
             } else if let Some(t) = self.m.poll_timeout() {
                 self.now = self.now.max(t);

@@ -7,7 +7,7 @@ use zoolock_core::recipes::{READ, WRITE};
 use zoolock_core::wire::{Bytes, ErrorCode, EventType, Request};
 use zoolock_core::{ApiMisuse, LockConfig, OpPlan, ReadWriteLock, Recipe, RecipeEvent, ZkPath};
 
-use transcript::{Answer, Harness, acquired, at, held_watch, kids, member, name, other, uuid_of};
+use transcript::{Answer, Harness, acquired, at, held_watch, kids, listing, member, name, other, uuid_of};
 
 const BASE: &str = "/traces/rwlock";
 
@@ -190,14 +190,15 @@ fn curator_trace_writer_c_and_downgrade() {
 fn pipelined_readers_share() {
     let mut h = lock(OpPlan::Pipelined, 4);
     h.run(|l| l.acquire_read(at(0), None)).unwrap();
-    assert_eq!(h.sent(), ["create2 /traces/rwlock/_c_<uuid>-__READ__ [ES]", "getChildren2 /traces/rwlock"]);
+    // The read half is quiet: its listing carries a child watch.
+    assert_eq!(h.sent(), ["create2 /traces/rwlock/_c_<uuid>-__READ__ [ES]", "getChildren2 /traces/rwlock w"]);
     let node = h.answer(at(1), "create2", Answer::Seq(3));
     let children = [other(1, "__READ__", 0), other(2, "__READ__", 1), other(3, "__READ__", 2), name(&node)];
-    h.answer(at(1), "getChildren2", kids(&children));
+    h.answer(at(1), "getChildren2 /traces/rwlock w", kids(&children));
     assert_eq!(h.events(), vec![read_acquired(&node, 1003)]);
-    // No watch to wait on; only the held node is watched.
-    assert_eq!(h.sent(), [held_watch(&node)]);
-    h.answer_held_watch(at(1), &node);
+    // No watch to wait on, and the listing's child watch is the held node's.
+    assert!(h.sent().is_empty());
+    h.assert_idle();
     // Pipelined release reports at once; the delete stays guaranteed.
     h.run(|l| l.release_read(at(2))).unwrap();
     assert_eq!(h.sent(), ["delete /traces/rwlock/_c_<uuid>-__READ__0000000003"]);
@@ -263,37 +264,36 @@ fn reader_waits_on_first_writer() {
 fn pipelined_downgrade_reuses_the_write_sequence() {
     let mut h = lock(OpPlan::Pipelined, 7);
     let w = acquire_created(&mut h, WRITE, 7);
-    h.answer(at(1), "getChildren2", kids(&[name(&w)]));
+    h.answer(at(1), &listing(BASE, true), kids(&[name(&w)]));
     assert_eq!(h.events(), vec![write_acquired(&w, 1007)]);
 
     // Another client's writer queues behind us.
     let queued = other(9, "__WRIT__", 8);
     h.run(|l| l.acquire_read(at(2), None)).unwrap();
+    // Each half is quiet: its listing's child watch is its held node's watch.
     assert_eq!(
         h.sent(),
         [
             "create2 /traces/rwlock/_c_<uuid>-__WRIT__ [ES]",
-            "getChildren2 /traces/rwlock",
-            "exists /traces/rwlock/_c_<uuid>-__WRIT__0000000007 w",
+            "getChildren2 /traces/rwlock w",
             "create2 /traces/rwlock/_c_<uuid>-__READ__0000000007 [E]",
-            "getChildren2 /traces/rwlock",
+            "getChildren2 /traces/rwlock w",
         ]
     );
-    h.answer_held_watch(at(3), &w);
     let r = h.answer(at(3), "create2 /traces/rwlock/_c_<uuid>-__READ__0000000007 [E]", Answer::Made(2000));
-    h.answer(at(3), "getChildren2", kids(&[queued.clone(), name(&r), name(&w)]));
+    h.answer(at(3), &listing(BASE, true), kids(&[queued.clone(), name(&r), name(&w)]));
     assert_eq!(h.events(), vec![read_acquired(&r, 2000)]);
     // The halves' ops leave under distinct ids (each reply finds its half).
     let ids: std::collections::BTreeSet<u64> = h.sent_ops.iter().map(|op| op.id.0).collect();
     assert_eq!(ids.len(), h.sent_ops.len());
 
     h.run(|l| l.release_write(at(4))).unwrap();
-    assert_eq!(
-        h.sent(),
-        ["exists /traces/rwlock/_c_<uuid>-__READ__0000000007 w", "delete /traces/rwlock/_c_<uuid>-__WRIT__0000000007"]
-    );
+    assert_eq!(h.sent(), ["delete /traces/rwlock/_c_<uuid>-__WRIT__0000000007"]);
     assert_eq!(h.events(), vec![member(WRITE, RecipeEvent::Released)]);
     assert_eq!(h.recipe.read_hold_count(), 1);
+    // That delete changes the base's children: the read half, held, now
+    // watches its node itself; the released write half sends nothing.
+    h.children_changed(at(4), BASE, &[&r]);
 
     // The queued writer (seen from its own client) still waits on our read node.
     let mut theirs = lock(OpPlan::Curator, 70);
@@ -329,9 +329,9 @@ fn upgrade_is_refused() {
     let err = h.run(|l| l.acquire_write(at(0), None)).unwrap_err();
     assert_eq!(err, ApiMisuse::UpgradeRefused);
     let r = h.answer(at(1), "create2", Answer::Seq(0));
-    h.answer(at(1), "getChildren2", kids(&[name(&r)]));
+    h.answer(at(1), &listing(BASE, true), kids(&[name(&r)]));
     assert_eq!(h.events(), vec![read_acquired(&r, 1000)]);
-    h.answer_held_watch(at(1), &r);
+    h.assert_never_sent(&held_watch(&r));
     h.sent();
     assert!(matches!(h.run(|l| l.acquire_write(at(2), None)), Err(ApiMisuse::UpgradeRefused)));
     assert!(h.sent().is_empty());
@@ -345,7 +345,8 @@ fn upgrade_is_refused() {
         [
             "delete /traces/rwlock/_c_<uuid>-__READ__0000000000",
             "create2 /traces/rwlock/_c_<uuid>-__WRIT__ [ES]",
-            "getChildren2 /traces/rwlock",
+            // The write half never acquired: quiet.
+            "getChildren2 /traces/rwlock w",
         ]
     );
 }
@@ -487,12 +488,14 @@ fn pipelined_writer_relists_after_a_downgrade_ahead() {
 }
 
 /// Pipelined plan: our `half`'s node `seq` waits on another client's writer
-/// node just before it, which is deleted at t=3. Returns our node too.
+/// node just before it (watching our own node first), which is deleted at
+/// t=3. Returns our node too.
 fn behind_a_writer_that_goes(seed: u64, half: usize, seq: i32) -> (Harness<ReadWriteLock>, String) {
     let mut h = lock(OpPlan::Pipelined, seed);
     let writer = other(1, "__WRIT__", u32::try_from(seq - 1).unwrap());
     let ours = acquire_created(&mut h, half, seq);
-    h.answer(at(1), "getChildren2", kids(&[writer.clone(), name(&ours)]));
+    h.answer(at(1), &listing(BASE, true), kids(&[writer.clone(), name(&ours)]));
+    h.answer_held_watch(at(2), &ours);
     h.answer(at(2), &format!("getData {BASE}/_c_<uuid>-__WRIT__{:010} w", seq - 1), Answer::Data(b""));
     h.sent();
     h.watch(at(3), EventType::NODE_DELETED, &format!("{BASE}/{writer}"));
@@ -504,7 +507,8 @@ fn behind_a_writer_that_goes(seed: u64, half: usize, seq: i32) -> (Harness<ReadW
 #[test]
 fn pipelined_reader_takes_the_fast_handoff() {
     let (mut h, r) = behind_a_writer_that_goes(17, READ, 4);
-    // No re-list: the only op is the held node's watch.
-    assert_eq!(h.sent(), [held_watch(&r)]);
+    // No re-list, and no op at all: our node is watched since the wait began.
+    assert!(h.sent().is_empty());
     assert_eq!(h.events(), vec![read_acquired(&r, 1004)]);
+    h.assert_idle();
 }

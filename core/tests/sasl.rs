@@ -8,9 +8,13 @@
 mod support;
 
 use md5::{Digest, Md5};
+use std::sync::Arc;
 use support::{Sim, config, connect_response, err, ok, p, reply_ev, state_ev};
 use zoolock_core::wire::{Bytes, ErrorCode, OpCode, Request, Response};
-use zoolock_core::{ConnectionState, IoCommand, Op, RequestError, SaslConfig, SessionStatus};
+
+use zoolock_core::{
+    ConnectionState, IoCommand, Op, RequestError, SaslClient, SaslConfig, SaslError, SaslMechanism, SessionStatus,
+};
 
 const NEGOTIATED: i32 = 9_000;
 const CHALLENGE: &str = r#"realm="zk-sasl-md5",nonce="3q2+7wAAAAAAAA==",charset=utf-8,algorithm=md5-sess"#;
@@ -139,8 +143,44 @@ fn a_wrong_server_proof_ends_the_session() {
     sim.feed_ok(&sasl_reply(xid, CHALLENGE));
     let (xid, _) = sasl_sent(&mut sim);
     sim.feed_ok(&sasl_reply(xid, "rspauth=0123456789abcdef0123456789abcdef"));
-    assert_eq!(sim.events(), [state_ev(ConnectionState::AuthFailed)]);
+    // The server is to blame, not our credentials: typed as such.
+    assert_eq!(sim.events(), [state_ev(ConnectionState::SaslFailed(SaslError::BadServerProof))]);
+    assert_eq!(sim.s.status(), SessionStatus::SaslFailed(SaslError::BadServerProof));
     assert!(sim.s.is_ended());
+}
+
+/// A mechanism that cannot start (as GSSAPI without a ticket): the seam's
+/// contract, with a client that has no credentials.
+#[derive(Debug)]
+struct NoCredentials;
+
+impl SaslClient for NoCredentials {
+    fn mechanism(&self) -> &str {
+        "TEST"
+    }
+
+    fn start(&self, host: &str, _: [u64; 2]) -> Result<Box<dyn SaslMechanism>, SaslError> {
+        assert_eq!(host, "h", "the mechanism gets the connect string's host");
+        Err(SaslError::NoCredentials)
+    }
+}
+
+#[test]
+fn a_mechanism_that_cannot_start_ends_the_session_at_once_typed() {
+    let config = config("h:1", 10_000).with_sasl(SaslConfig::new(Arc::new(NoCredentials)));
+    let mut sim = Sim::new(config);
+    sim.submit(Op::sync(&p("/a")));
+    handshake(&mut sim, 0);
+    // Nothing goes to the server; the connection closes and the session ends.
+    assert!(sim.sent().is_empty());
+    assert_eq!(sim.io(), [IoCommand::Close]);
+    let failed = RequestError::Sasl(SaslError::NoCredentials);
+    assert_eq!(
+        sim.events(),
+        [reply_ev(0, Err(failed.clone())), state_ev(ConnectionState::SaslFailed(SaslError::NoCredentials))]
+    );
+    assert_eq!(sim.s.status().end_error(), Some(failed));
+    assert_eq!(sim.s.poll_timeout(), None);
 }
 
 #[test]

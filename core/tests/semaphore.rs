@@ -466,13 +466,12 @@ fn taken_ops(u: u32, seq: u32) -> Vec<String> {
     ops
 }
 
-/// [`taken_ops`] where held nodes are watched (the default config): the
-/// lease's grant sends `exists <lease> w` (its node `lease_seq`) right after
-/// the checkWatches; the internal-lock node is never watched.
-fn taken_ops_watched(u: u32, seq: u32, lease_seq: u32) -> Vec<String> {
+/// [`taken_ops`] in the Pipelined plan where held nodes are watched (the
+/// default config): the lease's listing's child watch is its held watch, so
+/// the grant sends neither the checkWatches nor an exists, only the
+/// internal-lock node's delete; that node is never watched (DESIGN §4.10).
+fn taken_ops_pipelined(u: u32, seq: u32) -> Vec<String> {
     let mut ops = listing_ops(u);
-    ops.push("checkWatches /s/leases t3".into());
-    ops.push(format!("exists /s/leases/_c_U{}-lease-{lease_seq:010} w", u + 1));
     ops.push(format!("delete /s/locks/_c_U{u}-lock-{seq:010}"));
     ops
 }
@@ -927,23 +926,15 @@ fn pipelined_plan_sends_create_and_listing_back_to_back() {
     t.answer_children(&[&name(&lock)]);
     assert_eq!(t.sent(), vec!["create2 /s/leases/_c_U2-lease- f3", "getChildren2 /s/leases w"]);
     let lease = t.answer_create_alone(0, 200);
-    assert_eq!(
-        t.sent(),
-        vec![
-            "checkWatches /s/leases t3",
-            // The held lease is watched; the internal mutex node is not.
-            "exists /s/leases/_c_U2-lease-0000000000 w",
-            "delete /s/locks/_c_U1-lock-0000000000",
-        ]
-    );
+    // The held lease is watched by its listing's child watch (no
+    // checkWatches, no exists); the internal mutex node is not watched.
+    assert_eq!(t.sent(), vec!["delete /s/locks/_c_U1-lock-0000000000"]);
     // Reported once the mutex node's delete is queued; it stays guaranteed.
     assert_eq!(t.events(), vec![acquired(&lease, 200)]);
     t.cmd(|s, now| s.return_lease(now, &lease)).unwrap();
     assert_eq!(t.sent(), vec!["delete /s/leases/_c_U2-lease-0000000000"]);
     assert_eq!(t.events(), vec![RecipeEvent::Released]);
     assert!(!t.r.is_quiescent());
-    t.answer(empty());
-    t.answer(exists_ok()); // the lease's watch
     t.answer(Err(RequestError::ConnectionLoss)); // the mutex delete: retried after the reconnect
     t.answer(empty());
     t.session(ConnectionState::Suspended);
@@ -958,7 +949,7 @@ fn pipelined_plan_takes_the_next_lease_in_the_same_round_trip() {
     let mut t = acquiring(2, 2, pipelined());
     t.answer_create_alone(0, 100);
     t.answer_create_alone(0, 200);
-    let mut expected = taken_ops_watched(1, 0, 0);
+    let mut expected = taken_ops_pipelined(1, 0);
     expected.extend(["create2 /s/locks/_c_U3-lock- f3".into(), "getChildren2 /s/locks".into()]);
     assert_eq!(t.sent(), expected);
     assert_eq!(t.events(), vec![]);

@@ -12,7 +12,7 @@ use zoolock_core::{
     SemaphoreMutex, SharedLock, Ticket, ZkPath,
 };
 
-use transcript::{Answer, Harness, acquired, at, kids, mask, name};
+use transcript::{Answer, Harness, acquired, at, held_watch, kids, listing, mask, name};
 
 const BASE: &str = "/app/lock";
 
@@ -25,12 +25,14 @@ fn ticket(t: u64, event: RecipeEvent) -> RecipeEvent {
     RecipeEvent::Ticket { ticket: Ticket(t), event: Box::new(event) }
 }
 
-/// Grants ticket `t` its node (sequence `seq`), uncontended, and answers
-/// the grant's watch on the held node.
+/// Grants ticket `t` its node (sequence `seq`), uncontended. The mutex is
+/// quiet (its last acquire, if any, was granted by its first listing): its
+/// listing carries a child watch, the held node's watch, so the grant sends
+/// nothing for the node (DESIGN §4.10).
 fn grant(h: &mut Harness<SharedLock>, seq: i32) -> String {
     let node = h.answer(at(1), &format!("create2 {BASE}/"), Answer::Seq(seq));
-    h.answer(at(1), &format!("getChildren2 {BASE}"), kids(&[name(&node)]));
-    h.answer_held_watch(at(1), &node);
+    h.answer(at(1), &listing(BASE, true), kids(&[name(&node)]));
+    h.assert_never_sent(&held_watch(&node));
     node
 }
 
@@ -126,9 +128,9 @@ fn read_and_write_parts_exclude_each_other_in_process_except_a_downgrade() {
     let mut h = Harness::new(SharedLock::new(Box::new(rw), false));
     h.run(|q| q.acquire(at(0), Ticket(1), WRITE, None)).unwrap();
     let write = h.answer(at(1), &format!("create2 {BASE}/"), Answer::Seq(0));
-    h.answer(at(1), &format!("getChildren2 {BASE}"), kids(&[name(&write)]));
+    h.answer(at(1), &listing(BASE, true), kids(&[name(&write)]));
     assert_eq!(h.events(), vec![ticket(1, acquired(&write, 1000))]);
-    h.answer_held_watch(at(1), &write);
+    h.assert_never_sent(&held_watch(&write));
     h.sent();
     // Another task's read waits in the process: nothing is sent.
     h.run(|q| q.acquire(at(2), Ticket(2), READ, None)).unwrap();
@@ -220,14 +222,15 @@ fn semaphore_tickets_each_get_their_own_leases() {
         let mut listing = leases;
         listing.pop();
         listing.push(name(&lease));
-        h.answer(at(1), &format!("getChildren2 {BASE}/leases"), kids(&listing));
+        h.answer(at(1), &transcript::listing(&format!("{BASE}/leases"), true), kids(&listing));
         let events = h.events();
         assert!(events.contains(&ticket(t, acquired(&lease, 1000 + i64::from(seq)))), "{events:?}");
-        // The leases' child watch is checked off, the held lease is watched
-        // (the internal mutex node is not), and that node is let go.
-        h.answer(at(2), &format!("checkWatches {BASE}/leases"), Answer::Empty);
-        h.answer_held_watch(at(2), &lease);
+        // The held lease is watched by that listing's child watch (no
+        // checkWatches, no exists; the internal mutex node is not watched),
+        // and that node is let go.
         h.answer(at(2), &format!("delete {}", mask(&lock)), Answer::Empty);
+        h.assert_never_sent(&held_watch(&lease));
+        assert!(!h.log.iter().any(|op| op.starts_with("checkWatches")), "{:?}", h.log);
     }
 }
 

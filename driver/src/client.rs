@@ -210,6 +210,7 @@ impl Client {
                     Some(
                         state @ (ConnectionState::Lost
                         | ConnectionState::AuthFailed
+                        | ConnectionState::SaslFailed(_)
                         | ConnectionState::ServerMisbehaved(_)
                         | ConnectionState::Unreachable
                         | ConnectionState::ChrootUnavailable(_)),

@@ -14,6 +14,8 @@
 mod client;
 mod count;
 mod error;
+#[cfg(feature = "gssapi")]
+mod gssapi;
 mod hold;
 mod lock;
 mod metrics;
@@ -31,6 +33,8 @@ pub use count::{SharedCount, VersionedCount};
 pub use error::{DialError, Error, unresolved};
 /// The byte-stream traits a [`Conn`] implements (futures-io's, through futures-lite).
 pub use futures_lite::{AsyncRead, AsyncWrite};
+#[cfg(feature = "gssapi")]
+pub use gssapi::{DEFAULT_SERVICE as GSSAPI_DEFAULT_SERVICE, GssapiClient};
 pub use hold::{HoldStatus, QueuePosition, StatusChanges};
 pub use lock::{Guard, Lock, ReadWriteLock};
 pub use options::{LockOptions, Options};

@@ -74,7 +74,8 @@ pub struct Options {
     /// TLS for every connection; `None` is plaintext (the `tls` feature).
     #[cfg(feature = "tls")]
     pub tls: Option<TlsOptions>,
-    /// SASL DIGEST-MD5 after every handshake, before any other request.
+    /// The SASL mechanism (DIGEST-MD5, or GSSAPI with the `gssapi`
+    /// feature), run after every handshake before any other request.
     pub sasl: Option<SaslConfig>,
     /// Consecutive connections on which the server may break the protocol
     /// (wrong xid, undecodable reply, reply to nothing) before the client
@@ -161,6 +162,19 @@ impl Options {
     /// [`Client::connect`](crate::Client::connect) fails with `AuthFailed` on a wrong password.
     pub fn sasl_digest(mut self, user: &str, password: &str) -> Self {
         self.sasl = Some(SaslConfig::digest_md5(user, password));
+        self
+    }
+
+    /// Authenticates with SASL GSSAPI (Kerberos) after every (re)connect,
+    /// with the credentials of the Kerberos environment (`KRB5CCNAME`,
+    /// `KRB5_CLIENT_KTNAME`, `KRB5_CONFIG`) for the server principal that
+    /// `client` names. [`Client::connect`](crate::Client::connect) fails
+    /// at once with [`RequestError::Sasl`](zoolock_core::RequestError::Sasl)
+    /// when there are no credentials, the KDC refuses them or does not
+    /// know the server, and with `AuthFailed` when the server refuses us.
+    #[cfg(feature = "gssapi")]
+    pub fn sasl_gssapi(mut self, client: crate::GssapiClient) -> Self {
+        self.sasl = Some(SaslConfig::new(std::sync::Arc::new(client)));
         self
     }
 }

@@ -13,8 +13,9 @@
 //!
 //! A secured ZooKeeper: digest auth with a creator-only ACL, mutual TLS
 //! (rustls; the `tls` feature, with `ring` or `aws-lc-rs` for the crypto
-//! provider unless the application installs one) and SASL DIGEST-MD5 (see
-//! the README's "Secured ZooKeeper").
+//! provider unless the application installs one) and SASL DIGEST-MD5, or
+//! GSSAPI (Kerberos) with the `gssapi` feature (see the README's "Secured
+//! ZooKeeper").
 //!
 //! ```no_run
 //! # #[cfg(feature = "tls")]

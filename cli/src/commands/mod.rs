@@ -63,7 +63,9 @@ async fn connect_with(global: &Global, data: Option<&str>, options: Options) -> 
     zoolock_tokio::connect(connect, options).await.map_err(|e| match e {
         Error::ConnectString(e) => Failure::new(exit::USAGE, format!("bad --connect {connect:?}: {e}")),
         Error::Request(zoolock_tokio::zoolock_core::RequestError::AuthFailed) => {
+            let gssapi = global.security.sasl_mechanism == Some(crate::args::SaslMechanism::Gssapi);
             let which = match &global.security.sasl_user {
+                _ if gssapi => "the server refused our Kerberos (SASL GSSAPI) authentication".to_owned(),
                 Some(user) => format!("SASL authentication as {user} failed (wrong user or ZOOLOCK_SASL_PASSWORD?)"),
                 None => "the server rejected the --auth credentials".to_owned(),
             };

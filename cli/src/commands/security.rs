@@ -2,7 +2,7 @@
 
 use zoolock_tokio::{AclPolicy, Options, TlsOptions};
 
-use crate::args::Security;
+use crate::args::{SaslMechanism, Security};
 use crate::exit::{self, Failure};
 
 /// Adds credentials, the ACL and TLS to `options`. A certificate or key
@@ -11,11 +11,7 @@ pub(crate) fn apply(security: &Security, mut options: Options) -> Result<Options
     for auth in &security.auth {
         options = options.auth(&auth.scheme, &auth.credentials);
     }
-    if let Some(user) = &security.sasl_user {
-        let password = std::env::var("ZOOLOCK_SASL_PASSWORD")
-            .map_err(|_| Failure::new(exit::USAGE, "--sasl-user needs the password in ZOOLOCK_SASL_PASSWORD"))?;
-        options = options.sasl_digest(user, &password);
-    }
+    options = sasl(security, options)?;
     if let Some(acl) = &security.acl {
         options = options.acl(AclPolicy::new(acl.0.clone()));
     }
@@ -32,4 +28,47 @@ pub(crate) fn apply(security: &Security, mut options: Options) -> Result<Options
         tls = tls.server_name(name).map_err(tls_failed)?;
     }
     Ok(options.tls(tls))
+}
+
+/// `--sasl-mechanism` with its options: digest-md5 needs `--sasl-user`,
+/// gssapi a build with the `gssapi` feature.
+fn sasl(security: &Security, options: Options) -> Result<Options, Failure> {
+    let mechanism = match (security.sasl_mechanism, &security.sasl_user) {
+        (Some(m), _) => m,
+        (None, Some(_)) => SaslMechanism::DigestMd5,
+        (None, None) => {
+            if security.sasl_service.is_some() || security.sasl_host.is_some() {
+                return Err(Failure::new(exit::USAGE, "--sasl-service and --sasl-host need --sasl-mechanism gssapi"));
+            }
+            return Ok(options);
+        }
+    };
+    match mechanism {
+        SaslMechanism::DigestMd5 => {
+            let Some(user) = &security.sasl_user else {
+                return Err(Failure::new(exit::USAGE, "--sasl-mechanism digest-md5 needs --sasl-user"));
+            };
+            let password = std::env::var("ZOOLOCK_SASL_PASSWORD")
+                .map_err(|_| Failure::new(exit::USAGE, "--sasl-user needs the password in ZOOLOCK_SASL_PASSWORD"))?;
+            Ok(options.sasl_digest(user, &password))
+        }
+        SaslMechanism::Gssapi => gssapi(security, options),
+    }
+}
+
+#[cfg(feature = "gssapi")]
+fn gssapi(security: &Security, options: Options) -> Result<Options, Failure> {
+    let mut client = zoolock_tokio::GssapiClient::new();
+    if let Some(service) = &security.sasl_service {
+        client = client.service(service);
+    }
+    if let Some(host) = &security.sasl_host {
+        client = client.host(host);
+    }
+    Ok(options.sasl_gssapi(client))
+}
+
+#[cfg(not(feature = "gssapi"))]
+fn gssapi(_: &Security, _: Options) -> Result<Options, Failure> {
+    Err(Failure::new(exit::USAGE, "--sasl-mechanism gssapi needs zoolock built with the `gssapi` feature"))
 }

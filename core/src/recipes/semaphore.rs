@@ -732,6 +732,7 @@ impl Recipe for Semaphore {
             ConnectionState::Lost
             | ConnectionState::Closed
             | ConnectionState::AuthFailed
+            | ConnectionState::SaslFailed(_)
             | ConnectionState::ServerMisbehaved(_)
             | ConnectionState::Unreachable
             | ConnectionState::ChrootUnavailable(_) => {

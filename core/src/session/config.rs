@@ -1,12 +1,13 @@
 //! Session configuration.
 
-use alloc::string::String;
 use core::time::Duration;
 
 use zoolock_wire::DEFAULT_MAX_FRAME_LEN;
 
 use crate::acl::AclPolicy;
 use crate::connect_string::ConnectString;
+
+use super::sasl::SaslConfig;
 
 /// Builder setters for the plain config structs of this workspace (here, in
 /// the recipes, the model and the driver): `name(field: Type);` becomes
@@ -52,8 +53,8 @@ pub struct SessionConfig {
     /// Per-attempt limit for TCP connect plus handshake; `None` means the
     /// session timeout divided by the number of hosts, as the Java client does.
     pub connect_timeout: Option<Duration>,
-    /// SASL DIGEST-MD5 credentials, run after every handshake before any
-    /// other request; `None` for no SASL.
+    /// The SASL mechanism (DIGEST-MD5, or GSSAPI from the driver), run after
+    /// every handshake before any other request; `None` for no SASL.
     pub sasl: Option<SaslConfig>,
     /// Consecutive connections on which the server may misbehave (a wrong
     /// xid, an undecodable frame, a reply to nothing) before the session
@@ -104,44 +105,6 @@ impl ChrootPolicy {
     crate::config_setters! {
         /// Containers (default) or persistent nodes.
         with_containers(containers: bool);
-    }
-}
-
-/// SASL DIGEST-MD5 credentials (ZooKeeper's `DigestLoginModule` users). Its
-/// `Debug` output hides the password.
-#[derive(Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct SaslConfig {
-    /// The user.
-    pub user: String,
-    /// The password.
-    pub password: String,
-    /// The SASL service name (`zookeeper`, as the Java client's default).
-    pub protocol: String,
-    /// The server name in the digest-uri (`zk-sasl-md5`, ZooKeeper's).
-    pub server_name: String,
-}
-
-impl core::fmt::Debug for SaslConfig {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("SaslConfig")
-            .field("user", &self.user)
-            .field("password", &"<hidden>")
-            .field("protocol", &self.protocol)
-            .field("server_name", &self.server_name)
-            .finish()
-    }
-}
-
-impl SaslConfig {
-    /// DIGEST-MD5 as `user` with `password`, for ZooKeeper's defaults.
-    pub fn digest_md5(user: &str, password: &str) -> Self {
-        SaslConfig {
-            user: user.into(),
-            password: password.into(),
-            protocol: super::sasl::ZK_PROTOCOL.into(),
-            server_name: super::sasl::ZK_SERVER_NAME.into(),
-        }
     }
 }
 

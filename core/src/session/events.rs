@@ -54,6 +54,9 @@ pub enum ConnectionState {
     Closed,
     /// The server rejected our credentials. Terminal.
     AuthFailed,
+    /// The SASL exchange failed on the client's side (no credentials, say):
+    /// carries why. Terminal, and never renewed.
+    SaslFailed(crate::SaslError),
     /// The server misbehaved on every connection until the client gave up
     /// (see [`SessionConfig::max_misbehaving_connections`](super::SessionConfig::max_misbehaving_connections)); carries the last
     /// misbehavior. Terminal, and never renewed: a new session would meet
@@ -80,6 +83,7 @@ impl ConnectionState {
             ConnectionState::Lost => Some(RequestError::SessionExpired),
             ConnectionState::Closed => Some(RequestError::Closed),
             ConnectionState::AuthFailed => Some(RequestError::AuthFailed),
+            ConnectionState::SaslFailed(e) => Some(RequestError::Sasl(e)),
             ConnectionState::ServerMisbehaved(e) => Some(RequestError::ServerMisbehaved(e)),
             ConnectionState::Unreachable => Some(RequestError::Unreachable),
             ConnectionState::ChrootUnavailable(code) => Some(RequestError::ChrootUnavailable(code)),
@@ -146,6 +150,8 @@ pub enum SessionStatus {
     AuthFailed,
     /// The server requires SASL authentication, and this session has none.
     SaslRequired,
+    /// The SASL exchange failed on the client's side.
+    SaslFailed(crate::SaslError),
     /// The client gave up on a server that kept misbehaving.
     ServerMisbehaved(SessionError),
     /// No server could be reached before the first session.
@@ -163,6 +169,7 @@ impl SessionStatus {
             SessionStatus::Expired => Some(RequestError::SessionExpired),
             SessionStatus::AuthFailed => Some(RequestError::AuthFailed),
             SessionStatus::SaslRequired => Some(RequestError::SaslAuthRequired),
+            SessionStatus::SaslFailed(e) => Some(RequestError::Sasl(e)),
             SessionStatus::ServerMisbehaved(e) => Some(RequestError::ServerMisbehaved(e)),
             SessionStatus::Unreachable => Some(RequestError::Unreachable),
             SessionStatus::ChrootUnavailable(code) => Some(RequestError::ChrootUnavailable(code)),

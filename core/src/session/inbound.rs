@@ -36,10 +36,19 @@ impl Session {
         self.ever_connected = true;
         if let Some(sasl) = &self.config.sasl {
             // SASL first, after every handshake; the rest waits for it.
-            let cnonce = alloc::format!("{:016x}{:016x}", self.rng.next_u64(), self.rng.next_u64());
-            let exchange = sasl::DigestMd5::new(&sasl.user, &sasl.password, &sasl.protocol, &sasl.server_name, cnonce);
-            let token = exchange.initial();
-            self.sasl = Some((exchange, state));
+            let random = [self.rng.next_u64(), self.rng.next_u64()];
+            let server = self.hosts.get(host).map_or("", |h| h.host.as_str());
+            let started = sasl.client().start(server, random);
+            let token = match started.and_then(|mut m| Ok((m.initial_response()?, m))) {
+                Ok((token, exchange)) => {
+                    self.sasl = Some((exchange, state));
+                    token
+                }
+                Err(e) => {
+                    self.end(End::Sasl(e));
+                    return Ok(());
+                }
+            };
             self.send(now, Request::Sasl(SaslRequest { token: Some(Bytes::from(token)) }), Purpose::Sasl);
             return Ok(());
         }
@@ -108,16 +117,18 @@ impl Session {
             (ErrorCode::OK, Some(Response::Sasl(token))) => token.unwrap_or_default(),
             _ => return self.end(End::AuthFailed),
         };
-        match exchange.handle_challenge(&token) {
+        match exchange.evaluate_challenge(&token) {
             Ok(Some(next)) => {
                 self.send(now, Request::Sasl(SaslRequest { token: Some(Bytes::from(next)) }), Purpose::Sasl);
             }
-            Ok(None) if exchange.is_done() => {
+            Ok(None) if exchange.is_complete() => {
                 self.sasl = None;
                 self.ready(now, state);
             }
-            // The server's proof is wrong: it does not hold our password.
-            Ok(None) | Err(_) => self.end(End::AuthFailed),
+            // Nothing more to say, yet not complete: the server's last step
+            // did not prove it.
+            Ok(None) => self.end(End::Sasl(SaslError::BadServerProof)),
+            Err(e) => self.end(End::Sasl(e)),
         }
     }
 

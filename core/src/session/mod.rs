@@ -66,8 +66,9 @@ use zoolock_wire::{
     encode_frame,
 };
 
-pub use config::{ChrootPolicy, DEFAULT_MAX_MISBEHAVING_CONNECTIONS, SaslConfig, SessionConfig};
+pub use config::{ChrootPolicy, DEFAULT_MAX_MISBEHAVING_CONNECTIONS, SessionConfig};
 pub use events::{ConnectionState, HostId, IoCommand, RequestId, SessionEvent, SessionStatus, WatchEvent};
+pub use sasl::{DigestMd5Client, SaslClient, SaslConfig, SaslError, SaslMechanism};
 pub use watches::{WatchKind, WatcherId};
 
 use crate::connect_string::HostAddr;
@@ -88,6 +89,7 @@ enum End {
     Expired,
     AuthFailed,
     SaslRequired,
+    Sasl(SaslError),
     ServerMisbehaved(SessionError),
     Unreachable,
     ChrootUnavailable(ErrorCode),
@@ -213,7 +215,7 @@ pub struct Session {
     auth: Vec<(String, Bytes)>,
     /// The SASL exchange under way on this connection, and the state to
     /// report once it succeeds. Nothing else goes out until then.
-    sasl: Option<(sasl::DigestMd5, ConnectionState)>,
+    sasl: Option<(alloc::boxed::Box<dyn SaslMechanism>, ConnectionState)>,
     watches: WatchTable,
     queued: VecDeque<Queued>,
     in_flight: VecDeque<InFlight>,
@@ -286,6 +288,7 @@ impl Session {
             Phase::Ended(End::Expired) => SessionStatus::Expired,
             Phase::Ended(End::AuthFailed) => SessionStatus::AuthFailed,
             Phase::Ended(End::SaslRequired) => SessionStatus::SaslRequired,
+            Phase::Ended(End::Sasl(e)) => SessionStatus::SaslFailed(e),
             Phase::Ended(End::ServerMisbehaved(e)) => SessionStatus::ServerMisbehaved(e),
             Phase::Ended(End::Unreachable) => SessionStatus::Unreachable,
             Phase::Ended(End::ChrootUnavailable(code)) => SessionStatus::ChrootUnavailable(code),
@@ -690,6 +693,7 @@ impl Session {
             End::Expired => (RequestError::SessionExpired, ConnectionState::Lost),
             End::AuthFailed => (RequestError::AuthFailed, ConnectionState::AuthFailed),
             End::SaslRequired => (RequestError::SaslAuthRequired, ConnectionState::AuthFailed),
+            End::Sasl(e) => (RequestError::Sasl(e), ConnectionState::SaslFailed(e)),
             End::ServerMisbehaved(e) => (RequestError::ServerMisbehaved(e), ConnectionState::ServerMisbehaved(e)),
             End::Unreachable => (RequestError::Unreachable, ConnectionState::Unreachable),
             End::ChrootUnavailable(code) => {

@@ -266,10 +266,29 @@ impl<R: Recipe> Harness<R> {
         self.answer(at(t + 1), create, Answer::Seq(0))
     }
 
-    /// Answers the watch a grant puts on the held node `node` (DESIGN
-    /// §4.10): `exists <node> w`, the oldest pending op, with a Stat.
+    /// Answers the watch on our own node `node` (DESIGN §4.10):
+    /// `exists <node> w`, the oldest pending op, with a Stat. It goes out
+    /// when an acquire starts to wait, after a grant that no child watch
+    /// covers, or once the granting listing's child watch fired.
     pub(crate) fn answer_held_watch(&mut self, now: Instant, node: &str) {
         self.answer(now, &held_watch(node), Answer::Stat);
+    }
+
+    /// The child watch on `base` fires while `nodes` are held through it (a
+    /// quiet acquire's listing, or a semaphore lease's): each holder now
+    /// watches its own node, so exactly one `exists <node> w` each is sent,
+    /// and nothing is reported. The ops already sent are drained first.
+    pub(crate) fn children_changed(&mut self, now: Instant, base: &str, nodes: &[&str]) {
+        self.sent();
+        self.watch(now, EventType::NODE_CHILDREN_CHANGED, base);
+        let watches: Vec<String> = nodes.iter().map(|n| held_watch(n)).collect();
+        assert_eq!(self.sent(), watches, "one exists per node held through the child watch of {base}");
+        assert!(self.events().is_empty());
+    }
+
+    /// Asserts that `op` (as text) was never sent.
+    pub(crate) fn assert_never_sent(&self, op: &str) {
+        assert!(!self.log.iter().any(|o| o == op), "`{op}` was sent: {:?}", self.log);
     }
 
     /// Delivers a watch notification.
@@ -298,10 +317,20 @@ impl<R: Recipe> Harness<R> {
     }
 }
 
-/// The watch a grant puts on the held node `node`, as text:
-/// `exists <node> w` (DESIGN §4.10).
+/// The watch on our own node `node`, as text: `exists <node> w` (DESIGN
+/// §4.10; see [`Harness::answer_held_watch`] for when it is sent).
 pub(crate) fn held_watch(node: &str) -> String {
     format!("exists {} w", mask(node))
+}
+
+/// The listing of `base`, as text: `getChildren2 <base>`, with ` w` when it
+/// carries a child watch. A lock's acquire in the Pipelined plan lists with
+/// one when held nodes are watched and the lock's last acquire (if any) was
+/// granted by its first listing; that listing's child watch is then the held
+/// node's watch, and the grant sends nothing (DESIGN §4.10). Re-lists never
+/// carry it; semaphore leases always list with one.
+pub(crate) fn listing(base: &str, watch: bool) -> String {
+    format!("getChildren2 {base}{}", self::watch(watch))
 }
 
 /// A `Member` event.

@@ -5,21 +5,30 @@
 //! `ZOOLOCK_TEST_TLS_DIR` for ZooKeeper 3.8's TLS 1.2 default and
 //! `ZOOLOCK_TEST_TLS13_DIR` for a TLS 1.3 configuration). `bash .ci/run`
 //! starts them all; a scenario whose server is not configured prints why
-//! and passes.
+//! and passes. With the transport's `gssapi` feature, SASL GSSAPI against
+//! a Kerberized server (`kerberos.rs`).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures_lite::future;
-use zoolock_driver::zoolock_core::RequestError;
-use zoolock_driver::zoolock_core::wire::{CreateMode, ErrorCode};
-use zoolock_driver::{AclPolicy, Client, Error, Options, ReadWriteLock, Runtime, parse_acl};
-
+#[cfg(feature = "gssapi")]
+pub(crate) mod kerberos;
+/// The Kerberos renewal cuts the connection with it (only `cut` and
+/// `restore` are used here).
+#[cfg(feature = "gssapi")]
+#[allow(dead_code)]
+#[path = "../common/proxy.rs"]
+mod proxy;
 /// The TLS scenarios (the transports' `tls` feature; run with a provider
 /// feature, `--features ring`).
 #[cfg(feature = "tls")]
 pub(crate) mod tls;
+
+use futures_lite::future;
+use zoolock_driver::zoolock_core::RequestError;
+use zoolock_driver::zoolock_core::wire::{CreateMode, ErrorCode};
+use zoolock_driver::{AclPolicy, Client, Error, Options, ReadWriteLock, Runtime, parse_acl};
 
 /// The runtime under test and a label for unique paths.
 #[derive(Clone)]
@@ -84,6 +93,13 @@ macro_rules! scenario_tests {
             tls_failures => secured::tls::tls_failures,
             #[cfg(feature = "tls")]
             tls_server_checks => secured::tls::tls_server_checks,
+        );
+        // SASL GSSAPI: with the transport's `gssapi` feature.
+        #[cfg(feature = "gssapi")]
+        secured::scenario_tests!(@each $run;
+            kerberos_recipes => secured::kerberos::kerberos_recipes,
+            kerberos_failures => secured::kerberos::kerberos_failures,
+            kerberos_renewal => secured::kerberos::kerberos_renewal,
         );
     };
     (@each $run:ident; $($(#[$attr:meta])* $name:ident => $scenario:expr,)*) => {

@@ -94,16 +94,42 @@ impl Sim {
         self.report.outside_deletes += 1;
         self.drain_model();
         if let Some(link) = self.clients[i].link.as_ref() {
-            self.outside_deleted.insert(node.clone(), (i, link.conn, link.pushed));
+            self.outside_deleted.insert(node.clone(), (i, link.conn, News::Down(link.pushed)));
         }
         self.log(|| format!("c{i}'s {node} deleted from outside"));
     }
 
     /// True while the news that `node` (held by client `i`) was deleted from
-    /// outside is still on its way to the client.
+    /// outside is still on its way to the client (see [`News`]).
     pub(super) fn outside_news_pending(&self, i: usize, node: &str) -> bool {
-        let Some((holder, conn, item)) = self.outside_deleted.get(node) else { return false };
-        let link = self.clients[i].link.as_ref();
-        *holder == i && link.is_some_and(|l| l.conn == *conn && l.delivered < *item)
+        let Some((holder, conn, news)) = self.outside_deleted.get(node) else { return false };
+        let Some(link) = self.clients[i].link.as_ref().filter(|l| *holder == i && l.conn == *conn) else {
+            return false;
+        };
+        match *news {
+            News::Down(n) | News::Reply(n) => link.delivered < n,
+            News::Up(_) => true,
+        }
+    }
+
+    /// Moves the news of client `i`'s outside deletes along after an item
+    /// went up or down its link: a notification that arrived while the hold
+    /// is still there waits for the reply to what the client sent next.
+    pub(super) fn outside_news_travels(&mut self, i: usize) {
+        let Some(link) = self.clients[i].link.as_ref() else { return };
+        let (conn, delivered, pushed) = (link.conn, link.delivered, link.pushed);
+        let (up_delivered, up_pushed) = (link.up_delivered, link.up_pushed);
+        let held: Vec<String> =
+            self.clients[i].tasks.iter().flat_map(|t| t.holds.iter().map(|h| h.node.clone())).collect();
+        for (node, (holder, c, news)) in self.outside_deleted.iter_mut() {
+            if *holder != i || *c != conn || !held.contains(node) {
+                continue;
+            }
+            *news = match *news {
+                News::Down(n) if delivered >= n && up_pushed > up_delivered => News::Up(up_pushed),
+                News::Up(n) if up_delivered >= n => News::Reply(pushed),
+                other => other,
+            };
+        }
     }
 }

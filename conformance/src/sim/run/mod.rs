@@ -444,6 +444,22 @@ enum Phase {
     Done,
 }
 
+/// Where the news of an outside delete stands for its holder. A watch on
+/// the node tells it with the notification queued at the delete; a child
+/// watch on the lock path (a hold granted by a listing that armed one) only
+/// says that some child changed, and the holder's exists, sent on it, tells
+/// with its NoNode: one more round trip.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum News {
+    /// The notification is the `n`-th item down the link.
+    Down(u64),
+    /// The notification arrived; what the client sent in reaction is the
+    /// `n`-th item up the link.
+    Up(u64),
+    /// Its reply is the `n`-th item down the link.
+    Reply(u64),
+}
+
 /// One simulation. Build with [`Sim::new`], run with [`Sim::run`].
 pub struct Sim {
     seed: u64,
@@ -465,10 +481,10 @@ pub struct Sim {
     /// Every size the script gave the count (and its seed).
     count_values: BTreeSet<usize>,
     /// Held nodes deleted from outside, while the news may still be on its
-    /// way: node → (holder, its connection, the down-link item that carries
-    /// it). Until that item is delivered the hold does not count; after, a
-    /// holder that still has it is a failure.
-    outside_deleted: std::collections::BTreeMap<String, (usize, ConnId, u64)>,
+    /// way: node → (holder, its connection, where the news stands). The
+    /// hold does not count until the news has arrived; after, a holder that
+    /// still has it is a failure.
+    outside_deleted: std::collections::BTreeMap<String, (usize, ConnId, News)>,
     trace: VecDeque<String>,
 }
 

@@ -33,6 +33,9 @@ pub(super) struct Link {
     /// queued as the `n`-th has reached the client once `delivered >= n`.
     pub(super) pushed: u64,
     pub(super) delivered: u64,
+    /// The same for items client → server.
+    pub(super) up_pushed: u64,
+    pub(super) up_delivered: u64,
 }
 
 impl Link {
@@ -50,6 +53,8 @@ impl Link {
             answered: false,
             pushed: 0,
             delivered: 0,
+            up_pushed: 0,
+            up_delivered: 0,
         }
     }
 
@@ -157,6 +162,7 @@ impl Sim {
                 if let Some(link) = self.clients[i].link.as_mut() {
                     let at = link.up.back().map_or(now + latency, |(last, _)| (*last).max(now + latency));
                     link.up.push_back((at, out.freeze()));
+                    link.up_pushed += 1;
                 }
             }
             while let Some(event) = self.clients[i].client.poll_event() {
@@ -208,6 +214,7 @@ impl Sim {
         let now = self.now;
         let Some(link) = self.clients[i].link.as_mut() else { return Ok(()) };
         let Some((_, bytes)) = link.up.pop_front() else { return Ok(()) };
+        link.up_delivered += 1;
         let frames = link.decoder.as_mut().map(|d| describe_frames(d, Direction::C2s, &bytes));
         for f in frames.into_iter().flatten() {
             self.log(|| format!("c{i} >> {f}"));
@@ -224,6 +231,7 @@ impl Sim {
             link.to_model = buf;
         }
         self.drain_model();
+        self.outside_news_travels(i);
         if lose {
             self.log(|| format!("c{i}: request applied, replies lost, connection reset"));
             self.reset(i)?;
@@ -262,7 +270,9 @@ impl Sim {
                 self.clients[i].client.handle_disconnected(now);
             }
         }
-        self.drain_client(i)
+        self.drain_client(i)?;
+        self.outside_news_travels(i);
+        Ok(())
     }
 
     /// Moves the model's output into the pipes.

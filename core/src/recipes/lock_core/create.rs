@@ -7,6 +7,7 @@ use super::*;
 impl LockCore {
     pub(super) fn begin_create(&mut self, _now: Instant) {
         self.attempt += 1;
+        self.own_watched = false;
         // `_c_<uuid>-`, then `<base>/<prefix><name>[<suffix>]`, built in place.
         let mut prefix = String::with_capacity(40);
         prefix.push_str("_c_");
@@ -43,7 +44,8 @@ impl LockCore {
         if self.config.plan == OpPlan::Pipelined && !self.revocable {
             // The listing rides in the same round trip; the server runs it
             // after the create, so it sees our node.
-            self.send(Op::get_children(&self.base.clone(), self.list_watch()), Purpose::List);
+            let watch = self.list_watch() || self.child_watch_wanted();
+            self.send(Op::get_children(&self.base.clone(), watch), Purpose::List { watch });
         }
     }
 

@@ -13,6 +13,8 @@ pub(super) struct Listed {
     pub(super) total: usize,
     /// A node our watch is already armed on (no getData needed for it).
     pub(super) armed: Option<String>,
+    /// It came with a child watch on the base path (armed by it).
+    pub(super) watched: bool,
 }
 
 impl LockCore {
@@ -37,15 +39,16 @@ impl LockCore {
     }
 
     fn send_list(&mut self) {
-        self.send(Op::get_children(&self.base.clone(), self.list_watch()), Purpose::List);
+        let watch = self.list_watch();
+        self.send(Op::get_children(&self.base.clone(), watch), Purpose::List { watch });
     }
 
     /// A listing for the current attempt is on its way.
     pub(super) fn list_in_flight(&self) -> bool {
-        self.expected.iter().any(|(_, a, p)| *a == self.attempt && *p == Purpose::List)
+        self.expected.iter().any(|(_, a, p)| *a == self.attempt && matches!(p, Purpose::List { .. }))
     }
 
-    pub(super) fn on_list(&mut self, now: Instant, result: Result<Response, RequestError>) {
+    pub(super) fn on_list(&mut self, now: Instant, result: Result<Response, RequestError>, watched: bool) {
         // A listing that arrives while we wait is the look-ahead's (fast
         // handoff only): the predecessor's watch stays armed, so a failed one
         // changes nothing (a dropped connection re-lists on its own).
@@ -75,7 +78,7 @@ impl LockCore {
             return self.evaluate_count(now, node, &children, max_leases);
         }
         let sorted = NodeName::sorted(children, self.key);
-        self.evaluate(now, node, sorted, armed);
+        self.evaluate(now, node, sorted, armed, watched);
     }
 
     pub(super) fn evaluate_count(&mut self, now: Instant, node: Node, children: &[String], max_leases: usize) {
@@ -86,14 +89,22 @@ impl LockCore {
                 self.no_node_retry(now, RequestError::NodeVanished);
             }
             Some(true) => {
-                // Curator checks off the leases child watch once it has a lease.
-                self.send(Op::check_watches(&self.base.clone(), WatcherType::ANY), Purpose::CheckWatches);
                 self.granted_under = Some(max_leases);
-                self.grant(node);
+                if self.watches_held() && self.config.plan == OpPlan::Pipelined && !self.revocable {
+                    // The listing's child watch stays armed on the server
+                    // (checkWatches only drops it from our table): it is the
+                    // held lease's watch, at no cost.
+                    self.grant(node, true);
+                } else {
+                    // Curator checks off the leases child watch once it has a lease.
+                    self.send(Op::check_watches(&self.base.clone(), WatcherType::ANY), Purpose::CheckWatches);
+                    self.grant(node, false);
+                }
             }
             Some(false) if self.deadline.is_some_and(|d| now >= d) => self.abandon_with(node, RecipeEvent::TimedOut),
             // Waiting on the child watch of the base path.
             Some(false) => {
+                self.waited = true;
                 self.report_queued(children.len().saturating_sub(max_leases).max(1), children.len());
                 self.state = State::Waiting { node, on: Watched::Children };
             }
@@ -101,12 +112,16 @@ impl LockCore {
     }
 
     /// The rule says we hold the lock through `node`: report it and watch
-    /// the node (DESIGN §4.10), in the round trip of whatever goes out with
-    /// it. A revocable node's data watch, armed at its create, already tells
-    /// its deletion.
-    fn grant(&mut self, node: Node) {
+    /// the node (DESIGN §4.10). The child watch of the granting listing
+    /// (`by_child_watch`) already tells its deletion, and so does a
+    /// revocable node's data watch, armed at its create; otherwise one
+    /// exists arms a watch, in the round trip of whatever goes out with it.
+    fn grant(&mut self, node: Node, by_child_watch: bool) {
         self.out.emit(RecipeEvent::Acquired { node: node.path_string(), token: node.token });
-        if self.watches_held() && !self.revocable {
+        self.quiet = !self.waited;
+        self.held_watch = if by_child_watch { HeldWatch::Children } else { HeldWatch::Node };
+        let armed = by_child_watch || core::mem::take(&mut self.own_watched);
+        if self.watches_held() && !self.revocable && !armed {
             self.send(Op::exists(&node.path, true), Purpose::WatchHeld);
         }
         self.state = State::Held { node };
@@ -129,10 +144,17 @@ impl LockCore {
 
     /// Evaluates a fresh listing; `armed` names a node our watch is already
     /// armed on (the listing came while we waited on it).
-    pub(super) fn evaluate(&mut self, now: Instant, node: Node, sorted: Vec<NodeName>, armed: Option<String>) {
+    pub(super) fn evaluate(
+        &mut self,
+        now: Instant,
+        node: Node,
+        sorted: Vec<NodeName>,
+        armed: Option<String>,
+        watched: bool,
+    ) {
         let keyed = sorted.iter().all(|c| c.sequence().is_some());
         let total = sorted.len();
-        self.evaluate_listing(now, node, sorted, Listed { keyed, truncated: false, total, armed });
+        self.evaluate_listing(now, node, sorted, Listed { keyed, truncated: false, total, armed, watched });
     }
 
     /// Reports `Queued` if the position or the count changed.
@@ -146,12 +168,12 @@ impl LockCore {
     /// Evaluates `sorted`, a fresh listing or a kept one minus a deleted
     /// predecessor, which `listed` describes.
     pub(super) fn evaluate_listing(&mut self, now: Instant, node: Node, sorted: Vec<NodeName>, listed: Listed) {
-        let Listed { keyed, truncated, total, armed } = listed;
+        let Listed { keyed, truncated, total, armed, watched } = listed;
         match self.verdict(&sorted, node.name.as_str()) {
             Verdict::Acquired => {
                 self.last_listing.clear();
                 self.listing_truncated = false;
-                self.grant(node);
+                self.grant(node, watched);
             }
             Verdict::Missing => {
                 // Our node vanished (expiry, deletion): delete it anyway and
@@ -160,6 +182,15 @@ impl LockCore {
                 self.no_node_retry(now, RequestError::NodeVanished);
             }
             Verdict::Watch(pred) => {
+                self.waited = true;
+                if self.watches_held() && !self.revocable && !self.own_watched {
+                    // Watch our own node now, with the predecessor's watch,
+                    // not once granted: the grant (often a fast handoff with
+                    // no request at all) then sends nothing, and a waiting
+                    // node deleted by someone else is seen at once.
+                    self.own_watched = true;
+                    self.send(Op::exists(&node.path, true), Purpose::WatchHeld);
+                }
                 // A truncated window no longer knows the nodes it left out:
                 // one fewer than before (the predecessor that went).
                 let position = match self.queued {
@@ -264,8 +295,10 @@ impl LockCore {
                 }
             }
             // Already gone: as if its deletion had fired (the fast handoff
-            // skips the re-list a NoNode used to cost).
-            Err(RequestError::Server(ErrorCode::NO_NODE)) if self.deadline.is_none_or(|d| now < d) => {
+            // skips the re-list a NoNode used to cost), unless something
+            // fired meanwhile (our own node's deletion, a dropped
+            // connection): then look again.
+            Err(RequestError::Server(ErrorCode::NO_NODE)) if self.deadline.is_none_or(|d| now < d) && !fired => {
                 self.pred_gone(now, node, &pred)
             }
             // The connection dropped (or the deadline passed): look again.

@@ -101,6 +101,17 @@ enum Watched {
     Pred(String),
 }
 
+/// What tells a holder that its node was deleted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum HeldWatch {
+    /// A watch on the node itself (exists, or a revocable node's getData),
+    /// armed or on its way.
+    Node,
+    /// The child watch on the base path that the granting listing armed:
+    /// it fires on any change of the children, ours included.
+    Children,
+}
+
 #[derive(Debug)]
 enum State {
     Idle,
@@ -136,7 +147,10 @@ enum State {
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Purpose {
     Create,
-    List,
+    /// getChildren2 of the base path; `watch`: with a child watch.
+    List {
+        watch: bool,
+    },
     Probe,
     MakeParent,
     Recover,
@@ -212,6 +226,17 @@ pub(crate) struct LockCore {
     /// The node of the last hold reported `Lost`, for an owner that reports
     /// losses per node (the semaphore's leases): see [`LockCore::take_lost`].
     lost: Option<ZkPath>,
+    /// While held: what tells us of the held node's deletion.
+    held_watch: HeldWatch,
+    /// The acquire under way has waited (a listing did not grant it).
+    waited: bool,
+    /// This attempt's node has an exists watch armed (or on its way),
+    /// sent when it started to wait: its grant then needs no request.
+    own_watched: bool,
+    /// The last acquire was granted by its first listing: the next one
+    /// lists with a child watch, which then serves as the held node's watch
+    /// at no cost (see [`LockCore::child_watch_wanted`]).
+    quiet: bool,
     out: Outbox,
 }
 
@@ -244,6 +269,10 @@ impl LockCore {
             deleting: BTreeMap::new(),
             orphans: BTreeSet::new(),
             lost: None,
+            held_watch: HeldWatch::Node,
+            waited: false,
+            own_watched: false,
+            quiet: true,
             out: Outbox::default(),
         }
     }
@@ -257,6 +286,30 @@ impl LockCore {
         match &self.state {
             State::Held { node } => Some(node),
             _ => None,
+        }
+    }
+
+    /// Our node while the acquire waits for it (listing, watching or
+    /// waiting).
+    fn waiting_node(&self) -> Option<&Node> {
+        match &self.state {
+            State::Listing { node } | State::Watching { node, .. } | State::Waiting { node, .. } => Some(node),
+            _ => None,
+        }
+    }
+
+    /// Our waiting node is gone: a watch in flight (or fired) makes the
+    /// acquire look again, a wait looks again now, and a listing on its way
+    /// will show it missing. Never granted through the fast handoff.
+    fn waiting_node_gone(&mut self) {
+        self.own_watched = false;
+        match &mut self.state {
+            State::Watching { fired, .. } => *fired = true,
+            State::Waiting { node, .. } => {
+                let node = node.clone();
+                self.relist(node);
+            }
+            _ => {}
         }
     }
 
@@ -350,6 +403,7 @@ impl LockCore {
         self.deadline = deadline;
         self.retries = 0;
         self.queued = None;
+        self.waited = false;
         self.shape = shape;
         self.begin_create(now);
         Ok(())
@@ -441,7 +495,7 @@ impl LockCore {
             Purpose::MakeParent => self.on_make_parent(now, result),
             Purpose::Recover => self.on_recover(now, result),
             Purpose::AdoptStat => self.on_adopt_stat(now, result),
-            Purpose::List => self.on_list(now, result),
+            Purpose::List { watch } => self.on_list(now, result, watch),
             Purpose::WatchPred => self.on_watch_pred(now, result),
             Purpose::Verify => self.on_verify(true, result),
             Purpose::WatchHeld => self.on_verify(false, result),
@@ -456,7 +510,16 @@ impl LockCore {
     pub(crate) fn handle_watch(&mut self, now: Instant, event: &WatchEvent) {
         // Our held node: its deletion ends the hold; a data change used up
         // the watch, so arm it again (a revocable node's re-read below does).
+        // Held under the granting listing's child watch, any change of the
+        // base's children (ours deleted, or someone queued) fired it: watch
+        // the node itself from now on.
         if let State::Held { node } = &self.state {
+            let children_changed = event.event_type == EventType::NODE_CHILDREN_CHANGED;
+            if children_changed && self.held_watch == HeldWatch::Children && event.path == self.base.as_str() {
+                self.held_watch = HeldWatch::Node;
+                let path = node.path.clone();
+                return self.send(Op::exists(&path, true), Purpose::WatchHeld);
+            }
             if node.path.as_str() == event.path {
                 if event.event_type == EventType::NODE_DELETED {
                     return self.hold_gone();
@@ -465,6 +528,20 @@ impl LockCore {
                     let path = node.path.clone();
                     return self.send(Op::exists(&path, true), Purpose::WatchHeld);
                 }
+            }
+        }
+        // Our waiting node, watched by its own exists (see `own_watched`)
+        // or, revocable, by its data watch: deleted by someone else, it is
+        // missing (look again, and start over); a data change used the
+        // exists watch up (the grant arms it again).
+        if self.waiting_node().is_some_and(|n| n.path.as_str() == event.path) {
+            let by_exists = !self.revocable && self.own_watched;
+            if event.event_type == EventType::NODE_DELETED && (by_exists || self.revocable) {
+                return self.waiting_node_gone();
+            }
+            if by_exists {
+                self.own_watched = false;
+                return;
             }
         }
         // Revocation: a data change on our own node.
@@ -531,7 +608,12 @@ impl LockCore {
             // The kept listing has no nodes behind ours: count the one that
             // went off the last total.
             let total = self.queued.map_or(listing.len(), |(_, t)| t.saturating_sub(1));
-            self.evaluate_listing(now, node, listing, listing::Listed { keyed, truncated, total, armed: None });
+            self.evaluate_listing(
+                now,
+                node,
+                listing,
+                listing::Listed { keyed, truncated, total, armed: None, watched: false },
+            );
         } else if self.list_in_flight() {
             // Sent after the predecessor's watch was armed and answered after
             // its deletion was told: that listing no longer has it.
@@ -568,6 +650,9 @@ impl LockCore {
                         // The exists re-arms the held node's watch if its
                         // own arming was cut off by the drop.
                         let (path, watch) = (node.path.clone(), self.watches_held() && !self.revocable);
+                        if watch {
+                            self.held_watch = HeldWatch::Node;
+                        }
                         self.send(Op::exists(&path, watch), Purpose::Verify);
                     }
                 }
@@ -582,6 +667,7 @@ impl LockCore {
             ConnectionState::Lost
             | ConnectionState::Closed
             | ConnectionState::AuthFailed
+            | ConnectionState::SaslFailed(_)
             | ConnectionState::ServerMisbehaved(_)
             | ConnectionState::Unreachable
             | ConnectionState::ChrootUnavailable(_) => {
@@ -675,6 +761,17 @@ impl LockCore {
         matches!(self.rule, Rule::Count { .. })
     }
 
+    /// Whether the pipelined listing of a lock's acquire carries a child
+    /// watch: when held nodes are watched and the last acquire was not
+    /// contended, the listing that grants the lock arms, in the same round
+    /// trip, a watch that fires on our node's deletion (as on any change of
+    /// the base's children); the hold then needs no exists of its own.
+    /// A contended lock lists without it: a waiter would only be told of
+    /// every node joining or leaving the queue.
+    pub(super) fn child_watch_wanted(&self) -> bool {
+        self.watches_held() && self.quiet && !self.revocable && !matches!(self.rule, Rule::Count { .. })
+    }
+
     fn fail(&mut self, error: RequestError) {
         if error == RequestError::SessionExpired {
             self.orphan_create();
@@ -687,6 +784,17 @@ impl LockCore {
     /// The reply to a Verify (`Reconnected` on success) or to the held
     /// node's watch (nothing to tell on success).
     fn on_verify(&mut self, purpose_is_verify: bool, result: Result<Response, RequestError>) {
+        if !purpose_is_verify && self.waiting_node().is_some() {
+            // The waiting node's own watch: not armed if the node is gone
+            // (look again and start over) or the connection dropped (the
+            // grant arms it).
+            match result {
+                Ok(_) => {}
+                Err(RequestError::Server(ErrorCode::NO_NODE)) => self.waiting_node_gone(),
+                Err(_) => self.own_watched = false,
+            }
+            return;
+        }
         if !matches!(self.state, State::Held { .. }) {
             return;
         }

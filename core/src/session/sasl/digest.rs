@@ -11,23 +11,13 @@ use core::fmt::Write as _;
 
 use md5::{Digest, Md5};
 
+use super::{SaslError, SaslMechanism};
+
 /// ZooKeeper's SASL service: the Java client's `zookeeper.sasl.client.username`
 /// default, and the server name it uses for DIGEST-MD5.
 pub(crate) const ZK_PROTOCOL: &str = "zookeeper";
 /// The server name (and default realm) of ZooKeeper's DIGEST-MD5.
 pub(crate) const ZK_SERVER_NAME: &str = "zk-sasl-md5";
-
-/// Why an exchange failed on our side (the server's text was not a valid
-/// DIGEST-MD5 step, or its proof did not match).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum SaslFailure {
-    /// The challenge lacks a nonce, or offers no `auth` qop or no md5-sess.
-    BadChallenge,
-    /// The server's `rspauth` is missing or wrong: it does not know our password.
-    BadServerProof,
-    /// The server sent more after the exchange finished.
-    Unexpected,
-}
 
 #[derive(Debug)]
 enum Step {
@@ -118,46 +108,15 @@ impl DigestMd5 {
         DigestMd5 { user: user.into(), password: password.into(), digest_uri, cnonce, step: Step::Challenge }
     }
 
-    /// The first token: DIGEST-MD5 has no initial response, so it is empty.
-    pub(crate) fn initial(&self) -> Vec<u8> {
-        Vec::new()
-    }
-
-    /// True once the server has proven it knows the password.
-    pub(crate) fn is_done(&self) -> bool {
-        matches!(self.step, Step::Done)
-    }
-
-    /// The server's token in; our next token out (`None` when there is
-    /// nothing more to send).
-    pub(crate) fn handle_challenge(&mut self, token: &[u8]) -> Result<Option<Vec<u8>>, SaslFailure> {
-        let text = core::str::from_utf8(token).map_err(|_| SaslFailure::BadChallenge)?;
-        match &self.step {
-            Step::Challenge => {
-                let (response, proof) = self.respond(text)?;
-                self.step = Step::Proof(proof);
-                Ok(Some(response.into_bytes()))
-            }
-            Step::Proof(expected) => {
-                if directive(text, "rspauth") != Some(expected.as_str()) {
-                    return Err(SaslFailure::BadServerProof);
-                }
-                self.step = Step::Done;
-                Ok(None)
-            }
-            Step::Done => Err(SaslFailure::Unexpected),
-        }
-    }
-
     /// The digest-response to `challenge`, and the rspauth we then expect.
-    fn respond(&self, challenge: &str) -> Result<(String, String), SaslFailure> {
-        let nonce = directive(challenge, "nonce").ok_or(SaslFailure::BadChallenge)?;
+    fn respond(&self, challenge: &str) -> Result<(String, String), SaslError> {
+        let nonce = directive(challenge, "nonce").ok_or(SaslError::BadChallenge)?;
         let qop_offered = directive(challenge, "qop").unwrap_or("auth");
         if !qop_offered.split(',').any(|q| q.trim() == "auth") {
-            return Err(SaslFailure::BadChallenge);
+            return Err(SaslError::BadChallenge);
         }
         if directive(challenge, "algorithm") != Some("md5-sess") {
-            return Err(SaslFailure::BadChallenge);
+            return Err(SaslError::BadChallenge);
         }
         let realm = directive(challenge, "realm").unwrap_or("");
         let utf8 = directive(challenge, "charset").is_some_and(|c| c.eq_ignore_ascii_case("utf-8"));
@@ -208,6 +167,38 @@ impl DigestMd5 {
     }
 }
 
+impl SaslMechanism for DigestMd5 {
+    /// DIGEST-MD5 has no initial response: the token is empty.
+    fn initial_response(&mut self) -> Result<Vec<u8>, SaslError> {
+        Ok(Vec::new())
+    }
+
+    /// The challenge gets our digest-response; the server's `rspauth`
+    /// must then prove it knows the password.
+    fn evaluate_challenge(&mut self, token: &[u8]) -> Result<Option<Vec<u8>>, SaslError> {
+        let text = core::str::from_utf8(token).map_err(|_| SaslError::BadChallenge)?;
+        match &self.step {
+            Step::Challenge => {
+                let (response, proof) = self.respond(text)?;
+                self.step = Step::Proof(proof);
+                Ok(Some(response.into_bytes()))
+            }
+            Step::Proof(expected) => {
+                if directive(text, "rspauth") != Some(expected.as_str()) {
+                    return Err(SaslError::BadServerProof);
+                }
+                self.step = Step::Done;
+                Ok(None)
+            }
+            Step::Done => Err(SaslError::Unexpected),
+        }
+    }
+
+    fn is_complete(&self) -> bool {
+        matches!(self.step, Step::Done)
+    }
+}
+
 /// Escapes `"` and `\` for a quoted-string.
 fn quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -229,10 +220,10 @@ mod tests {
     #[test]
     fn rfc_2831_example() {
         let mut c = DigestMd5::new("chris", "secret", "imap", "elwood.innosoft.com", "OA6MHXh6VqTrRk".into());
-        assert!(c.initial().is_empty());
+        assert!(c.initial_response().unwrap().is_empty());
         let challenge =
             br#"realm="elwood.innosoft.com",nonce="OA6MG9tEQGm2hh",qop="auth",algorithm=md5-sess,charset=utf-8"#;
-        let response = String::from_utf8(c.handle_challenge(challenge).unwrap().unwrap()).unwrap();
+        let response = String::from_utf8(c.evaluate_challenge(challenge).unwrap().unwrap()).unwrap();
         assert_eq!(directive(&response, "response"), Some("d388dad90d4bbd760a152321f2143af7"));
         assert_eq!(directive(&response, "username"), Some("chris"));
         assert_eq!(directive(&response, "realm"), Some("elwood.innosoft.com"));
@@ -240,19 +231,19 @@ mod tests {
         assert_eq!(directive(&response, "cnonce"), Some("OA6MHXh6VqTrRk"));
         assert_eq!(directive(&response, "nc"), Some("00000001"));
         assert_eq!(directive(&response, "qop"), Some("auth"));
-        assert!(!c.is_done());
-        assert_eq!(c.handle_challenge(b"rspauth=ea40f60335c427b5527b84dbabcdfffd").unwrap(), None);
-        assert!(c.is_done());
-        assert_eq!(c.handle_challenge(b"x=y"), Err(SaslFailure::Unexpected));
+        assert!(!c.is_complete());
+        assert_eq!(c.evaluate_challenge(b"rspauth=ea40f60335c427b5527b84dbabcdfffd").unwrap(), None);
+        assert!(c.is_complete());
+        assert_eq!(c.evaluate_challenge(b"x=y"), Err(SaslError::Unexpected));
     }
 
     #[test]
     fn a_wrong_server_proof_fails() {
         let mut c = DigestMd5::new("chris", "secret", "imap", "elwood.innosoft.com", "OA6MHXh6VqTrRk".into());
         let challenge = br#"realm="elwood.innosoft.com",nonce="OA6MG9tEQGm2hh",qop="auth",algorithm=md5-sess"#;
-        c.handle_challenge(challenge).unwrap();
-        assert_eq!(c.handle_challenge(b"rspauth=00000000000000000000000000000000"), Err(SaslFailure::BadServerProof));
-        assert!(!c.is_done());
+        c.evaluate_challenge(challenge).unwrap();
+        assert_eq!(c.evaluate_challenge(b"rspauth=00000000000000000000000000000000"), Err(SaslError::BadServerProof));
+        assert!(!c.is_complete());
     }
 
     #[test]
@@ -263,9 +254,9 @@ mod tests {
             b"nonce=\"n\",algorithm=md5-sess,qop=\"auth-conf\"",
             b"nonce=\"n\"",
         ] {
-            assert_eq!(new().handle_challenge(bad), Err(SaslFailure::BadChallenge), "{bad:?}");
+            assert_eq!(new().evaluate_challenge(bad), Err(SaslError::BadChallenge), "{bad:?}");
         }
-        assert_eq!(new().handle_challenge(&[0xff, 0xfe]), Err(SaslFailure::BadChallenge));
+        assert_eq!(new().evaluate_challenge(&[0xff, 0xfe]), Err(SaslError::BadChallenge));
     }
 
     #[test]
