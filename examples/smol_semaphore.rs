@@ -24,9 +24,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     smol::block_on(async {
         let client = zoolock_smol::connect(&connect, Options::default()).await?;
         let semaphore = client.semaphore(&path, LEASES).await?;
-        let mut leases = semaphore.acquire(1).await?;
-        let lease = leases.pop().ok_or("no lease granted")?;
-        println!("acquired lease {} with fencing token {}", lease.node(), lease.fencing_token().0);
+        let lease = semaphore.acquire_one().await?;
+        println!("acquired lease {} with fencing token {}", lease.node(), lease.fencing_token());
 
         // A lease has no loss signal of its own: it lives as long as the
         // session, so watch the connection and stop once it is uncertain.

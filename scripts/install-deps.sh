@@ -10,7 +10,8 @@
 #   Java:            `java -version` must work, and `javac` (default-jdk-headless when
 #                    missing): the interop tests compile their Curator driver
 #   Python:          kazoo (pip), for conformance/tests/foreign_clients.rs
-#   Rust:            rustfmt and clippy components
+#   Rust:            rustfmt and clippy components, the rust-version toolchain,
+#                    cargo-deny (cargo install, from crates.io)
 #
 # Only touches apt when a package is missing. Needs root (or passwordless sudo)
 # in that case.
@@ -109,4 +110,14 @@ if ! cargo "+$msrv" --version >/dev/null 2>&1; then
         die "rustup could not install Rust $msrv (no network?): install it and re-run"
 fi
 echo "install-deps: rust-version $msrv: $(cargo "+$msrv" --version)"
+
+# cargo-deny (crates.io), for `cargo deny --offline check licenses bans` in
+# .ci/run; pinned so CI checks the same way every time.
+deny_version=0.20.2
+if [[ $(cargo deny --version 2>/dev/null) != "cargo-deny $deny_version" ]]; then
+    echo "install-deps: cargo install cargo-deny $deny_version"
+    cargo install --locked cargo-deny --version "$deny_version" ||
+        die "cargo install cargo-deny failed (no network?): install it and re-run"
+fi
+echo "install-deps: $(cargo deny --version)"
 echo "install-deps: ok"

@@ -8,7 +8,7 @@ use zoolock_core::wire::{Acl, Bytes, CreateMode, MultiResult, Stat};
 use zoolock_core::{Op, Participant};
 use zoolock_smol::{ConnectionState, Error, LockOptions, LockSpec, Options, ParticipantsOf, SemaphoreOptions};
 
-use crate::{Lock, Semaphore, SharedCount, wait};
+use crate::{Lock, ReadWriteLock, Semaphore, SharedCount, wait};
 
 /// Connects to `connect` (a ZooKeeper connect string, with an optional
 /// chroot) and waits for the first session, as `zoolock_smol::connect` does;
@@ -90,17 +90,15 @@ impl Client {
         wait(self.inner.revocable_mutex(path)).map(Lock::from_async)
     }
 
-    /// A read-write lock (Curator's `InterProcessReadWriteLock`): the read
-    /// half, then the write half.
-    pub fn read_write_lock(&self, path: &str) -> Result<(Lock, Lock), Error> {
-        let (read, write) = wait(self.inner.read_write_lock(path))?;
-        Ok((Lock::from_async(read), Lock::from_async(write)))
+    /// A read-write lock (Curator's `InterProcessReadWriteLock`): its read
+    /// and write halves.
+    pub fn read_write_lock(&self, path: &str) -> Result<ReadWriteLock, Error> {
+        wait(self.inner.read_write_lock(path)).map(ReadWriteLock::from_async)
     }
 
     /// A read-write lock with `options`.
-    pub fn read_write_lock_with(&self, path: &str, options: LockOptions) -> Result<(Lock, Lock), Error> {
-        let (read, write) = wait(self.inner.read_write_lock_with(path, options))?;
-        Ok((Lock::from_async(read), Lock::from_async(write)))
+    pub fn read_write_lock_with(&self, path: &str, options: LockOptions) -> Result<ReadWriteLock, Error> {
+        wait(self.inner.read_write_lock_with(path, options)).map(ReadWriteLock::from_async)
     }
 
     /// A non-reentrant mutex over a one-lease semaphore (Curator's

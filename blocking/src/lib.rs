@@ -27,6 +27,8 @@
 //! # }
 //! ```
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 mod client;
 mod count;
 mod lock;
@@ -36,15 +38,20 @@ use std::time::Duration;
 
 pub use client::{Client, StateChanges, connect};
 pub use count::{CountChanges, SharedCount};
-pub use lock::{Guard, Lock, StatusChanges};
+pub use lock::{Guard, Lock, ReadWriteLock, StatusChanges};
 pub use semaphore::{Lease, Semaphore};
-/// The sans-IO core, for plain ops ([`core::Op`]) and wire types.
-pub use zoolock_core as core;
+/// The sans-IO core, for plain ops ([`zoolock_core::Op`]) and wire types
+/// (named after its crate, as the async crates re-export it).
+pub use zoolock_core;
 pub use zoolock_smol::{
     AclParseError, AclPolicy, AuthInfo, Compression, ConnectionState, DialError, Error, FencingToken, HoldStatus,
     LockOptions, LockSpec, OpPlan, Options, Participant, ParticipantsOf, QueuePosition, RetryPolicy, SemaphoreOptions,
-    SemaphoreSize, TlsConfigError, TlsError, TlsOptions, VersionedCount, parse_acl, rustls,
+    SemaphoreSize, TlsError, VersionedCount, parse_acl,
 };
+#[cfg(feature = "gssapi")]
+pub use zoolock_smol::{GSSAPI_DEFAULT_SERVICE, GssapiClient};
+#[cfg(feature = "tls")]
+pub use zoolock_smol::{TlsConfigError, TlsOptions, rustls};
 
 /// Blocks the calling thread on `future`. The event loop runs on smol's
 /// executor thread, so this only waits for its answers.

@@ -72,6 +72,24 @@ impl Lock {
     }
 }
 
+/// The two halves of a read-write lock ([`crate::Client::read_write_lock`]);
+/// the blocking face of `zoolock_smol::ReadWriteLock`.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct ReadWriteLock {
+    /// The read half (Curator's `readLock()`).
+    pub read: Lock,
+    /// The write half (Curator's `writeLock()`).
+    pub write: Lock,
+}
+
+impl ReadWriteLock {
+    /// Wraps an async read-write lock.
+    pub fn from_async(inner: zoolock_smol::ReadWriteLock) -> ReadWriteLock {
+        ReadWriteLock { read: Lock::from_async(inner.read), write: Lock::from_async(inner.write) }
+    }
+}
+
 /// A held lock; the blocking face of `zoolock_smol::Guard`. Dropping it
 /// releases in the background; [`Guard::release`] waits for the release.
 #[must_use = "the lock is released as soon as the guard is dropped"]

@@ -32,6 +32,17 @@ impl Semaphore {
         Ok(wait(self.inner.acquire(qty))?.into_iter().map(Lease::from_async).collect())
     }
 
+    /// Blocks until one lease is held ([`Semaphore::acquire`] of 1).
+    pub fn acquire_one(&self) -> Result<Lease, Error> {
+        wait(self.inner.acquire_one()).map(Lease::from_async)
+    }
+
+    /// Takes `qty` leases only if that needs no waiting: `Ok(None)` if they
+    /// are not free now (what it took meanwhile is returned in the background).
+    pub fn try_acquire(&self, qty: usize) -> Result<Option<Vec<Lease>>, Error> {
+        Ok(wait(self.inner.try_acquire(qty))?.map(|leases| leases.into_iter().map(Lease::from_async).collect()))
+    }
+
     /// Blocks at most `timeout` for all `qty` leases; [`Error::TimedOut`]
     /// after it, with the acquire cancelled and no lease node left behind.
     pub fn acquire_timeout(&self, qty: usize, timeout: Duration) -> Result<Vec<Lease>, Error> {

@@ -10,8 +10,8 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use zoolock_tokio::Options;
-use zoolock_tokio::core::RequestError;
-use zoolock_tokio::core::wire::ErrorCode;
+use zoolock_tokio::zoolock_core::RequestError;
+use zoolock_tokio::zoolock_core::wire::ErrorCode;
 
 fn zoolock(addr: &str) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_zoolock"));

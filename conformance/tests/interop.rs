@@ -56,8 +56,8 @@ async fn children(client: &Client, path: &str) -> Vec<String> {
             names.sort_by_key(|n| seq(n));
             names
         }
-        Err(Error::Request(zoolock_tokio::core::RequestError::Server(code)))
-            if code == zoolock_tokio::core::wire::ErrorCode::NO_NODE =>
+        Err(Error::Request(zoolock_tokio::zoolock_core::RequestError::Server(code)))
+            if code == zoolock_tokio::zoolock_core::wire::ErrorCode::NO_NODE =>
         {
             Vec::new()
         }
@@ -368,7 +368,7 @@ async fn interop_read_write_lock() {
     // 1. A Curator writer holds: zoolock readers wait, then share the lock.
     let (mut cw, mut cr1, mut cr2) = (jv.peer("cw"), jv.peer("cr1"), jv.peer("cr2"));
     cw.acquire("WRITE_ACQUIRE", &path).await;
-    let (r1, r2) = (spawn_acquire(&halves[0].0), spawn_acquire(&halves[1].0));
+    let (r1, r2) = (spawn_acquire(&halves[0].read), spawn_acquire(&halves[1].read));
     wait_children(admin, &path, 3).await;
     sleep(Duration::from_millis(200)).await;
     assert!(!r1.is_finished() && !r2.is_finished(), "zoolock reader acquired under a Curator writer");
@@ -380,7 +380,7 @@ async fn interop_read_write_lock() {
     g2.release().await.unwrap();
 
     // 2. A zoolock writer holds: Curator readers wait, then share the lock.
-    let gw = within("zw", halves[2].1.acquire()).await.unwrap();
+    let gw = within("zw", halves[2].write.acquire()).await.unwrap();
     cr1.start_acquire("READ_ACQUIRE", &path);
     cr2.start_acquire("READ_ACQUIRE", &path);
     wait_children(admin, &path, 3).await;
@@ -396,9 +396,9 @@ async fn interop_read_write_lock() {
 
     // 3. Readers of both kinds share; writers of both kinds queue behind them
     //    and behind each other.
-    let gr = within("zr", halves[0].0.acquire()).await.unwrap();
+    let gr = within("zr", halves[0].read.acquire()).await.unwrap();
     cr1.acquire("READ_ACQUIRE", &path).await;
-    let zw = spawn_acquire(&halves[1].1);
+    let zw = spawn_acquire(&halves[1].write);
     wait_children(admin, &path, 3).await;
     cw.start_acquire("WRITE_ACQUIRE", &path);
     wait_children(admin, &path, 4).await;
@@ -417,7 +417,7 @@ async fn interop_read_write_lock() {
     //       node reuses the write node's sequence): the queued Curator writer
     //       stays blocked until the read is released.
     let t = Instant::now();
-    let zw_half = &halves[0].1;
+    let zw_half = &halves[0].write;
     let gw = within("zw", zw_half.acquire()).await.unwrap();
     cw.start_acquire("WRITE_ACQUIRE", &path);
     wait_children(admin, &path, 2).await;
@@ -428,7 +428,7 @@ async fn interop_read_write_lock() {
     wait_children(admin, &path, 2).await;
     handoff(&mut cw, 200, "Curator writer overtook zoolock's downgraded reader", zoolock_release(gr.release())).await;
     //    b. Curator downgrades with a zoolock writer queued.
-    let zw = spawn_acquire(&halves[1].1);
+    let zw = spawn_acquire(&halves[1].write);
     wait_children(admin, &path, 2).await;
     let held_write = children(admin, &path).await[0].clone();
     cw.send("DOWNGRADE", "");
@@ -463,9 +463,9 @@ async fn interop_read_write_lock() {
     let tasks = vec![
         tokio::spawn(java_loop(cw, "WRITE_ACQUIRE", path.clone(), "WRITE_RELEASE", Mode::Write, CYCLES)),
         tokio::spawn(java_loop(cr1, "READ_ACQUIRE", path.clone(), "READ_RELEASE", Mode::Read, CYCLES)),
-        tokio::spawn(zoolock_loop("zw".into(), halves[0].1.clone(), Mode::Write, CYCLES)),
-        tokio::spawn(zoolock_loop("zr1".into(), halves[1].0.clone(), Mode::Read, CYCLES)),
-        tokio::spawn(zoolock_loop("zr2".into(), halves[2].0.clone(), Mode::Read, CYCLES)),
+        tokio::spawn(zoolock_loop("zw".into(), halves[0].write.clone(), Mode::Write, CYCLES)),
+        tokio::spawn(zoolock_loop("zr1".into(), halves[1].read.clone(), Mode::Read, CYCLES)),
+        tokio::spawn(zoolock_loop("zr2".into(), halves[2].read.clone(), Mode::Read, CYCLES)),
     ];
     it.contention(tasks, CYCLES, |holds| check_exclusion(holds, true), std::slice::from_ref(&path), t).await;
 
@@ -686,8 +686,8 @@ async fn interop_participants() {
     // zoolock writer wait. Curator lists each half separately (filtered by
     // __READ__ / __WRIT__, in queue order); zoolock lists both in one order.
     let rw_path = format!("{path}-rw");
-    let (z1r, _) = z1.read_write_lock(&rw_path).await.unwrap();
-    let (_, z2w) = z2.read_write_lock(&rw_path).await.unwrap();
+    let z1r = z1.read_write_lock(&rw_path).await.unwrap().read;
+    let z2w = z2.read_write_lock(&rw_path).await.unwrap().write;
     let (mut cw, mut cr) = (jv.peer("cw"), jv.peer("cr"));
     let (cw_node, _) = cw.acquire("WRITE_ACQUIRE", &rw_path).await;
     let zr = spawn_acquire(&z1r);

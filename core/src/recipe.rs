@@ -47,6 +47,14 @@ pub struct RecipeOp {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct FencingToken(pub i64);
 
+/// The token as a plain number (the czxid), for logs, headers and
+/// environment variables.
+impl core::fmt::Display for FencingToken {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        core::fmt::Display::fmt(&self.0, f)
+    }
+}
+
 /// What a recipe reports to its user.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -202,5 +210,17 @@ pub trait Recipe: AsAnyMut + Any + Send {
     /// lock through one interface.
     fn as_lock_mut(&mut self) -> Option<&mut dyn crate::recipes::LockRecipe> {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FencingToken;
+    use alloc::format;
+
+    #[test]
+    fn fencing_token_displays_as_its_number() {
+        assert_eq!(format!("{}", FencingToken(4_294_967_298)), "4294967298");
+        assert_eq!(format!("{:>4}", FencingToken(-1)), "  -1");
     }
 }

@@ -142,7 +142,10 @@ impl Client {
         let shared = Arc::new(Shared::default());
         let span = tracing::info_span!("zoolock", hosts = %connect_string, session = tracing::field::Empty);
         let mut task = DriverTask::new(core, runtime.clone(), origin, shared.clone(), rx, span);
-        task.security.tls = options.tls.clone();
+        #[cfg(feature = "tls")]
+        {
+            task.security.tls = options.tls.clone();
+        }
         task.security.watch.set_hosts(hosts);
         runtime.spawn(Box::pin(task));
         let connect_timeout = options.connect_timeout;

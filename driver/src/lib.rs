@@ -25,22 +25,29 @@ mod runtime;
 mod security;
 mod semaphore;
 mod task;
+#[cfg(feature = "tls")]
+mod tls;
 
 pub use client::Client;
 pub use count::{SharedCount, VersionedCount};
 pub use error::{DialError, Error, unresolved};
-pub use futures_lite::io as futures_io;
+/// The byte-stream traits a [`Conn`] implements (futures-io's, through futures-lite).
+pub use futures_lite::{AsyncRead, AsyncWrite};
 #[cfg(feature = "gssapi")]
 pub use gssapi::{DEFAULT_SERVICE as GSSAPI_DEFAULT_SERVICE, GssapiClient};
 pub use hold::{HoldStatus, QueuePosition, StatusChanges};
-pub use lock::{Guard, Lock};
+pub use lock::{Guard, Lock, ReadWriteLock};
 pub use options::{LockOptions, Options};
 pub use recipes::{LockSpec, ParticipantsOf, SemaphoreOptions, SemaphoreSize};
 pub use runtime::{BoxFuture, Conn, IoConn, Runtime};
 /// rustls, as the driver uses it (for [`TlsOptions::from_config`] and transports).
+#[cfg(feature = "tls")]
 pub use rustls;
-pub use security::{AclParseError, AclPolicy, AuthInfo, TlsConfigError, TlsConnect, TlsError, TlsOptions, parse_acl};
+pub use security::{AclParseError, AclPolicy, AuthInfo, TlsError, parse_acl};
 pub use semaphore::{Lease, Semaphore};
+#[cfg(feature = "tls")]
+pub use tls::{TlsConfigError, TlsConnect, TlsOptions};
 /// The sans-IO core, for plain ops ([`zoolock_core::Op`]) and wire types.
-pub use zoolock_core as core;
+/// Named after its crate, so it never shadows `::core`.
+pub use zoolock_core;
 pub use zoolock_core::{Compression, ConnectionState, FencingToken, OpPlan, Participant, RetryPolicy};

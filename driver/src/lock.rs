@@ -102,6 +102,19 @@ pub struct Lock {
     path: Arc<str>,
 }
 
+/// The two halves of one read-write lock, by name (from
+/// [`Client::read_write_lock`](crate::Client::read_write_lock)): `read` is
+/// shared among readers, `write` excludes everyone. A write holder that
+/// wants to read downgrades ([`Guard::downgrade`]) rather than acquiring
+/// `read`, which would wait for its own write hold.
+#[derive(Debug, Clone)]
+pub struct ReadWriteLock {
+    /// The read half (Curator's `readLock()`).
+    pub read: Lock,
+    /// The write half (Curator's `writeLock()`).
+    pub write: Lock,
+}
+
 impl std::fmt::Debug for Lock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Lock")
@@ -520,8 +533,8 @@ impl Guard {
     ///
     /// ```no_run
     /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
-    /// use zoolock_driver::core::{Op, ZkPath};
-    /// use zoolock_driver::core::wire::Bytes;
+    /// use zoolock_driver::zoolock_core::{Op, ZkPath};
+    /// use zoolock_driver::zoolock_core::wire::Bytes;
     /// let guard = client.mutex("/app/lock").await?.acquire().await?;
     /// let config = ZkPath::new("/app/config")?;
     /// guard.fenced(vec![Op::set_data(&config, Bytes::from_static(b"v2"), None)]).await?;

@@ -7,7 +7,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use zoolock_core::{Compression, OpPlan, RetryPolicy, SaslConfig};
 
-use crate::security::{AclPolicy, AuthInfo, TlsOptions};
+use crate::security::{AclPolicy, AuthInfo};
+#[cfg(feature = "tls")]
+use crate::tls::TlsOptions;
 
 /// How to connect and how recipes behave.
 #[derive(Debug, Clone)]
@@ -69,7 +71,8 @@ pub struct Options {
     /// write carry their own). `None` is `world:anyone:cdrwa`, as Curator's
     /// default.
     pub acl: Option<AclPolicy>,
-    /// TLS for every connection; `None` is plaintext.
+    /// TLS for every connection; `None` is plaintext (the `tls` feature).
+    #[cfg(feature = "tls")]
     pub tls: Option<TlsOptions>,
     /// The SASL mechanism (DIGEST-MD5, or GSSAPI with the `gssapi`
     /// feature), run after every handshake before any other request.
@@ -104,6 +107,7 @@ impl Default for Options {
             create_chroot: true,
             auth: Vec::new(),
             acl: None,
+            #[cfg(feature = "tls")]
             tls: None,
             sasl: None,
             watch_held: true,
@@ -137,7 +141,8 @@ impl Options {
         create_chroot(create_chroot: bool);
         /// Sets the ACL policy of every node the client creates.
         acl(acl: AclPolicy) => Some;
-        /// Connects over TLS.
+        /// Connects over TLS (the `tls` feature).
+        #[cfg(feature = "tls")]
         tls(tls: TlsOptions) => Some;
         /// Watches held nodes (on by default; see [`Options::watch_held`]).
         watch_held(watch_held: bool);

@@ -8,7 +8,7 @@ use zoolock_core::{Client as CoreClient, Participant, RecipeEvent, RecipeId, ZkP
 use crate::client::Client;
 use crate::count::SharedCount;
 use crate::error::Error;
-use crate::lock::Lock;
+use crate::lock::{Lock, ReadWriteLock};
 use crate::options::LockOptions;
 use crate::semaphore::Semaphore;
 use crate::task::Command;
@@ -141,20 +141,20 @@ impl Client {
     ///
     /// ```no_run
     /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
-    /// let (read, write) = client.read_write_lock("/app/rw").await?;
-    /// let writing = write.acquire().await?;
-    /// let reading = read.acquire().await?; // a writer may also read: downgrade
-    /// writing.release().await?;
+    /// let rw = client.read_write_lock("/app/rw").await?;
+    /// let writing = rw.write.acquire().await?;
+    /// let reading = writing.downgrade().await?; // a writer reads by downgrading
+    /// writing.release().await?; // readers may enter now
     /// reading.release().await?;
     /// # Ok(()) }
     /// ```
-    pub async fn read_write_lock(&self, path: &str) -> Result<(Lock, Lock), Error> {
+    pub async fn read_write_lock(&self, path: &str) -> Result<ReadWriteLock, Error> {
         self.read_write_lock_with(path, LockOptions::default()).await
     }
 
     /// A read-write lock with its own settings (Curator's `lockData`,
     /// revocable halves).
-    pub async fn read_write_lock_with(&self, path: &str, options: LockOptions) -> Result<(Lock, Lock), Error> {
+    pub async fn read_write_lock_with(&self, path: &str, options: LockOptions) -> Result<ReadWriteLock, Error> {
         let base = ZkPath::new(path)?;
         let mut rw = zoolock_core::ReadWriteLock::new(base, self.inner.lock_config_with(&options));
         if options.revocable {
@@ -163,7 +163,7 @@ impl Client {
         }
         let mut halves = Lock::register(self.clone(), Box::new(rw), path.to_owned()).await?.into_iter();
         match (halves.next(), halves.next()) {
-            (Some(read), Some(write)) => Ok((read, write)),
+            (Some(read), Some(write)) => Ok(ReadWriteLock { read, write }),
             _ => Err(Error::ClientClosed),
         }
     }
@@ -258,9 +258,10 @@ impl Client {
     /// ```no_run
     /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
     /// let pool = client.semaphore("/app/pool", 3).await?;
-    /// let leases = pool.acquire(1).await?;
-    /// for lease in leases {
-    ///     lease.release().await?;
+    /// let lease = pool.acquire_one().await?;
+    /// lease.release().await?;
+    /// if let Some(two) = pool.try_acquire(2).await? {
+    ///     drop(two); // returned in the background
     /// }
     /// # Ok(()) }
     /// ```

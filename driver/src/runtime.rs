@@ -34,8 +34,9 @@ pub trait Conn: AsyncRead + AsyncWrite + Send + Unpin + 'static {
 /// - [`Runtime::sleep_until`]: the executor's timer at an instant.
 /// - [`Runtime::spawn`]: run the loop detached; it ends by itself once every
 ///   handle is dropped or the client is closed.
-/// - [`Runtime::connect_tls`] only for TLS: a rustls handshake over the
-///   same dial, with [`TlsConnect`](crate::TlsConnect)'s config and name.
+/// - `Runtime::connect_tls` only for TLS: a rustls handshake over the
+///   same dial, with the `TlsConnect` config and server name it is given
+///   (with the `tls` feature).
 ///
 /// The thinnest existing implementation is `SmolRuntime` in `zoolock-smol`
 /// (about 60 lines, TLS included); `zoolock-blocking` reuses it to run the
@@ -49,12 +50,14 @@ pub trait Runtime: Send + Sync + Debug + 'static {
     /// Opens a TCP connection like [`Runtime::connect`] and runs the TLS
     /// handshake over it. A failed handshake returns the rustls error inside
     /// the `io::Error` (`get_ref`), so the driver can tell a certificate
-    /// problem from an outage. The default has no TLS.
+    /// problem from an outage. The default has no TLS. Only with the `tls`
+    /// feature.
+    #[cfg(feature = "tls")]
     fn connect_tls(
         &self,
         host: String,
         port: u16,
-        tls: crate::security::TlsConnect,
+        tls: crate::tls::TlsConnect,
     ) -> BoxFuture<io::Result<Box<dyn Conn>>> {
         let _ = (host, port, tls);
         Box::pin(async { Err(io::Error::new(io::ErrorKind::Unsupported, "this runtime has no TLS")) })

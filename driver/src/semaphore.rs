@@ -235,6 +235,27 @@ impl Semaphore {
         self.acquire_inner(qty, None, &mut |_| {}).await
     }
 
+    /// Takes one lease, waiting as long as needed: [`Semaphore::acquire`]
+    /// for a single lease. Fails as `acquire` does; dropping the future
+    /// cancels the acquire, as for `acquire`.
+    pub async fn acquire_one(&self) -> Result<Lease, Error> {
+        let mut leases = self.acquire(1).await?;
+        leases.pop().ok_or(Error::ClientClosed)
+    }
+
+    /// Takes `qty` leases only if that needs no waiting (also not behind
+    /// another task of this process): `Ok(None)` when they are not all free
+    /// now, with any lease it took on the way returned. Fails as
+    /// [`Semaphore::acquire`] does; dropping the future cancels the attempt
+    /// and returns any lease it got.
+    pub async fn try_acquire(&self, qty: usize) -> Result<Option<Vec<Lease>>, Error> {
+        match self.acquire_inner(qty, Some(Duration::ZERO), &mut |_| {}).await {
+            Ok(leases) => Ok(Some(leases)),
+            Err(Error::TimedOut) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Takes `qty` leases, waiting at most `timeout` for all of them
     /// (waiting behind other tasks of this process included).
     ///

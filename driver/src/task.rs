@@ -400,7 +400,7 @@ impl DriverTask {
                 self.last_dial = Some(crate::DialError::new(self.dialing.clone(), &error));
                 let now = self.now();
                 self.client.handle_disconnected(now);
-                let tls = self.security.tls.is_some();
+                let tls = self.security.uses_tls();
                 if let Some(e) = self.security.watch.connect_failed(&error, tls) {
                     self.fatal(e);
                 }
@@ -432,7 +432,7 @@ impl DriverTask {
             if n == 0 {
                 tracing::debug!("connection closed");
                 self.disconnected();
-                if let Some(e) = self.security.watch.closed(self.security.tls.is_some()) {
+                if let Some(e) = self.security.watch.closed(self.security.uses_tls()) {
                     self.fatal(e);
                 }
                 continue;

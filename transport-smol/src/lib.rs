@@ -66,6 +66,7 @@ impl Runtime for SmolRuntime {
         })
     }
 
+    #[cfg(feature = "tls")]
     fn connect_tls(&self, host: String, port: u16, tls: TlsConnect) -> BoxFuture<io::Result<Box<dyn Conn>>> {
         Box::pin(async move {
             let (stream, local_ip) = tcp(&host, port).await?;

@@ -12,10 +12,13 @@
 //! ```
 //!
 //! A secured ZooKeeper: digest auth with a creator-only ACL, mutual TLS
-//! (rustls) and SASL DIGEST-MD5, or GSSAPI (Kerberos) with the `gssapi` feature
-//! (see the README's "Secured ZooKeeper").
+//! (rustls; the `tls` feature, with `ring` or `aws-lc-rs` for the crypto
+//! provider unless the application installs one) and SASL DIGEST-MD5, or
+//! GSSAPI (Kerberos) with the `gssapi` feature (see the README's "Secured
+//! ZooKeeper").
 //!
 //! ```no_run
+//! # #[cfg(feature = "tls")]
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use std::path::Path;
 //! use zoolock_tokio::{AclPolicy, Options, TlsOptions, parse_acl};
@@ -24,7 +27,7 @@
 //! let options = Options::default()
 //!     .auth("digest", "alice:secret")
 //!     .acl(AclPolicy::new(parse_acl("auth::cdrwa")?).with_prefix(
-//!         zoolock_tokio::core::ZkPath::new("/shared")?,
+//!         zoolock_tokio::zoolock_core::ZkPath::new("/shared")?,
 //!         parse_acl("auth::cdrwa,world:anyone:r")?,
 //!     ))
 //!     .tls(tls)
@@ -70,6 +73,7 @@ impl Runtime for TokioRuntime {
         })
     }
 
+    #[cfg(feature = "tls")]
     fn connect_tls(&self, host: String, port: u16, tls: TlsConnect) -> BoxFuture<io::Result<Box<dyn Conn>>> {
         Box::pin(async move {
             let (stream, local_ip) = tcp(&host, port).await?;

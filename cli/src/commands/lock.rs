@@ -243,8 +243,8 @@ async fn acquire(client: &Client, hold: &HoldArgs, recipe: Recipe, progress: &Pr
     let lock = match recipe {
         Recipe::Mutex { revocable: false } => client.mutex(path).await?,
         Recipe::Mutex { revocable: true } => client.revocable_mutex(path).await?,
-        Recipe::Read => client.read_write_lock(path).await?.0,
-        Recipe::Write => client.read_write_lock(path).await?.1,
+        Recipe::Read => client.read_write_lock(path).await?.read,
+        Recipe::Write => client.read_write_lock(path).await?.write,
         Recipe::Semaphore { size, revocable } => {
             let options = match size {
                 Size::Leases(n) => SemaphoreOptions::leases(n as usize),

@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use zoolock_conformance::sim::{Fencing, Mode, check_exclusion};
-use zoolock_tokio::core::Rng;
+use zoolock_tokio::zoolock_core::Rng;
 use zoolock_tokio::{Client, Error, Guard, HoldStatus, Lease, Lock, LockSpec};
 
 use crate::harness::{Ensemble, now_us};
@@ -251,7 +251,7 @@ async fn handle(client: &Client, kind: Kind, paths: &Paths) -> Result<Handle, Er
             Handle::Lock(lock, vec![(paths.rw.clone(), Mode::Write), ex(&paths.mutex)], false)
         }
         Kind::Rw => {
-            let (read, write) = client.read_write_lock(&paths.rw).await?;
+            let zoolock_tokio::ReadWriteLock { read, write } = client.read_write_lock(&paths.rw).await?;
             Handle::Rw { read, write, path: paths.rw.clone() }
         }
         Kind::Semaphore => Handle::Semaphore(client.semaphore(&paths.sem, LEASES).await?, paths.sem.clone()),

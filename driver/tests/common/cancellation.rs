@@ -6,11 +6,11 @@ use super::*;
 /// Core's seeded PRNG with the draws the cancellation runs make;
 /// reproducible from the printed seed.
 #[derive(Clone)]
-struct Rng(zoolock_driver::core::Rng);
+struct Rng(zoolock_driver::zoolock_core::Rng);
 
 impl Rng {
     fn new(seed: u64) -> Rng {
-        Rng(zoolock_driver::core::Rng::with_seed(seed))
+        Rng(zoolock_driver::zoolock_core::Rng::with_seed(seed))
     }
 
     fn next(&mut self) -> u64 {
@@ -264,7 +264,7 @@ async fn cancellation_run(
     for lane in 0..lanes {
         let c = env.client().await;
         let acquire = make(c.clone()).await;
-        let rng = Rng::new(zoolock_driver::core::Rng::fork(seed, lane as u64 + 1));
+        let rng = Rng::new(zoolock_driver::zoolock_core::Rng::fork(seed, lane as u64 + 1));
         let per_lane = drops / lanes + usize::from(lane < drops % lanes);
         droppers.push(env.spawn(dropper_lane(env.clone(), acquire, rng, shared.clone(), per_lane)));
         clients.push(c);
@@ -274,7 +274,7 @@ async fn cancellation_run(
     let holder = env.spawn(holder_lane(
         env.clone(),
         acquire,
-        Rng::new(zoolock_driver::core::Rng::fork(seed, 0)),
+        Rng::new(zoolock_driver::zoolock_core::Rng::fork(seed, 0)),
         shared.clone(),
         stop.clone(),
     ));
@@ -368,7 +368,7 @@ pub(crate) async fn cancellation_mutex(env: &Env, drops: usize) {
 pub(crate) async fn cancellation_rwlock(env: &Env, drops: usize) {
     let path = env.path("cancel-rwlock");
     let make = at_path(&path, |c, p| async move {
-        let (read, write) = c.read_write_lock(&p).await.unwrap();
+        let ReadWriteLock { read, write } = c.read_write_lock(&p).await.unwrap();
         Arc::new(move |timeout: Option<Duration>, r: u64| -> AcquireFuture {
             let (read, write) = (read.clone(), write.clone());
             Box::pin(async move {

@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use zoolock_driver::core::wire::{Acl, Bytes, CreateMode, ErrorCode};
-use zoolock_driver::core::{Op, RequestError, ZkPath};
+use zoolock_driver::zoolock_core::wire::{Acl, Bytes, CreateMode, ErrorCode};
+use zoolock_driver::zoolock_core::{Op, RequestError, ZkPath};
 use zoolock_driver::{Client, Error};
 
 use super::{Env, children, close_all, held, remove_tree};

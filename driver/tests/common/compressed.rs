@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use futures_lite::StreamExt;
-use zoolock_driver::core::gzip;
-use zoolock_driver::core::wire::Bytes;
+use zoolock_driver::zoolock_core::gzip;
+use zoolock_driver::zoolock_core::wire::Bytes;
 use zoolock_driver::{Compression, LockOptions, ParticipantsOf};
 
 use super::{Env, close_all, remove_tree};

@@ -21,10 +21,11 @@ use std::time::{Duration, Instant};
 
 use futures_channel::oneshot;
 use futures_lite::{StreamExt, future};
-use zoolock_driver::core::wire::{Acl, Bytes, CreateMode, ErrorCode, MultiResult};
-use zoolock_driver::core::{ApiMisuse, Op, RequestError, ZkPath};
+use zoolock_driver::zoolock_core::wire::{Acl, Bytes, CreateMode, ErrorCode, MultiResult};
+use zoolock_driver::zoolock_core::{ApiMisuse, Op, RequestError, ZkPath};
 use zoolock_driver::{
-    Client, ConnectionState, Error, Guard, HoldStatus, Lease, Lock, OpPlan, Options, ParticipantsOf, Runtime,
+    Client, ConnectionState, Error, Guard, HoldStatus, Lease, Lock, OpPlan, Options, ParticipantsOf, ReadWriteLock,
+    Runtime,
 };
 
 mod cancellation;
@@ -33,6 +34,7 @@ mod compressed;
 mod connect_errors;
 mod loss;
 mod resized;
+mod semaphore_api;
 pub(crate) use cancellation::{
     cancellation_multi_lock, cancellation_mutex, cancellation_rwlock, cancellation_semaphore,
     cancellation_semaphore_mutex,
@@ -48,6 +50,7 @@ pub(crate) use loss::{
     loss_suspended_then_reconnected,
 };
 pub(crate) use resized::{lease_revocation, semaphore_resized, shared_count};
+pub(crate) use semaphore_api::semaphore_try_acquire_and_acquire_one;
 pub(crate) use zoolock_testkit::proxy::Proxy;
 
 /// Calls `$run!` with every scenario (and its arguments), so each transport
@@ -64,6 +67,7 @@ macro_rules! for_each_scenario {
             semaphore_shared_handle,
             rwlock,
             semaphore,
+            semaphore_try_acquire_and_acquire_one,
             semaphore_mutex,
             multi_lock,
             revocation,
@@ -571,9 +575,9 @@ pub(crate) async fn semaphore_shared_handle(env: &Env) {
 pub(crate) async fn rwlock(env: &Env) {
     let path = env.path("rwlock");
     let [a, b, c] = env.clients().await;
-    let (ra, wa) = a.read_write_lock(&path).await.unwrap();
-    let (rb, wb) = b.read_write_lock(&path).await.unwrap();
-    let (rc, wc) = c.read_write_lock(&path).await.unwrap();
+    let ReadWriteLock { read: ra, write: wa } = a.read_write_lock(&path).await.unwrap();
+    let ReadWriteLock { read: rb, write: wb } = b.read_write_lock(&path).await.unwrap();
+    let ReadWriteLock { read: rc, write: wc } = c.read_write_lock(&path).await.unwrap();
 
     // Readers share.
     let ga = ra.acquire().await.unwrap();

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use zoolock_driver::core::{RequestError, SaslError};
+use zoolock_driver::zoolock_core::{RequestError, SaslError};
 use zoolock_driver::{ConnectionState, Error, GssapiClient, Options};
 
 use super::{CONNECT_TIMEOUT, Rt, env_var};

@@ -14,11 +14,15 @@ use std::time::{Duration, Instant};
 
 #[cfg(feature = "gssapi")]
 pub(crate) mod kerberos;
+/// The TLS scenarios (the transports' `tls` feature; run with a provider
+/// feature, `--features ring`).
+#[cfg(feature = "tls")]
+pub(crate) mod tls;
 
 use futures_lite::future;
-use zoolock_driver::core::RequestError;
-use zoolock_driver::core::wire::{CreateMode, ErrorCode};
-use zoolock_driver::{AclPolicy, Client, Error, Options, Runtime, TlsError, TlsOptions, parse_acl};
+use zoolock_driver::zoolock_core::RequestError;
+use zoolock_driver::zoolock_core::wire::{CreateMode, ErrorCode};
+use zoolock_driver::{AclPolicy, Client, Error, Options, ReadWriteLock, Runtime, parse_acl};
 
 /// The runtime under test and a label for unique paths.
 #[derive(Clone)]
@@ -28,15 +32,15 @@ pub(crate) struct Rt {
 }
 
 impl Rt {
-    fn path(&self, name: &str) -> String {
+    pub(crate) fn path(&self, name: &str) -> String {
         format!("/zoolock-secured-{}-{}/{name}", self.label, std::process::id())
     }
 
-    async fn connect(&self, addr: &str, options: Options) -> Result<Client, Error> {
+    pub(crate) async fn connect(&self, addr: &str, options: Options) -> Result<Client, Error> {
         Client::connect(self.runtime.clone(), addr, options.connect_timeout(CONNECT_TIMEOUT)).await
     }
 
-    async fn within<T>(&self, what: &str, f: impl std::future::Future<Output = T>) -> T {
+    pub(crate) async fn within<T>(&self, what: &str, f: impl std::future::Future<Output = T>) -> T {
         let rt = self.runtime.clone();
         future::or(f, async move {
             rt.sleep_until(Instant::now() + Duration::from_secs(20)).await;
@@ -49,14 +53,14 @@ impl Rt {
     /// exclude each other on a mutex at `path` (`excluded` says how), and
     /// `rw` takes the write lock of `{path}-rw`, downgrades it, releases
     /// both, and takes a read lock.
-    async fn mutex_and_rwlock(&self, a: &Client, b: &Client, path: &str, excluded: &str, rw: &Client) {
+    pub(crate) async fn mutex_and_rwlock(&self, a: &Client, b: &Client, path: &str, excluded: &str, rw: &Client) {
         let (la, lb) = (a.mutex(path).await.unwrap(), b.mutex(path).await.unwrap());
         let g = self.within("acquire", la.acquire()).await.unwrap();
         assert!(lb.try_acquire().await.unwrap().is_none(), "{excluded}");
         g.release().await.unwrap();
         self.within("second", lb.acquire()).await.unwrap().release().await.unwrap();
 
-        let (read, write) = rw.read_write_lock(&format!("{path}-rw")).await.unwrap();
+        let ReadWriteLock { read, write } = rw.read_write_lock(&format!("{path}-rw")).await.unwrap();
         let w = self.within("write", write.acquire()).await.unwrap();
         self.within("downgrade", w.downgrade()).await.unwrap().release().await.unwrap();
         w.release().await.unwrap();
@@ -74,11 +78,15 @@ macro_rules! scenario_tests {
             acl_prefix => secured::acl_prefix,
             plain_create_acl => secured::plain_create_acl,
             auth_failed => secured::auth_failed,
-            tls12_recipes => async |rt| secured::tls_recipes(rt, "ZOOLOCK_TEST_TLS_DIR").await,
-            tls13_recipes => async |rt| secured::tls_recipes(rt, "ZOOLOCK_TEST_TLS13_DIR").await,
-            tls_failures => secured::tls_failures,
             sasl => secured::sasl,
-            tls_server_checks => secured::tls_server_checks,
+            #[cfg(feature = "tls")]
+            tls12_recipes => async |rt| secured::tls::tls_recipes(rt, "ZOOLOCK_TEST_TLS_DIR").await,
+            #[cfg(feature = "tls")]
+            tls13_recipes => async |rt| secured::tls::tls_recipes(rt, "ZOOLOCK_TEST_TLS13_DIR").await,
+            #[cfg(feature = "tls")]
+            tls_failures => secured::tls::tls_failures,
+            #[cfg(feature = "tls")]
+            tls_server_checks => secured::tls::tls_server_checks,
         );
         // SASL GSSAPI: with the transport's `gssapi` feature.
         #[cfg(feature = "gssapi")]
@@ -88,8 +96,9 @@ macro_rules! scenario_tests {
             kerberos_renewal => secured::kerberos::kerberos_renewal,
         );
     };
-    (@each $run:ident; $($name:ident => $scenario:expr,)*) => {
+    (@each $run:ident; $($(#[$attr:meta])* $name:ident => $scenario:expr,)*) => {
         $(
+            $(#[$attr])*
             #[test]
             fn $name() {
                 $run($scenario)
@@ -99,9 +108,9 @@ macro_rules! scenario_tests {
 }
 pub(crate) use scenario_tests;
 
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-fn env_var(name: &str) -> Option<String> {
+pub(crate) fn env_var(name: &str) -> Option<String> {
     match std::env::var(name) {
         Ok(v) if !v.trim().is_empty() => Some(v.trim().to_owned()),
         _ => {
@@ -111,41 +120,9 @@ fn env_var(name: &str) -> Option<String> {
     }
 }
 
-fn port(dir: &Path, file: &str) -> String {
+pub(crate) fn port(dir: &Path, file: &str) -> String {
     let p = std::fs::read_to_string(dir.join(file)).unwrap_or_else(|e| panic!("{}/{file}: {e}", dir.display()));
     format!("127.0.0.1:{}", p.trim())
-}
-
-/// A server started with `ZK_SECURE=tls`: its plain and TLS addresses and PKI.
-pub(crate) struct TlsServer {
-    dir: PathBuf,
-    pub(crate) tls_addr: String,
-    pub(crate) plain_addr: String,
-}
-
-impl TlsServer {
-    pub(crate) fn from_env(var: &str) -> Option<TlsServer> {
-        let dir = PathBuf::from(env_var(var)?);
-        Some(TlsServer { tls_addr: port(&dir, "tls_port"), plain_addr: port(&dir, "port"), dir })
-    }
-
-    fn file(&self, name: &str) -> PathBuf {
-        self.dir.join("tls").join(name)
-    }
-
-    /// Mutual TLS with the CA `ca` and client identity `client` (`None`: no
-    /// client certificate).
-    pub(crate) fn tls(&self, ca: &str, client: Option<(&str, &str)>) -> TlsOptions {
-        let (cert, key) = match client {
-            Some((c, k)) => (Some(self.file(c)), Some(self.file(k))),
-            None => (None, None),
-        };
-        TlsOptions::from_files(&self.file(ca), cert.as_deref(), key.as_deref()).expect("test PKI loads")
-    }
-
-    pub(crate) fn good(&self) -> TlsOptions {
-        self.tls("ca.pem", Some(("client.pem", "client.key")))
-    }
 }
 
 fn is_server(result: &Result<impl std::fmt::Debug, Error>, code: ErrorCode) -> bool {
@@ -178,7 +155,7 @@ pub(crate) async fn digest_acl(rt: &Rt) {
     guard.release().await.unwrap();
 
     // Read-write lock and semaphore under the same ACL.
-    let (_read, write) = a.read_write_lock(&rt.path("rw")).await.unwrap();
+    let write = a.read_write_lock(&rt.path("rw")).await.unwrap().write;
     let w = rt.within("write", write.acquire()).await.unwrap();
     let r = rt.within("downgrade", w.downgrade()).await.unwrap();
     let delete = anonymous.delete(w.node(), None).await;
@@ -202,7 +179,7 @@ pub(crate) async fn acl_prefix(rt: &Rt) {
     let Some(addr) = zoolock_testkit::real_server("secured") else { return };
     let private = rt.path("private");
     let policy = AclPolicy::default().with_prefix(
-        zoolock_driver::core::ZkPath::new(&private).unwrap(),
+        zoolock_driver::zoolock_core::ZkPath::new(&private).unwrap(),
         parse_acl("auth::cdrwa,world:anyone:r").unwrap(),
     );
     let a = rt.connect(&addr, Options::default().auth("digest", "carol:pw").acl(policy)).await.unwrap();
@@ -261,7 +238,7 @@ pub(crate) async fn plain_create_acl(rt: &Rt) {
     let write = anonymous.set_data(&explicit, b"x", None).await;
     assert!(is_server(&write, ErrorCode::NO_AUTH), "explicit read-only: {write:?}");
     let open = format!("{top}/open");
-    let acl = zoolock_driver::core::wire::Acl::open_unsafe();
+    let acl = zoolock_driver::zoolock_core::wire::Acl::open_unsafe();
     a.create_with_acl(&open, b"", CreateMode::PERSISTENT, acl).await.unwrap();
     anonymous.set_data(&open, b"anyone", None).await.expect("explicit open ACL: anyone writes");
     let delete = anonymous.delete(&open, None).await;
@@ -283,79 +260,6 @@ pub(crate) async fn auth_failed(rt: &Rt) {
     let result = rt.connect(&addr, Options::default().auth("no-such-scheme", "x")).await;
     assert!(matches!(result, Err(Error::Request(RequestError::AuthFailed))), "{result:?}");
     assert!(start.elapsed() < CONNECT_TIMEOUT, "failed fast: {:?}", start.elapsed());
-}
-
-/// Mutual TLS: a mutex, a read-write lock and a semaphore work; the key may
-/// be PKCS#1 as well as PKCS#8.
-pub(crate) async fn tls_recipes(rt: &Rt, var: &str) {
-    let Some(server) = TlsServer::from_env(var) else { return };
-    let a = rt.within("connect", rt.connect(&server.tls_addr, Options::default().tls(server.good()))).await.unwrap();
-    let pkcs1 = server.tls("ca.pem", Some(("client.pem", "client-pkcs1.key")));
-    let b = rt.connect(&server.tls_addr, Options::default().tls(pkcs1)).await.expect("PKCS#1 key");
-
-    let path = rt.path(&format!("tls-{var}"));
-    rt.mutex_and_rwlock(&a, &b, &path, "excluded over TLS", &b).await;
-
-    let sem = a.semaphore(&format!("{path}-sem"), 1).await.unwrap();
-    let lease = rt.within("lease", sem.acquire(1)).await.unwrap();
-    let other = b.semaphore(&format!("{path}-sem"), 1).await.unwrap();
-    let excluded = other.acquire_timeout(1, Duration::from_millis(200)).await;
-    assert!(matches!(excluded, Err(Error::TimedOut)), "one lease: {excluded:?}");
-    drop(lease);
-    let (created, _) = a.create(&format!("{path}-plain"), b"x", CreateMode::EPHEMERAL).await.unwrap();
-    assert_eq!(&b.get_data(&created).await.unwrap().0[..], b"x");
-    a.close().await.unwrap();
-    b.close().await.unwrap();
-}
-
-/// What is wrong, where to connect, with which TLS, and the error expected.
-type FailureCase<'a> = (&'a str, &'a str, Option<TlsOptions>, fn(&TlsError) -> bool);
-
-/// Each misconfiguration fails with its typed error within the connect
-/// timeout, without a retry loop.
-pub(crate) async fn tls_failures(rt: &Rt) {
-    let Some(server) = TlsServer::from_env("ZOOLOCK_TEST_TLS_DIR") else { return };
-    let cases: [FailureCase<'_>; 6] = [
-        (
-            "unknown CA",
-            server.tls_addr.as_str(),
-            Some(server.tls("other-ca.pem", Some(("client.pem", "client.key")))),
-            |e| matches!(e, TlsError::ServerCertificate(m) if m.contains("UnknownIssuer")),
-        ),
-        ("no client certificate", server.tls_addr.as_str(), Some(server.tls("ca.pem", None)), |e| {
-            matches!(e, TlsError::Rejected(_))
-        }),
-        (
-            "client certificate from another CA",
-            server.tls_addr.as_str(),
-            Some(server.tls("ca.pem", Some(("other-client.pem", "other-client.key")))),
-            |e| matches!(e, TlsError::Rejected(_)),
-        ),
-        (
-            "expired client certificate",
-            server.tls_addr.as_str(),
-            Some(server.tls("ca.pem", Some(("expired-client.pem", "expired-client.key")))),
-            |e| matches!(e, TlsError::Rejected(_)),
-        ),
-        ("plaintext to the TLS port", server.tls_addr.as_str(), None, |e| matches!(e, TlsError::PlaintextRefused(_))),
-        ("TLS to the plain port", server.plain_addr.as_str(), Some(server.good()), |e| {
-            matches!(e, TlsError::ClosedInHandshake | TlsError::Handshake(_))
-        }),
-    ];
-    for (what, addr, tls, expected) in cases {
-        let options = match tls {
-            Some(tls) => Options::default().tls(tls),
-            None => Options::default(),
-        };
-        let start = Instant::now();
-        let result = rt.connect(addr, options).await;
-        let elapsed = start.elapsed();
-        match &result {
-            Err(Error::Tls(e)) if expected(e) => {}
-            other => panic!("{what}: {other:?}"),
-        }
-        assert!(elapsed < CONNECT_TIMEOUT, "{what}: took {elapsed:?}");
-    }
 }
 
 /// A server started with `ZK_SECURE=sasl`: its address and the DIGEST-MD5
@@ -409,45 +313,4 @@ pub(crate) async fn sasl(rt: &Rt) {
     assert!(matches!(refused, Err(Error::Request(RequestError::SaslAuthRequired))), "no SASL: {refused:?}");
     a.close().await.unwrap();
     b.close().await.unwrap();
-}
-
-/// What the client checks of the server: the name (the connect string's
-/// host, or the override) and the validity dates. The expired server is an
-/// `openssl s_server` with the test PKI's expired-server certificate.
-pub(crate) async fn tls_server_checks(rt: &Rt) {
-    let Some(server) = TlsServer::from_env("ZOOLOCK_TEST_TLS_DIR") else { return };
-    let named = server.good().server_name("localhost").unwrap();
-    let client = rt.connect(&server.tls_addr, Options::default().tls(named)).await.expect("name override");
-    client.close().await.unwrap();
-    let wrong = server.good().server_name("zk.invalid").unwrap();
-    let result = rt.connect(&server.tls_addr, Options::default().tls(wrong)).await;
-    assert!(
-        matches!(&result, Err(Error::Tls(TlsError::ServerCertificate(m))) if m.contains("NotValidForName")),
-        "{result:?}"
-    );
-
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let mut s_server = std::process::Command::new("openssl")
-        .args(["s_server", "-quiet", "-accept"])
-        .arg(format!("127.0.0.1:{port}"))
-        .arg("-cert")
-        .arg(server.file("expired-server.pem"))
-        .arg("-key")
-        .arg(server.file("expired-server.key"))
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("openssl s_server");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "openssl s_server did not listen");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let start = Instant::now();
-    let result = rt.connect(&format!("127.0.0.1:{port}"), Options::default().tls(server.good())).await;
-    let _ = s_server.kill();
-    let _ = s_server.wait();
-    assert!(matches!(&result, Err(Error::Tls(TlsError::ServerCertificate(m))) if m.contains("Expired")), "{result:?}");
-    assert!(start.elapsed() < CONNECT_TIMEOUT);
 }

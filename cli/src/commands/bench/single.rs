@@ -22,7 +22,7 @@ pub(super) async fn read_lock(
     args: &BenchArgs,
     release: Release,
 ) -> Result<Report, Error> {
-    let (read, _write) = client.read_write_lock(base).await?;
+    let read = client.read_write_lock(base).await?.read;
     lock_cycles(&read, args, release).await
 }
 

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use zoolock_tokio::core::recipes::policy::{LOCK_NAME, SortKey};
+use zoolock_tokio::zoolock_core::recipes::policy::{LOCK_NAME, SortKey};
 
 /// The three recipes the demo runs, in display order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

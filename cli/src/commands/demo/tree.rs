@@ -10,9 +10,9 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use zoolock_tokio::core::RequestError;
-use zoolock_tokio::core::recipes::{SEMAPHORE_LEASES, SEMAPHORE_LOCKS};
-use zoolock_tokio::core::wire::{CreateMode, ErrorCode};
+use zoolock_tokio::zoolock_core::RequestError;
+use zoolock_tokio::zoolock_core::recipes::{SEMAPHORE_LEASES, SEMAPHORE_LOCKS};
+use zoolock_tokio::zoolock_core::wire::{CreateMode, ErrorCode};
 use zoolock_tokio::{Client, Error};
 
 use super::board::Recipe;

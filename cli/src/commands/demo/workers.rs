@@ -26,8 +26,8 @@ impl Handle {
         let path = tree.path(role.recipe());
         Ok(match role {
             Role::Mutex => Handle::Lock(client.mutex(&path).await?),
-            Role::Reader => Handle::Lock(client.read_write_lock(&path).await?.0),
-            Role::Writer => Handle::Lock(client.read_write_lock(&path).await?.1),
+            Role::Reader => Handle::Lock(client.read_write_lock(&path).await?.read),
+            Role::Writer => Handle::Lock(client.read_write_lock(&path).await?.write),
             Role::Lease => Handle::Semaphore(client.semaphore(&path, leases).await?),
         })
     }
@@ -35,11 +35,7 @@ impl Handle {
     async fn acquire(&self) -> Result<Held, Error> {
         match self {
             Handle::Lock(lock) => lock.acquire().await.map(Held::Guard),
-            Handle::Semaphore(sem) => {
-                let mut leases = sem.acquire(1).await?;
-                // One lease asked, one granted; anything else is a driver bug.
-                leases.pop().map(Held::Lease).ok_or(Error::ClientClosed)
-            }
+            Handle::Semaphore(sem) => sem.acquire_one().await.map(Held::Lease),
         }
     }
 }

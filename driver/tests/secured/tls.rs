@@ -1,0 +1,158 @@
+//! TLS scenarios (the transports' `tls` feature, with a crypto provider):
+//! mutual TLS on the servers `scripts/zk-server.sh` starts with
+//! `ZK_SECURE=tls` (`ZOOLOCK_TEST_TLS_DIR`, `ZOOLOCK_TEST_TLS13_DIR`), what a
+//! misconfiguration fails with, and what the client checks of the server.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use zoolock_driver::zoolock_core::wire::CreateMode;
+use zoolock_driver::{Error, Options, TlsError, TlsOptions};
+
+use super::{CONNECT_TIMEOUT, Rt, env_var, port};
+
+/// A server started with `ZK_SECURE=tls`: its plain and TLS addresses and PKI.
+pub(crate) struct TlsServer {
+    dir: PathBuf,
+    pub(crate) tls_addr: String,
+    pub(crate) plain_addr: String,
+}
+
+impl TlsServer {
+    pub(crate) fn from_env(var: &str) -> Option<TlsServer> {
+        let dir = PathBuf::from(env_var(var)?);
+        Some(TlsServer { tls_addr: port(&dir, "tls_port"), plain_addr: port(&dir, "port"), dir })
+    }
+
+    pub(crate) fn file(&self, name: &str) -> PathBuf {
+        self.dir.join("tls").join(name)
+    }
+
+    /// Mutual TLS with the CA `ca` and client identity `client` (`None`: no
+    /// client certificate).
+    pub(crate) fn tls(&self, ca: &str, client: Option<(&str, &str)>) -> TlsOptions {
+        let (cert, key) = match client {
+            Some((c, k)) => (Some(self.file(c)), Some(self.file(k))),
+            None => (None, None),
+        };
+        TlsOptions::from_files(&self.file(ca), cert.as_deref(), key.as_deref()).expect("test PKI loads")
+    }
+
+    pub(crate) fn good(&self) -> TlsOptions {
+        self.tls("ca.pem", Some(("client.pem", "client.key")))
+    }
+}
+
+/// Mutual TLS: a mutex, a read-write lock and a semaphore work; the key may
+/// be PKCS#1 as well as PKCS#8.
+pub(crate) async fn tls_recipes(rt: &Rt, var: &str) {
+    let Some(server) = TlsServer::from_env(var) else { return };
+    let a = rt.within("connect", rt.connect(&server.tls_addr, Options::default().tls(server.good()))).await.unwrap();
+    let pkcs1 = server.tls("ca.pem", Some(("client.pem", "client-pkcs1.key")));
+    let b = rt.connect(&server.tls_addr, Options::default().tls(pkcs1)).await.expect("PKCS#1 key");
+
+    let path = rt.path(&format!("tls-{var}"));
+    rt.mutex_and_rwlock(&a, &b, &path, "excluded over TLS", &b).await;
+
+    let sem = a.semaphore(&format!("{path}-sem"), 1).await.unwrap();
+    let lease = rt.within("lease", sem.acquire(1)).await.unwrap();
+    let other = b.semaphore(&format!("{path}-sem"), 1).await.unwrap();
+    let excluded = other.acquire_timeout(1, Duration::from_millis(200)).await;
+    assert!(matches!(excluded, Err(Error::TimedOut)), "one lease: {excluded:?}");
+    drop(lease);
+    let (created, _) = a.create(&format!("{path}-plain"), b"x", CreateMode::EPHEMERAL).await.unwrap();
+    assert_eq!(&b.get_data(&created).await.unwrap().0[..], b"x");
+    a.close().await.unwrap();
+    b.close().await.unwrap();
+}
+
+/// What is wrong, where to connect, with which TLS, and the error expected.
+type FailureCase<'a> = (&'a str, &'a str, Option<TlsOptions>, fn(&TlsError) -> bool);
+
+/// Each misconfiguration fails with its typed error within the connect
+/// timeout, without a retry loop.
+pub(crate) async fn tls_failures(rt: &Rt) {
+    let Some(server) = TlsServer::from_env("ZOOLOCK_TEST_TLS_DIR") else { return };
+    let cases: [FailureCase<'_>; 6] = [
+        (
+            "unknown CA",
+            server.tls_addr.as_str(),
+            Some(server.tls("other-ca.pem", Some(("client.pem", "client.key")))),
+            |e| matches!(e, TlsError::ServerCertificate(m) if m.contains("UnknownIssuer")),
+        ),
+        ("no client certificate", server.tls_addr.as_str(), Some(server.tls("ca.pem", None)), |e| {
+            matches!(e, TlsError::Rejected(_))
+        }),
+        (
+            "client certificate from another CA",
+            server.tls_addr.as_str(),
+            Some(server.tls("ca.pem", Some(("other-client.pem", "other-client.key")))),
+            |e| matches!(e, TlsError::Rejected(_)),
+        ),
+        (
+            "expired client certificate",
+            server.tls_addr.as_str(),
+            Some(server.tls("ca.pem", Some(("expired-client.pem", "expired-client.key")))),
+            |e| matches!(e, TlsError::Rejected(_)),
+        ),
+        ("plaintext to the TLS port", server.tls_addr.as_str(), None, |e| matches!(e, TlsError::PlaintextRefused(_))),
+        ("TLS to the plain port", server.plain_addr.as_str(), Some(server.good()), |e| {
+            matches!(e, TlsError::ClosedInHandshake | TlsError::Handshake(_))
+        }),
+    ];
+    for (what, addr, tls, expected) in cases {
+        let options = match tls {
+            Some(tls) => Options::default().tls(tls),
+            None => Options::default(),
+        };
+        let start = Instant::now();
+        let result = rt.connect(addr, options).await;
+        let elapsed = start.elapsed();
+        match &result {
+            Err(Error::Tls(e)) if expected(e) => {}
+            other => panic!("{what}: {other:?}"),
+        }
+        assert!(elapsed < CONNECT_TIMEOUT, "{what}: took {elapsed:?}");
+    }
+}
+
+/// What the client checks of the server: the name (the connect string's
+/// host, or the override) and the validity dates. The expired server is an
+/// `openssl s_server` with the test PKI's expired-server certificate.
+pub(crate) async fn tls_server_checks(rt: &Rt) {
+    let Some(server) = TlsServer::from_env("ZOOLOCK_TEST_TLS_DIR") else { return };
+    let named = server.good().server_name("localhost").unwrap();
+    let client = rt.connect(&server.tls_addr, Options::default().tls(named)).await.expect("name override");
+    client.close().await.unwrap();
+    let wrong = server.good().server_name("zk.invalid").unwrap();
+    let result = rt.connect(&server.tls_addr, Options::default().tls(wrong)).await;
+    assert!(
+        matches!(&result, Err(Error::Tls(TlsError::ServerCertificate(m))) if m.contains("NotValidForName")),
+        "{result:?}"
+    );
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut s_server = std::process::Command::new("openssl")
+        .args(["s_server", "-quiet", "-accept"])
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("-cert")
+        .arg(server.file("expired-server.pem"))
+        .arg("-key")
+        .arg(server.file("expired-server.key"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("openssl s_server");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "openssl s_server did not listen");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let start = Instant::now();
+    let result = rt.connect(&format!("127.0.0.1:{port}"), Options::default().tls(server.good())).await;
+    let _ = s_server.kill();
+    let _ = s_server.wait();
+    assert!(matches!(&result, Err(Error::Tls(TlsError::ServerCertificate(m))) if m.contains("Expired")), "{result:?}");
+    assert!(start.elapsed() < CONNECT_TIMEOUT);
+}
