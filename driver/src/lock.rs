@@ -24,6 +24,7 @@ use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Handle, Instan
 use crate::client::{Client, RecipeHandle};
 use crate::error::Error;
 use crate::hold::{self, HoldStatus, QueuePosition, Watched};
+use crate::metrics::{Gauge, Labels};
 use crate::task::Command;
 
 type Grant = Result<(String, FencingToken), Error>;
@@ -37,16 +38,20 @@ struct Waiter {
     revoked: bool,
     /// Where it stands on ZooKeeper.
     position: Option<QueuePosition>,
+    /// `zoolock_acquires_waiting`, raised while it waits.
+    _waiting: Gauge,
 }
 
 /// What the tasks see of one ticket's hold.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 struct TicketState {
     part: Part,
     status: HoldStatus,
     revoked: bool,
     /// The lock node, for the log.
     node: String,
+    /// `zoolock_holds`, raised while the hold lasts.
+    _held: Gauge,
 }
 
 #[derive(Debug, Default)]
@@ -98,8 +103,10 @@ pub struct Lock {
     handle: Handle<SharedLock>,
     part: Part,
     shared: Arc<LockShared>,
-    /// The lock path (paths, for a multi-lock), for the log and metrics.
+    /// The lock path (paths, for a multi-lock), for the log.
     path: Arc<str>,
+    /// Its metrics labels.
+    labels: Arc<Labels>,
 }
 
 impl std::fmt::Debug for Lock {
@@ -116,6 +123,7 @@ impl std::fmt::Debug for Lock {
 fn on_event(
     shared: &LockShared,
     path: &str,
+    labels: &Labels,
     client: &mut CoreClient,
     now: Instant,
     handle: Handle<SharedLock>,
@@ -124,7 +132,7 @@ fn on_event(
     let RecipeEvent::Ticket { ticket, event } = event else {
         match event {
             RecipeEvent::CleanupFailed { path: node, error } => {
-                crate::metrics::cleanup_failed(path);
+                crate::metrics::cleanup_failed(labels);
                 tracing::warn!(%path, %node, %error, "lock node clean-up failed");
             }
             other => tracing::trace!(%path, ?other, "lock event"),
@@ -137,12 +145,17 @@ fn on_event(
             let waiter = shared.with(|s| {
                 let waiter = s.waiters.remove(&t)?;
                 let (part, revoked) = (waiter.part, waiter.revoked);
-                s.holds.insert(t, TicketState { part, status: HoldStatus::Held, revoked, node: node.clone() });
+                let held = TicketState {
+                    part,
+                    status: HoldStatus::Held,
+                    revoked,
+                    node: node.clone(),
+                    _held: Gauge::held(labels),
+                };
+                s.holds.insert(t, held);
                 Some(waiter.reply)
             });
-            if waiter.is_some_and(|w| w.send(Ok((node.clone(), token))).is_ok()) {
-                tracing::debug!(%path, %node, token = token.0, "lock granted");
-            } else {
+            if !waiter.is_some_and(|w| w.send(Ok((node.clone(), token))).is_ok()) {
                 // Granted to an acquire that was dropped: give it back.
                 tracing::debug!(%path, %node, "lock granted to a dropped acquire: releasing");
                 shared.with(|s| forget(s, t));
@@ -159,7 +172,7 @@ fn on_event(
         end @ (RecipeEvent::TimedOut | RecipeEvent::Failed(_) | RecipeEvent::Refused(_)) => {
             let Some(error) = hold::acquire_end(&end) else { return };
             if error == Error::TimedOut {
-                crate::metrics::timed_out(path);
+                crate::metrics::timed_out(labels);
             }
             let (waiter, release) = shared.with(|s| match s.waiters.remove(&t) {
                 Some(w) => (Some(w), None),
@@ -182,11 +195,11 @@ fn on_event(
             let node = shared.peek(|s| s.holds.get(&t).map(|h| h.node.clone())).unwrap_or_default();
             match new {
                 HoldStatus::Lost => {
-                    crate::metrics::lost(path);
+                    crate::metrics::lost(labels);
                     tracing::warn!(%path, %node, "hold lost");
                 }
                 HoldStatus::Suspended => {
-                    crate::metrics::suspended(path);
+                    crate::metrics::suspended(labels);
                     tracing::info!(%path, %node, "hold suspended: the connection dropped");
                 }
                 _ => tracing::info!(%path, %node, "hold confirmed after the reconnect"),
@@ -233,14 +246,21 @@ fn forget_released(s: &mut Tickets, t: u64) -> Option<oneshot::Sender<Result<(),
 impl Lock {
     /// Registers `recipe` behind a shared queue and returns one handle per
     /// part (one, or the read and write halves).
-    pub(crate) async fn register(client: Client, recipe: BoxedLock, path: String) -> Result<Vec<Lock>, Error> {
+    /// `kind` is the metrics label `kind`.
+    pub(crate) async fn register(
+        client: Client,
+        recipe: BoxedLock,
+        path: String,
+        kind: &'static str,
+    ) -> Result<Vec<Lock>, Error> {
         let parts = recipe.parts().max(1);
         let renew = client.inner.options.renew_session;
         let shared = Arc::new(LockShared::default());
         let path: Arc<str> = path.into();
-        let (sink_shared, sink_path) = (shared.clone(), path.clone());
+        let labels = Arc::new(Labels::new(kind, &path, client.inner.options.metrics_path_label));
+        let (sink_shared, sink_path, sink_labels) = (shared.clone(), path.clone(), labels.clone());
         let sink = Box::new(move |c: &mut CoreClient, now, id: RecipeId, event| {
-            on_event(&sink_shared, &sink_path, c, now, Handle::from_id(id), event)
+            on_event(&sink_shared, &sink_path, &sink_labels, c, now, Handle::from_id(id), event)
         });
         let id = client.add_recipe(Box::new(SharedLock::new(recipe, renew)), sink).await?;
         let recipe = Arc::new(RecipeHandle { client, id });
@@ -251,6 +271,7 @@ impl Lock {
                 part,
                 shared: shared.clone(),
                 path: path.clone(),
+                labels: labels.clone(),
             })
             .collect())
     }
@@ -333,7 +354,13 @@ impl Lock {
         progress: &mut (dyn FnMut(QueuePosition) + Send),
     ) -> Result<Guard, Error> {
         let (tx, rx) = oneshot::channel();
-        let waiter = Waiter { part: self.part, reply: tx, revoked: false, position: None };
+        let waiter = Waiter {
+            part: self.part,
+            reply: tx,
+            revoked: false,
+            position: None,
+            _waiting: Gauge::waiting(&self.labels),
+        };
         let (t, queued) = hold::enqueue(&self.shared, WAITERS, &self.client().inner, self.handle, waiter, command);
         tracing::trace!(path = %self.path, t, part = self.part, "acquire");
         let began = self.client().inner.runtime.now();
@@ -345,7 +372,9 @@ impl Lock {
         }
         let position = || self.shared.peek(|s| s.waiters.get(&t).and_then(|w| w.position));
         let (node, token) = hold::with_progress(&self.shared.changed, position, progress, &mut pending).await?;
-        crate::metrics::acquired(&self.path, self.client().inner.runtime.now().saturating_duration_since(began));
+        let waited = self.client().inner.runtime.now().saturating_duration_since(began);
+        crate::metrics::acquired(&self.labels, waited);
+        tracing::debug!(path = %self.path, %node, token = token.0, ?waited, "lock granted");
         Ok(Guard { lock: self.clone(), ticket: t, node, token, released: false })
     }
 

@@ -86,6 +86,16 @@ impl LockSpec {
             LockSpec::Multi(members) => members.iter().map(LockSpec::label).collect::<Vec<_>>().join(","),
         }
     }
+
+    /// The `kind` label of its metrics.
+    fn kind(&self) -> &'static str {
+        match self {
+            LockSpec::Mutex(_) => "mutex",
+            LockSpec::Read(_) | LockSpec::Write(_) => "rwlock",
+            LockSpec::SemaphoreMutex(_) => "semaphore_mutex",
+            LockSpec::Multi(_) => "multi",
+        }
+    }
 }
 
 /// Which recipe's layout [`Client::participants`] reads.
@@ -161,7 +171,7 @@ impl Client {
             rw.make_revocable_read()?;
             rw.make_revocable_write()?;
         }
-        let mut halves = Lock::register(self.clone(), Box::new(rw), path.to_owned()).await?.into_iter();
+        let mut halves = Lock::register(self.clone(), Box::new(rw), path.to_owned(), "rwlock").await?.into_iter();
         match (halves.next(), halves.next()) {
             (Some(read), Some(write)) => Ok((read, write)),
             _ => Err(Error::ClientClosed),
@@ -249,7 +259,11 @@ impl Client {
 
     async fn one_lock(&self, spec: &LockSpec, options: &LockOptions) -> Result<Lock, Error> {
         let recipe = self.build(spec, options)?;
-        Lock::register(self.clone(), recipe, spec.label()).await?.into_iter().next().ok_or(Error::ClientClosed)
+        Lock::register(self.clone(), recipe, spec.label(), spec.kind())
+            .await?
+            .into_iter()
+            .next()
+            .ok_or(Error::ClientClosed)
     }
 
     /// A counting semaphore with `leases` leases on `path`
