@@ -10,9 +10,9 @@
 //!
 //! The position is the one the acquire itself reports
 //! ([`zoolock_tokio::Lock::acquire_with_progress`]), taken from the
-//! listings it makes anyway. Naming the holder costs one listing of the
-//! lock path (`holders`' reading) at the start and every 10 s on a
-//! terminal, every 30 s off it, whatever the length of the queue.
+//! listings it makes anyway. Naming the holder costs a data-less listing
+//! of the lock path and a read of the holder's data at the start and every
+//! 10 s on a terminal, every 30 s off it, whatever the length of the queue.
 
 use std::cell::{Cell, RefCell};
 use std::convert::Infallible;

@@ -155,7 +155,7 @@ fn on_event(
                 s.holds.insert(t, held);
                 Some(waiter.reply)
             });
-            if !waiter.is_some_and(|w| w.send(Ok((node.clone(), token))).is_ok()) {
+            if waiter.is_none_or(|w| w.send(Ok((node.clone(), token))).is_err()) {
                 // Granted to an acquire that was dropped: give it back.
                 tracing::debug!(%path, %node, "lock granted to a dropped acquire: releasing");
                 shared.with(|s| forget(s, t));

@@ -33,12 +33,7 @@ pub(super) async fn list(client: &Client, path: &str, kind: Kind, leases: Option
     let list = client.participants(path, super::participants_of(kind)).await?;
     let list: Vec<_> = list.into_iter().filter_map(|p| Some((p.path, p.data?))).collect();
     let names: Vec<&str> = list.iter().map(|(node, _)| node.rsplit('/').next().unwrap_or(node)).collect();
-    let rule = match kind {
-        Kind::Mutex => PositionRule::Standard(1),
-        Kind::Rwlock => PositionRule::Read,
-        Kind::Semaphore => PositionRule::Standard(leases.unwrap_or(usize::MAX)),
-    };
-    let holding = policy::holding(&names, rule);
+    let holding = policy::holding(&names, rule(kind, leases));
     Ok(list
         .iter()
         .zip(holding)
@@ -48,6 +43,64 @@ pub(super) async fn list(client: &Client, path: &str, kind: Kind, leases: Option
             holding,
         })
         .collect())
+}
+
+/// Who holds PATH now, read cheaply for a waiting line: one listing of the
+/// lock path without data, sorted and judged as [`list`] does, then the data
+/// of the holders alone (one read for a mutex), so a waiter costs the same
+/// however long the queue. `None` when nobody holds (or PATH is gone).
+///
+/// # Errors
+///
+/// The listing's failure (connection, ACL, a bad path).
+pub(super) async fn holder(
+    client: &Client,
+    path: &str,
+    kind: Kind,
+    leases: Option<usize>,
+) -> Result<Option<String>, Error> {
+    use zoolock_tokio::core::recipes::SEMAPHORE_LEASES;
+    use zoolock_tokio::core::recipes::policy::{LEASE_NAME, LOCK_NAME, SortKey};
+    use zoolock_tokio::core::{RequestError, gzip, wire::ErrorCode};
+
+    let (base, key) = match kind {
+        Kind::Mutex => (path.to_owned(), SortKey::Standard(LOCK_NAME)),
+        Kind::Rwlock => (path.to_owned(), SortKey::ReadWrite),
+        Kind::Semaphore => (format!("{path}/{SEMAPHORE_LEASES}"), SortKey::Standard(LEASE_NAME)),
+    };
+    let mut names = match client.get_children(&base).await {
+        Ok((names, _)) => names,
+        Err(Error::Request(RequestError::Server(code))) if code == ErrorCode::NO_NODE => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    key.sort(&mut names);
+    let holding = policy::holding(&names, rule(kind, leases));
+    let mut holders = Vec::new();
+    for name in names.iter().zip(holding).filter_map(|(name, holding)| holding.then_some(name)) {
+        let data = match client.get_data(&format!("{base}/{name}")).await {
+            Ok((data, _)) => data,
+            // Gone since the listing: no longer a holder.
+            Err(Error::Request(RequestError::Server(code))) if code == ErrorCode::NO_NODE => continue,
+            Err(e) => return Err(e),
+        };
+        let data =
+            gzip::decode(&data, gzip::MAX_DECOMPRESSED).map(|d| d.into_owned()).unwrap_or_else(|_| data.to_vec());
+        holders.push(Entry {
+            node: format!("{base}/{name}"),
+            data: String::from_utf8_lossy(&data).into_owned(),
+            holding: true,
+        });
+    }
+    Ok(held_by(&holders))
+}
+
+/// The holding rule of a kind (a semaphore of unknown size: every lease).
+fn rule(kind: Kind, leases: Option<usize>) -> PositionRule {
+    match kind {
+        Kind::Mutex => PositionRule::Standard(1),
+        Kind::Rwlock => PositionRule::Read,
+        Kind::Semaphore => PositionRule::Standard(leases.unwrap_or(usize::MAX)),
+    }
 }
 
 /// Who holds, for a message: each holder's data (its node name when it has

@@ -260,8 +260,8 @@ fn queue_of(recipe: &Recipe) -> (Kind, Option<usize>) {
 /// Who holds `path` now, for the waiting line and the time-out message;
 /// `None` when nobody does or the listing failed.
 async fn held_by(client: &Client, path: &str, kind: Kind, leases: Option<usize>) -> Option<String> {
-    match super::holders::list(client, path, kind, leases).await {
-        Ok(entries) => super::holders::held_by(&entries),
+    match super::holders::holder(client, path, kind, leases).await {
+        Ok(holder) => holder,
         Err(error) => {
             tracing::debug!(%error, path, "cannot list the holders");
             None
