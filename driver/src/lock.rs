@@ -281,6 +281,21 @@ impl Lock {
     }
 
     /// Waits until the lock is held.
+    ///
+    /// # Errors
+    ///
+    /// The session's end when it comes first: [`Error::Request`] with the
+    /// reason (expired with [`Options::renew_session`](crate::Options::renew_session)
+    /// off, closed, auth failed) or [`Error::ClientClosed`]. [`Error::Request`]
+    /// with the server's code when it refuses the lock's requests (say `NoAuth`
+    /// under an ACL), after the recipe's retries.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: dropping the future at any point withdraws the acquire. Its
+    /// node, if already created, is deleted, a grant that raced the drop is
+    /// given back, and the tasks queued behind it in this process move up; no
+    /// node is left behind.
     pub async fn acquire(&self) -> Result<Guard, Error> {
         self.acquire_inner(None).await
     }
@@ -301,12 +316,42 @@ impl Lock {
     /// }
     /// # Ok(()) }
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::TimedOut`] once `timeout` has passed. The session's end when it comes first: [`Error::Request`] with the
+    /// reason (expired with [`Options::renew_session`](crate::Options::renew_session)
+    /// off, closed, auth failed) or [`Error::ClientClosed`]. [`Error::Request`]
+    /// with the server's code when it refuses the lock's requests (say `NoAuth`
+    /// under an ACL), after the recipe's retries.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: dropping the future at any point withdraws the acquire. Its
+    /// node, if already created, is deleted, a grant that raced the drop is
+    /// given back, and the tasks queued behind it in this process move up; no
+    /// node is left behind.
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Guard, Error> {
         self.acquire_inner(Some(timeout)).await
     }
 
     /// Takes the lock only if that needs no waiting (also not behind another
     /// task of this process).
+    ///
+    /// # Errors
+    ///
+    /// The session's end when it comes first: [`Error::Request`] with the
+    /// reason (expired with [`Options::renew_session`](crate::Options::renew_session)
+    /// off, closed, auth failed) or [`Error::ClientClosed`]. [`Error::Request`]
+    /// with the server's code when it refuses the lock's requests (say `NoAuth`
+    /// under an ACL), after the recipe's retries. A taken lock is `Ok(None)`, not an error.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: dropping the future at any point withdraws the acquire. Its
+    /// node, if already created, is deleted, a grant that raced the drop is
+    /// given back, and the tasks queued behind it in this process move up; no
+    /// node is left behind.
     pub async fn try_acquire(&self) -> Result<Option<Guard>, Error> {
         match self.acquire_inner(Some(Duration::ZERO)).await {
             Ok(g) => Ok(Some(g)),
@@ -333,6 +378,21 @@ impl Lock {
     /// guard.release().await?;
     /// # Ok(()) }
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::TimedOut`] once a `timeout` given has passed. The session's end when it comes first: [`Error::Request`] with the
+    /// reason (expired with [`Options::renew_session`](crate::Options::renew_session)
+    /// off, closed, auth failed) or [`Error::ClientClosed`]. [`Error::Request`]
+    /// with the server's code when it refuses the lock's requests (say `NoAuth`
+    /// under an ACL), after the recipe's retries.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: dropping the future at any point withdraws the acquire. Its
+    /// node, if already created, is deleted, a grant that raced the drop is
+    /// given back, and the tasks queued behind it in this process move up; no
+    /// node is left behind.
     pub async fn acquire_with_progress(
         &self,
         timeout: Option<Duration>,
@@ -389,6 +449,14 @@ impl Lock {
     /// (what Curator's `release()` waits for) that costs no extra request:
     /// it completes on the delete's own reply. Fails with the session's error
     /// if the session ends first (its ephemeral nodes go with it).
+    ///
+    /// # Errors
+    ///
+    /// The session's error when the session ends first.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: it only waits; dropping it changes nothing.
     pub async fn settled(&self) -> Result<(), Error> {
         self.recipe.settled().await
     }
@@ -503,6 +571,11 @@ impl Guard {
     /// guard.release().await?;
     /// # Ok(()) }
     /// ```
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: it only waits; dropping it changes nothing, and a later call
+    /// sees the same status.
     pub async fn lost(&self) -> HoldStatus {
         hold::wait_lost(&self.lock.client().inner, &self.lock.shared.changed, || self.status()).await
     }
@@ -556,6 +629,18 @@ impl Guard {
     /// guard.fenced(vec![Op::set_data(&config, Bytes::from_static(b"v2"), None)]).await?;
     /// # Ok(()) }
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotHeld`] when the hold's node is gone (or the hold is known
+    /// lost: no request is sent); [`Error::FencedOpFailed`] with the failing op's
+    /// index and code; the session's error when it ends first.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future after it was first polled does not withdraw the multi:
+    /// it has been queued and may still apply (all ops or none). Dropped before,
+    /// nothing is sent.
     pub async fn fenced(&self, ops: Vec<zoolock_core::Op>) -> Result<Vec<zoolock_core::wire::MultiResult>, Error> {
         let (handle, t) = (self.lock.handle, self.ticket);
         // Core knows the hold: its nodes, or none once it was lost.
@@ -582,6 +667,16 @@ impl Guard {
     /// guard's token for work done under the read guard (a resource that
     /// keeps the highest write token then rejects it once the next writer
     /// has written; see [`FencingToken`]).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Misuse`] for a guard that is not a write guard or a hold that was
+    /// lost; the session's error when it ends first.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe as [`Lock::acquire`]: a read node made for a dropped downgrade
+    /// is deleted; the write guard is untouched.
     pub async fn downgrade(&self) -> Result<Guard, Error> {
         let read = Lock { part: zoolock_core::recipes::READ, ..self.lock.clone() };
         let writer = Ticket(self.ticket);
@@ -592,6 +687,17 @@ impl Guard {
     /// as Curator counts): the node is deleted when the last guard goes.
     /// Refused for a lock that is not reentrant (the semaphore mutex) and for
     /// a hold that was lost.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Misuse`] for a lock that is not reentrant or a hold that was
+    /// lost; [`Error::ClientClosed`] once the client is closed.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future after it was first polled may leave the count raised
+    /// with no guard to lower it: the node then stays until this guard's hold
+    /// ends (its release, or the session's end). Await it to completion.
     pub async fn reenter(&self) -> Result<Guard, Error> {
         let (handle, t) = (self.lock.handle, self.ticket);
         self.lock
@@ -609,6 +715,19 @@ impl Guard {
     /// server to apply it. Releasing a hold that was lost or is suspended is
     /// never an error: a lost hold has nothing left to release, and a
     /// suspended one's delete is guaranteed.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ClientClosed`] when the client's event loop has ended (the
+    /// session's end deletes the node then); in the Curator plan, the delete's
+    /// failure. A lost or suspended hold is not an error.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: the release happens whether or not the future is awaited. The
+    /// guard moved into it, so dropping the future before its first poll drops the
+    /// guard, which releases in the background; dropping it later leaves the
+    /// queued delete in place. Only the answer is lost.
     pub async fn release(mut self) -> Result<(), Error> {
         self.released = true;
         let (tx, rx) = oneshot::channel();

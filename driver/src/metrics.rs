@@ -1,24 +1,7 @@
 //! What the driver counts, through the `metrics` facade (feature `metrics`,
-//! off by default; without it every call here compiles to nothing).
-//!
-//! | name | kind | unit | what |
-//! |---|---|---|---|
-//! | `zoolock_acquires_total` | counter | count | grants (a semaphore acquire counts once) |
-//! | `zoolock_acquire_wait_seconds` | histogram | seconds | from the call to the grant |
-//! | `zoolock_acquire_timeouts_total` | counter | count | acquires that ended at their deadline |
-//! | `zoolock_acquires_waiting` | gauge | count | acquires under way now (queued in the process or on ZooKeeper) |
-//! | `zoolock_holds` | gauge | count | holds the process has now: guards and leases not yet released (lost ones included until let go) |
-//! | `zoolock_holds_suspended_total` | counter | count | holds told `Suspended` |
-//! | `zoolock_holds_lost_total` | counter | count | holds told `Lost` |
-//! | `zoolock_cleanup_failures_total` | counter | count | abandoned nodes that could not be deleted |
-//! | `zoolock_connected` | gauge | count | clients with a live connection (1 per connected client, 0 while it has none) |
-//! | `zoolock_session_renewals_total` | counter | count | sessions started after an expiry |
-//!
-//! The per-lock series carry `kind` (`mutex`, `rwlock`, `semaphore_mutex`,
-//! `multi`, `semaphore`) and `path` (the lock path; a multi-lock's paths
-//! joined with `,`). Services that make a lock per entity (`/orders/1234`)
-//! turn `path` off with [`Options::metrics_path_label`](crate::Options::metrics_path_label),
-//! so the number of series stays bounded; `kind` is always there.
+//! off by default; without it every call here compiles to nothing). The
+//! series, their units and labels are listed in the crate docs ("Features
+//! and metrics"); keep that table in step with this file.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -111,7 +111,19 @@ pub enum ParticipantsOf {
 }
 
 impl Client {
-    /// A fair, reentrant mutex on `path` (Curator's `InterProcessMutex`).
+    /// A fair mutex on `path` (Curator's `InterProcessMutex` layout). Unlike
+    /// Curator's, a second acquire by the same task waits its turn:
+    /// reentrancy is explicit, with [`crate::Guard::reenter`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Path`] for an invalid path; [`Error::ClientClosed`] once the
+    /// client is closed.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: dropping the future leaves nothing on the server (a
+    /// lock's nodes are made by its acquires).
     ///
     /// ```no_run
     /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
@@ -149,15 +161,24 @@ impl Client {
     /// downgrade's read hold before the next writer: see
     /// [`FencingToken`](crate::FencingToken) for what a resource compares.
     ///
+    /// Write, then keep reading without letting another writer in between
+    /// (Curator's downgrade). Acquiring the read half while holding the write
+    /// half would wait for itself: `downgrade` is the way.
+    ///
     /// ```no_run
     /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
-    /// let (read, write) = client.read_write_lock("/app/rw").await?;
+    /// let (_read, write) = client.read_write_lock("/app/rw").await?;
     /// let writing = write.acquire().await?;
-    /// let reading = read.acquire().await?; // a writer may also read: downgrade
+    /// let reading = writing.downgrade().await?;
     /// writing.release().await?;
+    /// // ... read, other readers welcome ...
     /// reading.release().await?;
     /// # Ok(()) }
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`Client::mutex`].
     pub async fn read_write_lock(&self, path: &str) -> Result<(Lock, Lock), Error> {
         self.read_write_lock_with(path, LockOptions::default()).await
     }
@@ -278,6 +299,11 @@ impl Client {
     /// }
     /// # Ok(()) }
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Path`] for an invalid path; [`Error::ClientClosed`] once the
+    /// client is closed.
     pub async fn semaphore(&self, path: &str, leases: usize) -> Result<Semaphore, Error> {
         self.semaphore_with(path, SemaphoreOptions::leases(leases)).await
     }

@@ -219,6 +219,14 @@ impl Semaphore {
     /// delete applied by the server. Dropping a [`Lease`] and then awaiting
     /// this is a return acknowledged by the server, on the delete's own
     /// reply. Fails with the session's error if the session ends first.
+    ///
+    /// # Errors
+    ///
+    /// The session's error when the session ends first.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: it only waits; dropping it changes nothing.
     pub async fn settled(&self) -> Result<(), Error> {
         self.handle.settled().await
     }
@@ -238,6 +246,20 @@ impl Semaphore {
     }
 
     /// Takes `qty` leases, waiting as long as needed.
+    ///
+    /// # Errors
+    ///
+    /// The session's end when it comes first: [`Error::Request`] with the
+    /// reason (expired with [`Options::renew_session`](crate::Options::renew_session)
+    /// off, closed, auth failed) or [`Error::ClientClosed`]. [`Error::Request`]
+    /// with the server's code when it refuses the lock's requests (say `NoAuth`
+    /// under an ACL), after the recipe's retries. [`Error::Misuse`] when `qty` is 0.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: dropping the future at any point withdraws the acquire. Its
+    /// nodes, if already created, are deleted and leases granted to it that it
+    /// never handed out are returned; no node is left behind.
     pub async fn acquire(&self, qty: usize) -> Result<Vec<Lease>, Error> {
         self.acquire_inner(qty, None, &mut |_| {}).await
     }
@@ -253,6 +275,20 @@ impl Semaphore {
     /// drop(leases); // returned in the background, like `release` without waiting
     /// # Ok(()) }
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::TimedOut`] once `timeout` has passed. The session's end when it comes first: [`Error::Request`] with the
+    /// reason (expired with [`Options::renew_session`](crate::Options::renew_session)
+    /// off, closed, auth failed) or [`Error::ClientClosed`]. [`Error::Request`]
+    /// with the server's code when it refuses the lock's requests (say `NoAuth`
+    /// under an ACL), after the recipe's retries. [`Error::Misuse`] when `qty` is 0.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: dropping the future at any point withdraws the acquire. Its
+    /// nodes, if already created, are deleted and leases granted to it that it
+    /// never handed out are returned; no node is left behind.
     pub async fn acquire_timeout(&self, qty: usize, timeout: Duration) -> Result<Vec<Lease>, Error> {
         self.acquire_inner(qty, Some(timeout), &mut |_| {}).await
     }
@@ -263,6 +299,20 @@ impl Semaphore {
     /// request). An acquire waiting behind another task of this process gets
     /// its first position once its turn comes. Dropping the future cancels
     /// the acquire, as for [`Semaphore::acquire`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::TimedOut`] once a `timeout` given has passed. The session's end when it comes first: [`Error::Request`] with the
+    /// reason (expired with [`Options::renew_session`](crate::Options::renew_session)
+    /// off, closed, auth failed) or [`Error::ClientClosed`]. [`Error::Request`]
+    /// with the server's code when it refuses the lock's requests (say `NoAuth`
+    /// under an ACL), after the recipe's retries. [`Error::Misuse`] when `qty` is 0.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: dropping the future at any point withdraws the acquire. Its
+    /// nodes, if already created, are deleted and leases granted to it that it
+    /// never handed out are returned; no node is left behind.
     pub async fn acquire_with_progress(
         &self,
         qty: usize,
@@ -379,6 +429,10 @@ impl Lease {
 
     /// Completes as soon as [`Lease::status`] would first read `Suspended`
     /// or `Lost`, with no event-loop turn needed (see [`crate::Guard::lost`]).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: it only waits; dropping it changes nothing.
     pub async fn lost(&self) -> HoldStatus {
         hold::wait_lost(&self.sem.handle.client.inner, &self.sem.shared.changed, || self.status()).await
     }
@@ -408,6 +462,15 @@ impl Lease {
     /// Runs `ops` in one multi behind a check that this lease's node still
     /// exists: all of them apply while the lease is good, none once its node
     /// is gone ([`Error::NotHeld`]); see [`crate::Guard::fenced`].
+    ///
+    /// # Errors
+    ///
+    /// As [`crate::Guard::fenced`]: [`Error::NotHeld`] when the lease's node is
+    /// gone, [`Error::FencedOpFailed`] for a failing op.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`crate::Guard::fenced`]: once polled, the multi may still apply.
     pub async fn fenced(&self, ops: Vec<zoolock_core::Op>) -> Result<Vec<zoolock_core::wire::MultiResult>, Error> {
         if self.sem.shared.lease_status(&self.node) == HoldStatus::Lost {
             return Err(Error::NotHeld { node: self.node.clone() });
@@ -420,6 +483,16 @@ impl Lease {
     /// (unlike [`crate::Guard::release`], it does not wait for the delete's
     /// reply in the Curator plan). Returning a lease that was lost is never
     /// an error: there is nothing left to return.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ClientClosed`] when the client's event loop has ended (the
+    /// session's end deletes the node then). A lost lease is not an error.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: the lease is returned whether or not the future is awaited
+    /// (dropping the future drops the lease, which is returned in the background).
     pub async fn release(mut self) -> Result<(), Error> {
         self.returned = true;
         self.sem.shared.with(|s| s.revoked.remove(&self.node));

@@ -58,12 +58,13 @@ impl Held {
         }
     }
 
-    /// Whether the hold is certain; a lease has no status of its own.
+    /// Whether the hold is certain (`Held`, neither suspended nor lost).
     pub(super) fn held(&self) -> bool {
-        match self {
-            Held::Guard(g) => g.status() == HoldStatus::Held,
-            Held::Lease(_) => true,
-        }
+        let status = match self {
+            Held::Guard(g) => g.status(),
+            Held::Lease(l) => l.status(),
+        };
+        status == HoldStatus::Held
     }
 
     /// Reports the hold's status on `tx` until dropped; never completes.
