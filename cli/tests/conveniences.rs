@@ -203,6 +203,35 @@ fn a_waiter_off_a_terminal_names_the_holder() {
     assert_eq!(waiter.wait().unwrap().code(), Some(3), "-c ran through sh once the lock was free");
 }
 
+/// `ZOOLOCK_LOG` picks what is logged (a bad filter is reported, not
+/// fatal); `--auth-file` and `ZOOLOCK_AUTH` carry digest credentials with
+/// nothing secret in argv.
+#[test]
+fn log_filter_and_credentials_from_a_file_or_the_environment() {
+    let server = Served::start();
+    let addr = &server.addr;
+    let out = output(zoolock(addr).env("ZOOLOCK_LOG", "zoolock_driver=debug").args(["lock", "/logged", "--", "true"]));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{out:?}");
+    assert!(stderr.contains("DEBUG") && stderr.contains("lock granted") && stderr.contains("waited="), "{stderr}");
+    let out = output(zoolock(addr).env("ZOOLOCK_LOG", "bad=[").args(["holders", "/logged"]));
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("ignoring ZOOLOCK_LOG"), "{out:?}");
+
+    let file = std::env::temp_dir().join(format!("zoolock-auth-test-{}", std::process::id()));
+    std::fs::write(&file, "# the ops account\ndigest:alice:secret\n").unwrap();
+    let auth_file = file.to_str().unwrap();
+    let set = ["--auth-file", auth_file, "--acl", "auth::cdrwa", "count", "set", "/secret", "7"];
+    assert_eq!(stdout(&output(zoolock(addr).args(set))), "7\n");
+    let denied = output(zoolock(addr).env_remove("ZOOLOCK_AUTH").args(["count", "get", "/secret"]));
+    assert!(!denied.status.success(), "read without credentials: {denied:?}");
+    let read = ["--auth-file", auth_file, "count", "get", "/secret"];
+    assert_eq!(stdout(&output(zoolock(addr).args(read))), "7\n");
+    let env = output(zoolock(addr).env("ZOOLOCK_AUTH", "digest:alice:secret").args(["count", "get", "/secret"]));
+    assert_eq!(stdout(&env), "7\n");
+    std::fs::remove_file(&file).unwrap();
+}
+
 #[test]
 fn completions_are_generated_for_every_shell() {
     for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {

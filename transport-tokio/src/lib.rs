@@ -56,8 +56,12 @@ pub struct TokioRuntime {
 }
 
 impl TokioRuntime {
-    /// The runtime of the calling context. Panics outside a tokio runtime,
-    /// as `tokio::runtime::Handle::current` does.
+    /// The runtime of the calling context.
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime, as `tokio::runtime::Handle::current` does;
+    /// use [`TokioRuntime::new`] with a runtime's handle there.
     pub fn current() -> TokioRuntime {
         TokioRuntime { handle: tokio::runtime::Handle::current() }
     }
