@@ -6,13 +6,16 @@
 //! ZOOLOCK_CONNECT=127.0.0.1:2181 cargo run -p zoolock-examples --example blocking_mutex
 //! ```
 //!
-//! `ZOOLOCK_CONNECT` defaults to `127.0.0.1:2181`; `ZOOLOCK_LOCK_PATH` to
-//! `/zoolock-examples/blocking-mutex`.
+//! Without `ZOOLOCK_CONNECT` it starts an embedded in-memory ZooKeeper;
+//! `ZOOLOCK_LOCK_PATH` defaults to `/zoolock-examples/blocking-mutex`.
+
+mod server;
 
 use std::time::Duration;
 
-fn main() -> Result<(), zoolock_blocking::Error> {
-    let connect = std::env::var("ZOOLOCK_CONNECT").unwrap_or_else(|_| "127.0.0.1:2181".into());
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let server = server::Server::from_env()?;
+    let connect = server.connect.clone();
     let path = std::env::var("ZOOLOCK_LOCK_PATH").unwrap_or_else(|_| "/zoolock-examples/blocking-mutex".into());
     let client = zoolock_blocking::connect(&connect, zoolock_blocking::Options::default())?;
     let lock = client.mutex(&path)?;
@@ -34,5 +37,6 @@ fn main() -> Result<(), zoolock_blocking::Error> {
     }
     lock.settled()?;
     println!("released");
-    client.close()
+    client.close()?;
+    Ok(())
 }

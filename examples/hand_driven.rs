@@ -13,8 +13,10 @@
 //! ZOOLOCK_CONNECT=127.0.0.1:2181 cargo run -p zoolock-examples --example hand_driven
 //! ```
 //!
-//! `ZOOLOCK_CONNECT` defaults to `127.0.0.1:2181`; `ZOOLOCK_LOCK_PATH` to
-//! `/zoolock-examples/hand-driven`.
+//! Without `ZOOLOCK_CONNECT` it starts an embedded in-memory ZooKeeper;
+//! `ZOOLOCK_LOCK_PATH` defaults to `/zoolock-examples/hand-driven`.
+
+mod server;
 
 use std::error::Error;
 use std::hash::BuildHasher;
@@ -149,7 +151,8 @@ impl Loop {
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
-    let connect = std::env::var("ZOOLOCK_CONNECT").unwrap_or_else(|_| "127.0.0.1:2181".into());
+    let server = server::Server::from_env()?;
+    let connect = server.connect.clone();
     let path = std::env::var("ZOOLOCK_LOCK_PATH").unwrap_or_else(|_| "/zoolock-examples/hand-driven".into());
     // The core draws no randomness of its own: seed it from the OS.
     let seed = std::collections::hash_map::RandomState::new().hash_one(0u8);

@@ -17,8 +17,10 @@
 //! ZOOLOCK_CONNECT=127.0.0.1:2181 cargo run -p zoolock-examples --example mio_locks
 //! ```
 //!
-//! `ZOOLOCK_CONNECT` defaults to `127.0.0.1:2181`; `ZOOLOCK_LOCK_PATH` to
-//! `/zoolock-examples/mio-locks`.
+//! Without `ZOOLOCK_CONNECT` it starts an embedded in-memory ZooKeeper;
+//! `ZOOLOCK_LOCK_PATH` defaults to `/zoolock-examples/mio-locks`.
+
+mod server;
 
 use std::collections::BTreeMap;
 use std::error::Error;
@@ -197,7 +199,8 @@ impl MioLoop {
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
-    let connect = std::env::var("ZOOLOCK_CONNECT").unwrap_or_else(|_| "127.0.0.1:2181".into());
+    let server = server::Server::from_env()?;
+    let connect = server.connect.clone();
     let base = std::env::var("ZOOLOCK_LOCK_PATH").unwrap_or_else(|_| "/zoolock-examples/mio-locks".into());
     let seed = std::collections::hash_map::RandomState::new().hash_one(0u8);
     let mut l = MioLoop::new(SessionConfig::new(ConnectString::parse(&connect)?, seed))?;

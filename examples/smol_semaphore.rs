@@ -1,24 +1,26 @@
 //! Take a lease of a Curator-compatible semaphore (`InterProcessSemaphoreV2`
-//! layout) on smol, work while watching the connection, return the lease,
-//! close.
+//! layout) on smol, work while watching the lease's loss signal, return the
+//! lease, close.
 //!
 //! ```sh
 //! ZOOLOCK_CONNECT=127.0.0.1:2181 cargo run -p zoolock-examples --example smol_semaphore
 //! ```
 //!
-//! `ZOOLOCK_CONNECT` defaults to `127.0.0.1:2181`; `ZOOLOCK_LOCK_PATH` to
-//! `/zoolock-examples/semaphore`.
+//! Without `ZOOLOCK_CONNECT` it starts an embedded in-memory ZooKeeper;
+//! `ZOOLOCK_LOCK_PATH` defaults to `/zoolock-examples/semaphore`.
+
+mod server;
 
 use std::time::Duration;
 
-use smol::stream::StreamExt;
-use zoolock_smol::{ConnectionState, Options};
+use zoolock_smol::{HoldStatus, Options};
 
 /// How many holders the semaphore admits at once.
 const LEASES: usize = 2;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let connect = std::env::var("ZOOLOCK_CONNECT").unwrap_or_else(|_| "127.0.0.1:2181".into());
+    let server = server::Server::from_env()?;
+    let connect = server.connect.clone();
     let path = std::env::var("ZOOLOCK_LOCK_PATH").unwrap_or_else(|_| "/zoolock-examples/semaphore".into());
 
     smol::block_on(async {
@@ -27,27 +29,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let lease = semaphore.acquire_one().await?;
         println!("acquired lease {} with fencing token {}", lease.node(), lease.fencing_token());
 
-        // A lease has no loss signal of its own: it lives as long as the
-        // session, so watch the connection and stop once it is uncertain.
-        let mut states = client.state_changes()?;
-        let trouble = async {
-            while let Some(state) = states.next().await {
-                if matches!(state, ConnectionState::Suspended | ConnectionState::Lost) {
-                    return Some(state);
-                }
-            }
-            None
-        };
+        // The critical section runs only while the lease is certain: stop
+        // when the connection drops (Suspended) or the lease's node is gone
+        // (Lost: the session expired, or someone deleted it).
+        let trouble = async { Some(lease.lost().await) };
         let work = async {
             work().await;
             None
         };
         match smol::future::or(work, trouble).await {
             None => println!("work done"),
-            Some(state) => {
-                eprintln!("connection became {state:?}: stopped working");
-                if state == ConnectionState::Lost {
-                    return Err("session lost".into());
+            Some(status) => {
+                eprintln!("lease became {status:?}: stopped working");
+                if status == HoldStatus::Lost {
+                    return Err("lease lost".into());
                 }
             }
         }

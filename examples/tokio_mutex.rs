@@ -5,8 +5,10 @@
 //! ZOOLOCK_CONNECT=127.0.0.1:2181 cargo run -p zoolock-examples --example tokio_mutex
 //! ```
 //!
-//! `ZOOLOCK_CONNECT` defaults to `127.0.0.1:2181`; `ZOOLOCK_LOCK_PATH` to
-//! `/zoolock-examples/mutex`.
+//! Without `ZOOLOCK_CONNECT` it starts an embedded in-memory ZooKeeper;
+//! `ZOOLOCK_LOCK_PATH` defaults to `/zoolock-examples/mutex`.
+
+mod server;
 
 use std::time::Duration;
 
@@ -14,7 +16,8 @@ use zoolock_tokio::{HoldStatus, Options};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let connect = std::env::var("ZOOLOCK_CONNECT").unwrap_or_else(|_| "127.0.0.1:2181".into());
+    let server = server::Server::from_env()?;
+    let connect = server.connect.clone();
     let path = std::env::var("ZOOLOCK_LOCK_PATH").unwrap_or_else(|_| "/zoolock-examples/mutex".into());
 
     let client = zoolock_tokio::connect(&connect, Options::default()).await?;

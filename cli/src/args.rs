@@ -60,7 +60,9 @@ pub(crate) struct Global {
     /// enableCompression(); data is read plain or gzipped either way.
     #[arg(long, global = true)]
     pub(crate) compress: bool,
-    /// Log to stderr: -v info, -vv debug, -vvv trace (default: warnings only).
+    /// Log to stderr: -v info, -vv debug, -vvv trace (default: warnings
+    /// only). ZOOLOCK_LOG takes a filter instead, e.g.
+    /// `zoolock_driver=debug,warn`.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub(crate) verbose: u8,
     #[command(flatten)]
@@ -72,11 +74,16 @@ pub(crate) struct Global {
 #[command(next_help_heading = "Secured ZooKeeper")]
 pub(crate) struct Security {
     /// addAuth credentials SCHEME:CREDENTIALS (e.g. digest:alice:secret),
-    /// sent after every (re)connect; repeatable. In ZOOLOCK_AUTH, separate
-    /// several with spaces.
+    /// sent after every (re)connect; repeatable. Keep secrets out of argv
+    /// (`ps` shows it): set ZOOLOCK_AUTH (several separated by spaces) or
+    /// use --auth-file instead.
     #[arg(long, value_name = "SCHEME:CREDS", env = "ZOOLOCK_AUTH", value_delimiter = ' ', global = true,
           value_parser = auth, hide_env_values = true)]
     pub(crate) auth: Vec<zoolock_tokio::AuthInfo>,
+    /// Read addAuth credentials from FILE: one SCHEME:CREDENTIALS per line
+    /// (blank lines and lines starting with # are skipped).
+    #[arg(long, value_name = "FILE", env = "ZOOLOCK_AUTH_FILE", global = true)]
+    pub(crate) auth_file: Option<std::path::PathBuf>,
     /// ACL of every node zoolock creates (lock and lease nodes, the parents
     /// created for them, shared counts), in ZooKeeper's CLI syntax: scheme:id:perms, comma-separated (e.g.
     /// auth::cdrwa for "whoever I am authenticated as") [default:
@@ -150,6 +157,7 @@ pub(crate) const DEFAULT_CONNECT: &str = "127.0.0.1:2181";
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
     /// Run CMD while holding the mutex PATH (Curator's InterProcessMutex).
+    #[command(after_long_help = exit::HELP)]
     Lock {
         #[command(flatten)]
         hold: HoldArgs,
@@ -162,17 +170,20 @@ pub(crate) enum Command {
         revocable: bool,
     },
     /// Run CMD while holding the read half of the read-write lock PATH.
+    #[command(after_long_help = exit::HELP)]
     ReadLock {
         #[command(flatten)]
         hold: HoldArgs,
     },
     /// Run CMD while holding the write half of the read-write lock PATH.
+    #[command(after_long_help = exit::HELP)]
     WriteLock {
         #[command(flatten)]
         hold: HoldArgs,
     },
     /// Run CMD while holding one lease of the semaphore PATH (Curator's
     /// InterProcessSemaphoreV2), of N leases or sized by a shared count.
+    #[command(after_long_help = exit::HELP)]
     Semaphore {
         #[command(flatten)]
         hold: HoldArgs,
@@ -259,9 +270,10 @@ pub(crate) struct HoldArgs {
     /// The lock path.
     #[arg(value_parser = zk_path)]
     pub(crate) path: String,
-    /// Give up after waiting this long (exit 75, or --conflict-exit-code;
-    /// CMD not run). A free lock is taken even with 0s.
-    #[arg(long, value_name = "D", value_parser = duration)]
+    /// Give up after waiting this long: bare seconds (5, 0.5) or a duration
+    /// (30s, 2m) (exit 75, or --conflict-exit-code; CMD not run). A free
+    /// lock is taken even with 0. `-w` and `--wait` as in flock.
+    #[arg(short = 'w', long, visible_alias = "wait", value_name = "SECONDS", value_parser = wait_duration)]
     pub(crate) timeout: Option<Duration>,
     /// Do not wait: take the lock only if it is free (same as --timeout 0s).
     #[arg(short = 'n', long, conflicts_with = "timeout")]
@@ -289,8 +301,11 @@ pub(crate) struct HoldArgs {
     /// address, as Curator writes).
     #[arg(long, value_name = "TEXT")]
     pub(crate) data: Option<String>,
+    /// Run COMMAND with `sh -c` instead of CMD ARGS, as `flock -c`.
+    #[arg(short = 'c', long = "command", id = "shell_command", value_name = "COMMAND", conflicts_with = "command")]
+    pub(crate) shell_command: Option<String>,
     /// The command to run, and its arguments (after `--`, or after PATH).
-    #[arg(value_name = "CMD", required = true, trailing_var_arg = true, num_args = 1..)]
+    #[arg(value_name = "CMD", required_unless_present = "shell_command", trailing_var_arg = true, num_args = 1..)]
     pub(crate) command: Vec<String>,
 }
 
@@ -298,6 +313,14 @@ impl HoldArgs {
     /// How long to wait for the lock (`None`: as long as it takes).
     pub(crate) fn wait_limit(&self) -> Option<Duration> {
         if self.nonblock { Some(Duration::ZERO) } else { self.timeout }
+    }
+
+    /// The program and its arguments: `sh -c COMMAND` for `-c`, else CMD ARGS.
+    pub(crate) fn argv(&self) -> Vec<String> {
+        match &self.shell_command {
+            Some(command) => vec!["sh".to_owned(), "-c".to_owned(), command.clone()],
+            None => self.command.clone(),
+        }
     }
 }
 
@@ -359,6 +382,15 @@ pub(crate) enum Kind {
 
 pub(crate) fn duration(s: &str) -> Result<Duration, humantime::DurationError> {
     humantime::parse_duration(s)
+}
+
+/// A wait limit: bare seconds (`5`, `0.5`, as flock's `-w`) or a humantime
+/// duration (`30s`, `1m 30s`).
+fn wait_duration(s: &str) -> Result<Duration, String> {
+    match s.parse::<f64>() {
+        Ok(secs) => Duration::try_from_secs_f64(secs).map_err(|e| format!("`{s}`: {e}")),
+        Err(_) => humantime::parse_duration(s).map_err(|e| e.to_string()),
+    }
 }
 
 fn zk_path(s: &str) -> Result<String, String> {
@@ -432,6 +464,32 @@ mod tests {
         assert_eq!(hold(&["zoolock", "lock", "/x", "--", "true"]).wait_limit(), None);
         assert!(Cli::try_parse_from(["zoolock", "lock", "/x", "-n", "--timeout", "1s", "--", "true"]).is_err());
         assert!(Cli::try_parse_from(["zoolock", "lock", "/x", "-E", "256", "--", "true"]).is_err());
+    }
+
+    #[test]
+    fn wait_takes_bare_seconds_and_durations_and_c_a_shell_command() {
+        let hold = |args: &[&str]| {
+            let cli = Cli::try_parse_from(args).expect("parses");
+            let Command::Lock { hold, .. } = cli.command else { panic!("not lock") };
+            hold
+        };
+        assert_eq!(
+            hold(&["zoolock", "lock", "/x", "--timeout", "5", "--", "true"]).timeout,
+            Some(Duration::from_secs(5))
+        );
+        assert_eq!(
+            hold(&["zoolock", "lock", "/x", "-w", "0.5", "--", "true"]).timeout,
+            Some(Duration::from_millis(500))
+        );
+        assert_eq!(
+            hold(&["zoolock", "lock", "/x", "--wait", "1m", "--", "true"]).timeout,
+            Some(Duration::from_secs(60))
+        );
+        assert!(Cli::try_parse_from(["zoolock", "lock", "/x", "-w", "-1", "--", "true"]).is_err());
+        let h = hold(&["zoolock", "lock", "/x", "-c", "echo hi; exit 3"]);
+        assert_eq!(h.argv(), ["sh", "-c", "echo hi; exit 3"]);
+        assert_eq!(hold(&["zoolock", "lock", "/x", "--", "a", "b"]).argv(), ["a", "b"]);
+        assert!(Cli::try_parse_from(["zoolock", "lock", "/x", "-c", "true", "--", "false"]).is_err());
     }
 
     #[test]

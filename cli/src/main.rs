@@ -58,18 +58,35 @@ fn main() -> ExitCode {
     }
 }
 
-/// Logs to stderr: warnings by default, more with each `-v`.
+/// Logs to stderr: warnings by default, more with each `-v`, or as the
+/// `ZOOLOCK_LOG` filter says (tracing's `target=level,level` directives, as
+/// `RUST_LOG`; span and field filters are not supported, which keeps a
+/// regex engine out of the binary). A filter that does not parse is
+/// reported and `-v` applies.
 fn init_logging(verbose: u8) {
+    use tracing_subscriber::filter::{LevelFilter, Targets};
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+
     let level = match verbose {
-        0 => tracing::Level::WARN,
-        1 => tracing::Level::INFO,
-        2 => tracing::Level::DEBUG,
-        _ => tracing::Level::TRACE,
+        0 => LevelFilter::WARN,
+        1 => LevelFilter::INFO,
+        2 => LevelFilter::DEBUG,
+        _ => LevelFilter::TRACE,
     };
-    tracing_subscriber::fmt()
+    let (filter, bad) = match std::env::var("ZOOLOCK_LOG") {
+        Ok(spec) if !spec.trim().is_empty() => match spec.parse::<Targets>() {
+            Ok(targets) => (targets, None),
+            Err(e) => (Targets::new().with_default(level), Some(format!("ignoring ZOOLOCK_LOG={spec:?}: {e}"))),
+        },
+        _ => (Targets::new().with_default(level), None),
+    };
+    let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
-        .with_max_level(level)
         .with_ansi(std::io::stderr().is_terminal())
-        .with_target(verbose >= 2)
-        .init();
+        .with_target(verbose >= 2 || bad.is_none() && std::env::var_os("ZOOLOCK_LOG").is_some());
+    tracing_subscriber::registry().with(fmt).with(filter).init();
+    if let Some(bad) = bad {
+        tracing::warn!("{bad}");
+    }
 }

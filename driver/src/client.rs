@@ -108,14 +108,29 @@ impl Client {
     /// Connects to `connect_string` (`host:port,...[/chroot]`) and waits for
     /// the session, at most `options.connect_timeout`.
     ///
-    /// Fails with [`Error::Unreachable`] (carrying the last failure) as soon
-    /// as every host has failed to connect once, refused or not resolved,
-    /// before any session; with [`Error::ConnectTimeout`] when a host accepts
-    /// but no session comes of it in time; with
-    /// `RequestError::ChrootUnavailable` when the chroot is missing and
-    /// cannot be created ([`Options::create_chroot`]). Once connected, a lost connection
-    /// is retried until the session expires. Cancelling closes the session
-    /// being set up in the background.
+    /// Once connected, a lost connection is retried until the session
+    /// expires.
+    ///
+    /// # Errors
+    ///
+    /// * [`Error::ConnectString`] for a malformed connect string.
+    /// * [`Error::Unreachable`] (carrying the last failure) as soon as every
+    ///   host has failed to connect once, refused or not resolved, before any
+    ///   session.
+    /// * [`Error::ConnectTimeout`] when a host accepts but no session comes
+    ///   of it within `options.connect_timeout`.
+    /// * [`Error::Tls`] for a certificate either side refuses, or TLS
+    ///   against a plaintext port (and the reverse).
+    /// * [`Error::Request`]: `AuthFailed` for rejected credentials,
+    ///   `SaslAuthRequired`, `ServerMisbehaved`, or `ChrootUnavailable` when
+    ///   the chroot is missing and cannot be created
+    ///   ([`Options::create_chroot`]).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: dropping the future closes the session being set up, in
+    /// the background; nothing is left on the server but what the session's
+    /// end removes.
     pub async fn connect(runtime: Arc<dyn Runtime>, connect_string: &str, options: Options) -> Result<Client, Error> {
         let cs = ConnectString::parse(connect_string)?;
         let hosts = cs.hosts().len();

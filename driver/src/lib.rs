@@ -5,11 +5,42 @@
 //!
 //! Transports (`zoolock-tokio`, `zoolock-smol`) only implement [`Runtime`].
 //!
-//! Tracing: the event loop runs inside an `info` span named `zoolock` with
-//! the connect string (`hosts`) and, once known, the session id
-//! (`session`); connection state changes are logged at `info`, lost holds
-//! at `warn`, grants, releases and cancellations at `debug`, and single
-//! requests and recipe events at `trace`.
+//! # Features and metrics
+//!
+//! * `metrics` (off by default): counts through the [`metrics`](https://docs.rs/metrics)
+//!   facade, into whatever recorder the application installs (a Prometheus
+//!   exporter, say). Without it, no metrics code is built. Series are
+//!   described (unit and meaning) once per process, when the first client
+//!   connects or the first lock is made: install the recorder before that.
+//!   `zoolock-tokio` and `zoolock-smol` forward the feature.
+//!
+//! | name | kind | unit | what |
+//! |---|---|---|---|
+//! | `zoolock_acquires_total` | counter | count | grants (a semaphore acquire counts once) |
+//! | `zoolock_acquire_wait_seconds` | histogram | seconds | from the call to the grant |
+//! | `zoolock_acquire_timeouts_total` | counter | count | acquires that ended at their deadline |
+//! | `zoolock_acquires_waiting` | gauge | count | acquires under way now (queued in the process or on ZooKeeper) |
+//! | `zoolock_holds` | gauge | count | holds the process has now: guards and leases not yet released (lost ones included until let go) |
+//! | `zoolock_holds_suspended_total` | counter | count | holds told `Suspended` |
+//! | `zoolock_holds_lost_total` | counter | count | holds told `Lost` |
+//! | `zoolock_cleanup_failures_total` | counter | count | abandoned nodes that could not be deleted |
+//! | `zoolock_connected` | gauge | count | clients with a live connection (1 per connected client, 0 while it has none) |
+//! | `zoolock_session_renewals_total` | counter | count | sessions started after an expiry |
+//!
+//! The per-lock series carry `kind` (`mutex`, `rwlock`, `semaphore_mutex`,
+//! `multi`, `semaphore`) and `path` (the lock path; a multi-lock's paths
+//! joined with `,`). Services that make a lock per entity (`/orders/1234`)
+//! turn `path` off with [`Options::metrics_path_label`](crate::Options::metrics_path_label),
+//! so the number of series stays bounded; `kind` is always there.
+//!
+//! # Tracing
+//!
+//! The event loop runs inside an `info` span named `zoolock` with the
+//! connect string (`hosts`) and, once known, the session id (`session`);
+//! connection state changes are logged at `info`, lost holds at `warn`,
+//! grants (with the time waited), releases and cancellations at `debug`,
+//! and single requests and recipe events at `trace`. Every lock event
+//! carries the lock path (`path`) and, once there is one, the node (`node`).
 
 mod client;
 mod count;

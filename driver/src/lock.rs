@@ -24,6 +24,7 @@ use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Handle, Instan
 use crate::client::{Client, RecipeHandle};
 use crate::error::Error;
 use crate::hold::{self, HoldStatus, QueuePosition, Watched};
+use crate::metrics::{Gauge, Labels};
 use crate::task::Command;
 
 type Grant = Result<(String, FencingToken), Error>;
@@ -37,16 +38,20 @@ struct Waiter {
     revoked: bool,
     /// Where it stands on ZooKeeper.
     position: Option<QueuePosition>,
+    /// `zoolock_acquires_waiting`, raised while it waits.
+    _waiting: Gauge,
 }
 
 /// What the tasks see of one ticket's hold.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 struct TicketState {
     part: Part,
     status: HoldStatus,
     revoked: bool,
     /// The lock node, for the log.
     node: String,
+    /// `zoolock_holds`, raised while the hold lasts.
+    _held: Gauge,
 }
 
 #[derive(Debug, Default)]
@@ -98,8 +103,10 @@ pub struct Lock {
     handle: Handle<SharedLock>,
     part: Part,
     shared: Arc<LockShared>,
-    /// The lock path (paths, for a multi-lock), for the log and metrics.
+    /// The lock path (paths, for a multi-lock), for the log.
     path: Arc<str>,
+    /// Its metrics labels.
+    labels: Arc<Labels>,
 }
 
 /// The two halves of one read-write lock, by name (from
@@ -129,6 +136,7 @@ impl std::fmt::Debug for Lock {
 fn on_event(
     shared: &LockShared,
     path: &str,
+    labels: &Labels,
     client: &mut CoreClient,
     now: Instant,
     handle: Handle<SharedLock>,
@@ -137,7 +145,7 @@ fn on_event(
     let RecipeEvent::Ticket { ticket, event } = event else {
         match event {
             RecipeEvent::CleanupFailed { path: node, error } => {
-                crate::metrics::cleanup_failed(path);
+                crate::metrics::cleanup_failed(labels);
                 tracing::warn!(%path, %node, %error, "lock node clean-up failed");
             }
             other => tracing::trace!(%path, ?other, "lock event"),
@@ -150,12 +158,17 @@ fn on_event(
             let waiter = shared.with(|s| {
                 let waiter = s.waiters.remove(&t)?;
                 let (part, revoked) = (waiter.part, waiter.revoked);
-                s.holds.insert(t, TicketState { part, status: HoldStatus::Held, revoked, node: node.clone() });
+                let held = TicketState {
+                    part,
+                    status: HoldStatus::Held,
+                    revoked,
+                    node: node.clone(),
+                    _held: Gauge::held(labels),
+                };
+                s.holds.insert(t, held);
                 Some(waiter.reply)
             });
-            if waiter.is_some_and(|w| w.send(Ok((node.clone(), token))).is_ok()) {
-                tracing::debug!(%path, %node, token = token.0, "lock granted");
-            } else {
+            if waiter.is_none_or(|w| w.send(Ok((node.clone(), token))).is_err()) {
                 // Granted to an acquire that was dropped: give it back.
                 tracing::debug!(%path, %node, "lock granted to a dropped acquire: releasing");
                 shared.with(|s| forget(s, t));
@@ -172,7 +185,7 @@ fn on_event(
         end @ (RecipeEvent::TimedOut | RecipeEvent::Failed(_) | RecipeEvent::Refused(_)) => {
             let Some(error) = hold::acquire_end(&end) else { return };
             if error == Error::TimedOut {
-                crate::metrics::timed_out(path);
+                crate::metrics::timed_out(labels);
             }
             let (waiter, release) = shared.with(|s| match s.waiters.remove(&t) {
                 Some(w) => (Some(w), None),
@@ -195,11 +208,11 @@ fn on_event(
             let node = shared.peek(|s| s.holds.get(&t).map(|h| h.node.clone())).unwrap_or_default();
             match new {
                 HoldStatus::Lost => {
-                    crate::metrics::lost(path);
+                    crate::metrics::lost(labels);
                     tracing::warn!(%path, %node, "hold lost");
                 }
                 HoldStatus::Suspended => {
-                    crate::metrics::suspended(path);
+                    crate::metrics::suspended(labels);
                     tracing::info!(%path, %node, "hold suspended: the connection dropped");
                 }
                 _ => tracing::info!(%path, %node, "hold confirmed after the reconnect"),
@@ -246,14 +259,21 @@ fn forget_released(s: &mut Tickets, t: u64) -> Option<oneshot::Sender<Result<(),
 impl Lock {
     /// Registers `recipe` behind a shared queue and returns one handle per
     /// part (one, or the read and write halves).
-    pub(crate) async fn register(client: Client, recipe: BoxedLock, path: String) -> Result<Vec<Lock>, Error> {
+    /// `kind` is the metrics label `kind`.
+    pub(crate) async fn register(
+        client: Client,
+        recipe: BoxedLock,
+        path: String,
+        kind: &'static str,
+    ) -> Result<Vec<Lock>, Error> {
         let parts = recipe.parts().max(1);
         let renew = client.inner.options.renew_session;
         let shared = Arc::new(LockShared::default());
         let path: Arc<str> = path.into();
-        let (sink_shared, sink_path) = (shared.clone(), path.clone());
+        let labels = Arc::new(Labels::new(kind, &path, client.inner.options.metrics_path_label));
+        let (sink_shared, sink_path, sink_labels) = (shared.clone(), path.clone(), labels.clone());
         let sink = Box::new(move |c: &mut CoreClient, now, id: RecipeId, event| {
-            on_event(&sink_shared, &sink_path, c, now, Handle::from_id(id), event)
+            on_event(&sink_shared, &sink_path, &sink_labels, c, now, Handle::from_id(id), event)
         });
         let id = client.add_recipe(Box::new(SharedLock::new(recipe, renew)), sink).await?;
         let recipe = Arc::new(RecipeHandle { client, id });
@@ -264,6 +284,7 @@ impl Lock {
                 part,
                 shared: shared.clone(),
                 path: path.clone(),
+                labels: labels.clone(),
             })
             .collect())
     }
@@ -273,6 +294,21 @@ impl Lock {
     }
 
     /// Waits until the lock is held.
+    ///
+    /// # Errors
+    ///
+    /// The session's end when it comes first: [`Error::Request`] with the
+    /// reason (expired with [`Options::renew_session`](crate::Options::renew_session)
+    /// off, closed, auth failed) or [`Error::ClientClosed`]. [`Error::Request`]
+    /// with the server's code when it refuses the lock's requests (say `NoAuth`
+    /// under an ACL), after the recipe's retries.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: dropping the future at any point withdraws the acquire. Its
+    /// node, if already created, is deleted, a grant that raced the drop is
+    /// given back, and the tasks queued behind it in this process move up; no
+    /// node is left behind.
     pub async fn acquire(&self) -> Result<Guard, Error> {
         self.acquire_inner(None).await
     }
@@ -293,12 +329,42 @@ impl Lock {
     /// }
     /// # Ok(()) }
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::TimedOut`] once `timeout` has passed. The session's end when it comes first: [`Error::Request`] with the
+    /// reason (expired with [`Options::renew_session`](crate::Options::renew_session)
+    /// off, closed, auth failed) or [`Error::ClientClosed`]. [`Error::Request`]
+    /// with the server's code when it refuses the lock's requests (say `NoAuth`
+    /// under an ACL), after the recipe's retries.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: dropping the future at any point withdraws the acquire. Its
+    /// node, if already created, is deleted, a grant that raced the drop is
+    /// given back, and the tasks queued behind it in this process move up; no
+    /// node is left behind.
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Guard, Error> {
         self.acquire_inner(Some(timeout)).await
     }
 
     /// Takes the lock only if that needs no waiting (also not behind another
     /// task of this process).
+    ///
+    /// # Errors
+    ///
+    /// The session's end when it comes first: [`Error::Request`] with the
+    /// reason (expired with [`Options::renew_session`](crate::Options::renew_session)
+    /// off, closed, auth failed) or [`Error::ClientClosed`]. [`Error::Request`]
+    /// with the server's code when it refuses the lock's requests (say `NoAuth`
+    /// under an ACL), after the recipe's retries. A taken lock is `Ok(None)`, not an error.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: dropping the future at any point withdraws the acquire. Its
+    /// node, if already created, is deleted, a grant that raced the drop is
+    /// given back, and the tasks queued behind it in this process move up; no
+    /// node is left behind.
     pub async fn try_acquire(&self) -> Result<Option<Guard>, Error> {
         match self.acquire_inner(Some(Duration::ZERO)).await {
             Ok(g) => Ok(Some(g)),
@@ -325,6 +391,21 @@ impl Lock {
     /// guard.release().await?;
     /// # Ok(()) }
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::TimedOut`] once a `timeout` given has passed. The session's end when it comes first: [`Error::Request`] with the
+    /// reason (expired with [`Options::renew_session`](crate::Options::renew_session)
+    /// off, closed, auth failed) or [`Error::ClientClosed`]. [`Error::Request`]
+    /// with the server's code when it refuses the lock's requests (say `NoAuth`
+    /// under an ACL), after the recipe's retries.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: dropping the future at any point withdraws the acquire. Its
+    /// node, if already created, is deleted, a grant that raced the drop is
+    /// given back, and the tasks queued behind it in this process move up; no
+    /// node is left behind.
     pub async fn acquire_with_progress(
         &self,
         timeout: Option<Duration>,
@@ -346,7 +427,13 @@ impl Lock {
         progress: &mut (dyn FnMut(QueuePosition) + Send),
     ) -> Result<Guard, Error> {
         let (tx, rx) = oneshot::channel();
-        let waiter = Waiter { part: self.part, reply: tx, revoked: false, position: None };
+        let waiter = Waiter {
+            part: self.part,
+            reply: tx,
+            revoked: false,
+            position: None,
+            _waiting: Gauge::waiting(&self.labels),
+        };
         let (t, queued) = hold::enqueue(&self.shared, WAITERS, &self.client().inner, self.handle, waiter, command);
         tracing::trace!(path = %self.path, t, part = self.part, "acquire");
         let began = self.client().inner.runtime.now();
@@ -358,7 +445,9 @@ impl Lock {
         }
         let position = || self.shared.peek(|s| s.waiters.get(&t).and_then(|w| w.position));
         let (node, token) = hold::with_progress(&self.shared.changed, position, progress, &mut pending).await?;
-        crate::metrics::acquired(&self.path, self.client().inner.runtime.now().saturating_duration_since(began));
+        let waited = self.client().inner.runtime.now().saturating_duration_since(began);
+        crate::metrics::acquired(&self.labels, waited);
+        tracing::debug!(path = %self.path, %node, token = token.0, ?waited, "lock granted");
         Ok(Guard { lock: self.clone(), ticket: t, node, token, released: false })
     }
 
@@ -373,6 +462,14 @@ impl Lock {
     /// (what Curator's `release()` waits for) that costs no extra request:
     /// it completes on the delete's own reply. Fails with the session's error
     /// if the session ends first (its ephemeral nodes go with it).
+    ///
+    /// # Errors
+    ///
+    /// The session's error when the session ends first.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: it only waits; dropping it changes nothing.
     pub async fn settled(&self) -> Result<(), Error> {
         self.recipe.settled().await
     }
@@ -487,6 +584,11 @@ impl Guard {
     /// guard.release().await?;
     /// # Ok(()) }
     /// ```
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: it only waits; dropping it changes nothing, and a later call
+    /// sees the same status.
     pub async fn lost(&self) -> HoldStatus {
         hold::wait_lost(&self.lock.client().inner, &self.lock.shared.changed, || self.status()).await
     }
@@ -540,6 +642,18 @@ impl Guard {
     /// guard.fenced(vec![Op::set_data(&config, Bytes::from_static(b"v2"), None)]).await?;
     /// # Ok(()) }
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotHeld`] when the hold's node is gone (or the hold is known
+    /// lost: no request is sent); [`Error::FencedOpFailed`] with the failing op's
+    /// index and code; the session's error when it ends first.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future after it was first polled does not withdraw the multi:
+    /// it has been queued and may still apply (all ops or none). Dropped before,
+    /// nothing is sent.
     pub async fn fenced(&self, ops: Vec<zoolock_core::Op>) -> Result<Vec<zoolock_core::wire::MultiResult>, Error> {
         let (handle, t) = (self.lock.handle, self.ticket);
         // Core knows the hold: its nodes, or none once it was lost.
@@ -566,6 +680,16 @@ impl Guard {
     /// guard's token for work done under the read guard (a resource that
     /// keeps the highest write token then rejects it once the next writer
     /// has written; see [`FencingToken`]).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Misuse`] for a guard that is not a write guard or a hold that was
+    /// lost; the session's error when it ends first.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe as [`Lock::acquire`]: a read node made for a dropped downgrade
+    /// is deleted; the write guard is untouched.
     pub async fn downgrade(&self) -> Result<Guard, Error> {
         let read = Lock { part: zoolock_core::recipes::READ, ..self.lock.clone() };
         let writer = Ticket(self.ticket);
@@ -576,6 +700,17 @@ impl Guard {
     /// as Curator counts): the node is deleted when the last guard goes.
     /// Refused for a lock that is not reentrant (the semaphore mutex) and for
     /// a hold that was lost.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Misuse`] for a lock that is not reentrant or a hold that was
+    /// lost; [`Error::ClientClosed`] once the client is closed.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future after it was first polled may leave the count raised
+    /// with no guard to lower it: the node then stays until this guard's hold
+    /// ends (its release, or the session's end). Await it to completion.
     pub async fn reenter(&self) -> Result<Guard, Error> {
         let (handle, t) = (self.lock.handle, self.ticket);
         self.lock
@@ -593,6 +728,19 @@ impl Guard {
     /// server to apply it. Releasing a hold that was lost or is suspended is
     /// never an error: a lost hold has nothing left to release, and a
     /// suspended one's delete is guaranteed.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ClientClosed`] when the client's event loop has ended (the
+    /// session's end deletes the node then); in the Curator plan, the delete's
+    /// failure. A lost or suspended hold is not an error.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: the release happens whether or not the future is awaited. The
+    /// guard moved into it, so dropping the future before its first poll drops the
+    /// guard, which releases in the background; dropping it later leaves the
+    /// queued delete in place. Only the answer is lost.
     pub async fn release(mut self) -> Result<(), Error> {
         self.released = true;
         let (tx, rx) = oneshot::channel();

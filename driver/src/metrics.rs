@@ -1,54 +1,147 @@
 //! What the driver counts, through the `metrics` facade (feature `metrics`,
-//! off by default; without it every call here compiles to nothing). Every
-//! series but the renewals carries the lock path as label `path`:
-//!
-//! | name | kind | what |
-//! |---|---|---|
-//! | `zoolock_acquires_total` | counter | grants (a semaphore acquire counts once) |
-//! | `zoolock_acquire_wait_seconds` | histogram | from the call to the grant |
-//! | `zoolock_acquire_timeouts_total` | counter | acquires that ended at their deadline |
-//! | `zoolock_holds_suspended_total` | counter | holds told `Suspended` |
-//! | `zoolock_holds_lost_total` | counter | holds told `Lost` |
-//! | `zoolock_session_renewals_total` | counter | sessions started after an expiry |
-//! | `zoolock_cleanup_failures_total` | counter | abandoned nodes that could not be deleted |
+//! off by default; without it every call here compiles to nothing). The
+//! series, their units and labels are listed in the crate docs ("Features
+//! and metrics"); keep that table in step with this file.
 
+use std::sync::Arc;
 use std::time::Duration;
 
+/// The labels of one lock's series.
+#[derive(Debug, Clone)]
+#[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+pub(crate) struct Labels {
+    kind: &'static str,
+    /// `None` when the path label is turned off.
+    path: Option<Arc<str>>,
+}
+
+impl Labels {
+    /// The labels of a lock of `kind` on `path`, with the path only if
+    /// `with_path`.
+    pub(crate) fn new(kind: &'static str, path: &Arc<str>, with_path: bool) -> Labels {
+        describe();
+        Labels { kind, path: with_path.then(|| path.clone()) }
+    }
+
+    #[cfg(feature = "metrics")]
+    fn get(&self) -> Vec<metrics::Label> {
+        let mut labels = vec![metrics::Label::new("kind", self.kind)];
+        if let Some(path) = &self.path {
+            labels.push(metrics::Label::new("path", path.to_string()));
+        }
+        labels
+    }
+}
+
+/// A gauge raised while this value lives: a waiting acquire or a hold.
+#[derive(Debug)]
+pub(crate) struct Gauge {
+    #[cfg(feature = "metrics")]
+    gauge: metrics::Gauge,
+}
+
+impl Gauge {
+    #[cfg_attr(not(feature = "metrics"), allow(unused_variables))]
+    fn raise(name: &'static str, labels: Option<&Labels>) -> Gauge {
+        #[cfg(feature = "metrics")]
+        {
+            let gauge = metrics::gauge!(name, labels.map(Labels::get).unwrap_or_default());
+            gauge.increment(1.0);
+            Gauge { gauge }
+        }
+        #[cfg(not(feature = "metrics"))]
+        Gauge {}
+    }
+
+    /// An acquire under way, until dropped.
+    pub(crate) fn waiting(labels: &Labels) -> Gauge {
+        Gauge::raise("zoolock_acquires_waiting", Some(labels))
+    }
+
+    /// A hold, until dropped.
+    pub(crate) fn held(labels: &Labels) -> Gauge {
+        Gauge::raise("zoolock_holds", Some(labels))
+    }
+
+    /// A client's live connection, until dropped.
+    pub(crate) fn connected() -> Gauge {
+        describe();
+        Gauge::raise("zoolock_connected", None)
+    }
+}
+
+impl Drop for Gauge {
+    fn drop(&mut self) {
+        #[cfg(feature = "metrics")]
+        self.gauge.decrement(1.0);
+    }
+}
+
+/// Describes every series (unit and meaning) to the installed recorder,
+/// once per process: recorders installed later get no description.
+fn describe() {
+    #[cfg(feature = "metrics")]
+    {
+        use metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| {
+            describe_counter!("zoolock_acquires_total", Unit::Count, "Lock and semaphore acquires granted");
+            describe_histogram!(
+                "zoolock_acquire_wait_seconds",
+                Unit::Seconds,
+                "Time from an acquire call to its grant"
+            );
+            describe_counter!("zoolock_acquire_timeouts_total", Unit::Count, "Acquires that ended at their deadline");
+            describe_gauge!("zoolock_acquires_waiting", Unit::Count, "Acquires under way");
+            describe_gauge!("zoolock_holds", Unit::Count, "Guards and leases held and not yet released");
+            describe_counter!("zoolock_holds_suspended_total", Unit::Count, "Holds told Suspended");
+            describe_counter!("zoolock_holds_lost_total", Unit::Count, "Holds told Lost");
+            describe_counter!(
+                "zoolock_cleanup_failures_total",
+                Unit::Count,
+                "Abandoned nodes that could not be deleted"
+            );
+            describe_gauge!("zoolock_connected", Unit::Count, "Clients with a live connection");
+            describe_counter!("zoolock_session_renewals_total", Unit::Count, "Sessions started after an expiry");
+        });
+    }
+}
+
 #[cfg(feature = "metrics")]
-fn count(name: &'static str, path: &str) {
-    metrics::counter!(name, "path" => path.to_owned()).increment(1);
+fn count(name: &'static str, labels: &Labels) {
+    metrics::counter!(name, labels.get()).increment(1);
 }
 
 #[cfg(not(feature = "metrics"))]
-fn count(_name: &'static str, _path: &str) {}
+fn count(_name: &'static str, _labels: &Labels) {}
 
 /// A grant after `waited`.
-pub(crate) fn acquired(path: &str, waited: Duration) {
-    count("zoolock_acquires_total", path);
+pub(crate) fn acquired(labels: &Labels, waited: Duration) {
+    count("zoolock_acquires_total", labels);
     #[cfg(feature = "metrics")]
-    metrics::histogram!("zoolock_acquire_wait_seconds", "path" => path.to_owned()).record(waited.as_secs_f64());
+    metrics::histogram!("zoolock_acquire_wait_seconds", labels.get()).record(waited.as_secs_f64());
     #[cfg(not(feature = "metrics"))]
     let _ = waited;
 }
 
 /// An acquire that ended at its deadline.
-pub(crate) fn timed_out(path: &str) {
-    count("zoolock_acquire_timeouts_total", path);
+pub(crate) fn timed_out(labels: &Labels) {
+    count("zoolock_acquire_timeouts_total", labels);
 }
 
 /// A hold told `Suspended`.
-pub(crate) fn suspended(path: &str) {
-    count("zoolock_holds_suspended_total", path);
+pub(crate) fn suspended(labels: &Labels) {
+    count("zoolock_holds_suspended_total", labels);
 }
 
 /// A hold told `Lost`.
-pub(crate) fn lost(path: &str) {
-    count("zoolock_holds_lost_total", path);
+pub(crate) fn lost(labels: &Labels) {
+    count("zoolock_holds_lost_total", labels);
 }
 
 /// An abandoned node that could not be deleted.
-pub(crate) fn cleanup_failed(path: &str) {
-    count("zoolock_cleanup_failures_total", path);
+pub(crate) fn cleanup_failed(labels: &Labels) {
+    count("zoolock_cleanup_failures_total", labels);
 }
 
 /// A session started after an expiry.

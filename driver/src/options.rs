@@ -89,6 +89,11 @@ pub struct Options {
     /// --no-held-watch`): a hold whose node is deleted then reads `Held`
     /// until the next reconnect checks it.
     pub watch_held: bool,
+    /// Label the per-lock metrics (feature `metrics`) with the lock path
+    /// (on by default). Turn it off when locks are made per entity
+    /// (`/orders/1234`): each path would be a series of its own; the
+    /// `kind` label stays.
+    pub metrics_path_label: bool,
 }
 
 impl Default for Options {
@@ -111,6 +116,7 @@ impl Default for Options {
             tls: None,
             sasl: None,
             watch_held: true,
+            metrics_path_label: true,
         }
     }
 }
@@ -146,6 +152,8 @@ impl Options {
         tls(tls: TlsOptions) => Some;
         /// Watches held nodes (on by default; see [`Options::watch_held`]).
         watch_held(watch_held: bool);
+        /// Labels per-lock metrics with the path (on by default; see [`Options::metrics_path_label`]).
+        metrics_path_label(metrics_path_label: bool);
     }
 
     /// Adds an addAuth credential (`auth("digest", "alice:secret")`); any

@@ -86,6 +86,16 @@ impl LockSpec {
             LockSpec::Multi(members) => members.iter().map(LockSpec::label).collect::<Vec<_>>().join(","),
         }
     }
+
+    /// The `kind` label of its metrics.
+    fn kind(&self) -> &'static str {
+        match self {
+            LockSpec::Mutex(_) => "mutex",
+            LockSpec::Read(_) | LockSpec::Write(_) => "rwlock",
+            LockSpec::SemaphoreMutex(_) => "semaphore_mutex",
+            LockSpec::Multi(_) => "multi",
+        }
+    }
 }
 
 /// Which recipe's layout [`Client::participants`] reads.
@@ -101,7 +111,19 @@ pub enum ParticipantsOf {
 }
 
 impl Client {
-    /// A fair, reentrant mutex on `path` (Curator's `InterProcessMutex`).
+    /// A fair mutex on `path` (Curator's `InterProcessMutex` layout). Unlike
+    /// Curator's, a second acquire by the same task waits its turn:
+    /// reentrancy is explicit, with [`crate::Guard::reenter`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Path`] for an invalid path; [`Error::ClientClosed`] once the
+    /// client is closed.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: dropping the future leaves nothing on the server (a
+    /// lock's nodes are made by its acquires).
     ///
     /// ```no_run
     /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
@@ -139,6 +161,10 @@ impl Client {
     /// downgrade's read hold before the next writer: see
     /// [`FencingToken`](crate::FencingToken) for what a resource compares.
     ///
+    /// Write, then keep reading without letting another writer in between
+    /// (Curator's downgrade). Acquiring the read half while holding the write
+    /// half would wait for itself: `downgrade` is the way.
+    ///
     /// ```no_run
     /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
     /// let rw = client.read_write_lock("/app/rw").await?;
@@ -148,6 +174,10 @@ impl Client {
     /// reading.release().await?;
     /// # Ok(()) }
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`Client::mutex`].
     pub async fn read_write_lock(&self, path: &str) -> Result<ReadWriteLock, Error> {
         self.read_write_lock_with(path, LockOptions::default()).await
     }
@@ -161,7 +191,7 @@ impl Client {
             rw.make_revocable_read()?;
             rw.make_revocable_write()?;
         }
-        let mut halves = Lock::register(self.clone(), Box::new(rw), path.to_owned()).await?.into_iter();
+        let mut halves = Lock::register(self.clone(), Box::new(rw), path.to_owned(), "rwlock").await?.into_iter();
         match (halves.next(), halves.next()) {
             (Some(read), Some(write)) => Ok(ReadWriteLock { read, write }),
             _ => Err(Error::ClientClosed),
@@ -249,7 +279,11 @@ impl Client {
 
     async fn one_lock(&self, spec: &LockSpec, options: &LockOptions) -> Result<Lock, Error> {
         let recipe = self.build(spec, options)?;
-        Lock::register(self.clone(), recipe, spec.label()).await?.into_iter().next().ok_or(Error::ClientClosed)
+        Lock::register(self.clone(), recipe, spec.label(), spec.kind())
+            .await?
+            .into_iter()
+            .next()
+            .ok_or(Error::ClientClosed)
     }
 
     /// A counting semaphore with `leases` leases on `path`
@@ -265,6 +299,11 @@ impl Client {
     /// }
     /// # Ok(()) }
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Path`] for an invalid path; [`Error::ClientClosed`] once the
+    /// client is closed.
     pub async fn semaphore(&self, path: &str, leases: usize) -> Result<Semaphore, Error> {
         self.semaphore_with(path, SemaphoreOptions::leases(leases)).await
     }

@@ -13,6 +13,7 @@ use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Handle, Instan
 use crate::client::{Client, RecipeHandle};
 use crate::error::Error;
 use crate::hold::{self, HoldStatus, QueuePosition, Watched};
+use crate::metrics::{Gauge, Labels};
 use crate::task::Command;
 
 type Grant = Result<Vec<(String, FencingToken)>, Error>;
@@ -25,6 +26,8 @@ struct Waiter {
     reply: oneshot::Sender<Grant>,
     /// Where it stands on ZooKeeper.
     position: Option<QueuePosition>,
+    /// `zoolock_acquires_waiting`, raised while it waits.
+    _waiting: Gauge,
 }
 
 #[derive(Debug, Default)]
@@ -71,8 +74,10 @@ pub struct Semaphore {
     handle: Arc<RecipeHandle>,
     typed: Handle<SharedSemaphore>,
     shared: Arc<SemShared>,
-    /// The semaphore path, for the log and metrics.
+    /// The semaphore path, for the log.
     path: Arc<str>,
+    /// Its metrics labels.
+    labels: Arc<Labels>,
 }
 
 impl std::fmt::Debug for Semaphore {
@@ -101,6 +106,7 @@ fn return_lease(
 fn on_event(
     shared: &SemShared,
     path: &str,
+    labels: &Labels,
     client: &mut CoreClient,
     now: Instant,
     typed: Handle<SharedSemaphore>,
@@ -114,7 +120,7 @@ fn on_event(
     let (ticket, event) = match event {
         RecipeEvent::Ticket { ticket, event } => (ticket.0, *event),
         RecipeEvent::Suspended => {
-            crate::metrics::suspended(path);
+            crate::metrics::suspended(labels);
             tracing::info!(%path, "hold suspended: the connection dropped (semaphore leases)");
             return shared.with(|s| s.suspended = true);
         }
@@ -123,7 +129,7 @@ fn on_event(
             return shared.with(|s| s.suspended = false);
         }
         RecipeEvent::LeaseLost { node } => {
-            crate::metrics::lost(path);
+            crate::metrics::lost(labels);
             tracing::warn!(%path, %node, "lease lost: its node is gone");
             return shared.with(|s| {
                 s.lost.insert(node);
@@ -142,7 +148,7 @@ fn on_event(
             return tracing::warn!(%path, len, "the semaphore's count node does not hold a 4-byte int");
         }
         RecipeEvent::CleanupFailed { path: node, error } => {
-            crate::metrics::cleanup_failed(path);
+            crate::metrics::cleanup_failed(labels);
             return tracing::warn!(%path, %node, %error, "lease node clean-up failed");
         }
         other => return tracing::trace!(%path, ?other, "semaphore event"),
@@ -174,7 +180,7 @@ fn on_event(
         end @ (RecipeEvent::TimedOut | RecipeEvent::Failed(_) | RecipeEvent::Refused(_)) => {
             let Some(error) = hold::acquire_end(&end) else { return };
             if error == Error::TimedOut {
-                crate::metrics::timed_out(path);
+                crate::metrics::timed_out(labels);
             }
             if let Some(w) = shared.with(|s| s.waiters.remove(&ticket)) {
                 let _ = w.reply.send(Err(error));
@@ -197,14 +203,15 @@ impl Semaphore {
         let shared = Arc::new(SemShared::default());
         shared.with(|s| s.size = semaphore.max_leases());
         let path: Arc<str> = base.as_str().into();
-        let (sink_shared, sink_path) = (shared.clone(), path.clone());
+        let labels = Arc::new(Labels::new("semaphore", &path, client.inner.options.metrics_path_label));
+        let (sink_shared, sink_path, sink_labels) = (shared.clone(), path.clone(), labels.clone());
         let sink = Box::new(move |c: &mut CoreClient, now, id: RecipeId, event| {
-            on_event(&sink_shared, &sink_path, c, now, Handle::from_id(id), event)
+            on_event(&sink_shared, &sink_path, &sink_labels, c, now, Handle::from_id(id), event)
         });
         let recipe = SharedSemaphore::new(semaphore, renew);
         let id = client.add_recipe(Box::new(recipe), sink).await?;
         let handle = Arc::new(RecipeHandle { client, id });
-        Ok(Semaphore { handle, typed: Handle::from_id(id), shared, path })
+        Ok(Semaphore { handle, typed: Handle::from_id(id), shared, path, labels })
     }
 
     /// Completes once this semaphore owes the server nothing: no acquire
@@ -212,6 +219,14 @@ impl Semaphore {
     /// delete applied by the server. Dropping a [`Lease`] and then awaiting
     /// this is a return acknowledged by the server, on the delete's own
     /// reply. Fails with the session's error if the session ends first.
+    ///
+    /// # Errors
+    ///
+    /// The session's error when the session ends first.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: it only waits; dropping it changes nothing.
     pub async fn settled(&self) -> Result<(), Error> {
         self.handle.settled().await
     }
@@ -231,6 +246,20 @@ impl Semaphore {
     }
 
     /// Takes `qty` leases, waiting as long as needed.
+    ///
+    /// # Errors
+    ///
+    /// The session's end when it comes first: [`Error::Request`] with the
+    /// reason (expired with [`Options::renew_session`](crate::Options::renew_session)
+    /// off, closed, auth failed) or [`Error::ClientClosed`]. [`Error::Request`]
+    /// with the server's code when it refuses the lock's requests (say `NoAuth`
+    /// under an ACL), after the recipe's retries. [`Error::Misuse`] when `qty` is 0.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: dropping the future at any point withdraws the acquire. Its
+    /// nodes, if already created, are deleted and leases granted to it that it
+    /// never handed out are returned; no node is left behind.
     pub async fn acquire(&self, qty: usize) -> Result<Vec<Lease>, Error> {
         self.acquire_inner(qty, None, &mut |_| {}).await
     }
@@ -267,6 +296,20 @@ impl Semaphore {
     /// drop(leases); // returned in the background, like `release` without waiting
     /// # Ok(()) }
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::TimedOut`] once `timeout` has passed. The session's end when it comes first: [`Error::Request`] with the
+    /// reason (expired with [`Options::renew_session`](crate::Options::renew_session)
+    /// off, closed, auth failed) or [`Error::ClientClosed`]. [`Error::Request`]
+    /// with the server's code when it refuses the lock's requests (say `NoAuth`
+    /// under an ACL), after the recipe's retries. [`Error::Misuse`] when `qty` is 0.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: dropping the future at any point withdraws the acquire. Its
+    /// nodes, if already created, are deleted and leases granted to it that it
+    /// never handed out are returned; no node is left behind.
     pub async fn acquire_timeout(&self, qty: usize, timeout: Duration) -> Result<Vec<Lease>, Error> {
         self.acquire_inner(qty, Some(timeout), &mut |_| {}).await
     }
@@ -277,6 +320,20 @@ impl Semaphore {
     /// request). An acquire waiting behind another task of this process gets
     /// its first position once its turn comes. Dropping the future cancels
     /// the acquire, as for [`Semaphore::acquire`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::TimedOut`] once a `timeout` given has passed. The session's end when it comes first: [`Error::Request`] with the
+    /// reason (expired with [`Options::renew_session`](crate::Options::renew_session)
+    /// off, closed, auth failed) or [`Error::ClientClosed`]. [`Error::Request`]
+    /// with the server's code when it refuses the lock's requests (say `NoAuth`
+    /// under an ACL), after the recipe's retries. [`Error::Misuse`] when `qty` is 0.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: dropping the future at any point withdraws the acquire. Its
+    /// nodes, if already created, are deleted and leases granted to it that it
+    /// never handed out are returned; no node is left behind.
     pub async fn acquire_with_progress(
         &self,
         qty: usize,
@@ -293,7 +350,7 @@ impl Semaphore {
         progress: &mut (dyn FnMut(QueuePosition) + Send),
     ) -> Result<Vec<Lease>, Error> {
         let (tx, rx) = oneshot::channel();
-        let waiter = Waiter { qty, got: Vec::new(), reply: tx, position: None };
+        let waiter = Waiter { qty, got: Vec::new(), reply: tx, position: None, _waiting: Gauge::waiting(&self.labels) };
         let acquire =
             move |s: &mut SharedSemaphore, now: Instant, ticket| s.acquire(now, ticket, qty, timeout.map(|d| now + d));
         let (ticket, queued) =
@@ -314,8 +371,19 @@ impl Semaphore {
         };
         pending.rx = None;
         let grant = grant?;
-        crate::metrics::acquired(&self.path, self.handle.client.inner.runtime.now().saturating_duration_since(began));
-        Ok(grant.into_iter().map(|(node, token)| Lease { sem: self.clone(), node, token, returned: false }).collect())
+        let waited = self.handle.client.inner.runtime.now().saturating_duration_since(began);
+        crate::metrics::acquired(&self.labels, waited);
+        tracing::debug!(path = %self.path, leases = grant.len(), ?waited, "semaphore leases granted");
+        Ok(grant
+            .into_iter()
+            .map(|(node, token)| Lease {
+                sem: self.clone(),
+                node,
+                token,
+                returned: false,
+                _held: Gauge::held(&self.labels),
+            })
+            .collect())
     }
 }
 
@@ -355,6 +423,8 @@ pub struct Lease {
     node: String,
     token: FencingToken,
     returned: bool,
+    /// `zoolock_holds`, raised while the lease is held.
+    _held: Gauge,
 }
 
 impl Lease {
@@ -380,6 +450,10 @@ impl Lease {
 
     /// Completes as soon as [`Lease::status`] would first read `Suspended`
     /// or `Lost`, with no event-loop turn needed (see [`crate::Guard::lost`]).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: it only waits; dropping it changes nothing.
     pub async fn lost(&self) -> HoldStatus {
         hold::wait_lost(&self.sem.handle.client.inner, &self.sem.shared.changed, || self.status()).await
     }
@@ -409,6 +483,15 @@ impl Lease {
     /// Runs `ops` in one multi behind a check that this lease's node still
     /// exists: all of them apply while the lease is good, none once its node
     /// is gone ([`Error::NotHeld`]); see [`crate::Guard::fenced`].
+    ///
+    /// # Errors
+    ///
+    /// As [`crate::Guard::fenced`]: [`Error::NotHeld`] when the lease's node is
+    /// gone, [`Error::FencedOpFailed`] for a failing op.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`crate::Guard::fenced`]: once polled, the multi may still apply.
     pub async fn fenced(&self, ops: Vec<zoolock_core::Op>) -> Result<Vec<zoolock_core::wire::MultiResult>, Error> {
         if self.sem.shared.lease_status(&self.node) == HoldStatus::Lost {
             return Err(Error::NotHeld { node: self.node.clone() });
@@ -421,6 +504,16 @@ impl Lease {
     /// (unlike [`crate::Guard::release`], it does not wait for the delete's
     /// reply in the Curator plan). Returning a lease that was lost is never
     /// an error: there is nothing left to return.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ClientClosed`] when the client's event loop has ended (the
+    /// session's end deletes the node then). A lost lease is not an error.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: the lease is returned whether or not the future is awaited
+    /// (dropping the future drops the lease, which is returned in the background).
     pub async fn release(mut self) -> Result<(), Error> {
         self.returned = true;
         self.sem.shared.with(|s| s.revoked.remove(&self.node));

@@ -147,6 +147,8 @@ pub(crate) struct DriverTask {
     /// [`Command::Settle`]s not answered yet.
     settling: Vec<(RecipeId, oneshot::Sender<Result<(), RequestError>>)>,
     subscribers: Vec<mpsc::UnboundedSender<ConnectionState>>,
+    /// Raises `zoolock_connected` while the connection is live.
+    connected: Option<crate::metrics::Gauge>,
     /// Entered on every poll, so everything the loop logs carries the session.
     span: tracing::Span,
     pub(crate) security: crate::security::ConnSecurity,
@@ -183,6 +185,7 @@ impl DriverTask {
             dropping: Vec::new(),
             settling: Vec::new(),
             subscribers: Vec::new(),
+            connected: None,
             span,
             security: Default::default(),
         }
@@ -296,6 +299,13 @@ impl DriverTask {
                 });
                 if matches!(state, ConnectionState::Connected | ConnectionState::ConnectedReadOnly) {
                     self.security.watch.had_session = true;
+                }
+                let live = matches!(
+                    state,
+                    ConnectionState::Connected | ConnectionState::ConnectedReadOnly | ConnectionState::Reconnected
+                );
+                if live != self.connected.is_some() {
+                    self.connected = live.then(crate::metrics::Gauge::connected);
                 }
                 self.subscribers.retain(|tx| tx.unbounded_send(state).is_ok());
             }

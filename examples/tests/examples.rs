@@ -2,7 +2,8 @@
 //! by hand and from a mio loop) against the real ZooKeeper from `ZOOLOCK_TEST_CONNECT`
 //! (started by `.ci/run`) and checks its exit status, its output, and that it
 //! left no lock node behind. Skipped, with the reason printed, when the
-//! variable is unset; failing instead when `CI` is set.
+//! variable is unset; failing instead when `CI` is set. Each also runs with
+//! no `ZOOLOCK_CONNECT` at all, on the embedded server it then starts.
 //!
 //! The examples are built with the same cargo and profile as this test, then
 //! run as plain processes: quicker than `cargo run --example`, and the build
@@ -39,11 +40,16 @@ fn examples_dir() -> &'static PathBuf {
     })
 }
 
-/// Runs example `name` on its own lock path; returns its stdout.
-fn run(name: &str, connect: &str, lock_path: &str) -> String {
+/// Runs example `name` on its own lock path (`connect`: `None` leaves
+/// `ZOOLOCK_CONNECT` unset); returns its stdout.
+fn run(name: &str, connect: Option<&str>, lock_path: &str) -> String {
     let bin = examples_dir().join(name);
-    let mut child = Command::new(&bin)
-        .env("ZOOLOCK_CONNECT", connect)
+    let mut command = Command::new(&bin);
+    match connect {
+        Some(connect) => command.env("ZOOLOCK_CONNECT", connect),
+        None => command.env_remove("ZOOLOCK_CONNECT"),
+    };
+    let mut child = command
         .env("ZOOLOCK_LOCK_PATH", lock_path)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -100,7 +106,7 @@ fn leftovers(connect: &str, path: &str) -> Vec<String> {
 fn check(test: &str, example: &str, lines: &[&str]) {
     let Some(connect) = zoolock_testkit::real_server(test) else { return };
     let path = format!("/zoolock-examples-test/{}-{example}", std::process::id());
-    let stdout = run(example, &connect, &path);
+    let stdout = run(example, Some(&connect), &path);
     for want in lines {
         assert!(stdout.lines().any(|l| l.starts_with(want)), "{example}: no line starting {want:?}:\n{stdout}");
     }
@@ -151,4 +157,21 @@ fn blocking_mutex_takes_and_releases_from_threads() {
         "blocking_mutex",
         &["acquired ", "work done in thread 0", "work done in thread 1", "released"],
     );
+}
+
+/// With no server given, every example starts the embedded one and runs to
+/// the end (no real ZooKeeper needed, so this never skips).
+#[test]
+fn examples_fall_back_to_the_embedded_server() {
+    for (example, last) in [
+        ("tokio_mutex", "released"),
+        ("smol_semaphore", "released"),
+        ("hand_driven", "closed"),
+        ("mio_locks", "closed"),
+        ("blocking_mutex", "released"),
+    ] {
+        let stdout = run(example, None, "/zoolock-examples-test/embedded");
+        assert!(stdout.lines().any(|l| l.starts_with(last)), "{example}: no line starting {last:?}:\n{stdout}");
+        token(&stdout);
+    }
 }

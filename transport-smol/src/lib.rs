@@ -102,12 +102,33 @@ async fn tcp(host: &str, port: u16) -> io::Result<(TcpStream, Option<IpAddr>)> {
     Ok((stream, local_ip))
 }
 
-/// Connects, running the event loop on smol's global executor.
+/// Connects, running the event loop on smol's global executor, as
+/// [`Client::connect`]: waits for the first session, at most
+/// `options.connect_timeout`.
+///
+/// # Errors
+///
+/// As [`Client::connect`]: a bad connect string, every host unreachable
+/// ([`Error::Unreachable`], at once), no session in time
+/// ([`Error::ConnectTimeout`]), TLS or authentication refused.
+///
+/// # Cancel safety
+///
+/// Cancel-safe: dropping the future closes the session being set up, in
+/// the background.
 pub async fn connect(connect_string: &str, options: Options) -> Result<Client, Error> {
     Client::connect(Arc::new(SmolRuntime::new()), connect_string, options).await
 }
 
 /// Connects, running the event loop on async-std's executor.
+///
+/// # Errors
+///
+/// As [`connect`].
+///
+/// # Cancel safety
+///
+/// As [`connect`]: dropping the future closes the session being set up.
 #[cfg(feature = "async-std")]
 pub async fn connect_async_std(connect_string: &str, options: Options) -> Result<Client, Error> {
     Client::connect(Arc::new(SmolRuntime::async_std()), connect_string, options).await

@@ -36,6 +36,13 @@
 //! # drop(client);
 //! # Ok(()) }
 //! ```
+//!
+//! # Features and metrics
+//!
+//! * `metrics` (off by default): the driver's counters, gauges (waiting
+//!   acquires, holds, live connections) and wait histogram through the
+//!   `metrics` facade; the series and labels are listed in
+//!   [`zoolock_driver`'s docs](zoolock_driver#features-and-metrics).
 
 use std::io;
 use std::net::{IpAddr, SocketAddr};
@@ -53,8 +60,12 @@ pub struct TokioRuntime {
 }
 
 impl TokioRuntime {
-    /// The runtime of the calling context. Panics outside a tokio runtime,
-    /// as `tokio::runtime::Handle::current` does.
+    /// The runtime of the calling context.
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime, as `tokio::runtime::Handle::current` does;
+    /// use [`TokioRuntime::new`] with a runtime's handle there.
     pub fn current() -> TokioRuntime {
         TokioRuntime { handle: tokio::runtime::Handle::current() }
     }
@@ -107,7 +118,32 @@ async fn tcp(host: &str, port: u16) -> io::Result<(TcpStream, Option<IpAddr>)> {
     Ok((stream, local_ip))
 }
 
-/// Connects on the current tokio runtime.
+/// Connects on the current tokio runtime (its event loop is spawned there),
+/// as [`Client::connect`]: waits for the first session, at most
+/// `options.connect_timeout`.
+///
+/// # Errors
+///
+/// As [`Client::connect`]: a bad connect string, every host unreachable
+/// ([`Error::Unreachable`], at once), no session in time
+/// ([`Error::ConnectTimeout`]), TLS or authentication refused.
+///
+/// # Panics
+///
+/// When polled outside a tokio runtime (it takes
+/// `tokio::runtime::Handle::current()`). From elsewhere, use
+/// [`Client::connect`] with [`TokioRuntime::new`] and a runtime's handle.
+///
+/// # Cancel safety
+///
+/// Cancel-safe: dropping the future closes the session being set up, in
+/// the background.
 pub async fn connect(connect_string: &str, options: Options) -> Result<Client, Error> {
     Client::connect(Arc::new(TokioRuntime::current()), connect_string, options).await
 }
+
+/// The README's Rust examples, compiled and checked by `cargo test` (doctests)
+/// so that they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;

@@ -1,9 +1,11 @@
 //! The driver's metrics (feature `metrics`) against the embedded in-memory
 //! ZooKeeper: grants with their wait, time-outs, lost holds and session
-//! renewals are counted with the lock path as label.
+//! renewals are counted with the lock path and kind as labels; the waiting,
+//! holding and connection gauges follow the acquires, holds and sessions.
 
 use std::time::Duration;
 
+use metrics::Unit;
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use zoolock_model::TestingServer;
 use zoolock_tokio::{Error, HoldStatus, Options};
@@ -13,31 +15,70 @@ use zoolock_tokio::{Error, HoldStatus, Options};
 struct Totals {
     snapshotter: Snapshotter,
     seen: Vec<(String, Option<String>, u64)>,
+    /// Each gauge's latest value by name and labels (`kind=..,path=..`).
+    gauges: std::collections::BTreeMap<(String, String), f64>,
+    /// The unit each series was described with.
+    units: std::collections::BTreeMap<String, Unit>,
 }
 
 impl Totals {
-    fn get(&mut self, name: &str, path: Option<&str>) -> u64 {
-        for (key, _, _, value) in self.snapshotter.snapshot().into_vec() {
+    fn take(&mut self) {
+        for (key, unit, _, value) in self.snapshotter.snapshot().into_vec() {
+            let name = key.key().name().to_owned();
+            if let Some(unit) = unit {
+                self.units.insert(name.clone(), unit);
+            }
             let n = match value {
                 DebugValue::Counter(n) => n,
                 DebugValue::Histogram(samples) => samples.len() as u64,
-                DebugValue::Gauge(_) => 0,
+                DebugValue::Gauge(g) => {
+                    let labels: Vec<_> = key.key().labels().map(|l| format!("{}={}", l.key(), l.value())).collect();
+                    self.gauges.insert((name.clone(), labels.join(",")), g.into_inner());
+                    0
+                }
             };
             let label = key.key().labels().find(|l| l.key() == "path").map(|l| l.value().to_owned());
-            self.seen.push((key.key().name().to_owned(), label, n));
+            self.seen.push((name, label, n));
         }
+    }
+
+    fn get(&mut self, name: &str, path: Option<&str>) -> u64 {
+        self.take();
         self.seen
             .iter()
             .filter(|(n, label, _)| n == name && path.is_none_or(|p| label.as_deref() == Some(p)))
             .map(|(_, _, v)| v)
             .sum()
     }
+
+    /// The gauge `name` with exactly these labels (0 if never set).
+    fn gauge(&mut self, name: &str, labels: &str) -> f64 {
+        self.take();
+        self.gauges.get(&(name.to_owned(), labels.to_owned())).copied().unwrap_or(0.0)
+    }
+
+    /// Waits up to 10 s for the gauge to read `want`.
+    async fn gauge_reaches(&mut self, name: &str, labels: &str, want: f64) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while self.gauge(name, labels) != want {
+            let now = self.gauge(name, labels);
+            assert!(tokio::time::Instant::now() < deadline, "{name}{{{labels}}} stays {now}, not {want}");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
 }
+
+const MUTEX: &str = "kind=mutex,path=/metrics/lock";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acquires_waits_timeouts_losses_and_renewals_are_counted() {
     let recorder = DebuggingRecorder::new();
-    let mut totals = Totals { snapshotter: recorder.snapshotter(), seen: Vec::new() };
+    let mut totals = Totals {
+        snapshotter: recorder.snapshotter(),
+        seen: Vec::new(),
+        gauges: Default::default(),
+        units: Default::default(),
+    };
     recorder.install().expect("the only recorder of this test binary");
     let server = TestingServer::start().await;
     let options = || Options::default().session_timeout(Duration::from_secs(2)).connect_timeout(Duration::from_secs(5));
@@ -46,10 +87,32 @@ async fn acquires_waits_timeouts_losses_and_renewals_are_counted() {
     let lock = a.mutex("/metrics/lock").await.unwrap();
     let other = b.mutex("/metrics/lock").await.unwrap();
 
+    totals.gauge_reaches("zoolock_connected", "", 2.0).await;
+    let guard = lock.acquire().await.unwrap();
+    assert_eq!(totals.gauge("zoolock_holds", MUTEX), 1.0);
+    assert_eq!(totals.gauge("zoolock_acquires_waiting", MUTEX), 0.0);
+
+    // The waiting gauge rises while b waits and falls when it is granted.
+    let waiter = tokio::spawn(async move {
+        let guard = other.acquire().await.unwrap();
+        guard.release().await.unwrap();
+        other
+    });
+    totals.gauge_reaches("zoolock_acquires_waiting", MUTEX, 1.0).await;
+    guard.release().await.unwrap();
+    let other = waiter.await.unwrap();
+    totals.gauge_reaches("zoolock_acquires_waiting", MUTEX, 0.0).await;
+    totals.gauge_reaches("zoolock_holds", MUTEX, 0.0).await;
+    assert_eq!(totals.get("zoolock_acquires_total", Some("/metrics/lock")), 2);
+
     let guard = lock.acquire().await.unwrap();
     assert!(matches!(other.acquire_timeout(Duration::from_millis(50)).await, Err(Error::TimedOut)));
-    assert_eq!(totals.get("zoolock_acquires_total", Some("/metrics/lock")), 1);
-    assert_eq!(totals.get("zoolock_acquire_wait_seconds", Some("/metrics/lock")), 1);
+    // A timed-out acquire waits no more.
+    totals.gauge_reaches("zoolock_acquires_waiting", MUTEX, 0.0).await;
+    assert_eq!(totals.get("zoolock_acquires_total", Some("/metrics/lock")), 3);
+    assert_eq!(totals.get("zoolock_acquire_wait_seconds", Some("/metrics/lock")), 3);
+    assert_eq!(totals.units.get("zoolock_acquire_wait_seconds"), Some(&Unit::Seconds));
+    assert_eq!(totals.units.get("zoolock_acquires_waiting"), Some(&Unit::Count));
     assert_eq!(totals.get("zoolock_acquire_timeouts_total", Some("/metrics/lock")), 1);
 
     // The server expires a's session: the hold is lost and the client renews.
@@ -66,9 +129,19 @@ async fn acquires_waits_timeouts_losses_and_renewals_are_counted() {
     }
     guard.release().await.unwrap();
     let again = tokio::time::timeout(Duration::from_secs(10), lock.acquire()).await.unwrap().unwrap();
-    assert_eq!(totals.get("zoolock_acquires_total", Some("/metrics/lock")), 2);
+    assert_eq!(totals.get("zoolock_acquires_total", Some("/metrics/lock")), 4);
     again.release().await.unwrap();
+
+    // Per-entity locks: without the path label, every lock of a kind is one series.
+    let c = zoolock_tokio::connect(server.connect_string(), options().metrics_path_label(false)).await.unwrap();
+    let pool = c.semaphore("/metrics/orders/1234", 2).await.unwrap();
+    let leases = pool.acquire(2).await.unwrap();
+    totals.gauge_reaches("zoolock_holds", "kind=semaphore", 2.0).await;
+    drop(leases);
+    totals.gauge_reaches("zoolock_holds", "kind=semaphore", 0.0).await;
+    c.close().await.unwrap();
     a.close().await.unwrap();
     b.close().await.unwrap();
+    totals.gauge_reaches("zoolock_connected", "", 0.0).await;
     server.stop().await;
 }

@@ -1,55 +1,169 @@
-//! `zoolock holders PATH`: the participants in queue order, holder first.
+//! `zoolock holders PATH`: the participants in queue order, holder first,
+//! and the queue reading the waiting commands share ("held by DATA").
 
 use std::io::Write;
 use std::time::Duration;
 
+use zoolock_tokio::zoolock_core::recipes::policy::{self, PositionRule};
+use zoolock_tokio::{Client, Error};
+
 use crate::args::{Global, HoldersSize, Kind};
 use crate::exit::{self, Failure, Outcome};
 
+/// One participant as `holders` and the waiting line show it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Entry {
+    /// The node's full path.
+    pub(super) node: String,
+    /// Its data as UTF-8 (invalid bytes replaced); empty when it has none.
+    pub(super) data: String,
+    /// Whether the recipe's rule says this node holds the lock now.
+    pub(super) holding: bool,
+}
+
+/// Lists PATH's participants in queue order, each marked holding or not by
+/// the recipe's own rule (core's [`policy::holding`]). `leases` is a
+/// semaphore's size; unknown, every lease node counts as holding. A node
+/// that vanished between listing and reading is skipped.
+///
+/// # Errors
+///
+/// The listing's failure (connection, ACL, a bad path).
+pub(super) async fn list(client: &Client, path: &str, kind: Kind, leases: Option<usize>) -> Result<Vec<Entry>, Error> {
+    let list = client.participants(path, super::participants_of(kind)).await?;
+    let list: Vec<_> = list.into_iter().filter_map(|p| Some((p.path, p.data?))).collect();
+    let names: Vec<&str> = list.iter().map(|(node, _)| node.rsplit('/').next().unwrap_or(node)).collect();
+    let holding = policy::holding(&names, rule(kind, leases));
+    Ok(list
+        .iter()
+        .zip(holding)
+        .map(|((node, data), holding)| Entry {
+            node: node.clone(),
+            data: String::from_utf8_lossy(data).into_owned(),
+            holding,
+        })
+        .collect())
+}
+
+/// Who holds PATH now, read cheaply for a waiting line: one listing of the
+/// lock path without data, sorted and judged as [`list`] does, then the data
+/// of the holders alone (one read for a mutex), so a waiter costs the same
+/// however long the queue. `None` when nobody holds (or PATH is gone).
+///
+/// # Errors
+///
+/// The listing's failure (connection, ACL, a bad path).
+pub(super) async fn holder(
+    client: &Client,
+    path: &str,
+    kind: Kind,
+    leases: Option<usize>,
+) -> Result<Option<String>, Error> {
+    use zoolock_tokio::zoolock_core::recipes::SEMAPHORE_LEASES;
+    use zoolock_tokio::zoolock_core::recipes::policy::{LEASE_NAME, LOCK_NAME, SortKey};
+    use zoolock_tokio::zoolock_core::{RequestError, gzip, wire::ErrorCode};
+
+    let (base, key) = match kind {
+        Kind::Mutex => (path.to_owned(), SortKey::Standard(LOCK_NAME)),
+        Kind::Rwlock => (path.to_owned(), SortKey::ReadWrite),
+        Kind::Semaphore => (format!("{path}/{SEMAPHORE_LEASES}"), SortKey::Standard(LEASE_NAME)),
+    };
+    let mut names = match client.get_children(&base).await {
+        Ok((names, _)) => names,
+        Err(Error::Request(RequestError::Server(code))) if code == ErrorCode::NO_NODE => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    key.sort(&mut names);
+    let holding = policy::holding(&names, rule(kind, leases));
+    let mut holders = Vec::new();
+    for name in names.iter().zip(holding).filter_map(|(name, holding)| holding.then_some(name)) {
+        let data = match client.get_data(&format!("{base}/{name}")).await {
+            Ok((data, _)) => data,
+            // Gone since the listing: no longer a holder.
+            Err(Error::Request(RequestError::Server(code))) if code == ErrorCode::NO_NODE => continue,
+            Err(e) => return Err(e),
+        };
+        let data =
+            gzip::decode(&data, gzip::MAX_DECOMPRESSED).map(|d| d.into_owned()).unwrap_or_else(|_| data.to_vec());
+        holders.push(Entry {
+            node: format!("{base}/{name}"),
+            data: String::from_utf8_lossy(&data).into_owned(),
+            holding: true,
+        });
+    }
+    Ok(held_by(&holders))
+}
+
+/// The holding rule of a kind (a semaphore of unknown size: every lease).
+fn rule(kind: Kind, leases: Option<usize>) -> PositionRule {
+    match kind {
+        Kind::Mutex => PositionRule::Standard(1),
+        Kind::Rwlock => PositionRule::Read,
+        Kind::Semaphore => PositionRule::Standard(leases.unwrap_or(usize::MAX)),
+    }
+}
+
+/// Who holds, for a message: each holder's data (its node name when it has
+/// none), joined with ", "; `None` when nobody does.
+pub(super) fn held_by(entries: &[Entry]) -> Option<String> {
+    let holders: Vec<&str> = entries
+        .iter()
+        .filter(|e| e.holding)
+        .map(|e| if e.data.is_empty() { e.node.rsplit('/').next().unwrap_or(&e.node) } else { &e.data })
+        .collect();
+    (!holders.is_empty()).then(|| holders.join(", "))
+}
+
+/// The name `--kind` and the JSON give a kind.
+fn kind_name(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Mutex => "mutex",
+        Kind::Rwlock => "rwlock",
+        Kind::Semaphore => "semaphore",
+    }
+}
+
 /// Prints `INDEX NODE DATA` per participant (DATA left out when empty), or
-/// with `json` one JSON array of `{"index", "node", "data"}` objects. A node
-/// that vanished between listing and reading is no longer a participant and
-/// is skipped. Given a semaphore's size, `size N remaining M` comes first
-/// (JSON: `{"size", "remaining", "holders": [...]}`); remaining counts every
-/// lease node, waiting ones included, as the semaphore does.
+/// with `json` one object for every kind:
+/// `{"path", "kind", "participants": [{"node", "data", "holding"}]}` (a
+/// semaphore given its size also has `"size"` and `"remaining"`). Given a
+/// semaphore's size, the text starts with `size N remaining M`; remaining
+/// counts every lease node, waiting ones included, as the semaphore does.
 pub(super) async fn run(global: &Global, path: &str, kind: Kind, size: HoldersSize, json: bool) -> Outcome {
     if kind != Kind::Semaphore && (size.leases.is_some() || size.leases_from.is_some()) {
         return Err(Failure::new(exit::USAGE, "--leases and --leases-from need --kind semaphore"));
     }
     let client = super::connect(global, None).await?;
-    let list = client.participants(path, super::participants_of(kind)).await;
     let size = match (size.leases, &size.leases_from) {
         (Some(n), _) => Ok(Some(i64::from(n))),
         (None, Some(count)) => super::count::get(&client, count).await.map(|n| Some(i64::from(n))),
         (None, None) => Ok(None),
     };
+    let leases = size.as_ref().ok().copied().flatten().map(|n| usize::try_from(n.max(0)).unwrap_or(usize::MAX));
+    let list = list(&client, path, kind, leases).await;
     super::close(&client, Duration::from_secs(2)).await;
     let list = list.map_err(|e| super::request_failed(&format!("cannot list {path}"), &e))?;
     let size = size?;
     let remaining = size.map(|n| (n - list.len() as i64).max(0));
-    let participants = list.iter().filter_map(|p| Some((p.path.as_str(), String::from_utf8_lossy(p.data.as_ref()?))));
     let mut out = std::io::stdout().lock();
     if json {
-        let array: Vec<_> = participants
-            .enumerate()
-            .map(|(index, (node, data))| serde_json::json!({ "index": index, "node": node, "data": data }))
-            .collect();
-        let value = match (size, remaining) {
-            (Some(size), Some(remaining)) => {
-                serde_json::json!({ "size": size, "remaining": remaining, "holders": array })
-            }
-            _ => serde_json::Value::Array(array),
-        };
+        let participants: Vec<_> =
+            list.iter().map(|e| serde_json::json!({ "node": e.node, "data": e.data, "holding": e.holding })).collect();
+        let mut value = serde_json::json!({ "path": path, "kind": kind_name(kind), "participants": participants });
+        if let (Some(size), Some(remaining)) = (size, remaining) {
+            value["size"] = size.into();
+            value["remaining"] = remaining.into();
+        }
         let _ = writeln!(out, "{value}");
     } else {
         if let (Some(size), Some(remaining)) = (size, remaining) {
             let _ = writeln!(out, "size {size} remaining {remaining}");
         }
-        for (index, (node, data)) in participants.enumerate() {
-            let line = if data.is_empty() {
-                format!("{index} {node}")
+        for (index, e) in list.iter().enumerate() {
+            let line = if e.data.is_empty() {
+                format!("{index} {}", e.node)
             } else {
-                format!("{index} {node} {}", data.escape_debug())
+                format!("{index} {} {}", e.node, e.data.escape_debug())
             };
             if writeln!(out, "{line}").is_err() {
                 break;
@@ -58,4 +172,26 @@ pub(super) async fn run(global: &Global, path: &str, kind: Kind, size: HoldersSi
     }
     let _ = out.flush();
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(node: &str, data: &str, holding: bool) -> Entry {
+        Entry { node: node.to_owned(), data: data.to_owned(), holding }
+    }
+
+    #[test]
+    fn held_by_names_the_holders_data_or_node() {
+        assert_eq!(
+            held_by(&[entry("/p/a-lock-1", "host-a", true), entry("/p/b-lock-2", "host-b", false)]).as_deref(),
+            Some("host-a")
+        );
+        assert_eq!(
+            held_by(&[entry("/p/a-lock-1", "", true), entry("/p/b", "x", true)]).as_deref(),
+            Some("a-lock-1, x")
+        );
+        assert_eq!(held_by(&[entry("/p/b-lock-2", "host-b", false)]), None);
+    }
 }

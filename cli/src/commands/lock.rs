@@ -9,7 +9,7 @@ use futures_lite::StreamExt;
 use tokio::sync::watch;
 use zoolock_tokio::{Client, Error, Guard, HoldStatus, Lease, SemaphoreOptions};
 
-use crate::args::{Global, HoldArgs};
+use crate::args::{Global, HoldArgs, Kind};
 use crate::exit::{self, Failure, Outcome};
 use crate::progress::Progress;
 use crate::supervise::{self, Ending, Loss, Policy};
@@ -58,12 +58,13 @@ impl Held {
         }
     }
 
-    /// Whether the hold is certain; a lease has no status of its own.
+    /// Whether the hold is certain (`Held`, neither suspended nor lost).
     pub(super) fn held(&self) -> bool {
-        match self {
-            Held::Guard(g) => g.status() == HoldStatus::Held,
-            Held::Lease(_) => true,
-        }
+        let status = match self {
+            Held::Guard(g) => g.status(),
+            Held::Lease(l) => l.status(),
+        };
+        status == HoldStatus::Held
     }
 
     /// Reports the hold's status on `tx` until dropped; never completes.
@@ -119,7 +120,8 @@ fn policy(global: &Global, hold: &HoldArgs) -> Result<Policy, Failure> {
 /// Waits for the lock, then runs CMD under [`supervise::supervise`].
 pub(super) async fn run(global: &Global, hold: HoldArgs, recipe: Recipe) -> Outcome {
     let policy = policy(global, &hold)?;
-    let Some((program, args)) = hold.command.split_first() else {
+    let argv = hold.argv();
+    let Some((program, args)) = argv.split_first() else {
         return Err(Failure::new(exit::USAGE, "no command to run"));
     };
     let mut signals =
@@ -132,9 +134,11 @@ pub(super) async fn run(global: &Global, hold: HoldArgs, recipe: Recipe) -> Outc
     let close_limit = Duration::from_secs(2).min(global.session_timeout);
 
     let progress = Progress::new();
+    let (kind, leases) = queue_of(&recipe);
+    let look = || held_by(&client, &hold.path, kind, leases);
     let acquired = tokio::select! {
         held = acquire(&client, &hold, recipe, &progress) => held,
-        never = progress.run(&hold.path) => match never {},
+        never = progress.run(&hold.path, look) => match never {},
         Some(sig) = signals.recv() => {
             progress.clear();
             super::close(&client, close_limit).await;
@@ -145,12 +149,19 @@ pub(super) async fn run(global: &Global, hold: HoldArgs, recipe: Recipe) -> Outc
     let held = match acquired {
         Ok(held) => held,
         Err(Error::TimedOut) => {
+            let holder = held_by(&client, &hold.path, kind, leases).await;
             super::close(&client, close_limit).await;
-            let waited = humantime::format_duration(hold.wait_limit().unwrap_or_default());
-            return Err(Failure::new(
-                hold.conflict_exit_code,
-                format!("timed out after {waited} waiting for {}", hold.path),
-            ));
+            let path = &hold.path;
+            let message = match (hold.wait_limit(), holder) {
+                (Some(Duration::ZERO), Some(holder)) => format!("{path} is held by {holder}"),
+                (Some(Duration::ZERO), None) => format!("{path} is taken"),
+                (limit, holder) => format!(
+                    "timed out after {} waiting for {path}{}",
+                    humantime::format_duration(limit.unwrap_or_default()),
+                    holder.map(|h| format!(", held by {h}")).unwrap_or_default()
+                ),
+            };
+            return Err(Failure::new(hold.conflict_exit_code, message));
         }
         Err(e) => {
             super::close(&client, close_limit).await;
@@ -233,6 +244,29 @@ async fn release(held: Held, limit: Duration) {
         Ok(Ok(())) => {}
         Ok(Err(error)) => tracing::warn!(%error, "release failed; closing the session deletes the node"),
         Err(_) => tracing::warn!("release did not complete within {limit:?}; closing the session"),
+    }
+}
+
+/// The queue layout of `recipe` for [`super::holders::list`], and a
+/// semaphore's size when it is fixed.
+fn queue_of(recipe: &Recipe) -> (Kind, Option<usize>) {
+    match recipe {
+        Recipe::Mutex { .. } => (Kind::Mutex, None),
+        Recipe::Read | Recipe::Write => (Kind::Rwlock, None),
+        Recipe::Semaphore { size: Size::Leases(n), .. } => (Kind::Semaphore, Some(*n as usize)),
+        Recipe::Semaphore { size: Size::Count(_), .. } => (Kind::Semaphore, None),
+    }
+}
+
+/// Who holds `path` now, for the waiting line and the time-out message;
+/// `None` when nobody does or the listing failed.
+async fn held_by(client: &Client, path: &str, kind: Kind, leases: Option<usize>) -> Option<String> {
+    match super::holders::holder(client, path, kind, leases).await {
+        Ok(holder) => holder,
+        Err(error) => {
+            tracing::debug!(%error, path, "cannot list the holders");
+            None
+        }
     }
 }
 

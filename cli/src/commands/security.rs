@@ -11,6 +11,11 @@ pub(crate) fn apply(security: &Security, mut options: Options) -> Result<Options
     for auth in &security.auth {
         options = options.auth(&auth.scheme, &auth.credentials);
     }
+    if let Some(file) = &security.auth_file {
+        for auth in auth_file(file)? {
+            options = options.auth(&auth.scheme, &auth.credentials);
+        }
+    }
     options = sasl(security, options)?;
     if let Some(acl) = &security.acl {
         options = options.acl(AclPolicy::new(acl.0.clone()));
@@ -71,4 +76,44 @@ fn gssapi(security: &Security, options: Options) -> Result<Options, Failure> {
 #[cfg(not(feature = "gssapi"))]
 fn gssapi(_: &Security, _: Options) -> Result<Options, Failure> {
     Err(Failure::new(exit::USAGE, "--sasl-mechanism gssapi needs zoolock built with the `gssapi` feature"))
+}
+
+/// The credentials of `--auth-file`: one `SCHEME:CREDENTIALS` per line,
+/// blank lines and `#` comments skipped. The file's contents never appear
+/// in an error (a line is named by its number).
+fn auth_file(file: &std::path::Path) -> Result<Vec<zoolock_tokio::AuthInfo>, Failure> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| Failure::new(exit::USAGE, format!("cannot read --auth-file {}: {e}", file.display())))?;
+    text.lines()
+        .enumerate()
+        .map(|(n, line)| (n, line.trim()))
+        .filter(|(_, line)| !line.is_empty() && !line.starts_with('#'))
+        .map(|(n, line)| {
+            zoolock_tokio::AuthInfo::parse(line).ok_or_else(|| {
+                Failure::new(
+                    exit::USAGE,
+                    format!("--auth-file {} line {}: not SCHEME:CREDENTIALS", file.display(), n + 1),
+                )
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auth_file_lines_and_comments() {
+        let dir = std::env::temp_dir().join(format!("zoolock-auth-{}", std::process::id()));
+        std::fs::write(&dir, "# ops\n\ndigest:alice:secret\n  ip:127.0.0.1  \n").unwrap();
+        let auths = auth_file(&dir).unwrap();
+        let pairs: Vec<_> = auths.iter().map(|a| (a.scheme.as_str(), &a.credentials[..])).collect();
+        assert_eq!(pairs, [("digest", &b"alice:secret"[..]), ("ip", &b"127.0.0.1"[..])]);
+        std::fs::write(&dir, "digest:alice:secret\nnocolon\n").unwrap();
+        let e = auth_file(&dir).unwrap_err();
+        assert_eq!(e.code, exit::USAGE);
+        assert!(e.message.contains("line 2") && !e.message.contains("secret"), "{}", e.message);
+        std::fs::remove_file(&dir).unwrap();
+    }
 }

@@ -207,6 +207,26 @@ pub fn position<S: AsRef<str>>(sorted: &[S], ours: &str, rule: PositionRule) -> 
     position.max(1)
 }
 
+/// Which of a lock path's sorted children hold it now, each judged by the
+/// rule its own waiter applies: `Standard(n)` the first `n` (mutex, V1
+/// semaphore, a semaphore's leases); `Read` a read-write lock's queue, where
+/// a writer holds as [`standard`] with 1 and a reader as [`read`]. For
+/// tools that show a queue (`zoolock holders`); sends nothing.
+pub fn holding<S: AsRef<str>>(sorted: &[S], rule: PositionRule) -> Vec<bool> {
+    sorted
+        .iter()
+        .map(|name| {
+            let name = name.as_ref();
+            let verdict = match rule {
+                PositionRule::Standard(max_leases) => standard(sorted, name, max_leases),
+                PositionRule::Read if name.contains(WRITE_NAME) => standard(sorted, name, 1),
+                PositionRule::Read => read(sorted, name, false),
+            };
+            verdict == Verdict::Acquired
+        })
+        .collect()
+}
+
 /// Children that sort strictly before ours under `key`: the ones we wait for.
 pub fn ahead_of<'a, S: AsRef<str>>(sorted: &'a [S], ours: &str) -> &'a [S] {
     let idx = sorted.iter().position(|c| c.as_ref() == ours).unwrap_or(sorted.len());
@@ -228,6 +248,19 @@ mod tests {
 
     fn names(v: &[&str]) -> Vec<String> {
         v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn holding_marks_the_holders_of_each_rule() {
+        let mutex = names(&["a-lock-0000000001", "b-lock-0000000002", "c-lock-0000000003"]);
+        assert_eq!(holding(&mutex, PositionRule::Standard(1)), [true, false, false]);
+        assert_eq!(holding(&mutex, PositionRule::Standard(2)), [true, true, false]);
+        let rw =
+            names(&["a-__READ__0000000001", "b-__READ__0000000002", "c-__WRIT__0000000003", "d-__READ__0000000004"]);
+        assert_eq!(holding(&rw, PositionRule::Read), [true, true, false, false]);
+        let rw = names(&["c-__WRIT__0000000001", "d-__READ__0000000002"]);
+        assert_eq!(holding(&rw, PositionRule::Read), [true, false]);
+        assert!(holding::<String>(&[], PositionRule::Read).is_empty());
     }
 
     #[test]
