@@ -223,8 +223,9 @@ pub(crate) struct LockCore {
     /// Abandoned creates whose reply was lost: protection prefixes to find
     /// under the base path and delete.
     orphans: BTreeSet<String>,
-    /// The node of the last hold reported `Lost`, for an owner that reports
-    /// losses per node (the semaphore's leases): see [`LockCore::take_lost`].
+    /// The node of a hold its deletion made `Lost` (seen by a watch or a
+    /// read), for an owner that reports losses per node (the semaphore's
+    /// leases): see [`LockCore::take_lost`].
     lost: Option<ZkPath>,
     /// While held: what tells us of the held node's deletion.
     held_watch: HeldWatch,
@@ -699,10 +700,9 @@ impl LockCore {
                 }
                 let error = state.end_error().unwrap_or(RequestError::Closed);
                 match core::mem::replace(&mut self.state, State::Idle) {
-                    State::Held { node } => {
-                        self.lost = Some(node.path);
-                        self.out.emit(RecipeEvent::Lost);
-                    }
+                    // (The semaphore reports its leases lost with the
+                    // session from `held()`, before its cores hear of it.)
+                    State::Held { .. } => self.out.emit(RecipeEvent::Lost),
                     State::Releasing { .. } => self.out.emit(RecipeEvent::Released),
                     State::Idle => {}
                     _ => self.out.emit(RecipeEvent::Failed(error)),
