@@ -1,7 +1,8 @@
 //! zoolock's async layer: one event loop (the `task` module) that runs the
 //! sans-IO session and recipes from `zoolock-core` over any [`Runtime`], and
-//! the user-facing handles: [`Client`], [`Lock`] with its [`Guard`], and
-//! [`Semaphore`] with its [`Lease`]s.
+//! the user-facing handles: [`Client`], [`Lock`] with its [`Guard`],
+//! [`Semaphore`] with its [`Lease`]s, and leader election
+//! ([`LeaderSelector`] with its [`Leadership`], [`LeaderLatch`]).
 //!
 //! Transports (`zoolock-tokio`, `zoolock-smol`) only implement [`Runtime`].
 //!
@@ -48,6 +49,7 @@ mod error;
 #[cfg(feature = "gssapi")]
 mod gssapi;
 mod hold;
+mod leader;
 mod lock;
 mod metrics;
 mod options;
@@ -67,6 +69,7 @@ pub use futures_lite::{AsyncRead, AsyncWrite};
 #[cfg(feature = "gssapi")]
 pub use gssapi::{DEFAULT_SERVICE as GSSAPI_DEFAULT_SERVICE, GssapiClient};
 pub use hold::{HoldStatus, QueuePosition, StatusChanges};
+pub use leader::{CloseMode, Election, LeaderLatch, LeaderParticipant, LeaderSelector, Leadership};
 pub use lock::{Guard, Lock, ReadWriteLock};
 pub use options::{LockOptions, Options};
 pub use recipes::{LockSpec, ParticipantsOf, SemaphoreOptions, SemaphoreSize};

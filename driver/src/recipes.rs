@@ -41,22 +41,31 @@ pub struct SemaphoreOptions {
     /// lease back ([`crate::Lease::revocation_requested`]); lease nodes
     /// have empty data.
     pub revocable: bool,
+    /// The longest each lease may be held ([`LockOptions::max_hold`]).
+    pub max_hold: Option<std::time::Duration>,
 }
 
 impl SemaphoreOptions {
     /// `n` leases.
     pub fn leases(n: usize) -> Self {
-        SemaphoreOptions { size: SemaphoreSize::Leases(n), revocable: false }
+        SemaphoreOptions { size: SemaphoreSize::Leases(n), revocable: false, max_hold: None }
     }
 
     /// Sized by the shared count at `count_path` (seeded with `seed`).
     pub fn sized_by(count_path: &str, seed: i32) -> Self {
-        SemaphoreOptions { size: SemaphoreSize::Count { path: count_path.into(), seed }, revocable: false }
+        SemaphoreOptions { size: SemaphoreSize::Count { path: count_path.into(), seed }, revocable: false, max_hold: None }
     }
 
     /// Makes the leases revocable.
     pub fn revocable(mut self, revocable: bool) -> Self {
         self.revocable = revocable;
+        self
+    }
+
+    /// Sets the longest each lease may be held: past it, the lease reads
+    /// `Lost` and its node is deleted ([`LockOptions::max_hold`]).
+    pub fn max_hold(mut self, max_hold: std::time::Duration) -> Self {
+        self.max_hold = Some(max_hold);
         self
     }
 }
@@ -108,6 +117,9 @@ pub enum ParticipantsOf {
     ReadWriteLock,
     /// Semaphore leases (`leases/`).
     Semaphore,
+    /// `LeaderLatch` nodes (`latch-` key). A `LeaderSelector` election is a
+    /// mutex: [`ParticipantsOf::Mutex`].
+    Latch,
 }
 
 impl Client {
@@ -322,7 +334,8 @@ impl Client {
     pub async fn semaphore_with(&self, path: &str, options: SemaphoreOptions) -> Result<Semaphore, Error> {
         use zoolock_core::recipes::{Semaphore as CoreSemaphore, SharedCount as CoreCount};
         let base = ZkPath::new(path)?;
-        let config = self.inner.lock_config();
+        let mut config = self.inner.lock_config();
+        config.max_hold = options.max_hold;
         let mut semaphore = match options.size {
             SemaphoreSize::Leases(n) => CoreSemaphore::new(base, n, config),
             SemaphoreSize::Count { path, seed } => {
@@ -357,7 +370,7 @@ impl Client {
     }
 
     /// The nodes queued on a lock path, holder first, with their data.
-    /// `kind` picks the sort key: "mutex", "rwlock" or "semaphore".
+    /// `kind` picks the layout and its sort key.
     ///
     /// ```no_run
     /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
@@ -373,7 +386,18 @@ impl Client {
             ParticipantsOf::Mutex => zoolock_core::recipes::Participants::for_mutex(base),
             ParticipantsOf::ReadWriteLock => zoolock_core::recipes::Participants::for_rwlock(base),
             ParticipantsOf::Semaphore => zoolock_core::recipes::Participants::for_semaphore(base)?,
+            ParticipantsOf::Latch => {
+                zoolock_core::recipes::Participants::new(base, crate::Election::Latch.lock_name().sort_key())
+            }
         };
+        self.participants_by(recipe).await
+    }
+
+    /// Runs a participants listing to its answer.
+    pub(crate) async fn participants_by(
+        &self,
+        recipe: zoolock_core::recipes::Participants,
+    ) -> Result<Vec<Participant>, Error> {
         match self.one_shot(Box::new(recipe)).await? {
             RecipeEvent::Participants(list) => Ok(list),
             RecipeEvent::Failed(e) => Err(e.into()),

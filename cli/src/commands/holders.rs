@@ -64,7 +64,8 @@ pub(super) async fn holder(
     use zoolock_tokio::zoolock_core::{RequestError, gzip, wire::ErrorCode};
 
     let (base, key) = match kind {
-        Kind::Mutex => (path.to_owned(), SortKey::Standard(LOCK_NAME)),
+        Kind::Mutex | Kind::Election => (path.to_owned(), SortKey::Standard(LOCK_NAME)),
+        Kind::Latch => (path.to_owned(), zoolock_tokio::Election::Latch.lock_name().sort_key()),
         Kind::Rwlock => (path.to_owned(), SortKey::ReadWrite),
         Kind::Semaphore => (format!("{path}/{SEMAPHORE_LEASES}"), SortKey::Standard(LEASE_NAME)),
     };
@@ -97,7 +98,7 @@ pub(super) async fn holder(
 /// The holding rule of a kind (a semaphore of unknown size: every lease).
 fn rule(kind: Kind, leases: Option<usize>) -> PositionRule {
     match kind {
-        Kind::Mutex => PositionRule::Standard(1),
+        Kind::Mutex | Kind::Election | Kind::Latch => PositionRule::Standard(1),
         Kind::Rwlock => PositionRule::Read,
         Kind::Semaphore => PositionRule::Standard(leases.unwrap_or(usize::MAX)),
     }
@@ -120,6 +121,8 @@ fn kind_name(kind: Kind) -> &'static str {
         Kind::Mutex => "mutex",
         Kind::Rwlock => "rwlock",
         Kind::Semaphore => "semaphore",
+        Kind::Election => "election",
+        Kind::Latch => "latch",
     }
 }
 
@@ -147,8 +150,18 @@ pub(super) async fn run(global: &Global, path: &str, kind: Kind, size: HoldersSi
     let remaining = size.map(|n| (n - list.len() as i64).max(0));
     let mut out = std::io::stdout().lock();
     if json {
-        let participants: Vec<_> =
-            list.iter().map(|e| serde_json::json!({ "node": e.node, "data": e.data, "holding": e.holding })).collect();
+        let election = matches!(kind, Kind::Election | Kind::Latch);
+        let participants: Vec<_> = list
+            .iter()
+            .map(|e| {
+                let mut p = serde_json::json!({ "node": e.node, "data": e.data, "holding": e.holding });
+                if election {
+                    // An election's node data is the participant id.
+                    p["id"] = e.data.clone().into();
+                }
+                p
+            })
+            .collect();
         let mut value = serde_json::json!({ "path": path, "kind": kind_name(kind), "participants": participants });
         if let (Some(size), Some(remaining)) = (size, remaining) {
             value["size"] = size.into();

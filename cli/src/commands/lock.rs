@@ -1,5 +1,6 @@
-//! `lock`, `read-lock`, `write-lock` and `semaphore`: wait for the lock,
-//! run CMD while holding it, release it when CMD exits.
+//! `lock`, `read-lock`, `write-lock`, `semaphore` and `elect`: wait for the
+//! lock (or the leadership), run CMD while holding it, release it when CMD
+//! exits.
 
 use std::convert::Infallible;
 use std::io;
@@ -7,7 +8,7 @@ use std::time::Duration;
 
 use futures_lite::StreamExt;
 use tokio::sync::watch;
-use zoolock_tokio::{Client, Error, Guard, HoldStatus, Lease, SemaphoreOptions};
+use zoolock_tokio::{Client, Election, Error, Guard, HoldStatus, Lease, Leadership, LockOptions, SemaphoreOptions};
 
 use crate::args::{Global, HoldArgs, Kind};
 use crate::exit::{self, Failure, Outcome};
@@ -34,6 +35,8 @@ pub(super) enum Recipe {
     Write,
     /// One lease of a semaphore, optionally revocable.
     Semaphore { size: Size, revocable: bool },
+    /// One term of leadership of an election, as participant `id`.
+    Elect { id: String, election: Election },
 }
 
 /// A granted hold (here and by the demo's workers).
@@ -41,6 +44,7 @@ pub(super) enum Recipe {
 pub(super) enum Held {
     Guard(Guard),
     Lease(Lease),
+    Leadership(Leadership),
 }
 
 impl Held {
@@ -48,6 +52,7 @@ impl Held {
         match self {
             Held::Guard(g) => g.node(),
             Held::Lease(l) => l.node(),
+            Held::Leadership(l) => l.node(),
         }
     }
 
@@ -55,6 +60,7 @@ impl Held {
         match self {
             Held::Guard(g) => g.fencing_token().0,
             Held::Lease(l) => l.fencing_token().0,
+            Held::Leadership(l) => l.fencing_token().0,
         }
     }
 
@@ -63,6 +69,7 @@ impl Held {
         let status = match self {
             Held::Guard(g) => g.status(),
             Held::Lease(l) => l.status(),
+            Held::Leadership(l) => l.status(),
         };
         status == HoldStatus::Held
     }
@@ -74,6 +81,7 @@ impl Held {
         let mut changes = match self {
             Held::Guard(g) => g.status_changes(),
             Held::Lease(l) => l.status_changes(),
+            Held::Leadership(l) => l.status_changes(),
         };
         while let Some(status) = changes.next().await {
             tx.send_replace(status);
@@ -83,11 +91,12 @@ impl Held {
     }
 
     /// Completes when a revocation is requested (revocable mutexes and
-    /// leases only).
+    /// leases only; never for a leadership).
     async fn revoked(&self) {
         match self {
             Held::Guard(g) => g.revocation_requested().await,
             Held::Lease(l) => l.revocation_requested().await,
+            Held::Leadership(_) => std::future::pending().await,
         }
     }
 
@@ -95,6 +104,7 @@ impl Held {
         match self {
             Held::Guard(g) => g.release().await,
             Held::Lease(l) => l.release().await,
+            Held::Leadership(l) => l.release().await,
         }
     }
 }
@@ -226,7 +236,7 @@ async fn finish(
             drop(held);
             super::close(client, close_limit).await;
             let why = match loss {
-                Loss::Lost => "the session expired or the lock node was deleted".to_owned(),
+                Loss::Lost => "the session expired, the lock node was deleted or --max-hold passed".to_owned(),
                 Loss::SuspendedTooLong => {
                     format!("the connection was suspended longer than {}", humantime::format_duration(policy.grace))
                 }
@@ -255,6 +265,8 @@ fn queue_of(recipe: &Recipe) -> (Kind, Option<usize>) {
         Recipe::Read | Recipe::Write => (Kind::Rwlock, None),
         Recipe::Semaphore { size: Size::Leases(n), .. } => (Kind::Semaphore, Some(*n as usize)),
         Recipe::Semaphore { size: Size::Count(_), .. } => (Kind::Semaphore, None),
+        Recipe::Elect { election: Election::Latch, .. } => (Kind::Latch, None),
+        Recipe::Elect { .. } => (Kind::Election, None),
     }
 }
 
@@ -274,19 +286,30 @@ async fn held_by(client: &Client, path: &str, kind: Kind, leases: Option<usize>)
 /// `--nonblock`), reporting the queue position to `progress`.
 async fn acquire(client: &Client, hold: &HoldArgs, recipe: Recipe, progress: &Progress) -> Result<Held, Error> {
     let path = hold.path.as_str();
+    let mut options = LockOptions::default();
+    if let Some(max_hold) = hold.max_hold {
+        options = options.max_hold(max_hold);
+    }
     let lock = match recipe {
-        Recipe::Mutex { revocable: false } => client.mutex(path).await?,
-        Recipe::Mutex { revocable: true } => client.revocable_mutex(path).await?,
-        Recipe::Read => client.read_write_lock(path).await?.read,
-        Recipe::Write => client.read_write_lock(path).await?.write,
+        Recipe::Mutex { revocable } => client.mutex_with(path, options.revocable(revocable)).await?,
+        Recipe::Read => client.read_write_lock_with(path, options).await?.read,
+        Recipe::Write => client.read_write_lock_with(path, options).await?.write,
         Recipe::Semaphore { size, revocable } => {
-            let options = match size {
+            let mut options = match size {
                 Size::Leases(n) => SemaphoreOptions::leases(n as usize),
                 Size::Count(count) => SemaphoreOptions::sized_by(&count, 1),
             };
+            if let Some(max_hold) = hold.max_hold {
+                options = options.max_hold(max_hold);
+            }
             let semaphore = client.semaphore_with(path, options.revocable(revocable)).await?;
             let mut leases = semaphore.acquire_with_progress(1, hold.wait_limit(), progress.recorder()).await?;
             return leases.pop().map(Held::Lease).ok_or(Error::ClientClosed);
+        }
+        Recipe::Elect { id, election } => {
+            let participant = client.election_participant(path, election, &id, options).await?;
+            let term = participant.leadership_with_progress(hold.wait_limit(), progress.recorder()).await?;
+            return Ok(Held::Leadership(term));
         }
     };
     let guard = lock.acquire_with_progress(hold.wait_limit(), progress.recorder()).await?;

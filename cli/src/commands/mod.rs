@@ -5,6 +5,7 @@ mod count;
 pub(crate) mod demo;
 mod generate;
 mod holders;
+mod leader;
 mod lock;
 mod revoke;
 mod security;
@@ -12,7 +13,7 @@ pub(crate) mod serve;
 
 use std::time::Duration;
 
-use zoolock_tokio::{Client, Error, Options, ParticipantsOf};
+use zoolock_tokio::{Client, Election, Error, Options, ParticipantsOf};
 
 use crate::args::{Cli, Command, Global, Kind};
 use crate::exit::{self, Failure, Outcome};
@@ -31,6 +32,11 @@ pub(crate) async fn run(cli: Cli) -> Outcome {
             };
             lock::run(global, hold, lock::Recipe::Semaphore { size, revocable }).await
         }
+        Command::Elect { hold, election } => {
+            let id = election.id.unwrap_or_else(leader::default_id);
+            lock::run(global, hold, lock::Recipe::Elect { id, election: election_of(election.latch) }).await
+        }
+        Command::Leader { path, latch, json } => leader::run(global, &path, election_of(latch), json).await,
         Command::Count { action } => count::run(global, action).await,
         Command::Holders { path, kind, size, json } => holders::run(global, &path, kind, size, json).await,
         Command::Revoke { path, node } => revoke::run(global, path.as_deref(), node.as_deref()).await,
@@ -88,10 +94,16 @@ async fn close(client: &Client, limit: Duration) {
 /// The participant layout for a `--kind`.
 fn participants_of(kind: Kind) -> ParticipantsOf {
     match kind {
-        Kind::Mutex => ParticipantsOf::Mutex,
+        Kind::Mutex | Kind::Election => ParticipantsOf::Mutex,
         Kind::Rwlock => ParticipantsOf::ReadWriteLock,
         Kind::Semaphore => ParticipantsOf::Semaphore,
+        Kind::Latch => ParticipantsOf::Latch,
     }
+}
+
+/// The election layout for `--latch`.
+fn election_of(latch: bool) -> Election {
+    if latch { Election::Latch } else { Election::Selector }
 }
 
 /// A request failed after connecting.
