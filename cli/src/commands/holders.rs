@@ -64,9 +64,9 @@ pub(super) async fn holder(
     use zoolock_tokio::zoolock_core::{RequestError, gzip, wire::ErrorCode};
 
     let (base, key) = match kind {
-        Kind::Mutex => (path.to_owned(), SortKey::Standard(LOCK_NAME)),
+        Kind::Mutex => (path.to_owned(), SortKey::curator(LOCK_NAME)),
         Kind::Rwlock => (path.to_owned(), SortKey::ReadWrite),
-        Kind::Semaphore => (format!("{path}/{SEMAPHORE_LEASES}"), SortKey::Standard(LEASE_NAME)),
+        Kind::Semaphore => (format!("{path}/{SEMAPHORE_LEASES}"), SortKey::curator(LEASE_NAME)),
     };
     let mut names = match client.get_children(&base).await {
         Ok((names, _)) => names,
