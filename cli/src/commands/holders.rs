@@ -64,10 +64,10 @@ pub(super) async fn holder(
     use zoolock_tokio::zoolock_core::{RequestError, gzip, wire::ErrorCode};
 
     let (base, key) = match kind {
-        Kind::Mutex | Kind::Election => (path.to_owned(), SortKey::Standard(LOCK_NAME)),
+        Kind::Mutex | Kind::Election => (path.to_owned(), SortKey::curator(LOCK_NAME)),
         Kind::Latch => (path.to_owned(), zoolock_tokio::Election::Latch.lock_name().sort_key()),
         Kind::Rwlock => (path.to_owned(), SortKey::ReadWrite),
-        Kind::Semaphore => (format!("{path}/{SEMAPHORE_LEASES}"), SortKey::Standard(LEASE_NAME)),
+        Kind::Semaphore => (format!("{path}/{SEMAPHORE_LEASES}"), SortKey::curator(LEASE_NAME)),
     };
     let mut names = match client.get_children(&base).await {
         Ok((names, _)) => names,

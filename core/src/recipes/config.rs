@@ -10,6 +10,8 @@ use crate::acl::AclPolicy;
 use crate::gzip::Compression;
 use crate::rng::Rng;
 
+use super::naming::LockName;
+
 /// Which op sequence a recipe emits. Both use the same nodes and names, so
 /// they interoperate with each other and with Curator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -97,6 +99,19 @@ pub struct LockConfig {
     /// does not watch a held node: trace replay of Curator's sequences turns
     /// this off, nothing else should.
     pub watch_held: bool,
+    /// The lock's node name and sort rule (Curator's `LockInternalsDriver`):
+    /// `lock-` by default, `latch-` for a `LeaderLatch`. Used by
+    /// [`Mutex`](super::Mutex) (and so by elections); the read-write lock
+    /// and the semaphore keep Curator's fixed names (`__READ__`,
+    /// `__WRIT__`, `lock-`, `lease-`).
+    pub name: LockName,
+    /// The longest a hold may last: once this much has passed since the
+    /// grant (the `now` of the reply that granted it), the hold is `Lost`
+    /// (reported first as [`RecipeEvent::Expired`](crate::RecipeEvent)) and
+    /// its node is deleted, so a holder that hangs with its session alive
+    /// cannot block the others forever. `None` (the default): no limit. For
+    /// a semaphore, each lease on its own.
+    pub max_hold: Option<Duration>,
 }
 
 impl LockConfig {
@@ -113,6 +128,8 @@ impl LockConfig {
             seed,
             fast_handoff: true,
             watch_held: true,
+            name: LockName::lock(),
+            max_hold: None,
         }
     }
 
@@ -123,6 +140,18 @@ impl LockConfig {
         with_data(data: Bytes);
         /// Sets how written data is framed.
         with_compression(compression: Compression);
+    }
+
+    /// Sets the node name and sort rule ([`LockConfig::name`]).
+    pub fn with_name(mut self, name: LockName) -> Self {
+        self.name = name;
+        self
+    }
+
+    /// Sets the longest a hold may last ([`LockConfig::max_hold`]).
+    pub fn max_hold(mut self, max_hold: Duration) -> Self {
+        self.max_hold = Some(max_hold);
+        self
     }
 
     /// Sets [`LockConfig::watch_held`] (on by default).

@@ -81,7 +81,7 @@ impl Participants {
 
     /// A [`Mutex`](super::Mutex)'s (or Curator `InterProcessMutex`'s) queue.
     pub fn for_mutex(base: ZkPath) -> Participants {
-        Participants::new(base, SortKey::Standard(LOCK_NAME))
+        Participants::new(base, SortKey::curator(LOCK_NAME))
     }
 
     /// A [`ReadWriteLock`](super::ReadWriteLock)'s queue: readers and writers
@@ -95,7 +95,7 @@ impl Participants {
     /// returns lease names unsorted (server order); we sort them by the
     /// `lease-` sequence so the order is stable and means "oldest first".
     pub fn for_semaphore(base: ZkPath) -> Result<Participants, PathError> {
-        Ok(Participants::new(base.join(SEMAPHORE_LEASES)?, SortKey::Standard(LEASE_NAME)))
+        Ok(Participants::new(base.join(SEMAPHORE_LEASES)?, SortKey::curator(LEASE_NAME)))
     }
 
     /// Keeps only children whose name contains `marker`, as each half of

@@ -93,7 +93,7 @@ impl Role {
     fn sort_key(self) -> SortKey {
         match self {
             Role::Reader | Role::Writer => SortKey::ReadWrite,
-            Role::Mutex | Role::Lease => SortKey::Standard(LOCK_NAME),
+            Role::Mutex | Role::Lease => SortKey::curator(LOCK_NAME),
         }
     }
 }

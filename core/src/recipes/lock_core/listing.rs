@@ -77,7 +77,7 @@ impl LockCore {
         if let Rule::Count { max_leases } = self.rule {
             return self.evaluate_count(now, node, &children, max_leases);
         }
-        let sorted = NodeName::sorted(children, self.key);
+        let sorted = NodeName::sorted(children, &self.key);
         self.evaluate(now, node, sorted, armed, watched);
     }
 
@@ -310,6 +310,7 @@ impl LockCore {
     pub(super) fn fast_handoff_allowed(&self) -> bool {
         self.config.plan == OpPlan::Pipelined
             && self.config.fast_handoff
+            && self.name.keys_are_sequences()
             && !self.last_listing.is_empty()
             && self.listing_keyed
     }

@@ -24,6 +24,7 @@ use zoolock_wire::{CreateMode, CreateRequest, ErrorCode, EventType, OpCode, Requ
 
 use super::config::{LockConfig, OpPlan};
 use super::kit::Outbox;
+use super::naming::LockName;
 use super::policy::{self, NodeName, SortKey, Verdict};
 use crate::error::{ApiMisuse, RequestError};
 use crate::op::Op;
@@ -174,7 +175,9 @@ enum Purpose {
 pub(crate) struct LockCore {
     config: LockConfig,
     base: ZkPath,
-    name: &'static str,
+    /// The node name and its protection; `key` is the sort it implies (the
+    /// read-write halves share one key for two names).
+    name: LockName,
     key: SortKey,
     rule: Rule,
     /// Read rule: this owner holds the write half (downgrade short-circuit).
@@ -242,7 +245,7 @@ pub(crate) struct LockCore {
 }
 
 impl LockCore {
-    pub(crate) fn new(config: LockConfig, base: ZkPath, name: &'static str, key: SortKey, rule: Rule) -> Self {
+    pub(crate) fn new(config: LockConfig, base: ZkPath, name: LockName, key: SortKey, rule: Rule) -> Self {
         LockCore {
             rng: Rng::with_seed(config.seed),
             config,
@@ -440,7 +443,7 @@ impl LockCore {
     pub(crate) fn cancel(&mut self, _now: Instant) {
         match core::mem::replace(&mut self.state, State::Idle) {
             State::Creating(c) => {
-                self.orphans.insert(c.prefix.clone());
+                self.remember_orphan(&c.prefix);
                 if let Some(path) = c.adopted {
                     self.start_delete(path);
                 }
