@@ -576,12 +576,27 @@ mod tests {
     #[test]
     fn elect_takes_an_id_the_latch_layout_and_the_lock_options() {
         let cli = Cli::try_parse_from([
-            "zoolock", "elect", "/e", "--id", "w1", "--latch", "-n", "--grace", "1s", "--max-hold", "3s", "--", "run",
+            "zoolock",
+            "elect",
+            "/e",
+            "--id",
+            "w1",
+            "--latch",
+            "-n",
+            "--grace",
+            "1s",
+            "--max-hold",
+            "3s",
+            "--",
+            "run",
         ])
         .expect("parses");
         let Command::Elect { hold, election } = cli.command else { panic!("not elect") };
         assert_eq!((election.id.as_deref(), election.latch), (Some("w1"), true));
-        assert_eq!((hold.wait_limit(), hold.grace, hold.max_hold), (Some(Duration::ZERO), Some(Duration::from_secs(1)), Some(Duration::from_secs(3))));
+        assert_eq!(
+            (hold.wait_limit(), hold.grace, hold.max_hold),
+            (Some(Duration::ZERO), Some(Duration::from_secs(1)), Some(Duration::from_secs(3)))
+        );
         assert_eq!(hold.command, ["run"]);
         let cli = Cli::try_parse_from(["zoolock", "elect", "/e", "-c", "true"]).expect("parses");
         let Command::Elect { election, .. } = cli.command else { panic!("not elect") };
@@ -593,7 +608,9 @@ mod tests {
 
     #[test]
     fn max_hold_is_on_every_holding_command_and_leader_takes_latch_and_json() {
-        for cmd in [&["lock", "/x"][..], &["read-lock", "/x"], &["write-lock", "/x"], &["semaphore", "/x", "--leases", "2"]] {
+        for cmd in
+            [&["lock", "/x"][..], &["read-lock", "/x"], &["write-lock", "/x"], &["semaphore", "/x", "--leases", "2"]]
+        {
             let args = [&["zoolock"][..], cmd, &["--max-hold", "2s", "--", "true"]].concat();
             let cli = Cli::try_parse_from(args).expect("parses");
             let hold = match cli.command {

@@ -30,7 +30,7 @@ use zoolock_tokio::{
 mod holds;
 mod support_java;
 
-use holds::{Hold, check_exclusion};
+use holds::{Hold, check_exclusion, max_concurrent};
 use support_java::{Java, Peer, STEP, java_or_skip, now_us, within};
 
 /// Terms each participant leads at least.
@@ -64,7 +64,13 @@ struct Term {
 
 impl Drop for Term {
     fn drop(&mut self) {
-        let hold = Hold { who: self.who.clone(), mode: Mode::Exclusive, node: self.node.clone(), enter: self.enter, exit: now_us() };
+        let hold = Hold {
+            who: self.who.clone(),
+            mode: Mode::Exclusive,
+            node: self.node.clone(),
+            enter: self.enter,
+            exit: now_us(),
+        };
         self.terms.lock().unwrap().push(hold);
     }
 }
@@ -94,7 +100,14 @@ async fn curator_electorate(query: &AsyncMutex<Peer>, kind: &str, path: &str) ->
 /// Follows a Curator participant's `LEADER`/`RESIGN` lines until `STOPPED`:
 /// each term is recorded, and at each term's start zoolock's `leader()`
 /// must name `id`. Returns how many terms it led.
-async fn follow_curator(mut peer: Peer, id: String, observer: Client, path: String, election: Election, terms: Terms) -> usize {
+async fn follow_curator(
+    mut peer: Peer,
+    id: String,
+    observer: Client,
+    path: String,
+    election: Election,
+    terms: Terms,
+) -> usize {
     let mut led = 0;
     let mut enter = None;
     loop {
@@ -109,7 +122,13 @@ async fn follow_curator(mut peer: Peer, id: String, observer: Client, path: Stri
             "RESIGN" => {
                 let enter = enter.take().expect("RESIGN without LEADER");
                 let exit = Peer::micros(&words, 2);
-                terms.lock().unwrap().push(Hold { who: id.clone(), mode: Mode::Exclusive, node: "-".into(), enter, exit });
+                terms.lock().unwrap().push(Hold {
+                    who: id.clone(),
+                    mode: Mode::Exclusive,
+                    node: "-".into(),
+                    enter,
+                    exit,
+                });
             }
             "STOPPED" => return led,
             other => panic!("java {}: unexpected {other}", peer.id),
@@ -144,6 +163,7 @@ async fn until_everyone_led(terms: &Terms, ids: &[String]) {
 fn check_terms(test: &str, terms: &mut [Hold], started: Instant) {
     terms.sort_by_key(|h| h.enter);
     check_exclusion(terms, false);
+    assert_eq!(max_concurrent(terms), 1);
     let handoffs = terms.windows(2).filter(|w| w[0].who.starts_with('c') != w[1].who.starts_with('c')).count();
     assert!(handoffs >= 2, "leadership never passed between Curator and zoolock: {terms:?}");
     println!("{test}: {} terms, {handoffs} handoffs between implementations, {:?}", terms.len(), started.elapsed());
@@ -151,15 +171,25 @@ fn check_terms(test: &str, terms: &mut [Hold], started: Instant) {
 
 /// A zoolock `LeaderSelector` participant with `auto_requeue`: each term
 /// checks that Curator names it leader and that it reads `Held`.
-fn zoolock_selector(selector: LeaderSelector, query: Arc<AsyncMutex<Peer>>, path: String, terms: Terms) -> JoinHandle<()> {
+fn zoolock_selector(
+    selector: LeaderSelector,
+    query: Arc<AsyncMutex<Peer>>,
+    path: String,
+    terms: Terms,
+) -> JoinHandle<()> {
     tokio::spawn(async move {
         let id = selector.id().to_owned();
-        let run = selector.clone().auto_requeue(true).run(|leadership: Arc<Leadership>| {
+        let selector = selector.auto_requeue(true);
+        let run = selector.run(|leadership: Arc<Leadership>| {
             let (id, query, path, terms) = (id.clone(), query.clone(), path.clone(), terms.clone());
             async move {
                 let term = Term { who: id.clone(), node: leadership.node().to_owned(), enter: now_us(), terms };
                 assert_eq!(leadership.status(), HoldStatus::Held);
-                assert_eq!(curator_leader(&query, "selector", &path).await, id, "Curator's getLeader() while {id} leads");
+                assert_eq!(
+                    curator_leader(&query, "selector", &path).await,
+                    id,
+                    "Curator's getLeader() while {id} leads"
+                );
                 sleep(ZOOLOCK_TERM).await;
                 drop(term);
             }
@@ -187,7 +217,14 @@ async fn interop_leader_selector() {
     for (peer, id) in ["ca", "cb"].into_iter().zip(curator_ids) {
         let peer = jv.peer(peer);
         peer.send("SELECTOR_START", &format!("{path} {id} {CURATOR_TERM_MS}"));
-        followers.push(tokio::spawn(follow_curator(peer, id.to_owned(), observer.clone(), path.clone(), Election::Selector, terms.clone())));
+        followers.push(tokio::spawn(follow_curator(
+            peer,
+            id.to_owned(),
+            observer.clone(),
+            path.clone(),
+            Election::Selector,
+            terms.clone(),
+        )));
     }
     // One zoolock participant in each op plan, each on its own session.
     let mut clients = Vec::new();
@@ -283,7 +320,14 @@ async fn interop_leader_latch() {
     for (peer, id) in [("ca", "c-erin"), ("cb", "c-frank")] {
         let peer = jv.peer(peer);
         peer.send("LATCH_START", &format!("{path} {id} {CURATOR_TERM_MS} {TERMS}"));
-        followers.push(tokio::spawn(follow_curator(peer, id.to_owned(), observer.clone(), path.clone(), Election::Latch, terms.clone())));
+        followers.push(tokio::spawn(follow_curator(
+            peer,
+            id.to_owned(),
+            observer.clone(),
+            path.clone(),
+            Election::Latch,
+            terms.clone(),
+        )));
     }
     let mut zoolock = Vec::new();
     for (id, plan) in [("z-grace", OpPlan::Pipelined), ("z-heidi", OpPlan::Curator)] {

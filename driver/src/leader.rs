@@ -118,7 +118,14 @@ impl Client {
         options: LockOptions,
     ) -> Result<LeaderSelector, Error> {
         let lock = self.election_lock(path, election, id, options).await?;
-        Ok(LeaderSelector { lock, client: self.clone(), path: path.into(), id: id.into(), election, auto_requeue: false })
+        Ok(LeaderSelector {
+            lock,
+            client: self.clone(),
+            path: path.into(),
+            id: id.into(),
+            election,
+            auto_requeue: false,
+        })
     }
 
     /// Starts a participant `id` of the `LeaderLatch` election at `path`
@@ -196,7 +203,13 @@ impl Client {
     }
 
     /// The lock a participant of `election` queues with: its id as node data.
-    async fn election_lock(&self, path: &str, election: Election, id: &str, options: LockOptions) -> Result<Lock, Error> {
+    async fn election_lock(
+        &self,
+        path: &str,
+        election: Election,
+        id: &str,
+        options: LockOptions,
+    ) -> Result<Lock, Error> {
         let options = options.name(election.lock_name()).data(bytes::Bytes::copy_from_slice(id.as_bytes()));
         self.mutex_with(path, options).await
     }
@@ -409,6 +422,9 @@ impl Leadership {
     }
 }
 
+/// A latch's leadership changes ([`LeaderLatch::leadership_changes`]).
+pub type LeadershipChanges = std::pin::Pin<Box<dyn Stream<Item = bool> + Send>>;
+
 /// How [`LeaderLatch::close`] ends a latch (Curator's `CloseMode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
@@ -495,9 +511,9 @@ impl LeaderLatch {
     /// `LeaderLatchListener`: `true` is `isLeader()`, `false` `notLeader()`).
     /// Ends once the latch is closed, after a last `false` with
     /// [`CloseMode::NotifyLeader`] if it led.
-    pub fn leadership_changes(&self) -> impl Stream<Item = bool> + Send + 'static {
+    pub fn leadership_changes(&self) -> LeadershipChanges {
         let shared = self.shared.clone();
-        futures_lite::stream::unfold((shared, None::<bool>), |(shared, last)| async move {
+        Box::pin(futures_lite::stream::unfold((shared, None::<bool>), |(shared, last)| async move {
             loop {
                 let listener = shared.changed.listen();
                 let (leading, closed) = shared.peek(|s| (s.leading, s.closed));
@@ -512,7 +528,7 @@ impl LeaderLatch {
                 }
                 listener.await;
             }
-        })
+        }))
     }
 
     /// The current leader's id (Curator's `getLeader()`), `None` when nobody

@@ -69,7 +69,7 @@ pub use futures_lite::{AsyncRead, AsyncWrite};
 #[cfg(feature = "gssapi")]
 pub use gssapi::{DEFAULT_SERVICE as GSSAPI_DEFAULT_SERVICE, GssapiClient};
 pub use hold::{HoldStatus, QueuePosition, StatusChanges};
-pub use leader::{CloseMode, Election, LeaderLatch, LeaderParticipant, LeaderSelector, Leadership};
+pub use leader::{CloseMode, Election, LeaderLatch, LeaderParticipant, LeaderSelector, Leadership, LeadershipChanges};
 pub use lock::{Guard, Lock, ReadWriteLock};
 pub use options::{LockOptions, Options};
 pub use recipes::{LockSpec, ParticipantsOf, SemaphoreOptions, SemaphoreSize};

@@ -53,7 +53,11 @@ impl SemaphoreOptions {
 
     /// Sized by the shared count at `count_path` (seeded with `seed`).
     pub fn sized_by(count_path: &str, seed: i32) -> Self {
-        SemaphoreOptions { size: SemaphoreSize::Count { path: count_path.into(), seed }, revocable: false, max_hold: None }
+        SemaphoreOptions {
+            size: SemaphoreSize::Count { path: count_path.into(), seed },
+            revocable: false,
+            max_hold: None,
+        }
     }
 
     /// Makes the leases revocable.

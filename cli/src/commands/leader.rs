@@ -28,10 +28,8 @@ pub(super) async fn run(global: &Global, path: &str, election: Election, json: b
     let list = list.map_err(|e| super::request_failed(&format!("cannot list {path}"), &e))?;
     let mut out = std::io::stdout().lock();
     if json {
-        let participants: Vec<_> = list
-            .iter()
-            .map(|p| serde_json::json!({ "id": p.id, "leader": p.is_leader, "node": p.node }))
-            .collect();
+        let participants: Vec<_> =
+            list.iter().map(|p| serde_json::json!({ "id": p.id, "leader": p.is_leader, "node": p.node })).collect();
         let _ = writeln!(out, "{}", serde_json::Value::from(participants));
         let _ = out.flush();
         return Ok(0);

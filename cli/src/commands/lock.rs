@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use futures_lite::StreamExt;
 use tokio::sync::watch;
-use zoolock_tokio::{Client, Election, Error, Guard, HoldStatus, Lease, Leadership, LockOptions, SemaphoreOptions};
+use zoolock_tokio::{Client, Election, Error, Guard, HoldStatus, Leadership, Lease, LockOptions, SemaphoreOptions};
 
 use crate::args::{Global, HoldArgs, Kind};
 use crate::exit::{self, Failure, Outcome};
