@@ -91,6 +91,14 @@ pub enum RecipeEvent {
     /// The hold is gone for good: the session expired, or its node was
     /// deleted (by someone else, or found missing after a reconnect).
     Lost,
+    /// The hold (the lease `node`, for a semaphore) reached its
+    /// [`LockConfig::max_hold`](crate::LockConfig::max_hold): its node is
+    /// being deleted, and `Lost` (`LeaseLost` for a lease) follows at once.
+    /// Tells why the loss came.
+    Expired {
+        /// The node that was held.
+        node: String,
+    },
     /// Another process asked the holder to give the lock up.
     RevocationRequested,
     /// The recipe gave up on an error it cannot recover from.
