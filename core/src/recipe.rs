@@ -128,6 +128,10 @@ pub enum RecipeEvent {
     },
     /// The lock's participants, in queue order.
     Participants(alloc::vec::Vec<Participant>),
+    /// An observed lock path's holder (an election's leader) changed: the
+    /// first participant whose node still exists, or `None` when nobody is
+    /// queued. Reported first for the holder found by the first listing.
+    Holder(Option<Participant>),
     /// A revocation request was written to the holder's node.
     RevokeSent,
     /// A semaphore's lease `node` is gone: deleted by someone else, found
