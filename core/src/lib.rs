@@ -61,9 +61,9 @@ pub use io::Endpoint;
 pub use op::Op;
 pub use path::{PathError, ZkPath};
 pub use recipe::{AsAnyMut, FencingToken, OpId, Participant, Recipe, RecipeEvent, RecipeOp};
+pub use recipes::{Election, ElectionKind, LockName, MultiLock, Observer, Participants, ReadWriteLock, Revoker};
 pub use recipes::{LockConfig, Mutex, OpPlan, RetryPolicy};
 pub use recipes::{LockRecipe, SharedLock, SharedSemaphore, Ticket};
-pub use recipes::{MultiLock, Participants, ReadWriteLock, Revoker};
 pub use recipes::{Semaphore, SemaphoreMutex};
 pub use rng::Rng;
 pub use session::{

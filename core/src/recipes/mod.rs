@@ -32,11 +32,13 @@ pub(crate) use timerless_outputs;
 
 pub(crate) mod capability;
 pub(crate) mod config;
+pub(crate) mod election;
 pub(crate) mod kit;
 pub(crate) mod lock_core;
 pub(crate) mod multilock;
 pub(crate) mod mutex;
 pub(crate) mod naming;
+pub(crate) mod observer;
 pub(crate) mod participants;
 pub mod policy;
 pub(crate) mod queue;
@@ -50,10 +52,12 @@ pub(crate) mod shared_semaphore;
 
 pub use capability::{BoxedLock, LockRecipe, Part, part_event};
 pub use config::{LockConfig, OpPlan, RetryPolicy};
+pub use election::{Election, ElectionKind, ElectionParticipant, election_leader, election_participants};
 pub use lock_core::REVOKE_MESSAGE;
 pub use multilock::MultiLock;
 pub use mutex::Mutex;
 pub use naming::{LATCH_NAME, LockName, LockNameError, SortRule};
+pub use observer::Observer;
 pub use participants::Participants;
 pub use queue::Ticket;
 pub use revoker::Revoker;

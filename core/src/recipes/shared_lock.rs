@@ -387,7 +387,10 @@ impl SharedLock {
                 self.collect(now);
             }
             (
-                event @ (RecipeEvent::Suspended | RecipeEvent::Reconnected | RecipeEvent::RevocationRequested),
+                event @ (RecipeEvent::Suspended
+                | RecipeEvent::Reconnected
+                | RecipeEvent::RevocationRequested
+                | RecipeEvent::Expired { .. }),
                 Hold::Held { ticket, .. },
                 _,
             )
