@@ -7,7 +7,7 @@ use futures_lite::StreamExt;
 use zoolock_core::wire::{Acl, Bytes, CreateMode, MultiResult, Stat};
 use zoolock_core::{Op, Participant};
 use zoolock_smol::{
-    ConnectionState, Election, Error, LeaderParticipant, LockOptions, LockSpec, Options, ParticipantsOf,
+    ConnectionState, ElectionKind, ElectionParticipant, Error, LockOptions, LockSpec, Options, ParticipantsOf,
     SemaphoreOptions,
 };
 
@@ -153,7 +153,7 @@ impl Client {
     pub fn election_participant(
         &self,
         path: &str,
-        election: Election,
+        election: ElectionKind,
         id: &str,
         options: LockOptions,
     ) -> Result<LeaderSelector, Error> {
@@ -168,12 +168,12 @@ impl Client {
 
     /// The id of the election's leader at `path` now, `None` when nobody is
     /// queued.
-    pub fn leader(&self, path: &str, election: Election) -> Result<Option<String>, Error> {
+    pub fn leader(&self, path: &str, election: ElectionKind) -> Result<Option<String>, Error> {
         wait(self.inner.leader(path, election))
     }
 
     /// The election's participants at `path`, the leader first.
-    pub fn election(&self, path: &str, election: Election) -> Result<Vec<LeaderParticipant>, Error> {
+    pub fn election(&self, path: &str, election: ElectionKind) -> Result<Vec<ElectionParticipant>, Error> {
         wait(self.inner.election(path, election))
     }
 

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use futures_lite::StreamExt;
-use zoolock_smol::{CloseMode, Error, FencingToken, HoldStatus, LeaderParticipant, QueuePosition};
+use zoolock_smol::{CloseMode, ElectionParticipant, Error, FencingToken, HoldStatus, QueuePosition};
 
 use crate::{StatusChanges, wait, wait_timeout};
 
@@ -55,11 +55,6 @@ impl LeaderSelector {
         wait(self.inner.leadership_with_progress(timeout, progress)).map(Leadership::from_async)
     }
 
-    /// Whether this participant leads now, certainly.
-    pub fn has_leadership(&self) -> bool {
-        self.inner.has_leadership()
-    }
-
     /// The current leader's id (Curator's `getLeader()`), `None` when nobody
     /// is queued. Fails with the listing's error.
     pub fn leader(&self) -> Result<Option<String>, Error> {
@@ -68,7 +63,7 @@ impl LeaderSelector {
 
     /// The participants in queue order, the leader first (Curator's
     /// `getParticipants()`). Fails with the listing's error.
-    pub fn participants(&self) -> Result<Vec<LeaderParticipant>, Error> {
+    pub fn participants(&self) -> Result<Vec<ElectionParticipant>, Error> {
         wait(self.inner.participants())
     }
 }
@@ -180,7 +175,7 @@ impl LeaderLatch {
     }
 
     /// The participants in queue order, the leader first.
-    pub fn participants(&self) -> Result<Vec<LeaderParticipant>, Error> {
+    pub fn participants(&self) -> Result<Vec<ElectionParticipant>, Error> {
         wait(self.inner.participants())
     }
 

@@ -47,9 +47,9 @@ pub use semaphore::{Lease, Semaphore};
 /// (named after its crate, as the async crates re-export it).
 pub use zoolock_core;
 pub use zoolock_smol::{
-    AclParseError, AclPolicy, AuthInfo, CloseMode, Compression, ConnectionState, DialError, Election, Error,
-    FencingToken, HoldStatus, LeaderParticipant, LockOptions, LockSpec, OpPlan, Options, Participant, ParticipantsOf,
-    QueuePosition, RetryPolicy, SemaphoreOptions, SemaphoreSize, TlsError, VersionedCount, parse_acl,
+    AclParseError, AclPolicy, AuthInfo, CloseMode, Compression, ConnectionState, DialError, ElectionKind,
+    ElectionParticipant, Error, FencingToken, HoldStatus, LockOptions, LockSpec, OpPlan, Options, Participant,
+    ParticipantsOf, QueuePosition, RetryPolicy, SemaphoreOptions, SemaphoreSize, TlsError, VersionedCount, parse_acl,
 };
 #[cfg(feature = "gssapi")]
 pub use zoolock_smol::{GSSAPI_DEFAULT_SERVICE, GssapiClient};

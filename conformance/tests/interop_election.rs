@@ -24,7 +24,7 @@ use tokio::task::JoinHandle;
 use tokio::time::sleep;
 use zoolock_conformance::sim::Mode;
 use zoolock_tokio::{
-    Client, CloseMode, Election, HoldStatus, LeaderSelector, Leadership, LockOptions, OpPlan, Options,
+    Client, CloseMode, ElectionKind, HoldStatus, LeaderSelector, Leadership, LockOptions, OpPlan, Options,
 };
 
 mod holds;
@@ -105,7 +105,7 @@ async fn follow_curator(
     id: String,
     observer: Client,
     path: String,
-    election: Election,
+    election: ElectionKind,
     terms: Terms,
 ) -> usize {
     let mut led = 0;
@@ -180,7 +180,7 @@ fn zoolock_selector(
     tokio::spawn(async move {
         let id = selector.id().to_owned();
         let selector = selector.auto_requeue(true);
-        let run = selector.run(|leadership: Arc<Leadership>| {
+        let run = selector.run(|leadership: Leadership| {
             let (id, query, path, terms) = (id.clone(), query.clone(), path.clone(), terms.clone());
             async move {
                 let term = Term { who: id.clone(), node: leadership.node().to_owned(), enter: now_us(), terms };
@@ -191,7 +191,9 @@ fn zoolock_selector(
                     "Curator's getLeader() while {id} leads"
                 );
                 sleep(ZOOLOCK_TERM).await;
+                // The term's record first, then the leadership goes.
                 drop(term);
+                leadership.release().await.unwrap();
             }
         });
         run.await.expect("zoolock selector");
@@ -222,7 +224,7 @@ async fn interop_leader_selector() {
             id.to_owned(),
             observer.clone(),
             path.clone(),
-            Election::Selector,
+            ElectionKind::Selector,
             terms.clone(),
         )));
     }
@@ -241,7 +243,7 @@ async fn interop_leader_selector() {
     all.extend(["z-carol".to_owned(), "z-dave".to_owned()]);
     let deadline = Instant::now() + STEP;
     loop {
-        let ours = observer.election(&path, Election::Selector).await.unwrap();
+        let ours = observer.election(&path, ElectionKind::Selector).await.unwrap();
         let theirs = curator_electorate(&query, "selector", &path).await;
         let ours: Vec<(String, bool)> = ours.into_iter().map(|p| (p.id, p.is_leader)).collect();
         let mut ids: Vec<&String> = ours.iter().map(|(id, _)| id).collect();
@@ -325,7 +327,7 @@ async fn interop_leader_latch() {
             id.to_owned(),
             observer.clone(),
             path.clone(),
-            Election::Latch,
+            ElectionKind::Latch,
             terms.clone(),
         )));
     }
@@ -341,7 +343,7 @@ async fn interop_leader_latch() {
         assert_eq!(within("Curator latch", follower).await.unwrap(), TERMS);
     }
     // Everyone is gone: nobody leads, on either side.
-    assert_eq!(observer.leader(&path, Election::Latch).await.unwrap(), None);
+    assert_eq!(observer.leader(&path, ElectionKind::Latch).await.unwrap(), None);
     assert_eq!(curator_leader(&query, "latch", &path).await, "-");
     observer.close().await.unwrap();
     let mut terms = terms.lock().unwrap().clone();

@@ -1,58 +1,258 @@
-//! Leader election, Curator-compatible (DESIGN §4.12): a [`LeaderSelector`]
-//! participant is a mutex on the election path whose node data is its id (as
-//! Curator's `LeaderSelector` with `setId`); a [`LeaderLatch`] is the same
-//! queue under the node name `latch-` (Curator's `LeaderLatch`). Leadership
-//! is a lock hold, so it has a hold's loss signals (`Suspended`, `Lost`) and
-//! nothing here re-implements them: this file only queues, re-queues and
-//! reads the queue.
+//! Leader election, Curator-compatible (DESIGN §4.12): async handles over
+//! core's [`Election`](CoreElection) machine, which owns every election rule
+//! (the layout and id, re-queueing, the session gate, max hold). A
+//! [`LeaderSelector`] takes terms of leadership in Curator's
+//! `LeaderSelector` layout, each a [`Leadership`] with a hold's loss signals;
+//! a [`LeaderLatch`] is Curator's `LeaderLatch`. This file only carries
+//! commands to the machine and its events to the tasks.
+//!
+//! One registered machine is one participant (one node at a time on the
+//! server). A one-off term ([`LeaderSelector::leadership`]) registers its
+//! own participant and closes it when the term ends or the wait is dropped,
+//! so a cancelled wait leaves nothing behind; [`LeaderSelector::run`] with
+//! `auto_requeue` and a latch keep one participant that core re-queues.
 
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_lite::{Stream, StreamExt};
-use zoolock_core::recipes::LockName;
-use zoolock_core::{FencingToken, ZkPath};
+use futures_lite::Stream;
+use zoolock_core::recipes::{Election as CoreElection, ElectionKind, ElectionParticipant};
+use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Handle, RecipeEvent, RecipeId, ZkPath};
 
-use crate::client::Client;
+use crate::client::{Client, RecipeHandle};
 use crate::error::Error;
-use crate::hold::{HoldStatus, StatusChanges, Watched};
-use crate::lock::{Guard, Lock};
+use crate::hold::{self, HoldStatus, QueuePosition, StatusChanges, Watched};
+use crate::metrics::Labels;
 use crate::options::LockOptions;
+use crate::task::Command;
 
-/// Which of Curator's two election layouts a path has.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub enum Election {
-    /// Curator's `LeaderSelector`: a mutex (`lock-` nodes) whose node data is
-    /// the participant id.
-    #[default]
-    Selector,
-    /// Curator's `LeaderLatch`: `latch-` nodes, the lowest leads.
-    Latch,
+/// One term as the tasks see it.
+#[derive(Debug, Clone)]
+struct TermState {
+    /// Its number: terms of one participant count up from 1.
+    n: u64,
+    node: String,
+    token: FencingToken,
+    status: HoldStatus,
 }
 
-impl Election {
-    /// Its participants' node name (`lock-` or `latch-`).
-    pub fn lock_name(self) -> LockName {
-        match self {
-            Election::Selector => LockName::lock(),
-            Election::Latch => LockName::latch(),
+/// What a participant's handles and its event sink share.
+#[derive(Debug, Default)]
+struct ElectionState {
+    /// The number of the last term granted.
+    granted: u64,
+    /// The current term (kept once lost, until the next one).
+    term: Option<TermState>,
+    /// Where the wait stands in the queue.
+    position: Option<QueuePosition>,
+    /// Failures so far, and the last one.
+    failures: u64,
+    failure: Option<Error>,
+    /// A latch closed by its owner, and how.
+    closed: Option<CloseMode>,
+}
+
+type Shared = Watched<ElectionState>;
+
+/// Carries one election event to the tasks. `queued` tells whether the
+/// participant still waits (core re-queues it after a session's renewal):
+/// a failure then ends no wait.
+fn on_event(shared: &Shared, path: &str, labels: &Labels, queued: bool, event: RecipeEvent) {
+    match event {
+        RecipeEvent::Acquired { node, token } => {
+            tracing::debug!(%path, %node, token = token.0, "leadership gained");
+            shared.with(|s| {
+                s.granted += 1;
+                s.term = Some(TermState { n: s.granted, node, token, status: HoldStatus::Held });
+                s.position = None;
+            });
         }
+        RecipeEvent::Released => {
+            tracing::debug!(%path, "leadership given up");
+            shared.with(|s| s.term = None);
+        }
+        status @ (RecipeEvent::Suspended | RecipeEvent::Reconnected | RecipeEvent::Lost) => {
+            let new = match status {
+                RecipeEvent::Suspended => HoldStatus::Suspended,
+                RecipeEvent::Reconnected => HoldStatus::Held,
+                _ => HoldStatus::Lost,
+            };
+            match new {
+                HoldStatus::Lost => tracing::warn!(%path, "leadership lost"),
+                HoldStatus::Suspended => tracing::info!(%path, "leadership suspended: the connection dropped"),
+                _ => tracing::info!(%path, "leadership confirmed after the reconnect"),
+            }
+            match new {
+                HoldStatus::Lost => crate::metrics::lost(labels),
+                HoldStatus::Suspended => crate::metrics::suspended(labels),
+                _ => {}
+            }
+            shared.with(|s| {
+                if let Some(t) = s.term.as_mut() {
+                    t.status = new;
+                }
+            });
+        }
+        RecipeEvent::Expired { node } => tracing::warn!(%path, %node, "leadership held past its max hold: lost"),
+        RecipeEvent::Queued { position, total } => {
+            shared.with(|s| s.position = Some(QueuePosition { position, total }));
+        }
+        end @ (RecipeEvent::Failed(_) | RecipeEvent::Refused(_) | RecipeEvent::TimedOut) => {
+            let Some(error) = hold::acquire_end(&end) else { return };
+            tracing::debug!(%path, %error, queued, "election failed");
+            if queued {
+                return;
+            }
+            shared.with(|s| {
+                s.failures += 1;
+                s.failure = Some(error);
+            });
+        }
+        other => tracing::trace!(%path, ?other, "election event"),
     }
 }
 
-/// One participant of an election, in queue order (Curator's
-/// `Participant`: its id and whether it leads).
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct LeaderParticipant {
-    /// Its id: the node data, as UTF-8 (invalid bytes replaced).
-    pub id: String,
-    /// Whether it leads now (the first node in the queue).
-    pub is_leader: bool,
-    /// Its node's full path.
-    pub node: String,
+/// A registered core election: one participant. Dropping the last handle
+/// closes it (its node is deleted) and drops the machine.
+struct Participant {
+    recipe: RecipeHandle,
+    handle: Handle<CoreElection>,
+    shared: Arc<Shared>,
+    path: Arc<str>,
+}
+
+impl std::fmt::Debug for Participant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Participant").field("path", &self.path).field("recipe", &self.recipe.id).finish()
+    }
+}
+
+impl Participant {
+    /// Registers a participant `id` of `kind` at `path`, started at once.
+    async fn start(
+        client: &Client,
+        path: &str,
+        kind: ElectionKind,
+        id: &str,
+        options: &LockOptions,
+        requeue: bool,
+    ) -> Result<Arc<Participant>, Error> {
+        let base = ZkPath::new(path)?;
+        let config = client.inner.lock_config_with(options);
+        let machine = CoreElection::new(base, config, kind, id)
+            .auto_requeue(requeue)
+            .renewing(client.inner.options.renew_session);
+        let shared = Arc::new(Shared::default());
+        let path: Arc<str> = path.into();
+        let labels = Labels::new("election", &path, client.inner.options.metrics_path_label);
+        let (sink_shared, sink_path) = (shared.clone(), path.clone());
+        let sink = Box::new(move |c: &mut CoreClient, now, id: RecipeId, event| {
+            let handle: Handle<CoreElection> = Handle::from_id(id);
+            let queued = c.with(now, handle, |e, _| e.is_queued()).unwrap_or(false);
+            on_event(&sink_shared, &sink_path, &labels, queued, event)
+        });
+        let id = client.add_recipe(Box::new(machine), sink).await?;
+        let participant = Arc::new(Participant {
+            recipe: RecipeHandle { client: client.clone(), id },
+            handle: Handle::from_id(id),
+            shared,
+            path,
+        });
+        participant.command(|e, now| e.start(now))?;
+        Ok(participant)
+    }
+
+    fn client(&self) -> &Client {
+        &self.recipe.client
+    }
+
+    /// Queues `command` on the event loop; a refusal fails the waits.
+    fn command(
+        &self,
+        command: impl FnOnce(&mut CoreElection, zoolock_core::Instant) -> Result<(), ApiMisuse> + Send + 'static,
+    ) -> Result<(), Error> {
+        let (shared, handle) = (self.shared.clone(), self.handle);
+        self.client().inner.send(Command::Run(Box::new(move |client, now| {
+            let refused = match client.with(now, handle, |e, now| command(e, now)) {
+                Ok(Ok(())) => return,
+                Ok(Err(e)) | Err(e) => e,
+            };
+            shared.with(|s| {
+                s.failures += 1;
+                s.failure = Some(Error::Misuse(refused));
+            });
+        })))
+    }
+
+    /// Waits for a term after term `after` (whatever its status by then),
+    /// at most `timeout`, reporting the queue position to `progress`.
+    async fn next_term(
+        &self,
+        after: u64,
+        timeout: Option<Duration>,
+        progress: &mut (dyn FnMut(QueuePosition) + Send),
+    ) -> Result<TermState, Error> {
+        let failures = self.shared.peek(|s| s.failures);
+        let term = async {
+            loop {
+                let listener = self.shared.changed.listen();
+                let ready = self.shared.peek(|s| match &s.term {
+                    Some(t) if t.n > after => Some(Ok(t.clone())),
+                    _ if s.failures > failures => Some(Err(s.failure.clone().unwrap_or(Error::ClientClosed))),
+                    _ if s.closed.is_some() => Some(Err(Error::Misuse(ApiMisuse::ElectionClosed))),
+                    _ => None,
+                });
+                if let Some(ready) = ready {
+                    return ready;
+                }
+                listener.await;
+            }
+        };
+        let runtime = self.client().inner.runtime.clone();
+        let deadline = timeout.map(|d| runtime.now() + d);
+        let bounded = futures_lite::future::or(term, async {
+            match deadline {
+                Some(at) => {
+                    runtime.sleep_until(at).await;
+                    Err(Error::TimedOut)
+                }
+                None => std::future::pending().await,
+            }
+        });
+        let position = || self.shared.peek(|s| s.position);
+        hold::with_progress(&self.shared.changed, position, progress, bounded).await
+    }
+
+    /// The status of term `n` now (`Lost` once it is over and was not let
+    /// go by `released`), with the staleness rule.
+    fn term_status(&self, n: u64, released: bool) -> HoldStatus {
+        let reported = self.shared.peek(|s| match &s.term {
+            Some(t) if t.n == n => t.status,
+            _ if released => HoldStatus::NotHeld,
+            _ => HoldStatus::Lost,
+        });
+        hold::effective(&self.client().inner, reported)
+    }
+
+    /// Ends term `n` if it is still the current one.
+    fn resign(&self, n: u64) -> Result<(), Error> {
+        let shared = self.shared.clone();
+        self.command(move |e, now| {
+            let current = shared.peek(|s| s.term.as_ref().is_some_and(|t| t.n == n));
+            if current && e.is_leader() { e.resign(now) } else { Ok(()) }
+        })
+    }
+}
+
+impl Drop for Participant {
+    fn drop(&mut self) {
+        // Before the recipe handle's own drop: commands run in order, so the
+        // machine is closed (its node deleted) before it is dropped.
+        let _ = self.command(|e, now| {
+            e.close(now);
+            Ok(())
+        });
+    }
 }
 
 impl Client {
@@ -74,56 +274,44 @@ impl Client {
     ///
     /// # Errors
     ///
-    /// [`Error::Path`] for an invalid path; [`Error::ClientClosed`] once the
-    /// client is closed.
+    /// [`Error::Path`] for an invalid path.
     ///
     /// # Cancel safety
     ///
     /// Cancel-safe: nothing is on the server until leadership is asked for.
     pub async fn leader_selector(&self, path: &str, id: &str) -> Result<LeaderSelector, Error> {
-        self.leader_selector_with(path, id, LockOptions::default()).await
+        self.election_participant(path, ElectionKind::Selector, id, LockOptions::default()).await
     }
 
-    /// [`Client::leader_selector`] with lock settings (a maximum hold:
-    /// [`LockOptions::max_hold`]); the node data is always the id.
+    /// A participant `id` of the election at `path` in either layout, with
+    /// lock settings ([`LockOptions::max_hold`] bounds each term; the node
+    /// name and data are the layout's and the id). In the
+    /// [`ElectionKind::Latch`] layout each term of [`LeaderSelector::leadership`]
+    /// is one Curator `LeaderLatch` from `start()` to `close()` (`zoolock
+    /// elect --latch` runs CMD in one); [`Client::leader_latch`] is the latch
+    /// that stays queued.
     ///
     /// # Errors
     ///
-    /// As [`Client::leader_selector`].
-    pub async fn leader_selector_with(
-        &self,
-        path: &str,
-        id: &str,
-        options: LockOptions,
-    ) -> Result<LeaderSelector, Error> {
-        self.election_participant(path, Election::Selector, id, options).await
-    }
-
-    /// A participant `id` of the election at `path` in either layout, taking
-    /// terms as [`LeaderSelector`] does. In the [`Election::Latch`] layout
-    /// each term is one Curator `LeaderLatch` from `start()` to `close()`:
-    /// [`LeaderSelector::leadership`] queues a `latch-` node, and releasing
-    /// the [`Leadership`] deletes it (`zoolock elect --latch` runs CMD in
-    /// one such term). [`Client::leader_latch`] is the latch that stays
-    /// queued.
+    /// [`Error::Path`] for an invalid path.
     ///
-    /// # Errors
+    /// # Cancel safety
     ///
     /// As [`Client::leader_selector`].
     pub async fn election_participant(
         &self,
         path: &str,
-        election: Election,
+        kind: ElectionKind,
         id: &str,
         options: LockOptions,
     ) -> Result<LeaderSelector, Error> {
-        let lock = self.election_lock(path, election, id, options).await?;
+        ZkPath::new(path)?;
         Ok(LeaderSelector {
-            lock,
             client: self.clone(),
             path: path.into(),
             id: id.into(),
-            election,
+            kind,
+            options: Arc::new(options),
             auto_requeue: false,
         })
     }
@@ -132,8 +320,9 @@ impl Client {
     /// (Curator's `LeaderLatch(client, path, id)` and `start()`): it queues
     /// at once and leads while its node is the lowest, until
     /// [`LeaderLatch::close`] (or until the latch is dropped, which closes
-    /// it silently). A lost hold re-queues with a new node, as Curator's
-    /// latch resets.
+    /// it silently). A lost term queues again with a new node, as Curator's
+    /// latch resets; a term suspended by a dropped connection leads again
+    /// once the same session is back, without re-queueing.
     ///
     /// ```no_run
     /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
@@ -157,15 +346,19 @@ impl Client {
         self.leader_latch_with(path, id, LockOptions::default()).await
     }
 
-    /// [`Client::leader_latch`] with lock settings (a maximum hold:
-    /// [`LockOptions::max_hold`]; each term is re-queued when it ends).
+    /// [`Client::leader_latch`] with lock settings ([`LockOptions::max_hold`]
+    /// bounds each term; the latch then queues again).
     ///
     /// # Errors
     ///
     /// As [`Client::leader_latch`].
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`Client::leader_latch`].
     pub async fn leader_latch_with(&self, path: &str, id: &str, options: LockOptions) -> Result<LeaderLatch, Error> {
-        let lock = self.election_lock(path, Election::Latch, id, options).await?;
-        Ok(LeaderLatch::start(self.clone(), lock, path.into(), id.into()))
+        let participant = Participant::start(self, path, ElectionKind::Latch, id, &options, true).await?;
+        Ok(LeaderLatch { participant, id: id.into() })
     }
 
     /// The id of the election's leader at `path` now (Curator's
@@ -175,56 +368,42 @@ impl Client {
     /// # Errors
     ///
     /// [`Error::Path`] for an invalid path; the listing's failure.
-    pub async fn leader(&self, path: &str, election: Election) -> Result<Option<String>, Error> {
-        Ok(self.election(path, election).await?.into_iter().find(|p| p.is_leader).map(|p| p.id))
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: it only reads.
+    pub async fn leader(&self, path: &str, kind: ElectionKind) -> Result<Option<String>, Error> {
+        Ok(self.election(path, kind).await?.into_iter().find(|p| p.is_leader).map(|p| p.id))
     }
 
     /// The election's participants at `path` in queue order, the leader
-    /// first (Curator's `getParticipants()`). A node that vanished while
-    /// being read is left out; the first one left leads.
+    /// first (Curator's `getParticipants()`): a node that vanished while
+    /// being read is left out, and the first one left leads.
     ///
     /// # Errors
     ///
     /// [`Error::Path`] for an invalid path; the listing's failure.
-    pub async fn election(&self, path: &str, election: Election) -> Result<Vec<LeaderParticipant>, Error> {
-        let base = ZkPath::new(path)?;
-        let key = election.lock_name().sort_key();
-        let list = self.participants_by(zoolock_core::recipes::Participants::new(base, key)).await?;
-        Ok(list
-            .into_iter()
-            .filter_map(|p| Some((p.path, p.data?)))
-            .enumerate()
-            .map(|(i, (node, data))| LeaderParticipant {
-                id: String::from_utf8_lossy(&data).into_owned(),
-                is_leader: i == 0,
-                node,
-            })
-            .collect())
-    }
-
-    /// The lock a participant of `election` queues with: its id as node data.
-    async fn election_lock(
-        &self,
-        path: &str,
-        election: Election,
-        id: &str,
-        options: LockOptions,
-    ) -> Result<Lock, Error> {
-        let options = options.name(election.lock_name()).data(bytes::Bytes::copy_from_slice(id.as_bytes()));
-        self.mutex_with(path, options).await
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: it only reads.
+    pub async fn election(&self, path: &str, kind: ElectionKind) -> Result<Vec<ElectionParticipant>, Error> {
+        let list = self.participants_by(kind.participants(ZkPath::new(path)?)).await?;
+        Ok(zoolock_core::recipes::election_participants(&list))
     }
 }
 
-/// A participant of a `LeaderSelector` election (from
-/// [`Client::leader_selector`]). Clone it freely: clones are one participant
-/// (one node at a time on the server), as [`Lock`] clones are.
+/// A participant of an election (from [`Client::leader_selector`] or
+/// [`Client::election_participant`]): its path, id and settings. Each
+/// [`LeaderSelector::leadership`] call queues as one participant with
+/// this id; [`LeaderSelector::run`] keeps one participant for all its terms.
 #[derive(Debug, Clone)]
 pub struct LeaderSelector {
-    lock: Lock,
     client: Client,
     path: Arc<str>,
     id: Arc<str>,
-    election: Election,
+    kind: ElectionKind,
+    options: Arc<LockOptions>,
     auto_requeue: bool,
 }
 
@@ -235,7 +414,8 @@ impl LeaderSelector {
     }
 
     /// Re-queue after each term in [`LeaderSelector::run`] (Curator's
-    /// `autoRequeue()`); off by default, as in Curator.
+    /// `autoRequeue()`: core queues the participant again as soon as a term
+    /// ends); off by default, as in Curator.
     #[must_use]
     pub fn auto_requeue(mut self, on: bool) -> Self {
         self.auto_requeue = on;
@@ -248,36 +428,40 @@ impl LeaderSelector {
     ///
     /// # Errors
     ///
-    /// As [`Lock::acquire`].
+    /// The session's end when it comes first ([`Error::Request`] with the
+    /// reason, or [`Error::ClientClosed`]); the server's refusal of the
+    /// participant's requests (say `NoAuth`).
     ///
     /// # Cancel safety
     ///
-    /// Cancel-safe: dropping the future leaves the queue, and no node is
-    /// left behind.
+    /// Cancel-safe: dropping the future leaves the queue; the node, if made,
+    /// is deleted.
     pub async fn leadership(&self) -> Result<Leadership, Error> {
-        self.lock.acquire().await.map(Leadership)
+        self.leadership_with_progress(None, |_| {}).await
     }
 
     /// [`LeaderSelector::leadership`], waiting at most `timeout`.
     ///
     /// # Errors
     ///
-    /// [`Error::TimedOut`] after `timeout`; otherwise as [`Lock::acquire`].
+    /// [`Error::TimedOut`] after `timeout` (the participant has left the
+    /// queue then); otherwise as [`LeaderSelector::leadership`].
     ///
     /// # Cancel safety
     ///
     /// As [`LeaderSelector::leadership`].
     pub async fn leadership_timeout(&self, timeout: Duration) -> Result<Leadership, Error> {
-        self.lock.acquire_timeout(timeout).await.map(Leadership)
+        self.leadership_with_progress(Some(timeout), |_| {}).await
     }
 
     /// [`LeaderSelector::leadership`], waiting at most `timeout` (`None`: as
     /// long as needed) and calling `progress` with the place in the queue
-    /// whenever it changes, as [`Lock::acquire_with_progress`].
+    /// whenever it changes (from the listings the wait makes anyway, as
+    /// [`crate::Lock::acquire_with_progress`]).
     ///
     /// # Errors
     ///
-    /// As [`Lock::acquire_with_progress`].
+    /// As [`LeaderSelector::leadership_timeout`].
     ///
     /// # Cancel safety
     ///
@@ -285,16 +469,20 @@ impl LeaderSelector {
     pub async fn leadership_with_progress(
         &self,
         timeout: Option<Duration>,
-        progress: impl FnMut(crate::QueuePosition) + Send,
+        mut progress: impl FnMut(QueuePosition) + Send,
     ) -> Result<Leadership, Error> {
-        self.lock.acquire_with_progress(timeout, progress).await.map(Leadership)
+        let participant =
+            Participant::start(&self.client, &self.path, self.kind, &self.id, &self.options, false).await?;
+        let term = participant.next_term(0, timeout, &mut progress).await?;
+        Ok(Leadership::new(participant, term))
     }
 
     /// Runs `lead` for each term (Curator's `takeLeadership`): waits for
-    /// leadership, runs `lead` with it, and gives leadership up when `lead`
-    /// returns or as soon as the leadership reads `Suspended` or `Lost`
-    /// (then `lead`'s future is dropped, as Curator's listener adapter
-    /// cancels a term). Returns after one term, or never with
+    /// leadership and runs the future `lead` makes of it. The term ends
+    /// when that future completes (dropping the [`Leadership`] in it gives
+    /// leadership up), or as soon as the leadership reads `Suspended` or
+    /// `Lost`: then the future is dropped, as Curator's listener adapter
+    /// cancels a term. Returns after one term, or never with
     /// [`LeaderSelector::auto_requeue`] (drop the future to stop).
     ///
     /// ```no_run
@@ -310,37 +498,35 @@ impl LeaderSelector {
     ///
     /// # Errors
     ///
-    /// An acquire's error (as [`Lock::acquire`]); a term's end is not one.
+    /// As [`LeaderSelector::leadership`]; a term's end is not an error.
     ///
     /// # Cancel safety
     ///
-    /// Cancel-safe: dropping the future leaves the queue or gives up the
-    /// leadership under way (its node is deleted).
+    /// Cancel-safe: dropping the future leaves the queue or ends the term
+    /// under way (its node is deleted).
     pub async fn run<F, Fut>(&self, mut lead: F) -> Result<(), Error>
     where
-        F: FnMut(Arc<Leadership>) -> Fut,
-        Fut: Future<Output = ()>,
+        F: FnMut(Leadership) -> Fut,
+        Fut: std::future::Future<Output = ()>,
     {
+        let requeue = self.auto_requeue;
+        let participant =
+            Participant::start(&self.client, &self.path, self.kind, &self.id, &self.options, requeue).await?;
+        let mut after = 0;
         loop {
-            let leadership = Arc::new(self.leadership().await?);
-            let term = lead(leadership.clone());
-            futures_lite::future::or(term, async {
-                let _ = leadership.lost().await;
+            let term = participant.next_term(after, None, &mut |_| {}).await?;
+            let n = term.n;
+            after = n;
+            let p = &participant;
+            let lost = hold::wait_lost(&p.client().inner, &p.shared.changed, || p.term_status(n, false));
+            futures_lite::future::or(lead(Leadership::new(p.clone(), term)), async {
+                let _ = lost.await;
             })
             .await;
-            if let Ok(leadership) = Arc::try_unwrap(leadership) {
-                // A lost or suspended hold's release is not an error either.
-                leadership.release().await?;
-            }
-            if !self.auto_requeue {
+            if !requeue {
                 return Ok(());
             }
         }
-    }
-
-    /// Whether this participant leads now, certainly (`Held`).
-    pub fn has_leadership(&self) -> bool {
-        self.lock.status() == HoldStatus::Held
     }
 
     /// The current leader's id (Curator's `getLeader()`), `None` when nobody
@@ -349,8 +535,12 @@ impl LeaderSelector {
     /// # Errors
     ///
     /// The listing's failure.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: it only reads.
     pub async fn leader(&self) -> Result<Option<String>, Error> {
-        self.client.leader(&self.path, self.election).await
+        self.client.leader(&self.path, self.kind).await
     }
 
     /// The participants in queue order, the leader first (Curator's
@@ -359,71 +549,117 @@ impl LeaderSelector {
     /// # Errors
     ///
     /// The listing's failure.
-    pub async fn participants(&self) -> Result<Vec<LeaderParticipant>, Error> {
-        self.client.election(&self.path, self.election).await
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: it only reads.
+    pub async fn participants(&self) -> Result<Vec<ElectionParticipant>, Error> {
+        self.client.election(&self.path, self.kind).await
     }
 }
 
-/// A term of leadership: a hold of the election's lock, with the same loss
-/// signals as a [`Guard`]. Dropping it gives leadership up in the
-/// background; [`Leadership::release`] waits for that.
+/// A term of leadership: the hold of the participant's election node, with
+/// the same loss signals as a [`crate::Guard`]. Dropping it gives leadership
+/// up in the background; [`Leadership::release`] does it at once.
 #[must_use = "leadership is given up as soon as it is dropped"]
 #[derive(Debug)]
-pub struct Leadership(Guard);
+pub struct Leadership {
+    participant: Arc<Participant>,
+    n: u64,
+    node: String,
+    token: FencingToken,
+    released: bool,
+}
 
 impl Leadership {
-    /// As [`Guard::status`]: `Held` while leading for certain.
-    pub fn status(&self) -> HoldStatus {
-        self.0.status()
+    fn new(participant: Arc<Participant>, term: TermState) -> Leadership {
+        Leadership { participant, n: term.n, node: term.node, token: term.token, released: false }
     }
 
-    /// As [`Guard::lost`]: completes once the leadership reads `Suspended`
-    /// or `Lost`.
+    /// `Held` while leading for certain, `Suspended` (stop leading until it
+    /// is `Held` again) or `Lost` (for good: the session expired, the node
+    /// was deleted, or the term passed [`LockOptions::max_hold`]). Applies
+    /// the staleness rule of [`crate::Guard::status`].
+    pub fn status(&self) -> HoldStatus {
+        self.participant.term_status(self.n, self.released)
+    }
+
+    /// Completes as soon as [`Leadership::status`] would first read
+    /// `Suspended` or `Lost`, returning which (as [`crate::Guard::lost`]).
     ///
     /// # Cancel safety
     ///
     /// Cancel-safe: it only waits.
     pub async fn lost(&self) -> HoldStatus {
-        self.0.lost().await
+        let p = &self.participant;
+        hold::wait_lost(&p.client().inner, &p.shared.changed, || self.status()).await
     }
 
-    /// As [`Guard::status_changes`].
+    /// The current status, then every change, ending after `Lost` (as
+    /// [`crate::Guard::status_changes`]).
     pub fn status_changes(&self) -> StatusChanges {
-        self.0.status_changes()
+        let (participant, n) = (self.participant.clone(), self.n);
+        let (inner, changed) = (participant.client().inner.clone(), participant.shared.changed.clone());
+        hold::changes(inner, changed, move || participant.term_status(n, false))
     }
 
     /// The term's fencing token (its node's czxid): it increases from one
     /// leader to the next.
     pub fn fencing_token(&self) -> FencingToken {
-        self.0.fencing_token()
+        self.token
     }
 
     /// Our election node.
     pub fn node(&self) -> &str {
-        self.0.node()
+        &self.node
     }
 
-    /// Ends the term: the node is deleted and the next participant leads.
+    /// Runs `ops` in one multi behind a check that our election node still
+    /// exists, as [`crate::Guard::fenced`]: all apply while we lead, or none.
     ///
     /// # Errors
     ///
-    /// As [`Guard::release`]; a lost leadership is not an error.
+    /// [`Error::NotHeld`] when the node is gone (or the term is known lost:
+    /// no request is sent); [`Error::FencedOpFailed`] with the failing op;
+    /// the session's error when it ends first.
     ///
     /// # Cancel safety
     ///
-    /// As [`Guard::release`].
-    pub async fn release(self) -> Result<(), Error> {
-        self.0.release().await
+    /// As [`crate::Guard::fenced`]: once polled, the multi may still apply.
+    pub async fn fenced(&self, ops: Vec<zoolock_core::Op>) -> Result<Vec<zoolock_core::wire::MultiResult>, Error> {
+        if self.status() == HoldStatus::Lost {
+            return Err(Error::NotHeld { node: self.node.clone() });
+        }
+        self.participant.client().fenced(std::slice::from_ref(&self.node), ops).await
     }
 
-    /// The hold underneath, for what only a guard does ([`Guard::fenced`]).
-    pub fn guard(&self) -> &Guard {
-        &self.0
+    /// Ends the term: the node's delete is queued (guaranteed) and the next
+    /// participant leads; a re-queueing participant queues again. A lost
+    /// or suspended term's release is not an error.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ClientClosed`] once the client's event loop has ended (the
+    /// session's end deletes the node then).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: the term ends whether or not the future is awaited.
+    pub async fn release(mut self) -> Result<(), Error> {
+        self.released = true;
+        self.participant.resign(self.n)?;
+        // Answered once the command has run: the delete is queued.
+        self.participant.client().inner.run(|_, _| ()).await
     }
 }
 
-/// A latch's leadership changes ([`LeaderLatch::leadership_changes`]).
-pub type LeadershipChanges = std::pin::Pin<Box<dyn Stream<Item = bool> + Send>>;
+impl Drop for Leadership {
+    fn drop(&mut self) {
+        if !self.released {
+            let _ = self.participant.resign(self.n);
+        }
+    }
+}
 
 /// How [`LeaderLatch::close`] ends a latch (Curator's `CloseMode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -437,47 +673,30 @@ pub enum CloseMode {
     NotifyLeader,
 }
 
-/// What a latch's handles and its queueing task share.
-#[derive(Debug, Default)]
-struct LatchState {
-    /// The current term's hold.
-    guard: Option<Guard>,
-    /// Whether the latch leads for certain (the term is `Held`).
-    leading: bool,
-    /// Closed, and how.
-    closed: Option<CloseMode>,
-    /// The queueing task's last error, reported by `leadership()`.
-    failed: Option<Error>,
-}
+/// A latch's leadership changes ([`LeaderLatch::leadership_changes`]).
+pub type LeadershipChanges = std::pin::Pin<Box<dyn Stream<Item = bool> + Send>>;
 
 /// A started participant of a `LeaderLatch` election (from
-/// [`Client::leader_latch`]). It stays queued (re-queueing after a lost
-/// term) until closed or dropped.
+/// [`Client::leader_latch`]). It stays queued, re-queued by core after a
+/// lost term, until closed or dropped.
 #[derive(Debug)]
 pub struct LeaderLatch {
-    shared: Arc<Watched<LatchState>>,
-    client: Client,
-    path: Arc<str>,
+    participant: Arc<Participant>,
     id: Arc<str>,
 }
 
 impl LeaderLatch {
-    /// Spawns the task that queues `lock` until the latch closes.
-    fn start(client: Client, lock: Lock, path: Arc<str>, id: Arc<str>) -> LeaderLatch {
-        let shared = Arc::new(Watched::<LatchState>::default());
-        let task = latch_task(lock, shared.clone());
-        client.inner.runtime.spawn(Box::pin(task));
-        LeaderLatch { shared, client, path, id }
-    }
-
     /// Its participant id (its node data).
     pub fn id(&self) -> &str {
         &self.id
     }
 
-    /// Whether this latch leads now, certainly (Curator's `hasLeadership()`).
+    /// Whether this latch leads now, certainly (Curator's
+    /// `hasLeadership()`; a suspended term does not count).
     pub fn has_leadership(&self) -> bool {
-        self.shared.peek(|s| s.closed.is_none() && s.guard.as_ref().is_some_and(|g| g.status() == HoldStatus::Held))
+        let p = &self.participant;
+        let n = p.shared.peek(|s| s.term.as_ref().filter(|_| s.closed.is_none()).map(|t| t.n));
+        n.is_some_and(|n| p.term_status(n, false) == HoldStatus::Held)
     }
 
     /// Completes once this latch leads (Curator's `await()`); at once if it
@@ -485,19 +704,21 @@ impl LeaderLatch {
     ///
     /// # Errors
     ///
-    /// [`Error::ClientClosed`] once the latch or the client is closed; the
-    /// queueing's failure (as [`Lock::acquire`]).
+    /// [`Error::Misuse`] (`ElectionClosed`) once the latch is closed; the
+    /// session's end, or the server's refusal of the latch's requests.
     ///
     /// # Cancel safety
     ///
     /// Cancel-safe: it only waits; the latch stays queued.
     pub async fn leadership(&self) -> Result<(), Error> {
+        let shared = &self.participant.shared;
+        let failures = shared.peek(|s| s.failures);
         loop {
-            let listener = self.shared.changed.listen();
-            let ready = self.shared.peek(|s| match (&s.closed, &s.failed) {
-                (Some(_), _) => Some(Err(Error::ClientClosed)),
-                (None, Some(e)) => Some(Err(e.clone())),
-                (None, None) if s.leading => Some(Ok(())),
+            let listener = shared.changed.listen();
+            let ready = shared.peek(|s| match (&s.closed, &s.term) {
+                (Some(_), _) => Some(Err(Error::Misuse(ApiMisuse::ElectionClosed))),
+                (None, Some(t)) if t.status == HoldStatus::Held => Some(Ok(())),
+                _ if s.failures > failures => Some(Err(s.failure.clone().unwrap_or(Error::ClientClosed))),
                 _ => None,
             });
             if let Some(ready) = ready {
@@ -512,11 +733,12 @@ impl LeaderLatch {
     /// Ends once the latch is closed, after a last `false` with
     /// [`CloseMode::NotifyLeader`] if it led.
     pub fn leadership_changes(&self) -> LeadershipChanges {
-        let shared = self.shared.clone();
+        let shared = self.participant.shared.clone();
         Box::pin(futures_lite::stream::unfold((shared, None::<bool>), |(shared, last)| async move {
             loop {
                 let listener = shared.changed.listen();
-                let (leading, closed) = shared.peek(|s| (s.leading, s.closed));
+                let (leading, closed) =
+                    shared.peek(|s| (s.term.as_ref().is_some_and(|t| t.status == HoldStatus::Held), s.closed));
                 let next = match closed {
                     Some(CloseMode::NotifyLeader) if last == Some(true) => Some(false),
                     Some(_) => return None,
@@ -537,8 +759,12 @@ impl LeaderLatch {
     /// # Errors
     ///
     /// The listing's failure.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: it only reads.
     pub async fn leader(&self) -> Result<Option<String>, Error> {
-        self.client.leader(&self.path, Election::Latch).await
+        self.participant.client().leader(&self.participant.path, ElectionKind::Latch).await
     }
 
     /// The participants in queue order, the leader first (Curator's
@@ -547,108 +773,42 @@ impl LeaderLatch {
     /// # Errors
     ///
     /// The listing's failure.
-    pub async fn participants(&self) -> Result<Vec<LeaderParticipant>, Error> {
-        self.client.election(&self.path, Election::Latch).await
-    }
-
-    /// Leaves the election (Curator's `close(mode)`): the node is deleted
-    /// and the next participant leads.
-    ///
-    /// # Errors
-    ///
-    /// The release's failure (as [`Guard::release`]).
     ///
     /// # Cancel safety
     ///
-    /// Cancel-safe: the latch is closed at the first poll; dropping the
-    /// future then loses only the release's answer.
-    pub async fn close(self, mode: CloseMode) -> Result<(), Error> {
-        let guard = self.close_with(mode);
-        match guard {
-            Some(guard) => guard.release().await,
-            None => Ok(()),
-        }
+    /// Cancel-safe: it only reads.
+    pub async fn participants(&self) -> Result<Vec<ElectionParticipant>, Error> {
+        self.participant.client().election(&self.participant.path, ElectionKind::Latch).await
     }
 
-    /// Marks the latch closed and takes its hold, if any.
-    fn close_with(&self, mode: CloseMode) -> Option<Guard> {
-        self.shared.with(|s| {
-            s.closed.get_or_insert(mode);
-            s.leading = false;
-            s.guard.take()
-        })
+    /// Leaves the election (Curator's `close(mode)`): the node's delete is
+    /// queued (guaranteed) and the next participant leads.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ClientClosed`] once the client's event loop has ended (the
+    /// session's end deletes the node then).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: the latch is closed whether or not the future is
+    /// awaited.
+    pub async fn close(self, mode: CloseMode) -> Result<(), Error> {
+        self.participant.shared.with(|s| s.closed = Some(mode));
+        self.participant.command(|e, now| {
+            e.close(now);
+            Ok(())
+        })?;
+        self.participant.client().inner.run(|_, _| ()).await
     }
 }
 
 impl Drop for LeaderLatch {
     fn drop(&mut self) {
-        // Closing silently; the guard's drop releases in the background.
-        drop(self.close_with(CloseMode::Silent));
-    }
-}
-
-/// Queues the latch's lock until the latch closes: each term's guard goes
-/// into the shared state, `leading` follows its status, and a lost term is
-/// let go and queued again.
-async fn latch_task(lock: Lock, shared: Arc<Watched<LatchState>>) {
-    let closed = || shared.peek(|s| s.closed.is_some());
-    while !closed() {
-        let acquire = async { Some(lock.acquire().await) };
-        let close = async {
-            loop {
-                let listener = shared.changed.listen();
-                if closed() {
-                    return None;
-                }
-                listener.await;
-            }
-        };
-        let guard = match futures_lite::future::or(acquire, close).await {
-            None => return,
-            Some(Ok(guard)) => guard,
-            Some(Err(e)) => {
-                shared.with(|s| s.failed = Some(e));
-                return;
-            }
-        };
-        let mut changes = guard.status_changes();
-        let kept = shared.with(|s| {
-            if s.closed.is_some() {
-                return Err(guard);
-            }
-            s.guard = Some(guard);
-            Ok(())
+        // Closed silently (unless closed already); the participant's drop
+        // closes the machine.
+        self.participant.shared.with(|s| {
+            s.closed.get_or_insert(CloseMode::Silent);
         });
-        if let Err(guard) = kept {
-            drop(guard.release().await);
-            return;
-        }
-        // Follow the term until it is lost (or the latch closes, which
-        // takes the guard and ends the stream's wait by its own event).
-        loop {
-            let next = futures_lite::future::or(async { changes.next().await }, async {
-                loop {
-                    let listener = shared.changed.listen();
-                    if closed() {
-                        return None;
-                    }
-                    listener.await;
-                }
-            })
-            .await;
-            match next {
-                Some(HoldStatus::Held) => shared.with(|s| s.leading = s.closed.is_none()),
-                Some(HoldStatus::Suspended) => shared.with(|s| s.leading = false),
-                _ => break,
-            }
-        }
-        let lost = shared.with(|s| {
-            s.leading = false;
-            s.guard.take()
-        });
-        if let Some(guard) = lost {
-            // Lost: nothing to delete; let go and queue again.
-            drop(guard.release().await);
-        }
     }
 }

@@ -69,7 +69,7 @@ pub use futures_lite::{AsyncRead, AsyncWrite};
 #[cfg(feature = "gssapi")]
 pub use gssapi::{DEFAULT_SERVICE as GSSAPI_DEFAULT_SERVICE, GssapiClient};
 pub use hold::{HoldStatus, QueuePosition, StatusChanges};
-pub use leader::{CloseMode, Election, LeaderLatch, LeaderParticipant, LeaderSelector, Leadership, LeadershipChanges};
+pub use leader::{CloseMode, LeaderLatch, LeaderSelector, Leadership, LeadershipChanges};
 pub use lock::{Guard, Lock, ReadWriteLock};
 pub use options::{LockOptions, Options};
 pub use recipes::{LockSpec, ParticipantsOf, SemaphoreOptions, SemaphoreSize};
@@ -84,4 +84,5 @@ pub use tls::{TlsConfigError, TlsConnect, TlsOptions};
 /// The sans-IO core, for plain ops ([`zoolock_core::Op`]) and wire types.
 /// Named after its crate, so it never shadows `::core`.
 pub use zoolock_core;
+pub use zoolock_core::recipes::{ElectionKind, ElectionParticipant, LockName, LockNameError, SortRule};
 pub use zoolock_core::{Compression, ConnectionState, FencingToken, OpPlan, Participant, RetryPolicy};

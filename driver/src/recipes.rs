@@ -390,9 +390,7 @@ impl Client {
             ParticipantsOf::Mutex => zoolock_core::recipes::Participants::for_mutex(base),
             ParticipantsOf::ReadWriteLock => zoolock_core::recipes::Participants::for_rwlock(base),
             ParticipantsOf::Semaphore => zoolock_core::recipes::Participants::for_semaphore(base)?,
-            ParticipantsOf::Latch => {
-                zoolock_core::recipes::Participants::new(base, crate::Election::Latch.lock_name().sort_key())
-            }
+            ParticipantsOf::Latch => zoolock_core::recipes::ElectionKind::Latch.participants(base),
         };
         self.participants_by(recipe).await
     }

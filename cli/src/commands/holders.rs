@@ -65,7 +65,7 @@ pub(super) async fn holder(
 
     let (base, key) = match kind {
         Kind::Mutex | Kind::Election => (path.to_owned(), SortKey::curator(LOCK_NAME)),
-        Kind::Latch => (path.to_owned(), zoolock_tokio::Election::Latch.lock_name().sort_key()),
+        Kind::Latch => (path.to_owned(), zoolock_tokio::ElectionKind::Latch.lock_name().sort_key()),
         Kind::Rwlock => (path.to_owned(), SortKey::ReadWrite),
         Kind::Semaphore => (format!("{path}/{SEMAPHORE_LEASES}"), SortKey::curator(LEASE_NAME)),
     };

@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::time::Duration;
 
-use zoolock_tokio::Election;
+use zoolock_tokio::ElectionKind;
 
 use crate::args::Global;
 use crate::exit::{self, Failure, Outcome};
@@ -21,7 +21,7 @@ pub(super) fn default_id() -> String {
 
 /// Prints the leader's id (exit 1 when nobody leads), or with `json` one
 /// array of `{"id", "leader", "node"}` in queue order (exit 0 even if empty).
-pub(super) async fn run(global: &Global, path: &str, election: Election, json: bool) -> Outcome {
+pub(super) async fn run(global: &Global, path: &str, election: ElectionKind, json: bool) -> Outcome {
     let client = super::connect(global, None).await?;
     let list = client.election(path, election).await;
     super::close(&client, Duration::from_secs(2)).await;

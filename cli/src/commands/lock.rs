@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use futures_lite::StreamExt;
 use tokio::sync::watch;
-use zoolock_tokio::{Client, Election, Error, Guard, HoldStatus, Leadership, Lease, LockOptions, SemaphoreOptions};
+use zoolock_tokio::{Client, ElectionKind, Error, Guard, HoldStatus, Leadership, Lease, LockOptions, SemaphoreOptions};
 
 use crate::args::{Global, HoldArgs, Kind};
 use crate::exit::{self, Failure, Outcome};
@@ -36,7 +36,7 @@ pub(super) enum Recipe {
     /// One lease of a semaphore, optionally revocable.
     Semaphore { size: Size, revocable: bool },
     /// One term of leadership of an election, as participant `id`.
-    Elect { id: String, election: Election },
+    Elect { id: String, election: ElectionKind },
 }
 
 /// A granted hold (here and by the demo's workers).
@@ -265,7 +265,7 @@ fn queue_of(recipe: &Recipe) -> (Kind, Option<usize>) {
         Recipe::Read | Recipe::Write => (Kind::Rwlock, None),
         Recipe::Semaphore { size: Size::Leases(n), .. } => (Kind::Semaphore, Some(*n as usize)),
         Recipe::Semaphore { size: Size::Count(_), .. } => (Kind::Semaphore, None),
-        Recipe::Elect { election: Election::Latch, .. } => (Kind::Latch, None),
+        Recipe::Elect { election: ElectionKind::Latch, .. } => (Kind::Latch, None),
         Recipe::Elect { .. } => (Kind::Election, None),
     }
 }

@@ -13,7 +13,7 @@ pub(crate) mod serve;
 
 use std::time::Duration;
 
-use zoolock_tokio::{Client, Election, Error, Options, ParticipantsOf};
+use zoolock_tokio::{Client, ElectionKind, Error, Options, ParticipantsOf};
 
 use crate::args::{Cli, Command, Global, Kind};
 use crate::exit::{self, Failure, Outcome};
@@ -102,8 +102,8 @@ fn participants_of(kind: Kind) -> ParticipantsOf {
 }
 
 /// The election layout for `--latch`.
-fn election_of(latch: bool) -> Election {
-    if latch { Election::Latch } else { Election::Selector }
+fn election_of(latch: bool) -> ElectionKind {
+    if latch { ElectionKind::Latch } else { ElectionKind::Selector }
 }
 
 /// A request failed after connecting.
