@@ -11,7 +11,9 @@ use zoolock_smol::{
     SemaphoreOptions,
 };
 
-use crate::{LeaderLatch, LeaderSelector, Lock, ReadWriteLock, Semaphore, SharedCount, wait};
+use crate::{
+    HolderChanges, LeaderChanges, LeaderLatch, LeaderSelector, Lock, ReadWriteLock, Semaphore, SharedCount, wait,
+};
 
 /// Connects to `connect` (a ZooKeeper connect string, with an optional
 /// chroot) and waits for the first session, as `zoolock_smol::connect` does;
@@ -175,6 +177,18 @@ impl Client {
     /// The election's participants at `path`, the leader first.
     pub fn election(&self, path: &str, election: ElectionKind) -> Result<Vec<ElectionParticipant>, Error> {
         wait(self.inner.election(path, election))
+    }
+
+    /// Observes who holds the lock at `path` (layout `kind`): the holder
+    /// now, then each change, told by watches (no polling).
+    pub fn observe(&self, path: &str, kind: ParticipantsOf) -> Result<HolderChanges, Error> {
+        wait(self.inner.observe(path, kind)).map(HolderChanges::from_async)
+    }
+
+    /// Observes who leads the election at `path`: the leader's id now, then
+    /// each change.
+    pub fn observe_leader(&self, path: &str, kind: ElectionKind) -> Result<LeaderChanges, Error> {
+        wait(self.inner.observe_leader(path, kind)).map(LeaderChanges::from_async)
     }
 
     /// Asks the holder of lock or lease node `node` to release it.

@@ -205,3 +205,55 @@ impl Iterator for LeadershipChanges {
         wait(self.inner.next())
     }
 }
+
+/// The holder of an observed lock at each change
+/// ([`crate::Client::observe`]); each `next` blocks until the next change.
+pub struct HolderChanges {
+    inner: zoolock_smol::HolderChanges,
+}
+
+impl std::fmt::Debug for HolderChanges {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HolderChanges").finish_non_exhaustive()
+    }
+}
+
+impl Iterator for HolderChanges {
+    type Item = Result<Option<zoolock_smol::Participant>, Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        wait(self.inner.next())
+    }
+}
+
+/// An election's leader id at each change
+/// ([`crate::Client::observe_leader`]); each `next` blocks.
+pub struct LeaderChanges {
+    inner: zoolock_smol::LeaderChanges,
+}
+
+impl std::fmt::Debug for LeaderChanges {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeaderChanges").finish_non_exhaustive()
+    }
+}
+
+impl Iterator for LeaderChanges {
+    type Item = Result<Option<String>, Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        wait(self.inner.next())
+    }
+}
+
+impl HolderChanges {
+    pub(crate) fn from_async(inner: zoolock_smol::HolderChanges) -> HolderChanges {
+        HolderChanges { inner }
+    }
+}
+
+impl LeaderChanges {
+    pub(crate) fn from_async(inner: zoolock_smol::LeaderChanges) -> LeaderChanges {
+        LeaderChanges { inner }
+    }
+}

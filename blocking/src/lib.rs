@@ -40,7 +40,7 @@ use std::time::Duration;
 
 pub use client::{Client, StateChanges, connect};
 pub use count::{CountChanges, SharedCount};
-pub use leader::{LeaderLatch, LeaderSelector, Leadership, LeadershipChanges};
+pub use leader::{HolderChanges, LeaderChanges, LeaderLatch, LeaderSelector, Leadership, LeadershipChanges};
 pub use lock::{Guard, Lock, ReadWriteLock, StatusChanges};
 pub use semaphore::{Lease, Semaphore};
 /// The sans-IO core, for plain ops ([`zoolock_core::Op`]) and wire types

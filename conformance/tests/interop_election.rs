@@ -214,6 +214,20 @@ async fn interop_leader_selector() {
     let query = Arc::new(AsyncMutex::new(jv.peer("q")));
     let terms: Terms = Arc::default();
 
+    // An observer sees every leader, Curator's and ours, by watches alone.
+    let mut leaders = observer.observe_leader(&path, ElectionKind::Selector).await.unwrap();
+    let seen = tokio::spawn(async move {
+        let mut seen = std::collections::HashSet::new();
+        while let Some(leader) = leaders.next().await {
+            if let Some(id) = leader.expect("observe") {
+                seen.insert(id);
+                if seen.len() == 4 {
+                    break;
+                }
+            }
+        }
+        seen
+    });
     let curator_ids = ["c-alice", "c-bob"];
     let mut followers = Vec::new();
     for (peer, id) in ["ca", "cb"].into_iter().zip(curator_ids) {
@@ -259,6 +273,8 @@ async fn interop_leader_selector() {
     }
 
     until_everyone_led(&terms, &all).await;
+    let seen = within("the observer saw every leader", seen).await.unwrap();
+    assert_eq!(seen.len(), 4, "{seen:?}");
     for task in &zoolock {
         task.abort();
     }

@@ -3,6 +3,8 @@
 //! they take.
 
 use futures_channel::oneshot;
+use zoolock_core::recipes::ElectionKind;
+use zoolock_core::recipes::policy::SortKey;
 use zoolock_core::{Client as CoreClient, Participant, RecipeEvent, RecipeId, ZkPath};
 
 use crate::client::Client;
@@ -124,6 +126,24 @@ pub enum ParticipantsOf {
     /// `LeaderLatch` nodes (`latch-` key). A `LeaderSelector` election is a
     /// mutex: [`ParticipantsOf::Mutex`].
     Latch,
+}
+
+impl ParticipantsOf {
+    /// Where the queue of a lock at `path` with this layout lives, and how
+    /// it sorts: what [`Client::participants`] lists and
+    /// [`Client::observe`] watches.
+    pub(crate) fn layout(self, path: &str) -> Result<(ZkPath, SortKey), Error> {
+        use zoolock_core::recipes::policy::{LEASE_NAME, LOCK_NAME};
+        let base = ZkPath::new(path)?;
+        Ok(match self {
+            ParticipantsOf::Mutex => (base, SortKey::curator(LOCK_NAME)),
+            ParticipantsOf::ReadWriteLock => (base, SortKey::ReadWrite),
+            ParticipantsOf::Semaphore => {
+                (base.join(zoolock_core::recipes::SEMAPHORE_LEASES)?, SortKey::curator(LEASE_NAME))
+            }
+            ParticipantsOf::Latch => (base, ElectionKind::Latch.lock_name().sort_key()),
+        })
+    }
 }
 
 impl Client {
@@ -385,13 +405,8 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn participants(&self, path: &str, kind: ParticipantsOf) -> Result<Vec<Participant>, Error> {
-        let base = ZkPath::new(path)?;
-        let recipe = match kind {
-            ParticipantsOf::Mutex => zoolock_core::recipes::Participants::for_mutex(base),
-            ParticipantsOf::ReadWriteLock => zoolock_core::recipes::Participants::for_rwlock(base),
-            ParticipantsOf::Semaphore => zoolock_core::recipes::Participants::for_semaphore(base)?,
-            ParticipantsOf::Latch => zoolock_core::recipes::ElectionKind::Latch.participants(base),
-        };
+        let (base, key) = kind.layout(path)?;
+        let recipe = zoolock_core::recipes::Participants::new(base, key);
         self.participants_by(recipe).await
     }
 
@@ -444,6 +459,7 @@ impl Client {
         rx.await.map_err(|_| Error::ClientClosed)
     }
 
+    /// Registers `recipe` with `sink` for its events.
     pub(crate) async fn add_recipe(
         &self,
         recipe: Box<dyn zoolock_core::Recipe>,
