@@ -186,3 +186,57 @@ async fn elect_takes_turns_with_curator_leader_selectors() {
 async fn elect_latch_takes_turns_with_curator_leader_latches() {
     take_turns("elect_latch", true).await;
 }
+
+/// Waits until `zoolock leader PATH` prints `id`.
+async fn until_leader(addr: &str, path: &str, id: &str) {
+    let deadline = Instant::now() + STEP;
+    loop {
+        let out = zoolock(addr, &["leader", path]).output().await.unwrap();
+        if String::from_utf8_lossy(&out.stdout).trim() == id {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{id} never led {path}: {out:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// `elect` takes `lock`'s options: `-n` exits 75 naming the leader, a
+/// signal reaches CMD, `--max-hold` stops CMD and exits 70 (for `lock` too,
+/// with a waiter then let in); `holders --kind election` lists ids.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn elect_takes_locks_options_and_max_hold_stops_cmd() {
+    let Some(addr) = common::server() else { return };
+    let path = unique_path("elect-options");
+    let mut leader = zoolock(&addr, &["elect", &path, "--id", "steady", "--", "sleep", "30"]).spawn().unwrap();
+    until_leader(&addr, &path, "steady").await;
+    let out = zoolock(&addr, &["elect", &path, "-n", "--id", "eager", "--", "true"]).output().await.unwrap();
+    assert_eq!(out.status.code(), Some(75), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("held by steady"), "{out:?}");
+    let out = zoolock(&addr, &["holders", &path, "--kind", "election"]).output().await.unwrap();
+    let listing = String::from_utf8(out.stdout).unwrap();
+    assert!(listing.starts_with(&format!("0 {path}/_c_")) && listing.trim_end().ends_with(" steady"), "{listing}");
+    let out = zoolock(&addr, &["leader", &path, "--json"]).output().await.unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((json[0]["id"].as_str(), json[0]["leader"].as_bool()), (Some("steady"), Some(true)), "{json}");
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(leader.id().unwrap()).unwrap());
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    let status = within("elect forwards SIGTERM", leader.wait()).await.unwrap();
+    assert_eq!(status.code(), Some(128 + 15), "sleep's death by SIGTERM: {status:?}");
+    let out = zoolock(&addr, &["leader", &path]).output().await.unwrap();
+    assert_eq!(out.status.code(), Some(1), "nobody leads once it left: {out:?}");
+
+    for (cmd, path) in [("lock", unique_path("max-hold-lock")), ("elect", unique_path("max-hold-elect"))] {
+        let started = Instant::now();
+        let holder = zoolock(&addr, &[cmd, &path, "--max-hold", "1s", "--", "sleep", "30"]).output();
+        let waiter = async {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            zoolock(&addr, &[cmd, &path, "--", "true"]).output().await.unwrap()
+        };
+        let (holder, waiter) = tokio::join!(within("the holder", holder), within("the waiter", waiter));
+        let (holder, took) = (holder.unwrap(), started.elapsed());
+        assert_eq!(holder.status.code(), Some(70), "{cmd}: {holder:?}");
+        assert!(String::from_utf8_lossy(&holder.stderr).contains("--max-hold 1s"), "{cmd}: {holder:?}");
+        assert!(took >= Duration::from_secs(1) && took < Duration::from_secs(5), "{cmd}: {took:?}");
+        assert_eq!(waiter.status.code(), Some(0), "{cmd}: the waiter runs once the hold expired: {waiter:?}");
+    }
+}

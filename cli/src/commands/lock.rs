@@ -179,6 +179,7 @@ pub(super) async fn run(global: &Global, hold: HoldArgs, recipe: Recipe) -> Outc
         }
     };
     tracing::info!(node = held.node(), token = held.fencing_token(), "acquired");
+    let granted = std::time::Instant::now();
 
     let mut command = tokio::process::Command::new(program);
     command.args(args).env("ZOOLOCK_FENCING_TOKEN", held.fencing_token().to_string()).env("ZOOLOCK_NODE", held.node());
@@ -203,7 +204,9 @@ pub(super) async fn run(global: &Global, hold: HoldArgs, recipe: Recipe) -> Outc
         ending = supervise::supervise(&mut child, &mut rx, held.revoked(), &mut signals, policy, &last_heard) => ending,
         never = held.watch(&tx) => match never {},
     };
-    finish(ending, held, &client, &hold.path, global, policy).await
+    // A loss once --max-hold has passed is the maximum hold's doing.
+    let expired = hold.max_hold.filter(|d| granted.elapsed() >= *d);
+    finish(ending, held, &client, &hold.path, global, policy, expired).await
 }
 
 /// Releases and closes, and picks the exit code.
@@ -214,6 +217,7 @@ async fn finish(
     path: &str,
     global: &Global,
     policy: Policy,
+    expired: Option<Duration>,
 ) -> Outcome {
     let close_limit = Duration::from_secs(2).min(global.session_timeout);
     let ending = match ending {
@@ -235,9 +239,10 @@ async fn finish(
             // session (or its expiry) deletes the node if it is still there.
             drop(held);
             super::close(client, close_limit).await;
-            let why = match loss {
-                Loss::Lost => "the session expired, the lock node was deleted or --max-hold passed".to_owned(),
-                Loss::SuspendedTooLong => {
+            let why = match (loss, expired) {
+                (Loss::Lost, Some(d)) => format!("it was held for --max-hold {}", humantime::format_duration(d)),
+                (Loss::Lost, None) => "the session expired or the lock node was deleted".to_owned(),
+                (Loss::SuspendedTooLong, _) => {
                     format!("the connection was suspended longer than {}", humantime::format_duration(policy.grace))
                 }
             };
