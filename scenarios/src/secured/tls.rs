@@ -43,18 +43,20 @@ impl TlsServer {
     }
 }
 
-/// [`tls_recipes`] on ZooKeeper 3.8's TLS 1.2 default (`ZOOLOCK_TEST_TLS_DIR`).
+/// Mutual TLS on ZooKeeper 3.8's TLS 1.2 default (`ZOOLOCK_TEST_TLS_DIR`):
+/// a mutex, a read-write lock and a semaphore work; the key may be PKCS#1
+/// as well as PKCS#8.
 pub async fn tls12_recipes(rt: &Rt) {
     tls_recipes(rt, "ZOOLOCK_TEST_TLS_DIR").await;
 }
 
-/// [`tls_recipes`] on a TLS 1.3 configuration (`ZOOLOCK_TEST_TLS13_DIR`).
+/// The same on a TLS 1.3 configuration (`ZOOLOCK_TEST_TLS13_DIR`).
 pub async fn tls13_recipes(rt: &Rt) {
     tls_recipes(rt, "ZOOLOCK_TEST_TLS13_DIR").await;
 }
 
-/// Mutual TLS: a mutex, a read-write lock and a semaphore work; the key may
-/// be PKCS#1 as well as PKCS#8.
+/// The scenario of [`tls12_recipes`] on the server whose directory `var`
+/// names.
 async fn tls_recipes(rt: &Rt, var: &str) {
     let Some(server) = TlsServer::from_env(var) else { return };
     let a = rt.within("connect", rt.connect(&server.tls_addr, Options::default().tls(server.good()))).await.unwrap();
