@@ -237,3 +237,24 @@ fn a_custom_name_sorts_after_the_name_like_curator() {
     key.sort(&mut v);
     assert_eq!(v, ["_c_a-n_0000000001", "_c_b-n_0000000002", "other"]);
 }
+
+#[test]
+fn the_observer_lists_anew_on_a_renewed_session_and_resends_after_a_drop() {
+    let mut h = Harness::new(Observer::new(ZkPath::new("/q").unwrap(), LockName::lock().sort_key()));
+    // The first listing meets a dropped connection: sent again on reconnect.
+    h.answer(at(1), "getChildren2 /q w", Answer::Loss);
+    h.session(at(2), ConnectionState::Reconnected);
+    h.answer(at(2), "getChildren2 /q w", kids(&["_c_1-lock-0000000001"]));
+    h.answer(at(2), "getData /q/_c_1-lock-0000000001", Answer::Data(b"x"));
+    assert!(matches!(h.events().as_slice(), [RecipeEvent::Holder(Some(_))]));
+    h.sent();
+    // The session is lost, and its watches with it: nothing until a new
+    // one connects, then a fresh listing with a watch.
+    h.session(at(3), ConnectionState::Lost);
+    assert!(h.sent().is_empty());
+    h.session(at(4), ConnectionState::Connected);
+    assert_eq!(h.sent(), ["getChildren2 /q w"]);
+    h.answer(at(4), "getChildren2 /q w", kids::<&str>(&[]));
+    assert_eq!(h.events(), [RecipeEvent::Holder(None)]);
+    h.assert_idle();
+}

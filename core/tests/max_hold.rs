@@ -7,7 +7,7 @@ mod transcript;
 use std::time::Duration;
 
 use zoolock_core::wire::EventType;
-use zoolock_core::{LockConfig, Mutex, Recipe, RecipeEvent, ZkPath};
+use zoolock_core::{Election, ElectionKind, LockConfig, Mutex, Recipe, RecipeEvent, Semaphore, ZkPath};
 
 use transcript::{Answer, Harness, acquired, at, held_watch, kids, listing, mask, name};
 
@@ -100,4 +100,68 @@ fn a_released_hold_stops_its_timer() {
     assert_eq!(h.recipe.poll_timeout(), None);
     h.timeout(at(5007));
     assert!(h.events().is_empty());
+}
+
+/// A semaphore lease expires on its own: `Expired` and `LeaseLost` for it,
+/// its node deleted; the other lease, granted later, expires later.
+#[test]
+fn each_semaphore_lease_expires_on_its_own() {
+    let mut h = Harness::new(Semaphore::new(ZkPath::new("/s").unwrap(), 2, LockConfig::new(2).max_hold(LIMIT)));
+    let lease = |h: &mut Harness<Semaphore>, seq: i32, t: u64, before: &[String]| {
+        h.run(|s| s.acquire(at(t), 1, None)).unwrap();
+        let lock = h.answer(at(t), "create2 /s/locks/", Answer::Seq(seq));
+        h.answer(at(t), &listing("/s/locks", false), kids(&[name(&lock)]));
+        let lease = h.answer(at(t), "create2 /s/leases/", Answer::Seq(seq));
+        let names: Vec<String> = before.iter().cloned().chain([name(&lease)]).collect();
+        h.answer(at(t), &listing("/s/leases", true), kids(&names));
+        h.answer(at(t), "delete", Answer::Empty);
+        assert_eq!(h.events(), [acquired(&lease, 1000 + i64::from(seq))]);
+        h.sent();
+        lease
+    };
+    let first = lease(&mut h, 0, 1, &[]);
+    h.watch(at(2), EventType::NODE_CHILDREN_CHANGED, "/s/leases");
+    h.answer_held_watch(at(2), &first);
+    let second = lease(&mut h, 1, 1000, &[name(&first)]);
+    h.assert_idle();
+    // (The internal mutex never expires: only the leases' timers are set.)
+    assert_eq!(h.recipe.poll_timeout(), Some(at(5001)));
+    h.timeout(at(5001));
+    assert_eq!(
+        h.events(),
+        [RecipeEvent::Expired { node: first.clone() }, RecipeEvent::LeaseLost { node: first.clone() }]
+    );
+    assert_eq!(h.sent(), [format!("delete {}", mask(&first))]);
+    assert_eq!(h.recipe.leases(), [second.as_str()]);
+    assert_eq!(h.recipe.poll_timeout(), Some(at(6000)));
+    h.timeout(at(6000));
+    assert_eq!(
+        h.events(),
+        [
+            RecipeEvent::Expired { node: second.clone() },
+            RecipeEvent::LeaseLost { node: second.clone() },
+            RecipeEvent::Lost
+        ]
+    );
+    assert_eq!(h.sent(), [format!("delete {}", mask(&second))]);
+}
+
+/// Leadership has a maximum hold too: the term is lost at its limit, the
+/// node deleted, and a participant that re-queues queues again.
+#[test]
+fn a_term_of_leadership_expires_and_the_participant_queues_again() {
+    let config = LockConfig::new(1).max_hold(LIMIT);
+    let election = Election::new(ZkPath::new(BASE).unwrap(), config, ElectionKind::Latch, "a");
+    let mut h = Harness::new(election);
+    h.run(|e| e.start(at(0))).unwrap();
+    h.sent();
+    let node = h.answer(at(3), "create2", Answer::Seq(1));
+    h.answer(at(3), &listing(BASE, true), kids(&[name(&node)]));
+    assert_eq!(h.events(), [acquired(&node, 1001)]);
+    h.timeout(at(5003));
+    assert_eq!(h.events(), [RecipeEvent::Expired { node: node.clone() }, RecipeEvent::Lost]);
+    let sent = h.sent();
+    assert_eq!(sent[0], format!("delete {}", mask(&node)));
+    assert_eq!(sent[1], format!("create2 {BASE}/_c_<uuid>-latch- [ES]"), "queued again");
+    assert!(h.recipe.is_queued());
 }

@@ -90,6 +90,8 @@ pub struct LockConfig {
     /// 10-digit sequence key. With it a waiter also watches the node just
     /// ahead of its predecessor and lists again when that one goes, so the
     /// predecessor's deletion is the grant (one more getData per waiter).
+    /// Off whatever this says under a [`LockName`] sorted by its trailing
+    /// digits ([`SortRule::TrailingDigits`](super::SortRule)).
     pub fast_handoff: bool,
     /// Watch each held node, so that its deletion by anyone else (an
     /// operator, a buggy client) makes the hold `Lost` at once rather than

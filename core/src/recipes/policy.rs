@@ -2,7 +2,8 @@
 //!
 //! Children are ordered by Curator's sort key: the text after the last
 //! occurrence of the lock name (the sequence suffix), or the whole name when
-//! the lock name does not occur. Every child of the base path counts, foreign
+//! the lock name does not occur (a [`LockName`](super::LockName) may choose
+//! the trailing digits instead). Every child of the base path counts, foreign
 //! ones included, and the sort is stable, exactly as Curator sorts.
 
 use alloc::borrow::Cow;

@@ -52,6 +52,7 @@ impl Sim {
                     }
                 }
             }
+            ClientEvent::Recipe { event, .. } if self.clients[i].role == Role::Elector => self.election_event(i, event),
             ClientEvent::Recipe { event, .. } => self.handle_event(i, event),
             _ => Ok(()),
         }
@@ -167,7 +168,7 @@ impl Sim {
                                 .with(now, h, |q, _| q.inner().lease_limit(&node))
                                 .map_err(|e| format!("{e:?}"))?
                                 .ok_or_else(|| format!("c{i}: Acquired {node} but the semaphore does not hold it"))?,
-                            Shared::Lock(_) => 1,
+                            Shared::Lock(_) | Shared::Election(_) => 1,
                         };
                         vec![Hold { path: path.into(), node, token: token.0, mode: pending.mode, limit }]
                     }

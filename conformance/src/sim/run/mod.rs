@@ -2,6 +2,7 @@
 //! script and oracles. See the module docs of [`crate::sim`].
 
 mod checks;
+mod election;
 mod events;
 mod faults;
 mod net;
@@ -13,9 +14,9 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use zoolock_core::recipes::{BoxedLock, READ, REVOKE_MESSAGE, SharedCount, WRITE, count_bytes};
+use zoolock_core::recipes::{BoxedLock, ElectionKind, READ, REVOKE_MESSAGE, SharedCount, WRITE, count_bytes};
 use zoolock_core::{
-    AclPolicy, ApiMisuse, ChrootPolicy, Client, ClientEvent, ConnectString, ConnectionState, Handle, Instant,
+    AclPolicy, ApiMisuse, ChrootPolicy, Client, ClientEvent, ConnectString, ConnectionState, Election, Handle, Instant,
     IoCommand, LockConfig, MultiLock, Mutex, OpPlan, ReadWriteLock, RecipeEvent, RequestError, Rng, Semaphore,
     SemaphoreMutex, SessionConfig, SharedLock, SharedSemaphore, Ticket, ZkPath,
 };
@@ -40,6 +41,13 @@ pub enum RecipeKind {
     /// mutex on another, beside plain read-write locks on the first and
     /// mutexes on the second.
     MultiLock,
+    /// Curator's `LeaderSelector` layout: one [`Election`] participant per
+    /// client (`lock-` nodes, the id as data), re-queued after each term
+    /// when [`SimConfig::auto_requeue`] is set.
+    Selector,
+    /// Curator's `LeaderLatch` layout: one [`Election`] participant per
+    /// client (`latch-` nodes), which queues again after any loss.
+    Latch,
 }
 
 impl RecipeKind {
@@ -52,9 +60,28 @@ impl RecipeKind {
         RecipeKind::MultiLock,
     ];
 
-    /// The kind a seed uses (`seed % 5`).
+    /// The election kinds, which take some of the mutex's seeds.
+    pub const ELECTIONS: [RecipeKind; 2] = [RecipeKind::Selector, RecipeKind::Latch];
+
+    /// The kind a seed uses: `seed % 5` in [`RecipeKind::ALL`], except that
+    /// a quarter of the mutex's seeds (`seed / 5 % 4 == 1`) run a selector
+    /// and another quarter (`== 3`) a latch. No recorded regression seed is
+    /// a mutex seed, so none changed its kind when elections came.
     pub fn for_seed(seed: u64) -> RecipeKind {
-        RecipeKind::ALL[(seed % 5) as usize]
+        match RecipeKind::ALL[(seed % 5) as usize] {
+            RecipeKind::Mutex if seed / 5 % 4 == 1 => RecipeKind::Selector,
+            RecipeKind::Mutex if seed / 5 % 4 == 3 => RecipeKind::Latch,
+            kind => kind,
+        }
+    }
+
+    /// The election layout of an election kind.
+    pub fn election(self) -> Option<ElectionKind> {
+        match self {
+            RecipeKind::Selector => Some(ElectionKind::Selector),
+            RecipeKind::Latch => Some(ElectionKind::Latch),
+            _ => None,
+        }
     }
 }
 
@@ -107,6 +134,12 @@ pub struct SimConfig {
     /// whenever every lock is idle, and the sessions make it again. Not with
     /// `resize` (its count lives outside `/sim`).
     pub chroot: bool,
+    /// Elections only: the participants' maximum hold of leadership
+    /// ([`LockConfig::max_hold`]), or none.
+    pub election_max_hold: Option<Duration>,
+    /// Selector only: participants re-queue after each term (Curator's
+    /// `autoRequeue`); a latch always does after a loss.
+    pub auto_requeue: bool,
 }
 
 /// Children of a run's seed ([`Rng::fork`]): the configuration, then the
@@ -117,6 +150,9 @@ const FORK_CLIENTS: u64 = 1;
 /// a seed stay what they were before outside deletes existed. (Clients
 /// fork `FORK_CLIENTS + index` with index < 5.)
 const FORK_OUTSIDE: u64 = 1000;
+/// The election knobs, drawn apart so that a seed's other draws stay what
+/// they were before elections existed.
+const FORK_ELECTION: u64 = 1001;
 /// Outside deletes per run: 0 to this many.
 const MAX_OUTSIDE_DELETES: u64 = 3;
 
@@ -136,7 +172,16 @@ impl SimConfig {
         let resize = kind == RecipeKind::Semaphore && below(&mut rng, 2) == 0;
         let revocable = kind == RecipeKind::Semaphore && below(&mut rng, 2) == 0;
         let chroot = !resize && below(&mut rng, 2) == 0;
+        let mut election = Rng::with_seed(Rng::fork(seed, FORK_ELECTION));
+        let elects = kind.election().is_some();
+        let election_max_hold = (elects && below(&mut election, 2) == 0)
+            .then(|| between(&mut election, Duration::from_millis(300), Duration::from_secs(3)));
+        let auto_requeue = kind == RecipeKind::Selector && below(&mut election, 4) != 0;
+        // One participant per client: an election has no shared queue.
+        let tasks = if elects { 1 } else { tasks };
         SimConfig {
+            election_max_hold,
+            auto_requeue,
             watch_held: true,
             chroot,
             wrong_count: false,
@@ -181,6 +226,10 @@ pub struct SimReport {
     /// Times the chroot `/sim` appeared in the model ([`SimConfig::chroot`]
     /// runs): made at the start, and again after each time it was reaped.
     pub roots_made: usize,
+    /// Elections: terms ended by the maximum hold (`Expired`).
+    pub expiries: usize,
+    /// Elections: participants that queued again by themselves.
+    pub requeues: usize,
 }
 
 /// A failed run: the seed, what went wrong, and the newest trace lines.
@@ -268,6 +317,8 @@ pub fn sweep(start: u64, count: u64, threads: usize) -> SweepOutcome {
                             t.resizes += r.resizes;
                             t.revocations += r.revocations;
                             t.outside_deletes += r.outside_deletes;
+                            t.expiries += r.expiries;
+                            t.requeues += r.requeues;
                         }
                         Err(f) => out.failures.push(f),
                     }
@@ -304,6 +355,8 @@ enum Role {
     Semaphore,
     SemaphoreMutex,
     Multi,
+    /// An election participant.
+    Elector,
 }
 
 #[derive(Debug, Clone)]
@@ -328,6 +381,7 @@ struct Pending {
 enum Shared {
     Lock(Handle<SharedLock>),
     Semaphore(Handle<SharedSemaphore>),
+    Election(Handle<Election>),
 }
 
 /// One user task of a client.
@@ -384,6 +438,7 @@ impl SimClient {
         Some(match self.shared {
             Shared::Lock(h) => h.id,
             Shared::Semaphore(h) => h.id,
+            Shared::Election(h) => h.id,
         })
     }
 
@@ -592,6 +647,7 @@ impl Sim {
             RecipeKind::ReadWriteLock => Role::Rw,
             RecipeKind::Semaphore => Role::Semaphore,
             RecipeKind::SemaphoreMutex => Role::SemaphoreMutex,
+            RecipeKind::Selector | RecipeKind::Latch => Role::Elector,
             RecipeKind::MultiLock => match below(&mut self.rng, 10) {
                 0..=2 => Role::Mutex,
                 3..=4 => Role::Rw,
@@ -638,11 +694,19 @@ impl Sim {
                 ];
                 Some(Box::new(MultiLock::of(members).expect("two valid members")))
             }
-            Role::Semaphore => None,
+            Role::Semaphore | Role::Elector => None,
         };
-        let shared = match lock {
-            Some(lock) => Shared::Lock(client.add(self.now, SharedLock::new(lock, true))),
-            None => {
+        let shared = match (lock, self.config.kind.election()) {
+            (Some(lock), _) => Shared::Lock(client.add(self.now, SharedLock::new(lock, true))),
+            (None, Some(kind)) => {
+                let mut config = config;
+                config.max_hold = self.config.election_max_hold;
+                let id = format!("c{index}.{incarnation}");
+                let requeue = kind == ElectionKind::Latch || self.config.auto_requeue;
+                let election = Election::new(path(LOCK), config, kind, &id).auto_requeue(requeue);
+                Shared::Election(client.add(self.now, election))
+            }
+            (None, None) => {
                 let mut sem = if self.config.resize {
                     let (count, seed) = match self.config.wrong_count {
                         false => (SIZE, self.config.leases),
@@ -792,6 +856,7 @@ impl Sim {
             }
             self.root_present = present;
         }
-        self.check_exclusion()
+        self.check_exclusion()?;
+        self.check_leader_view()
     }
 }

@@ -17,6 +17,9 @@ impl Sim {
         let now = self.now;
         let c = &self.clients[i];
         let Some(task) = c.tasks.get(k) else { return Ok(()) };
+        if c.role == Role::Elector && !c.closing {
+            return self.election_action(i, k);
+        }
         if c.closing {
             self.reopen_if_closed(i)?;
             if self.clients[i].closing {
@@ -105,7 +108,7 @@ impl Sim {
         let read = self.rng.next_u64() % 2 == 0;
         let c = &mut self.clients[i];
         let (mode, part) = match c.role {
-            Role::Mutex | Role::SemaphoreMutex | Role::Multi => (Mode::Exclusive, 0),
+            Role::Mutex | Role::SemaphoreMutex | Role::Multi | Role::Elector => (Mode::Exclusive, 0),
             Role::Semaphore => (Mode::Lease, 0),
             Role::Rw if read => (Mode::Read, READ),
             Role::Rw => (Mode::Write, WRITE),
@@ -119,6 +122,7 @@ impl Sim {
         let result = match c.shared {
             Shared::Lock(h) => c.client.with(now, h, |q, now| q.acquire(now, ticket, part, deadline)),
             Shared::Semaphore(h) => c.client.with(now, h, |q, now| q.acquire(now, ticket, 1, deadline)),
+            Shared::Election(_) => return Err(format!("c{i}: a participant acquires by starting")),
         };
         match result {
             Ok(Ok(())) => self.log(|| format!("c{i}.{k} acquire {mode:?} {ticket:?} deadline {deadline:?}")),
@@ -132,6 +136,7 @@ impl Sim {
         let id = match c.shared {
             Shared::Lock(h) => h.id,
             Shared::Semaphore(h) => h.id,
+            Shared::Election(h) => h.id,
         };
         c.client.recipe(id).is_some_and(|r| r.is_quiescent())
     }
@@ -150,6 +155,7 @@ impl Sim {
                 holds.iter().map(|hold| q.return_lease(now, &hold.node)).find(Result::is_err).unwrap_or(Ok(()))
             }),
             (Shared::Lock(_), None) => Ok(Err(ApiMisuse::NotHeld)),
+            (Shared::Election(_), _) => return Err(format!("c{i}: a participant releases by resigning")),
         };
         self.log(|| format!("c{i}.{k} release{}", if lost { " (after Lost)" } else { "" }));
         match result {
@@ -170,6 +176,7 @@ impl Sim {
         let result = match c.shared {
             Shared::Lock(h) => c.client.with(now, h, |q, now| q.cancel(now, ticket)),
             Shared::Semaphore(h) => c.client.with(now, h, |q, now| q.cancel(now, ticket)),
+            Shared::Election(_) => return Err(format!("c{i}: a participant has no acquire to cancel")),
         };
         self.log(|| format!("c{i}.{k} cancel {ticket:?}"));
         if let Err(e) = result {
