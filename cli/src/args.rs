@@ -197,11 +197,15 @@ pub(crate) enum Command {
         #[arg(long)]
         revocable: bool,
     },
-    /// Run CMD while leading the election PATH: Curator's LeaderSelector
-    /// layout (a mutex whose node data is the participant id), or with
-    /// --latch its LeaderLatch layout (`latch-` nodes). Waits for leadership,
-    /// runs CMD while leading, stops CMD on a loss as `zoolock lock` does,
-    /// gives leadership up when CMD exits and exits with its status.
+    /// Run CMD while leading the election PATH (Curator's LeaderSelector,
+    /// or LeaderLatch with --latch).
+    ///
+    /// The LeaderSelector layout is a mutex whose node data is the
+    /// participant id; the LeaderLatch layout has `latch-` nodes. zoolock
+    /// waits for leadership, runs CMD while leading (with ZOOLOCK_NODE and
+    /// ZOOLOCK_FENCING_TOKEN), stops CMD on a loss as `zoolock lock` does
+    /// (exit 70), gives leadership up when CMD exits and exits with its
+    /// status. Curator participants on the same path take turns with it.
     #[command(after_long_help = exit::HELP)]
     Elect {
         #[command(flatten)]
@@ -209,9 +213,11 @@ pub(crate) enum Command {
         #[command(flatten)]
         election: ElectionArgs,
     },
-    /// Print the id of the current leader of the election PATH on one line
-    /// (exits 1 when nobody leads); with --json, every participant in queue
-    /// order: `[{"id":"...","leader":true,"node":"/path/_c_...-lock-0000000000"}]`.
+    /// Print the id of the current leader of the election PATH.
+    ///
+    /// One line, the id (Curator's getLeader()); exits 1 when nobody leads.
+    /// With --json, every participant in queue order:
+    /// `[{"id":"...","leader":true,"node":"/path/_c_...-lock-0000000000"}]`.
     Leader {
         /// The election path.
         #[arg(value_parser = zk_path)]
