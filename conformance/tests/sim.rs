@@ -213,6 +213,28 @@ fn elections_run() {
     );
 }
 
+/// The election oracles are not vacuous: a participant that goes on
+/// leading after it was told `Lost` (its term expired, its node deleted) is
+/// caught.
+#[test]
+fn oracle_catches_a_leader_that_ignores_its_loss() {
+    let (mut caught, mut runs) = (0, 0);
+    let seeds = (0..2000u64).filter(|s| SimConfig::for_seed(*s).election_max_hold.is_some()).take(10);
+    for seed in seeds {
+        let mut config = SimConfig::for_seed(seed);
+        config.ignore_loss = true;
+        runs += 1;
+        if let Err(failure) = run_with(seed, config) {
+            let m = &failure.message;
+            assert!(["exclusi", "no such node", "leader", "still holds"].iter().any(|s| m.contains(s)), "{m}");
+            println!("SIM_SEED={seed}: {}", m.chars().take(100).collect::<String>());
+            caught += 1;
+        }
+    }
+    println!("the election oracles caught {caught} of {runs} runs with a leader that ignores its loss");
+    assert!(caught * 2 > runs, "the election oracles caught only {caught} of {runs} broken runs");
+}
+
 /// No recorded regression seed changed its kind when elections came.
 #[test]
 fn regression_seeds_keep_their_kinds() {

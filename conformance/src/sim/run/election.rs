@@ -80,6 +80,10 @@ impl Sim {
         if let RecipeEvent::Expired { .. } = &event {
             self.report.expiries += 1;
         }
+        if self.config.ignore_loss && event == RecipeEvent::Lost {
+            self.log(|| format!("c{i} ignores {event:?}"));
+            return Ok(());
+        }
         self.ticket_event(i, 0, event)?;
         self.election_sync(i);
         Ok(())

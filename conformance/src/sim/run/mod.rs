@@ -140,6 +140,9 @@ pub struct SimConfig {
     /// Selector only: participants re-queue after each term (Curator's
     /// `autoRequeue`); a latch always does after a loss.
     pub auto_requeue: bool,
+    /// Elections only, a deliberately broken participant the oracles must
+    /// catch: it goes on believing it leads after it was told `Lost`.
+    pub ignore_loss: bool,
 }
 
 /// Children of a run's seed ([`Rng::fork`]): the configuration, then the
@@ -180,6 +183,7 @@ impl SimConfig {
         // One participant per client: an election has no shared queue.
         let tasks = if elects { 1 } else { tasks };
         SimConfig {
+            ignore_loss: false,
             election_max_hold,
             auto_requeue,
             watch_held: true,
