@@ -29,7 +29,8 @@
 //! | `zoolock_session_renewals_total` | counter | count | sessions started after an expiry |
 //!
 //! The per-lock series carry `kind` (`mutex`, `rwlock`, `semaphore_mutex`,
-//! `multi`, `semaphore`) and `path` (the lock path; a multi-lock's paths
+//! `multi`, `semaphore`; `election` for the suspended and lost counts of
+//! leadership) and `path` (the lock path; a multi-lock's paths
 //! joined with `,`). Services that make a lock per entity (`/orders/1234`)
 //! turn `path` off with [`Options::metrics_path_label`](crate::Options::metrics_path_label),
 //! so the number of series stays bounded; `kind` is always there.
