@@ -207,6 +207,8 @@ async fn until_leader(addr: &str, path: &str, id: &str) {
 async fn elect_takes_locks_options_and_max_hold_stops_cmd() {
     let Some(addr) = common::server() else { return };
     let path = unique_path("elect-options");
+    let out = zoolock(&addr, &["elect", &path, "-n", "--id", "first", "--", "true"]).output().await.unwrap();
+    assert_eq!(out.status.code(), Some(0), "-n takes a free election: {out:?}");
     let mut leader = zoolock(&addr, &["elect", &path, "--id", "steady", "--", "sleep", "30"]).spawn().unwrap();
     until_leader(&addr, &path, "steady").await;
     let out = zoolock(&addr, &["elect", &path, "-n", "--id", "eager", "--", "true"]).output().await.unwrap();

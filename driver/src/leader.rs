@@ -211,12 +211,17 @@ impl Participant {
         let runtime = self.client().inner.runtime.clone();
         let deadline = timeout.map(|d| runtime.now() + d);
         let bounded = futures_lite::future::or(term, async {
-            match deadline {
-                Some(at) => {
-                    runtime.sleep_until(at).await;
-                    Err(Error::TimedOut)
+            let Some(at) = deadline else { return std::future::pending().await };
+            runtime.sleep_until(at).await;
+            // As a lock's: a free election is taken even past the deadline
+            // (`-n`): time out only once a listing has queued us behind
+            // someone.
+            loop {
+                let listener = self.shared.changed.listen();
+                if self.shared.peek(|s| s.position.is_some()) {
+                    return Err(Error::TimedOut);
                 }
-                None => std::future::pending().await,
+                listener.await;
             }
         });
         let position = || self.shared.peek(|s| s.position);
