@@ -20,6 +20,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use tokio::sync::{Notify, watch};
+use zoolock_tokio::zoolock_core::wire::{CreateMode, ErrorCode};
+use zoolock_tokio::zoolock_core::RequestError;
 use zoolock_tokio::{Client, Error};
 
 use super::report::Report;
@@ -29,6 +31,7 @@ use super::{BenchArgs, Release, base_report, micros};
 /// `held`: `--locks` locks acquired together, held, then released together.
 pub(super) async fn held(client: &Client, base: &str, args: &BenchArgs, release: Release) -> Result<Report, Error> {
     let n = args.locks;
+    make_base(client, base).await?;
     let rss_before = rss_kib();
     let cpu_start = cpu_secs();
     let mut locks = Vec::with_capacity(usize::try_from(n).unwrap_or(0));
@@ -105,6 +108,7 @@ pub(super) async fn held(client: &Client, base: &str, args: &BenchArgs, release:
 
 /// `tasks`: `--tasks` tasks, each cycling its own lock, `--cycles` in all.
 pub(super) async fn tasks(client: &Client, base: &str, args: &BenchArgs, release: Release) -> Result<Report, Error> {
+    make_base(client, base).await?;
     let mut locks = Vec::with_capacity(usize::try_from(args.tasks).unwrap_or(0));
     for k in 0..args.tasks {
         locks.push(client.mutex(&format!("{base}/t{k}")).await?);
@@ -167,6 +171,20 @@ async fn run_tasks(
         Some(e) => Err(e),
         None => Ok(all),
     }
+}
+
+/// Makes `base` (and the shared parent) first, as zookeeper-client's side
+/// does: otherwise every lock of the first wave finds it missing at once and
+/// makes it too, which measures the race, not the cost per lock.
+async fn make_base(client: &Client, base: &str) -> Result<(), Error> {
+    for path in [super::ROOT, base] {
+        match client.create(path, b"", CreateMode::PERSISTENT).await {
+            Ok(_) => {}
+            Err(Error::Request(RequestError::Server(code))) if code == ErrorCode::NODE_EXISTS => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// Bytes per lock between two RSS readings (KiB).
