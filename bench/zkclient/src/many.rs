@@ -21,7 +21,8 @@ use crate::{Args, BoxError, NODE_DATA, Release, Workload, give_back};
 
 /// Runs `held` or `tasks` under `base`; returns the report line.
 pub(crate) async fn run(args: &Args, base: &str) -> Result<String, BoxError> {
-    let client = Arc::new(Client::connector().with_session_timeout(Duration::from_secs(10)).connect(&args.connect).await?);
+    let client =
+        Arc::new(Client::connector().with_session_timeout(Duration::from_secs(10)).connect(&args.connect).await?);
     client.mkdir(base, &CreateMode::Persistent.with_acls(Acls::anyone_all())).await?;
     let (dirs, outcome) = match args.workload {
         Workload::Held => {
@@ -169,9 +170,7 @@ async fn cycle_all(
 }
 
 /// Each task's result, or the first error once all have finished.
-async fn join_all(
-    set: &mut tokio::task::JoinSet<Result<Duration, BoxError>>,
-) -> Result<Vec<Duration>, BoxError> {
+async fn join_all(set: &mut tokio::task::JoinSet<Result<Duration, BoxError>>) -> Result<Vec<Duration>, BoxError> {
     let mut all = Vec::new();
     let mut first_error = None;
     while let Some(joined) = set.join_next().await {
@@ -189,8 +188,8 @@ async fn join_all(
 /// The Curator-named lock in `dir`, made on demand (a container).
 async fn acquire_in<'a>(client: &'a Client, dir: &str) -> Result<LockClient<'a>, BoxError> {
     let prefix = LockPrefix::new_curator(dir, "lock-")?;
-    let options =
-        LockOptions::new(Acls::anyone_all()).with_ancestor_options(CreateMode::Container.with_acls(Acls::anyone_all()))?;
+    let options = LockOptions::new(Acls::anyone_all())
+        .with_ancestor_options(CreateMode::Container.with_acls(Acls::anyone_all()))?;
     Ok(client.lock(prefix, NODE_DATA, options).await?)
 }
 

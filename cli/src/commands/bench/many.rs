@@ -20,8 +20,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use tokio::sync::{Notify, watch};
-use zoolock_tokio::zoolock_core::wire::{CreateMode, ErrorCode};
 use zoolock_tokio::zoolock_core::RequestError;
+use zoolock_tokio::zoolock_core::wire::{CreateMode, ErrorCode};
 use zoolock_tokio::{Client, Error};
 
 use super::report::Report;
