@@ -99,9 +99,9 @@ pub enum RecipeEvent {
     /// read→write upgrade, or a lock that is not reentrant): the caller's
     /// mistake, not the server's.
     Refused(crate::error::ApiMisuse),
-    /// An event of one acquire through a shared lock or semaphore
-    /// ([`SharedLock`](crate::recipes::SharedLock),
-    /// [`SharedSemaphore`](crate::recipes::SharedSemaphore)): its grant,
+    /// An event of one acquire through a per-process lock or lease queue
+    /// ([`LockQueue`](crate::recipes::LockQueue),
+    /// [`LeaseQueue`](crate::recipes::LeaseQueue)): its grant,
     /// time-out, failure, refusal, release, and the status changes of its
     /// hold (`Suspended`, `Reconnected`, `Lost`, `RevocationRequested`).
     Ticket {

@@ -1,4 +1,4 @@
-//! [`Lock`] and [`Guard`]: async handles over core's [`SharedLock`], which
+//! [`Lock`] and [`Guard`]: async handles over core's [`LockQueue`], which
 //! queues the acquires of a handle and all its clones and owns every lock
 //! rule (an acquire after a release waits for it, a grant to a dropped
 //! acquire is given back, an acquire re-queues on a renewed session). This
@@ -18,7 +18,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures_channel::oneshot;
-use zoolock_core::recipes::{BoxedLock, Part, SharedLock, Ticket};
+use zoolock_core::recipes::{BoxedLock, LockQueue, Part, Ticket};
 use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Handle, Instant, RecipeEvent, RecipeId};
 
 use crate::client::{Client, RecipeHandle};
@@ -100,7 +100,7 @@ impl LockShared {
 #[derive(Clone)]
 pub struct Lock {
     recipe: Arc<RecipeHandle>,
-    handle: Handle<SharedLock>,
+    handle: Handle<LockQueue>,
     part: Part,
     shared: Arc<LockShared>,
     /// The lock path (paths, for a multi-lock), for the log.
@@ -139,7 +139,7 @@ fn on_event(
     labels: &Labels,
     client: &mut CoreClient,
     now: Instant,
-    handle: Handle<SharedLock>,
+    handle: Handle<LockQueue>,
     event: RecipeEvent,
 ) {
     let RecipeEvent::Ticket { ticket, event } = event else {
@@ -275,7 +275,7 @@ impl Lock {
         let sink = Box::new(move |c: &mut CoreClient, now, id: RecipeId, event| {
             on_event(&sink_shared, &sink_path, &sink_labels, c, now, Handle::from_id(id), event)
         });
-        let id = client.add_recipe(Box::new(SharedLock::new(recipe, renew)), sink).await?;
+        let id = client.add_recipe(Box::new(LockQueue::new(recipe, renew)), sink).await?;
         let recipe = Arc::new(RecipeHandle { client, id });
         Ok((0..parts)
             .map(|part| Lock {
@@ -423,7 +423,7 @@ impl Lock {
     /// grant. Dropping the future cancels the ticket wherever it is.
     async fn start(
         &self,
-        command: impl FnOnce(&mut SharedLock, Instant, Ticket) -> Result<(), ApiMisuse> + Send + 'static,
+        command: impl FnOnce(&mut LockQueue, Instant, Ticket) -> Result<(), ApiMisuse> + Send + 'static,
         progress: &mut (dyn FnMut(QueuePosition) + Send),
     ) -> Result<Guard, Error> {
         let (tx, rx) = oneshot::channel();
@@ -764,7 +764,7 @@ fn release_job(
     client: &mut CoreClient,
     now: Instant,
     shared: &LockShared,
-    handle: Handle<SharedLock>,
+    handle: Handle<LockQueue>,
     t: u64,
     reply: Option<oneshot::Sender<Result<(), Error>>>,
 ) -> Option<Result<(), Error>> {

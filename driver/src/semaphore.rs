@@ -1,4 +1,4 @@
-//! [`Semaphore`] and [`Lease`]: async handles over core's [`SharedSemaphore`],
+//! [`Semaphore`] and [`Lease`]: async handles over core's [`LeaseQueue`],
 //! which queues the acquires of a handle and its clones (each gets its own
 //! leases) and re-queues them on a renewed session.
 
@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_channel::oneshot;
-use zoolock_core::recipes::{Semaphore as CoreSemaphore, SharedSemaphore, Ticket};
+use zoolock_core::recipes::{LeaseQueue, Semaphore as CoreSemaphore, Ticket};
 use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Handle, Instant, RecipeEvent, RecipeId};
 
 use crate::client::{Client, RecipeHandle};
@@ -72,7 +72,7 @@ impl SemShared {
 #[derive(Clone)]
 pub struct Semaphore {
     handle: Arc<RecipeHandle>,
-    typed: Handle<SharedSemaphore>,
+    typed: Handle<LeaseQueue>,
     shared: Arc<SemShared>,
     /// The semaphore path, for the log.
     path: Arc<str>,
@@ -92,7 +92,7 @@ fn return_lease(
     client: &mut CoreClient,
     now: Instant,
     shared: &SemShared,
-    typed: Handle<SharedSemaphore>,
+    typed: Handle<LeaseQueue>,
     node: &str,
 ) -> Result<(), Error> {
     tracing::debug!(%node, "returning lease");
@@ -109,7 +109,7 @@ fn on_event(
     labels: &Labels,
     client: &mut CoreClient,
     now: Instant,
-    typed: Handle<SharedSemaphore>,
+    typed: Handle<LeaseQueue>,
     event: RecipeEvent,
 ) {
     if let Ok((size, available)) = client.with(now, typed, |s, _| (s.inner().max_leases(), s.inner().available())) {
@@ -208,7 +208,7 @@ impl Semaphore {
         let sink = Box::new(move |c: &mut CoreClient, now, id: RecipeId, event| {
             on_event(&sink_shared, &sink_path, &sink_labels, c, now, Handle::from_id(id), event)
         });
-        let recipe = SharedSemaphore::new(semaphore, renew);
+        let recipe = LeaseQueue::new(semaphore, renew);
         let id = client.add_recipe(Box::new(recipe), sink).await?;
         let handle = Arc::new(RecipeHandle { client, id });
         Ok(Semaphore { handle, typed: Handle::from_id(id), shared, path, labels })
@@ -352,7 +352,7 @@ impl Semaphore {
         let (tx, rx) = oneshot::channel();
         let waiter = Waiter { qty, got: Vec::new(), reply: tx, position: None, _waiting: Gauge::waiting(&self.labels) };
         let acquire =
-            move |s: &mut SharedSemaphore, now: Instant, ticket| s.acquire(now, ticket, qty, timeout.map(|d| now + d));
+            move |s: &mut LeaseQueue, now: Instant, ticket| s.acquire(now, ticket, qty, timeout.map(|d| now + d));
         let (ticket, queued) =
             hold::enqueue(&self.shared, WAITERS, &self.handle.client.inner, self.typed, waiter, acquire);
         let began = self.handle.client.inner.runtime.now();

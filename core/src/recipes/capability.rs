@@ -1,6 +1,6 @@
 //! "Lock" as one capability: acquire with a deadline, release, cancel and the
 //! current hold, implemented by every lock kind. The shared-handle queue
-//! ([`SharedLock`](super::SharedLock)), [`MultiLock`](super::MultiLock), the
+//! ([`LockQueue`](super::LockQueue)), [`MultiLock`](super::MultiLock), the
 //! driver and the simulator drive locks through it, never per recipe kind.
 
 use alloc::boxed::Box;

@@ -1,10 +1,10 @@
 //! The local FIFO of acquires through one shared handle: [`Ticket`]s with
 //! deadlines, one at the head working on the recipe at a time. Used by
-//! [`SharedLock`](super::SharedLock) (one queue per part) and
-//! [`SharedSemaphore`](super::SharedSemaphore).
+//! [`LockQueue`](super::LockQueue) (one queue per part) and
+//! [`LeaseQueue`](super::LeaseQueue).
 
 /// The [`Recipe`](crate::Recipe) impl of an in-process ticket queue over one
-/// inner recipe (`SharedLock`, `SharedSemaphore`): every input goes to the
+/// inner recipe (`LockQueue`, `LeaseQueue`): every input goes to the
 /// inner recipe, then the queue collects its outputs (`collect`), fails every
 /// ticket when the session ends (`fail_all`), drops expired tickets
 /// (`expire`) and moves the next ticket on (`advance`).

@@ -16,8 +16,8 @@ use bytes::{Bytes, BytesMut};
 use zoolock_core::recipes::{BoxedLock, READ, REVOKE_MESSAGE, SharedCount, WRITE, count_bytes};
 use zoolock_core::{
     AclPolicy, ApiMisuse, ChrootPolicy, Client, ClientEvent, ConnectString, ConnectionState, Handle, Instant,
-    IoCommand, LockConfig, MultiLock, Mutex, OpPlan, ReadWriteLock, RecipeEvent, RequestError, Rng, Semaphore,
-    SemaphoreMutex, SessionConfig, SharedLock, SharedSemaphore, Ticket, ZkPath,
+    IoCommand, LeaseQueue, LockConfig, LockQueue, MultiLock, Mutex, OpPlan, ReadWriteLock, RecipeEvent, RequestError,
+    Rng, Semaphore, SemaphoreMutex, SessionConfig, Ticket, ZkPath,
 };
 
 use super::oracle::{Fencing, Mode, check_exclusion, check_lease_limits};
@@ -85,8 +85,8 @@ pub struct SimConfig {
     /// Holders a Mutex role allows: 1 is a mutex; more is a deliberately
     /// broken predicate, which the exclusion oracle must catch.
     pub mutex_leases: usize,
-    /// User tasks per client, sharing its one lock handle (a `SharedLock`
-    /// or `SharedSemaphore` queue).
+    /// User tasks per client, sharing its one lock handle (a `LockQueue`
+    /// or `LeaseQueue` queue).
     pub tasks: usize,
     /// Semaphore only: sized by a shared count (seeded with `leases`) that
     /// the script sets to 1..=clients now and then.
@@ -326,8 +326,8 @@ struct Pending {
 /// the lock capability, or the semaphore.
 #[derive(Debug, Clone, Copy)]
 enum Shared {
-    Lock(Handle<SharedLock>),
-    Semaphore(Handle<SharedSemaphore>),
+    Lock(Handle<LockQueue>),
+    Semaphore(Handle<LeaseQueue>),
 }
 
 /// One user task of a client.
@@ -641,7 +641,7 @@ impl Sim {
             Role::Semaphore => None,
         };
         let shared = match lock {
-            Some(lock) => Shared::Lock(client.add(self.now, SharedLock::new(lock, true))),
+            Some(lock) => Shared::Lock(client.add(self.now, LockQueue::new(lock, true))),
             None => {
                 let mut sem = if self.config.resize {
                     let (count, seed) = match self.config.wrong_count {
@@ -656,7 +656,7 @@ impl Sim {
                 if self.config.revocable {
                     sem.make_revocable();
                 }
-                Shared::Semaphore(client.add(self.now, SharedSemaphore::new(sem, true)))
+                Shared::Semaphore(client.add(self.now, LeaseQueue::new(sem, true)))
             }
         };
         let latency = between(&mut self.rng, Duration::from_millis(1), Duration::from_millis(30));

@@ -1,4 +1,4 @@
-//! [`SharedSemaphore`]: one [`Semaphore`] used by many tasks of one process.
+//! [`LeaseQueue`]: the per-process ticket queue of one [`Semaphore`], used by many tasks of one process.
 //! Acquires queue locally, FIFO, each named by a [`Ticket`] and each getting
 //! its own leases; one acquire works on the semaphore at a time, while the
 //! leases of earlier ones stay held.
@@ -19,7 +19,7 @@ struct Want {
     got: usize,
 }
 
-/// A [`Semaphore`] shared by tickets.
+/// The per-process ticket queue of a [`Semaphore`]: its acquires, each getting its own leases.
 ///
 /// Events: [`RecipeEvent::Ticket`] with one `Acquired` per lease (the
 /// acquire is complete after `qty` of them), or `TimedOut` / `Failed` /
@@ -27,7 +27,7 @@ struct Want {
 /// other events pass through untagged: `Released` per returned lease, and
 /// `Suspended` / `Reconnected` / `Lost` for the leases held.
 #[derive(Debug)]
-pub struct SharedSemaphore {
+pub struct LeaseQueue {
     inner: Semaphore,
     queue: TicketQueue<Want>,
     gate: SessionGate,
@@ -38,10 +38,10 @@ fn ticket_event(ticket: Ticket, event: RecipeEvent) -> RecipeEvent {
     RecipeEvent::Ticket { ticket, event: Box::new(event) }
 }
 
-impl SharedSemaphore {
-    /// Shares `inner`; `renew` as for [`SharedLock::new`](super::SharedLock::new).
-    pub fn new(inner: Semaphore, renew: bool) -> SharedSemaphore {
-        SharedSemaphore { inner, queue: TicketQueue::default(), gate: SessionGate::new(renew), events: VecDeque::new() }
+impl LeaseQueue {
+    /// Shares `inner`; `renew` as for [`LockQueue::new`](super::LockQueue::new).
+    pub fn new(inner: Semaphore, renew: bool) -> LeaseQueue {
+        LeaseQueue { inner, queue: TicketQueue::default(), gate: SessionGate::new(renew), events: VecDeque::new() }
     }
 
     /// The semaphore, for inspection.
@@ -157,7 +157,7 @@ impl SharedSemaphore {
     }
 }
 
-impl SharedSemaphore {
+impl LeaseQueue {
     /// The session ended: every ticket fails with `error`, a started acquire
     /// is cancelled.
     fn fail_all(&mut self, now: Instant, error: &RequestError) {
@@ -184,4 +184,4 @@ impl SharedSemaphore {
     }
 }
 
-super::queue::ticket_queue_recipe!(SharedSemaphore);
+super::queue::ticket_queue_recipe!(LeaseQueue);

@@ -1,24 +1,24 @@
-//! Transcript tests of the shared-handle queues (`SharedLock`,
-//! `SharedSemaphore`): FIFO among tickets, explicit reentrancy, cancellation
+//! Transcript tests of the shared-handle queues (`LockQueue`,
+//! `LeaseQueue`): FIFO among tickets, explicit reentrancy, cancellation
 //! wherever a ticket is, a grant to a cancelled ticket given back, the parts
 //! of a read-write lock excluding each other with an explicit downgrade, and
 //! acquires re-queued on a renewed session.
 
 mod transcript;
 
-use zoolock_core::recipes::{READ, SharedSemaphore, WRITE};
+use zoolock_core::recipes::{LeaseQueue, READ, WRITE};
 use zoolock_core::{
-    ApiMisuse, ConnectionState, LockConfig, Mutex, OpPlan, ReadWriteLock, RecipeEvent, RequestError, Semaphore,
-    SemaphoreMutex, SharedLock, Ticket, ZkPath,
+    ApiMisuse, ConnectionState, LockConfig, LockQueue, Mutex, OpPlan, ReadWriteLock, RecipeEvent, RequestError,
+    Semaphore, SemaphoreMutex, Ticket, ZkPath,
 };
 
 use transcript::{Answer, Harness, acquired, at, held_watch, kids, listing, mask, name};
 
 const BASE: &str = "/app/lock";
 
-fn shared_mutex(renew: bool) -> Harness<SharedLock> {
+fn shared_mutex(renew: bool) -> Harness<LockQueue> {
     let m = Mutex::new(ZkPath::new(BASE).unwrap(), LockConfig::new(3).with_plan(OpPlan::Pipelined));
-    Harness::new(SharedLock::new(Box::new(m), renew))
+    Harness::new(LockQueue::new(Box::new(m), renew))
 }
 
 fn ticket(t: u64, event: RecipeEvent) -> RecipeEvent {
@@ -29,7 +29,7 @@ fn ticket(t: u64, event: RecipeEvent) -> RecipeEvent {
 /// quiet (its last acquire, if any, was granted by its first listing): its
 /// listing carries a child watch, the held node's watch, so the grant sends
 /// nothing for the node (DESIGN §4.10).
-fn grant(h: &mut Harness<SharedLock>, seq: i32) -> String {
+fn grant(h: &mut Harness<LockQueue>, seq: i32) -> String {
     let node = h.answer(at(1), &format!("create2 {BASE}/"), Answer::Seq(seq));
     h.answer(at(1), &listing(BASE, true), kids(&[name(&node)]));
     h.assert_never_sent(&held_watch(&node));
@@ -79,7 +79,7 @@ fn reentry_is_explicit_and_counted() {
 #[test]
 fn the_semaphore_mutex_is_not_reentrant() {
     let sm = SemaphoreMutex::new(ZkPath::new(BASE).unwrap(), LockConfig::new(1));
-    let mut h = Harness::new(SharedLock::new(Box::new(sm), false));
+    let mut h = Harness::new(LockQueue::new(Box::new(sm), false));
     h.run(|q| q.acquire(at(0), Ticket(1), 0, None)).unwrap();
     let lock = h.answer(at(1), &format!("create2 {BASE}/locks/"), Answer::Seq(0));
     h.answer(at(1), &format!("getChildren2 {BASE}/locks"), kids(&[name(&lock)]));
@@ -125,7 +125,7 @@ fn a_queued_ticket_times_out_at_its_deadline_without_touching_the_server() {
 #[test]
 fn read_and_write_parts_exclude_each_other_in_process_except_a_downgrade() {
     let rw = ReadWriteLock::new(ZkPath::new(BASE).unwrap(), LockConfig::new(5));
-    let mut h = Harness::new(SharedLock::new(Box::new(rw), false));
+    let mut h = Harness::new(LockQueue::new(Box::new(rw), false));
     h.run(|q| q.acquire(at(0), Ticket(1), WRITE, None)).unwrap();
     let write = h.answer(at(1), &format!("create2 {BASE}/"), Answer::Seq(0));
     h.answer(at(1), &listing(BASE, true), kids(&[name(&write)]));
@@ -199,7 +199,7 @@ fn a_server_given_up_on_fails_queued_acquires_even_with_renewal() {
         assert_eq!(h.events(), vec![ticket(3, RecipeEvent::Failed(gave_up.clone()))], "renew {renew}");
     }
     let sem = Semaphore::new(ZkPath::new(BASE).unwrap(), 2, LockConfig::new(9));
-    let mut h = Harness::new(SharedSemaphore::new(sem, true));
+    let mut h = Harness::new(LeaseQueue::new(sem, true));
     h.run(|q| q.acquire(at(0), Ticket(1), 1, None)).unwrap();
     h.session(at(1), ConnectionState::ServerMisbehaved(cause));
     let events = h.events();
@@ -209,7 +209,7 @@ fn a_server_given_up_on_fails_queued_acquires_even_with_renewal() {
 #[test]
 fn semaphore_tickets_each_get_their_own_leases() {
     let sem = Semaphore::new(ZkPath::new(BASE).unwrap(), 2, LockConfig::new(9));
-    let mut h = Harness::new(SharedSemaphore::new(sem, false));
+    let mut h = Harness::new(LeaseQueue::new(sem, false));
     h.run(|q| q.acquire(at(0), Ticket(1), 1, None)).unwrap();
     h.run(|q| q.acquire(at(0), Ticket(2), 1, None)).unwrap();
     assert_eq!(h.recipe.waiting(), 1);

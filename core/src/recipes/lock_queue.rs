@@ -1,15 +1,15 @@
-//! [`SharedLock`]: one lock used by many tasks of one process, as threads
-//! share one Curator `InterProcessMutex`.
+//! [`LockQueue`]: the per-process ticket queue of one lock, so many tasks of
+//! one process use one lock as threads share one Curator `InterProcessMutex`.
 //!
 //! Acquires queue locally, FIFO, each named by a [`Ticket`]: the head works on
 //! the lock while the others wait, and the next starts only once the previous
 //! hold's release has finished. The parts of a read-write lock exclude each
 //! other inside the process as a local read-write lock would (a write waits
 //! for the process's read hold to end and the other way round, earliest
-//! ticket first), except for an explicit [`SharedLock::downgrade`].
-//! Reentrancy is explicit ([`SharedLock::reenter`]),
+//! ticket first), except for an explicit [`LockQueue::downgrade`].
+//! Reentrancy is explicit ([`LockQueue::reenter`]),
 //! counted as Curator counts. A grant to an acquire that was dropped is given
-//! back ([`SharedLock::cancel`] of a held ticket releases it). After a session
+//! back ([`LockQueue::cancel`] of a held ticket releases it). After a session
 //! expiry a hold is `Lost` for good (CURATOR-604), and with renewal on, the
 //! acquire under way waits for the new session and starts again with a new
 //! node, as Curator's do.
@@ -48,7 +48,7 @@ struct PartState {
     lost: BTreeSet<Ticket>,
 }
 
-/// A lock recipe (any [`LockRecipe`](super::LockRecipe)) shared by tickets.
+/// The per-process ticket queue of a lock recipe (any [`LockRecipe`](super::LockRecipe)).
 ///
 /// Events are [`RecipeEvent::Ticket`]: `Queued` tells the acquire under way
 /// where it stands on ZooKeeper (acquires still waiting in this process
@@ -60,16 +60,16 @@ struct PartState {
 ///
 /// Drain order: [`Recipe::poll_op`](crate::Recipe::poll_op), [`Recipe::poll_event`](crate::Recipe::poll_event),
 /// [`Recipe::poll_timeout`](crate::Recipe::poll_timeout).
-pub struct SharedLock {
+pub struct LockQueue {
     inner: BoxedLock,
     parts: Vec<PartState>,
     gate: SessionGate,
     events: VecDeque<RecipeEvent>,
 }
 
-impl core::fmt::Debug for SharedLock {
+impl core::fmt::Debug for LockQueue {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("SharedLock").field("parts", &self.parts).field("session_up", &self.gate.up).finish()
+        f.debug_struct("LockQueue").field("parts", &self.parts).field("session_up", &self.gate.up).finish()
     }
 }
 
@@ -77,23 +77,23 @@ fn ticket_event(ticket: Ticket, event: RecipeEvent) -> RecipeEvent {
     RecipeEvent::Ticket { ticket, event: Box::new(event) }
 }
 
-impl SharedLock {
+impl LockQueue {
     /// Shares `inner`. With `renew`, an acquire whose session expired waits
     /// for the next session (the client must renew sessions too); without,
     /// it fails with the session's error.
-    pub fn new(inner: BoxedLock, renew: bool) -> SharedLock {
+    pub fn new(inner: BoxedLock, renew: bool) -> LockQueue {
         let parts = (0..inner.parts().max(1))
             .map(|_| PartState { queue: TicketQueue::default(), hold: Hold::None, lost: BTreeSet::new() })
             .collect();
-        SharedLock { inner, parts, gate: SessionGate::new(renew), events: VecDeque::new() }
+        LockQueue { inner, parts, gate: SessionGate::new(renew), events: VecDeque::new() }
     }
 
-    /// The shared lock recipe, for inspection.
+    /// The queued lock recipe, for inspection.
     pub fn inner(&self) -> &dyn super::LockRecipe {
         &*self.inner
     }
 
-    /// The shared lock recipe, for its own commands (`make_revocable`...).
+    /// The queued lock recipe, for its own commands (`make_revocable`...).
     /// Acquire and release only through the ticket commands.
     pub fn inner_mut(&mut self) -> &mut dyn super::LockRecipe {
         &mut *self.inner
@@ -148,7 +148,7 @@ impl SharedLock {
     }
 
     /// Takes the hold of `ticket` once more (explicit reentrancy); each
-    /// re-entry needs its own [`SharedLock::release`].
+    /// re-entry needs its own [`LockQueue::release`].
     pub fn reenter(&mut self, ticket: Ticket) -> Result<(), ApiMisuse> {
         let reentrant = self.inner.reentrant();
         for state in &mut self.parts {
@@ -415,7 +415,7 @@ impl SharedLock {
     }
 }
 
-impl SharedLock {
+impl LockQueue {
     /// Tickets whose deadline passed leave the queues with `TimedOut`.
     fn expire(&mut self, now: Instant) {
         for state in &mut self.parts {
@@ -431,4 +431,4 @@ impl SharedLock {
     }
 }
 
-super::queue::ticket_queue_recipe!(SharedLock);
+super::queue::ticket_queue_recipe!(LockQueue);
