@@ -1,35 +1,5 @@
 //! Curator's lock recipes as state machines.
 
-/// The [`Recipe`](crate::Recipe) `poll_op` and `poll_event` of a recipe
-/// whose outputs wait in its outbox `self.out`, drained in order.
-macro_rules! outbox_outputs {
-    () => {
-        fn poll_op(&mut self) -> Option<crate::recipe::RecipeOp> {
-            self.out.poll_op()
-        }
-
-        fn poll_event(&mut self) -> Option<crate::recipe::RecipeEvent> {
-            self.out.poll_event()
-        }
-    };
-}
-pub(crate) use outbox_outputs;
-
-/// The [`Recipe`](crate::Recipe) outputs of a one-shot or watch-only recipe
-/// with no timer: its outbox drained in order.
-macro_rules! timerless_outputs {
-    () => {
-        fn handle_timeout(&mut self, _now: crate::time::Instant) {}
-
-        crate::recipes::outbox_outputs!();
-
-        fn poll_timeout(&self) -> Option<crate::time::Instant> {
-            None
-        }
-    };
-}
-pub(crate) use timerless_outputs;
-
 pub(crate) mod capability;
 pub(crate) mod config;
 pub(crate) mod kit;

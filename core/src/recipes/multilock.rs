@@ -14,7 +14,7 @@ use super::mutex::Mutex;
 use super::rwlock::member_seed;
 use crate::error::{ApiMisuse, RequestError};
 use crate::path::ZkPath;
-use crate::recipe::{FencingToken, OpId, Recipe, RecipeEvent};
+use crate::recipe::{FencingToken, OpId, Recipe, RecipeEvent, RecipeOp};
 use crate::session::{ConnectionState, WatchEvent};
 use crate::time::Instant;
 
@@ -491,7 +491,13 @@ impl Recipe for MultiLock {
         self.collect(now);
     }
 
-    super::outbox_outputs!();
+    fn poll_op(&mut self) -> Option<RecipeOp> {
+        self.out.poll_op()
+    }
+
+    fn poll_event(&mut self) -> Option<RecipeEvent> {
+        self.out.poll_event()
+    }
 
     fn poll_timeout(&self) -> Option<Instant> {
         self.members.iter().filter_map(|m| m.lock.poll_timeout()).min()

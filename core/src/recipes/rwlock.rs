@@ -13,7 +13,7 @@ use super::lock_core::{LockCore, Rule, Shape};
 use super::policy::{READ_NAME, SortKey, WRITE_NAME};
 use crate::error::{ApiMisuse, RequestError};
 use crate::path::ZkPath;
-use crate::recipe::{FencingToken, OpId, Recipe, RecipeEvent};
+use crate::recipe::{FencingToken, OpId, Recipe, RecipeEvent, RecipeOp};
 use crate::rng::Rng;
 use crate::session::{ConnectionState, WatchEvent};
 use crate::time::Instant;
@@ -307,7 +307,13 @@ impl Recipe for ReadWriteLock {
         self.collect();
     }
 
-    super::outbox_outputs!();
+    fn poll_op(&mut self) -> Option<RecipeOp> {
+        self.out.poll_op()
+    }
+
+    fn poll_event(&mut self) -> Option<RecipeEvent> {
+        self.out.poll_event()
+    }
 
     fn poll_timeout(&self) -> Option<Instant> {
         match (self.halves[READ].core.poll_timeout(), self.halves[WRITE].core.poll_timeout()) {
