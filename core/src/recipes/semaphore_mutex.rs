@@ -5,7 +5,12 @@ use super::config::LockConfig;
 use super::semaphore::Semaphore;
 use crate::error::ApiMisuse;
 use crate::path::ZkPath;
-use crate::recipe::FencingToken;
+use zoolock_wire::Response;
+
+use super::capability::LockRecipe;
+use crate::error::RequestError;
+use crate::recipe::{FencingToken, OpId, Recipe, RecipeEvent, RecipeOp};
+use crate::session::{ConnectionState, WatchEvent};
 use crate::time::Instant;
 
 /// A non-reentrant lock on `base`, wire-compatible with Curator's
@@ -80,4 +85,41 @@ impl SemaphoreMutex {
     }
 }
 
-super::kit::forward_recipe!(SemaphoreMutex, semaphore);
+/// Every input and output goes to the one-lease semaphore unchanged.
+impl Recipe for SemaphoreMutex {
+    fn handle_reply(&mut self, now: Instant, op: OpId, result: Result<Response, RequestError>) {
+        self.semaphore.handle_reply(now, op, result);
+    }
+
+    fn handle_watch(&mut self, now: Instant, event: &WatchEvent) {
+        self.semaphore.handle_watch(now, event);
+    }
+
+    fn handle_session(&mut self, now: Instant, state: ConnectionState) {
+        self.semaphore.handle_session(now, state);
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        self.semaphore.handle_timeout(now);
+    }
+
+    fn poll_op(&mut self) -> Option<RecipeOp> {
+        self.semaphore.poll_op()
+    }
+
+    fn poll_event(&mut self) -> Option<RecipeEvent> {
+        self.semaphore.poll_event()
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.semaphore.poll_timeout()
+    }
+
+    fn is_quiescent(&self) -> bool {
+        SemaphoreMutex::is_quiescent(self)
+    }
+
+    fn as_lock_mut(&mut self) -> Option<&mut dyn LockRecipe> {
+        Some(self)
+    }
+}
