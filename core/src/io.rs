@@ -9,6 +9,7 @@ use bytes::BytesMut;
 
 use crate::client::{Client, ClientEvent};
 use crate::error::SessionError;
+use crate::machine::Machines;
 use crate::session::{IoCommand, Session, SessionEvent};
 use crate::time::Instant;
 
@@ -75,7 +76,7 @@ impl Endpoint for Session {
     }
 }
 
-impl Endpoint for Client {
+impl<M: Machines> Endpoint for Client<M> {
     type Event = ClientEvent;
 
     fn handle_connected(&mut self, now: Instant) {

@@ -6,10 +6,11 @@
 use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 
-use super::queue::{SessionGate, Ticket, TicketQueue};
+use super::queue::{SessionGate, TicketIssuer, TicketQueue, TicketQueued};
 use super::semaphore::Semaphore;
 use crate::error::{ApiMisuse, RequestError};
-use crate::recipe::{Recipe, RecipeEvent};
+use crate::recipe::{Recipe, RecipeEvent, Ticket};
+use crate::session::ConnectionState;
 use crate::time::Instant;
 
 /// A wanted lease count and how many have come.
@@ -31,6 +32,7 @@ pub struct LeaseQueue {
     inner: Semaphore,
     queue: TicketQueue<Want>,
     gate: SessionGate,
+    tickets: TicketIssuer,
     events: VecDeque<RecipeEvent>,
 }
 
@@ -41,7 +43,13 @@ fn ticket_event(ticket: Ticket, event: RecipeEvent) -> RecipeEvent {
 impl LeaseQueue {
     /// Shares `inner`; `renew` as for [`LockQueue::new`](super::LockQueue::new).
     pub fn new(inner: Semaphore, renew: bool) -> LeaseQueue {
-        LeaseQueue { inner, queue: TicketQueue::default(), gate: SessionGate::new(renew), events: VecDeque::new() }
+        LeaseQueue {
+            inner,
+            queue: TicketQueue::default(),
+            gate: SessionGate::new(renew),
+            tickets: TicketIssuer::default(),
+            events: VecDeque::new(),
+        }
     }
 
     /// The semaphore, for inspection.
@@ -49,28 +57,23 @@ impl LeaseQueue {
         &self.inner
     }
 
-    /// Queues an acquire of `qty` leases for `ticket`, waiting until
-    /// `deadline` (`None`: forever).
-    pub fn acquire(
-        &mut self,
-        now: Instant,
-        ticket: Ticket,
-        qty: usize,
-        deadline: Option<Instant>,
-    ) -> Result<(), ApiMisuse> {
+    /// Queues an acquire of `qty` leases, waiting until `deadline` (`None`:
+    /// forever), and returns the ticket that names it in events and later
+    /// commands. Fails with [`ApiMisuse::ZeroQuantity`] for `qty == 0`
+    /// (nothing is queued). After the session ended for good the ticket
+    /// fails at once (`Failed`).
+    pub fn acquire(&mut self, now: Instant, qty: usize, deadline: Option<Instant>) -> Result<Ticket, ApiMisuse> {
         if qty == 0 {
             return Err(ApiMisuse::ZeroQuantity);
         }
+        let ticket = self.tickets.issue();
         if let Some(error) = self.gate.ended.clone() {
-            if self.queue.contains(ticket) {
-                return Err(ApiMisuse::TicketInUse(ticket.0));
-            }
             self.events.push_back(ticket_event(ticket, RecipeEvent::Failed(error)));
-            return Ok(());
+            return Ok(ticket);
         }
-        self.queue.push(ticket, deadline, Want { qty, got: 0 })?;
+        self.queue.push(ticket, deadline, Want { qty, got: 0 });
         self.advance(now);
-        Ok(())
+        Ok(ticket)
     }
 
     /// Abandons `ticket`'s acquire, queued or under way (the leases it has
@@ -184,4 +187,47 @@ impl LeaseQueue {
     }
 }
 
-super::queue::ticket_queue_recipe!(LeaseQueue);
+/// The queue's part of every input; see [`TicketQueued`].
+impl TicketQueued for LeaseQueue {
+    type Inner = Semaphore;
+
+    fn inner_recipe(&self) -> &Semaphore {
+        &self.inner
+    }
+
+    fn inner_recipe_mut(&mut self) -> &mut Semaphore {
+        &mut self.inner
+    }
+
+    fn gate_state(&mut self, state: ConnectionState) -> Option<RequestError> {
+        self.gate.on_state(state)
+    }
+
+    fn collect(&mut self, now: Instant) {
+        LeaseQueue::collect(self, now);
+    }
+
+    fn advance(&mut self, now: Instant) {
+        LeaseQueue::advance(self, now);
+    }
+
+    fn fail_all(&mut self, now: Instant, error: &RequestError) {
+        LeaseQueue::fail_all(self, now, error);
+    }
+
+    fn expire(&mut self, now: Instant) {
+        LeaseQueue::expire(self, now);
+    }
+
+    fn queue_deadline(&self) -> Option<Instant> {
+        LeaseQueue::queue_deadline(self)
+    }
+
+    fn next_event(&mut self) -> Option<RecipeEvent> {
+        self.events.pop_front()
+    }
+
+    fn quiescent(&self) -> bool {
+        LeaseQueue::is_quiescent(self)
+    }
+}

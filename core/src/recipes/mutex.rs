@@ -8,7 +8,7 @@ use crate::error::ApiMisuse;
 use crate::path::ZkPath;
 use zoolock_wire::Response;
 
-use super::capability::LockRecipe;
+use super::capability::OnePartLock;
 use crate::error::RequestError;
 use crate::recipe::{FencingToken, OpId, Recipe, RecipeEvent, RecipeOp};
 use crate::session::{ConnectionState, WatchEvent};
@@ -151,8 +151,31 @@ impl Recipe for Mutex {
     fn is_quiescent(&self) -> bool {
         Mutex::is_quiescent(self)
     }
+}
 
-    fn as_lock_mut(&mut self) -> Option<&mut dyn LockRecipe> {
-        Some(self)
+/// Reentrant: a holder may take it again (counted).
+impl OnePartLock for Mutex {
+    fn acquire(&mut self, now: Instant, deadline: Option<Instant>) -> Result<(), ApiMisuse> {
+        Mutex::acquire(self, now, deadline)
+    }
+
+    fn release(&mut self, now: Instant) -> Result<(), ApiMisuse> {
+        Mutex::release(self, now)
+    }
+
+    fn cancel(&mut self, now: Instant) {
+        Mutex::cancel(self, now);
+    }
+
+    fn holder(&self) -> Option<(&str, FencingToken)> {
+        Mutex::holder(self)
+    }
+
+    fn is_idle(&self) -> bool {
+        Mutex::is_idle(self)
+    }
+
+    fn reentrant(&self) -> bool {
+        true
     }
 }

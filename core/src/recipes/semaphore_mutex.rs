@@ -7,7 +7,7 @@ use crate::error::ApiMisuse;
 use crate::path::ZkPath;
 use zoolock_wire::Response;
 
-use super::capability::LockRecipe;
+use super::capability::OnePartLock;
 use crate::error::RequestError;
 use crate::recipe::{FencingToken, OpId, Recipe, RecipeEvent, RecipeOp};
 use crate::session::{ConnectionState, WatchEvent};
@@ -118,8 +118,31 @@ impl Recipe for SemaphoreMutex {
     fn is_quiescent(&self) -> bool {
         SemaphoreMutex::is_quiescent(self)
     }
+}
 
-    fn as_lock_mut(&mut self) -> Option<&mut dyn LockRecipe> {
-        Some(self)
+/// Not reentrant, as Curator's.
+impl OnePartLock for SemaphoreMutex {
+    fn acquire(&mut self, now: Instant, deadline: Option<Instant>) -> Result<(), ApiMisuse> {
+        SemaphoreMutex::acquire(self, now, deadline)
+    }
+
+    fn release(&mut self, now: Instant) -> Result<(), ApiMisuse> {
+        SemaphoreMutex::release(self, now)
+    }
+
+    fn cancel(&mut self, now: Instant) {
+        SemaphoreMutex::cancel(self, now);
+    }
+
+    fn holder(&self) -> Option<(&str, FencingToken)> {
+        SemaphoreMutex::holder(self)
+    }
+
+    fn is_idle(&self) -> bool {
+        SemaphoreMutex::is_idle(self)
+    }
+
+    fn reentrant(&self) -> bool {
+        false
     }
 }

@@ -13,7 +13,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use zoolock_core::recipes::{BoxedLock, READ, REVOKE_MESSAGE, SharedCount, WRITE, count_bytes};
+use zoolock_core::recipes::{BoxedLock, Part, REVOKE_MESSAGE, SharedCount, count_bytes};
 use zoolock_core::{
     AclPolicy, ApiMisuse, ChrootPolicy, Client, ClientEvent, ConnectString, ConnectionState, Handle, Instant,
     IoCommand, LeaseQueue, LockConfig, LockQueue, MultiLock, Mutex, OpPlan, ReadWriteLock, RecipeEvent, RequestError,
@@ -358,7 +358,6 @@ struct SimClient {
     slow_until: Instant,
     slow_extra: Duration,
     tasks: Vec<SimTask>,
-    next_ticket: u64,
     /// The session said Suspended and not yet Reconnected.
     session_suspended: bool,
     /// The semaphore said `Suspended` and has not answered it with
@@ -382,8 +381,8 @@ impl SimClient {
 
     fn quiescent_id(&self) -> Option<zoolock_core::RecipeId> {
         Some(match self.shared {
-            Shared::Lock(h) => h.id,
-            Shared::Semaphore(h) => h.id,
+            Shared::Lock(h) => h.id(),
+            Shared::Semaphore(h) => h.id(),
         })
     }
 
@@ -632,9 +631,9 @@ impl Sim {
             Role::Multi => {
                 // A mixed multi-lock: a write half and a mutex, as Curator's
                 // InterProcessMultiLock takes any InterProcessLock.
-                let members: Vec<(BoxedLock, usize)> = vec![
-                    (Box::new(ReadWriteLock::new(path(MULTI_A), member(0))), WRITE),
-                    (Box::new(Mutex::new(path(MULTI_B), member(1))), 0),
+                let members: Vec<(BoxedLock, Part)> = vec![
+                    (Box::new(ReadWriteLock::new(path(MULTI_A), member(0))), Part::Write),
+                    (Box::new(Mutex::new(path(MULTI_B), member(1))), Part::Whole),
                 ];
                 Some(Box::new(MultiLock::of(members).expect("two valid members")))
             }
@@ -682,7 +681,6 @@ impl Sim {
             slow_until: Instant::ZERO,
             slow_extra: Duration::ZERO,
             tasks,
-            next_ticket: 0,
             session_suspended: false,
             leases_suspended: false,
             doomed: false,
