@@ -129,7 +129,7 @@ enum Route {
 /// [`ClientEvent::Recipe`] from `poll_event`. A client stores its recipes
 /// as one type, `M` ([`CoreMachine`], every recipe of this crate, unless
 /// built with [`Client::for_machines`]), so a handle reaches its recipe as
-/// itself, without a downcast.
+/// itself, by a match on the stored value (no run-time type check).
 ///
 /// ```
 /// use zoolock_core::{Client, ConnectString, Instant, LockConfig, Mutex, SessionConfig, ZkPath};

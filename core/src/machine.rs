@@ -1,6 +1,6 @@
 //! What a [`Client`](crate::Client) stores: every recipe of one client as one
-//! type, so a typed [`Handle`](crate::Handle) reaches its recipe as itself
-//! without a downcast.
+//! type, so a typed [`Handle`](crate::Handle) reaches its recipe as itself,
+//! by a match on the stored value (no run-time type check).
 //!
 //! [`CoreMachine`] holds every recipe of this crate, and is what
 //! [`Client::new`](crate::Client::new) stores. An embedder with recipes of

@@ -45,13 +45,14 @@ impl Part {
 /// `acquire_part` → `Acquired` | `TimedOut` | `Failed`, then
 /// `release_part` → `Released`. A recipe with one part reports its events
 /// plainly; a recipe with several reports them as
-/// [`RecipeEvent::Member`] with the part as index ([`part_event`] unwraps).
+/// [`RecipeEvent::Member`] with the part's [`Part::index`] ([`part_event`]
+/// unwraps).
 ///
 /// Reentrancy is not part of the capability: a part is acquired once and
 /// released once. Counting holds is the caller's (the shared queue counts
 /// them explicitly, as Curator does).
 pub trait LockRecipe: Recipe {
-    /// How many independent locks this recipe has.
+    /// The independent locks this recipe has, in [`Part::index`] order.
     fn parts(&self) -> &'static [Part] {
         &[Part::Whole]
     }
