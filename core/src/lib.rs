@@ -44,6 +44,7 @@ mod connect_string;
 mod error;
 pub mod gzip;
 mod io;
+mod machine;
 mod op;
 mod path;
 mod recipe;
@@ -58,12 +59,13 @@ pub use connect_string::{ConnectString, ConnectStringError, DEFAULT_PORT, HostAd
 pub use error::{ApiMisuse, Misbehavior, RequestError, SessionError};
 pub use gzip::{Compression, GzipError};
 pub use io::Endpoint;
+pub use machine::{CoreMachine, Machine, Machines};
 pub use op::Op;
 pub use path::{PathError, ZkPath};
-pub use recipe::{AsAnyMut, FencingToken, OpId, Participant, Recipe, RecipeEvent, RecipeOp};
+pub use recipe::{FencingToken, OpId, Participant, Recipe, RecipeEvent, RecipeOp};
 pub use recipes::{Election, ElectionKind, LockName, MultiLock, Observer, Participants, ReadWriteLock, Revoker};
+pub use recipes::{LeaseQueue, LockQueue, LockRecipe, OnePartLock, Part, Ticket};
 pub use recipes::{LockConfig, Mutex, OpPlan, RetryPolicy};
-pub use recipes::{LockRecipe, SharedLock, SharedSemaphore, Ticket};
 pub use recipes::{Semaphore, SemaphoreMutex};
 pub use rng::Rng;
 pub use session::{

@@ -24,7 +24,7 @@ use crate::error::Error;
 use crate::hold::{self, HoldStatus, QueuePosition, StatusChanges, Watched};
 use crate::metrics::Labels;
 use crate::options::LockOptions;
-use crate::task::Command;
+use crate::task::{Command, Sink};
 
 /// One term as the tasks see it.
 #[derive(Debug, Clone)]
@@ -146,15 +146,16 @@ impl Participant {
         let path: Arc<str> = path.into();
         let labels = Labels::new("election", &path, client.inner.options.metrics_path_label);
         let (sink_shared, sink_path) = (shared.clone(), path.clone());
-        let sink = Box::new(move |c: &mut CoreClient, now, id: RecipeId, event| {
-            let handle: Handle<CoreElection> = Handle::from_id(id);
-            let queued = c.with(now, handle, |e, _| e.is_queued()).unwrap_or(false);
-            on_event(&sink_shared, &sink_path, &labels, queued, event)
-        });
-        let id = client.add_recipe(Box::new(machine), sink).await?;
+        let sink = move |handle: Handle<CoreElection>| -> Sink {
+            Box::new(move |c: &mut CoreClient, now, _: RecipeId, event| {
+                let queued = c.with(now, handle, |e, _| e.is_queued()).unwrap_or(false);
+                on_event(&sink_shared, &sink_path, &labels, queued, event)
+            })
+        };
+        let handle = client.add_recipe(machine, sink).await?;
         let participant = Arc::new(Participant {
-            recipe: RecipeHandle { client: client.clone(), id },
-            handle: Handle::from_id(id),
+            recipe: RecipeHandle { client: client.clone(), id: handle.id() },
+            handle,
             shared,
             path,
         });

@@ -9,11 +9,12 @@ use std::task::{Context, Poll};
 use futures_channel::mpsc;
 use futures_lite::{Stream, StreamExt};
 use zoolock_core::recipes::{ElectionKind, Observer, election_participants};
-use zoolock_core::{Client as CoreClient, Participant, RecipeEvent, RecipeId, ZkPath};
+use zoolock_core::{Client as CoreClient, Handle, Participant, RecipeEvent, RecipeId, ZkPath};
 
 use crate::client::{Client, RecipeHandle};
 use crate::error::Error;
 use crate::recipes::ParticipantsOf;
+use crate::task::Sink;
 
 /// The holder of an observed lock path at each change
 /// ([`Client::observe`]): `Some(participant)` (its node and data) or `None`
@@ -106,18 +107,20 @@ impl Client {
 
     async fn observe_with(&self, observer: Observer) -> Result<HolderChanges, Error> {
         let (tx, rx) = mpsc::unbounded();
-        let sink = Box::new(move |_: &mut CoreClient, _, _: RecipeId, event: RecipeEvent| {
-            let item = match event {
-                RecipeEvent::Holder(holder) => Ok(holder),
-                RecipeEvent::Failed(e) => Err(Error::Request(e)),
-                other => {
-                    tracing::trace!(?other, "observer event");
-                    return;
-                }
-            };
-            let _ = tx.unbounded_send(item);
-        });
-        let id = self.add_recipe(Box::new(observer), sink).await?;
+        let sink = move |_: Handle<Observer>| -> Sink {
+            Box::new(move |_: &mut CoreClient, _, _: RecipeId, event: RecipeEvent| {
+                let item = match event {
+                    RecipeEvent::Holder(holder) => Ok(holder),
+                    RecipeEvent::Failed(e) => Err(Error::Request(e)),
+                    other => {
+                        tracing::trace!(?other, "observer event");
+                        return;
+                    }
+                };
+                let _ = tx.unbounded_send(item);
+            })
+        };
+        let id = self.add_recipe(observer, sink).await?.id();
         Ok(HolderChanges { rx, _recipe: RecipeHandle { client: self.clone(), id } })
     }
 }
