@@ -23,8 +23,9 @@ use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Handle, Instan
 
 use crate::client::{Client, RecipeHandle};
 use crate::error::Error;
-use crate::hold::{self, HoldStatus, QueuePosition, Watched};
+use crate::hold::{self, Hold, HoldStatus, QueuePosition, Watched};
 use crate::metrics::{Gauge, Labels};
+use crate::runtime::BoxFuture;
 use crate::task::Command;
 
 type Grant = Result<(String, FencingToken), Error>;
@@ -448,7 +449,7 @@ impl Lock {
         let waited = self.client().inner.runtime.now().saturating_duration_since(began);
         crate::metrics::acquired(&self.labels, waited);
         tracing::debug!(path = %self.path, %node, token = token.0, ?waited, "lock granted");
-        Ok(Guard { lock: self.clone(), ticket: t, node, token, released: false })
+        Ok(Guard::new(self.clone(), t, node, token))
     }
 
     /// Completes once this lock owes the server nothing: it is neither held
@@ -529,144 +530,102 @@ impl Drop for PendingAcquire {
     }
 }
 
-/// A held lock. Dropping it releases in the background; [`Guard::release`]
-/// waits for the release.
-#[must_use = "the lock is released as soon as the guard is dropped"]
+/// What a [`Guard`]'s [`Hold`] asks of its lock: the hold of one ticket.
 #[derive(Debug)]
-pub struct Guard {
+struct TicketHold {
     lock: Lock,
     ticket: u64,
-    node: String,
-    token: FencingToken,
-    released: bool,
 }
 
-impl Guard {
-    /// The fencing token of this hold: it increases from one holder to the
-    /// next. For a read-write lock it orders writers, and readers after
-    /// writers, but a read hold taken by [`Guard::downgrade`] carries a
-    /// higher token than the writers queued behind it: see [`FencingToken`]
-    /// for what a resource should compare.
-    pub fn fencing_token(&self) -> FencingToken {
-        self.token
+impl hold::Source for TicketHold {
+    fn client(&self) -> &Client {
+        self.lock.client()
     }
 
-    /// Our lock node.
-    pub fn node(&self) -> &str {
-        &self.node
+    fn changed(&self) -> &Arc<event_listener::Event> {
+        &self.lock.shared.changed
     }
 
-    /// Whether the hold is still good: `Held`, `Suspended` (uncertain: stop
-    /// the critical section until it is `Held` again), or `Lost` (for good).
-    /// Applies the staleness rule (see [`Lock::status`]).
-    pub fn status(&self) -> HoldStatus {
-        let reported = match self.lock.shared.hold_status(self.ticket) {
+    fn reported(&self) -> HoldStatus {
+        match self.lock.shared.hold_status(self.ticket) {
             // The hold's record is gone only once it was let go.
-            HoldStatus::NotHeld if !self.released => HoldStatus::Lost,
+            HoldStatus::NotHeld => HoldStatus::Lost,
             other => other,
-        };
-        hold::effective(&self.lock.client().inner, reported)
+        }
     }
 
-    /// Completes as soon as [`Guard::status`] would first read `Suspended`
-    /// or `Lost`, returning which: by an event of the loop, or by the
-    /// staleness rule on a timer of its own (no event-loop turn needed, so a
-    /// process resumed after a pause learns it at once). `select!` on it
-    /// beside the critical section. After a `Suspended`, [`Guard::status`]
-    /// tells whether the hold came back; call this again to wait for the
-    /// next change, or follow [`Guard::status_changes`].
-    ///
-    /// ```no_run
-    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
-    /// let guard = client.mutex("/app/lock").await?.acquire().await?;
-    /// let work = async { /* the critical section, passing guard.fencing_token() along */ };
-    /// futures_lite::future::or(async { let _ = guard.lost().await; }, work).await;
-    /// guard.release().await?;
-    /// # Ok(()) }
-    /// ```
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel-safe: it only waits; dropping it changes nothing, and a later call
-    /// sees the same status.
-    pub async fn lost(&self) -> HoldStatus {
-        hold::wait_lost(&self.lock.client().inner, &self.lock.shared.changed, || self.status()).await
+    fn revoked(&self) -> bool {
+        self.lock.shared.peek(|s| s.holds.get(&self.ticket).is_some_and(|h| h.revoked))
     }
 
-    /// The current status, then every change (`Suspended`, `Held` again
-    /// after a reconnect, `Lost`), ending after `Lost`.
-    pub fn status_changes(&self) -> hold::StatusChanges {
-        let (shared, inner, t) = (self.lock.shared.clone(), self.lock.client().inner.clone(), self.ticket);
-        let status_inner = inner.clone();
-        hold::changes(inner, shared.changed.clone(), move || {
-            let reported = match shared.hold_status(t) {
-                HoldStatus::NotHeld => HoldStatus::Lost,
-                other => other,
-            };
-            hold::effective(&status_inner, reported)
+    fn fence_nodes(&self) -> BoxFuture<Result<Option<Vec<String>>, Error>> {
+        let (inner, handle, t) = (self.lock.client().inner.clone(), self.lock.handle, self.ticket);
+        // Core knows the hold: its nodes, or none once it was lost.
+        Box::pin(async move {
+            Ok(inner.run(move |client, now| client.with(now, handle, |q, _| q.hold_nodes(Ticket(t)))).await??)
         })
     }
 
-    /// Completes once someone has asked the holder to release (revocable
-    /// locks; see [`crate::Client::revoke`]), including a request that came
-    /// during this hold's acquire.
-    pub async fn revocation_requested(&self) {
-        loop {
-            let listener = self.lock.shared.changed.listen();
-            if self.lock.shared.peek(|s| s.holds.get(&self.ticket).is_some_and(|h| h.revoked)) {
-                return;
+    fn release(&self) -> BoxFuture<Result<(), Error>> {
+        let (tx, rx) = oneshot::channel();
+        let (inner, shared, handle, t) =
+            (self.lock.client().inner.clone(), self.lock.shared.clone(), self.lock.handle, self.ticket);
+        Box::pin(async move {
+            let immediate =
+                inner.run(move |client, now| release_job(client, now, &shared, handle, t, Some(tx))).await?;
+            match immediate {
+                Some(result) => result,
+                None => rx.await.unwrap_or(Err(Error::ClientClosed)),
             }
-            listener.await;
-        }
+        })
     }
 
-    /// Runs `ops` (create, setData, delete, check) in one multi behind a
-    /// check that this hold's node still exists (every member's node, for a
-    /// multi-lock), as zookeeper-client's
-    /// `LockClient` does: either the hold is good and every op applies, or
-    /// nothing is written. This is how to make ZooKeeper writes safe against
-    /// a holder paused past its session (a GC pause, a stopped VM): once the
-    /// server has deleted the node, its writes fail with
-    /// [`Error::NotHeld`] instead of landing behind the next holder's back.
-    /// A hold already known lost fails the same way without a request.
-    /// Returns the ops' results, in order. A failed op is
-    /// [`Error::FencedOpFailed`] (nothing written either). On a connection
-    /// loss the outcome is unknown, as for any ZooKeeper write.
-    ///
-    /// ```no_run
-    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
-    /// use zoolock_driver::zoolock_core::{Op, ZkPath};
-    /// use zoolock_driver::zoolock_core::wire::Bytes;
-    /// let guard = client.mutex("/app/lock").await?.acquire().await?;
-    /// let config = ZkPath::new("/app/config")?;
-    /// guard.fenced(vec![Op::set_data(&config, Bytes::from_static(b"v2"), None)]).await?;
-    /// # Ok(()) }
-    /// ```
-    ///
-    /// # Errors
-    ///
-    /// [`Error::NotHeld`] when the hold's node is gone (or the hold is known
-    /// lost: no request is sent); [`Error::FencedOpFailed`] with the failing op's
-    /// index and code; the session's error when it ends first.
-    ///
-    /// # Cancel safety
-    ///
-    /// Dropping the future after it was first polled does not withdraw the multi:
-    /// it has been queued and may still apply (all ops or none). Dropped before,
-    /// nothing is sent.
-    pub async fn fenced(&self, ops: Vec<zoolock_core::Op>) -> Result<Vec<zoolock_core::wire::MultiResult>, Error> {
-        let (handle, t) = (self.lock.handle, self.ticket);
-        // Core knows the hold: its nodes, or none once it was lost.
-        let nodes = self
-            .lock
-            .client()
-            .inner
-            .run(move |client, now| client.with(now, handle, |q, _| q.hold_nodes(Ticket(t))))
-            .await??;
-        match nodes {
-            Some(nodes) => self.lock.client().fenced(&nodes, ops).await,
-            None => Err(Error::NotHeld { node: self.node.clone() }),
-        }
+    fn release_in_background(&self) {
+        let (shared, handle, t) = (self.lock.shared.clone(), self.lock.handle, self.ticket);
+        let _ = self.lock.client().inner.send(Command::Run(Box::new(move |client, now| {
+            let _ = release_job(client, now, &shared, handle, t, None);
+        })));
+    }
+}
+
+/// A held lock: a [`Hold`] (node, fencing token, status, loss signal,
+/// fenced writes, release; reached through `Deref`) with what only a lock
+/// has: [`Guard::reenter`] and [`Guard::downgrade`]. `Hold::from(guard)`
+/// keeps the hold and drops these extras.
+///
+/// Dropping it releases in the background; [`Guard::release`] waits for
+/// the release.
+#[must_use = "the lock is released as soon as the guard is dropped"]
+#[derive(Debug)]
+pub struct Guard {
+    hold: Hold,
+    of: Arc<TicketHold>,
+}
+
+impl std::ops::Deref for Guard {
+    type Target = Hold;
+
+    fn deref(&self) -> &Hold {
+        &self.hold
+    }
+}
+
+impl AsRef<Hold> for Guard {
+    fn as_ref(&self) -> &Hold {
+        &self.hold
+    }
+}
+
+impl From<Guard> for Hold {
+    fn from(guard: Guard) -> Hold {
+        guard.hold
+    }
+}
+
+impl Guard {
+    fn new(lock: Lock, ticket: u64, node: String, token: FencingToken) -> Guard {
+        let of = Arc::new(TicketHold { lock, ticket });
+        Guard { hold: Hold::new(node, token, of.clone(), None), of }
     }
 
     /// Downgrades a write hold (Curator's downgrade): a read guard on the
@@ -691,8 +650,8 @@ impl Guard {
     /// Cancel-safe as [`Lock::acquire`]: a read node made for a dropped downgrade
     /// is deleted; the write guard is untouched.
     pub async fn downgrade(&self) -> Result<Guard, Error> {
-        let read = Lock { part: zoolock_core::recipes::READ, ..self.lock.clone() };
-        let writer = Ticket(self.ticket);
+        let read = Lock { part: zoolock_core::recipes::READ, ..self.of.lock.clone() };
+        let writer = Ticket(self.of.ticket);
         read.start(move |q, now, ticket| q.downgrade(now, writer, ticket), &mut |_| {}).await
     }
 
@@ -712,49 +671,33 @@ impl Guard {
     /// with no guard to lower it: the node then stays until this guard's hold
     /// ends (its release, or the session's end). Await it to completion.
     pub async fn reenter(&self) -> Result<Guard, Error> {
-        let (handle, t) = (self.lock.handle, self.ticket);
-        self.lock
+        let (handle, t) = (self.of.lock.handle, self.of.ticket);
+        self.of
+            .lock
             .client()
             .inner
             .run(move |client, now| client.with(now, handle, |q, _| q.reenter(Ticket(t))))
             .await???;
-        Ok(Guard { lock: self.lock.clone(), ticket: t, node: self.node.clone(), token: self.token, released: false })
+        Ok(Guard::new(self.of.lock.clone(), t, self.node().to_owned(), self.fencing_token()))
     }
 
-    /// Releases (with re-entries, counts this guard off). In the Curator
-    /// plan it waits for the delete's reply; in the Pipelined plan (the
-    /// default) it completes once the delete is queued, a guaranteed delete
-    /// that rides with the next request, and [`Lock::settled`] waits for the
-    /// server to apply it. Releasing a hold that was lost or is suspended is
-    /// never an error: a lost hold has nothing left to release, and a
-    /// suspended one's delete is guaranteed.
+    /// Releases (with re-entries, counts this guard off): [`Hold::release`].
+    /// In the Curator plan it waits for the delete's reply; in the
+    /// Pipelined plan (the default) it completes once the delete is queued,
+    /// and [`Lock::settled`] waits for the server to apply it.
     ///
     /// # Errors
     ///
-    /// [`Error::ClientClosed`] when the client's event loop has ended (the
-    /// session's end deletes the node then); in the Curator plan, the delete's
-    /// failure. A lost or suspended hold is not an error.
+    /// As [`Hold::release`]: [`Error::ClientClosed`] when the client's event
+    /// loop has ended; in the Curator plan, the delete's failure. A lost or
+    /// suspended hold is not an error.
     ///
     /// # Cancel safety
     ///
-    /// Cancel-safe: the release happens whether or not the future is awaited. The
-    /// guard moved into it, so dropping the future before its first poll drops the
-    /// guard, which releases in the background; dropping it later leaves the
-    /// queued delete in place. Only the answer is lost.
-    pub async fn release(mut self) -> Result<(), Error> {
-        self.released = true;
-        let (tx, rx) = oneshot::channel();
-        let (shared, handle, t) = (self.lock.shared.clone(), self.lock.handle, self.ticket);
-        let immediate = self
-            .lock
-            .client()
-            .inner
-            .run(move |client, now| release_job(client, now, &shared, handle, t, Some(tx)))
-            .await?;
-        match immediate {
-            Some(result) => result,
-            None => rx.await.unwrap_or(Err(Error::ClientClosed)),
-        }
+    /// As [`Hold::release`]: the release happens whether or not the future
+    /// is awaited; only the answer is lost.
+    pub async fn release(self) -> Result<(), Error> {
+        self.hold.release().await
     }
 }
 
@@ -792,17 +735,5 @@ fn release_job(
             Some(Ok(()))
         }
         Ok((Err(e), _)) | Err(e) => Some(Err(e.into())),
-    }
-}
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        if self.released {
-            return;
-        }
-        let (shared, handle, t) = (self.lock.shared.clone(), self.lock.handle, self.ticket);
-        let _ = self.lock.client().inner.send(Command::Run(Box::new(move |client, now| {
-            let _ = release_job(client, now, &shared, handle, t, None);
-        })));
     }
 }

@@ -12,8 +12,9 @@ use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Handle, Instan
 
 use crate::client::{Client, RecipeHandle};
 use crate::error::Error;
-use crate::hold::{self, HoldStatus, QueuePosition, Watched};
+use crate::hold::{self, Hold, HoldStatus, QueuePosition, Watched};
 use crate::metrics::{Gauge, Labels};
+use crate::runtime::BoxFuture;
 use crate::task::Command;
 
 type Grant = Result<Vec<(String, FencingToken)>, Error>;
@@ -376,12 +377,9 @@ impl Semaphore {
         tracing::debug!(path = %self.path, leases = grant.len(), ?waited, "semaphore leases granted");
         Ok(grant
             .into_iter()
-            .map(|(node, token)| Lease {
-                sem: self.clone(),
-                node,
-                token,
-                returned: false,
-                _held: Gauge::held(&self.labels),
+            .map(|(node, token)| {
+                let of = Arc::new(NodeHold { sem: self.clone(), node: node.clone() });
+                Lease { hold: Hold::new(node, token, of, Some(Gauge::held(&self.labels))) }
             })
             .collect())
     }
@@ -415,94 +413,97 @@ impl Drop for PendingLeases {
     }
 }
 
-/// One held lease. Dropping it returns it in the background.
+/// What a [`Lease`]'s [`Hold`] asks of its semaphore: the lease on one node.
+#[derive(Debug)]
+struct NodeHold {
+    sem: Semaphore,
+    node: String,
+}
+
+impl hold::Source for NodeHold {
+    fn client(&self) -> &Client {
+        &self.sem.handle.client
+    }
+
+    fn changed(&self) -> &Arc<event_listener::Event> {
+        &self.sem.shared.changed
+    }
+
+    fn reported(&self) -> HoldStatus {
+        self.sem.shared.lease_status(&self.node)
+    }
+
+    fn revoked(&self) -> bool {
+        self.sem.shared.peek(|s| s.revoked.contains(&self.node))
+    }
+
+    fn fence_nodes(&self) -> BoxFuture<Result<Option<Vec<String>>, Error>> {
+        let known_lost = self.sem.shared.lease_status(&self.node) == HoldStatus::Lost;
+        let nodes = (!known_lost).then(|| vec![self.node.clone()]);
+        Box::pin(async move { Ok(nodes) })
+    }
+
+    /// Completes once the return is under way (unlike a lock in the Curator
+    /// plan, it does not wait for the delete's reply).
+    fn release(&self) -> BoxFuture<Result<(), Error>> {
+        self.sem.shared.with(|s| s.revoked.remove(&self.node));
+        let (inner, shared, typed, node) =
+            (self.sem.handle.client.inner.clone(), self.sem.shared.clone(), self.sem.typed, self.node.clone());
+        Box::pin(async move {
+            match inner.run(move |c, now| return_lease(c, now, &shared, typed, &node)).await? {
+                Err(Error::Misuse(ApiMisuse::NotHeld)) => Ok(()),
+                other => other,
+            }
+        })
+    }
+
+    fn release_in_background(&self) {
+        self.sem.shared.with(|s| s.revoked.remove(&self.node));
+        let (shared, typed, node) = (self.sem.shared.clone(), self.sem.typed, self.node.clone());
+        let _ = self.sem.handle.client.inner.send(Command::Run(Box::new(move |c, now| {
+            let _ = return_lease(c, now, &shared, typed, &node);
+        })));
+    }
+}
+
+/// One held lease: a [`Hold`] (node, fencing token, its own status and loss
+/// signal, fenced writes, release; reached through `Deref`) on one lease
+/// node. Each lease has its own status: the loss of one leaves the others
+/// `Held`. `Hold::from(lease)` gives the plain hold.
+///
+/// Dropping it returns it in the background.
 #[must_use = "the lease is returned as soon as it is dropped"]
 #[derive(Debug)]
 pub struct Lease {
-    sem: Semaphore,
-    node: String,
-    token: FencingToken,
-    returned: bool,
-    /// `zoolock_holds`, raised while the lease is held.
-    _held: Gauge,
+    hold: Hold,
+}
+
+impl std::ops::Deref for Lease {
+    type Target = Hold;
+
+    fn deref(&self) -> &Hold {
+        &self.hold
+    }
+}
+
+impl AsRef<Hold> for Lease {
+    fn as_ref(&self) -> &Hold {
+        &self.hold
+    }
+}
+
+impl From<Lease> for Hold {
+    fn from(lease: Lease) -> Hold {
+        lease.hold
+    }
 }
 
 impl Lease {
-    /// The lease node.
-    pub fn node(&self) -> &str {
-        &self.node
-    }
-
-    /// The lease node's czxid.
-    pub fn fencing_token(&self) -> FencingToken {
-        self.token
-    }
-
-    /// Whether the lease is still good, as [`crate::Guard::status`]:
-    /// `Held`, `Suspended` while the connection is down (or the server has
-    /// not been heard for two thirds of the session timeout), `Lost` for good
-    /// once this lease's node is gone (deleted by anyone else, or with the
-    /// session). Each lease has its own: the loss of one leaves the others
-    /// `Held`.
-    pub fn status(&self) -> HoldStatus {
-        hold::effective(&self.sem.handle.client.inner, self.sem.shared.lease_status(&self.node))
-    }
-
-    /// Completes as soon as [`Lease::status`] would first read `Suspended`
-    /// or `Lost`, with no event-loop turn needed (see [`crate::Guard::lost`]).
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel-safe: it only waits; dropping it changes nothing.
-    pub async fn lost(&self) -> HoldStatus {
-        hold::wait_lost(&self.sem.handle.client.inner, &self.sem.shared.changed, || self.status()).await
-    }
-
-    /// The current status, then every change, ending after `Lost`.
-    pub fn status_changes(&self) -> hold::StatusChanges {
-        let (shared, inner, node) = (self.sem.shared.clone(), self.sem.handle.client.inner.clone(), self.node.clone());
-        let status_inner = inner.clone();
-        hold::changes(inner, shared.changed.clone(), move || hold::effective(&status_inner, shared.lease_status(&node)))
-    }
-
-    /// Completes once someone has asked for this lease back (revocable
-    /// semaphores, [`crate::SemaphoreOptions::revocable`]; see
-    /// [`crate::Client::revoke`]), including a request that came while its
-    /// acquire was completing. Revocation is cooperative: drop or release
-    /// the lease to give it back.
-    pub async fn revocation_requested(&self) {
-        loop {
-            let listener = self.sem.shared.changed.listen();
-            if self.sem.shared.peek(|s| s.revoked.contains(&self.node)) {
-                return;
-            }
-            listener.await;
-        }
-    }
-
-    /// Runs `ops` in one multi behind a check that this lease's node still
-    /// exists: all of them apply while the lease is good, none once its node
-    /// is gone ([`Error::NotHeld`]); see [`crate::Guard::fenced`].
-    ///
-    /// # Errors
-    ///
-    /// As [`crate::Guard::fenced`]: [`Error::NotHeld`] when the lease's node is
-    /// gone, [`Error::FencedOpFailed`] for a failing op.
-    ///
-    /// # Cancel safety
-    ///
-    /// As [`crate::Guard::fenced`]: once polled, the multi may still apply.
-    pub async fn fenced(&self, ops: Vec<zoolock_core::Op>) -> Result<Vec<zoolock_core::wire::MultiResult>, Error> {
-        if self.sem.shared.lease_status(&self.node) == HoldStatus::Lost {
-            return Err(Error::NotHeld { node: self.node.clone() });
-        }
-        self.sem.handle.client.fenced(std::slice::from_ref(&self.node), ops).await
-    }
-
-    /// Returns the lease: its node is deleted, a guaranteed delete that is
-    /// retried across reconnects. Completes once the return is under way
-    /// (unlike [`crate::Guard::release`], it does not wait for the delete's
-    /// reply in the Curator plan). Returning a lease that was lost is never
+    /// Returns the lease ([`Hold::release`]): its node is deleted, a
+    /// guaranteed delete that is retried across reconnects. Completes once
+    /// the return is under way (unlike [`crate::Guard::release`] in the
+    /// Curator plan, it does not wait for the delete's reply;
+    /// [`Semaphore::settled`] does). Returning a lease that was lost is never
     /// an error: there is nothing left to return.
     ///
     /// # Errors
@@ -514,26 +515,7 @@ impl Lease {
     ///
     /// Cancel-safe: the lease is returned whether or not the future is awaited
     /// (dropping the future drops the lease, which is returned in the background).
-    pub async fn release(mut self) -> Result<(), Error> {
-        self.returned = true;
-        self.sem.shared.with(|s| s.revoked.remove(&self.node));
-        let (shared, typed, node) = (self.sem.shared.clone(), self.sem.typed, self.node.clone());
-        match self.sem.handle.client.inner.run(move |c, now| return_lease(c, now, &shared, typed, &node)).await? {
-            Err(Error::Misuse(ApiMisuse::NotHeld)) => Ok(()),
-            other => other,
-        }
-    }
-}
-
-impl Drop for Lease {
-    fn drop(&mut self) {
-        if self.returned {
-            return;
-        }
-        self.sem.shared.with(|s| s.revoked.remove(&self.node));
-        let (shared, typed, node) = (self.sem.shared.clone(), self.sem.typed, self.node.clone());
-        let _ = self.sem.handle.client.inner.send(Command::Run(Box::new(move |c, now| {
-            let _ = return_lease(c, now, &shared, typed, &node);
-        })));
+    pub async fn release(self) -> Result<(), Error> {
+        self.hold.release().await
     }
 }
