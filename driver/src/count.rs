@@ -12,9 +12,9 @@ use futures_lite::Stream;
 use zoolock_core::recipes::SharedCount as CoreCount;
 use zoolock_core::{Client as CoreClient, Handle, RecipeEvent, RecipeId, ZkPath};
 
+use crate::acquire::Watched;
 use crate::client::{Client, RecipeHandle};
 use crate::error::Error;
-use crate::hold::Watched;
 use crate::task::Command;
 
 /// A count's value and the node version it was read at (the version to

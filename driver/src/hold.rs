@@ -14,7 +14,6 @@ use event_listener::Event;
 use futures_lite::Stream;
 
 use zoolock_core::FencingToken;
-use zoolock_core::recipes::Ticket;
 
 use crate::client::{Client, Inner};
 use crate::error::Error;
@@ -60,113 +59,6 @@ impl QueuePosition {
     /// A position (for tests and displays; acquires report their own).
     pub fn new(position: usize, total: usize) -> QueuePosition {
         QueuePosition { position, total }
-    }
-}
-
-/// Awaits `grant`, calling `progress` with each new position `position`
-/// reads (woken by `changed`). Dropping it drops `grant`.
-pub(crate) async fn with_progress<T>(
-    changed: &Event,
-    position: impl Fn() -> Option<QueuePosition>,
-    progress: &mut (dyn FnMut(QueuePosition) + Send),
-    grant: impl std::future::Future<Output = T>,
-) -> T {
-    let mut grant = std::pin::pin!(grant);
-    let mut last = None;
-    loop {
-        let listener = changed.listen();
-        let now = position();
-        if now.is_some() && now != last {
-            last = now;
-            if let Some(p) = now {
-                progress(p);
-            }
-        }
-        let step = futures_lite::future::or(async { Some(grant.as_mut().await) }, async {
-            listener.await;
-            None
-        });
-        if let Some(out) = step.await {
-            return out;
-        }
-    }
-}
-
-/// State shared by a recipe's handles and its event sink: every change
-/// wakes whoever waits on [`Watched::changed`].
-#[derive(Debug, Default)]
-pub(crate) struct Watched<T> {
-    state: std::sync::Mutex<T>,
-    pub(crate) changed: Arc<Event>,
-    /// Tickets of the recipe's acquires.
-    pub(crate) next_ticket: std::sync::atomic::AtomicU64,
-}
-
-impl<T> Watched<T> {
-    /// Changes the state and wakes everyone waiting on it.
-    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
-        let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let out = f(&mut guard);
-        drop(guard);
-        self.changed.notify(usize::MAX);
-        out
-    }
-
-    /// Reads the state without waking anyone (a notifying read would wake
-    /// the reader's own listener and spin).
-    pub(crate) fn peek<R>(&self, f: impl FnOnce(&T) -> R) -> R {
-        f(&self.state.lock().unwrap_or_else(|e| e.into_inner()))
-    }
-}
-
-/// Where a recipe's shared state keeps its waiters (acquires waiting by
-/// ticket), and how one is answered with the refusal of its command.
-pub(crate) struct Waiters<S, W> {
-    pub(crate) of: fn(&mut S) -> &mut std::collections::HashMap<u64, W>,
-    pub(crate) refuse: fn(W, crate::Error),
-}
-
-/// Registers `waiter` under a fresh ticket and queues `command` for it on
-/// the event loop, under one lock, so tickets queue in the order their
-/// commands reach the loop and grants follow call order. A command the
-/// recipe refuses answers the waiter with the refusal. Returns the ticket
-/// and whether the command was queued.
-pub(crate) fn enqueue<S: Send + 'static, W: Send + 'static, R: zoolock_core::Recipe>(
-    shared: &Arc<Watched<S>>,
-    waiters: Waiters<S, W>,
-    inner: &Inner,
-    handle: zoolock_core::Handle<R>,
-    waiter: W,
-    command: impl FnOnce(&mut R, zoolock_core::Instant, Ticket) -> Result<(), zoolock_core::ApiMisuse> + Send + 'static,
-) -> (u64, Result<(), crate::Error>) {
-    let answer = shared.clone();
-    shared.with(|s| {
-        let ticket = shared.next_ticket.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        (waiters.of)(s).insert(ticket, waiter);
-        let queued = inner.send(crate::task::Command::Run(Box::new(move |client, now| {
-            let refused = match client.with(now, handle, |r, now| command(r, now, Ticket(ticket))) {
-                Ok(Ok(())) => None,
-                Ok(Err(e)) | Err(e) => Some(e),
-            };
-            if let Some(e) = refused {
-                if let Some(w) = answer.with(|s| (waiters.of)(s).remove(&ticket)) {
-                    (waiters.refuse)(w, e.into());
-                }
-            }
-        })));
-        (ticket, queued)
-    })
-}
-
-/// The error of an acquire that ended without a grant (`TimedOut`,
-/// `Failed`, `Refused`), or `None` for any other event.
-pub(crate) fn acquire_end(event: &zoolock_core::RecipeEvent) -> Option<crate::Error> {
-    use zoolock_core::RecipeEvent;
-    match event {
-        RecipeEvent::TimedOut => Some(crate::Error::TimedOut),
-        RecipeEvent::Failed(e) => Some(crate::Error::Request(e.clone())),
-        RecipeEvent::Refused(e) => Some(crate::Error::Misuse(e.clone())),
-        _ => None,
     }
 }
 

@@ -42,6 +42,7 @@
 //! and single requests and recipe events at `trace`. Every lock event
 //! carries the lock path (`path`) and, once there is one, the node (`node`).
 
+mod acquire;
 mod client;
 mod count;
 mod error;

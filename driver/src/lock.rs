@@ -11,36 +11,29 @@
 //! releases it if it was granted meanwhile.
 
 use std::collections::HashMap;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures_channel::oneshot;
 use zoolock_core::recipes::{BoxedLock, Part, SharedLock, Ticket};
 use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Handle, Instant, RecipeEvent, RecipeId};
 
+use crate::acquire::{self, Waiters, Watched};
 use crate::client::{Client, RecipeHandle};
 use crate::error::Error;
-use crate::hold::{self, Hold, HoldStatus, QueuePosition, Watched};
+use crate::hold::{self, Hold, HoldStatus, QueuePosition};
 use crate::metrics::{Gauge, Labels};
 use crate::runtime::BoxFuture;
 use crate::task::Command;
 
-type Grant = Result<(String, FencingToken), Error>;
+type Grant = (String, FencingToken);
 
-/// An acquire waiting for its outcome.
+/// What a lock's waiter keeps beside its reply.
 #[derive(Debug)]
-struct Waiter {
+struct Waiting {
     part: Part,
-    reply: oneshot::Sender<Grant>,
     /// Asked to give the lock up before it was granted: it counts for the hold.
     revoked: bool,
-    /// Where it stands on ZooKeeper.
-    position: Option<QueuePosition>,
-    /// `zoolock_acquires_waiting`, raised while it waits.
-    _waiting: Gauge,
 }
 
 /// What the tasks see of one ticket's hold.
@@ -57,7 +50,7 @@ struct TicketState {
 
 #[derive(Debug, Default)]
 struct Tickets {
-    waiters: HashMap<u64, Waiter>,
+    waiters: Waiters<Grant, Waiting>,
     /// Releases waiting for the server.
     releases: HashMap<u64, oneshot::Sender<Result<(), Error>>>,
     /// Holds, from the grant until the hold has ended and been let go. A
@@ -65,12 +58,27 @@ struct Tickets {
     holds: HashMap<u64, TicketState>,
 }
 
+impl acquire::Tickets for Tickets {
+    type Grant = (String, FencingToken);
+    type Waiting = Waiting;
+    type Queue = SharedLock;
+
+    fn waiters(&mut self) -> &mut Waiters<Grant, Waiting> {
+        &mut self.waiters
+    }
+
+    fn peek_waiters(&self) -> &Waiters<Grant, Waiting> {
+        &self.waiters
+    }
+
+    fn forget(&mut self, t: u64) {
+        self.waiters.remove(&t);
+        forget(self, t);
+    }
+}
+
 /// State shared by the handles of one lock recipe and its event sink.
 type LockShared = Watched<Tickets>;
-
-/// Where the waiters are, and how a refused one is answered.
-const WAITERS: hold::Waiters<Tickets, Waiter> =
-    hold::Waiters { of: |s| &mut s.waiters, refuse: |w, e| drop(w.reply.send(Err(e))) };
 
 impl LockShared {
     fn hold_status(&self, ticket: u64) -> HoldStatus {
@@ -158,7 +166,7 @@ fn on_event(
         RecipeEvent::Acquired { node, token } => {
             let waiter = shared.with(|s| {
                 let waiter = s.waiters.remove(&t)?;
-                let (part, revoked) = (waiter.part, waiter.revoked);
+                let Waiting { part, revoked } = waiter.of;
                 let held = TicketState {
                     part,
                     status: HoldStatus::Held,
@@ -184,20 +192,12 @@ fn on_event(
             }
         }
         end @ (RecipeEvent::TimedOut | RecipeEvent::Failed(_) | RecipeEvent::Refused(_)) => {
-            let Some(error) = hold::acquire_end(&end) else { return };
-            if error == Error::TimedOut {
-                crate::metrics::timed_out(labels);
-            }
-            let (waiter, release) = shared.with(|s| match s.waiters.remove(&t) {
-                Some(w) => (Some(w), None),
-                // Not an acquire: the release of this ticket failed.
-                None => (None, forget_released(s, t)),
-            });
-            tracing::debug!(%path, t, %error, "lock acquire or release ended");
-            if let Some(w) = waiter {
-                let _ = w.reply.send(Err(error));
-            } else if let Some(r) = release {
-                let _ = r.send(Err(error));
+            tracing::debug!(%path, t, ?end, "lock acquire or release ended");
+            // Not an acquire: the release of this ticket failed.
+            if let Err(error) = acquire::end(shared, labels, t, &end) {
+                if let Some(r) = shared.with(|s| forget_released(s, t)) {
+                    let _ = r.send(Err(error));
+                }
             }
         }
         status @ (RecipeEvent::Suspended | RecipeEvent::Reconnected | RecipeEvent::Lost) => {
@@ -226,11 +226,7 @@ fn on_event(
         }
         RecipeEvent::Queued { position, total } => {
             tracing::trace!(%path, t, position, total, "queued");
-            shared.with(|s| {
-                if let Some(w) = s.waiters.get_mut(&t) {
-                    w.position = Some(QueuePosition { position, total });
-                }
-            });
+            acquire::queued(shared, t, position, total);
         }
         RecipeEvent::RevocationRequested => {
             tracing::debug!(%path, t, "revocation requested");
@@ -238,7 +234,7 @@ fn on_event(
                 if let Some(h) = s.holds.get_mut(&t) {
                     h.revoked = true;
                 } else if let Some(w) = s.waiters.get_mut(&t) {
-                    w.revoked = true;
+                    w.of.revoked = true;
                 }
             });
         }
@@ -427,29 +423,19 @@ impl Lock {
         command: impl FnOnce(&mut SharedLock, Instant, Ticket) -> Result<(), ApiMisuse> + Send + 'static,
         progress: &mut (dyn FnMut(QueuePosition) + Send),
     ) -> Result<Guard, Error> {
-        let (tx, rx) = oneshot::channel();
-        let waiter = Waiter {
-            part: self.part,
-            reply: tx,
-            revoked: false,
-            position: None,
-            _waiting: Gauge::waiting(&self.labels),
+        tracing::trace!(path = %self.path, part = self.part, "acquire");
+        let queue = acquire::Queue {
+            shared: &self.shared,
+            client: self.client(),
+            handle: self.handle,
+            labels: &self.labels,
+            path: &self.path,
         };
-        let (t, queued) = hold::enqueue(&self.shared, WAITERS, &self.client().inner, self.handle, waiter, command);
-        tracing::trace!(path = %self.path, t, part = self.part, "acquire");
-        let began = self.client().inner.runtime.now();
-        let mut pending = PendingAcquire { lock: self.clone(), ticket: t, rx: Some(rx) };
-        if let Err(e) = queued {
-            pending.rx = None;
-            self.shared.with(|s| s.waiters.remove(&t));
-            return Err(e);
-        }
-        let position = || self.shared.peek(|s| s.waiters.get(&t).and_then(|w| w.position));
-        let (node, token) = hold::with_progress(&self.shared.changed, position, progress, &mut pending).await?;
-        let waited = self.client().inner.runtime.now().saturating_duration_since(began);
-        crate::metrics::acquired(&self.labels, waited);
+        let of = Waiting { part: self.part, revoked: false };
+        let acquire::Granted { ticket, grant: (node, token), waited } =
+            acquire::acquire(queue, of, command, progress).await?;
         tracing::debug!(path = %self.path, %node, token = token.0, ?waited, "lock granted");
-        Ok(Guard::new(self.clone(), t, node, token))
+        Ok(Guard::new(self.clone(), ticket, node, token))
     }
 
     /// Completes once this lock owes the server nothing: it is neither held
@@ -487,46 +473,6 @@ impl Lock {
             holder.map_or(HoldStatus::NotHeld, |h| h.status)
         });
         hold::effective(&self.client().inner, reported)
-    }
-}
-
-/// An acquire in flight; dropping it cancels cleanly.
-struct PendingAcquire {
-    lock: Lock,
-    ticket: u64,
-    rx: Option<oneshot::Receiver<Grant>>,
-}
-
-impl Future for &mut PendingAcquire {
-    type Output = Grant;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Grant> {
-        let Some(rx) = self.rx.as_mut() else { return Poll::Ready(Err(Error::ClientClosed)) };
-        match Pin::new(rx).poll(cx) {
-            Poll::Ready(result) => {
-                self.rx = None;
-                Poll::Ready(result.unwrap_or(Err(Error::ClientClosed)))
-            }
-            Poll::Pending => Poll::Pending,
-        }
-    }
-}
-
-impl Drop for PendingAcquire {
-    fn drop(&mut self) {
-        let Some(mut rx) = self.rx.take() else { return };
-        rx.close();
-        let (shared, handle, t) = (self.lock.shared.clone(), self.lock.handle, self.ticket);
-        tracing::trace!(path = %self.lock.path, t, "acquire dropped");
-        let _ = self.lock.client().inner.send(Command::Run(Box::new(move |client, now| {
-            // Wherever the ticket is (queued, acquiring, granted), core
-            // takes it out and gives back a hold it got.
-            shared.with(|s| {
-                s.waiters.remove(&t);
-                forget(s, t);
-            });
-            let _ = client.with(now, handle, |q, now| q.cancel(now, Ticket(t)));
-        })));
     }
 }
 

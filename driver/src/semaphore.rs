@@ -2,38 +2,33 @@
 //! which queues the acquires of a handle and its clones (each gets its own
 //! leases) and re-queues them on a renewed session.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_channel::oneshot;
 use zoolock_core::recipes::{Semaphore as CoreSemaphore, SharedSemaphore, Ticket};
 use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Handle, Instant, RecipeEvent, RecipeId};
 
+use crate::acquire::{self, Waiters, Watched};
 use crate::client::{Client, RecipeHandle};
 use crate::error::Error;
-use crate::hold::{self, Hold, HoldStatus, QueuePosition, Watched};
+use crate::hold::{self, Hold, HoldStatus, QueuePosition};
 use crate::metrics::{Gauge, Labels};
 use crate::runtime::BoxFuture;
 use crate::task::Command;
 
-type Grant = Result<Vec<(String, FencingToken)>, Error>;
+type Grant = Vec<(String, FencingToken)>;
 
-/// An acquire waiting for its leases.
+/// The leases an acquire has got so far, and how many it wants.
 #[derive(Debug)]
-struct Waiter {
+struct Waiting {
     qty: usize,
     got: Vec<(String, FencingToken)>,
-    reply: oneshot::Sender<Grant>,
-    /// Where it stands on ZooKeeper.
-    position: Option<QueuePosition>,
-    /// `zoolock_acquires_waiting`, raised while it waits.
-    _waiting: Gauge,
 }
 
 #[derive(Debug, Default)]
 struct State {
-    waiters: HashMap<u64, Waiter>,
+    waiters: Waiters<Grant, Waiting>,
     /// The connection dropped while leases were held (until `Reconnected`).
     suspended: bool,
     /// Lease nodes known lost (deleted, or gone with the session), until
@@ -49,9 +44,36 @@ struct State {
 /// State shared by a semaphore's handles and its event sink.
 type SemShared = Watched<State>;
 
-/// Where the waiters are, and how a refused one is answered.
-const WAITERS: hold::Waiters<State, Waiter> =
-    hold::Waiters { of: |s| &mut s.waiters, refuse: |w, e| drop(w.reply.send(Err(e))) };
+impl acquire::Tickets for State {
+    type Grant = Grant;
+    type Waiting = Waiting;
+    type Queue = SharedSemaphore;
+
+    fn waiters(&mut self) -> &mut Waiters<Grant, Waiting> {
+        &mut self.waiters
+    }
+
+    fn peek_waiters(&self) -> &Waiters<Grant, Waiting> {
+        &self.waiters
+    }
+
+    /// Returns the leases granted to the dropped acquire first (each
+    /// through [`return_lease`]), then abandons its ticket.
+    fn abandon(
+        shared: &SemShared,
+        client: &mut CoreClient,
+        now: Instant,
+        typed: Handle<SharedSemaphore>,
+        t: u64,
+        granted: Option<Grant>,
+    ) {
+        for (node, _) in granted.iter().flatten() {
+            let _ = return_lease(client, now, shared, typed, node);
+        }
+        shared.with(|s| s.waiters.remove(&t));
+        let _ = client.with(now, typed, |s, now| s.cancel(now, Ticket(t)));
+    }
+}
 
 impl SemShared {
     /// The reported status of the lease on `node`: its own loss, else the
@@ -158,8 +180,8 @@ fn on_event(
         RecipeEvent::Acquired { node, token } => {
             let done = shared.with(|s| {
                 let w = s.waiters.get_mut(&ticket)?;
-                w.got.push((node.clone(), token));
-                if w.got.len() >= w.qty { s.waiters.remove(&ticket) } else { None }
+                w.of.got.push((node.clone(), token));
+                if w.of.got.len() >= w.of.qty { s.waiters.remove(&ticket) } else { None }
             });
             let Some(w) = done else {
                 if !shared.peek(|s| s.waiters.contains_key(&ticket)) {
@@ -168,8 +190,8 @@ fn on_event(
                 }
                 return;
             };
-            let leases = w.got.clone();
-            if w.reply.send(Ok(w.got)).is_ok() {
+            let leases = w.of.got.clone();
+            if w.reply.send(Ok(w.of.got)).is_ok() {
                 tracing::debug!(%path, nodes = ?leases.iter().map(|l| &l.0).collect::<Vec<_>>(), "leases granted");
             } else {
                 tracing::debug!(%path, "leases granted to a dropped acquire: returning them");
@@ -179,19 +201,9 @@ fn on_event(
             }
         }
         end @ (RecipeEvent::TimedOut | RecipeEvent::Failed(_) | RecipeEvent::Refused(_)) => {
-            let Some(error) = hold::acquire_end(&end) else { return };
-            if error == Error::TimedOut {
-                crate::metrics::timed_out(labels);
-            }
-            if let Some(w) = shared.with(|s| s.waiters.remove(&ticket)) {
-                let _ = w.reply.send(Err(error));
-            }
+            let _ = acquire::end(shared, labels, ticket, &end);
         }
-        RecipeEvent::Queued { position, total } => shared.with(|s| {
-            if let Some(w) = s.waiters.get_mut(&ticket) {
-                w.position = Some(QueuePosition { position, total });
-            }
-        }),
+        RecipeEvent::Queued { position, total } => acquire::queued(shared, ticket, position, total),
         other => tracing::trace!(%path, ticket, ?other, "semaphore ticket event"),
     }
 }
@@ -350,30 +362,17 @@ impl Semaphore {
         timeout: Option<Duration>,
         progress: &mut (dyn FnMut(QueuePosition) + Send),
     ) -> Result<Vec<Lease>, Error> {
-        let (tx, rx) = oneshot::channel();
-        let waiter = Waiter { qty, got: Vec::new(), reply: tx, position: None, _waiting: Gauge::waiting(&self.labels) };
         let acquire =
             move |s: &mut SharedSemaphore, now: Instant, ticket| s.acquire(now, ticket, qty, timeout.map(|d| now + d));
-        let (ticket, queued) =
-            hold::enqueue(&self.shared, WAITERS, &self.handle.client.inner, self.typed, waiter, acquire);
-        let began = self.handle.client.inner.runtime.now();
-        let mut pending = PendingLeases { sem: self.clone(), ticket, rx: Some(rx) };
-        if let Err(e) = queued {
-            pending.rx = None;
-            self.shared.with(|s| s.waiters.remove(&ticket));
-            return Err(e);
-        }
-        let position = || self.shared.peek(|s| s.waiters.get(&ticket).and_then(|w| w.position));
-        let grant = match pending.rx.as_mut() {
-            Some(rx) => hold::with_progress(&self.shared.changed, position, progress, rx)
-                .await
-                .unwrap_or(Err(Error::ClientClosed)),
-            None => Err(Error::ClientClosed),
+        let queue = acquire::Queue {
+            shared: &self.shared,
+            client: &self.handle.client,
+            handle: self.typed,
+            labels: &self.labels,
+            path: &self.path,
         };
-        pending.rx = None;
-        let grant = grant?;
-        let waited = self.handle.client.inner.runtime.now().saturating_duration_since(began);
-        crate::metrics::acquired(&self.labels, waited);
+        let of = Waiting { qty, got: Vec::new() };
+        let acquire::Granted { grant, waited, .. } = acquire::acquire(queue, of, acquire, progress).await?;
         tracing::debug!(path = %self.path, leases = grant.len(), ?waited, "semaphore leases granted");
         Ok(grant
             .into_iter()
@@ -382,34 +381,6 @@ impl Semaphore {
                 Lease { hold: Hold::new(node, token, of, Some(Gauge::held(&self.labels))) }
             })
             .collect())
-    }
-}
-
-/// An acquire in flight. Dropping it cancels the acquire wherever it is, and
-/// returns leases granted to it that it never handed out.
-struct PendingLeases {
-    sem: Semaphore,
-    ticket: u64,
-    rx: Option<oneshot::Receiver<Grant>>,
-}
-
-impl Drop for PendingLeases {
-    fn drop(&mut self) {
-        let Some(mut rx) = self.rx.take() else { return };
-        rx.close();
-        let granted = match rx.try_recv() {
-            Ok(Some(Ok(leases))) => leases,
-            _ => Vec::new(),
-        };
-        let (shared, typed, ticket) = (self.sem.shared.clone(), self.sem.typed, self.ticket);
-        tracing::trace!(path = %self.sem.path, ticket, granted = granted.len(), "semaphore acquire dropped");
-        let _ = self.sem.handle.client.inner.send(Command::Run(Box::new(move |c, now| {
-            for (node, _) in &granted {
-                let _ = return_lease(c, now, &shared, typed, node);
-            }
-            shared.with(|s| s.waiters.remove(&ticket));
-            let _ = c.with(now, typed, |s, now| s.cancel(now, Ticket(ticket)));
-        })));
     }
 }
 
