@@ -6,7 +6,6 @@
 //! handles acquire through [`acquire`]; what differs (the grant, what a
 //! waiter keeps, how holds are recorded) is in their [`Tickets`] impl.
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -62,9 +61,6 @@ pub(crate) struct Waiter<G, X> {
     _waiting: Gauge,
 }
 
-/// The waiters of one recipe, by ticket.
-pub(crate) type Waiters<G, X> = HashMap<u64, Waiter<G, X>>;
-
 /// A core ticket queue the driver drives.
 pub(crate) trait TicketQueue: Recipe {
     /// Abandons `ticket` wherever it is (queued, acquiring, granted): core
@@ -94,17 +90,21 @@ pub(crate) trait Tickets: Default + Send + Sized + 'static {
     /// The core queue behind the recipe.
     type Queue: TicketQueue;
 
-    /// The waiters, by ticket.
-    fn waiters(&mut self) -> &mut Waiters<Self::Grant, Self::Waiting>;
+    /// The acquire waiting under ticket `t`.
+    fn waiter(&mut self, t: u64) -> Option<&mut Waiter<Self::Grant, Self::Waiting>>;
 
-    /// The waiters, to read.
-    fn peek_waiters(&self) -> &Waiters<Self::Grant, Self::Waiting>;
+    /// Where the acquire waiting under ticket `t` stands.
+    fn position(&self, t: u64) -> Option<QueuePosition>;
+
+    /// Registers the acquire of a new ticket `t`.
+    fn insert_waiter(&mut self, t: u64, waiter: Waiter<Self::Grant, Self::Waiting>);
+
+    /// Takes out the acquire waiting under `t` (it ended, or was granted).
+    fn take_waiter(&mut self, t: u64) -> Option<Waiter<Self::Grant, Self::Waiting>>;
 
     /// Forgets ticket `t`, whose acquire was dropped: its waiter and any
     /// hold recorded for it.
-    fn forget(&mut self, t: u64) {
-        self.waiters().remove(&t);
-    }
+    fn forget(&mut self, t: u64);
 
     /// On the event loop: abandons ticket `t`, whose acquire was dropped
     /// (`granted`: a grant sent to it but never received). Core gives back
@@ -164,10 +164,10 @@ pub(crate) async fn acquire<S: Tickets>(
     };
     if let Err(e) = queued {
         pending.rx = None;
-        queue.shared.with(|s| s.waiters().remove(&ticket));
+        queue.shared.with(|s| s.take_waiter(ticket));
         return Err(e);
     }
-    let position = || queue.shared.peek(|s| s.peek_waiters().get(&ticket).and_then(|w| w.position));
+    let position = || queue.shared.peek(|s| s.position(ticket));
     let grant = with_progress(&queue.shared.changed, position, progress, &mut pending).await?;
     let waited = inner.runtime.now().saturating_duration_since(began);
     crate::metrics::acquired(queue.labels, waited);
@@ -189,14 +189,14 @@ fn enqueue<S: Tickets>(
     let answer = shared.clone();
     shared.with(|s| {
         let ticket = shared.next_ticket.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        s.waiters().insert(ticket, waiter);
+        s.insert_waiter(ticket, waiter);
         let queued = inner.send(Command::Run(Box::new(move |client, now| {
             let refused = match client.with(now, handle, |r, now| command(r, now, Ticket(ticket))) {
                 Ok(Ok(())) => None,
                 Ok(Err(e)) | Err(e) => Some(e),
             };
             if let Some(e) = refused {
-                if let Some(w) = answer.with(|s| s.waiters().remove(&ticket)) {
+                if let Some(w) = answer.with(|s| s.take_waiter(ticket)) {
                     let _ = w.reply.send(Err(e.into()));
                 }
             }
@@ -296,7 +296,7 @@ pub(crate) fn end<S: Tickets>(shared: &Watched<S>, labels: &Labels, t: u64, even
     if error == Error::TimedOut {
         crate::metrics::timed_out(labels);
     }
-    match shared.with(|s| s.waiters().remove(&t)) {
+    match shared.with(|s| s.take_waiter(t)) {
         Some(w) => {
             let _ = w.reply.send(Err(error));
             Ok(())
@@ -308,7 +308,7 @@ pub(crate) fn end<S: Tickets>(shared: &Watched<S>, labels: &Labels, t: u64, even
 /// Sink side: ticket `t`'s acquire now stands at `position` of `total`.
 pub(crate) fn queued<S: Tickets>(shared: &Watched<S>, t: u64, position: usize, total: usize) {
     shared.with(|s| {
-        if let Some(w) = s.waiters().get_mut(&t) {
+        if let Some(w) = s.waiter(t) {
             w.position = Some(QueuePosition { position, total });
         }
     });

@@ -18,7 +18,7 @@ use futures_channel::oneshot;
 use zoolock_core::recipes::{BoxedLock, Part, SharedLock, Ticket};
 use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Handle, Instant, RecipeEvent, RecipeId};
 
-use crate::acquire::{self, Waiters, Watched};
+use crate::acquire::{self, Tickets as _, Waiter, Watched};
 use crate::client::{Client, RecipeHandle};
 use crate::error::Error;
 use crate::hold::{self, Hold, HoldStatus, QueuePosition};
@@ -38,42 +38,98 @@ struct Waiting {
 
 /// What the tasks see of one ticket's hold.
 #[derive(Debug)]
-struct TicketState {
+struct HoldState {
     part: Part,
     status: HoldStatus,
     revoked: bool,
     /// The lock node, for the log.
     node: String,
+    /// A release waiting for the server's answer.
+    release: Option<oneshot::Sender<Result<(), Error>>>,
     /// `zoolock_holds`, raised while the hold lasts.
     _held: Gauge,
 }
 
+/// What the driver keeps of one ticket: its acquire waiting for the grant,
+/// then its hold, until the hold has ended and been let go. Core keeps the
+/// ticket itself (its queue, its hold, giving back what an abandoned ticket
+/// got); this is only where its answers go.
+#[derive(Debug)]
+enum TicketState {
+    Waiting(Waiter<Grant, Waiting>),
+    Held(HoldState),
+}
+
+/// The tickets of one lock recipe. A part's holder is its hold that is not
+/// lost.
 #[derive(Debug, Default)]
 struct Tickets {
-    waiters: Waiters<Grant, Waiting>,
-    /// Releases waiting for the server.
-    releases: HashMap<u64, oneshot::Sender<Result<(), Error>>>,
-    /// Holds, from the grant until the hold has ended and been let go. A
-    /// part's holder is its hold that is not lost.
-    holds: HashMap<u64, TicketState>,
+    tickets: HashMap<u64, TicketState>,
+}
+
+impl Tickets {
+    fn hold(&self, t: u64) -> Option<&HoldState> {
+        match self.tickets.get(&t)? {
+            TicketState::Held(h) => Some(h),
+            TicketState::Waiting(_) => None,
+        }
+    }
+
+    fn hold_mut(&mut self, t: u64) -> Option<&mut HoldState> {
+        match self.tickets.get_mut(&t)? {
+            TicketState::Held(h) => Some(h),
+            TicketState::Waiting(_) => None,
+        }
+    }
+
+    /// The hold of `t` is over: forget it, and hand back a release that
+    /// waits for it.
+    fn forget_hold(&mut self, t: u64) -> Option<oneshot::Sender<Result<(), Error>>> {
+        match self.tickets.remove(&t)? {
+            TicketState::Held(h) => h.release,
+            waiting @ TicketState::Waiting(_) => {
+                self.tickets.insert(t, waiting);
+                None
+            }
+        }
+    }
 }
 
 impl acquire::Tickets for Tickets {
-    type Grant = (String, FencingToken);
+    type Grant = Grant;
     type Waiting = Waiting;
     type Queue = SharedLock;
 
-    fn waiters(&mut self) -> &mut Waiters<Grant, Waiting> {
-        &mut self.waiters
+    fn waiter(&mut self, t: u64) -> Option<&mut Waiter<Grant, Waiting>> {
+        match self.tickets.get_mut(&t)? {
+            TicketState::Waiting(w) => Some(w),
+            TicketState::Held(_) => None,
+        }
     }
 
-    fn peek_waiters(&self) -> &Waiters<Grant, Waiting> {
-        &self.waiters
+    fn position(&self, t: u64) -> Option<QueuePosition> {
+        match self.tickets.get(&t)? {
+            TicketState::Waiting(w) => w.position,
+            TicketState::Held(_) => None,
+        }
+    }
+
+    fn insert_waiter(&mut self, t: u64, waiter: Waiter<Grant, Waiting>) {
+        self.tickets.insert(t, TicketState::Waiting(waiter));
+    }
+
+    fn take_waiter(&mut self, t: u64) -> Option<Waiter<Grant, Waiting>> {
+        match self.tickets.remove(&t)? {
+            TicketState::Waiting(w) => Some(w),
+            held @ TicketState::Held(_) => {
+                self.tickets.insert(t, held);
+                None
+            }
+        }
     }
 
     fn forget(&mut self, t: u64) {
-        self.waiters.remove(&t);
-        forget(self, t);
+        self.tickets.remove(&t);
     }
 }
 
@@ -82,7 +138,7 @@ type LockShared = Watched<Tickets>;
 
 impl LockShared {
     fn hold_status(&self, ticket: u64) -> HoldStatus {
-        self.peek(|t| t.holds.get(&ticket).map_or(HoldStatus::NotHeld, |s| s.status))
+        self.peek(|t| t.hold(ticket).map_or(HoldStatus::NotHeld, |s| s.status))
     }
 }
 
@@ -142,15 +198,7 @@ impl std::fmt::Debug for Lock {
 }
 
 /// Carries one lock event to the tasks.
-fn on_event(
-    shared: &LockShared,
-    path: &str,
-    labels: &Labels,
-    client: &mut CoreClient,
-    now: Instant,
-    handle: Handle<SharedLock>,
-    event: RecipeEvent,
-) {
+fn on_event(shared: &LockShared, path: &str, labels: &Labels, event: RecipeEvent) {
     let RecipeEvent::Ticket { ticket, event } = event else {
         match event {
             RecipeEvent::CleanupFailed { path: node, error } => {
@@ -165,29 +213,30 @@ fn on_event(
     match *event {
         RecipeEvent::Acquired { node, token } => {
             let waiter = shared.with(|s| {
-                let waiter = s.waiters.remove(&t)?;
+                let waiter = s.take_waiter(t)?;
                 let Waiting { part, revoked } = waiter.of;
-                let held = TicketState {
+                let held = HoldState {
                     part,
                     status: HoldStatus::Held,
                     revoked,
                     node: node.clone(),
+                    release: None,
                     _held: Gauge::held(labels),
                 };
-                s.holds.insert(t, held);
+                s.tickets.insert(t, TicketState::Held(held));
                 Some(waiter.reply)
             });
             if waiter.is_none_or(|w| w.send(Ok((node.clone(), token))).is_err()) {
-                // Granted to an acquire that was dropped: give it back.
-                tracing::debug!(%path, %node, "lock granted to a dropped acquire: releasing");
-                shared.with(|s| forget(s, t));
-                let _ = client.with(now, handle, |q, now| q.cancel(now, ticket));
+                // Granted to an acquire that was dropped: its cancel, queued
+                // when it was dropped, has core give the hold back.
+                tracing::debug!(%path, %node, "lock granted to a dropped acquire");
+                shared.with(|s| s.forget_hold(t));
             }
         }
         RecipeEvent::Released => {
-            let node = shared.peek(|s| s.holds.get(&t).map(|h| h.node.clone())).unwrap_or_default();
+            let node = shared.peek(|s| s.hold(t).map(|h| h.node.clone())).unwrap_or_default();
             tracing::debug!(%path, %node, "lock released");
-            if let Some(r) = shared.with(|s| forget_released(s, t)) {
+            if let Some(r) = shared.with(|s| s.forget_hold(t)) {
                 let _ = r.send(Ok(()));
             }
         }
@@ -195,7 +244,7 @@ fn on_event(
             tracing::debug!(%path, t, ?end, "lock acquire or release ended");
             // Not an acquire: the release of this ticket failed.
             if let Err(error) = acquire::end(shared, labels, t, &end) {
-                if let Some(r) = shared.with(|s| forget_released(s, t)) {
+                if let Some(r) = shared.with(|s| s.forget_hold(t)) {
                     let _ = r.send(Err(error));
                 }
             }
@@ -206,7 +255,7 @@ fn on_event(
                 RecipeEvent::Reconnected => HoldStatus::Held,
                 _ => HoldStatus::Lost,
             };
-            let node = shared.peek(|s| s.holds.get(&t).map(|h| h.node.clone())).unwrap_or_default();
+            let node = shared.peek(|s| s.hold(t).map(|h| h.node.clone())).unwrap_or_default();
             match new {
                 HoldStatus::Lost => {
                     crate::metrics::lost(labels);
@@ -219,7 +268,7 @@ fn on_event(
                 _ => tracing::info!(%path, %node, "hold confirmed after the reconnect"),
             }
             shared.with(|s| {
-                if let Some(h) = s.holds.get_mut(&t) {
+                if let Some(h) = s.hold_mut(t) {
                     h.status = new;
                 }
             });
@@ -230,27 +279,14 @@ fn on_event(
         }
         RecipeEvent::RevocationRequested => {
             tracing::debug!(%path, t, "revocation requested");
-            shared.with(|s| {
-                if let Some(h) = s.holds.get_mut(&t) {
-                    h.revoked = true;
-                } else if let Some(w) = s.waiters.get_mut(&t) {
-                    w.of.revoked = true;
-                }
+            shared.with(|s| match s.tickets.get_mut(&t) {
+                Some(TicketState::Held(h)) => h.revoked = true,
+                Some(TicketState::Waiting(w)) => w.of.revoked = true,
+                None => {}
             });
         }
         other => tracing::trace!(%path, t, ?other, "lock ticket event"),
     }
-}
-
-/// The hold of `t` is over: forget it.
-fn forget(s: &mut Tickets, t: u64) {
-    s.holds.remove(&t);
-}
-
-/// The release of `t` finished: forget the hold, hand back the waiter.
-fn forget_released(s: &mut Tickets, t: u64) -> Option<oneshot::Sender<Result<(), Error>>> {
-    forget(s, t);
-    s.releases.remove(&t)
 }
 
 impl Lock {
@@ -269,8 +305,8 @@ impl Lock {
         let path: Arc<str> = path.into();
         let labels = Arc::new(Labels::new(kind, &path, client.inner.options.metrics_path_label));
         let (sink_shared, sink_path, sink_labels) = (shared.clone(), path.clone(), labels.clone());
-        let sink = Box::new(move |c: &mut CoreClient, now, id: RecipeId, event| {
-            on_event(&sink_shared, &sink_path, &sink_labels, c, now, Handle::from_id(id), event)
+        let sink = Box::new(move |_: &mut CoreClient, _, _: RecipeId, event| {
+            on_event(&sink_shared, &sink_path, &sink_labels, event)
         });
         let id = client.add_recipe(Box::new(SharedLock::new(recipe, renew)), sink).await?;
         let recipe = Arc::new(RecipeHandle { client, id });
@@ -469,7 +505,10 @@ impl Lock {
     /// has run: after a process pause the first check must not say `Held`.
     pub fn status(&self) -> HoldStatus {
         let reported = self.shared.peek(|s| {
-            let holder = s.holds.values().find(|h| h.part == self.part && h.status != HoldStatus::Lost);
+            let holder = s.tickets.values().find_map(|t| match t {
+                TicketState::Held(h) if h.part == self.part && h.status != HoldStatus::Lost => Some(h),
+                _ => None,
+            });
             holder.map_or(HoldStatus::NotHeld, |h| h.status)
         });
         hold::effective(&self.client().inner, reported)
@@ -501,7 +540,7 @@ impl hold::Source for TicketHold {
     }
 
     fn revoked(&self) -> bool {
-        self.lock.shared.peek(|s| s.holds.get(&self.ticket).is_some_and(|h| h.revoked))
+        self.lock.shared.peek(|s| s.hold(self.ticket).is_some_and(|h| h.revoked))
     }
 
     fn fence_nodes(&self) -> BoxFuture<Result<Option<Vec<String>>, Error>> {
@@ -664,20 +703,26 @@ fn release_job(
     }) {
         Ok((Ok(true), still_held)) => {
             if !still_held {
-                shared.with(|s| forget(s, t));
+                shared.with(|s| s.forget_hold(t));
             }
             Some(Ok(()))
         }
-        Ok((Ok(false), _)) => {
-            if let Some(reply) = reply {
-                shared.with(|s| s.releases.insert(t, reply));
-            }
-            None
-        }
+        // `Released` (or the release's failure) follows: it answers `reply`.
+        Ok((Ok(false), _)) => match reply {
+            Some(reply) => shared.with(|s| match s.hold_mut(t) {
+                Some(h) => {
+                    h.release = Some(reply);
+                    None
+                }
+                // No record to answer through: the delete is under way.
+                None => Some(Ok(())),
+            }),
+            None => None,
+        },
         // Nothing held under this ticket any more: the hold was lost and
         // let go, or released by a racing cancel.
         Ok((Err(ApiMisuse::NotHeld), _)) => {
-            shared.with(|s| forget(s, t));
+            shared.with(|s| s.forget_hold(t));
             Some(Ok(()))
         }
         Ok((Err(e), _)) | Err(e) => Some(Err(e.into())),

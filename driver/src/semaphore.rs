@@ -2,14 +2,14 @@
 //! which queues the acquires of a handle and its clones (each gets its own
 //! leases) and re-queues them on a renewed session.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 use zoolock_core::recipes::{Semaphore as CoreSemaphore, SharedSemaphore, Ticket};
 use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Handle, Instant, RecipeEvent, RecipeId};
 
-use crate::acquire::{self, Waiters, Watched};
+use crate::acquire::{self, Waiter, Watched};
 use crate::client::{Client, RecipeHandle};
 use crate::error::Error;
 use crate::hold::{self, Hold, HoldStatus, QueuePosition};
@@ -28,7 +28,7 @@ struct Waiting {
 
 #[derive(Debug, Default)]
 struct State {
-    waiters: Waiters<Grant, Waiting>,
+    waiters: HashMap<u64, Waiter<Grant, Waiting>>,
     /// The connection dropped while leases were held (until `Reconnected`).
     suspended: bool,
     /// Lease nodes known lost (deleted, or gone with the session), until
@@ -49,12 +49,24 @@ impl acquire::Tickets for State {
     type Waiting = Waiting;
     type Queue = SharedSemaphore;
 
-    fn waiters(&mut self) -> &mut Waiters<Grant, Waiting> {
-        &mut self.waiters
+    fn waiter(&mut self, t: u64) -> Option<&mut Waiter<Grant, Waiting>> {
+        self.waiters.get_mut(&t)
     }
 
-    fn peek_waiters(&self) -> &Waiters<Grant, Waiting> {
-        &self.waiters
+    fn position(&self, t: u64) -> Option<QueuePosition> {
+        self.waiters.get(&t).and_then(|w| w.position)
+    }
+
+    fn insert_waiter(&mut self, t: u64, waiter: Waiter<Grant, Waiting>) {
+        self.waiters.insert(t, waiter);
+    }
+
+    fn take_waiter(&mut self, t: u64) -> Option<Waiter<Grant, Waiting>> {
+        self.waiters.remove(&t)
+    }
+
+    fn forget(&mut self, t: u64) {
+        self.waiters.remove(&t);
     }
 
     /// Returns the leases granted to the dropped acquire first (each
