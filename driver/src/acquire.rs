@@ -1,8 +1,9 @@
-//! The driver's side of core's ticket queues ([`SharedLock`] behind a
-//! [`crate::Lock`], [`SharedSemaphore`] behind a [`crate::Semaphore`]): an
-//! acquire registers a waiter under its ticket, queues its command on the
-//! event loop, follows its queue position and waits for the grant; dropping
-//! it abandons the ticket, and core gives back whatever the ticket got. Both
+//! The driver's side of core's ticket queues ([`LockQueue`] behind a
+//! [`crate::Lock`], [`LeaseQueue`] behind a [`crate::Semaphore`]): an
+//! acquire queues its command on the event loop, registers a waiter under
+//! the ticket core issues for it, follows its queue position and waits for
+//! the grant; dropping it abandons the ticket, and core gives back whatever
+//! the ticket got. Both
 //! handles acquire through [`acquire`]; what differs (the grant, what a
 //! waiter keeps, how holds are recorded) is in their [`Tickets`] impl.
 
@@ -13,8 +14,8 @@ use std::task::{Context, Poll};
 
 use event_listener::Event;
 use futures_channel::oneshot;
-use zoolock_core::recipes::{SharedLock, SharedSemaphore, Ticket};
-use zoolock_core::{ApiMisuse, Client as CoreClient, Handle, Instant, Recipe, RecipeEvent};
+use zoolock_core::recipes::{LeaseQueue, LockQueue, Ticket};
+use zoolock_core::{ApiMisuse, Client as CoreClient, CoreMachine, Handle, Instant, Machine, RecipeEvent};
 
 use crate::client::{Client, Inner};
 use crate::error::Error;
@@ -28,8 +29,6 @@ use crate::task::Command;
 pub(crate) struct Watched<T> {
     state: std::sync::Mutex<T>,
     pub(crate) changed: Arc<Event>,
-    /// Tickets of the recipe's acquires.
-    pub(crate) next_ticket: std::sync::atomic::AtomicU64,
 }
 
 impl<T> Watched<T> {
@@ -62,21 +61,21 @@ pub(crate) struct Waiter<G, X> {
 }
 
 /// A core ticket queue the driver drives.
-pub(crate) trait TicketQueue: Recipe {
+pub(crate) trait TicketQueue: Machine<CoreMachine> + 'static {
     /// Abandons `ticket` wherever it is (queued, acquiring, granted): core
     /// gives back what it got.
     fn cancel(&mut self, now: Instant, ticket: Ticket);
 }
 
-impl TicketQueue for SharedLock {
+impl TicketQueue for LockQueue {
     fn cancel(&mut self, now: Instant, ticket: Ticket) {
-        SharedLock::cancel(self, now, ticket);
+        LockQueue::cancel(self, now, ticket);
     }
 }
 
-impl TicketQueue for SharedSemaphore {
+impl TicketQueue for LeaseQueue {
     fn cancel(&mut self, now: Instant, ticket: Ticket) {
-        SharedSemaphore::cancel(self, now, ticket);
+        LeaseQueue::cancel(self, now, ticket);
     }
 }
 
@@ -91,20 +90,20 @@ pub(crate) trait Tickets: Default + Send + Sized + 'static {
     type Queue: TicketQueue;
 
     /// The acquire waiting under ticket `t`.
-    fn waiter(&mut self, t: u64) -> Option<&mut Waiter<Self::Grant, Self::Waiting>>;
+    fn waiter(&mut self, t: Ticket) -> Option<&mut Waiter<Self::Grant, Self::Waiting>>;
 
     /// Where the acquire waiting under ticket `t` stands.
-    fn position(&self, t: u64) -> Option<QueuePosition>;
+    fn position(&self, t: Ticket) -> Option<QueuePosition>;
 
     /// Registers the acquire of a new ticket `t`.
-    fn insert_waiter(&mut self, t: u64, waiter: Waiter<Self::Grant, Self::Waiting>);
+    fn insert_waiter(&mut self, t: Ticket, waiter: Waiter<Self::Grant, Self::Waiting>);
 
     /// Takes out the acquire waiting under `t` (it ended, or was granted).
-    fn take_waiter(&mut self, t: u64) -> Option<Waiter<Self::Grant, Self::Waiting>>;
+    fn take_waiter(&mut self, t: Ticket) -> Option<Waiter<Self::Grant, Self::Waiting>>;
 
     /// Forgets ticket `t`, whose acquire was dropped: its waiter and any
     /// hold recorded for it.
-    fn forget(&mut self, t: u64);
+    fn forget(&mut self, t: Ticket);
 
     /// On the event loop: abandons ticket `t`, whose acquire was dropped
     /// (`granted`: a grant sent to it but never received). Core gives back
@@ -114,12 +113,12 @@ pub(crate) trait Tickets: Default + Send + Sized + 'static {
         client: &mut CoreClient,
         now: Instant,
         handle: Handle<Self::Queue>,
-        t: u64,
+        t: Ticket,
         granted: Option<Self::Grant>,
     ) {
         drop(granted);
         shared.with(|s| s.forget(t));
-        let _ = client.with(now, handle, |q, now| q.cancel(now, Ticket(t)));
+        let _ = client.with(now, handle, |q, now| q.cancel(now, t));
     }
 }
 
@@ -135,74 +134,78 @@ pub(crate) struct Queue<'a, S: Tickets> {
 
 /// An acquire's outcome: its ticket, its grant and how long it waited.
 pub(crate) struct Granted<G> {
-    pub(crate) ticket: u64,
+    pub(crate) ticket: Ticket,
     pub(crate) grant: G,
     pub(crate) waited: std::time::Duration,
 }
 
-/// Queues an acquire for a new ticket with `command` (a waiter keeping
-/// `of`), calls `progress` with each new queue position, and waits for its
-/// grant. Dropping the future abandons the ticket wherever it is.
+/// Queues an acquire with `command` (which returns the ticket core issued
+/// for it; a waiter keeping `of` is filed under it), calls `progress` with
+/// each new queue position, and waits for its grant. Dropping the future
+/// abandons the ticket wherever it is.
 pub(crate) async fn acquire<S: Tickets>(
     queue: Queue<'_, S>,
     of: S::Waiting,
-    command: impl FnOnce(&mut S::Queue, Instant, Ticket) -> Result<(), ApiMisuse> + Send + 'static,
+    command: impl FnOnce(&mut S::Queue, Instant) -> Result<Ticket, ApiMisuse> + Send + 'static,
     progress: &mut (dyn FnMut(QueuePosition) + Send),
 ) -> Result<Granted<S::Grant>, Error> {
     let (tx, rx) = oneshot::channel();
     let waiter = Waiter { reply: tx, position: None, of, _waiting: Gauge::waiting(queue.labels) };
     let inner = &queue.client.inner;
-    let (ticket, queued) = enqueue(queue.shared, inner, queue.handle, waiter, command);
+    let (cell, queued) = enqueue(queue.shared, inner, queue.handle, waiter, command);
     let began = inner.runtime.now();
     let mut pending = Pending {
         shared: queue.shared.clone(),
         inner: inner.clone(),
         handle: queue.handle,
         path: queue.path.clone(),
-        ticket,
+        ticket: cell.clone(),
         rx: Some(rx),
     };
     if let Err(e) = queued {
+        // The command never reached the loop: no ticket, nothing to cancel.
         pending.rx = None;
-        queue.shared.with(|s| s.take_waiter(ticket));
         return Err(e);
     }
-    let position = || queue.shared.peek(|s| s.position(ticket));
+    let position = || queue.shared.peek(|s| s.position(*cell.get()?));
     let grant = with_progress(&queue.shared.changed, position, progress, &mut pending).await?;
+    // Granted through the waiter filed under the ticket: it is set.
+    let ticket = *cell.get().ok_or(Error::ClientClosed)?;
     let waited = inner.runtime.now().saturating_duration_since(began);
     crate::metrics::acquired(queue.labels, waited);
     Ok(Granted { ticket, grant, waited })
 }
 
-/// Registers `waiter` under a fresh ticket and queues `command` for it on
-/// the event loop, under one lock, so tickets queue in the order their
-/// commands reach the loop and grants follow call order. A command the
-/// recipe refuses answers the waiter with the refusal. Returns the ticket
-/// and whether the command was queued.
+/// The ticket core issued to an acquire, once its command has run on the
+/// event loop (empty if the recipe refused it). Commands run in order, so a
+/// later command of the same handle (a cancel) finds it set.
+type TicketCell = Arc<std::sync::OnceLock<Ticket>>;
+
+/// Queues `command` on the event loop; the ticket core issues for it files
+/// `waiter` under that ticket (before any event of the ticket is delivered:
+/// events are delivered after the command) and fills the returned cell.
+/// Core issues tickets in command order, so grants follow call order. A
+/// command the recipe refuses answers the waiter with the refusal. Returns
+/// the cell and whether the command was queued.
 fn enqueue<S: Tickets>(
     shared: &Arc<Watched<S>>,
     inner: &Inner,
     handle: Handle<S::Queue>,
     waiter: Waiter<S::Grant, S::Waiting>,
-    command: impl FnOnce(&mut S::Queue, Instant, Ticket) -> Result<(), ApiMisuse> + Send + 'static,
-) -> (u64, Result<(), Error>) {
-    let answer = shared.clone();
-    shared.with(|s| {
-        let ticket = shared.next_ticket.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        s.insert_waiter(ticket, waiter);
-        let queued = inner.send(Command::Run(Box::new(move |client, now| {
-            let refused = match client.with(now, handle, |r, now| command(r, now, Ticket(ticket))) {
-                Ok(Ok(())) => None,
-                Ok(Err(e)) | Err(e) => Some(e),
-            };
-            if let Some(e) = refused {
-                if let Some(w) = answer.with(|s| s.take_waiter(ticket)) {
-                    let _ = w.reply.send(Err(e.into()));
-                }
-            }
-        })));
-        (ticket, queued)
-    })
+    command: impl FnOnce(&mut S::Queue, Instant) -> Result<Ticket, ApiMisuse> + Send + 'static,
+) -> (TicketCell, Result<(), Error>) {
+    let (answer, cell) = (shared.clone(), TicketCell::default());
+    let issued = cell.clone();
+    let queued = inner.send(Command::Run(Box::new(move |client, now| match client.with(now, handle, command) {
+        Ok(Ok(ticket)) => {
+            let _ = issued.set(ticket);
+            answer.with(|s| s.insert_waiter(ticket, waiter));
+        }
+        Ok(Err(e)) | Err(e) => {
+            let _ = waiter.reply.send(Err(e.into()));
+        }
+    })));
+    (cell, queued)
 }
 
 /// An acquire in flight; dropping it abandons its ticket.
@@ -211,7 +214,8 @@ struct Pending<S: Tickets> {
     inner: Arc<Inner>,
     handle: Handle<S::Queue>,
     path: Arc<str>,
-    ticket: u64,
+    /// Set once core has issued the acquire's ticket.
+    ticket: TicketCell,
     rx: Option<oneshot::Receiver<Result<S::Grant, Error>>>,
 }
 
@@ -238,10 +242,12 @@ impl<S: Tickets> Drop for Pending<S> {
             Ok(Some(Ok(grant))) => Some(grant),
             _ => None,
         };
-        let (shared, handle, t) = (self.shared.clone(), self.handle, self.ticket);
-        tracing::trace!(path = %self.path, t, granted = granted.is_some(), "acquire dropped");
+        let (shared, handle, cell) = (self.shared.clone(), self.handle, self.ticket.clone());
+        tracing::trace!(path = %self.path, granted = granted.is_some(), "acquire dropped");
         // Commands run in order: this runs after the acquire's own command.
         let _ = self.inner.send(Command::Run(Box::new(move |client, now| {
+            // A refused acquire has no ticket and nothing to take back.
+            let Some(&t) = cell.get() else { return };
             S::abandon(&shared, client, now, handle, t, granted);
         })));
     }
@@ -291,7 +297,12 @@ fn acquire_end(event: &RecipeEvent) -> Option<Error> {
 /// time-out counts in the metrics). `Err(error)` when no acquire waits under
 /// `t` (for a lock: the ticket's release failed); `Ok(())` otherwise, and
 /// for an event that ends no acquire.
-pub(crate) fn end<S: Tickets>(shared: &Watched<S>, labels: &Labels, t: u64, event: &RecipeEvent) -> Result<(), Error> {
+pub(crate) fn end<S: Tickets>(
+    shared: &Watched<S>,
+    labels: &Labels,
+    t: Ticket,
+    event: &RecipeEvent,
+) -> Result<(), Error> {
     let Some(error) = acquire_end(event) else { return Ok(()) };
     if error == Error::TimedOut {
         crate::metrics::timed_out(labels);
@@ -306,7 +317,7 @@ pub(crate) fn end<S: Tickets>(shared: &Watched<S>, labels: &Labels, t: u64, even
 }
 
 /// Sink side: ticket `t`'s acquire now stands at `position` of `total`.
-pub(crate) fn queued<S: Tickets>(shared: &Watched<S>, t: u64, position: usize, total: usize) {
+pub(crate) fn queued<S: Tickets>(shared: &Watched<S>, t: Ticket, position: usize, total: usize) {
     shared.with(|s| {
         if let Some(w) = s.waiter(t) {
             w.position = Some(QueuePosition { position, total });

@@ -1,4 +1,4 @@
-//! [`Lock`] and [`Guard`]: async handles over core's [`SharedLock`], which
+//! [`Lock`] and [`Guard`]: async handles over core's [`LockQueue`], which
 //! queues the acquires of a handle and all its clones and owns every lock
 //! rule (an acquire after a release waits for it, a grant to a dropped
 //! acquire is given back, an acquire re-queues on a renewed session). This
@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_channel::oneshot;
-use zoolock_core::recipes::{BoxedLock, Part, SharedLock, Ticket};
+use zoolock_core::recipes::{BoxedLock, LockQueue, Part, Ticket};
 use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Handle, Instant, RecipeEvent, RecipeId};
 
 use crate::acquire::{self, Tickets as _, Waiter, Watched};
@@ -24,7 +24,7 @@ use crate::error::Error;
 use crate::hold::{self, Hold, HoldStatus, QueuePosition};
 use crate::metrics::{Gauge, Labels};
 use crate::runtime::BoxFuture;
-use crate::task::Command;
+use crate::task::{Command, Sink};
 
 type Grant = (String, FencingToken);
 
@@ -64,18 +64,18 @@ enum TicketState {
 /// lost.
 #[derive(Debug, Default)]
 struct Tickets {
-    tickets: HashMap<u64, TicketState>,
+    tickets: HashMap<Ticket, TicketState>,
 }
 
 impl Tickets {
-    fn hold(&self, t: u64) -> Option<&HoldState> {
+    fn hold(&self, t: Ticket) -> Option<&HoldState> {
         match self.tickets.get(&t)? {
             TicketState::Held(h) => Some(h),
             TicketState::Waiting(_) => None,
         }
     }
 
-    fn hold_mut(&mut self, t: u64) -> Option<&mut HoldState> {
+    fn hold_mut(&mut self, t: Ticket) -> Option<&mut HoldState> {
         match self.tickets.get_mut(&t)? {
             TicketState::Held(h) => Some(h),
             TicketState::Waiting(_) => None,
@@ -84,7 +84,7 @@ impl Tickets {
 
     /// The hold of `t` is over: forget it, and hand back a release that
     /// waits for it.
-    fn forget_hold(&mut self, t: u64) -> Option<oneshot::Sender<Result<(), Error>>> {
+    fn forget_hold(&mut self, t: Ticket) -> Option<oneshot::Sender<Result<(), Error>>> {
         match self.tickets.remove(&t)? {
             TicketState::Held(h) => h.release,
             waiting @ TicketState::Waiting(_) => {
@@ -98,27 +98,27 @@ impl Tickets {
 impl acquire::Tickets for Tickets {
     type Grant = Grant;
     type Waiting = Waiting;
-    type Queue = SharedLock;
+    type Queue = LockQueue;
 
-    fn waiter(&mut self, t: u64) -> Option<&mut Waiter<Grant, Waiting>> {
+    fn waiter(&mut self, t: Ticket) -> Option<&mut Waiter<Grant, Waiting>> {
         match self.tickets.get_mut(&t)? {
             TicketState::Waiting(w) => Some(w),
             TicketState::Held(_) => None,
         }
     }
 
-    fn position(&self, t: u64) -> Option<QueuePosition> {
+    fn position(&self, t: Ticket) -> Option<QueuePosition> {
         match self.tickets.get(&t)? {
             TicketState::Waiting(w) => w.position,
             TicketState::Held(_) => None,
         }
     }
 
-    fn insert_waiter(&mut self, t: u64, waiter: Waiter<Grant, Waiting>) {
+    fn insert_waiter(&mut self, t: Ticket, waiter: Waiter<Grant, Waiting>) {
         self.tickets.insert(t, TicketState::Waiting(waiter));
     }
 
-    fn take_waiter(&mut self, t: u64) -> Option<Waiter<Grant, Waiting>> {
+    fn take_waiter(&mut self, t: Ticket) -> Option<Waiter<Grant, Waiting>> {
         match self.tickets.remove(&t)? {
             TicketState::Waiting(w) => Some(w),
             held @ TicketState::Held(_) => {
@@ -128,7 +128,7 @@ impl acquire::Tickets for Tickets {
         }
     }
 
-    fn forget(&mut self, t: u64) {
+    fn forget(&mut self, t: Ticket) {
         self.tickets.remove(&t);
     }
 }
@@ -137,7 +137,7 @@ impl acquire::Tickets for Tickets {
 type LockShared = Watched<Tickets>;
 
 impl LockShared {
-    fn hold_status(&self, ticket: u64) -> HoldStatus {
+    fn hold_status(&self, ticket: Ticket) -> HoldStatus {
         self.peek(|t| t.hold(ticket).map_or(HoldStatus::NotHeld, |s| s.status))
     }
 }
@@ -165,7 +165,7 @@ impl LockShared {
 #[derive(Clone)]
 pub struct Lock {
     recipe: Arc<RecipeHandle>,
-    handle: Handle<SharedLock>,
+    handle: Handle<LockQueue>,
     part: Part,
     shared: Arc<LockShared>,
     /// The lock path (paths, for a multi-lock), for the log.
@@ -209,7 +209,7 @@ fn on_event(shared: &LockShared, path: &str, labels: &Labels, event: RecipeEvent
         }
         return;
     };
-    let t = ticket.0;
+    let t = ticket;
     match *event {
         RecipeEvent::Acquired { node, token } => {
             let waiter = shared.with(|s| {
@@ -241,7 +241,7 @@ fn on_event(shared: &LockShared, path: &str, labels: &Labels, event: RecipeEvent
             }
         }
         end @ (RecipeEvent::TimedOut | RecipeEvent::Failed(_) | RecipeEvent::Refused(_)) => {
-            tracing::debug!(%path, t, ?end, "lock acquire or release ended");
+            tracing::debug!(%path, %t, ?end, "lock acquire or release ended");
             // Not an acquire: the release of this ticket failed.
             if let Err(error) = acquire::end(shared, labels, t, &end) {
                 if let Some(r) = shared.with(|s| s.forget_hold(t)) {
@@ -274,18 +274,18 @@ fn on_event(shared: &LockShared, path: &str, labels: &Labels, event: RecipeEvent
             });
         }
         RecipeEvent::Queued { position, total } => {
-            tracing::trace!(%path, t, position, total, "queued");
+            tracing::trace!(%path, %t, position, total, "queued");
             acquire::queued(shared, t, position, total);
         }
         RecipeEvent::RevocationRequested => {
-            tracing::debug!(%path, t, "revocation requested");
+            tracing::debug!(%path, %t, "revocation requested");
             shared.with(|s| match s.tickets.get_mut(&t) {
                 Some(TicketState::Held(h)) => h.revoked = true,
                 Some(TicketState::Waiting(w)) => w.of.revoked = true,
                 None => {}
             });
         }
-        other => tracing::trace!(%path, t, ?other, "lock ticket event"),
+        other => tracing::trace!(%path, %t, ?other, "lock ticket event"),
     }
 }
 
@@ -299,22 +299,25 @@ impl Lock {
         path: String,
         kind: &'static str,
     ) -> Result<Vec<Lock>, Error> {
-        let parts = recipe.parts().max(1);
+        let parts = recipe.parts();
         let renew = client.inner.options.renew_session;
         let shared = Arc::new(LockShared::default());
         let path: Arc<str> = path.into();
         let labels = Arc::new(Labels::new(kind, &path, client.inner.options.metrics_path_label));
         let (sink_shared, sink_path, sink_labels) = (shared.clone(), path.clone(), labels.clone());
-        let sink = Box::new(move |_: &mut CoreClient, _, _: RecipeId, event| {
-            on_event(&sink_shared, &sink_path, &sink_labels, event)
-        });
-        let id = client.add_recipe(Box::new(SharedLock::new(recipe, renew)), sink).await?;
-        let recipe = Arc::new(RecipeHandle { client, id });
-        Ok((0..parts)
+        let sink = move |_: Handle<LockQueue>| -> Sink {
+            Box::new(move |_: &mut CoreClient, _, _: RecipeId, event| {
+                on_event(&sink_shared, &sink_path, &sink_labels, event)
+            })
+        };
+        let handle = client.add_recipe(LockQueue::new(recipe, renew), sink).await?;
+        let recipe = Arc::new(RecipeHandle { client, id: handle.id() });
+        Ok(parts
+            .iter()
             .map(|part| Lock {
                 recipe: recipe.clone(),
-                handle: Handle::from_id(id),
-                part,
+                handle,
+                part: *part,
                 shared: shared.clone(),
                 path: path.clone(),
                 labels: labels.clone(),
@@ -445,7 +448,7 @@ impl Lock {
         mut progress: impl FnMut(QueuePosition) + Send,
     ) -> Result<Guard, Error> {
         let part = self.part;
-        self.start(move |q, now, ticket| q.acquire(now, ticket, part, timeout.map(|d| now + d)), &mut progress).await
+        self.start(move |q, now| Ok(q.acquire(now, part, timeout.map(|d| now + d))), &mut progress).await
     }
 
     async fn acquire_inner(&self, timeout: Option<Duration>) -> Result<Guard, Error> {
@@ -456,10 +459,10 @@ impl Lock {
     /// grant. Dropping the future cancels the ticket wherever it is.
     async fn start(
         &self,
-        command: impl FnOnce(&mut SharedLock, Instant, Ticket) -> Result<(), ApiMisuse> + Send + 'static,
+        command: impl FnOnce(&mut LockQueue, Instant) -> Result<Ticket, ApiMisuse> + Send + 'static,
         progress: &mut (dyn FnMut(QueuePosition) + Send),
     ) -> Result<Guard, Error> {
-        tracing::trace!(path = %self.path, part = self.part, "acquire");
+        tracing::trace!(path = %self.path, part = ?self.part, "acquire");
         let queue = acquire::Queue {
             shared: &self.shared,
             client: self.client(),
@@ -519,7 +522,7 @@ impl Lock {
 #[derive(Debug)]
 struct TicketHold {
     lock: Lock,
-    ticket: u64,
+    ticket: Ticket,
 }
 
 impl hold::Source for TicketHold {
@@ -546,9 +549,9 @@ impl hold::Source for TicketHold {
     fn fence_nodes(&self) -> BoxFuture<Result<Option<Vec<String>>, Error>> {
         let (inner, handle, t) = (self.lock.client().inner.clone(), self.lock.handle, self.ticket);
         // Core knows the hold: its nodes, or none once it was lost.
-        Box::pin(async move {
-            Ok(inner.run(move |client, now| client.with(now, handle, |q, _| q.hold_nodes(Ticket(t)))).await??)
-        })
+        Box::pin(
+            async move { Ok(inner.run(move |client, now| client.with(now, handle, |q, _| q.hold_nodes(t))).await??) },
+        )
     }
 
     fn release(&self) -> BoxFuture<Result<(), Error>> {
@@ -608,7 +611,7 @@ impl From<Guard> for Hold {
 }
 
 impl Guard {
-    fn new(lock: Lock, ticket: u64, node: String, token: FencingToken) -> Guard {
+    fn new(lock: Lock, ticket: Ticket, node: String, token: FencingToken) -> Guard {
         let of = Arc::new(TicketHold { lock, ticket });
         Guard { hold: Hold::new(node, token, of.clone(), None), of }
     }
@@ -635,9 +638,9 @@ impl Guard {
     /// Cancel-safe as [`Lock::acquire`]: a read node made for a dropped downgrade
     /// is deleted; the write guard is untouched.
     pub async fn downgrade(&self) -> Result<Guard, Error> {
-        let read = Lock { part: zoolock_core::recipes::READ, ..self.of.lock.clone() };
-        let writer = Ticket(self.of.ticket);
-        read.start(move |q, now, ticket| q.downgrade(now, writer, ticket), &mut |_| {}).await
+        let read = Lock { part: Part::Read, ..self.of.lock.clone() };
+        let writer = self.of.ticket;
+        read.start(move |q, now| q.downgrade(now, writer), &mut |_| {}).await
     }
 
     /// A second, nested guard on the same hold (explicit reentrancy, counted
@@ -657,12 +660,7 @@ impl Guard {
     /// ends (its release, or the session's end). Await it to completion.
     pub async fn reenter(&self) -> Result<Guard, Error> {
         let (handle, t) = (self.of.lock.handle, self.of.ticket);
-        self.of
-            .lock
-            .client()
-            .inner
-            .run(move |client, now| client.with(now, handle, |q, _| q.reenter(Ticket(t))))
-            .await???;
+        self.of.lock.client().inner.run(move |client, now| client.with(now, handle, |q, _| q.reenter(t))).await???;
         Ok(Guard::new(self.of.lock.clone(), t, self.node().to_owned(), self.fencing_token()))
     }
 
@@ -692,13 +690,13 @@ fn release_job(
     client: &mut CoreClient,
     now: Instant,
     shared: &LockShared,
-    handle: Handle<SharedLock>,
-    t: u64,
+    handle: Handle<LockQueue>,
+    t: Ticket,
     reply: Option<oneshot::Sender<Result<(), Error>>>,
 ) -> Option<Result<(), Error>> {
     match client.with(now, handle, |q, now| {
-        let result = q.release(now, Ticket(t));
-        let still_held = (0..q.inner().parts()).any(|p| q.holder(p).is_some_and(|(h, _, _)| h.0 == t));
+        let result = q.release(now, t);
+        let still_held = q.inner().parts().iter().any(|p| q.holder(*p).is_some_and(|(h, _, _)| h == t));
         (result, still_held)
     }) {
         Ok((Ok(true), still_held)) => {

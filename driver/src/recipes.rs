@@ -3,7 +3,7 @@
 //! they take.
 
 use futures_channel::oneshot;
-use zoolock_core::{Client as CoreClient, Participant, RecipeEvent, RecipeId, ZkPath};
+use zoolock_core::{Client as CoreClient, CoreMachine, Handle, Machine, Participant, RecipeEvent, RecipeId, ZkPath};
 
 use crate::client::Client;
 use crate::count::SharedCount;
@@ -11,7 +11,7 @@ use crate::error::Error;
 use crate::lock::{Lock, ReadWriteLock};
 use crate::options::LockOptions;
 use crate::semaphore::Semaphore;
-use crate::task::Command;
+use crate::task::{Command, Sink};
 
 /// How many leases a semaphore allows.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -248,7 +248,7 @@ impl Client {
     /// Builds the core recipe of a lock spec (members of a multi-lock each
     /// get their own seed).
     fn build(&self, spec: &LockSpec, options: &LockOptions) -> Result<zoolock_core::recipes::BoxedLock, Error> {
-        use zoolock_core::recipes::{MultiLock, READ, ReadWriteLock, SemaphoreMutex, WRITE};
+        use zoolock_core::recipes::{MultiLock, Part, ReadWriteLock, SemaphoreMutex};
         let config = self.inner.lock_config_with(options);
         Ok(match spec {
             LockSpec::Mutex(path) => {
@@ -265,9 +265,9 @@ impl Client {
                     .iter()
                     .map(|m| {
                         let part = match m {
-                            LockSpec::Read(_) => READ,
-                            LockSpec::Write(_) => WRITE,
-                            _ => 0,
+                            LockSpec::Read(_) => Part::Read,
+                            LockSpec::Write(_) => Part::Write,
+                            _ => Part::Whole,
                         };
                         Ok((self.build(m, options)?, part))
                     })
@@ -374,7 +374,7 @@ impl Client {
             ParticipantsOf::ReadWriteLock => zoolock_core::recipes::Participants::for_rwlock(base),
             ParticipantsOf::Semaphore => zoolock_core::recipes::Participants::for_semaphore(base)?,
         };
-        match self.one_shot(Box::new(recipe)).await? {
+        match self.one_shot(recipe).await? {
             RecipeEvent::Participants(list) => Ok(list),
             RecipeEvent::Failed(e) => Err(e.into()),
             _ => Err(Error::ClientClosed),
@@ -396,7 +396,7 @@ impl Client {
     pub async fn revoke(&self, node: &str) -> Result<(), Error> {
         let node = ZkPath::new(node)?;
         let revoker = zoolock_core::recipes::Revoker::with_compression(node, self.inner.options.compression);
-        match self.one_shot(Box::new(revoker)).await? {
+        match self.one_shot(revoker).await? {
             RecipeEvent::RevokeSent => Ok(()),
             RecipeEvent::Failed(e) => Err(e.into()),
             _ => Err(Error::ClientClosed),
@@ -404,27 +404,35 @@ impl Client {
     }
 
     /// Runs a one-shot recipe to its first event, then drops it.
-    async fn one_shot(&self, recipe: Box<dyn zoolock_core::Recipe>) -> Result<RecipeEvent, Error> {
+    async fn one_shot<R: Machine<CoreMachine> + 'static>(&self, recipe: R) -> Result<RecipeEvent, Error> {
         let (tx, rx) = oneshot::channel();
         let mut tx = Some(tx);
-        let sink = Box::new(move |_: &mut CoreClient, _, _: RecipeId, event: RecipeEvent| {
-            if let Some(tx) = tx.take() {
-                let _ = tx.send(event);
-            }
-        });
-        let id = self.add_recipe(recipe, sink).await?;
+        let sink = move |_: Handle<R>| -> Sink {
+            Box::new(move |_: &mut CoreClient, _, _: RecipeId, event: RecipeEvent| {
+                if let Some(tx) = tx.take() {
+                    let _ = tx.send(event);
+                }
+            })
+        };
+        let handle = self.add_recipe(recipe, sink).await?;
         // Dropped with the future too, so an abandoned call leaves nothing.
-        let _drop = DropOnExit { client: self, id };
+        let _drop = DropOnExit { client: self, id: handle.id() };
         rx.await.map_err(|_| Error::ClientClosed)
     }
 
-    pub(crate) async fn add_recipe(
+    /// Registers `recipe` on the event loop with the sink `sink` makes for
+    /// its handle, and returns the handle: the only way the driver gets one.
+    pub(crate) async fn add_recipe<R: Machine<CoreMachine> + 'static>(
         &self,
-        recipe: Box<dyn zoolock_core::Recipe>,
-        sink: crate::task::Sink,
-    ) -> Result<RecipeId, Error> {
+        recipe: R,
+        sink: impl FnOnce(Handle<R>) -> Sink + Send + 'static,
+    ) -> Result<Handle<R>, Error> {
         let (reply, rx) = oneshot::channel();
-        self.inner.send(Command::AddRecipe { recipe, sink, reply })?;
+        self.inner.send(Command::AddRecipe(Box::new(move |client: &mut CoreClient, now| {
+            let handle = client.add(now, recipe);
+            let taken = reply.send(handle).is_ok();
+            (handle.id(), sink(handle), taken)
+        })))?;
         rx.await.map_err(|_| Error::ClientClosed)
     }
 }

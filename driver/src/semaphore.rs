@@ -1,4 +1,4 @@
-//! [`Semaphore`] and [`Lease`]: async handles over core's [`SharedSemaphore`],
+//! [`Semaphore`] and [`Lease`]: async handles over core's [`LeaseQueue`],
 //! which queues the acquires of a handle and its clones (each gets its own
 //! leases) and re-queues them on a renewed session.
 
@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use zoolock_core::recipes::{Semaphore as CoreSemaphore, SharedSemaphore, Ticket};
+use zoolock_core::recipes::{LeaseQueue, Semaphore as CoreSemaphore, Ticket};
 use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Handle, Instant, RecipeEvent, RecipeId};
 
 use crate::acquire::{self, Waiter, Watched};
@@ -15,7 +15,7 @@ use crate::error::Error;
 use crate::hold::{self, Hold, HoldStatus, QueuePosition};
 use crate::metrics::{Gauge, Labels};
 use crate::runtime::BoxFuture;
-use crate::task::Command;
+use crate::task::{Command, Sink};
 
 type Grant = Vec<(String, FencingToken)>;
 
@@ -28,7 +28,7 @@ struct Waiting {
 
 #[derive(Debug, Default)]
 struct State {
-    waiters: HashMap<u64, Waiter<Grant, Waiting>>,
+    waiters: HashMap<Ticket, Waiter<Grant, Waiting>>,
     /// The connection dropped while leases were held (until `Reconnected`).
     suspended: bool,
     /// Lease nodes known lost (deleted, or gone with the session), until
@@ -47,25 +47,25 @@ type SemShared = Watched<State>;
 impl acquire::Tickets for State {
     type Grant = Grant;
     type Waiting = Waiting;
-    type Queue = SharedSemaphore;
+    type Queue = LeaseQueue;
 
-    fn waiter(&mut self, t: u64) -> Option<&mut Waiter<Grant, Waiting>> {
+    fn waiter(&mut self, t: Ticket) -> Option<&mut Waiter<Grant, Waiting>> {
         self.waiters.get_mut(&t)
     }
 
-    fn position(&self, t: u64) -> Option<QueuePosition> {
+    fn position(&self, t: Ticket) -> Option<QueuePosition> {
         self.waiters.get(&t).and_then(|w| w.position)
     }
 
-    fn insert_waiter(&mut self, t: u64, waiter: Waiter<Grant, Waiting>) {
+    fn insert_waiter(&mut self, t: Ticket, waiter: Waiter<Grant, Waiting>) {
         self.waiters.insert(t, waiter);
     }
 
-    fn take_waiter(&mut self, t: u64) -> Option<Waiter<Grant, Waiting>> {
+    fn take_waiter(&mut self, t: Ticket) -> Option<Waiter<Grant, Waiting>> {
         self.waiters.remove(&t)
     }
 
-    fn forget(&mut self, t: u64) {
+    fn forget(&mut self, t: Ticket) {
         self.waiters.remove(&t);
     }
 
@@ -75,15 +75,15 @@ impl acquire::Tickets for State {
         shared: &SemShared,
         client: &mut CoreClient,
         now: Instant,
-        typed: Handle<SharedSemaphore>,
-        t: u64,
+        typed: Handle<LeaseQueue>,
+        t: Ticket,
         granted: Option<Grant>,
     ) {
         for (node, _) in granted.iter().flatten() {
             let _ = return_lease(client, now, shared, typed, node);
         }
         shared.with(|s| s.waiters.remove(&t));
-        let _ = client.with(now, typed, |s, now| s.cancel(now, Ticket(t)));
+        let _ = client.with(now, typed, |s, now| s.cancel(now, t));
     }
 }
 
@@ -107,7 +107,7 @@ impl SemShared {
 #[derive(Clone)]
 pub struct Semaphore {
     handle: Arc<RecipeHandle>,
-    typed: Handle<SharedSemaphore>,
+    typed: Handle<LeaseQueue>,
     shared: Arc<SemShared>,
     /// The semaphore path, for the log.
     path: Arc<str>,
@@ -127,7 +127,7 @@ fn return_lease(
     client: &mut CoreClient,
     now: Instant,
     shared: &SemShared,
-    typed: Handle<SharedSemaphore>,
+    typed: Handle<LeaseQueue>,
     node: &str,
 ) -> Result<(), Error> {
     tracing::debug!(%node, "returning lease");
@@ -144,7 +144,7 @@ fn on_event(
     labels: &Labels,
     client: &mut CoreClient,
     now: Instant,
-    typed: Handle<SharedSemaphore>,
+    typed: Handle<LeaseQueue>,
     event: RecipeEvent,
 ) {
     if let Ok((size, available)) = client.with(now, typed, |s, _| (s.inner().max_leases(), s.inner().available())) {
@@ -153,7 +153,7 @@ fn on_event(
         }
     }
     let (ticket, event) = match event {
-        RecipeEvent::Ticket { ticket, event } => (ticket.0, *event),
+        RecipeEvent::Ticket { ticket, event } => (ticket, *event),
         RecipeEvent::Suspended => {
             crate::metrics::suspended(labels);
             tracing::info!(%path, "hold suspended: the connection dropped (semaphore leases)");
@@ -216,7 +216,7 @@ fn on_event(
             let _ = acquire::end(shared, labels, ticket, &end);
         }
         RecipeEvent::Queued { position, total } => acquire::queued(shared, ticket, position, total),
-        other => tracing::trace!(%path, ticket, ?other, "semaphore ticket event"),
+        other => tracing::trace!(%path, %ticket, ?other, "semaphore ticket event"),
     }
 }
 
@@ -230,13 +230,15 @@ impl Semaphore {
         let path: Arc<str> = base.as_str().into();
         let labels = Arc::new(Labels::new("semaphore", &path, client.inner.options.metrics_path_label));
         let (sink_shared, sink_path, sink_labels) = (shared.clone(), path.clone(), labels.clone());
-        let sink = Box::new(move |c: &mut CoreClient, now, id: RecipeId, event| {
-            on_event(&sink_shared, &sink_path, &sink_labels, c, now, Handle::from_id(id), event)
-        });
-        let recipe = SharedSemaphore::new(semaphore, renew);
-        let id = client.add_recipe(Box::new(recipe), sink).await?;
-        let handle = Arc::new(RecipeHandle { client, id });
-        Ok(Semaphore { handle, typed: Handle::from_id(id), shared, path, labels })
+        let sink = move |typed: Handle<LeaseQueue>| -> Sink {
+            Box::new(move |c: &mut CoreClient, now, _: RecipeId, event| {
+                on_event(&sink_shared, &sink_path, &sink_labels, c, now, typed, event)
+            })
+        };
+        let recipe = LeaseQueue::new(semaphore, renew);
+        let typed = client.add_recipe(recipe, sink).await?;
+        let handle = Arc::new(RecipeHandle { client, id: typed.id() });
+        Ok(Semaphore { handle, typed, shared, path, labels })
     }
 
     /// Completes once this semaphore owes the server nothing: no acquire
@@ -374,8 +376,7 @@ impl Semaphore {
         timeout: Option<Duration>,
         progress: &mut (dyn FnMut(QueuePosition) + Send),
     ) -> Result<Vec<Lease>, Error> {
-        let acquire =
-            move |s: &mut SharedSemaphore, now: Instant, ticket| s.acquire(now, ticket, qty, timeout.map(|d| now + d));
+        let acquire = move |s: &mut LeaseQueue, now: Instant| s.acquire(now, qty, timeout.map(|d| now + d));
         let queue = acquire::Queue {
             shared: &self.shared,
             client: &self.handle.client,

@@ -13,11 +13,11 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use zoolock_core::recipes::{BoxedLock, READ, REVOKE_MESSAGE, SharedCount, WRITE, count_bytes};
+use zoolock_core::recipes::{BoxedLock, Part, REVOKE_MESSAGE, SharedCount, count_bytes};
 use zoolock_core::{
     AclPolicy, ApiMisuse, ChrootPolicy, Client, ClientEvent, ConnectString, ConnectionState, Handle, Instant,
-    IoCommand, LockConfig, MultiLock, Mutex, OpPlan, ReadWriteLock, RecipeEvent, RequestError, Rng, Semaphore,
-    SemaphoreMutex, SessionConfig, SharedLock, SharedSemaphore, Ticket, ZkPath,
+    IoCommand, LeaseQueue, LockConfig, LockQueue, MultiLock, Mutex, OpPlan, ReadWriteLock, RecipeEvent, RequestError,
+    Rng, Semaphore, SemaphoreMutex, SessionConfig, Ticket, ZkPath,
 };
 
 use super::oracle::{Fencing, Mode, check_exclusion, check_lease_limits};
@@ -85,8 +85,8 @@ pub struct SimConfig {
     /// Holders a Mutex role allows: 1 is a mutex; more is a deliberately
     /// broken predicate, which the exclusion oracle must catch.
     pub mutex_leases: usize,
-    /// User tasks per client, sharing its one lock handle (a `SharedLock`
-    /// or `SharedSemaphore` queue).
+    /// User tasks per client, sharing its one lock handle (a `LockQueue`
+    /// or `LeaseQueue` queue).
     pub tasks: usize,
     /// Semaphore only: sized by a shared count (seeded with `leases`) that
     /// the script sets to 1..=clients now and then.
@@ -326,8 +326,8 @@ struct Pending {
 /// the lock capability, or the semaphore.
 #[derive(Debug, Clone, Copy)]
 enum Shared {
-    Lock(Handle<SharedLock>),
-    Semaphore(Handle<SharedSemaphore>),
+    Lock(Handle<LockQueue>),
+    Semaphore(Handle<LeaseQueue>),
 }
 
 /// One user task of a client.
@@ -358,7 +358,6 @@ struct SimClient {
     slow_until: Instant,
     slow_extra: Duration,
     tasks: Vec<SimTask>,
-    next_ticket: u64,
     /// The session said Suspended and not yet Reconnected.
     session_suspended: bool,
     /// The semaphore said `Suspended` and has not answered it with
@@ -382,8 +381,8 @@ impl SimClient {
 
     fn quiescent_id(&self) -> Option<zoolock_core::RecipeId> {
         Some(match self.shared {
-            Shared::Lock(h) => h.id,
-            Shared::Semaphore(h) => h.id,
+            Shared::Lock(h) => h.id(),
+            Shared::Semaphore(h) => h.id(),
         })
     }
 
@@ -632,16 +631,16 @@ impl Sim {
             Role::Multi => {
                 // A mixed multi-lock: a write half and a mutex, as Curator's
                 // InterProcessMultiLock takes any InterProcessLock.
-                let members: Vec<(BoxedLock, usize)> = vec![
-                    (Box::new(ReadWriteLock::new(path(MULTI_A), member(0))), WRITE),
-                    (Box::new(Mutex::new(path(MULTI_B), member(1))), 0),
+                let members: Vec<(BoxedLock, Part)> = vec![
+                    (Box::new(ReadWriteLock::new(path(MULTI_A), member(0))), Part::Write),
+                    (Box::new(Mutex::new(path(MULTI_B), member(1))), Part::Whole),
                 ];
                 Some(Box::new(MultiLock::of(members).expect("two valid members")))
             }
             Role::Semaphore => None,
         };
         let shared = match lock {
-            Some(lock) => Shared::Lock(client.add(self.now, SharedLock::new(lock, true))),
+            Some(lock) => Shared::Lock(client.add(self.now, LockQueue::new(lock, true))),
             None => {
                 let mut sem = if self.config.resize {
                     let (count, seed) = match self.config.wrong_count {
@@ -656,7 +655,7 @@ impl Sim {
                 if self.config.revocable {
                     sem.make_revocable();
                 }
-                Shared::Semaphore(client.add(self.now, SharedSemaphore::new(sem, true)))
+                Shared::Semaphore(client.add(self.now, LeaseQueue::new(sem, true)))
             }
         };
         let latency = between(&mut self.rng, Duration::from_millis(1), Duration::from_millis(30));
@@ -682,7 +681,6 @@ impl Sim {
             slow_until: Instant::ZERO,
             slow_extra: Duration::ZERO,
             tasks,
-            next_ticket: 0,
             session_suspended: false,
             leases_suspended: false,
             doomed: false,
