@@ -15,7 +15,7 @@ use std::task::{Context, Poll};
 use event_listener::Event;
 use futures_channel::oneshot;
 use zoolock_core::recipes::{LeaseQueue, LockQueue, Ticket};
-use zoolock_core::{ApiMisuse, Client as CoreClient, CoreMachine, Handle, Instant, Machine, RecipeEvent};
+use zoolock_core::{ApiMisuse, CoreMachine, Handle, Instant, Machine, RecipeEvent};
 
 use crate::client::{Client, Inner};
 use crate::error::Error;
@@ -104,22 +104,6 @@ pub(crate) trait Tickets: Default + Send + Sized + 'static {
     /// Forgets ticket `t`, whose acquire was dropped: its waiter and any
     /// hold recorded for it.
     fn forget(&mut self, t: Ticket);
-
-    /// On the event loop: abandons ticket `t`, whose acquire was dropped
-    /// (`granted`: a grant sent to it but never received). Core gives back
-    /// whatever the ticket got.
-    fn abandon(
-        shared: &Watched<Self>,
-        client: &mut CoreClient,
-        now: Instant,
-        handle: Handle<Self::Queue>,
-        t: Ticket,
-        granted: Option<Self::Grant>,
-    ) {
-        drop(granted);
-        shared.with(|s| s.forget(t));
-        let _ = client.with(now, handle, |q, now| q.cancel(now, t));
-    }
 }
 
 /// The pieces of one recipe's handle that an acquire uses.
@@ -237,18 +221,18 @@ impl<S: Tickets> Future for &mut Pending<S> {
 impl<S: Tickets> Drop for Pending<S> {
     fn drop(&mut self) {
         let Some(mut rx) = self.rx.take() else { return };
+        // A grant sent but not received is given back by core on the cancel.
         rx.close();
-        let granted = match rx.try_recv() {
-            Ok(Some(Ok(grant))) => Some(grant),
-            _ => None,
-        };
         let (shared, handle, cell) = (self.shared.clone(), self.handle, self.ticket.clone());
-        tracing::trace!(path = %self.path, granted = granted.is_some(), "acquire dropped");
+        tracing::trace!(path = %self.path, "acquire dropped");
         // Commands run in order: this runs after the acquire's own command.
         let _ = self.inner.send(Command::Run(Box::new(move |client, now| {
             // A refused acquire has no ticket and nothing to take back.
             let Some(&t) = cell.get() else { return };
-            S::abandon(&shared, client, now, handle, t, granted);
+            // Wherever the ticket is (queued, acquiring, granted), core takes
+            // it out and gives back what it got.
+            shared.with(|s| s.forget(t));
+            let _ = client.with(now, handle, |q, now| q.cancel(now, t));
         })));
     }
 }

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use futures_channel::oneshot;
 use zoolock_core::recipes::{BoxedLock, LockQueue, Part, Ticket};
-use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Handle, Instant, RecipeEvent, RecipeId};
+use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Handle, Instant, RecipeEvent};
 
 use crate::acquire::{self, Tickets as _, Waiter, Watched};
 use crate::client::{Client, RecipeHandle};
@@ -306,9 +306,7 @@ impl Lock {
         let labels = Arc::new(Labels::new(kind, &path, client.inner.options.metrics_path_label));
         let (sink_shared, sink_path, sink_labels) = (shared.clone(), path.clone(), labels.clone());
         let sink = move |_: Handle<LockQueue>| -> Sink {
-            Box::new(move |_: &mut CoreClient, _, _: RecipeId, event| {
-                on_event(&sink_shared, &sink_path, &sink_labels, event)
-            })
+            Box::new(move |event| on_event(&sink_shared, &sink_path, &sink_labels, event))
         };
         let handle = client.add_recipe(LockQueue::new(recipe, renew), sink).await?;
         let recipe = Arc::new(RecipeHandle { client, id: handle.id() });

@@ -408,7 +408,7 @@ impl Client {
         let (tx, rx) = oneshot::channel();
         let mut tx = Some(tx);
         let sink = move |_: Handle<R>| -> Sink {
-            Box::new(move |_: &mut CoreClient, _, _: RecipeId, event: RecipeEvent| {
+            Box::new(move |event: RecipeEvent| {
                 if let Some(tx) = tx.take() {
                     let _ = tx.send(event);
                 }

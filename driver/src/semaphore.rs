@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use zoolock_core::recipes::{LeaseQueue, Semaphore as CoreSemaphore, Ticket};
-use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Handle, Instant, RecipeEvent, RecipeId};
+use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Handle, Instant, RecipeEvent};
 
 use crate::acquire::{self, Waiter, Watched};
 use crate::client::{Client, RecipeHandle};
@@ -68,23 +68,6 @@ impl acquire::Tickets for State {
     fn forget(&mut self, t: Ticket) {
         self.waiters.remove(&t);
     }
-
-    /// Returns the leases granted to the dropped acquire first (each
-    /// through [`return_lease`]), then abandons its ticket.
-    fn abandon(
-        shared: &SemShared,
-        client: &mut CoreClient,
-        now: Instant,
-        typed: Handle<LeaseQueue>,
-        t: Ticket,
-        granted: Option<Grant>,
-    ) {
-        for (node, _) in granted.iter().flatten() {
-            let _ = return_lease(client, now, shared, typed, node);
-        }
-        shared.with(|s| s.waiters.remove(&t));
-        let _ = client.with(now, typed, |s, now| s.cancel(now, t));
-    }
 }
 
 impl SemShared {
@@ -138,20 +121,8 @@ fn return_lease(
     Ok(())
 }
 
-fn on_event(
-    shared: &SemShared,
-    path: &str,
-    labels: &Labels,
-    client: &mut CoreClient,
-    now: Instant,
-    typed: Handle<LeaseQueue>,
-    event: RecipeEvent,
-) {
-    if let Ok((size, available)) = client.with(now, typed, |s, _| (s.inner().max_leases(), s.inner().available())) {
-        if shared.peek(|s| (s.size, s.available) != (size, available)) {
-            shared.with(|s| (s.size, s.available) = (size, available));
-        }
-    }
+/// Carries one semaphore event to the tasks.
+fn on_event(shared: &SemShared, path: &str, labels: &Labels, event: RecipeEvent) {
     let (ticket, event) = match event {
         RecipeEvent::Ticket { ticket, event } => (ticket, *event),
         RecipeEvent::Suspended => {
@@ -178,6 +149,9 @@ fn on_event(
                 s.revoked.insert(node);
             });
         }
+        RecipeEvent::Capacity { limit, available } => {
+            return shared.with(|s| (s.size, s.available) = (limit, available));
+        }
         RecipeEvent::Count { value, .. } => return tracing::debug!(%path, value, "semaphore resized"),
         RecipeEvent::CountMalformed { len } => {
             return tracing::warn!(%path, len, "the semaphore's count node does not hold a 4-byte int");
@@ -195,21 +169,13 @@ fn on_event(
                 w.of.got.push((node.clone(), token));
                 if w.of.got.len() >= w.of.qty { s.waiters.remove(&ticket) } else { None }
             });
-            let Some(w) = done else {
-                if !shared.peek(|s| s.waiters.contains_key(&ticket)) {
-                    // Nobody waits for it any more: give it back.
-                    let _ = return_lease(client, now, shared, typed, &node);
-                }
-                return;
-            };
-            let leases = w.of.got.clone();
+            let Some(w) = done else { return };
+            let nodes: Vec<String> = w.of.got.iter().map(|l| l.0.clone()).collect();
             if w.reply.send(Ok(w.of.got)).is_ok() {
-                tracing::debug!(%path, nodes = ?leases.iter().map(|l| &l.0).collect::<Vec<_>>(), "leases granted");
+                tracing::debug!(%path, ?nodes, "leases granted");
             } else {
-                tracing::debug!(%path, "leases granted to a dropped acquire: returning them");
-                for (node, _) in &leases {
-                    let _ = return_lease(client, now, shared, typed, node);
-                }
+                // Its cancel, queued when it was dropped, has core return them.
+                tracing::debug!(%path, ?nodes, "leases granted to a dropped acquire");
             }
         }
         end @ (RecipeEvent::TimedOut | RecipeEvent::Failed(_) | RecipeEvent::Refused(_)) => {
@@ -230,10 +196,8 @@ impl Semaphore {
         let path: Arc<str> = base.as_str().into();
         let labels = Arc::new(Labels::new("semaphore", &path, client.inner.options.metrics_path_label));
         let (sink_shared, sink_path, sink_labels) = (shared.clone(), path.clone(), labels.clone());
-        let sink = move |typed: Handle<LeaseQueue>| -> Sink {
-            Box::new(move |c: &mut CoreClient, now, _: RecipeId, event| {
-                on_event(&sink_shared, &sink_path, &sink_labels, c, now, typed, event)
-            })
+        let sink = move |_: Handle<LeaseQueue>| -> Sink {
+            Box::new(move |event| on_event(&sink_shared, &sink_path, &sink_labels, event))
         };
         let recipe = LeaseQueue::new(semaphore, renew);
         let typed = client.add_recipe(recipe, sink).await?;
