@@ -5,9 +5,9 @@
 use std::time::Duration;
 
 use futures_lite::StreamExt;
-use zoolock_smol::{CloseMode, ElectionParticipant, Error, FencingToken, HoldStatus, QueuePosition};
+use zoolock_smol::{CloseMode, ElectionParticipant, Error, QueuePosition};
 
-use crate::{StatusChanges, wait, wait_timeout};
+use crate::{Hold, wait, wait_timeout};
 
 /// A participant of an election ([`crate::Client::leader_selector`]); the
 /// blocking face of `zoolock_smol::LeaderSelector`.
@@ -68,65 +68,10 @@ impl LeaderSelector {
     }
 }
 
-/// A term of leadership; the blocking face of `zoolock_smol::Leadership`,
-/// with the loss signals of a [`crate::Guard`]. Dropping it gives leadership
-/// up in the background; [`Leadership::release`] waits for that.
-#[must_use = "leadership is given up as soon as it is dropped"]
-#[derive(Debug)]
-pub struct Leadership {
-    inner: zoolock_smol::Leadership,
-}
-
-impl Leadership {
-    /// Wraps an async leadership.
-    pub fn from_async(inner: zoolock_smol::Leadership) -> Leadership {
-        Leadership { inner }
-    }
-
-    /// The async leadership underneath.
-    pub fn into_async(self) -> zoolock_smol::Leadership {
-        self.inner
-    }
-
-    /// `Held` while leading for certain, `Suspended` (stop leading until it
-    /// is `Held` again) or `Lost` (for good).
-    pub fn status(&self) -> HoldStatus {
-        self.inner.status()
-    }
-
-    /// Blocks until [`Leadership::status`] would first read `Suspended` or
-    /// `Lost`, and returns which.
-    pub fn lost(&self) -> HoldStatus {
-        wait(self.inner.lost())
-    }
-
-    /// As [`Leadership::lost`], for at most `timeout`: `None` if the
-    /// leadership was good all along.
-    pub fn lost_timeout(&self, timeout: Duration) -> Option<HoldStatus> {
-        wait_timeout(self.inner.lost(), timeout)
-    }
-
-    /// The current status, then every change, ending after `Lost`.
-    pub fn status_changes(&self) -> StatusChanges {
-        StatusChanges { inner: self.inner.status_changes() }
-    }
-
-    /// The term's fencing token: it increases from one leader to the next.
-    pub fn fencing_token(&self) -> FencingToken {
-        self.inner.fencing_token()
-    }
-
-    /// Our election node.
-    pub fn node(&self) -> &str {
-        self.inner.node()
-    }
-
-    /// Ends the term: the node is deleted and the next participant leads.
-    /// A lost leadership is not an error.
-    pub fn release(self) -> Result<(), Error> {
-        wait(self.inner.release())
-    }
-}
+/// A term of leadership: the blocking face of `zoolock_smol::Leadership`,
+/// a [`Hold`] with the loss signals of a [`crate::Guard`]. Dropping it gives
+/// leadership up in the background; `release` does it at once.
+pub type Leadership = Hold<zoolock_smol::Leadership>;
 
 /// A started `LeaderLatch` participant ([`crate::Client::leader_latch`]);
 /// the blocking face of `zoolock_smol::LeaderLatch`. Dropping it closes it

@@ -32,6 +32,7 @@
 
 mod client;
 mod count;
+mod hold;
 mod leader;
 mod lock;
 mod semaphore;
@@ -40,8 +41,9 @@ use std::time::Duration;
 
 pub use client::{Client, StateChanges, connect};
 pub use count::{CountChanges, SharedCount};
+pub use hold::{Hold, StatusChanges};
 pub use leader::{HolderChanges, LeaderChanges, LeaderLatch, LeaderSelector, Leadership, LeadershipChanges};
-pub use lock::{Guard, Lock, ReadWriteLock, StatusChanges};
+pub use lock::{Guard, Lock, ReadWriteLock};
 pub use semaphore::{Lease, Semaphore};
 /// The sans-IO core, for plain ops ([`zoolock_core::Op`]) and wire types
 /// (named after its crate, as the async crates re-export it).

@@ -17,13 +17,15 @@ use std::time::Duration;
 
 use futures_lite::Stream;
 use zoolock_core::recipes::{Election as CoreElection, ElectionKind, ElectionParticipant};
-use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Handle, RecipeEvent, RecipeId, ZkPath};
+use zoolock_core::{ApiMisuse, FencingToken, Handle, RecipeEvent, RequestError, ZkPath};
 
+use crate::acquire::{self, Watched};
 use crate::client::{Client, RecipeHandle};
 use crate::error::Error;
-use crate::hold::{self, HoldStatus, QueuePosition, StatusChanges, Watched};
+use crate::hold::{self, Hold, HoldStatus, QueuePosition};
 use crate::metrics::Labels;
 use crate::options::LockOptions;
+use crate::runtime::BoxFuture;
 use crate::task::{Command, Sink};
 
 /// One term as the tasks see it.
@@ -54,10 +56,11 @@ struct ElectionState {
 
 type Shared = Watched<ElectionState>;
 
-/// Carries one election event to the tasks. `queued` tells whether the
-/// participant still waits (core re-queues it after a session's renewal):
-/// a failure then ends no wait.
-fn on_event(shared: &Shared, path: &str, labels: &Labels, queued: bool, event: RecipeEvent) {
+/// Carries one election event to the tasks. With `renews` (the client
+/// renews expired sessions) a participant whose wait failed with the
+/// session's expiry stays queued: core queues it again on the next session
+/// (its session gate), so that failure ends no wait.
+fn on_event(shared: &Shared, path: &str, labels: &Labels, renews: bool, event: RecipeEvent) {
     match event {
         RecipeEvent::Acquired { node, token } => {
             tracing::debug!(%path, %node, token = token.0, "leadership gained");
@@ -98,9 +101,10 @@ fn on_event(shared: &Shared, path: &str, labels: &Labels, queued: bool, event: R
             shared.with(|s| s.position = Some(QueuePosition { position, total }));
         }
         end @ (RecipeEvent::Failed(_) | RecipeEvent::Refused(_) | RecipeEvent::TimedOut) => {
-            let Some(error) = hold::acquire_end(&end) else { return };
-            tracing::debug!(%path, %error, queued, "election failed");
-            if queued {
+            let Some(error) = acquire::acquire_end(&end) else { return };
+            let parked = renews && error == Error::Request(RequestError::SessionExpired);
+            tracing::debug!(%path, %error, parked, "election failed");
+            if parked {
                 return;
             }
             shared.with(|s| {
@@ -146,11 +150,9 @@ impl Participant {
         let path: Arc<str> = path.into();
         let labels = Labels::new("election", &path, client.inner.options.metrics_path_label);
         let (sink_shared, sink_path) = (shared.clone(), path.clone());
-        let sink = move |handle: Handle<CoreElection>| -> Sink {
-            Box::new(move |c: &mut CoreClient, now, _: RecipeId, event| {
-                let queued = c.with(now, handle, |e, _| e.is_queued()).unwrap_or(false);
-                on_event(&sink_shared, &sink_path, &labels, queued, event)
-            })
+        let renews = client.inner.options.renew_session;
+        let sink = move |_: Handle<CoreElection>| -> Sink {
+            Box::new(move |event| on_event(&sink_shared, &sink_path, &labels, renews, event))
         };
         let handle = client.add_recipe(machine, sink).await?;
         let participant = Arc::new(Participant {
@@ -226,18 +228,16 @@ impl Participant {
             }
         });
         let position = || self.shared.peek(|s| s.position);
-        hold::with_progress(&self.shared.changed, position, progress, bounded).await
+        acquire::with_progress(&self.shared.changed, position, progress, bounded).await
     }
 
-    /// The status of term `n` now (`Lost` once it is over and was not let
-    /// go by `released`), with the staleness rule.
-    fn term_status(&self, n: u64, released: bool) -> HoldStatus {
-        let reported = self.shared.peek(|s| match &s.term {
+    /// The status the loop reported for term `n` (`Lost` once it is
+    /// over: the hold asking has not been released).
+    fn term_status(&self, n: u64) -> HoldStatus {
+        self.shared.peek(|s| match &s.term {
             Some(t) if t.n == n => t.status,
-            _ if released => HoldStatus::NotHeld,
             _ => HoldStatus::Lost,
-        });
-        hold::effective(&self.client().inner, reported)
+        })
     }
 
     /// Ends term `n` if it is still the current one.
@@ -524,7 +524,8 @@ impl LeaderSelector {
             let n = term.n;
             after = n;
             let p = &participant;
-            let lost = hold::wait_lost(&p.client().inner, &p.shared.changed, || p.term_status(n, false));
+            let status = || hold::effective(&p.client().inner, p.term_status(n));
+            let lost = hold::wait_lost(&p.client().inner, &p.shared.changed, status);
             futures_lite::future::or(lead(Leadership::new(p.clone(), term)), async {
                 let _ = lost.await;
             })
@@ -564,84 +565,98 @@ impl LeaderSelector {
     }
 }
 
-/// A term of leadership: the hold of the participant's election node, with
-/// the same loss signals as a [`crate::Guard`]. Dropping it gives leadership
-/// up in the background; [`Leadership::release`] does it at once.
+/// What a [`Leadership`]'s [`Hold`] asks of its participant: term `n`.
+#[derive(Debug)]
+struct TermHold {
+    participant: Arc<Participant>,
+    n: u64,
+}
+
+impl hold::Source for TermHold {
+    fn client(&self) -> &Client {
+        self.participant.client()
+    }
+
+    fn changed(&self) -> &Arc<event_listener::Event> {
+        &self.participant.shared.changed
+    }
+
+    fn reported(&self) -> HoldStatus {
+        self.participant.term_status(self.n)
+    }
+
+    fn revoked(&self) -> bool {
+        false
+    }
+
+    fn fence_nodes(&self) -> BoxFuture<Result<Option<Vec<String>>, Error>> {
+        let node = self.participant.shared.peek(|s| {
+            s.term.as_ref().filter(|t| t.n == self.n && t.status != HoldStatus::Lost).map(|t| vec![t.node.clone()])
+        });
+        Box::pin(async move { Ok(node) })
+    }
+
+    /// Completes once the resignation is under way: the node's delete is
+    /// queued (guaranteed).
+    fn release(&self) -> BoxFuture<Result<(), Error>> {
+        let resigned = self.participant.resign(self.n);
+        let inner = self.participant.client().inner.clone();
+        Box::pin(async move {
+            resigned?;
+            // Answered once the command has run.
+            inner.run(|_, _| ()).await
+        })
+    }
+
+    fn release_in_background(&self) {
+        let _ = self.participant.resign(self.n);
+    }
+}
+
+/// A term of leadership: a [`Hold`] of the participant's election node
+/// (node, fencing token, status, `lost()`, status changes, fenced writes,
+/// release; reached through `Deref`), with the same loss signals as a
+/// [`crate::Guard`]. `Lost` also after [`LockOptions::max_hold`]. A
+/// re-queueing participant queues again once the term ends.
+/// `Hold::from(leadership)` gives the plain hold.
+///
+/// Dropping it gives leadership up in the background;
+/// [`Hold::release`] does it at once.
 #[must_use = "leadership is given up as soon as it is dropped"]
 #[derive(Debug)]
 pub struct Leadership {
-    participant: Arc<Participant>,
-    n: u64,
-    node: String,
-    token: FencingToken,
-    released: bool,
+    hold: Hold,
+}
+
+impl std::ops::Deref for Leadership {
+    type Target = Hold;
+
+    fn deref(&self) -> &Hold {
+        &self.hold
+    }
+}
+
+impl AsRef<Hold> for Leadership {
+    fn as_ref(&self) -> &Hold {
+        &self.hold
+    }
+}
+
+impl From<Leadership> for Hold {
+    fn from(leadership: Leadership) -> Hold {
+        leadership.hold
+    }
 }
 
 impl Leadership {
     fn new(participant: Arc<Participant>, term: TermState) -> Leadership {
-        Leadership { participant, n: term.n, node: term.node, token: term.token, released: false }
+        let source = Arc::new(TermHold { participant, n: term.n });
+        Leadership { hold: Hold::new(term.node, term.token, source, None) }
     }
 
-    /// `Held` while leading for certain, `Suspended` (stop leading until it
-    /// is `Held` again) or `Lost` (for good: the session expired, the node
-    /// was deleted, or the term passed [`LockOptions::max_hold`]). Applies
-    /// the staleness rule of [`crate::Guard::status`].
-    pub fn status(&self) -> HoldStatus {
-        self.participant.term_status(self.n, self.released)
-    }
-
-    /// Completes as soon as [`Leadership::status`] would first read
-    /// `Suspended` or `Lost`, returning which (as [`crate::Guard::lost`]).
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel-safe: it only waits.
-    pub async fn lost(&self) -> HoldStatus {
-        let p = &self.participant;
-        hold::wait_lost(&p.client().inner, &p.shared.changed, || self.status()).await
-    }
-
-    /// The current status, then every change, ending after `Lost` (as
-    /// [`crate::Guard::status_changes`]).
-    pub fn status_changes(&self) -> StatusChanges {
-        let (participant, n) = (self.participant.clone(), self.n);
-        let (inner, changed) = (participant.client().inner.clone(), participant.shared.changed.clone());
-        hold::changes(inner, changed, move || participant.term_status(n, false))
-    }
-
-    /// The term's fencing token (its node's czxid): it increases from one
-    /// leader to the next.
-    pub fn fencing_token(&self) -> FencingToken {
-        self.token
-    }
-
-    /// Our election node.
-    pub fn node(&self) -> &str {
-        &self.node
-    }
-
-    /// Runs `ops` in one multi behind a check that our election node still
-    /// exists, as [`crate::Guard::fenced`]: all apply while we lead, or none.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::NotHeld`] when the node is gone (or the term is known lost:
-    /// no request is sent); [`Error::FencedOpFailed`] with the failing op;
-    /// the session's error when it ends first.
-    ///
-    /// # Cancel safety
-    ///
-    /// As [`crate::Guard::fenced`]: once polled, the multi may still apply.
-    pub async fn fenced(&self, ops: Vec<zoolock_core::Op>) -> Result<Vec<zoolock_core::wire::MultiResult>, Error> {
-        if self.status() == HoldStatus::Lost {
-            return Err(Error::NotHeld { node: self.node.clone() });
-        }
-        self.participant.client().fenced(std::slice::from_ref(&self.node), ops).await
-    }
-
-    /// Ends the term: the node's delete is queued (guaranteed) and the next
-    /// participant leads; a re-queueing participant queues again. A lost
-    /// or suspended term's release is not an error.
+    /// Ends the term (as [`Hold::release`]): the node's delete is queued
+    /// (guaranteed) and the next participant leads. A lost or suspended
+    /// term's release is not an error.
     ///
     /// # Errors
     ///
@@ -651,19 +666,8 @@ impl Leadership {
     /// # Cancel safety
     ///
     /// Cancel-safe: the term ends whether or not the future is awaited.
-    pub async fn release(mut self) -> Result<(), Error> {
-        self.released = true;
-        self.participant.resign(self.n)?;
-        // Answered once the command has run: the delete is queued.
-        self.participant.client().inner.run(|_, _| ()).await
-    }
-}
-
-impl Drop for Leadership {
-    fn drop(&mut self) {
-        if !self.released {
-            let _ = self.participant.resign(self.n);
-        }
+    pub async fn release(self) -> Result<(), Error> {
+        self.hold.release().await
     }
 }
 
@@ -702,7 +706,7 @@ impl LeaderLatch {
     pub fn has_leadership(&self) -> bool {
         let p = &self.participant;
         let n = p.shared.peek(|s| s.term.as_ref().filter(|_| s.closed.is_none()).map(|t| t.n));
-        n.is_some_and(|n| p.term_status(n, false) == HoldStatus::Held)
+        n.is_some_and(|n| hold::effective(&p.client().inner, p.term_status(n)) == HoldStatus::Held)
     }
 
     /// Completes once this latch leads (Curator's `await()`); at once if it

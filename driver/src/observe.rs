@@ -9,7 +9,7 @@ use std::task::{Context, Poll};
 use futures_channel::mpsc;
 use futures_lite::{Stream, StreamExt};
 use zoolock_core::recipes::{ElectionKind, Observer, election_participants};
-use zoolock_core::{Client as CoreClient, Handle, Participant, RecipeEvent, RecipeId, ZkPath};
+use zoolock_core::{Handle, Participant, RecipeEvent, ZkPath};
 
 use crate::client::{Client, RecipeHandle};
 use crate::error::Error;
@@ -108,7 +108,7 @@ impl Client {
     async fn observe_with(&self, observer: Observer) -> Result<HolderChanges, Error> {
         let (tx, rx) = mpsc::unbounded();
         let sink = move |_: Handle<Observer>| -> Sink {
-            Box::new(move |_: &mut CoreClient, _, _: RecipeId, event: RecipeEvent| {
+            Box::new(move |event: RecipeEvent| {
                 let item = match event {
                     RecipeEvent::Holder(holder) => Ok(holder),
                     RecipeEvent::Failed(e) => Err(Error::Request(e)),

@@ -40,7 +40,7 @@ pub struct SemaphoreOptions {
     /// Its size.
     pub size: SemaphoreSize,
     /// Revocable: each lease's holder is told when someone asks for the
-    /// lease back ([`crate::Lease::revocation_requested`]); lease nodes
+    /// lease back ([`crate::Hold::revocation_requested`]); lease nodes
     /// have empty data.
     pub revocable: bool,
     /// The longest each lease may be held ([`LockOptions::max_hold`]).
@@ -178,7 +178,7 @@ impl Client {
         self.one_lock(&LockSpec::Mutex(path.into()), &options).await
     }
 
-    /// A revocable mutex: its holder gets [`crate::Guard::revocation_requested`].
+    /// A revocable mutex: its holder gets [`crate::Hold::revocation_requested`].
     ///
     /// ```no_run
     /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
@@ -449,7 +449,7 @@ impl Client {
         let (tx, rx) = oneshot::channel();
         let mut tx = Some(tx);
         let sink = move |_: Handle<R>| -> Sink {
-            Box::new(move |_: &mut CoreClient, _, _: RecipeId, event: RecipeEvent| {
+            Box::new(move |event: RecipeEvent| {
                 if let Some(tx) = tx.take() {
                     let _ = tx.send(event);
                 }
