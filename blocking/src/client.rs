@@ -6,7 +6,7 @@ use std::time::Instant;
 use futures_lite::StreamExt;
 use zoolock_core::wire::{Acl, Bytes, CreateMode, MultiResult, Stat};
 use zoolock_core::{Op, Participant};
-use zoolock_smol::{ConnectionState, Error, LockOptions, LockSpec, Options, ParticipantsOf, SemaphoreOptions};
+use zoolock_smol::{ConnectionState, Error, LockOptions, LockSpec, Options, LockKind, SemaphoreOptions};
 
 use crate::{Lock, ReadWriteLock, Semaphore, SharedCount, wait};
 
@@ -135,7 +135,7 @@ impl Client {
     }
 
     /// Who holds and waits at the lock or semaphore at `path`.
-    pub fn participants(&self, path: &str, kind: ParticipantsOf) -> Result<Vec<Participant>, Error> {
+    pub fn participants(&self, path: &str, kind: LockKind) -> Result<Vec<Participant>, Error> {
         wait(self.inner.participants(path, kind))
     }
 

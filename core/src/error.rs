@@ -197,6 +197,10 @@ pub enum ApiMisuse {
     /// A part the lock does not have.
     #[error("the lock has no part {0}")]
     NoSuchPart(usize),
+    /// A request for the queue of a lock kind that has none of its own (a
+    /// multi-lock: each member has its own).
+    #[error("a {} lock has no queue of its own", .0.label())]
+    NoLayout(crate::recipes::LockKind),
     /// A typed handle of a recipe of another type.
     #[error("recipe {0} has another type")]
     WrongRecipeType(u64),

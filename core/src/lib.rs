@@ -62,7 +62,7 @@ pub use op::Op;
 pub use path::{PathError, ZkPath};
 pub use recipe::{AsAnyMut, FencingToken, OpId, Participant, Recipe, RecipeEvent, RecipeOp};
 pub use recipes::{LockConfig, Mutex, OpPlan, RetryPolicy};
-pub use recipes::{LockRecipe, SharedLock, SharedSemaphore, Ticket};
+pub use recipes::{LockKind, LockRecipe, LockSpec, SharedLock, SharedSemaphore, Ticket};
 pub use recipes::{MultiLock, Participants, ReadWriteLock, Revoker};
 pub use recipes::{Semaphore, SemaphoreMutex};
 pub use rng::Rng;

@@ -46,6 +46,7 @@ pub(crate) mod semaphore_mutex;
 pub(crate) mod shared_count;
 pub(crate) mod shared_lock;
 pub(crate) mod shared_semaphore;
+pub(crate) mod spec;
 
 pub use capability::{BoxedLock, LockRecipe, Part, part_event};
 pub use config::{LockConfig, OpPlan, RetryPolicy};
@@ -61,3 +62,4 @@ pub use semaphore_mutex::SemaphoreMutex;
 pub use shared_count::{SharedCount, count_bytes, count_value};
 pub use shared_lock::SharedLock;
 pub use shared_semaphore::SharedSemaphore;
+pub use spec::{Layout, LockKind, LockSpec, SemaphoreSize, SemaphoreSpec};

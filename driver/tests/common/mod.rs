@@ -24,7 +24,7 @@ use futures_lite::{StreamExt, future};
 use zoolock_driver::zoolock_core::wire::{Acl, Bytes, CreateMode, ErrorCode, MultiResult};
 use zoolock_driver::zoolock_core::{ApiMisuse, Op, RequestError, ZkPath};
 use zoolock_driver::{
-    Client, ConnectionState, Error, Guard, HoldStatus, Lease, Lock, OpPlan, Options, ParticipantsOf, ReadWriteLock,
+    Client, ConnectionState, Error, Guard, HoldStatus, Lease, Lock, OpPlan, Options, LockKind, ReadWriteLock,
     Runtime,
 };
 
@@ -642,7 +642,7 @@ pub(crate) async fn semaphore(env: &Env) {
     held.extend(sa.acquire(1).await.unwrap());
     assert_ne!(held[0].node(), held[1].node());
     assert_eq!(children(&a, &leases_path).await.len(), 3);
-    let holders = a.participants(&path, ParticipantsOf::Semaphore).await.unwrap();
+    let holders = a.participants(&path, LockKind::Semaphore).await.unwrap();
     assert_eq!(holders.len(), 3);
 
     assert!(matches!(sb.acquire_timeout(1, Duration::from_millis(150)).await, Err(Error::TimedOut)));
@@ -942,20 +942,20 @@ pub(crate) async fn participants(env: &Env) {
     let lb = b.mutex(&path).await.unwrap();
     let waiting = env.spawn(async move { lb.acquire().await });
     wait_children(env, &a, &path, 2).await;
-    let list = b.participants(&path, ParticipantsOf::Mutex).await.unwrap();
+    let list = b.participants(&path, LockKind::Mutex).await.unwrap();
     assert_eq!(list.len(), 2, "{list:?}");
     assert_eq!(list[0].path, ga.node());
     assert_eq!(list[0].data.as_deref(), Some(&b"127.0.0.1"[..]));
     assert_eq!(list[1].data.as_deref(), Some(&b"worker-b"[..]));
     drop(ga);
     let gb = env.within(Duration::from_secs(5), "second participant", waiting).await.unwrap();
-    let list = a.participants(&path, ParticipantsOf::Mutex).await.unwrap();
+    let list = a.participants(&path, LockKind::Mutex).await.unwrap();
     assert_eq!(list.iter().map(|p| p.path.as_str()).collect::<Vec<_>>(), vec![gb.node()]);
     drop(gb);
     assert_empty(env, &a, &path).await;
-    assert!(a.participants(&path, ParticipantsOf::Mutex).await.unwrap().is_empty());
+    assert!(a.participants(&path, LockKind::Mutex).await.unwrap().is_empty());
     remove_tree(&a, &path).await;
-    let none = a.participants(&path, ParticipantsOf::Mutex).await.unwrap();
+    let none = a.participants(&path, LockKind::Mutex).await.unwrap();
     assert!(none.is_empty(), "no path, no participants: {none:?}");
     close_all(&[&a, &b]).await;
 }
