@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use tokio::task::JoinHandle;
 use tokio::time::sleep;
-use zoolock_tokio::{Client, Error, Guard, Lock, OpPlan, Options, LockKind};
+use zoolock_tokio::{Client, Error, Guard, Lock, LockKind, OpPlan, Options};
 
 mod holds;
 mod support_java;

@@ -5,12 +5,13 @@
 use std::collections::VecDeque;
 
 use serde_json::Value;
+use zoolock_core::recipes::{SemaphoreSize, SemaphoreSpec};
 use zoolock_core::{
-    ApiMisuse, Client, ConnectionState, Instant, LockConfig, LockRecipe, MultiLock, Mutex, OpPlan, Participants,
-    ReadWriteLock, Recipe, RecipeEvent, RecipeId, Revoker, Rng, Semaphore, SemaphoreMutex, ZkPath,
+    ApiMisuse, Client, ConnectionState, Instant, LockConfig, LockKind, LockRecipe, Mutex, OpPlan, Participants, Recipe,
+    RecipeEvent, RecipeId, Revoker, Rng, Semaphore, ZkPath,
 };
 
-use super::scenario::{Action, LockKind, Step, parse_action, parse_state};
+use super::scenario::{Action, Step, parse_action, parse_state};
 use super::{ClientRun, START};
 use crate::replay::{Location, MismatchKind, ReplayError};
 
@@ -141,14 +142,12 @@ impl ClientRun<'_> {
             Action::Acquire { timeout, revocable, half } => {
                 let deadline = timeout.map(|d| now + d);
                 let (revocable, half) = (*revocable, *half);
-                if revocable && matches!(self.lock, LockKind::Mutex) {
+                if revocable && self.lock.kind == LockKind::Mutex {
                     self.on_lock_recipe::<Mutex>(|m, _| m.make_revocable())?;
                 }
-                match (&self.lock, half) {
-                    (LockKind::Semaphore { .. }, _) => {
-                        self.on_lock_recipe::<Semaphore>(|s, now| s.acquire(now, 1, deadline))
-                    }
-                    (LockKind::ReadWrite, None) => {
+                match (self.lock.kind, half) {
+                    (LockKind::Semaphore, _) => self.on_lock_recipe::<Semaphore>(|s, now| s.acquire(now, 1, deadline)),
+                    (LockKind::ReadWriteLock, None) => {
                         Err(self.unsupported(String::from("a read-write lock acquire names a half")))
                     }
                     // Every lock kind through the lock capability; an acquire
@@ -172,11 +171,11 @@ impl ClientRun<'_> {
             }
             Action::Release { half, reports } => {
                 let half = *half;
-                match (&self.lock, half) {
-                    (LockKind::Semaphore { .. }, _) => {
+                match (self.lock.kind, half) {
+                    (LockKind::Semaphore, _) => {
                         Err(self.unsupported(String::from("a semaphore returns leases (returnLease)")))
                     }
-                    (LockKind::ReadWrite, None) => {
+                    (LockKind::ReadWriteLock, None) => {
                         Err(self.unsupported(String::from("a read-write lock release names a half")))
                     }
                     (_, half) => self.on_lock(|l, now| l.release_part(now, half.unwrap_or(0))),
@@ -206,13 +205,12 @@ impl ClientRun<'_> {
                     Some(id) => self.command::<Participants>(id, |p, now| p.refresh(now))?,
                     None => {
                         let base = self.base_path()?;
-                        let recipe = match self.lock {
-                            LockKind::ReadWrite => Participants::for_rwlock(base),
-                            LockKind::Semaphore { .. } | LockKind::SemaphoreMutex => {
-                                Participants::for_semaphore(base).map_err(|e| self.submit_error(e.into()))?
-                            }
-                            _ => Participants::for_mutex(base),
+                        // A multi-lock's base lists as a mutex's.
+                        let kind = match self.lock.kind {
+                            LockKind::MultiLock => LockKind::Mutex,
+                            kind => kind,
                         };
+                        let recipe = Participants::of(kind, base).map_err(|e| self.submit_error(e))?;
                         self.log.participants = Some(self.add(Box::new(recipe.without_data())));
                     }
                 }
@@ -289,19 +287,14 @@ impl ClientRun<'_> {
             None => {
                 let base = self.base_path()?;
                 let config = self.lock_config();
-                let recipe: Box<dyn Recipe> = match self.lock {
-                    LockKind::Mutex => Box::new(Mutex::new(base, config)),
-                    LockKind::ReadWrite => Box::new(ReadWriteLock::new(base, config)),
-                    LockKind::SemaphoreMutex => Box::new(SemaphoreMutex::new(base, config)),
-                    LockKind::Semaphore { max_leases } => Box::new(Semaphore::new(base, *max_leases, config)),
-                    LockKind::MultiLock { paths } => {
-                        let paths = paths
-                            .iter()
-                            .map(|p| ZkPath::new(p))
-                            .collect::<Result<Vec<_>, _>>()
-                            .map_err(|e| self.submit_error(e.into()))?;
-                        Box::new(MultiLock::new(paths, config).map_err(|e| self.submit_error(e))?)
+                let recipe: Box<dyn Recipe> = match (self.lock.kind, self.lock.spec(base.as_str())) {
+                    (_, Some(spec)) => spec.build(config, false).map_err(|e| self.submit_error(e))?.0,
+                    (LockKind::Semaphore, None) => {
+                        let size = SemaphoreSize::Leases(self.lock.max_leases);
+                        let spec = SemaphoreSpec::new(base.as_str(), size, false);
+                        Box::new(spec.build(config).map_err(|e| self.submit_error(e))?)
                     }
+                    (kind, None) => return Err(self.unsupported(format!("a {} lock", kind.label()))),
                 };
                 let id = self.add(recipe);
                 self.log.lock_recipe = Some(id);

@@ -105,10 +105,11 @@ impl Sim {
         let read = self.rng.next_u64() % 2 == 0;
         let c = &mut self.clients[i];
         let (mode, part) = match c.role {
-            Role::Mutex | Role::SemaphoreMutex | Role::Multi => (Mode::Exclusive, 0),
-            Role::Semaphore => (Mode::Lease, 0),
-            Role::Rw if read => (Mode::Read, READ),
-            Role::Rw => (Mode::Write, WRITE),
+            LockKind::Semaphore => (Mode::Lease, 0),
+            LockKind::ReadWriteLock if read => (Mode::Read, READ),
+            LockKind::ReadWriteLock => (Mode::Write, WRITE),
+            // A mutex, a semaphore mutex, a multi-lock.
+            _ => (Mode::Exclusive, 0),
         };
         let ticket = Ticket(c.next_ticket);
         c.next_ticket += 1;
