@@ -6,7 +6,7 @@ use std::time::Instant;
 use futures_lite::StreamExt;
 use zoolock_core::wire::{Acl, Bytes, CreateMode, MultiResult, Stat};
 use zoolock_core::{Op, Participant};
-use zoolock_smol::{ConnectionState, Error, LockOptions, LockSpec, Options, LockKind, SemaphoreOptions};
+use zoolock_smol::{ConnectionState, Error, LockKind, LockOptions, LockSpec, Options, SemaphoreOptions};
 
 use crate::{Lock, ReadWriteLock, Semaphore, SharedCount, wait};
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 use futures_lite::StreamExt;
 use zoolock_driver::zoolock_core::gzip;
 use zoolock_driver::zoolock_core::wire::Bytes;
-use zoolock_driver::{Compression, LockOptions, LockKind};
+use zoolock_driver::{Compression, LockKind, LockOptions};
 
 use super::{Env, close_all, remove_tree};
 

@@ -24,8 +24,7 @@ use futures_lite::{StreamExt, future};
 use zoolock_driver::zoolock_core::wire::{Acl, Bytes, CreateMode, ErrorCode, MultiResult};
 use zoolock_driver::zoolock_core::{ApiMisuse, Op, RequestError, ZkPath};
 use zoolock_driver::{
-    Client, ConnectionState, Error, Guard, HoldStatus, Lease, Lock, OpPlan, Options, LockKind, ReadWriteLock,
-    Runtime,
+    Client, ConnectionState, Error, Guard, HoldStatus, Lease, Lock, LockKind, OpPlan, Options, ReadWriteLock, Runtime,
 };
 
 mod cancellation;
