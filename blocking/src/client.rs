@@ -113,6 +113,12 @@ impl Client {
         wait(self.inner.multi_lock(paths)).map(Lock::from_async)
     }
 
+    /// The lock `spec` describes, with `options` (any lock kind; see the
+    /// async `lock_of`).
+    pub fn lock_of(&self, spec: LockSpec, options: LockOptions) -> Result<Lock, Error> {
+        wait(self.inner.lock_of(spec, options)).map(Lock::from_async)
+    }
+
     /// A multi-lock over any members (mutexes, read or write halves).
     pub fn multi_lock_of(&self, members: Vec<LockSpec>) -> Result<Lock, Error> {
         wait(self.inner.multi_lock_of(members)).map(Lock::from_async)

@@ -73,7 +73,7 @@ impl Client {
 
     /// A mutex with its own settings (node data, revocable).
     pub async fn mutex_with(&self, path: &str, options: LockOptions) -> Result<Lock, Error> {
-        self.one_lock(&LockSpec::Mutex(path.into()), &options).await
+        self.lock_of(LockSpec::Mutex(path.into()), options).await
     }
 
     /// A revocable mutex: its holder gets [`crate::Guard::revocation_requested`].
@@ -140,7 +140,7 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn semaphore_mutex(&self, path: &str) -> Result<Lock, Error> {
-        self.one_lock(&LockSpec::SemaphoreMutex(path.into()), &LockOptions::default()).await
+        self.lock_of(LockSpec::SemaphoreMutex(path.into()), LockOptions::default()).await
     }
 
     /// All of `paths` as one lock (mutexes), taken in order and released in
@@ -172,12 +172,27 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn multi_lock_of(&self, members: Vec<LockSpec>) -> Result<Lock, Error> {
-        self.one_lock(&LockSpec::Multi(members), &LockOptions::default()).await
+        self.lock_of(LockSpec::Multi(members), LockOptions::default()).await
     }
 
-    /// Registers the lock `spec` describes; the handle of its part.
-    async fn one_lock(&self, spec: &LockSpec, options: &LockOptions) -> Result<Lock, Error> {
-        let (recipe, part) = spec.build(self.inner.lock_config_with(options), options.revocable).map_err(spec_error)?;
+    /// The lock `spec` describes, with its own settings: any lock kind
+    /// through one call ([`Client::mutex_with`], [`Client::semaphore_mutex`]
+    /// and [`Client::multi_lock_of`] are this with their spec). A read or
+    /// write half asked for alone is a read-write lock of its own, whose
+    /// other half nobody holds in this process.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Path`] for an invalid path; [`Error::Misuse`] for a
+    /// multi-lock of nothing; [`Error::ClientClosed`] once the client is
+    /// closed.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe, as [`Client::mutex`].
+    pub async fn lock_of(&self, spec: LockSpec, options: LockOptions) -> Result<Lock, Error> {
+        let (recipe, part) =
+            spec.build(self.inner.lock_config_with(&options), options.revocable).map_err(spec_error)?;
         Lock::register(self.clone(), recipe, spec.label(), spec.kind().label())
             .await?
             .into_iter()

@@ -141,13 +141,12 @@ impl TraceLock {
     /// The lock on `base` (a read-write lock whole, with both halves); `None`
     /// for a semaphore, whose leases are no single lock.
     pub(super) fn spec(&self, base: &str) -> Option<LockSpec> {
-        Some(match self.kind {
-            LockKind::Mutex => LockSpec::Mutex(base.into()),
-            LockKind::ReadWriteLock => LockSpec::Read(base.into()),
-            LockKind::SemaphoreMutex => LockSpec::SemaphoreMutex(base.into()),
-            LockKind::MultiLock => LockSpec::Multi(self.paths.iter().map(|p| LockSpec::Mutex(p.clone())).collect()),
-            _ => return None,
-        })
+        match self.kind {
+            LockKind::MultiLock => {
+                Some(LockSpec::Multi(self.paths.iter().map(|p| LockSpec::Mutex(p.clone())).collect()))
+            }
+            kind => LockSpec::of(kind, base),
+        }
     }
 }
 

@@ -9,9 +9,10 @@
 //! or write half, a multi-lock of specs), and [`SemaphoreSpec`] a semaphore's,
 //! whose leases are not one lock but many.
 //!
-//! Adding a kind: its recipe in its own file, a [`LockKind`] variant (at the
-//! end of [`LockKind::ALL`]) with its arms in this file, a [`LockSpec`]
-//! variant if it is built from a path, and its tests.
+//! Adding a kind: its recipe in its own file; here, a [`LockKind`] variant
+//! (at the end of [`LockKind::ALL`]) with its arm in `LockKind::facts`, and,
+//! for a lock on one path, a [`LockSpec`] variant with its arms
+//! (`LockSpec::of`, `single`, `build`); and its tests.
 
 use alloc::boxed::Box;
 use alloc::string::String;
@@ -186,6 +187,20 @@ pub enum LockSpec {
 }
 
 impl LockSpec {
+    /// The lock of `kind` on `path`, for kinds that are one lock on one
+    /// path (a read-write lock's is its read half, whose recipe is the whole
+    /// lock); `None` for a semaphore ([`SemaphoreSpec`]) and a multi-lock
+    /// (made of specs).
+    pub fn of(kind: LockKind, path: impl Into<String>) -> Option<LockSpec> {
+        let path = path.into();
+        match kind {
+            LockKind::Mutex => Some(LockSpec::Mutex(path)),
+            LockKind::ReadWriteLock => Some(LockSpec::Read(path)),
+            LockKind::SemaphoreMutex => Some(LockSpec::SemaphoreMutex(path)),
+            LockKind::Semaphore | LockKind::MultiLock => None,
+        }
+    }
+
     /// Its kind.
     pub fn kind(&self) -> LockKind {
         self.single().map_or(LockKind::MultiLock, |(kind, _, _)| kind)
@@ -357,6 +372,11 @@ mod tests {
         assert_eq!(multi.label(), "/a,/b");
         assert_eq!(LockSpec::Read("/a".into()).kind(), LockKind::ReadWriteLock);
         assert_eq!(LockSpec::SemaphoreMutex("/s".into()).kind(), LockKind::SemaphoreMutex);
+        for kind in LockKind::ALL {
+            let spec = LockSpec::of(kind, "/p");
+            assert!(spec.as_ref().is_none_or(|s| s.kind() == kind && s.label() == "/p"), "{kind:?}");
+            assert_eq!(spec.is_none(), matches!(kind, LockKind::Semaphore | LockKind::MultiLock));
+        }
         assert!(matches!(
             LockSpec::Mutex("bad".into()).build(LockConfig::new(1), false),
             Err(ApiMisuse::InvalidPath(_))

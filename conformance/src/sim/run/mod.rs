@@ -579,23 +579,22 @@ impl Sim {
 
     /// The lock a client of `role` takes, on the paths as clients see them
     /// (a read-write lock is built whole, its halves are the parts); `None`
-    /// for the semaphore.
+    /// for the semaphore. A kind that is one lock on one path runs here with
+    /// no change (its holds are checked as exclusive).
     fn spec(&self, role: LockKind) -> Option<LockSpec> {
         let path = |p: &str| self.client_path(p).to_owned();
         let multi = self.config.kind == LockKind::MultiLock;
-        let (mutex_path, rw_path) = if multi { (MULTI_B, MULTI_A) } else { (LOCK, LOCK) };
-        Some(match role {
-            LockKind::Mutex => LockSpec::Mutex(path(mutex_path)),
-            LockKind::ReadWriteLock => LockSpec::Read(path(rw_path)),
-            LockKind::SemaphoreMutex => LockSpec::SemaphoreMutex(path(LOCK)),
+        match role {
             // A mixed multi-lock: a write half and a mutex, as Curator's
             // InterProcessMultiLock takes any InterProcessLock.
             LockKind::MultiLock => {
-                LockSpec::Multi(vec![LockSpec::Write(path(MULTI_A)), LockSpec::Mutex(path(MULTI_B))])
+                Some(LockSpec::Multi(vec![LockSpec::Write(path(MULTI_A)), LockSpec::Mutex(path(MULTI_B))]))
             }
-            LockKind::Semaphore => return None,
-            other => panic!("the simulator has no scenario for {other:?} yet"),
-        })
+            // The multi-lock's members, beside it.
+            LockKind::Mutex if multi => LockSpec::of(role, path(MULTI_B)),
+            LockKind::ReadWriteLock if multi => LockSpec::of(role, path(MULTI_A)),
+            _ => LockSpec::of(role, path(LOCK)),
+        }
     }
 
     /// The semaphore of a semaphore run: sized by a shared count (the right
@@ -640,10 +639,11 @@ impl Sim {
                 };
                 Shared::Lock(client.add(self.now, SharedLock::new(lock, true)))
             }
-            None => {
+            None if role == LockKind::Semaphore => {
                 let sem = self.semaphore_spec().build(config).expect("a valid semaphore");
                 Shared::Semaphore(client.add(self.now, SharedSemaphore::new(sem, true)))
             }
+            None => panic!("the simulator has no scenario for {role:?} yet"),
         };
         let latency = between(&mut self.rng, Duration::from_millis(1), Duration::from_millis(30));
         let tasks = (0..self.config.tasks.max(1))
