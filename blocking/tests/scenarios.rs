@@ -4,7 +4,7 @@
 //! a deleted node), renewal after expiry, and the semaphore. They run
 //! against `zoolock_testkit::any_server()`: the real ZooKeeper from
 //! `ZOOLOCK_TEST_CONNECT` (as in CI), else the in-process model server.
-//! The async scenarios (`driver/tests/common`) cover the rest of the surface
+//! The async scenarios (`zoolock-scenarios`) cover the rest of the surface
 //! this crate only forwards to.
 
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -5,7 +5,7 @@
 //!   Unset, the test skips with a message, except under CI, where a missing
 //!   server is a failure. Set but not answering is a failure everywhere.
 //! * [`any_server`]: for scenarios the in-memory model serves faithfully (the
-//!   driver's cross-runtime scenarios): the real server when one is
+//!   transports' shared scenarios, `zoolock-scenarios`): the real server when one is
 //!   configured, else one in-process model server ([`TestingServer`]) shared
 //!   by the whole test binary, so these tests never skip on a developer
 //!   machine. CI runs them against the real server.

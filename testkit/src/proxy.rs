@@ -1,6 +1,6 @@
 //! A TCP proxy to a test server that a test can cut, freeze or take down:
 //! how the loss, renewal and connect-error scenarios of every face (async
-//! and blocking) and the Kerberos renewal in `driver/tests/secured` make a
+//! and blocking) and the Kerberos renewal in `zoolock-scenarios` make a
 //! connection fail.
 
 use std::io::{Read, Write};

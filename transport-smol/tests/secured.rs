@@ -1,15 +1,76 @@
-//! Secured ZooKeeper on smol: mutual TLS through futures-rustls, and digest
-//! auth; scenarios in `driver/tests/secured`.
+//! Secured ZooKeeper on smol: digest auth and ACLs, SASL, mutual TLS
+//! through futures-rustls (`tls` feature), Kerberos (`gssapi` feature): the
+//! scenarios shared with every transport (`zoolock_scenarios::secured`),
+//! under the test names CI and the docs use.
 
-#[path = "../../driver/tests/secured/mod.rs"]
-mod secured;
+mod runtime;
 
-use std::sync::Arc;
+use runtime::Smol;
+use zoolock_scenarios::secured::{self, run};
 
-/// Runs a scenario on smol.
-fn run(scenario: impl AsyncFnOnce(&secured::Rt)) {
-    let rt = secured::Rt { runtime: Arc::new(zoolock_smol::SmolRuntime::new()), label: "smol" };
-    smol::block_on(scenario(&rt));
+#[test]
+fn digest_acl() {
+    run::<Smol>(secured::digest_acl);
 }
 
-secured::scenario_tests!(run);
+#[test]
+fn acl_prefix() {
+    run::<Smol>(secured::acl_prefix);
+}
+
+#[test]
+fn plain_create_acl() {
+    run::<Smol>(secured::plain_create_acl);
+}
+
+#[test]
+fn auth_failed() {
+    run::<Smol>(secured::auth_failed);
+}
+
+#[test]
+fn sasl() {
+    run::<Smol>(secured::sasl);
+}
+
+#[cfg(feature = "tls")]
+#[test]
+fn tls12_recipes() {
+    run::<Smol>(secured::tls12_recipes);
+}
+
+#[cfg(feature = "tls")]
+#[test]
+fn tls13_recipes() {
+    run::<Smol>(secured::tls13_recipes);
+}
+
+#[cfg(feature = "tls")]
+#[test]
+fn tls_failures() {
+    run::<Smol>(secured::tls_failures);
+}
+
+#[cfg(feature = "tls")]
+#[test]
+fn tls_server_checks() {
+    run::<Smol>(secured::tls_server_checks);
+}
+
+#[cfg(feature = "gssapi")]
+#[test]
+fn kerberos_recipes() {
+    run::<Smol>(secured::kerberos_recipes);
+}
+
+#[cfg(feature = "gssapi")]
+#[test]
+fn kerberos_failures() {
+    run::<Smol>(secured::kerberos_failures);
+}
+
+#[cfg(feature = "gssapi")]
+#[test]
+fn kerberos_renewal() {
+    run::<Smol>(secured::kerberos_renewal);
+}

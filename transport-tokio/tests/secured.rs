@@ -1,19 +1,76 @@
-//! Secured ZooKeeper on tokio: digest auth and ACLs, mutual TLS (TLS 1.2 and
-//! 1.3 servers) and its failures; scenarios in `driver/tests/secured`.
+//! Secured ZooKeeper on tokio: digest auth and ACLs, SASL, mutual TLS (TLS
+//! 1.2 and 1.3 servers; `tls` feature) and its failures, Kerberos (`gssapi`
+//! feature): the scenarios shared with every transport
+//! (`zoolock_scenarios::secured`), under the test names CI and the docs use.
 
-#[path = "../../driver/tests/secured/mod.rs"]
-mod secured;
+mod runtime;
 
-use std::sync::Arc;
+use runtime::Tokio;
+use zoolock_scenarios::secured::{self, run};
 
-/// Runs a scenario on a multi-threaded tokio runtime with two workers (what
-/// `#[tokio::test(flavor = "multi_thread", worker_threads = 2)]` builds).
-fn run(scenario: impl AsyncFnOnce(&secured::Rt)) {
-    let tokio = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    tokio.block_on(async {
-        let rt = secured::Rt { runtime: Arc::new(zoolock_tokio::TokioRuntime::current()), label: "tokio" };
-        scenario(&rt).await
-    });
+#[test]
+fn digest_acl() {
+    run::<Tokio>(secured::digest_acl);
 }
 
-secured::scenario_tests!(run);
+#[test]
+fn acl_prefix() {
+    run::<Tokio>(secured::acl_prefix);
+}
+
+#[test]
+fn plain_create_acl() {
+    run::<Tokio>(secured::plain_create_acl);
+}
+
+#[test]
+fn auth_failed() {
+    run::<Tokio>(secured::auth_failed);
+}
+
+#[test]
+fn sasl() {
+    run::<Tokio>(secured::sasl);
+}
+
+#[cfg(feature = "tls")]
+#[test]
+fn tls12_recipes() {
+    run::<Tokio>(secured::tls12_recipes);
+}
+
+#[cfg(feature = "tls")]
+#[test]
+fn tls13_recipes() {
+    run::<Tokio>(secured::tls13_recipes);
+}
+
+#[cfg(feature = "tls")]
+#[test]
+fn tls_failures() {
+    run::<Tokio>(secured::tls_failures);
+}
+
+#[cfg(feature = "tls")]
+#[test]
+fn tls_server_checks() {
+    run::<Tokio>(secured::tls_server_checks);
+}
+
+#[cfg(feature = "gssapi")]
+#[test]
+fn kerberos_recipes() {
+    run::<Tokio>(secured::kerberos_recipes);
+}
+
+#[cfg(feature = "gssapi")]
+#[test]
+fn kerberos_failures() {
+    run::<Tokio>(secured::kerberos_failures);
+}
+
+#[cfg(feature = "gssapi")]
+#[test]
+fn kerberos_renewal() {
+    run::<Tokio>(secured::kerberos_renewal);
+}

@@ -43,9 +43,21 @@ impl TlsServer {
     }
 }
 
-/// Mutual TLS: a mutex, a read-write lock and a semaphore work; the key may
-/// be PKCS#1 as well as PKCS#8.
-pub(crate) async fn tls_recipes(rt: &Rt, var: &str) {
+/// Mutual TLS on ZooKeeper 3.8's TLS 1.2 default (`ZOOLOCK_TEST_TLS_DIR`):
+/// a mutex, a read-write lock and a semaphore work; the key may be PKCS#1
+/// as well as PKCS#8.
+pub async fn tls12_recipes(rt: &Rt) {
+    tls_recipes(rt, "ZOOLOCK_TEST_TLS_DIR").await;
+}
+
+/// The same on a TLS 1.3 configuration (`ZOOLOCK_TEST_TLS13_DIR`).
+pub async fn tls13_recipes(rt: &Rt) {
+    tls_recipes(rt, "ZOOLOCK_TEST_TLS13_DIR").await;
+}
+
+/// The scenario of [`tls12_recipes`] on the server whose directory `var`
+/// names.
+async fn tls_recipes(rt: &Rt, var: &str) {
     let Some(server) = TlsServer::from_env(var) else { return };
     let a = rt.within("connect", rt.connect(&server.tls_addr, Options::default().tls(server.good()))).await.unwrap();
     let pkcs1 = server.tls("ca.pem", Some(("client.pem", "client-pkcs1.key")));
@@ -71,7 +83,7 @@ type FailureCase<'a> = (&'a str, &'a str, Option<TlsOptions>, fn(&TlsError) -> b
 
 /// Each misconfiguration fails with its typed error within the connect
 /// timeout, without a retry loop.
-pub(crate) async fn tls_failures(rt: &Rt) {
+pub async fn tls_failures(rt: &Rt) {
     let Some(server) = TlsServer::from_env("ZOOLOCK_TEST_TLS_DIR") else { return };
     let cases: [FailureCase<'_>; 6] = [
         (
@@ -119,7 +131,7 @@ pub(crate) async fn tls_failures(rt: &Rt) {
 /// What the client checks of the server: the name (the connect string's
 /// host, or the override) and the validity dates. The expired server is an
 /// `openssl s_server` with the test PKI's expired-server certificate.
-pub(crate) async fn tls_server_checks(rt: &Rt) {
+pub async fn tls_server_checks(rt: &Rt) {
     let Some(server) = TlsServer::from_env("ZOOLOCK_TEST_TLS_DIR") else { return };
     let named = server.good().server_name("localhost").unwrap();
     let client = rt.connect(&server.tls_addr, Options::default().tls(named)).await.expect("name override");

@@ -11,7 +11,7 @@ use super::{Env, assert_empty, children, close_all, remove_tree};
 /// The count is 1, one holder, one waiter: setting it to 2 lets the waiter
 /// in within a second without the holder releasing. `available()` follows
 /// the listings; shrinking back takes no lease away.
-pub(crate) async fn semaphore_resized(env: &Env) {
+pub async fn semaphore_resized(env: &Env) {
     let path = env.path("resized");
     let count_path = env.path("resized-count");
     let (a, b, c) = (env.client().await, env.client().await, env.client().await);
@@ -58,7 +58,7 @@ pub(crate) async fn semaphore_resized(env: &Env) {
 
 /// A shared count: the seed only when absent, Curator's bytes, compare and
 /// set, a stream of changes, and a malformed node reported as such.
-pub(crate) async fn shared_count(env: &Env) {
+pub async fn shared_count(env: &Env) {
     let path = format!("{}/nested/count", env.path("count"));
     let (a, b) = (env.client().await, env.client().await);
     let ca = a.shared_count(&path, 3).await.unwrap();
@@ -89,7 +89,7 @@ pub(crate) async fn shared_count(env: &Env) {
 
 /// A revocable lease: `revoke` on its node reaches its holder only; a
 /// lease of a non-revocable semaphore ignores it.
-pub(crate) async fn lease_revocation(env: &Env) {
+pub async fn lease_revocation(env: &Env) {
     let path = env.path("lease-revocation");
     let (a, b) = (env.client().await, env.client().await);
     let sem = a.semaphore_with(&path, SemaphoreOptions::leases(2).revocable(true)).await.unwrap();

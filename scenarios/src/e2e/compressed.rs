@@ -14,7 +14,7 @@ use super::{Env, close_all, remove_tree};
 /// A gzip client writes lock node data, revocations and counts gzipped; a
 /// plain client reads them all (participants, revocation, count), and the
 /// gzip client reads the plain client's in turn.
-pub(crate) async fn compressed_data(env: &Env) {
+pub async fn compressed_data(env: &Env) {
     let root = env.path("compressed");
     let gz = env.client_with(Env::options().compression(Compression::Gzip)).await;
     let plain = env.client().await;

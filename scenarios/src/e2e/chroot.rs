@@ -13,7 +13,7 @@ use super::{Env, children, close_all, held, remove_tree};
 
 /// The chroot deleted (both levels) under a live client: its next acquire
 /// makes it again and succeeds within 5 s; so does a plain create under `/`.
-pub(crate) async fn chroot_recreated(env: &Env) {
+pub async fn chroot_recreated(env: &Env) {
     let root = env.path("chroot-back");
     let observer = env.client().await;
     let a = env.client_at(&format!("{}{root}/app", env.addr), Env::options()).await;
@@ -43,7 +43,7 @@ pub(crate) async fn chroot_recreated(env: &Env) {
 
 /// A chroot that cannot be made (its parent refuses creates to us) fails
 /// connect with a typed error naming the server's answer, at once.
-pub(crate) async fn chroot_unavailable(env: &Env) {
+pub async fn chroot_unavailable(env: &Env) {
     let root = env.path("chroot-refused");
     let observer = env.client().await;
     let read_only = Op::create(&ZkPath::new(&root).unwrap(), Bytes::new(), Acl::read_unsafe(), CreateMode::PERSISTENT);

@@ -1,34 +1,47 @@
-//! Secured-ZooKeeper scenarios shared by the transports' `tests/secured.rs`:
-//! digest auth with a creator-only ACL (on the plain server of
-//! `ZOOLOCK_TEST_CONNECT`), and mutual TLS on the servers that
+//! Secured-ZooKeeper scenarios every transport runs (its `tests/secured.rs`
+//! lists one `#[test]` per scenario, each calling [`run`]): digest auth with
+//! a creator-only ACL (on the plain server of `ZOOLOCK_TEST_CONNECT`), SASL
+//! DIGEST-MD5, and, with the `tls` feature, mutual TLS on the servers that
 //! `scripts/zk-server.sh` starts with `ZK_SECURE=tls` (directories in
 //! `ZOOLOCK_TEST_TLS_DIR` for ZooKeeper 3.8's TLS 1.2 default and
 //! `ZOOLOCK_TEST_TLS13_DIR` for a TLS 1.3 configuration). `bash .ci/run`
 //! starts them all; a scenario whose server is not configured prints why
-//! and passes. With the transport's `gssapi` feature, SASL GSSAPI against
-//! a Kerberized server (`kerberos.rs`).
+//! and passes. With the `gssapi` feature, SASL GSSAPI against a Kerberized
+//! server (`kerberos.rs`).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 #[cfg(feature = "gssapi")]
-pub(crate) mod kerberos;
+mod kerberos;
 /// The TLS scenarios (the transports' `tls` feature; run with a provider
 /// feature, `--features ring`).
 #[cfg(feature = "tls")]
-pub(crate) mod tls;
+mod tls;
+#[cfg(feature = "gssapi")]
+pub use kerberos::{kerberos_failures, kerberos_recipes, kerberos_renewal};
+#[cfg(feature = "tls")]
+pub use tls::{tls_failures, tls_server_checks, tls12_recipes, tls13_recipes};
 
 use futures_lite::future;
 use zoolock_driver::zoolock_core::RequestError;
 use zoolock_driver::zoolock_core::wire::{CreateMode, ErrorCode};
 use zoolock_driver::{AclPolicy, Client, Error, Options, ReadWriteLock, Runtime, parse_acl};
 
-/// The runtime under test and a label for unique paths.
+use crate::TestRuntime;
+
+/// Runs `scenario` on `R`, blocking the test's thread until it ends; a
+/// failed assertion panics the test.
+pub fn run<R: TestRuntime>(scenario: impl AsyncFnOnce(&Rt)) {
+    R::block_on(async { scenario(&Rt { runtime: R::runtime(), label: R::LABEL }).await })
+}
+
+/// The runtime under test and a label for unique paths ([`run`] makes it).
 #[derive(Clone)]
-pub(crate) struct Rt {
-    pub(crate) runtime: Arc<dyn Runtime>,
-    pub(crate) label: &'static str,
+pub struct Rt {
+    runtime: Arc<dyn Runtime>,
+    label: &'static str,
 }
 
 impl Rt {
@@ -68,46 +81,6 @@ impl Rt {
     }
 }
 
-/// One test per scenario, under the names CI and the docs use, for the
-/// transport test file that invokes it (next to its `mod secured`): `$run`
-/// blocks on an `AsyncFnOnce(&Rt)` with that transport's runtime.
-macro_rules! scenario_tests {
-    ($run:ident) => {
-        secured::scenario_tests!(@each $run;
-            digest_acl => secured::digest_acl,
-            acl_prefix => secured::acl_prefix,
-            plain_create_acl => secured::plain_create_acl,
-            auth_failed => secured::auth_failed,
-            sasl => secured::sasl,
-            #[cfg(feature = "tls")]
-            tls12_recipes => async |rt| secured::tls::tls_recipes(rt, "ZOOLOCK_TEST_TLS_DIR").await,
-            #[cfg(feature = "tls")]
-            tls13_recipes => async |rt| secured::tls::tls_recipes(rt, "ZOOLOCK_TEST_TLS13_DIR").await,
-            #[cfg(feature = "tls")]
-            tls_failures => secured::tls::tls_failures,
-            #[cfg(feature = "tls")]
-            tls_server_checks => secured::tls::tls_server_checks,
-        );
-        // SASL GSSAPI: with the transport's `gssapi` feature.
-        #[cfg(feature = "gssapi")]
-        secured::scenario_tests!(@each $run;
-            kerberos_recipes => secured::kerberos::kerberos_recipes,
-            kerberos_failures => secured::kerberos::kerberos_failures,
-            kerberos_renewal => secured::kerberos::kerberos_renewal,
-        );
-    };
-    (@each $run:ident; $($(#[$attr:meta])* $name:ident => $scenario:expr,)*) => {
-        $(
-            $(#[$attr])*
-            #[test]
-            fn $name() {
-                $run($scenario)
-            }
-        )*
-    };
-}
-pub(crate) use scenario_tests;
-
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub(crate) fn env_var(name: &str) -> Option<String> {
@@ -132,7 +105,7 @@ fn is_server(result: &Result<impl std::fmt::Debug, Error>, code: ErrorCode) -> b
 /// Digest auth and `auth::cdrwa`: the lock node and its parents belong to the
 /// authenticated identity; an unauthenticated client (or one with the wrong
 /// password) gets NoAuth deleting the lock node or listing its parent.
-pub(crate) async fn digest_acl(rt: &Rt) {
+pub async fn digest_acl(rt: &Rt) {
     let Some(addr) = zoolock_testkit::real_server("secured") else { return };
     let acl = AclPolicy::new(parse_acl("auth::cdrwa").unwrap());
     let owner = Options::default().auth("digest", "alice:secret").acl(acl.clone());
@@ -175,7 +148,7 @@ pub(crate) async fn digest_acl(rt: &Rt) {
 }
 
 /// Per-prefix ACLs: the prefix's ACL applies under it, the default elsewhere.
-pub(crate) async fn acl_prefix(rt: &Rt) {
+pub async fn acl_prefix(rt: &Rt) {
     let Some(addr) = zoolock_testkit::real_server("secured") else { return };
     let private = rt.path("private");
     let policy = AclPolicy::default().with_prefix(
@@ -199,7 +172,7 @@ pub(crate) async fn acl_prefix(rt: &Rt) {
 /// Plain creates and shared counts follow the ACL policy too: a digest
 /// client's `auth::cdrwa` node cannot be read, written or deleted by an
 /// unauthenticated client, while `create_with_acl` sets the ACL it is given.
-pub(crate) async fn plain_create_acl(rt: &Rt) {
+pub async fn plain_create_acl(rt: &Rt) {
     let Some(addr) = zoolock_testkit::real_server("secured") else { return };
     let policy = AclPolicy::new(parse_acl("auth::cdrwa").unwrap());
     let a = rt.connect(&addr, Options::default().auth("digest", "alice:secret").acl(policy)).await.unwrap();
@@ -254,7 +227,7 @@ pub(crate) async fn plain_create_acl(rt: &Rt) {
 }
 
 /// A credential the server rejects ends the connect with AuthFailed at once.
-pub(crate) async fn auth_failed(rt: &Rt) {
+pub async fn auth_failed(rt: &Rt) {
     let Some(addr) = zoolock_testkit::real_server("secured") else { return };
     let start = Instant::now();
     let result = rt.connect(&addr, Options::default().auth("no-such-scheme", "x")).await;
@@ -286,7 +259,7 @@ impl SaslServer {
 /// read-write locks and semaphores work for two users; a wrong password
 /// fails the connect with AuthFailed at once; a client without SASL gets
 /// the typed SaslAuthRequired on its first request, not a hang.
-pub(crate) async fn sasl(rt: &Rt) {
+pub async fn sasl(rt: &Rt) {
     let Some(server) = SaslServer::from_env() else { return };
     let (alice, alice_pw) = server.user("");
     let (bob, bob_pw) = server.user("2");

@@ -357,7 +357,8 @@ fn lock_acquire(lock: Lock) -> Acquire {
 
 /// The test: 1,000 acquires of a contended mutex dropped at random
 /// points; no node is left and no two holders ever overlap.
-pub(crate) async fn cancellation_mutex(env: &Env, drops: usize) {
+pub async fn cancellation_mutex(env: &Env) {
+    let drops = 1_000;
     let path = env.path("cancel-mutex");
     let make = at_path(&path, |c, p| async move { lock_acquire(c.mutex(&p).await.unwrap()) });
     cancellation_run(env, "mutex cancellation", 4, drops, 0, make, std::slice::from_ref(&path)).await;
@@ -365,7 +366,8 @@ pub(crate) async fn cancellation_mutex(env: &Env, drops: usize) {
 }
 
 /// The same for the read-write lock: each attempt reads or writes.
-pub(crate) async fn cancellation_rwlock(env: &Env, drops: usize) {
+pub async fn cancellation_rwlock(env: &Env) {
+    let drops = 100;
     let path = env.path("cancel-rwlock");
     let make = at_path(&path, |c, p| async move {
         let ReadWriteLock { read, write } = c.read_write_lock(&p).await.unwrap();
@@ -390,7 +392,8 @@ pub(crate) async fn cancellation_rwlock(env: &Env, drops: usize) {
 /// clients. (With 3 leases, three clients each holding one lease of a
 /// 2-lease acquire would wait for each other forever: Curator's semaphore
 /// keeps the leases of a partial acquire. 4 always leaves one free.)
-pub(crate) async fn cancellation_semaphore(env: &Env, drops: usize) {
+pub async fn cancellation_semaphore(env: &Env) {
+    let drops = 100;
     let sem = env.path("cancel-semaphore");
     let make = at_path(&sem, |c, p| async move {
         let s = c.semaphore(&p, 4).await.unwrap();
@@ -412,7 +415,8 @@ pub(crate) async fn cancellation_semaphore(env: &Env, drops: usize) {
 }
 
 /// The same for the semaphore mutex.
-pub(crate) async fn cancellation_semaphore_mutex(env: &Env, drops: usize) {
+pub async fn cancellation_semaphore_mutex(env: &Env) {
+    let drops = 100;
     let smx = env.path("cancel-semaphore-mutex");
     let make = at_path(&smx, |c, p| async move { lock_acquire(c.semaphore_mutex(&p).await.unwrap()) });
     let paths = [format!("{smx}/leases"), format!("{smx}/locks")];
@@ -421,7 +425,8 @@ pub(crate) async fn cancellation_semaphore_mutex(env: &Env, drops: usize) {
 }
 
 /// The same for a multi-lock over two paths.
-pub(crate) async fn cancellation_multi_lock(env: &Env, drops: usize) {
+pub async fn cancellation_multi_lock(env: &Env) {
+    let drops = 100;
     let (m1, m2) = (env.path("cancel-multi-1"), env.path("cancel-multi-2"));
     let (p1, p2) = (m1.clone(), m2.clone());
     let make = move |c: Client| -> Pin<Box<dyn Future<Output = Acquire>>> {

@@ -64,7 +64,7 @@ async fn connect_error(env: &Env, hosts: &str, options: Options) -> (Error, Dura
 
 /// Every host refuses, or does not resolve: `connect` gives up after one
 /// cycle, in well under the 15 s connect timeout, naming the last failure.
-pub(crate) async fn connect_refused_or_unresolved_fails_fast(env: &Env) {
+pub async fn connect_refused_or_unresolved_fails_fast(env: &Env) {
     let port = refused_port();
     let (error, took) = connect_error(env, &format!("127.0.0.1:{port}"), Options::default()).await;
     let want = format!("127.0.0.1:{port}");
@@ -98,7 +98,7 @@ pub(crate) async fn connect_refused_or_unresolved_fails_fast(env: &Env) {
 /// A server that accepts and never answers the handshake is not
 /// unreachable: `connect` waits for the whole (configured) connect timeout,
 /// alone or beside a refusing host.
-pub(crate) async fn connect_to_a_silent_server_times_out(env: &Env) {
+pub async fn connect_to_a_silent_server_times_out(env: &Env) {
     let silent = Silent::start();
     let limit = Duration::from_millis(1500);
     for hosts in [silent.addr.clone(), format!("{},127.0.0.1:{}", silent.addr, refused_port())] {
@@ -115,7 +115,7 @@ pub(crate) async fn connect_to_a_silent_server_times_out(env: &Env) {
 
 /// Once a session exists, a server that refuses every dial is retried
 /// (cycle after cycle) until it listens again: the session resumes.
-pub(crate) async fn refusals_after_a_session_keep_trying(env: &Env) {
+pub async fn refusals_after_a_session_keep_trying(env: &Env) {
     let proxy = Proxy::start(&env.addr);
     let options = Env::options().session_timeout(Duration::from_secs(6));
     let client = env.client_at(&proxy.addr, options).await;

@@ -6,7 +6,7 @@ use super::*;
 
 /// A dropped connection suspends the hold (the loss signal fires); the same
 /// session coming back confirms it.
-pub(crate) async fn loss_suspended_then_reconnected(env: &Env) {
+pub async fn loss_suspended_then_reconnected(env: &Env) {
     let path = env.path("suspend");
     let proxy = Proxy::start(&env.addr);
     let a = env.client_at(&proxy.addr, Env::options().session_timeout(Duration::from_secs(6))).await;
@@ -38,7 +38,7 @@ pub(crate) async fn loss_suspended_then_reconnected(env: &Env) {
 /// `lost()` and `status_changes()` agree; a second session acquiring after
 /// the delete is granted only once the first reads `Lost`; the lock handle
 /// keeps working.
-pub(crate) async fn loss_node_deleted(env: &Env) {
+pub async fn loss_node_deleted(env: &Env) {
     for plan in [OpPlan::Pipelined, OpPlan::Curator] {
         let path = env.path(&format!("node-deleted-{plan:?}"));
         let a = env.client_with(Env::options().plan(plan)).await;
@@ -81,7 +81,7 @@ pub(crate) async fn loss_node_deleted(env: &Env) {
 /// One of two leases from one `acquire(2)` is deleted from outside: only
 /// that lease reads `Lost`; the other stays `Held` and can still be
 /// returned.
-pub(crate) async fn loss_lease_deleted(env: &Env) {
+pub async fn loss_lease_deleted(env: &Env) {
     let path = env.path("lease-deleted");
     let [a, operator] = env.clients::<2>().await;
     let sem = a.semaphore(&path, 3).await.unwrap();
@@ -117,7 +117,7 @@ pub(crate) async fn loss_lease_deleted(env: &Env) {
 /// A silent network past the session timeout, renewal off: Suspended, then
 /// Lost; the server expires the session and another client takes the lock;
 /// the client stays ended.
-pub(crate) async fn loss_lost_after_session_timeout(env: &Env) {
+pub async fn loss_lost_after_session_timeout(env: &Env) {
     let path = env.path("lost");
     let proxy = Proxy::start(&env.addr);
     let options = Env::options().session_timeout(Duration::from_secs(2)).renew_session(false);
@@ -158,7 +158,7 @@ pub(crate) async fn loss_lost_after_session_timeout(env: &Env) {
 /// 0.5 s of the cut, releasing them afterwards is `Ok`, an acquire that was
 /// waiting re-queues, and once the proxy is back the same handles acquire
 /// again on a new session, with no new `Client`.
-pub(crate) async fn loss_renewal(env: &Env) {
+pub async fn loss_renewal(env: &Env) {
     let path = env.path("renew");
     let sem_path = env.path("renew-sem");
     let timeout = Duration::from_secs(3);

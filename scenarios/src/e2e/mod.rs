@@ -1,6 +1,6 @@
-//! Real-server scenarios shared by the end-to-end tests of every transport:
-//! `transport-tokio/tests/e2e.rs` and `transport-smol/tests/e2e.rs` include
-//! this file and run each scenario on their runtime.
+//! The scenarios every transport runs end to end: a transport's
+//! `tests/e2e.rs` lists one `#[test]` per scenario, each calling
+//! [`run`] with its [`TestRuntime`] and the scenario.
 //!
 //! Every scenario takes an [`Env`]: the server (the real one from
 //! `ZOOLOCK_TEST_CONNECT`, which `bash .ci/run` starts and sets; without it,
@@ -8,7 +8,7 @@
 //! skip) and the runtime under test, used for connecting, sleeping and
 //! spawning, so the same code runs on tokio and on smol. Paths are unique per
 //! runtime, process and scenario, so the scenarios run in parallel against
-//! one server. [`for_each_scenario!`] lists them once for every transport.
+//! one server.
 //!
 //! `ZOOLOCK_TEST_SEED=N` replays the randomized cancellation runs.
 
@@ -31,80 +31,44 @@ mod cancellation;
 mod chroot;
 mod compressed;
 mod connect_errors;
+mod holders;
 mod loss;
 mod resized;
 mod semaphore_api;
-pub(crate) use cancellation::{
+mod session;
+pub use cancellation::{
     cancellation_multi_lock, cancellation_mutex, cancellation_rwlock, cancellation_semaphore,
     cancellation_semaphore_mutex,
 };
-pub(crate) use chroot::{chroot_recreated, chroot_unavailable};
-pub(crate) use compressed::compressed_data;
-pub(crate) use connect_errors::{
+pub use chroot::{chroot_recreated, chroot_unavailable};
+pub use compressed::compressed_data;
+pub use connect_errors::{
     connect_refused_or_unresolved_fails_fast, connect_to_a_silent_server_times_out,
     refusals_after_a_session_keep_trying,
 };
-pub(crate) use loss::{
+pub use holders::{fenced_writes, participants, queue_positions, revocation};
+pub use loss::{
     loss_lease_deleted, loss_lost_after_session_timeout, loss_node_deleted, loss_renewal,
     loss_suspended_then_reconnected,
 };
-pub(crate) use resized::{lease_revocation, semaphore_resized, shared_count};
-pub(crate) use semaphore_api::semaphore_try_acquire_and_acquire_one;
-pub(crate) use zoolock_testkit::proxy::Proxy;
+pub use resized::{lease_revocation, semaphore_resized, shared_count};
+pub use semaphore_api::semaphore_try_acquire_and_acquire_one;
+pub use session::{chroot_created, close_session, connection_states, plain_ops};
+use zoolock_testkit::proxy::Proxy;
 
-/// Calls `$run!` with every scenario (and its arguments), so each transport
-/// lists none of them itself.
-macro_rules! for_each_scenario {
-    ($run:ident) => {
-        $run!(
-            mutex_exclusion,
-            mutex_fifo,
-            mutex_reentrancy,
-            mutex_concurrent_on_one_handle,
-            shared_handle_exclusion,
-            shared_handle_fifo,
-            semaphore_shared_handle,
-            rwlock,
-            semaphore,
-            semaphore_try_acquire_and_acquire_one,
-            semaphore_mutex,
-            multi_lock,
-            revocation,
-            participants,
-            queue_positions,
-            fenced_writes,
-            semaphore_resized,
-            shared_count,
-            lease_revocation,
-            compressed_data,
-            plain_ops,
-            chroot_created,
-            chroot_recreated,
-            chroot_unavailable,
-            connection_states,
-            close_session,
-            connect_refused_or_unresolved_fails_fast,
-            connect_to_a_silent_server_times_out,
-            refusals_after_a_session_keep_trying,
-            loss_suspended_then_reconnected,
-            loss_lost_after_session_timeout,
-            loss_renewal,
-            loss_node_deleted,
-            loss_lease_deleted,
-            cancellation_mutex(1000),
-            cancellation_rwlock(100),
-            cancellation_semaphore(100),
-            cancellation_semaphore_mutex(100),
-            cancellation_multi_lock(100),
-        );
-    };
+use crate::TestRuntime;
+
+/// Runs `scenario` on `R` against the scenarios' server, blocking the test's
+/// thread until it ends; a failed assertion panics the test.
+pub fn run<R: TestRuntime>(scenario: impl AsyncFnOnce(&Env)) {
+    R::block_on(async { scenario(&Env::new(R::runtime(), R::LABEL)).await })
 }
 
 // ---- environment ---------------------------------------------------------------------
 
-/// The server and the runtime a scenario runs on.
+/// The server and the runtime a scenario runs on ([`run`] makes it).
 #[derive(Clone)]
-pub(crate) struct Env {
+pub struct Env {
     addr: String,
     runtime: Arc<dyn Runtime>,
     label: &'static str,
@@ -112,7 +76,7 @@ pub(crate) struct Env {
 
 impl Env {
     /// The scenarios' server (see the module docs) on `runtime`.
-    pub(crate) fn new(runtime: Arc<dyn Runtime>, label: &'static str) -> Env {
+    fn new(runtime: Arc<dyn Runtime>, label: &'static str) -> Env {
         Env { addr: zoolock_testkit::any_server(), runtime, label }
     }
 
@@ -283,7 +247,7 @@ async fn finish_semaphore(env: &Env, observer: &Client, path: &str, clients: &[&
 
 /// Exclusion between two clients, try_acquire and acquire_timeout while held,
 /// release on guard drop, fencing tokens; in both op plans.
-pub(crate) async fn mutex_exclusion(env: &Env) {
+pub async fn mutex_exclusion(env: &Env) {
     for plan in [OpPlan::Pipelined, OpPlan::Curator] {
         let path = env.path(&format!("mutex-{plan:?}"));
         let a = env.client_with(Env::options().plan(plan)).await;
@@ -335,7 +299,7 @@ async fn held(client: &Client, path: &str) -> (Lock, Guard) {
 }
 
 /// Three waiters are served in the order they queued.
-pub(crate) async fn mutex_fifo(env: &Env) {
+pub async fn mutex_fifo(env: &Env) {
     let path = env.path("fifo");
     let holder = env.client().await;
     let (_lh, gh) = held(&holder, &path).await;
@@ -376,7 +340,7 @@ pub(crate) async fn mutex_fifo(env: &Env) {
 /// Explicit reentrancy: `Guard::reenter` nests on the same node, counted as
 /// Curator counts; a clone's acquire never gets another task's hold. An
 /// acquire right after a dropped guard on the same handle, in both plans.
-pub(crate) async fn mutex_reentrancy(env: &Env) {
+pub async fn mutex_reentrancy(env: &Env) {
     for plan in [OpPlan::Pipelined, OpPlan::Curator] {
         let path = env.path(&format!("reentrant-{plan:?}"));
         let a = env.client_with(Env::options().plan(plan)).await;
@@ -418,7 +382,7 @@ pub(crate) async fn mutex_reentrancy(env: &Env) {
 /// Concurrent acquires on one handle queue: a timed one behind a waiting
 /// one times out (no error, no hold), the waiting one is not disturbed, and
 /// a third gets the lock after the first.
-pub(crate) async fn mutex_concurrent_on_one_handle(env: &Env) {
+pub async fn mutex_concurrent_on_one_handle(env: &Env) {
     let path = env.path("one-handle");
     let [a, b] = env.clients().await;
     let la = a.mutex(&path).await.unwrap();
@@ -463,7 +427,7 @@ impl Section {
 
 /// 8 tasks × 30 acquires through clones of one `Lock`, beside a second
 /// client on the same path: no overlapping holds, no errors.
-pub(crate) async fn shared_handle_exclusion(env: &Env) {
+pub async fn shared_handle_exclusion(env: &Env) {
     let path = env.path("shared-handle");
     let [a, b] = env.clients().await;
     let lock = a.mutex(&path).await.unwrap();
@@ -503,7 +467,7 @@ pub(crate) async fn shared_handle_exclusion(env: &Env) {
 }
 
 /// Tasks queued on one handle are granted in the order they asked.
-pub(crate) async fn shared_handle_fifo(env: &Env) {
+pub async fn shared_handle_fifo(env: &Env) {
     let path = env.path("shared-fifo");
     let a = env.client().await;
     let (lock, first) = held(&a, &path).await;
@@ -534,7 +498,7 @@ pub(crate) async fn shared_handle_fifo(env: &Env) {
 
 /// Tasks sharing one `Semaphore` each get their own leases, never more than
 /// the limit at once.
-pub(crate) async fn semaphore_shared_handle(env: &Env) {
+pub async fn semaphore_shared_handle(env: &Env) {
     let path = env.path("sem-shared");
     let a = env.client().await;
     let sem = a.semaphore(&path, 2).await.unwrap();
@@ -571,7 +535,7 @@ pub(crate) async fn semaphore_shared_handle(env: &Env) {
 // ---- read-write lock -----------------------------------------------------------------
 
 /// Readers share, a writer excludes, downgrade works, upgrade is refused.
-pub(crate) async fn rwlock(env: &Env) {
+pub async fn rwlock(env: &Env) {
     let path = env.path("rwlock");
     let [a, b, c] = env.clients().await;
     let ReadWriteLock { read: ra, write: wa } = a.read_write_lock(&path).await.unwrap();
@@ -628,7 +592,7 @@ pub(crate) async fn rwlock(env: &Env) {
 // ---- semaphores ----------------------------------------------------------------------
 
 /// Three leases: the fourth waits until one is returned; qty 2.
-pub(crate) async fn semaphore(env: &Env) {
+pub async fn semaphore(env: &Env) {
     let path = env.path("semaphore");
     let leases_path = format!("{path}/leases");
     let [a, b, c] = env.clients().await;
@@ -674,7 +638,7 @@ pub(crate) async fn semaphore(env: &Env) {
 }
 
 /// The semaphore mutex: exclusion, not reentrant, release hands over.
-pub(crate) async fn semaphore_mutex(env: &Env) {
+pub async fn semaphore_mutex(env: &Env) {
     let path = env.path("semaphore-mutex");
     let [a, b] = env.clients().await;
     let la = a.semaphore_mutex(&path).await.unwrap();
@@ -704,7 +668,7 @@ pub(crate) async fn semaphore_mutex(env: &Env) {
 // ---- multi-lock ----------------------------------------------------------------------
 
 /// Both paths are held together; contention on the second rolls back the first.
-pub(crate) async fn multi_lock(env: &Env) {
+pub async fn multi_lock(env: &Env) {
     let p1 = env.path("multi-1");
     let p2 = env.path("multi-2");
     let [a, b, c] = env.clients().await;
@@ -741,415 +705,6 @@ pub(crate) async fn multi_lock(env: &Env) {
     remove_tree(&b, &p1).await;
     remove_tree(&b, &p2).await;
     close_all(&[&a, &b, &c]).await;
-}
-
-// ---- revocation and participants -----------------------------------------------------
-
-/// Another client's revoke reaches the holder of a revocable mutex.
-pub(crate) async fn revocation(env: &Env) {
-    let path = env.path("revoke");
-    let [a, b] = env.clients().await;
-    let la = a.revocable_mutex(&path).await.unwrap();
-    let ga = la.acquire().await.unwrap();
-    assert!(env.timeout(Duration::from_millis(100), ga.revocation_requested()).await.is_none());
-    b.revoke(ga.node()).await.unwrap();
-    env.within(Duration::from_secs(5), "revocation request", ga.revocation_requested()).await;
-    // Still seen after it came (it belongs to this hold).
-    env.within(Duration::from_millis(100), "revocation seen again", ga.revocation_requested()).await;
-    ga.release().await.unwrap();
-    let gb = b.mutex(&path).await.unwrap().try_acquire().await.unwrap().expect("free after revoked release");
-    drop(gb);
-    // A new hold does not see the old request.
-    let ga = env.within(Duration::from_secs(5), "re-acquire", la.acquire()).await.unwrap();
-    assert!(env.timeout(Duration::from_millis(100), ga.revocation_requested()).await.is_none());
-    ga.release().await.unwrap();
-    // Revoking a node that is gone says so.
-    let gone = b.revoke(&format!("{path}/nobody")).await;
-    assert!(matches!(gone, Err(Error::Request(RequestError::Server(code))) if code == ErrorCode::NO_NODE), "{gone:?}");
-    finish(env, &a, &path, &[&a, &b]).await;
-}
-
-/// Queue positions: five waiters, each queued after the previous one,
-/// first see positions 1..5 in queue order (the holder counts in the total),
-/// a position never goes up, and each gets the lock in that order. A
-/// semaphore waiter behind a full semaphore sees a position too.
-pub(crate) async fn queue_positions(env: &Env) {
-    let path = env.path("positions");
-    let holder = env.client().await;
-    let gh = holder.mutex(&path).await.unwrap().acquire().await.unwrap();
-    let order = Arc::new(StdMutex::new(Vec::new()));
-    let mut clients = Vec::new();
-    let mut tasks = Vec::new();
-    let mut seen = Vec::new();
-    for i in 1..=5usize {
-        let c = env.client().await;
-        let lock = c.mutex(&path).await.unwrap();
-        let positions = Arc::new(StdMutex::new(Vec::new()));
-        let (order, env2, record) = (order.clone(), env.clone(), positions.clone());
-        tasks.push(env.spawn(async move {
-            let g = lock.acquire_with_progress(None, move |q| record.lock().unwrap().push(q)).await?;
-            order.lock().unwrap().push(i);
-            env2.sleep(Duration::from_millis(20)).await;
-            g.release().await
-        }));
-        clients.push(c);
-        // Queue strictly one after the other; wait for the first position.
-        wait_children(env, &holder, &path, i + 1).await;
-        env.within(Duration::from_secs(5), "first position", async {
-            while positions.lock().unwrap().is_empty() {
-                env.sleep(Duration::from_millis(5)).await;
-            }
-        })
-        .await;
-        seen.push(positions);
-    }
-    for (i, positions) in seen.iter().enumerate() {
-        let first = positions.lock().unwrap()[0];
-        assert_eq!((first.position, first.total), (i + 1, i + 2), "waiter {}: {first:?}", i + 1);
-    }
-    gh.release().await.unwrap();
-    for t in tasks {
-        env.within(Duration::from_secs(10), "queued waiter", t).await.unwrap();
-    }
-    assert_eq!(*order.lock().unwrap(), vec![1, 2, 3, 4, 5]);
-    for (i, positions) in seen.iter().enumerate() {
-        let all: Vec<usize> = positions.lock().unwrap().iter().map(|q| q.position).collect();
-        assert!(all.windows(2).all(|w| w[1] <= w[0]) && all[0] == i + 1, "waiter {}: {all:?}", i + 1);
-        eprintln!("waiter {} saw positions {all:?}", i + 1);
-    }
-    assert_empty(env, &holder, &path).await;
-
-    // A semaphore of one lease: the waiter holds the internal lock and is
-    // next in line for a lease.
-    let sem_path = env.path("positions-sem");
-    let held = holder.semaphore(&sem_path, 1).await.unwrap().acquire(1).await.unwrap();
-    // The holder gives its internal lock back once it has the lease, in a
-    // request of its own; until the server has applied it, a new waiter
-    // truly queues behind it (position 2 of 2).
-    wait_children(env, &holder, &format!("{sem_path}/locks"), 0).await;
-    let sem = clients[0].semaphore(&sem_path, 1).await.unwrap();
-    let positions = Arc::new(StdMutex::new(Vec::new()));
-    let record = positions.clone();
-    let waiter = env.spawn(async move {
-        let leases = sem.acquire_with_progress(1, None, move |q| record.lock().unwrap().push(q)).await?;
-        for lease in leases {
-            lease.release().await?;
-        }
-        Ok::<(), Error>(())
-    });
-    env.within(Duration::from_secs(5), "semaphore position", async {
-        while positions.lock().unwrap().is_empty() {
-            env.sleep(Duration::from_millis(5)).await;
-        }
-    })
-    .await;
-    let first = positions.lock().unwrap()[0];
-    assert_eq!((first.position, first.total), (1, 2), "{first:?}");
-    drop(held);
-    env.within(Duration::from_secs(10), "semaphore waiter", waiter).await.unwrap();
-    close_all(&clients.iter().collect::<Vec<_>>()).await;
-    remove_tree(&holder, &sem_path).await;
-    remove_tree(&holder, &path).await;
-    holder.close().await.unwrap();
-}
-
-/// Fenced writes: the ops apply together while the hold is good; a failed
-/// op writes nothing; once someone else deleted the hold's node, `fenced`
-/// fails with `NotHeld` and writes nothing. The same for a semaphore lease.
-pub(crate) async fn fenced_writes(env: &Env) {
-    let path = env.path("fenced");
-    let target = env.path("fenced-data");
-    let [a, b] = env.clients().await;
-    let p = |s: &str| ZkPath::new(s).unwrap();
-    a.create(&target, b"v0", CreateMode::PERSISTENT).await.unwrap();
-    let child = format!("{target}/child");
-    let child2 = format!("{target}/child2");
-    let guard = a.mutex(&path).await.unwrap().acquire().await.unwrap();
-    let results = guard
-        .fenced(vec![
-            Op::set_data(&p(&target), Bytes::from_static(b"v1"), None),
-            Op::create(&p(&child), Bytes::new(), Acl::open_unsafe(), CreateMode::PERSISTENT),
-        ])
-        .await
-        .unwrap();
-    assert_eq!(results.len(), 2, "the check's result is left out: {results:?}");
-    assert_eq!(&b.get_data(&target).await.unwrap().0[..], b"v1");
-    assert!(b.exists(&child).await.unwrap().is_some());
-    // A failing op: nothing of the multi is written.
-    let failed = guard
-        .fenced(vec![
-            Op::set_data(&p(&target), Bytes::from_static(b"lost"), None),
-            Op::create(&p(&child), Bytes::new(), Acl::open_unsafe(), CreateMode::PERSISTENT),
-        ])
-        .await;
-    assert_eq!(failed, Err(Error::FencedOpFailed { index: 1, code: ErrorCode::NODE_EXISTS }));
-    assert_eq!(&b.get_data(&target).await.unwrap().0[..], b"v1");
-
-    // Someone else deletes the hold's node (an admin, or the server after
-    // the holder was paused past its session).
-    b.delete(guard.node(), None).await.unwrap();
-    let fenced = guard
-        .fenced(vec![
-            Op::set_data(&p(&target), Bytes::from_static(b"v2"), None),
-            Op::create(&p(&child2), Bytes::new(), Acl::open_unsafe(), CreateMode::PERSISTENT),
-        ])
-        .await;
-    assert_eq!(fenced, Err(Error::NotHeld { node: guard.node().to_owned() }));
-    eprintln!("fenced after the node was deleted: {}", fenced.unwrap_err());
-    assert_eq!(&b.get_data(&target).await.unwrap().0[..], b"v1", "nothing written");
-    assert!(b.exists(&child2).await.unwrap().is_none(), "nothing created");
-    guard.release().await.unwrap();
-
-    // A multi-lock is held through every member: the write checks them all.
-    let (m1, m2) = (env.path("fenced-m1"), env.path("fenced-m2"));
-    let guard = a.multi_lock(&[&m1, &m2]).await.unwrap().acquire().await.unwrap();
-    guard.fenced(vec![Op::set_data(&p(&target), Bytes::from_static(b"m"), None)]).await.unwrap();
-    let second = format!("{m2}/{}", children(&b, &m2).await[0]);
-    b.delete(&second, None).await.unwrap();
-    // The member's node is watched: the hold is known lost without the
-    // server's check, and the write is refused in the guard's name.
-    wait_status(env, &guard, HoldStatus::Lost, Duration::from_secs(1)).await;
-    let fenced = guard.fenced(vec![Op::set_data(&p(&target), Bytes::from_static(b"x"), None)]).await;
-    assert_eq!(fenced, Err(Error::NotHeld { node: guard.node().to_owned() }));
-    assert_eq!(&b.get_data(&target).await.unwrap().0[..], b"m", "nothing written");
-    guard.release().await.unwrap();
-    remove_tree(&b, &m1).await;
-    remove_tree(&b, &m2).await;
-
-    let sem_path = env.path("fenced-sem");
-    let lease = a.semaphore(&sem_path, 2).await.unwrap().acquire(1).await.unwrap().pop().unwrap();
-    lease.fenced(vec![Op::set_data(&p(&target), Bytes::from_static(b"v3"), None)]).await.unwrap();
-    assert_eq!(&b.get_data(&target).await.unwrap().0[..], b"v3");
-    b.delete(lease.node(), None).await.unwrap();
-    let fenced = lease.fenced(vec![Op::set_data(&p(&target), Bytes::from_static(b"v4"), None)]).await;
-    assert_eq!(fenced, Err(Error::NotHeld { node: lease.node().to_owned() }));
-    assert_eq!(&b.get_data(&target).await.unwrap().0[..], b"v3", "nothing written");
-    lease.release().await.unwrap();
-
-    remove_tree(&b, &target).await;
-    remove_tree(&b, &sem_path).await;
-    remove_tree(&b, &path).await;
-    close_all(&[&a, &b]).await;
-}
-
-/// Participants: holder first, lock data = the local address by default.
-pub(crate) async fn participants(env: &Env) {
-    let path = env.path("participants");
-    let a = env.client().await;
-    let b = env.client_with(Env::options().lock_data(Bytes::from_static(b"worker-b"))).await;
-    let ga = a.mutex(&path).await.unwrap().acquire().await.unwrap();
-    let lb = b.mutex(&path).await.unwrap();
-    let waiting = env.spawn(async move { lb.acquire().await });
-    wait_children(env, &a, &path, 2).await;
-    let list = b.participants(&path, LockKind::Mutex).await.unwrap();
-    assert_eq!(list.len(), 2, "{list:?}");
-    assert_eq!(list[0].path, ga.node());
-    assert_eq!(list[0].data.as_deref(), Some(&b"127.0.0.1"[..]));
-    assert_eq!(list[1].data.as_deref(), Some(&b"worker-b"[..]));
-    drop(ga);
-    let gb = env.within(Duration::from_secs(5), "second participant", waiting).await.unwrap();
-    let list = a.participants(&path, LockKind::Mutex).await.unwrap();
-    assert_eq!(list.iter().map(|p| p.path.as_str()).collect::<Vec<_>>(), vec![gb.node()]);
-    drop(gb);
-    assert_empty(env, &a, &path).await;
-    assert!(a.participants(&path, LockKind::Mutex).await.unwrap().is_empty());
-    remove_tree(&a, &path).await;
-    let none = a.participants(&path, LockKind::Mutex).await.unwrap();
-    assert!(none.is_empty(), "no path, no participants: {none:?}");
-    close_all(&[&a, &b]).await;
-}
-
-// ---- plain operations ----------------------------------------------------------------
-
-fn server_error<T: std::fmt::Debug>(r: Result<T, Error>, code: ErrorCode) {
-    match r {
-        Err(Error::Request(RequestError::Server(c))) if c == code => {}
-        other => panic!("expected {code:?}, got {other:?}"),
-    }
-}
-
-/// create, get_data, set_data, exists, get_children, delete, multi.
-pub(crate) async fn plain_ops(env: &Env) {
-    let base = env.path("ops");
-    let a = env.client().await;
-    let (created, stat) = a.create(&base, b"hello", CreateMode::PERSISTENT).await.unwrap();
-    assert_eq!(created, base);
-    assert_eq!(stat.version, 0);
-    server_error(a.create(&base, b"", CreateMode::PERSISTENT).await, ErrorCode::NODE_EXISTS);
-    let (data, stat) = a.get_data(&base).await.unwrap();
-    assert_eq!(&data[..], b"hello");
-    assert_eq!(stat.data_length, 5);
-    let stat = a.set_data(&base, b"world", Some(0)).await.unwrap();
-    assert_eq!(stat.version, 1);
-    server_error(a.set_data(&base, b"stale", Some(0)).await, ErrorCode::BAD_VERSION);
-    assert_eq!(&a.get_data(&base).await.unwrap().0[..], b"world");
-    assert!(a.exists(&base).await.unwrap().is_some());
-    assert!(a.exists(&format!("{base}/missing")).await.unwrap().is_none());
-    server_error(a.get_data(&format!("{base}/missing")).await, ErrorCode::NO_NODE);
-
-    let child = format!("{base}/child");
-    a.create(&child, b"c", CreateMode::PERSISTENT).await.unwrap();
-    let (seq, stat) = a.create(&format!("{base}/seq-"), b"", CreateMode::EPHEMERAL_SEQUENTIAL).await.unwrap();
-    assert!(seq.starts_with(&format!("{base}/seq-")) && seq.len() == base.len() + 5 + 10, "{seq}");
-    assert_ne!(stat.ephemeral_owner, 0);
-    let (mut names, stat) = a.get_children(&base).await.unwrap();
-    names.sort();
-    assert_eq!(names, vec!["child".to_owned(), seq.rsplit('/').next().unwrap().to_owned()]);
-    assert_eq!(stat.num_children, 2);
-
-    // multi: all or nothing.
-    let p = |s: &str| ZkPath::new(s).unwrap();
-    let m1 = format!("{base}/m1");
-    let ops = vec![
-        Op::create(&p(&m1), Bytes::from_static(b"m"), Acl::open_unsafe(), CreateMode::PERSISTENT),
-        Op::set_data(&p(&child), Bytes::from_static(b"c2"), Some(0)),
-        Op::delete(&p(&child), None),
-    ];
-    let results = a.multi(ops).await.unwrap();
-    assert_eq!(results.len(), 3);
-    assert!(results.iter().all(|r| matches!(r, MultiResult::Ok { .. })), "{results:?}");
-    assert!(a.exists(&child).await.unwrap().is_none());
-    assert!(a.exists(&m1).await.unwrap().is_some());
-    let m2 = format!("{base}/m2");
-    let ops = vec![
-        Op::create(&p(&m2), Bytes::new(), Acl::open_unsafe(), CreateMode::PERSISTENT),
-        Op::delete(&p(&format!("{base}/missing")), None),
-    ];
-    match a.multi(ops).await {
-        Err(_) => {}
-        Ok(results) => assert!(results.iter().any(|r| matches!(r, MultiResult::Error(_))), "{results:?}"),
-    }
-    assert!(a.exists(&m2).await.unwrap().is_none(), "a failed multi left its create behind");
-
-    // Large values: writes that return Pending with bytes left, replies read
-    // in many chunks, several of them in flight at once.
-    let big: Vec<u8> = (0..900 * 1024).map(|i: u32| (i % 251) as u8).collect();
-    let bigs: Vec<String> = (0..4).map(|i| format!("{base}/big{i}")).collect();
-    let mode = CreateMode::PERSISTENT;
-    let first = future::zip(a.create(&bigs[0], &big, mode), a.create(&bigs[1], &big, mode));
-    let second = future::zip(a.create(&bigs[2], &big, mode), a.create(&bigs[3], &big, mode));
-    let ((r0, r1), (r2, r3)) = future::zip(first, second).await;
-    for r in [r0, r1, r2, r3] {
-        r.unwrap();
-    }
-    for p in &bigs {
-        assert!(a.get_data(p).await.unwrap().0[..] == big[..], "{p}: data differs");
-    }
-    let b = env.client().await;
-    let reads = future::zip(b.get_data(&bigs[0]), b.get_data(&bigs[1])).await;
-    assert!(reads.0.unwrap().0[..] == big[..] && reads.1.unwrap().0[..] == big[..]);
-    b.close().await.unwrap();
-    for p in &bigs {
-        a.delete(p, None).await.unwrap();
-    }
-
-    server_error(a.delete(&base, None).await, ErrorCode::NOT_EMPTY);
-    server_error(a.delete(&m1, Some(7)).await, ErrorCode::BAD_VERSION);
-    a.delete(&m1, Some(0)).await.unwrap();
-    a.delete(&seq, None).await.unwrap();
-    a.delete(&base, None).await.unwrap();
-    assert!(a.exists(&base).await.unwrap().is_none());
-    assert!(matches!(a.get_data("not/absolute").await, Err(Error::Path(_))));
-    a.close().await.unwrap();
-}
-
-// ---- session ---------------------------------------------------------------------------
-
-/// The connection-state stream starts with Connected and ends with Closed.
-pub(crate) async fn connection_states(env: &Env) {
-    let a = env.client().await;
-    assert_eq!(a.state(), Some(ConnectionState::Connected));
-    assert_ne!(a.session_id(), 0);
-    let mut states = a.state_changes().unwrap();
-    let first = env.within(Duration::from_secs(1), "first state", states.next()).await;
-    assert_eq!(first, Some(ConnectionState::Connected));
-    a.close().await.unwrap();
-    let next = env.within(Duration::from_secs(1), "closed state", states.next()).await;
-    assert_eq!(next, Some(ConnectionState::Closed));
-    assert_eq!(a.state(), Some(ConnectionState::Closed));
-    let mut late = a.state_changes().unwrap();
-    assert_eq!(late.next().await, Some(ConnectionState::Closed), "a late subscriber sees the current state");
-    drop(a);
-    // The event loop ends once every handle is gone: the streams end.
-    assert_eq!(env.within(Duration::from_secs(2), "stream end", states.next()).await, None);
-}
-
-/// close() ends the session: its ephemeral nodes and locks go at once, later
-/// requests fail; dropping every handle closes it too.
-pub(crate) async fn close_session(env: &Env) {
-    let path = env.path("close");
-    let observer = env.client().await;
-    let a = env.client().await;
-    let eph = env.path("close-ephemeral");
-    a.create(&eph, b"", CreateMode::EPHEMERAL).await.unwrap();
-    let (la, ga) = held(&a, &path).await;
-    let sem = env.path("close-semaphore");
-    let mut lease = a.semaphore(&sem, 2).await.unwrap().acquire(1).await.unwrap();
-    assert!(observer.exists(&eph).await.unwrap().is_some());
-    // An acquire under way when the session closes fails.
-    let other = env.path("close-contended");
-    let go = observer.mutex(&other).await.unwrap().acquire().await.unwrap();
-    let lo = a.mutex(&other).await.unwrap();
-    let pending = env.spawn(async move { lo.acquire().await });
-    wait_children(env, &observer, &other, 2).await;
-    env.within(Duration::from_secs(5), "close", a.close()).await.unwrap();
-    let failed = env.within(Duration::from_secs(1), "acquire under way at close", pending).await;
-    assert!(matches!(failed, Err(Error::Request(RequestError::Closed))), "{failed:?}");
-    assert_eq!(children(&observer, &other).await.len(), 1);
-    drop(go);
-    assert_empty(env, &observer, &other).await;
-    remove_tree(&observer, &other).await;
-    // Gone at once: closeSession deletes the ephemerals before it answers.
-    assert!(observer.exists(&eph).await.unwrap().is_none(), "ephemeral node survived close()");
-    assert!(children(&observer, &path).await.is_empty(), "lock node survived close()");
-    assert_eq!(ga.status(), HoldStatus::Lost);
-    assert!(matches!(a.get_data(&eph).await, Err(Error::Request(RequestError::Closed))));
-    assert!(matches!(la.acquire().await, Err(Error::Request(_))));
-    ga.release().await.unwrap(); // nothing left to release: not an error
-    lease.pop().unwrap().release().await.unwrap();
-    assert!(children(&observer, &format!("{sem}/leases")).await.is_empty(), "lease survived close()");
-    remove_tree(&observer, &sem).await;
-    a.close().await.unwrap(); // idempotent
-    let gb = observer.mutex(&path).await.unwrap().try_acquire().await.unwrap().expect("free after close");
-    drop(gb);
-
-    // Dropping every handle closes the session in the background (well
-    // before the 10 s session timeout).
-    let b = env.client().await;
-    let eph2 = env.path("drop-ephemeral");
-    b.create(&eph2, b"", CreateMode::EPHEMERAL).await.unwrap();
-    let (lb, gb) = held(&b, &path).await;
-    drop((b, lb, gb));
-    let deadline = Instant::now() + Duration::from_secs(3);
-    while observer.exists(&eph2).await.unwrap().is_some() {
-        assert!(Instant::now() < deadline, "dropping every handle did not close the session");
-        env.sleep(Duration::from_millis(20)).await;
-    }
-    finish(env, &observer, &path, &[&observer]).await;
-}
-
-/// A missing chroot is created before connect returns (Curator's namespace
-/// is), so locks under it work at once; with `create_chroot(false)` it is not.
-pub(crate) async fn chroot_created(env: &Env) {
-    let root = env.path("chroot");
-    let observer = env.client().await;
-    let missing = format!("{}{root}/app", env.addr);
-    let off = env.client_at(&missing, Env::options().create_chroot(false)).await;
-    assert!(observer.exists(&root).await.unwrap().is_none(), "created although create_chroot(false)");
-    off.close().await.unwrap();
-    let a = env.client_at(&missing, Env::options()).await;
-    assert!(observer.exists(&format!("{root}/app")).await.unwrap().is_some(), "the chroot was not created");
-    let lock = a.mutex("/lock").await.unwrap();
-    let g = lock.acquire().await.unwrap();
-    assert_eq!(g.node().rsplit_once('/').map(|(dir, _)| dir), Some("/lock"), "paths are client paths");
-    assert_eq!(children(&observer, &format!("{root}/app/lock")).await.len(), 1);
-    g.release().await.unwrap();
-    lock.settled().await.unwrap();
-    // A second client finds it there.
-    let b = env.client_at(&missing, Env::options()).await;
-    close_all(&[&a, &b]).await;
-    remove_tree(&observer, &root).await;
-    observer.close().await.unwrap();
 }
 
 async fn wait_status(env: &Env, guard: &Guard, want: HoldStatus, within: Duration) {

@@ -80,7 +80,7 @@ fn gssapi() -> Options {
 /// Over GSSAPI with a client keytab (`KRB5_CLIENT_KTNAME`): locks,
 /// read-write locks and semaphores work, and two clients exclude each
 /// other; then, with the ticket `kinit` put in the cache, the same.
-pub(crate) async fn kerberos_recipes(rt: &Rt) {
+pub async fn kerberos_recipes(rt: &Rt) {
     let Some(server) = KrbServer::from_env() else { return };
     let Some(case) = case() else {
         child(&server, "kerberos_recipes", "keytab", &[("KRB5_CLIENT_KTNAME", server.var("ZK_CLIENT_KEYTAB"))]);
@@ -113,7 +113,7 @@ pub(crate) async fn kerberos_recipes(rt: &Rt) {
 /// Each failure its own typed error, well within the connect timeout: no
 /// ticket and no keytab, a stale keytab (the KDC has rotated the key), a
 /// wrong service name, and a KDC that does not answer.
-pub(crate) async fn kerberos_failures(rt: &Rt) {
+pub async fn kerberos_failures(rt: &Rt) {
     let Some(server) = KrbServer::from_env() else { return };
     let Some(case) = case() else {
         let keytab = server.var("ZK_CLIENT_KEYTAB");
@@ -154,7 +154,7 @@ pub(crate) async fn kerberos_failures(rt: &Rt) {
 /// timeout) is renewed by itself, and the new session authenticates again:
 /// the lock is taken again on it. Through the proxy the connect string's
 /// host is 127.0.0.1, so the server principal's host is given explicitly.
-pub(crate) async fn kerberos_renewal(rt: &Rt) {
+pub async fn kerberos_renewal(rt: &Rt) {
     let Some(server) = KrbServer::from_env() else { return };
     if case().is_none() {
         return child(

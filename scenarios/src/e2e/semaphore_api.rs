@@ -6,7 +6,7 @@ use super::*;
 /// Two leases: `try_acquire` takes free ones at once and answers `None`
 /// (keeping no lease node once settled) when they are not all free; `acquire_one`
 /// waits for one lease like `acquire(1)`.
-pub(crate) async fn semaphore_try_acquire_and_acquire_one(env: &Env) {
+pub async fn semaphore_try_acquire_and_acquire_one(env: &Env) {
     let path = env.path("semaphore-try");
     let leases_path = format!("{path}/leases");
     let [a, b] = env.clients().await;
