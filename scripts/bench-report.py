@@ -175,6 +175,71 @@ if big:
             row(f"waiters scaled: {what} per waiter", None, None, None, None, r, "≤ 1.5× the smaller run",
                 verdict(r, lambda x: x <= 1.5, ["zl-waiters", "zl-waiters-scaled"]))
 
+
+# issue 29: many locks on one session
+# Clean-up requests per lock directory, which the server counts with the run: zoolock's
+# tree walk lists each directory twice and deletes it; zookeeper-client's lists and deletes.
+CLEANUP = {"zl": 3, "zkc": 2, "cur": 0}
+
+
+def held_requests(key):
+    """Server requests per held lock, acquire + release (clean-up taken off), median."""
+    side = key.split("-", 1)[0]
+    vals = [r["server_requests"] / r["locks"] - CLEANUP.get(side, 0) for r in ok.get(key, {}).values()
+            if isinstance(r.get("server_requests"), int) and r.get("locks")]
+    return statistics.median(vals) if vals else None
+
+
+def held_cell(key):
+    if not ok.get(key):
+        return "FAILED" if key in ran else None
+    parts = [f"{med(key, 'acquire_s'):.2f} s acquire", f"{med(key, 'release_s'):.2f} s release",
+             f"{med(key, 'bytes_per_lock'):,.0f} B/lock"]
+    if med(key, "cpu_s") is not None:
+        parts.append(f"{med(key, 'cpu_s'):.2f} s CPU")
+    return ", ".join(parts) + runs_note(key)
+
+
+held_rows = []
+for label, zl, zkc, cur in (("held-10k", "zl-held-10k", "zkc-held-10k", "cur-held"),
+                            ("held-100k", "zl-held-100k", "zkc-held-100k", None)):
+    if zl not in ran:
+        continue
+    n = next((r.get("locks") for r in ok.get(zl, {}).values()), None) or label
+    name = f"{n:,} locks held at once, one session" if isinstance(n, int) else label
+    r = ratio(med(zl, "locks_per_sec"), med(zkc, "locks_per_sec"))
+    row(f"{name}: acquire rate vs zookeeper-client", held_cell(zl), held_cell(cur) if cur else None, held_cell(zkc),
+        None, r, "≥ 1.2×", verdict(r, lambda x: x >= 1.2, [zl, zkc]))
+    b = med(zl, "bytes_per_lock")
+    row(f"{name}: RSS per held lock", None if b is None else f"{b:,.0f} B", None,
+        None if med(zkc, "bytes_per_lock") is None else f"{med(zkc, 'bytes_per_lock'):,.0f} B", None,
+        ratio(b, med(zkc, "bytes_per_lock")), "≤ 2,500 B", verdict(b, lambda x: x <= 2500, [zl]))
+    if label == "held-100k":
+        vals = [v["acquire_s"] + v["release_s"] for v in ok.get(zl, {}).values()]
+        worst = max(vals) if vals else None
+        row(f"{name}: acquired + released (slowest run)", None if worst is None else f"{worst:.1f} s", None, None,
+            None, None, "< 120 s", verdict(worst, lambda x: x < 120, [zl]))
+    for key in (zl, zkc, cur):
+        if key is None or key not in ran:
+            continue
+        q = held_requests(key)
+        held_rows.append([key, f"{med(key, 'locks_per_sec') or 0:,.0f}", f"{med(key, 'acquire_s') or 0:.2f}",
+                          f"{med(key, 'release_s') or 0:.2f}", f"{med(key, 'bytes_per_lock') or 0:,.0f}",
+                          "—" if med(key, "idle_bytes_per_lock") is None else f"{med(key, 'idle_bytes_per_lock'):,.0f}",
+                          "—" if med(key, "cpu_acquire_s") is None else f"{med(key, 'cpu_acquire_s'):.2f}",
+                          "—" if med(key, "cpu_s") is None else f"{med(key, 'cpu_s'):.2f}",
+                          "—" if q is None else f"{q:.2f}"])
+held_header = ["run", "locks/s", "acquire s", "release s", "B/held lock", "B/idle handle", "CPU acquire s",
+               "CPU s", "requests/lock"]
+for k in (1, 16, 128):
+    zl, zkc, cur = f"zl-tasks-{k}", f"zkc-tasks-{k}", f"cur-tasks-{k}"
+    if zl not in ran:
+        continue
+    r = ratio(med(zl, "cycles_per_sec"), med(zkc, "cycles_per_sec"))
+    target, test = ("≥ 1.0×", lambda x: x >= 1.0) if k == 128 else ("(info)", None)
+    row(f"{k} task(s) each cycling its own lock, one session", rate(zl), rate(cur) if cur in ran else None, rate(zkc),
+        None, r, target, verdict(r, test, [zl, zkc]) if test else "—")
+
 header = ["workload", "zoolock", "Curator", "zookeeper-client", "raw", "ratio", "target", "met?"]
 
 # Per side: medians and requests per cycle.
@@ -213,6 +278,16 @@ notes = [
     "chain = K sessions, create + list in one write, getData-watch the predecessor, hold on its deletion "
     "(no re-list: it assumes a deleted predecessor had held, which a safe client cannot). Server requests "
     "per cycle: ZooKeeper's zk_packets_received during the run ÷ (cycles + warm-up), set-up included.",
+    "",
+    "held: N tasks on one session, each acquiring a lock of its own (`<base>/l<i>`, its parent made on "
+    "demand), all held at once, then all released (acked). Acquire = first acquire call to the last grant; "
+    "release = the go signal to the last delete applied. B/held lock = (VmRSS with all held − VmRSS before "
+    "the first handle) ÷ N, read by the process itself; B/idle handle (zoolock only: zookeeper-client has no "
+    "handle apart from the acquire) = (VmRSS with N registered `Lock` handles − before) ÷ N. CPU: "
+    "/proc/self/stat utime + stime, every thread, 10 ms ticks. requests/lock: zk_packets_received during the "
+    "run ÷ N, minus the clean-up's requests per lock directory (zoolock 3, zookeeper-client 2). Curator: a "
+    "thread per held lock (its acquire blocks), so only at a smaller N. tasks: K tasks on one session, each "
+    "cycling (acquire, acked release) a lock of its own until the cycles are done.",
 ]
 try:
     with open("/proc/loadavg", encoding="utf-8") as f:
@@ -224,9 +299,13 @@ if failures:
     notes += ["", "Failed runs:", ""] + failures
 md = md_table(header, rows, ["---"] + ["---:"] * 5 + ["---", "---"])
 md_sides = md_table(side_header, side_rows, ["---"] + ["---:"] * 4)
+if held_rows:
+    md_sides += [""] + md_table(held_header, held_rows, ["---"] + ["---:"] * 8)
 with open(os.path.join(out, "table.md"), "w", encoding="utf-8") as f:
     f.write(machine + "\n" + "\n".join(md) + "\n\n" + "\n".join(md_sides) + "\n" + "\n".join(notes) + "\n")
 txt = txt_table(header, rows) + [""] + txt_table(side_header, side_rows)
+if held_rows:
+    txt += [""] + txt_table(held_header, held_rows)
 with open(os.path.join(out, "table.txt"), "w", encoding="utf-8") as f:
     f.write("\n".join(txt) + "\n")
 print("\n".join(txt))

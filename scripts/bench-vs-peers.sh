@@ -31,6 +31,17 @@
 #   waiters                            zoolock once at M and once at 10·M waiters (10·P paths):
 #                                      0 FIFO violations, 0 leftovers, RSS and drain time per
 #                                      waiter at 10·M within 1.5× of those at M
+#   held-10k, held-100k                N distinct locks held at once by one session (N tasks,
+#                                      one lock each; N = BENCH_HELD and BENCH_HELD_SCALED):
+#                                      time to acquire all and to release all, RSS per held
+#                                      lock (and per idle registered zoolock handle), CPU;
+#                                      zoolock vs zookeeper-client (acquire rate ≥1.2×,
+#                                      ≤2,500 B/lock; 100k: all acquired and released in
+#                                      <120 s); Curator at BENCH_CURATOR_HELD locks in the
+#                                      held-10k group (a thread per held lock: information)
+#   tasks                              K = 1, 16, 128 tasks on one session each cycling its
+#                                      own lock: cycles/s, zoolock vs zookeeper-client (128:
+#                                      ≥1.0×); Curator at 128 threads (information)
 #
 # Every run also records the requests the server received during it (ZooKeeper's
 # `mntr` zk_packets_received, before and after), divided by the cycles run
@@ -55,12 +66,17 @@
 #   BENCH_WAITERS=10000          waiters workload: waiters (and 10× as many) ...
 #   BENCH_PATHS=100              ... spread over this many mutex paths (and 10× as many)
 #   BENCH_SCALE=10               the factor of the second waiters run (1: skip it)
+#   BENCH_HELD=10000             held-10k: locks held at once
+#   BENCH_HELD_SCALED=100000     held-100k: locks held at once
+#   BENCH_CURATOR_HELD=1000      Curator's held row (a thread per lock)
+#   BENCH_TASK_CYCLES=5000       cycles per tasks run (over all K tasks)
 #   BENCH_RUN_TIMEOUT=300        seconds before one run is killed and counted FAILED
 #   BENCH_SERVER_WARMUP=1        one unrecorded round of every comparison before run 1 (0: none)
 #   BENCH_OUT=DIR                output folder (default: a fresh mktemp folder)
 #   BENCH_STRICT=1               exit 3 when a target is missed
 #   BENCH_ONLY="A B"             run only these comparisons: mutex-acked mutex-pipelined
-#                                contended read-lock semaphore waiters (default: all)
+#                                contended read-lock semaphore waiters held-10k
+#                                held-100k tasks (default: all)
 #   BENCH_JAVA_OPTS="..."        extra JVM options for CuratorBench
 #   ZK_JAVA_DIR=PATH             where the jars live (default /usr/share/java)
 #   CARGO_TARGET_DIR             honoured when locating the release binaries
@@ -88,6 +104,10 @@ WAITERS=${BENCH_WAITERS:-10000}
 PATHS=${BENCH_PATHS:-100}
 SCALE=${BENCH_SCALE:-10}
 RUN_TIMEOUT=${BENCH_RUN_TIMEOUT:-300}
+HELD=${BENCH_HELD:-10000}
+HELD_SCALED=${BENCH_HELD_SCALED:-100000}
+CURATOR_HELD=${BENCH_CURATOR_HELD:-1000}
+TASK_CYCLES=${BENCH_TASK_CYCLES:-5000}
 # ZooKeeper's JVM compiles its request path during the first thousands of
 # requests; without an unrecorded round first, the side that runs first in run 1
 # (zoolock: run 1 goes in forward order) bears that warm-up alone, which is what
@@ -96,7 +116,8 @@ SERVER_WARMUP=${BENCH_SERVER_WARMUP:-1}
 WARMING=0
 # Every side runs this many uncounted cycles first (their defaults).
 WARMUP_CYCLES=200
-for v in RUNS CYCLES CONTENDED_CYCLES CLIENTS LEASES WAITERS PATHS SCALE RUN_TIMEOUT; do
+for v in RUNS CYCLES CONTENDED_CYCLES CLIENTS LEASES WAITERS PATHS SCALE RUN_TIMEOUT HELD HELD_SCALED CURATOR_HELD \
+    TASK_CYCLES; do
     positive "BENCH_$v" "${!v}"
 done
 [[ $SERVER_WARMUP =~ ^[01]$ ]] || die "BENCH_SERVER_WARMUP must be 0 or 1, not '$SERVER_WARMUP'"
@@ -171,7 +192,8 @@ if [[ -n $(git status --porcelain 2>/dev/null | head -n 1) ]]; then GIT_REV+=" (
     echo "- Rust: $(rustc -V 2>/dev/null || echo 'rustc not found'), release profile; zoolock at $GIT_REV"
     echo "- Runs: $RUNS per comparison, interleaved; medians shown. Cycles: $CYCLES" \
         "(mutex-contended: $CONTENDED_CYCLES acquisitions over $CLIENTS sessions; semaphore: $LEASES leases;" \
-        "waiters: $WAITERS on $PATHS paths and $((WAITERS * SCALE)) on $((PATHS * SCALE)), once each); 200 warm-up cycles each"
+        "waiters: $WAITERS on $PATHS paths and $((WAITERS * SCALE)) on $((PATHS * SCALE)), once each;" \
+        "held: $HELD and $HELD_SCALED locks, Curator $CURATOR_HELD; tasks: $TASK_CYCLES cycles); 200 warm-up cycles each"
 } >"$OUT/machine.md"
 cat "$OUT/machine.md"
 
@@ -293,7 +315,8 @@ if not isinstance(v, dict):
     raise SystemExit(1)
 parts = []
 for k, unit in (("cycles_per_sec", " cycles/s"), ("p50_us", " us p50"), ("p99_us", " us p99"),
-                ("drain_ms", " ms drain"), ("rss_mib", " MiB rss"), ("fifo_violations", " FIFO violations"),
+                ("drain_ms", " ms drain"), ("rss_mib", " MiB rss"), ("acquire_s", " s acquire"),
+                ("release_s", " s release"), ("bytes_per_lock", " B/lock"), ("cpu_s", " s cpu"), ("fifo_violations", " FIFO violations"),
                 ("leftover_nodes", " leftover nodes")):
     if isinstance(v.get(k), (int, float)):
         parts.append(f"{v[k]:,.1f}{unit}" if isinstance(v[k], float) else f"{v[k]}{unit}")
@@ -399,6 +422,20 @@ step() {
     zkc-contended)
         zkclient_run zkc-contended "$run" --workload mutex-contended --cycles "$CONTENDED_CYCLES" --clients "$CLIENTS"
         ;;
+    zl-held-10k) zoolock_run zl-held-10k "$run" --workload held --locks "$HELD" ;;
+    zkc-held-10k) zkclient_run zkc-held-10k "$run" --workload held --locks "$HELD" ;;
+    cur-held) curator_run cur-held "$run" held "$CURATOR_HELD" ;;
+    zl-held-100k) zoolock_run zl-held-100k "$run" --workload held --locks "$HELD_SCALED" ;;
+    zkc-held-100k) zkclient_run zkc-held-100k "$run" --workload held --locks "$HELD_SCALED" ;;
+    zl-tasks-* | zkc-tasks-*)
+        local k=${1##*-} side=${1%%-*}
+        if [[ $side == zl ]]; then
+            zoolock_run "$1" "$run" --workload tasks --tasks "$k" --cycles "$TASK_CYCLES"
+        else
+            zkclient_run "$1" "$run" --workload tasks --tasks "$k" --cycles "$TASK_CYCLES"
+        fi
+        ;;
+    cur-tasks-128) curator_run cur-tasks-128 "$run" tasks "$TASK_CYCLES" 128 ;;
     raw-3rtt | raw-2rtt | raw-1rtt | raw-chain) raw_run "${1#raw-}" "$run" ;;
     *) die "unknown step $1" ;;
     esac
@@ -429,6 +466,10 @@ every_group() {
     ! wanted contended || group "$1" zl-contended cur-contended zkc-contended raw-chain zl-contended-nowatch
     ! wanted read-lock || group "$1" zl-read-lock cur-read-lock
     ! wanted semaphore || group "$1" zl-semaphore cur-semaphore zl-semaphore-nowatch
+    ! wanted held-10k || group "$1" zl-held-10k zkc-held-10k cur-held
+    # The 10k round warms the server; a 100k warm-up round would only add minutes.
+    ! wanted held-100k || ((WARMING)) || group "$1" zl-held-100k zkc-held-100k
+    ! wanted tasks || group "$1" zl-tasks-1 zkc-tasks-1 zl-tasks-16 zkc-tasks-16 zl-tasks-128 zkc-tasks-128 cur-tasks-128
 }
 
 started=$SECONDS

@@ -12,6 +12,11 @@
 //   read-lock          one session, InterProcessReadWriteLock.readLock() cycles
 //   semaphore          one session, InterProcessSemaphoreV2 with LEASES leases (default 3):
 //                      acquire one lease + returnLease, CYCLES times
+//   tasks              one session, CLIENTS threads (default 8) each cycling an
+//                      InterProcessMutex of its own until CYCLES cycles in all
+//   held               one session, CYCLES distinct InterProcessMutexes, each acquired by a
+//                      thread of its own (acquire blocks its thread), all held at once, then
+//                      released; reports acquire/release times and VmRSS per held lock
 //
 // Every run works under a fresh /zoolock-bench-curator-<nanos> parent and deletes it at
 // the end. Exit status 1 (message on stderr) on any failure, including an acquire that
@@ -70,6 +75,12 @@ public final class CuratorBench {
                     break;
                 case "mutex-contended":
                     json = contended(connect, cycles, clients);
+                    break;
+                case "tasks":
+                    json = tasks(connect, cycles, clients);
+                    break;
+                case "held":
+                    json = held(connect, cycles);
                     break;
                 default:
                     System.err.println("unknown workload: " + workload);
@@ -198,6 +209,113 @@ public final class CuratorBench {
                 for (CuratorFramework c : sessions) {
                     c.close();
                 }
+            }
+        }
+    }
+
+    /** K threads on one session, each cycling its own mutex. */
+    static String tasks(String connect, int cycles, int k) throws Exception {
+        CuratorFramework c = open(connect);
+        String base = freshBase();
+        try {
+            List<InterProcessMutex> locks = new ArrayList<>();
+            for (int i = 0; i < k; i++) {
+                locks.add(new InterProcessMutex(c, base + "/t" + i));
+            }
+            contendedPhase(locks, Math.max(WARMUP, k), null);
+            long[] lat = new long[cycles];
+            long elapsed = contendedPhase(locks, cycles, lat);
+            return json("tasks", cycles, elapsed, lat, 1, null).replace("}", ",\"tasks\":" + k + "}");
+        } finally {
+            try {
+                removeBase(c, base);
+            } finally {
+                c.close();
+            }
+        }
+    }
+
+    /** This JVM's resident set now (VmRSS), in KiB; 0 when unknown. */
+    static long rssKib() {
+        try {
+            for (String line : java.nio.file.Files.readAllLines(java.nio.file.Paths.get("/proc/self/status"))) {
+                if (line.startsWith("VmRSS:")) {
+                    return Long.parseLong(line.substring(6).trim().split("\\s+")[0]);
+                }
+            }
+        } catch (Exception e) {
+            return 0;
+        }
+        return 0;
+    }
+
+    /** N mutexes on one session, a thread each, all held at once, then released. */
+    static String held(String connect, int n) throws Exception {
+        CuratorFramework c = open(connect);
+        String base = freshBase();
+        try {
+            System.gc();
+            long rssBefore = rssKib();
+            AtomicReference<Throwable> failure = new AtomicReference<>();
+            CountDownLatch acquired = new CountDownLatch(n);
+            CountDownLatch go = new CountDownLatch(1);
+            long[] lat = new long[n];
+            List<Thread> threads = new ArrayList<>();
+            long start = System.nanoTime();
+            for (int i = 0; i < n; i++) {
+                final int idx = i;
+                InterProcessMutex m = new InterProcessMutex(c, base + "/l" + i);
+                Thread t = new Thread(() -> {
+                    boolean got = false;
+                    try {
+                        long t0 = System.nanoTime();
+                        got = m.acquire(ACQUIRE_TIMEOUT_S * 4, TimeUnit.SECONDS);
+                        lat[idx] = System.nanoTime() - t0;
+                        if (!got) {
+                            throw new IllegalStateException("lock not acquired in time");
+                        }
+                    } catch (Throwable e) {
+                        failure.compareAndSet(null, e);
+                    }
+                    acquired.countDown();
+                    try {
+                        go.await();
+                        if (got) {
+                            m.release();
+                        }
+                    } catch (Throwable e) {
+                        failure.compareAndSet(null, e);
+                    }
+                });
+                t.setDaemon(true);
+                threads.add(t);
+                t.start();
+            }
+            acquired.await();
+            long acquire = System.nanoTime() - start;
+            long rssHeld = rssKib();
+            long releaseStart = System.nanoTime();
+            go.countDown();
+            for (Thread t : threads) {
+                t.join();
+            }
+            long release = System.nanoTime() - releaseStart;
+            Throwable e = failure.get();
+            if (e != null) {
+                throw new IllegalStateException("holder failed: " + e, e);
+            }
+            String extra = String.format(Locale.ROOT,
+                    ",\"locks\":%d,\"acquire_s\":%.6f,\"release_s\":%.6f,\"locks_per_sec\":%.3f,"
+                            + "\"rss_before_kib\":%d,\"rss_held_kib\":%d,\"bytes_per_lock\":%.1f}",
+                    n, acquire / 1e9, release / 1e9, n / (acquire / 1e9), rssBefore, rssHeld,
+                    Math.max(0, rssHeld - rssBefore) * 1024.0 / n);
+            String j = json("held", n, acquire, lat, 1, null);
+            return j.substring(0, j.length() - 1) + extra;
+        } finally {
+            try {
+                removeBase(c, base);
+            } finally {
+                c.close();
             }
         }
     }

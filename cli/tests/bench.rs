@@ -108,6 +108,16 @@ fn every_workload(addr: &str) {
     assert_eq!(num(&f, "fifo_violations"), 0.0, "{f:?}");
     assert!(num(&f, "drain_ms") > 0.0, "{f:?}");
     assert!(num(&f, "rss_mib") > 0.0, "{f:?}");
+
+    // Every held lock is one cycle.
+    let f = run_one(addr, "held", &["--locks", "100"], 100);
+    assert_eq!(num(&f, "locks"), 100.0);
+    assert!(num(&f, "acquire_s") > 0.0 && num(&f, "release_s") > 0.0, "{f:?}");
+    assert!(num(&f, "rss_held_kib") >= num(&f, "rss_before_kib"), "{f:?}");
+    assert!(num(&f, "bytes_per_lock") >= 0.0, "{f:?}");
+
+    let f = run_one(addr, "tasks", &["--cycles", "60", "--tasks", "4"], 60);
+    assert_eq!(num(&f, "tasks"), 4.0);
 }
 
 #[test]

@@ -3,9 +3,9 @@
 //! `zoolock bench`, printing the same JSON keys for `scripts/bench-vs-peers.sh`.
 //!
 //! ```text
-//! zkclient-bench --connect HOST:PORT --workload mutex-uncontended|mutex-contended
-//!                [--cycles N] [--warmup W] [--clients K] [--release acked|drop]
-//!                [--runtime current|multi] [--json]
+//! zkclient-bench --connect HOST:PORT --workload mutex-uncontended|mutex-contended|held|tasks
+//!                [--cycles N] [--warmup W] [--clients K] [--locks N] [--tasks K]
+//!                [--release acked|drop] [--runtime current|multi] [--json]
 //! ```
 //!
 //! **Release.** zookeeper-client's `LockClient` has no awaited release: its
@@ -20,6 +20,10 @@
 //! latency one acquisition's wait. Each holder yields to the scheduler once
 //! inside its critical section, as `zoolock bench` does, and overlapping
 //! holds are counted (must be 0).
+//!
+//! `held` and `tasks` (issue 29, one session): see `many.rs`.
+
+mod many;
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -49,6 +53,12 @@ struct Args {
     /// mutex-contended: sessions contending on the one lock.
     #[arg(long, value_name = "K", default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..=1000))]
     clients: u64,
+    /// held: how many distinct locks are held at once.
+    #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    locks: u64,
+    /// tasks: how many tasks cycle a lock of their own.
+    #[arg(long, value_name = "K", default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    tasks: u64,
     /// How a cycle gives the lock back.
     #[arg(long, value_enum, default_value_t = Release::Acked)]
     release: Release,
@@ -64,6 +74,10 @@ struct Args {
 enum Workload {
     MutexUncontended,
     MutexContended,
+    /// N distinct locks held at once by N tasks on one session.
+    Held,
+    /// K tasks on one session, each cycling a lock of its own.
+    Tasks,
 }
 
 impl Workload {
@@ -71,12 +85,14 @@ impl Workload {
         match self {
             Workload::MutexUncontended => "mutex-uncontended",
             Workload::MutexContended => "mutex-contended",
+            Workload::Held => "held",
+            Workload::Tasks => "tasks",
         }
     }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Release {
+pub(crate) enum Release {
     /// Delete the node and wait for the reply.
     Acked,
     /// Drop the `LockClient` (background delete).
@@ -100,10 +116,10 @@ enum Runtime {
     Multi,
 }
 
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
+pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The lock node's data, as Curator writes it by default.
-const NODE_DATA: &[u8] = b"127.0.0.1";
+pub(crate) const NODE_DATA: &[u8] = b"127.0.0.1";
 
 fn main() -> ExitCode {
     let args = Args::parse();
@@ -130,6 +146,9 @@ fn main() -> ExitCode {
 async fn run(args: &Args) -> Result<String, BoxError> {
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
     let base = format!("/zoolock-bench/zkclient-{}-{}-{nanos}", args.workload.name(), std::process::id());
+    if matches!(args.workload, Workload::Held | Workload::Tasks) {
+        return many::run(args, &base).await;
+    }
     let sessions = if args.workload == Workload::MutexContended { args.clients } else { 1 };
     let mut clients = Vec::new();
     for _ in 0..sessions {
@@ -249,12 +268,12 @@ async fn contend(
     Ok(waits)
 }
 
-async fn acquire<'a>(client: &'a Client, base: &str) -> Result<LockClient<'a>, BoxError> {
+pub(crate) async fn acquire<'a>(client: &'a Client, base: &str) -> Result<LockClient<'a>, BoxError> {
     let prefix = LockPrefix::new_curator(base, "lock-")?;
     Ok(client.lock(prefix, NODE_DATA, Acls::anyone_all()).await?)
 }
 
-async fn give_back(client: &Client, lock: LockClient<'_>, release: Release) -> Result<(), BoxError> {
+pub(crate) async fn give_back(client: &Client, lock: LockClient<'_>, release: Release) -> Result<(), BoxError> {
     match release {
         Release::Drop => drop(lock),
         Release::Acked => {
@@ -267,7 +286,7 @@ async fn give_back(client: &Client, lock: LockClient<'_>, release: Release) -> R
 }
 
 /// Lock nodes left under `base` once the background deletes had up to 5 s.
-async fn leftovers(client: &Client, base: &str) -> Result<u64, BoxError> {
+pub(crate) async fn leftovers(client: &Client, base: &str) -> Result<u64, BoxError> {
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         let n = client.list_children(base).await?.len();

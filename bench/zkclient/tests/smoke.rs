@@ -48,3 +48,17 @@ fn every_workload_prints_one_json_line_with_no_leftovers() {
         assert!(line.contains("\"overlap_violations\":0,\"leftover_nodes\":0}"), "{line}");
     }
 }
+
+#[test]
+fn held_and_tasks_print_one_json_line_with_no_leftovers() {
+    let Some(addr) = server() else { return };
+    let line = run(&addr, &["--workload", "held", "--locks", "50"]);
+    assert!(line.starts_with("{\"impl\":\"zookeeper-client\",\"workload\":\"held\""), "{line}");
+    assert!(line.contains("\"locks\":50,\"cycles\":50,"), "{line}");
+    assert!(line.contains("\"bytes_per_lock\":"), "{line}");
+    assert!(line.ends_with("\"leftover_nodes\":0}"), "{line}");
+    let line = run(&addr, &["--workload", "tasks", "--tasks", "4"]);
+    assert!(line.contains("\"workload\":\"tasks\""), "{line}");
+    assert!(line.contains("\"tasks\":4,\"cycles\":20,"), "{line}");
+    assert!(line.ends_with("\"leftover_nodes\":0}"), "{line}");
+}

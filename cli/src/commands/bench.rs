@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! zoolock --connect H bench --workload W [--cycles N] [--clients K] [--leases L]
-//!         [--waiters M] [--paths P] [--pipelined-release] [--warmup W] [--json]
+//!         [--waiters M] [--paths P] [--locks N] [--tasks K]
+//!         [--pipelined-release] [--warmup W] [--json]
 //! ```
 //!
 //! The interface is shared with `scripts/bench-vs-peers.sh`, the Curator
@@ -21,10 +22,12 @@
 //!
 //! Modules: `report` (percentiles, JSON and text), `single` (one client
 //! looping: mutex, read lock, semaphore), `contended` (K sessions on one
-//! mutex), `waiters` (M queued waiters, drain time, FIFO, RSS), `tree`
+//! mutex), `waiters` (M queued waiters, drain time, FIFO, RSS), `many`
+//! (N locks held at once, K tasks on their own locks: one session), `tree`
 //! (leftover counting and clean-up).
 
 mod contended;
+mod many;
 mod report;
 mod single;
 mod tree;
@@ -65,6 +68,12 @@ pub(crate) struct BenchArgs {
     /// waiters: over how many mutex paths they spread.
     #[arg(long, value_name = "P", default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=100_000))]
     paths: u64,
+    /// held: how many distinct locks are held at once.
+    #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    locks: u64,
+    /// tasks: how many tasks cycle a lock of their own.
+    #[arg(long, value_name = "K", default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    tasks: u64,
     /// Drop the guard instead of waiting for the release to be applied: the
     /// delete rides in the same write as the next acquire.
     #[arg(long)]
@@ -91,6 +100,11 @@ enum Workload {
     Semaphore,
     /// M waiters queued on P mutexes in one process, then drained.
     Waiters,
+    /// N distinct locks acquired by N tasks on one session, held at once,
+    /// then released: times, RSS and CPU per lock.
+    Held,
+    /// K tasks on one session, each cycling a lock of its own.
+    Tasks,
 }
 
 impl Workload {
@@ -102,6 +116,8 @@ impl Workload {
             Workload::ReadLock => "read-lock",
             Workload::Semaphore => "semaphore",
             Workload::Waiters => "waiters",
+            Workload::Held => "held",
+            Workload::Tasks => "tasks",
         }
     }
 }
@@ -149,6 +165,8 @@ pub(crate) async fn run(global: &Global, args: BenchArgs) -> Outcome {
         Workload::Semaphore => single::semaphore(&client, &base, &args, release).await,
         Workload::MutexContended => contended::run(&clients, &base, &args, release).await,
         Workload::Waiters => waiters::run(&client, &base, &args, release).await,
+        Workload::Held => many::held(&client, &base, &args, release).await,
+        Workload::Tasks => many::tasks(&client, &base, &args, release).await,
     };
     let result = match result {
         Ok(mut report) => match tree::leftovers(&client, &base).await {
