@@ -213,7 +213,8 @@ fn main() -> Result<(), Box<dyn Error>> {
         Ok(l.client.add(now, Mutex::new(ZkPath::new(path)?, LockConfig::new(seed.wrapping_add(n)))))
     };
     let (first, other, second) = (add(&path_a, 1)?, add(&path_b, 2)?, add(&path_a, 3)?);
-    let names: BTreeMap<RecipeId, &str> = [(first.id, "first"), (other.id, "other"), (second.id, "second")].into();
+    let names: BTreeMap<RecipeId, &str> =
+        [(first.id(), "first"), (other.id(), "other"), (second.id(), "second")].into();
     for lock in [first, other, second] {
         l.client.with(now, lock, |m, now| m.acquire(now, None))??;
     }
@@ -241,17 +242,20 @@ fn main() -> Result<(), Box<dyn Error>> {
                 ClientEvent::Recipe { recipe, event: RecipeEvent::Acquired { node, token } } => {
                     println!("acquired {node} as {} with fencing token {}", names[&recipe], token.0);
                     held.insert(recipe, token);
-                    if recipe == second.id {
+                    if recipe == second.id() {
                         // Granted only after `first` let go, and fenced above it.
-                        let first_token = held.get(&first.id).ok_or("second before first")?;
+                        let first_token = held.get(&first.id()).ok_or("second before first")?;
                         assert!(token > *first_token, "fencing token did not rise");
                     }
-                    if held.contains_key(&first.id) && held.contains_key(&other.id) && !held.contains_key(&second.id) {
+                    if held.contains_key(&first.id())
+                        && held.contains_key(&other.id())
+                        && !held.contains_key(&second.id())
+                    {
                         println!("first and other held at once; second waits");
                         let now = l.now();
                         l.client.with(now, first, |m, now| m.release(now))??;
                     }
-                    if recipe == second.id {
+                    if recipe == second.id() {
                         let now = l.now();
                         l.client.with(now, second, |m, now| m.release(now))??;
                         l.client.with(now, other, |m, now| m.release(now))??;

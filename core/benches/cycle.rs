@@ -18,7 +18,7 @@ use zoolock_core::wire::{
     ServerMessage, Stat, WatcherEvent, Xid, encode_frame,
 };
 use zoolock_core::{
-    Client, ClientEvent, ConnectString, Instant, IoCommand, LockConfig, Mutex, OpPlan, RecipeEvent, RecipeId,
+    Client, ClientEvent, ConnectString, Handle, Instant, IoCommand, LockConfig, Mutex, OpPlan, RecipeEvent,
     SessionConfig, ZkPath,
 };
 
@@ -141,7 +141,7 @@ fn notify(out: &mut BytesMut, event_type: EventType, path: String) {
 /// A connected client with one mutex, its fake server and reused buffers.
 struct Bench {
     client: Client,
-    mutex: RecipeId,
+    mutex: Handle<Mutex>,
     server: FakeServer,
     now: Instant,
     tx: BytesMut,
@@ -174,7 +174,7 @@ impl Bench {
         client.handle_bytes(now, &mut rx).expect("handshake");
         assert!(matches!(client.poll_event(), Some(ClientEvent::State(_))));
         let config = LockConfig::new(7).with_plan(plan).with_data(Bytes::from_static(b"127.0.0.1"));
-        let mutex = client.add_recipe(now, Box::new(Mutex::new(ZkPath::new(BASE).expect("valid"), config)));
+        let mutex = client.add(now, Mutex::new(ZkPath::new(BASE).expect("valid"), config));
         let server = FakeServer {
             zxid: 100,
             seq: 0,
@@ -211,16 +211,13 @@ impl Bench {
     /// One acquire + release; returns the fencing token.
     fn cycle(&mut self) -> i64 {
         let now = self.now;
-        self.client
-            .command(now, self.mutex, |m: &mut Mutex, now| m.acquire(now, None))
-            .expect("a mutex")
-            .expect("idle");
+        self.client.with(now, self.mutex, |m, now| m.acquire(now, None)).expect("a mutex").expect("idle");
         self.settle();
         let token = match self.event() {
             Some(RecipeEvent::Acquired { token, .. }) => token.0,
             other => panic!("expected Acquired, got {other:?}"),
         };
-        self.client.command(now, self.mutex, |m: &mut Mutex, now| m.release(now)).expect("a mutex").expect("held");
+        self.client.with(now, self.mutex, |m, now| m.release(now)).expect("a mutex").expect("held");
         self.settle();
         assert_eq!(self.event(), Some(RecipeEvent::Released));
         token
@@ -236,7 +233,7 @@ fn mutex_cycle(c: &mut Criterion) {
         let first = bench.cycle();
         assert!(bench.cycle() > first);
         assert_eq!(bench.client.session().in_flight(), 0);
-        assert!(bench.client.recipe(bench.mutex).is_some_and(|m| m.is_quiescent()));
+        assert!(bench.client.recipe(bench.mutex.id()).is_some_and(|m| m.is_quiescent()));
         assert!(bench.client.poll_event().is_none());
         group.bench_function(name, |b| b.iter(|| black_box(bench.cycle())));
     }

@@ -6,14 +6,16 @@
 //! [`Client::poll_transmit`], [`Client::poll_event`], then
 //! [`Client::poll_timeout`].
 
-use alloc::boxed::Box;
 use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
 use alloc::vec::Vec;
+
+use core::sync::atomic::{AtomicUsize, Ordering};
 
 use bytes::{Bytes, BytesMut};
 use zoolock_wire::Response;
 
 use crate::error::{ApiMisuse, RequestError, SessionError};
+use crate::machine::{CoreMachine, Machine, Machines};
 use crate::op::Op;
 use crate::recipe::{OpId, Recipe, RecipeEvent};
 use crate::rng::Rng;
@@ -22,26 +24,44 @@ use crate::session::{
 };
 use crate::time::Instant;
 
-/// Identifies a recipe registered with a [`Client`]. Never reused.
+/// Identifies a recipe registered with a [`Client`]. Never reused by that
+/// client; issued by [`Client::add`] only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct RecipeId(pub u64);
+pub struct RecipeId(u64);
+
+impl RecipeId {
+    /// The id's number, for logs and metrics.
+    pub fn get(self) -> u64 {
+        self.0
+    }
+}
+
+/// Displays as its number.
+impl core::fmt::Display for RecipeId {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        core::fmt::Display::fmt(&self.0, f)
+    }
+}
 
 /// A recipe registered with [`Client::add`], typed: [`Client::with`] reaches
-/// it as an `R`.
+/// it as an `R`. Only `add` makes one, and it names its client too, so a
+/// handle used on another client is refused ([`ApiMisuse::ForeignHandle`]).
 pub struct Handle<R> {
-    /// The recipe's id.
-    pub id: RecipeId,
+    id: RecipeId,
+    client: usize,
     kind: core::marker::PhantomData<fn() -> R>,
 }
 
 impl<R> Handle<R> {
-    /// The handle of a recipe registered by id ([`Client::add_recipe`]) that
-    /// the caller knows to be an `R`; [`Client::with`] still checks it and
-    /// fails with [`ApiMisuse::WrongRecipeType`] if it is not.
-    pub fn from_id(id: RecipeId) -> Handle<R> {
-        Handle { id, kind: core::marker::PhantomData }
+    /// The recipe's id, as its events carry it ([`ClientEvent::Recipe`]).
+    pub fn id(&self) -> RecipeId {
+        self.id
     }
 }
+
+/// Numbers clients, so a handle knows its own. Only compared, never part of
+/// any output.
+static NEXT_CLIENT: AtomicUsize = AtomicUsize::new(0);
 
 impl<R> Clone for Handle<R> {
     fn clone(&self) -> Self {
@@ -106,12 +126,10 @@ enum Route {
 /// typed [`Handle`], and drive it with [`Client::with`]: the closure runs
 /// the recipe's command (acquire, release, cancel, ...) and the client sends
 /// the ops it queued; the recipe's answers arrive as
-/// [`ClientEvent::Recipe`] from `poll_event`. That is the one way for code
-/// that knows its recipe types. [`Client::add_recipe`] and
-/// [`Client::command`] are the same two steps for a recipe only known as a
-/// `Box<dyn Recipe>` (an event loop carrying recipes of many kinds, as
-/// `zoolock-driver` does); [`Client::command_lock`] reaches any lock kind
-/// through [`crate::recipes::LockRecipe`].
+/// [`ClientEvent::Recipe`] from `poll_event`. A client stores its recipes
+/// as one type, `M` ([`CoreMachine`], every recipe of this crate, unless
+/// built with [`Client::for_machines`]), so a handle reaches its recipe as
+/// itself, by a match on the stored value (no run-time type check).
 ///
 /// ```
 /// use zoolock_core::{Client, ConnectString, Instant, LockConfig, Mutex, SessionConfig, ZkPath};
@@ -130,7 +148,9 @@ enum Route {
 /// of queued lock handles on one session, scanning them all per reply made
 /// a queue's drain quadratic. The outputs and their order are the same as a
 /// full scan in id order would give.
-pub struct Client {
+pub struct Client<M: Machines = CoreMachine> {
+    /// Which client this is, for its handles.
+    identity: usize,
     config: SessionConfig,
     /// Start a new session by itself after an expiry.
     renew: bool,
@@ -138,7 +158,7 @@ pub struct Client {
     auth: alloc::vec::Vec<(alloc::string::String, Bytes)>,
     generation: u64,
     session: Session,
-    recipes: BTreeMap<RecipeId, Box<dyn Recipe>>,
+    recipes: BTreeMap<RecipeId, M>,
     next_recipe: u64,
     /// Where each request's reply goes, by ascending id: requests are
     /// numbered in order and answered in order, so a reply's route is almost
@@ -155,7 +175,7 @@ pub struct Client {
     deadline_of: BTreeMap<RecipeId, Instant>,
 }
 
-impl core::fmt::Debug for Client {
+impl<M: Machines> core::fmt::Debug for Client<M> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Client")
             .field("session", &self.session)
@@ -166,9 +186,19 @@ impl core::fmt::Debug for Client {
 }
 
 impl Client {
-    /// A client whose session dials its first host at `now`.
+    /// A client whose session dials its first host at `now`, for the
+    /// recipes of this crate ([`CoreMachine`]).
     pub fn new(config: SessionConfig, now: Instant) -> Client {
+        Client::for_machines(config, now)
+    }
+}
+
+impl<M: Machines> Client<M> {
+    /// A client for the recipe set `M` (an embedder's own recipes, see
+    /// [`Machines`]) whose session dials its first host at `now`.
+    pub fn for_machines(config: SessionConfig, now: Instant) -> Client<M> {
         Client {
+            identity: NEXT_CLIENT.fetch_add(1, Ordering::Relaxed),
             session: Session::new(config.clone(), now),
             config,
             renew: false,
@@ -187,7 +217,7 @@ impl Client {
 
     /// A registered recipe, for inspection.
     pub fn recipe(&self, id: RecipeId) -> Option<&dyn Recipe> {
-        self.recipes.get(&id).map(|r| &**r)
+        self.recipes.get(&id).map(|r| r.recipe())
     }
 
     /// The underlying session, for its status and ids.
@@ -238,39 +268,44 @@ impl Client {
         self.dirty.extend(self.recipes.keys().copied());
     }
 
-    /// Registers a recipe with a typed handle, so commands reach it through
-    /// [`Client::with`] without naming its type again: the way to add a
-    /// recipe (see the type docs).
-    pub fn add<R: Recipe>(&mut self, now: Instant, recipe: R) -> Handle<R> {
-        Handle { id: self.add_recipe(now, Box::new(recipe)), kind: core::marker::PhantomData }
+    /// Registers a recipe and sends whatever it already wants to send;
+    /// returns its typed handle, so commands reach it through
+    /// [`Client::with`] without naming its type again. The only way to add a
+    /// recipe, and the only source of handles.
+    pub fn add<R: Machine<M>>(&mut self, now: Instant, recipe: R) -> Handle<R> {
+        let id = RecipeId(self.next_recipe);
+        self.next_recipe += 1;
+        self.recipes.insert(id, recipe.into_machine());
+        self.dirty.push(id);
+        self.pump(now);
+        Handle { id, client: self.identity, kind: core::marker::PhantomData }
     }
 
     /// Runs a command on the recipe behind `handle`, then sends the ops it
-    /// queued. Fails only if the recipe was removed.
-    pub fn with<R: Recipe, T>(
+    /// queued. Fails with [`ApiMisuse::UnknownRecipe`] if the recipe was
+    /// removed, and with [`ApiMisuse::ForeignHandle`] if `handle` came from
+    /// another client; the command does not run then.
+    pub fn with<R: Machine<M>, T>(
         &mut self,
         now: Instant,
         handle: Handle<R>,
         f: impl FnOnce(&mut R, Instant) -> T,
     ) -> Result<T, ApiMisuse> {
-        self.command(now, handle.id, f)
-    }
-
-    /// Registers a boxed recipe and sends whatever it already wants to send:
-    /// [`Client::add`] for a recipe whose type is not known statically.
-    pub fn add_recipe(&mut self, now: Instant, recipe: Box<dyn Recipe>) -> RecipeId {
-        let id = RecipeId(self.next_recipe);
-        self.next_recipe += 1;
-        self.recipes.insert(id, recipe);
-        self.dirty.push(id);
+        if handle.client != self.identity {
+            return Err(ApiMisuse::ForeignHandle);
+        }
+        let machine = self.recipes.get_mut(&handle.id).ok_or(ApiMisuse::UnknownRecipe(handle.id.0))?;
+        let recipe = R::from_machine(machine).ok_or(ApiMisuse::ForeignHandle)?;
+        let out = f(recipe, now);
+        self.dirty.push(handle.id);
         self.pump(now);
-        id
+        Ok(out)
     }
 
-    /// Unregisters a recipe. Replies still due to it are dropped and its
-    /// watches forgotten. Whatever it owned on the server is the caller's to
-    /// clean up first (release before removing).
-    pub fn remove_recipe(&mut self, id: RecipeId) -> Option<Box<dyn Recipe>> {
+    /// Unregisters a recipe and returns it. Replies still due to it are
+    /// dropped and its watches forgotten. Whatever it owned on the server is
+    /// the caller's to clean up first (release before removing).
+    pub fn remove_recipe(&mut self, id: RecipeId) -> Option<M> {
         let recipe = self.recipes.remove(&id)?;
         self.dirty.retain(|d| *d != id);
         if let Some(at) = self.deadline_of.remove(&id) {
@@ -279,39 +314,6 @@ impl Client {
         self.routes.retain(|(_, r)| !matches!(r, Route::Recipe(rid, _) if *rid == id));
         self.session.remove_watcher(WatcherId(id.0));
         Some(recipe)
-    }
-
-    /// Runs a command on the recipe `id` (downcast to `R`), then sends the ops
-    /// it queued: [`Client::with`] for a recipe registered by
-    /// [`Client::add_recipe`]. Fails if the recipe was removed or is not an `R`.
-    pub fn command<R: Recipe, T>(
-        &mut self,
-        now: Instant,
-        id: RecipeId,
-        f: impl FnOnce(&mut R, Instant) -> T,
-    ) -> Result<T, ApiMisuse> {
-        let recipe = self.recipes.get_mut(&id).ok_or(ApiMisuse::UnknownRecipe(id.0))?;
-        let concrete = recipe.as_any_mut().downcast_mut::<R>().ok_or(ApiMisuse::WrongRecipeType(id.0))?;
-        let out = f(concrete, now);
-        self.dirty.push(id);
-        self.pump(now);
-        Ok(out)
-    }
-
-    /// Runs a command on the lock recipe `id` through the lock capability
-    /// (any lock kind), then sends the ops it queued.
-    pub fn command_lock<T>(
-        &mut self,
-        now: Instant,
-        id: RecipeId,
-        f: impl FnOnce(&mut dyn crate::recipes::LockRecipe, Instant) -> T,
-    ) -> Result<T, ApiMisuse> {
-        let recipe = self.recipes.get_mut(&id).ok_or(ApiMisuse::UnknownRecipe(id.0))?;
-        let lock = recipe.as_lock_mut().ok_or(ApiMisuse::WrongRecipeType(id.0))?;
-        let out = f(lock, now);
-        self.dirty.push(id);
-        self.pump(now);
-        Ok(out)
     }
 
     /// Sends a plain request; its reply comes as [`ClientEvent::Reply`], and a
@@ -365,7 +367,7 @@ impl Client {
             self.deadlines.iter().take_while(|(at, _)| *at <= now).map(|(_, id)| *id).collect();
         due.sort_unstable();
         for id in due {
-            if let Some(recipe) = self.recipes.get_mut(&id) {
+            if let Some(recipe) = self.recipes.get_mut(&id).map(|m| m.recipe_mut()) {
                 if recipe.poll_timeout().is_some_and(|t| t <= now) {
                     recipe.handle_timeout(now);
                 }
@@ -422,7 +424,7 @@ impl Client {
             batch.sort_unstable();
             batch.dedup();
             for &rid in &batch {
-                let Some(recipe) = self.recipes.get_mut(&rid) else { continue };
+                let Some(recipe) = self.recipes.get_mut(&rid).map(|m| m.recipe_mut()) else { continue };
                 while let Some(op) = recipe.poll_op() {
                     progressed = true;
                     match self.session.submit(now, op.op, Some(WatcherId(rid.0))) {
@@ -472,7 +474,7 @@ impl Client {
         match event {
             SessionEvent::State(state) => {
                 for recipe in self.recipes.values_mut() {
-                    recipe.handle_session(now, state);
+                    recipe.recipe_mut().handle_session(now, state);
                 }
                 self.dirty.extend(self.recipes.keys().copied());
                 self.events.push_back(ClientEvent::State(state));
@@ -486,7 +488,7 @@ impl Client {
                 Some(Route::Plain) => self.events.push_back(ClientEvent::Reply { id, result }),
                 Some(Route::Recipe(rid, op)) => {
                     if let Some(recipe) = self.recipes.get_mut(&rid) {
-                        recipe.handle_reply(now, op, result);
+                        recipe.recipe_mut().handle_reply(now, op, result);
                         self.dirty.push(rid);
                     }
                 }
@@ -496,7 +498,7 @@ impl Client {
                 if watcher == PLAIN_WATCHER {
                     self.events.push_back(ClientEvent::Watch(event));
                 } else if let Some(recipe) = self.recipes.get_mut(&RecipeId(watcher.0)) {
-                    recipe.handle_watch(now, &event);
+                    recipe.recipe_mut().handle_watch(now, &event);
                     self.dirty.push(RecipeId(watcher.0));
                 }
             }

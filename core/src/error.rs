@@ -191,17 +191,14 @@ pub enum ApiMisuse {
     /// Re-entry of a lock that is not reentrant (Curator's semaphore mutex).
     #[error("this lock is not reentrant")]
     NotReentrant,
-    /// A ticket that is already queued, acquiring or holding.
-    #[error("ticket {0} is already in use")]
-    TicketInUse(u64),
-    /// A part the lock does not have.
-    #[error("the lock has no part {0}")]
-    NoSuchPart(usize),
     /// A request for the queue of a lock kind that has none of its own (a
     /// multi-lock: each member has its own).
     #[error("a {} lock has no queue of its own", .0.label())]
     NoLayout(crate::recipes::LockKind),
-    /// A typed handle of a recipe of another type.
-    #[error("recipe {0} has another type")]
-    WrongRecipeType(u64),
+    /// A downgrade on a lock that has no read half (not a read-write lock).
+    #[error("only a read-write lock can be downgraded")]
+    NoReadHalf,
+    /// A handle used on a client other than the one that made it.
+    #[error("the handle belongs to another client")]
+    ForeignHandle,
 }

@@ -1,14 +1,16 @@
 //! The one I/O surface of the sans-IO machines.
 //!
 //! [`Session`] and [`Client`] take the same transport inputs and give the same
-//! transport outputs; only their events differ. Whatever moves bytes (the
-//! async driver, the blocking driver, the trace replays, the simulator, the
-//! benches) is written once against this trait instead of once per machine.
+//! transport outputs; only their events differ. A loop written against this
+//! trait serves either machine: the conformance crate's trace replays and its
+//! minimal blocking driver are (the async driver and the simulator drive a
+//! [`Client`] directly, since they need its recipes too).
 
 use bytes::BytesMut;
 
 use crate::client::{Client, ClientEvent};
 use crate::error::SessionError;
+use crate::machine::Machines;
 use crate::session::{IoCommand, Session, SessionEvent};
 use crate::time::Instant;
 
@@ -36,39 +38,77 @@ pub trait Endpoint {
     fn poll_timeout(&self) -> Option<Instant>;
 }
 
-/// Both machines already have these as inherent methods (callers need no
-/// trait import); the trait forwards to them.
-macro_rules! forward_endpoint {
-    ($machine:ty, $event:ty) => {
-        impl Endpoint for $machine {
-            type Event = $event;
-            fn handle_connected(&mut self, now: Instant) {
-                <$machine>::handle_connected(self, now)
-            }
-            fn handle_bytes(&mut self, now: Instant, buf: &mut BytesMut) -> Result<(), SessionError> {
-                <$machine>::handle_bytes(self, now, buf)
-            }
-            fn handle_disconnected(&mut self, now: Instant) {
-                <$machine>::handle_disconnected(self, now)
-            }
-            fn handle_timeout(&mut self, now: Instant) {
-                <$machine>::handle_timeout(self, now)
-            }
-            fn poll_io(&mut self) -> Option<IoCommand> {
-                <$machine>::poll_io(self)
-            }
-            fn poll_transmit(&mut self, dst: &mut BytesMut) -> usize {
-                <$machine>::poll_transmit(self, dst)
-            }
-            fn poll_event(&mut self) -> Option<$event> {
-                <$machine>::poll_event(self)
-            }
-            fn poll_timeout(&self) -> Option<Instant> {
-                <$machine>::poll_timeout(self)
-            }
-        }
-    };
+// Both machines also have these as inherent methods (callers need no trait
+// import); each impl forwards to them.
+
+impl Endpoint for Session {
+    type Event = SessionEvent;
+
+    fn handle_connected(&mut self, now: Instant) {
+        Session::handle_connected(self, now)
+    }
+
+    fn handle_bytes(&mut self, now: Instant, buf: &mut BytesMut) -> Result<(), SessionError> {
+        Session::handle_bytes(self, now, buf)
+    }
+
+    fn handle_disconnected(&mut self, now: Instant) {
+        Session::handle_disconnected(self, now)
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        Session::handle_timeout(self, now)
+    }
+
+    fn poll_io(&mut self) -> Option<IoCommand> {
+        Session::poll_io(self)
+    }
+
+    fn poll_transmit(&mut self, dst: &mut BytesMut) -> usize {
+        Session::poll_transmit(self, dst)
+    }
+
+    fn poll_event(&mut self) -> Option<SessionEvent> {
+        Session::poll_event(self)
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        Session::poll_timeout(self)
+    }
 }
 
-forward_endpoint!(Session, SessionEvent);
-forward_endpoint!(Client, ClientEvent);
+impl<M: Machines> Endpoint for Client<M> {
+    type Event = ClientEvent;
+
+    fn handle_connected(&mut self, now: Instant) {
+        Client::handle_connected(self, now)
+    }
+
+    fn handle_bytes(&mut self, now: Instant, buf: &mut BytesMut) -> Result<(), SessionError> {
+        Client::handle_bytes(self, now, buf)
+    }
+
+    fn handle_disconnected(&mut self, now: Instant) {
+        Client::handle_disconnected(self, now)
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        Client::handle_timeout(self, now)
+    }
+
+    fn poll_io(&mut self) -> Option<IoCommand> {
+        Client::poll_io(self)
+    }
+
+    fn poll_transmit(&mut self, dst: &mut BytesMut) -> usize {
+        Client::poll_transmit(self, dst)
+    }
+
+    fn poll_event(&mut self) -> Option<ClientEvent> {
+        Client::poll_event(self)
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        Client::poll_timeout(self)
+    }
+}

@@ -2,7 +2,6 @@
 //! hold them side by side and composite recipes can nest them.
 
 use alloc::string::String;
-use core::any::Any;
 
 use zoolock_wire::Response;
 
@@ -13,7 +12,44 @@ use crate::time::Instant;
 
 /// A recipe-local op id; recipes never see xids.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct OpId(pub u64);
+pub struct OpId(u64);
+
+impl OpId {
+    /// An id a recipe (through its outbox) gives an op.
+    pub(crate) fn new(n: u64) -> OpId {
+        OpId(n)
+    }
+
+    /// The id's number, for logs.
+    pub fn get(self) -> u64 {
+        self.0
+    }
+}
+
+/// Names one acquire through a per-process queue ([`LockQueue`](crate::LockQueue),
+/// [`LeaseQueue`](crate::LeaseQueue)). Issued by the queue's acquire, in
+/// increasing order, never reused by that queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Ticket(u64);
+
+impl Ticket {
+    /// The `n`-th ticket of a queue.
+    pub(crate) fn new(n: u64) -> Ticket {
+        Ticket(n)
+    }
+
+    /// The ticket's number, for logs and metrics.
+    pub fn get(self) -> u64 {
+        self.0
+    }
+}
+
+/// Displays as its number.
+impl core::fmt::Display for Ticket {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        core::fmt::Display::fmt(&self.0, f)
+    }
+}
 
 /// An op a recipe wants sent. A read with its watch flag set registers the
 /// watch for this recipe.
@@ -99,14 +135,14 @@ pub enum RecipeEvent {
     /// read→write upgrade, or a lock that is not reentrant): the caller's
     /// mistake, not the server's.
     Refused(crate::error::ApiMisuse),
-    /// An event of one acquire through a shared lock or semaphore
-    /// ([`SharedLock`](crate::recipes::SharedLock),
-    /// [`SharedSemaphore`](crate::recipes::SharedSemaphore)): its grant,
+    /// An event of one acquire through a per-process lock or lease queue
+    /// ([`LockQueue`](crate::recipes::LockQueue),
+    /// [`LeaseQueue`](crate::recipes::LeaseQueue)): its grant,
     /// time-out, failure, refusal, release, and the status changes of its
     /// hold (`Suspended`, `Reconnected`, `Lost`, `RevocationRequested`).
     Ticket {
         /// The acquire's ticket.
-        ticket: crate::recipes::Ticket,
+        ticket: Ticket,
         /// What happened to it.
         event: alloc::boxed::Box<RecipeEvent>,
     },
@@ -172,22 +208,9 @@ pub struct Participant {
     pub data: Option<bytes::Bytes>,
 }
 
-/// Downcasting a boxed recipe to the concrete one to call its commands;
-/// every recipe has it (blanket impl), so no recipe writes it out.
-pub trait AsAnyMut {
-    /// The recipe as [`Any`].
-    fn as_any_mut(&mut self) -> &mut dyn Any;
-}
-
-impl<R: Recipe> AsAnyMut for R {
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
-    }
-}
-
 /// A poll-driven recipe. Inputs are `handle_*`, outputs are `poll_*`; drain
 /// `poll_op`, then `poll_event`, then read `poll_timeout`.
-pub trait Recipe: AsAnyMut + Any + Send {
+pub trait Recipe: Send {
     /// The reply to an op this recipe emitted.
     fn handle_reply(&mut self, now: Instant, op: OpId, result: Result<Response, RequestError>);
     /// A watch this recipe registered fired.
@@ -205,12 +228,6 @@ pub trait Recipe: AsAnyMut + Any + Send {
     /// True when nothing is in progress and nothing is owed to the server
     /// (no deletes pending), so the recipe can be dropped without leaking.
     fn is_quiescent(&self) -> bool;
-    /// The lock capability, for recipes that are locks (every lock kind;
-    /// not the semaphore, participants or revoker), so callers drive any
-    /// lock through one interface.
-    fn as_lock_mut(&mut self) -> Option<&mut dyn crate::recipes::LockRecipe> {
-        None
-    }
 }
 
 #[cfg(test)]

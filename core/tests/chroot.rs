@@ -118,7 +118,7 @@ fn a_new_session_makes_the_missing_levels_before_anything_else_goes_out() {
     sim.feed_ok(&err(4, 4, ErrorCode::NODE_EXISTS));
     assert_eq!(sim.events(), [state_ev(ConnectionState::Connected)]);
     assert_eq!(sim.sent(), [frame(5, get_data("/app/x/a")), frame(6, get_data("/app/x/b"))]);
-    assert_eq!((a.0, b.0), (0, 1));
+    assert_eq!((a.get(), b.get()), (0, 1));
     assert_eq!(sim.s.status(), SessionStatus::Connected);
 }
 
@@ -147,7 +147,7 @@ fn a_root_that_cannot_be_made_ends_a_new_session_with_a_typed_error() {
     let gone = RequestError::ChrootUnavailable(ErrorCode::NO_AUTH);
     assert_eq!(
         sim.events(),
-        [reply_ev(a.0, Err(gone.clone())), state_ev(ConnectionState::ChrootUnavailable(ErrorCode::NO_AUTH))]
+        [reply_ev(a.get(), Err(gone.clone())), state_ev(ConnectionState::ChrootUnavailable(ErrorCode::NO_AUTH))]
     );
     assert_eq!(ConnectionState::ChrootUnavailable(ErrorCode::NO_AUTH).end_error(), Some(gone.clone()));
     assert_eq!(gone.code(), ErrorCode::NO_AUTH);
@@ -168,15 +168,15 @@ fn a_create_under_the_root_that_finds_it_gone_makes_it_again_and_is_resent() {
     // Requests wait while the root is checked.
     let c = sim.submit(Op::get_data(&p("/c"), false));
     sim.feed_ok(&err(3, 5, ErrorCode::NO_NODE));
-    assert_eq!(sim.events(), [reply_ev(b.0, Err(RequestError::Server(ErrorCode::NO_NODE)))]);
+    assert_eq!(sim.events(), [reply_ev(b.get(), Err(RequestError::Server(ErrorCode::NO_NODE)))]);
     sim.feed_ok(&err(4, 5, ErrorCode::NO_NODE));
     assert_eq!(sim.sent(), [frame(5, container("/app", Acl::open_unsafe()))]);
     sim.feed_ok(&ok(5, 6, made("/app", 6)));
     // The held create first (it is older), then what waited.
     assert_eq!(sim.sent(), [frame(6, create2("/app/lock")), frame(7, get_data("/app/c"))]);
     sim.feed_ok(&ok(6, 7, made("/app/lock", 7)));
-    assert_eq!(sim.events(), [reply_ev(a.0, Ok(made("/lock", 7)))]);
-    assert_eq!(c.0, 2);
+    assert_eq!(sim.events(), [reply_ev(a.get(), Ok(made("/lock", 7)))]);
+    assert_eq!(c.get(), 2);
     assert_eq!(sim.s.status(), SessionStatus::Connected);
 }
 
@@ -194,7 +194,7 @@ fn a_root_that_keeps_vanishing_gives_the_create_its_no_node_after_the_bound() {
     }
     assert_eq!(sim.sent(), [frame(xid, create2("/app/lock"))]);
     sim.feed_ok(&err(xid, 5, ErrorCode::NO_NODE));
-    assert_eq!(sim.events(), [reply_ev(a.0, Err(RequestError::Server(ErrorCode::NO_NODE)))]);
+    assert_eq!(sim.events(), [reply_ev(a.get(), Err(RequestError::Server(ErrorCode::NO_NODE)))]);
     sim.assert_quiet();
 }
 
@@ -208,7 +208,7 @@ fn a_root_that_cannot_be_made_later_fails_the_create_and_the_session_goes_on() {
     sim.feed_ok(&err(3, 5, ErrorCode::NO_NODE));
     assert_eq!(sim.sent(), [frame(4, container("/app", Acl::open_unsafe()))]);
     sim.feed_ok(&err(4, 5, ErrorCode::NO_AUTH));
-    assert_eq!(sim.events(), [reply_ev(a.0, Err(RequestError::ChrootUnavailable(ErrorCode::NO_AUTH)))]);
+    assert_eq!(sim.events(), [reply_ev(a.get(), Err(RequestError::ChrootUnavailable(ErrorCode::NO_AUTH)))]);
     assert_eq!(sim.s.status(), SessionStatus::Connected);
     sim.submit(Op::exists(&p("/y"), false));
     assert_eq!(sim.sent(), [frame(5, exists("/app/y"))]);
@@ -247,7 +247,7 @@ fn a_held_create_waits_through_a_disconnect_for_the_next_check() {
     sim.feed_ok(&ok(4, 6, Response::Stat(stat(6))));
     assert_eq!(sim.sent(), [frame(5, create2("/app/lock"))]);
     sim.feed_ok(&ok(5, 7, made("/app/lock", 7)));
-    assert_eq!(sim.events(), [reply_ev(a.0, Ok(made("/lock", 7)))]);
+    assert_eq!(sim.events(), [reply_ev(a.get(), Ok(made("/lock", 7)))]);
 }
 
 #[test]
@@ -294,7 +294,7 @@ fn without_the_policy_nothing_is_checked_or_held() {
     assert_eq!(sim.events(), [state_ev(ConnectionState::Connected)]);
     assert_eq!(sim.sent(), [frame(1, create2("/app/lock"))]);
     sim.feed_ok(&err(1, 2, ErrorCode::NO_NODE));
-    assert_eq!(sim.events(), [reply_ev(a.0, Err(RequestError::Server(ErrorCode::NO_NODE)))]);
+    assert_eq!(sim.events(), [reply_ev(a.get(), Err(RequestError::Server(ErrorCode::NO_NODE)))]);
     sim.assert_quiet();
 }
 
@@ -309,5 +309,5 @@ fn a_close_during_the_check_sends_nothing_after_close_session() {
     sim.feed_ok(&err(1, 2, ErrorCode::NO_NODE));
     assert_eq!(sim.sent(), []);
     sim.feed_ok(&ok(2, 3, Response::Empty));
-    assert_eq!(sim.events(), [reply_ev(a.0, Err(RequestError::Closed)), state_ev(ConnectionState::Closed)]);
+    assert_eq!(sim.events(), [reply_ev(a.get(), Err(RequestError::Closed)), state_ev(ConnectionState::Closed)]);
 }

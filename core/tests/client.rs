@@ -9,14 +9,15 @@ use zoolock_core::wire::{
     RequestFrame, Response, ServerMessage, Stat, WatcherEvent, Xid, encode_frame,
 };
 use zoolock_core::{
-    ApiMisuse, Client, ClientEvent, ConnectString, ConnectionState, FencingToken, Instant, IoCommand, Op, OpId, Recipe,
-    RecipeEvent, RecipeOp, RequestError, SessionConfig, WatchEvent, ZkPath,
+    ApiMisuse, Client, ClientEvent, ConnectString, ConnectionState, FencingToken, Instant, IoCommand, Machine,
+    Machines, Op, OpId, Recipe, RecipeEvent, RecipeOp, RequestError, SessionConfig, WatchEvent, ZkPath,
+    recipes::Outbox,
 };
 
 /// A recipe that reads one node with a watch once connected and reports what it sees.
 struct Probe {
     path: ZkPath,
-    ops: Vec<RecipeOp>,
+    out: Outbox,
     events: Vec<RecipeEvent>,
     log: Vec<String>,
     deadline: Option<Instant>,
@@ -24,17 +25,17 @@ struct Probe {
 
 impl Probe {
     fn new(path: &str) -> Probe {
-        Probe { path: ZkPath::new(path).unwrap(), ops: vec![], events: vec![], log: vec![], deadline: None }
+        Probe { path: ZkPath::new(path).unwrap(), out: Outbox::default(), events: vec![], log: vec![], deadline: None }
     }
 
     fn read(&mut self, _now: Instant) {
-        self.ops.push(RecipeOp { id: OpId(7), op: Op::get_data(&self.path, true) });
+        self.out.send(Op::get_data(&self.path, true));
     }
 }
 
 impl Recipe for Probe {
     fn handle_reply(&mut self, _now: Instant, op: OpId, result: Result<Response, RequestError>) {
-        self.log.push(format!("reply {} {:?}", op.0, result.as_ref().map(|_| ()).map_err(Clone::clone)));
+        self.log.push(format!("reply {} {:?}", op.get(), result.as_ref().map(|_| ()).map_err(Clone::clone)));
         if let Ok(Response::Data { stat, .. }) = result {
             self.events.push(RecipeEvent::Acquired { node: self.path.to_string(), token: FencingToken(stat.czxid) });
         }
@@ -54,7 +55,7 @@ impl Recipe for Probe {
         self.deadline = None;
     }
     fn poll_op(&mut self) -> Option<RecipeOp> {
-        (!self.ops.is_empty()).then(|| self.ops.remove(0))
+        self.out.poll_op()
     }
     fn poll_event(&mut self) -> Option<RecipeEvent> {
         (!self.events.is_empty()).then(|| self.events.remove(0))
@@ -63,7 +64,30 @@ impl Recipe for Probe {
         self.deadline
     }
     fn is_quiescent(&self) -> bool {
-        self.ops.is_empty()
+        self.out.no_ops()
+    }
+}
+
+/// These tests' clients hold probes only.
+type TestClient = Client<Probe>;
+
+impl Machines for Probe {
+    fn recipe(&self) -> &dyn Recipe {
+        self
+    }
+
+    fn recipe_mut(&mut self) -> &mut dyn Recipe {
+        self
+    }
+}
+
+impl Machine<Probe> for Probe {
+    fn into_machine(self) -> Probe {
+        self
+    }
+
+    fn from_machine(machine: &mut Probe) -> Option<&mut Probe> {
+        Some(machine)
     }
 }
 
@@ -80,7 +104,7 @@ impl Server {
     }
 
     /// Takes the client's pending bytes and decodes them into request frames.
-    fn take(&mut self, client: &mut Client) -> Vec<RequestFrame> {
+    fn take(&mut self, client: &mut TestClient) -> Vec<RequestFrame> {
         let _ = client.poll_transmit(&mut self.out);
         let mut frames = vec![];
         while let Some(frame) = self.decoder.decode(&mut self.out).unwrap() {
@@ -94,17 +118,17 @@ impl Server {
         frames
     }
 
-    fn send(client: &mut Client, now: Instant, msg: &impl zoolock_core::wire::Encode) {
+    fn send(client: &mut TestClient, now: Instant, msg: &impl zoolock_core::wire::Encode) {
         let mut buf = BytesMut::new();
         encode_frame(msg, usize::MAX, &mut buf).unwrap();
         client.handle_bytes(now, &mut buf).unwrap();
     }
 
-    fn reply(client: &mut Client, now: Instant, xid: Xid, zxid: i64, err: ErrorCode, response: Option<Response>) {
+    fn reply(client: &mut TestClient, now: Instant, xid: Xid, zxid: i64, err: ErrorCode, response: Option<Response>) {
         Server::send(client, now, &ServerMessage::Reply { header: ReplyHeader { xid, zxid, err }, response });
     }
 
-    fn notify(client: &mut Client, now: Instant, event_type: EventType, path: &str) {
+    fn notify(client: &mut TestClient, now: Instant, event_type: EventType, path: &str) {
         let header = ReplyHeader { xid: Xid::NOTIFICATION, zxid: -1, err: ErrorCode::OK };
         let event = WatcherEvent { event_type, state: KeeperState::SYNC_CONNECTED, path: path.into() };
         Server::send(client, now, &ServerMessage::Notification { header, event });
@@ -118,7 +142,7 @@ fn t(ms: u64) -> Instant {
 /// Takes `client` through its first connect: it dials at t(0), is connected
 /// at t(1) with nothing to send before the handshake's answer, and gets
 /// `resp` at t(2). Returns the server side.
-fn handshake(client: &mut Client, resp: &ConnectResponse) -> Server {
+fn handshake(client: &mut TestClient, resp: &ConnectResponse) -> Server {
     client.handle_timeout(t(0));
     assert!(matches!(client.poll_io(), Some(IoCommand::Connect { .. })));
     client.handle_connected(t(1));
@@ -128,9 +152,10 @@ fn handshake(client: &mut Client, resp: &ConnectResponse) -> Server {
     server
 }
 
-fn connected_client() -> (Client, Server) {
+fn connected_client() -> (TestClient, Server) {
     let cs = ConnectString::parse("127.0.0.1:2181").unwrap();
-    let mut client = Client::new(SessionConfig::new(cs, 1).with_session_timeout(Duration::from_secs(10)), t(0));
+    let mut client =
+        TestClient::for_machines(SessionConfig::new(cs, 1).with_session_timeout(Duration::from_secs(10)), t(0));
     let resp = ConnectResponse {
         protocol_version: 0,
         timeout_ms: 10_000,
@@ -142,7 +167,7 @@ fn connected_client() -> (Client, Server) {
     (client, server)
 }
 
-fn drain(client: &mut Client) -> Vec<ClientEvent> {
+fn drain(client: &mut TestClient) -> Vec<ClientEvent> {
     std::iter::from_fn(|| client.poll_event()).collect()
 }
 
@@ -153,12 +178,12 @@ fn stat(czxid: i64) -> Stat {
 #[test]
 fn recipes_get_state_replies_and_their_own_watches() {
     let (mut client, mut server) = connected_client();
-    let a = client.add_recipe(t(3), Box::new(Probe::new("/a")));
-    let b = client.add_recipe(t(3), Box::new(Probe::new("/b")));
+    let a = client.add(t(3), Probe::new("/a"));
+    let b = client.add(t(3), Probe::new("/b"));
     assert_eq!(drain(&mut client), [ClientEvent::State(ConnectionState::Connected)]);
     // Recipes added after the handshake read when told to.
-    client.command(t(4), a, |p: &mut Probe, now| p.read(now)).unwrap();
-    client.command(t(4), b, |p: &mut Probe, now| p.read(now)).unwrap();
+    client.with(t(4), a, |p, now| p.read(now)).unwrap();
+    client.with(t(4), b, |p, now| p.read(now)).unwrap();
     let frames = server.take(&mut client);
     assert_eq!(frames.len(), 2);
     assert_eq!(frames[0].request.path(), Some("/a"));
@@ -170,31 +195,31 @@ fn recipes_get_state_replies_and_their_own_watches() {
         drain(&mut client),
         [
             ClientEvent::Recipe {
-                recipe: a,
+                recipe: a.id(),
                 event: RecipeEvent::Acquired { node: "/a".into(), token: FencingToken(5) }
             },
             ClientEvent::Recipe {
-                recipe: b,
+                recipe: b.id(),
                 event: RecipeEvent::Acquired { node: "/b".into(), token: FencingToken(6) }
             },
         ]
     );
     // The watch on /b goes to b only.
     Server::notify(&mut client, t(6), EventType::NODE_DATA_CHANGED, "/b");
-    assert_eq!(drain(&mut client), [ClientEvent::Recipe { recipe: b, event: RecipeEvent::RevocationRequested }]);
-    let log_a = client.command(t(7), a, |p: &mut Probe, _| p.log.clone()).unwrap();
-    assert_eq!(log_a, ["reply 7 Ok(())"]);
-    let log_b = client.command(t(7), b, |p: &mut Probe, _| p.log.clone()).unwrap();
-    assert_eq!(log_b, ["reply 7 Ok(())", "watch NodeDataChanged /b"]);
+    assert_eq!(drain(&mut client), [ClientEvent::Recipe { recipe: b.id(), event: RecipeEvent::RevocationRequested }]);
+    let log_a = client.with(t(7), a, |p, _| p.log.clone()).unwrap();
+    assert_eq!(log_a, ["reply 0 Ok(())"]);
+    let log_b = client.with(t(7), b, |p, _| p.log.clone()).unwrap();
+    assert_eq!(log_b, ["reply 0 Ok(())", "watch NodeDataChanged /b"]);
 }
 
 #[test]
 fn one_notification_reaches_every_recipe_and_plain_watch_on_the_path() {
     let (mut client, mut server) = connected_client();
-    let a = client.add_recipe(t(3), Box::new(Probe::new("/x")));
-    let b = client.add_recipe(t(3), Box::new(Probe::new("/x")));
-    client.command(t(4), a, |p: &mut Probe, now| p.read(now)).unwrap();
-    client.command(t(4), b, |p: &mut Probe, now| p.read(now)).unwrap();
+    let a = client.add(t(3), Probe::new("/x"));
+    let b = client.add(t(3), Probe::new("/x"));
+    client.with(t(4), a, |p, now| p.read(now)).unwrap();
+    client.with(t(4), b, |p, now| p.read(now)).unwrap();
     let plain = client.submit(t(4), Op::exists(&ZkPath::new("/x").unwrap(), true)).unwrap();
     let frames = server.take(&mut client);
     assert_eq!(frames.len(), 3);
@@ -208,8 +233,8 @@ fn one_notification_reaches_every_recipe_and_plain_watch_on_the_path() {
     Server::notify(&mut client, t(6), EventType::NODE_DELETED, "/x");
     let events = drain(&mut client);
     assert_eq!(events.len(), 3, "{events:?}");
-    assert!(events.contains(&ClientEvent::Recipe { recipe: a, event: RecipeEvent::RevocationRequested }));
-    assert!(events.contains(&ClientEvent::Recipe { recipe: b, event: RecipeEvent::RevocationRequested }));
+    assert!(events.contains(&ClientEvent::Recipe { recipe: a.id(), event: RecipeEvent::RevocationRequested }));
+    assert!(events.contains(&ClientEvent::Recipe { recipe: b.id(), event: RecipeEvent::RevocationRequested }));
     assert!(
         events.contains(&ClientEvent::Watch(WatchEvent { event_type: EventType::NODE_DELETED, path: "/x".into() }))
     );
@@ -218,8 +243,8 @@ fn one_notification_reaches_every_recipe_and_plain_watch_on_the_path() {
 #[test]
 fn state_changes_reach_every_recipe_and_the_user() {
     let cs = ConnectString::parse("127.0.0.1:2181").unwrap();
-    let mut client = Client::new(SessionConfig::new(cs, 1), t(0));
-    let a = client.add_recipe(t(0), Box::new(Probe::new("/a")));
+    let mut client = TestClient::for_machines(SessionConfig::new(cs, 1), t(0));
+    let a = client.add(t(0), Probe::new("/a"));
     let resp = ConnectResponse {
         protocol_version: 0,
         timeout_ms: 6_000,
@@ -237,25 +262,25 @@ fn state_changes_reach_every_recipe_and_the_user() {
         drain(&mut client),
         [ClientEvent::State(ConnectionState::Connected), ClientEvent::State(ConnectionState::Suspended)]
     );
-    let log = client.command(t(4), a, |p: &mut Probe, _| p.log.clone()).unwrap();
-    assert_eq!(log, ["state Connected", "reply 7 Err(ConnectionLoss)", "state Suspended"]);
+    let log = client.with(t(4), a, |p, _| p.log.clone()).unwrap();
+    assert_eq!(log, ["state Connected", "reply 0 Err(ConnectionLoss)", "state Suspended"]);
 }
 
 #[test]
 fn removed_recipe_gets_nothing_and_ops_after_expiry_fail_in_place() {
     let (mut client, mut server) = connected_client();
-    let a = client.add_recipe(t(3), Box::new(Probe::new("/a")));
-    client.command(t(4), a, |p: &mut Probe, now| p.read(now)).unwrap();
+    let a = client.add(t(3), Probe::new("/a"));
+    client.with(t(4), a, |p, now| p.read(now)).unwrap();
     let frames = server.take(&mut client);
-    assert!(client.remove_recipe(a).is_some());
-    assert!(client.remove_recipe(a).is_none());
+    assert!(client.remove_recipe(a.id()).is_some());
+    assert!(client.remove_recipe(a.id()).is_none());
     let data = Some(Response::Data { data: None, stat: stat(1) });
     Server::reply(&mut client, t(5), frames[0].header.xid, 3, ErrorCode::OK, data);
     assert_eq!(drain(&mut client), [ClientEvent::State(ConnectionState::Connected)]);
-    assert_eq!(client.command(t(6), a, |p: &mut Probe, _| p.log.len()), Err(ApiMisuse::UnknownRecipe(a.0)));
+    assert_eq!(client.with(t(6), a, |p, _| p.log.len()), Err(ApiMisuse::UnknownRecipe(a.id().get())));
 
     // A reply with SessionExpired ends the session; a later op fails at once.
-    let b = client.add_recipe(t(7), Box::new(Probe::new("/b")));
+    let b = client.add(t(7), Probe::new("/b"));
     let id = client.submit(t(7), Op::sync(&ZkPath::new("/b").unwrap())).unwrap();
     let frames = server.take(&mut client);
     Server::reply(&mut client, t(8), frames[0].header.xid, 3, ErrorCode::SESSION_EXPIRED, None);
@@ -266,9 +291,9 @@ fn removed_recipe_gets_nothing_and_ops_after_expiry_fail_in_place() {
             ClientEvent::State(ConnectionState::Lost)
         ]
     );
-    client.command(t(9), b, |p: &mut Probe, now| p.read(now)).unwrap();
-    let log = client.command(t(9), b, |p: &mut Probe, _| p.log.clone()).unwrap();
-    assert_eq!(log, ["state Lost", "reply 7 Err(SessionExpired)"]);
+    client.with(t(9), b, |p, now| p.read(now)).unwrap();
+    let log = client.with(t(9), b, |p, _| p.log.clone()).unwrap();
+    assert_eq!(log, ["state Lost", "reply 0 Err(SessionExpired)"]);
     assert_eq!(client.submit(t(9), Op::sync(&ZkPath::root())), Err(ApiMisuse::SessionEnded));
 }
 
@@ -277,39 +302,28 @@ fn recipe_timers_are_part_of_poll_timeout() {
     let (mut client, _server) = connected_client();
     let mut probe = Probe::new("/a");
     probe.deadline = Some(t(50));
-    let a = client.add_recipe(t(3), Box::new(probe));
+    let a = client.add(t(3), probe);
     assert_eq!(client.poll_timeout(), Some(t(50)));
     client.handle_timeout(t(50));
-    let log = client.command(t(51), a, |p: &mut Probe, _| p.log.clone()).unwrap();
+    let log = client.with(t(51), a, |p, _| p.log.clone()).unwrap();
     assert_eq!(log, ["timeout 50.000ms"]);
     assert!(client.poll_timeout().unwrap() > t(50));
 }
 
+/// A handle works on the client that made it only: on another client the
+/// command does not run, even where that client has a recipe of the same
+/// kind under the same id.
 #[test]
-fn command_with_the_wrong_type_is_refused() {
-    struct Other;
-    impl Recipe for Other {
-        fn handle_reply(&mut self, _: Instant, _: OpId, _: Result<Response, RequestError>) {}
-        fn handle_watch(&mut self, _: Instant, _: &WatchEvent) {}
-        fn handle_session(&mut self, _: Instant, _: ConnectionState) {}
-        fn handle_timeout(&mut self, _: Instant) {}
-        fn poll_op(&mut self) -> Option<RecipeOp> {
-            None
-        }
-        fn poll_event(&mut self) -> Option<RecipeEvent> {
-            None
-        }
-        fn poll_timeout(&self) -> Option<Instant> {
-            None
-        }
-        fn is_quiescent(&self) -> bool {
-            true
-        }
-    }
+fn a_handle_of_another_client_is_refused() {
     let (mut client, _server) = connected_client();
-    let id = client.add_recipe(t(3), Box::new(Other));
-    assert!(matches!(client.command(t(3), id, |p: &mut Probe, _| p.log.len()), Err(ApiMisuse::WrongRecipeType(_))));
-    assert!(client.command(t(3), id, |_: &mut Other, _| ()).is_ok());
+    let (mut other, _other_server) = connected_client();
+    let a = client.add(t(3), Probe::new("/a"));
+    let b = other.add(t(3), Probe::new("/b"));
+    assert_eq!(a.id(), b.id());
+    assert_eq!(other.with(t(3), a, |p, _| p.path.to_string()), Err(ApiMisuse::ForeignHandle));
+    assert_eq!(client.with(t(3), b, |p, _| p.path.to_string()), Err(ApiMisuse::ForeignHandle));
+    assert_eq!(client.with(t(3), a, |p, _| p.path.to_string()), Ok("/a".to_string()));
+    assert_eq!(other.with(t(3), b, |p, _| p.path.to_string()), Ok("/b".to_string()));
 }
 
 #[test]
@@ -324,7 +338,7 @@ fn plain_requests_are_validated() {
 fn a_renewed_session_keeps_trying_through_failed_dials() {
     let cs = ConnectString::parse("127.0.0.1:2181").unwrap();
     let config = SessionConfig::new(cs, 1).with_session_timeout(Duration::from_secs(10)).with_give_up_unreachable(true);
-    let mut client = Client::new(config, t(0));
+    let mut client = TestClient::for_machines(config, t(0));
     client.set_renew_session(true);
     let resp = ConnectResponse {
         protocol_version: 0,

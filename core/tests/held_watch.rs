@@ -22,7 +22,7 @@
 
 mod transcript;
 
-use zoolock_core::recipes::{READ, WRITE};
+use zoolock_core::Part;
 use zoolock_core::wire::{ErrorCode, EventType};
 use zoolock_core::{
     ApiMisuse, ConnectionState, LockConfig, MultiLock, Mutex, OpPlan, ReadWriteLock, Recipe, RecipeEvent, RequestError,
@@ -754,14 +754,14 @@ fn each_rwlock_half_is_watched_and_lost_apart() {
     h.run(|l| l.acquire_write(at(0), None)).unwrap();
     let write = h.answer(at(1), "create2", Answer::Seq(7));
     h.answer(at(1), &listing(BASE, true), kids(&[name(&write)]));
-    assert_eq!(h.events(), [member(WRITE, acquired(&write, 1007))]);
+    assert_eq!(h.events(), [member(Part::Write.index(), acquired(&write, 1007))]);
     assert_eq!(h.sent(), [format!("create2 {BASE}/_c_<uuid>-__WRIT__ [ES]"), listing(BASE, true)]);
 
     // The downgrade: the read node reuses the write node's sequence.
     h.run(|l| l.acquire_read(at(3), None)).unwrap();
     let read = h.answer(at(4), "create2", Answer::Made(2000));
     h.answer(at(4), &listing(BASE, true), kids(&[name(&read), name(&write)]));
-    assert_eq!(h.events(), [member(READ, acquired(&read, 2000))]);
+    assert_eq!(h.events(), [member(Part::Read.index(), acquired(&read, 2000))]);
     assert_eq!(h.sent(), [format!("create2 {} [E]", mask(&read)), listing(BASE, true)]);
     h.assert_idle();
 
@@ -770,12 +770,12 @@ fn each_rwlock_half_is_watched_and_lost_apart() {
     h.answer_held_watch(at(6), &read);
     assert!(h.events().is_empty());
     h.answer(at(6), &held_watch(&write), Answer::Err(ErrorCode::NO_NODE));
-    assert_eq!(h.events(), [member(WRITE, RecipeEvent::Lost)]);
+    assert_eq!(h.events(), [member(Part::Write.index(), RecipeEvent::Lost)]);
     assert_eq!((h.recipe.write_hold_count(), h.recipe.read_hold_count()), (0, 1));
     assert!(h.sent().is_empty());
     // Then the read node: the read half is lost.
     h.watch(at(7), EventType::NODE_DELETED, &read);
-    assert_eq!(h.events(), [member(READ, RecipeEvent::Lost)]);
+    assert_eq!(h.events(), [member(Part::Read.index(), RecipeEvent::Lost)]);
     assert_eq!((h.recipe.write_hold_count(), h.recipe.read_hold_count()), (0, 0));
     assert!(h.sent().is_empty());
     h.assert_idle();

@@ -125,7 +125,7 @@ fn run(max: u32, timeout_ms: u64, renew: bool, connections: Vec<Connection>) {
     let mut client = Client::new(config, Instant::ZERO);
     client.set_renew_session(renew);
     let lock = client.add(Instant::ZERO, Mutex::new(ZkPath::new("/lock").unwrap(), LockConfig::new(3)));
-    client.command(Instant::ZERO, lock.id, |m: &mut Mutex, now| m.acquire(now, None)).unwrap().unwrap();
+    client.with(Instant::ZERO, lock, |m, now| m.acquire(now, None)).unwrap().unwrap();
     let mut h =
         Harness { client, now: Instant::ZERO, timeout, max, buf: BytesMut::new(), connects: 0, failures: Vec::new() };
 

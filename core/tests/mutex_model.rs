@@ -266,7 +266,7 @@ impl Model {
     fn submit(&mut self, op: zoolock_core::RecipeOp) {
         {
             let req = op.op.request().clone();
-            self.log.push(format!("op {} {req:?}", op.id.0));
+            self.log.push(format!("op {} {req:?}", op.id.get()));
             if self.ended {
                 self.m.handle_reply(self.now, op.id, Err(RequestError::SessionExpired));
             } else if self.connected {
@@ -322,7 +322,7 @@ impl Model {
     fn deliver(&mut self) {
         match self.output.pop_front() {
             Some(Output::Reply(id, result)) => {
-                self.log.push(format!("reply {} {result:?}", id.0));
+                self.log.push(format!("reply {} {result:?}", id.get()));
                 self.m.handle_reply(self.now, id, result)
             }
             Some(Output::Watch(kind, path)) => {

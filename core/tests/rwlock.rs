@@ -3,13 +3,17 @@
 
 mod transcript;
 
-use zoolock_core::recipes::{READ, WRITE};
 use zoolock_core::wire::{Bytes, ErrorCode, EventType, Request};
-use zoolock_core::{ApiMisuse, LockConfig, OpPlan, ReadWriteLock, Recipe, RecipeEvent, ZkPath};
+use zoolock_core::{
+    ApiMisuse, Client, ConnectString, LockConfig, OpPlan, Part, ReadWriteLock, Recipe, RecipeEvent, SessionConfig,
+    ZkPath,
+};
 
 use transcript::{Answer, Harness, acquired, at, held_watch, kids, listing, member, name, other, uuid_of};
 
 const BASE: &str = "/traces/rwlock";
+const READ: Part = Part::Read;
+const WRITE: Part = Part::Write;
 
 fn lock(plan: OpPlan, seed: u64) -> Harness<ReadWriteLock> {
     // Curator's own sequence does not watch a held node.
@@ -42,7 +46,7 @@ fn queue<const N: usize>(kinds: [&str; N]) -> [String; N] {
 
 /// Starts an acquire of the `READ` or `WRITE` half at t=0 and answers its
 /// create at t=1 with sequence `seq`. Returns the node's path.
-fn acquire_created(h: &mut Harness<ReadWriteLock>, half: usize, seq: i32) -> String {
+fn acquire_created(h: &mut Harness<ReadWriteLock>, half: Part, seq: i32) -> String {
     let kind = if half == READ {
         h.run(|l| l.acquire_read(at(0), None)).unwrap();
         "__READ__"
@@ -55,7 +59,7 @@ fn acquire_created(h: &mut Harness<ReadWriteLock>, half: usize, seq: i32) -> Str
 
 /// Releases the `READ` or `WRITE` half at `at(t)`; the delete of its node
 /// (sequence `seq`) is answered at `at(t + 1)`, and the half reports Released.
-fn release_half(h: &mut Harness<ReadWriteLock>, half: usize, t: u64, seq: u32) {
+fn release_half(h: &mut Harness<ReadWriteLock>, half: Part, t: u64, seq: u32) {
     let kind = if half == READ {
         h.run(|l| l.release_read(at(t))).unwrap();
         "__READ__"
@@ -64,7 +68,7 @@ fn release_half(h: &mut Harness<ReadWriteLock>, half: usize, t: u64, seq: u32) {
         "__WRIT__"
     };
     h.answer(at(t + 1), &format!("delete {BASE}/_c_<uuid>-{kind}{seq:010}"), Answer::Empty);
-    assert_eq!(h.events(), vec![member(half, RecipeEvent::Released)]);
+    assert_eq!(h.events(), vec![member(half.index(), RecipeEvent::Released)]);
 }
 
 /// The watched predecessor `pred` (a name) is deleted at `at(t)`, and the
@@ -76,11 +80,11 @@ fn pred_gone_then_granted(h: &mut Harness<ReadWriteLock>, t: u64, pred: &str, ou
 }
 
 fn read_acquired(node: &str, czxid: i64) -> RecipeEvent {
-    member(READ, acquired(node, czxid))
+    member(READ.index(), acquired(node, czxid))
 }
 
 fn write_acquired(node: &str, czxid: i64) -> RecipeEvent {
-    member(WRITE, acquired(node, czxid))
+    member(WRITE.index(), acquired(node, czxid))
 }
 
 /// Trace `rwlock/A.conn1`: the first reader finds the base path missing,
@@ -202,7 +206,7 @@ fn pipelined_readers_share() {
     // Pipelined release reports at once; the delete stays guaranteed.
     h.run(|l| l.release_read(at(2))).unwrap();
     assert_eq!(h.sent(), ["delete /traces/rwlock/_c_<uuid>-__READ__0000000003"]);
-    assert_eq!(h.events(), vec![member(READ, RecipeEvent::Released)]);
+    assert_eq!(h.events(), vec![member(READ.index(), RecipeEvent::Released)]);
     assert!(!h.recipe.is_quiescent());
     h.answer(at(3), "delete", Answer::Empty);
     assert!(h.recipe.is_quiescent());
@@ -284,12 +288,12 @@ fn pipelined_downgrade_reuses_the_write_sequence() {
     h.answer(at(3), &listing(BASE, true), kids(&[queued.clone(), name(&r), name(&w)]));
     assert_eq!(h.events(), vec![read_acquired(&r, 2000)]);
     // The halves' ops leave under distinct ids (each reply finds its half).
-    let ids: std::collections::BTreeSet<u64> = h.sent_ops.iter().map(|op| op.id.0).collect();
+    let ids: std::collections::BTreeSet<u64> = h.sent_ops.iter().map(|op| op.id.get()).collect();
     assert_eq!(ids.len(), h.sent_ops.len());
 
     h.run(|l| l.release_write(at(4))).unwrap();
     assert_eq!(h.sent(), ["delete /traces/rwlock/_c_<uuid>-__WRIT__0000000007"]);
-    assert_eq!(h.events(), vec![member(WRITE, RecipeEvent::Released)]);
+    assert_eq!(h.events(), vec![member(WRITE.index(), RecipeEvent::Released)]);
     assert_eq!(h.recipe.read_hold_count(), 1);
     // That delete changes the base's children: the read half, held, now
     // watches its node itself; the released write half sends nothing.
@@ -392,7 +396,7 @@ fn timed_out_writer_deletes_its_node() {
     h.timeout(at(300));
     h.answer(at(301), "getChildren2", kids(&[r0.clone(), name(&w)]));
     h.answer(at(302), "getData /traces/rwlock/_c_<uuid>-__READ__0000000000 w", Answer::Data(b""));
-    assert_eq!(h.events(), vec![member(WRITE, RecipeEvent::TimedOut)]);
+    assert_eq!(h.events(), vec![member(WRITE.index(), RecipeEvent::TimedOut)]);
     h.answer(at(303), "delete /traces/rwlock/_c_<uuid>-__WRIT__0000000001", Answer::Empty);
     h.assert_idle();
     assert_eq!(h.recipe.write_hold_count(), 0);
@@ -443,14 +447,14 @@ fn cancel_read_leaves_no_node() {
     assert!(h.recipe.is_quiescent());
 }
 
-/// Both halves are driven through a `Client` by downcasting.
+/// Both halves are driven through a `Client` by its typed handle.
 #[test]
 fn usable_as_a_client_recipe() {
-    let mut l = ReadWriteLock::new(ZkPath::new(BASE).unwrap(), LockConfig::new(14));
-    let any: &mut dyn Recipe = &mut l;
-    let rw = any.as_any_mut().downcast_mut::<ReadWriteLock>().unwrap();
-    rw.acquire_write(at(0), None).unwrap();
-    assert_eq!(rw.base().as_str(), BASE);
+    let config = SessionConfig::new(ConnectString::parse("127.0.0.1:2181").unwrap(), 14);
+    let mut client = Client::new(config, at(0));
+    let rw = client.add(at(0), ReadWriteLock::new(ZkPath::new(BASE).unwrap(), LockConfig::new(14)));
+    client.with(at(0), rw, |l, now| l.acquire_write(now, None)).unwrap().unwrap();
+    assert_eq!(client.with(at(0), rw, |l, _| l.base().as_str().to_owned()).unwrap(), BASE);
 }
 
 /// Cancelling during the pause before a re-create creates nothing.
@@ -490,7 +494,7 @@ fn pipelined_writer_relists_after_a_downgrade_ahead() {
 /// Pipelined plan: our `half`'s node `seq` waits on another client's writer
 /// node just before it (watching our own node first), which is deleted at
 /// t=3. Returns our node too.
-fn behind_a_writer_that_goes(seed: u64, half: usize, seq: i32) -> (Harness<ReadWriteLock>, String) {
+fn behind_a_writer_that_goes(seed: u64, half: Part, seq: i32) -> (Harness<ReadWriteLock>, String) {
     let mut h = lock(OpPlan::Pipelined, seed);
     let writer = other(1, "__WRIT__", u32::try_from(seq - 1).unwrap());
     let ours = acquire_created(&mut h, half, seq);

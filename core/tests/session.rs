@@ -92,7 +92,7 @@ fn reconnect_request(last_zxid: i64) -> ConnectRequest {
     }
 }
 
-fn loss(id: u64) -> zoolock_core::SessionEvent {
+fn loss(id: u64) -> support::Ev {
     reply_ev(id, Err(RequestError::ConnectionLoss))
 }
 
@@ -212,7 +212,7 @@ fn requests_wait_for_the_handshake_then_go_out_in_submit_order_with_the_chroot()
     let _ = sim.sent_connect();
     let d = sim.submit(Op::get_data(&p("/"), false));
     let e = sim.submit(Op::delete(&p("/e"), Some(3)));
-    assert_eq!([a, b, c, d, e], [RequestId(0), RequestId(1), RequestId(2), RequestId(3), RequestId(4)]);
+    assert_eq!([a, b, c, d, e].map(RequestId::get), [0, 1, 2, 3, 4]);
     sim.assert_quiet();
 
     sim.set(10);
@@ -260,7 +260,7 @@ fn requests_wait_for_the_handshake_then_go_out_in_submit_order_with_the_chroot()
 
     // Once connected, a submit goes out at once with the next xid.
     let f = sim.submit(Op::exists(&p("/f"), false));
-    assert_eq!(f, RequestId(5));
+    assert_eq!(f.get(), 5);
     assert_eq!(sim.sent(), [frame(6, exists("/app/f", false))]);
     sim.assert_quiet();
 }
@@ -465,7 +465,7 @@ fn read_timeout_suspends_then_reconnect_resends_auth_watches_and_queued_requests
     // Read timeout: 2T/3 after the last receive at t=200.
     sim.tick_at_deadline(6_200);
     assert_eq!(sim.io(), [IoCommand::Close, IoCommand::Connect { host: HostId(0), addr: addr("127.0.0.1", 2181) }]);
-    assert_eq!(sim.events(), [loss(lost.0), state_ev(ConnectionState::Suspended)]);
+    assert_eq!(sim.events(), [loss(lost.get()), state_ev(ConnectionState::Suspended)]);
     assert_eq!(sim.s.status(), SessionStatus::Connecting);
     assert_eq!(sim.s.in_flight(), 0);
     assert_eq!(sim.tx().len(), 0);
@@ -510,8 +510,8 @@ fn read_timeout_suspends_then_reconnect_resends_auth_watches_and_queued_requests
         sim.events(),
         [
             watch_ev(1, EventType::NODE_DATA_CHANGED, "/d"),
-            reply_ev(q1.0, Ok(Response::Empty)),
-            reply_ev(q2.0, Ok(data(b"2", 31))),
+            reply_ev(q1.get(), Ok(Response::Empty)),
+            reply_ev(q2.get(), Ok(data(b"2", 31))),
         ]
     );
     assert_eq!(sim.s.last_zxid(), 31);
@@ -531,7 +531,7 @@ fn reconnect_without_watches_or_auth_sends_only_the_queue() {
     assert_eq!(sim.events(), [state_ev(ConnectionState::Reconnected)]);
     assert_eq!(sim.sent(), [frame(1, Request::Sync(zoolock_core::wire::PathRequest { path: "/a".into() }))]);
     sim.feed_ok(&ok(1, 3, Response::Path("/a".into())));
-    assert_eq!(sim.events(), [reply_ev(q.0, Ok(Response::Path("/a".into())))]);
+    assert_eq!(sim.events(), [reply_ev(q.get(), Ok(Response::Path("/a".into())))]);
 }
 
 #[test]
@@ -694,7 +694,7 @@ fn a_cycle_of_failed_dials_before_any_session_ends_it_unreachable() {
     assert_eq!(sim.s.status(), SessionStatus::Connecting, "two of three hosts: not a cycle yet");
     refuse(&mut sim, 2);
     // The third failed dial completes the cycle: no pause, no further dial.
-    assert_eq!(sim.events(), end_events(&[queued.0], RequestError::Unreachable, ConnectionState::Unreachable));
+    assert_eq!(sim.events(), end_events(&[queued.get()], RequestError::Unreachable, ConnectionState::Unreachable));
     assert_eq!(sim.io(), [], "the socket was already gone");
     sim.assert_ended(SessionStatus::Unreachable);
     assert_eq!(RequestError::Unreachable.code(), ErrorCode::CONNECTION_LOSS, "a local condition, no server code");
@@ -835,7 +835,7 @@ fn expired_handshake_on_reconnect_clears_watches() {
     let _ = sim.events();
     sim.set(100);
     sim.disconnected();
-    assert_eq!(sim.events(), [loss(in_flight.0), state_ev(ConnectionState::Suspended)]);
+    assert_eq!(sim.events(), [loss(in_flight.get()), state_ev(ConnectionState::Suspended)]);
     let queued = sim.submit(Op::sync(&p("/b")));
     sim.tick();
     let _ = sim.io();
@@ -843,7 +843,10 @@ fn expired_handshake_on_reconnect_clears_watches() {
     assert_eq!(sim.sent_connect(), reconnect_request(5));
     sim.feed_ok(&expired_response());
     assert_eq!(sim.io(), [IoCommand::Close]);
-    assert_eq!(sim.events(), [reply_ev(queued.0, Err(RequestError::SessionExpired)), state_ev(ConnectionState::Lost)]);
+    assert_eq!(
+        sim.events(),
+        [reply_ev(queued.get(), Err(RequestError::SessionExpired)), state_ev(ConnectionState::Lost)]
+    );
     assert!(!sim.s.remove_watch("/w", WatchKind::Data, WatcherId(1)), "the watch table was cleared");
     assert_eq!(sim.s.poll_timeout(), None);
 }
@@ -873,7 +876,10 @@ fn disconnected_for_the_negotiated_timeout_loses_the_session() {
     assert_eq!(sim.events(), []);
     sim.tick_at_deadline(10_000);
     assert_eq!(sim.io(), [IoCommand::Close]);
-    assert_eq!(sim.events(), [reply_ev(held.0, Err(RequestError::SessionExpired)), state_ev(ConnectionState::Lost)]);
+    assert_eq!(
+        sim.events(),
+        [reply_ev(held.get(), Err(RequestError::SessionExpired)), state_ev(ConnectionState::Lost)]
+    );
     assert_eq!(sim.s.status(), SessionStatus::Expired);
     assert_eq!(sim.s.poll_timeout(), None);
 }
@@ -1001,7 +1007,7 @@ fn a_server_that_misbehaves_on_every_connection_ends_the_session() {
     assert_eq!(zoolock_core::DEFAULT_MAX_MISBEHAVING_CONNECTIONS, 3);
     for _ in 0..2 {
         let (_, id) = misbehave(&mut sim);
-        assert_eq!(sim.events(), [loss(id.0), state_ev(ConnectionState::Suspended)]);
+        assert_eq!(sim.events(), [loss(id.get()), state_ev(ConnectionState::Suspended)]);
         assert_eq!(sim.s.status(), SessionStatus::Disconnected);
         resume(&mut sim);
     }
@@ -1017,7 +1023,10 @@ fn a_server_that_misbehaves_on_every_connection_ends_the_session() {
         (e, (id, queued))
     };
     let gave_up = RequestError::ServerMisbehaved(e);
-    assert_eq!(sim.events(), end_events(&[id.0.0, id.1.0], gave_up.clone(), ConnectionState::ServerMisbehaved(e)));
+    assert_eq!(
+        sim.events(),
+        end_events(&[id.0.get(), id.1.get()], gave_up.clone(), ConnectionState::ServerMisbehaved(e))
+    );
     sim.assert_ended(SessionStatus::ServerMisbehaved(e));
     assert_eq!(sim.s.status().end_error(), Some(gave_up.clone()));
     assert_eq!(ConnectionState::ServerMisbehaved(e).end_error(), Some(gave_up.clone()));
@@ -1039,7 +1048,7 @@ fn a_matched_reply_resets_the_misbehaving_count() {
     let id = sim.submit(Op::sync(&p("/ok")));
     let xid = sim.sent()[0].header.xid.0;
     sim.feed_ok(&ok(xid, 5, Response::Path("/ok".into())));
-    assert_eq!(sim.events(), [reply_ev(id.0, Ok(Response::Path("/ok".into())))]);
+    assert_eq!(sim.events(), [reply_ev(id.get(), Ok(Response::Path("/ok".into())))]);
     for _ in 0..2 {
         misbehave(&mut sim);
         sim.events();
@@ -1067,7 +1076,7 @@ fn misbehaving_for_a_session_timeout_ends_the_session_before_the_count() {
     let (e, id) = misbehave(&mut sim);
     assert_eq!(
         sim.events(),
-        [reply_ev(id.0, Err(RequestError::ServerMisbehaved(e))), state_ev(ConnectionState::ServerMisbehaved(e))]
+        [reply_ev(id.get(), Err(RequestError::ServerMisbehaved(e))), state_ev(ConnectionState::ServerMisbehaved(e))]
     );
 }
 
@@ -1318,7 +1327,7 @@ fn a_watch_needs_a_watcher() {
     assert_eq!(sim.s.submit(sim.now, Op::get_children(&p("/a"), true), None), Err(ApiMisuse::WatchWithoutWatcher));
     sim.assert_quiet();
     // No id was used up; a watcher without a watch flag is simply ignored.
-    assert_eq!(sim.s.submit(sim.now, Op::get_data(&p("/a"), false), Some(WatcherId(1))), Ok(RequestId(0)));
+    assert_eq!(sim.s.submit(sim.now, Op::get_data(&p("/a"), false), Some(WatcherId(1))).map(RequestId::get), Ok(0));
     assert_eq!(sim.sent(), [frame(1, get_data("/a", false))]);
     sim.feed_ok(&ok(1, 5, data(b"", 5)));
     sim.feed_ok(&notification(EventType::NODE_DATA_CHANGED, "/a"));
@@ -1499,7 +1508,7 @@ fn close_while_disconnected_is_immediate() {
     let q = sim.submit(Op::sync(&p("/q")));
     sim.s.close(sim.now);
     assert_eq!(sim.io(), []);
-    assert_eq!(sim.events(), [reply_ev(q.0, Err(RequestError::Closed)), state_ev(ConnectionState::Closed)]);
+    assert_eq!(sim.events(), [reply_ev(q.get(), Err(RequestError::Closed)), state_ev(ConnectionState::Closed)]);
     assert_eq!(sim.tx().len(), 0);
 
     // While handshaking: nothing but the ConnectRequest was ever sent.
@@ -1532,7 +1541,7 @@ fn scripted_stream() -> (Sim, Vec<u8>) {
     (sim, s.to_vec())
 }
 
-fn expected_script_events() -> Vec<zoolock_core::SessionEvent> {
+fn expected_script_events() -> Vec<support::Ev> {
     vec![
         state_ev(ConnectionState::Connected),
         reply_ev(0, Ok(data(b"hello", 9))),
@@ -1623,11 +1632,11 @@ fn oversized_request_is_refused_locally_and_the_session_stays_healthy() {
     sim.feed_ok(&connect_response(NEGOTIATED, 0x1234, Some(false)));
     // setData: 8 header + 8 path + 2 004 data + 4 version.
     let too_large = Err(RequestError::TooLarge { len: 2_024, max: 1_024 });
-    assert_eq!(sim.events(), [state_ev(ConnectionState::Connected), reply_ev(early.0, too_large.clone())]);
+    assert_eq!(sim.events(), [state_ev(ConnectionState::Connected), reply_ev(early.get(), too_large.clone())]);
     assert_eq!(sim.tx().len(), 0);
 
     let late = sim.submit(Op::set_data(&p("/big"), Bytes::from(vec![0u8; 2_000]), None));
-    assert_eq!(sim.events(), [reply_ev(late.0, too_large)]);
+    assert_eq!(sim.events(), [reply_ev(late.get(), too_large)]);
     assert_eq!(sim.tx().len(), 0, "nothing transmitted");
     assert_eq!(sim.s.in_flight(), 0);
     assert_eq!(sim.io(), []);
@@ -1638,7 +1647,7 @@ fn oversized_request_is_refused_locally_and_the_session_stays_healthy() {
     assert_eq!(sent.len(), 1);
     assert_eq!(sent[0].header.op, OpCode::SET_DATA);
     sim.feed_ok(&ok(sent[0].header.xid.0, 5, Response::Stat(stat(5))));
-    assert_eq!(sim.events(), [reply_ev(fine.0, Ok(Response::Stat(stat(5))))]);
+    assert_eq!(sim.events(), [reply_ev(fine.get(), Ok(Response::Stat(stat(5))))]);
 }
 
 // ---- 16. poll_timeout is always in the future after handle_timeout ----------------------

@@ -15,7 +15,7 @@ use zoolock_core::{Client as CoreClient, Handle, RecipeEvent, RecipeId, ZkPath};
 use crate::client::{Client, RecipeHandle};
 use crate::error::Error;
 use crate::hold::Watched;
-use crate::task::Command;
+use crate::task::{Command, Sink};
 
 /// A count's value and the node version it was read at (the version to
 /// give [`SharedCount::try_set`]).
@@ -79,10 +79,12 @@ impl SharedCount {
         let shared = Arc::new(Watched::<State>::default());
         let label: Arc<str> = path.as_str().into();
         let (sink_shared, sink_path) = (shared.clone(), label.clone());
-        let sink = Box::new(move |_: &mut CoreClient, _, _: RecipeId, event| on_event(&sink_shared, &sink_path, event));
-        let id = client.add_recipe(Box::new(CoreCount::new(path, seed, config)), sink).await?;
-        let handle = Arc::new(RecipeHandle { client, id });
-        let count = SharedCount { handle, typed: Handle::from_id(id), shared, path: label };
+        let sink = move |_: Handle<CoreCount>| -> Sink {
+            Box::new(move |_: &mut CoreClient, _, _: RecipeId, event| on_event(&sink_shared, &sink_path, event))
+        };
+        let typed = client.add_recipe(CoreCount::new(path, seed, config), sink).await?;
+        let handle = Arc::new(RecipeHandle { client, id: typed.id() });
+        let count = SharedCount { handle, typed, shared, path: label };
         count.first_value().await?;
         Ok(count)
     }

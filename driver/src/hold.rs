@@ -93,8 +93,6 @@ pub(crate) async fn with_progress<T>(
 pub(crate) struct Watched<T> {
     state: std::sync::Mutex<T>,
     pub(crate) changed: Arc<Event>,
-    /// Tickets of the recipe's acquires.
-    pub(crate) next_ticket: std::sync::atomic::AtomicU64,
 }
 
 impl<T> Watched<T> {
@@ -121,36 +119,42 @@ pub(crate) struct Waiters<S, W> {
     pub(crate) refuse: fn(W, crate::Error),
 }
 
-/// Registers `waiter` under a fresh ticket and queues `command` for it on
-/// the event loop, under one lock, so tickets queue in the order their
-/// commands reach the loop and grants follow call order. A command the
-/// recipe refuses answers the waiter with the refusal. Returns the ticket
-/// and whether the command was queued.
-pub(crate) fn enqueue<S: Send + 'static, W: Send + 'static, R: zoolock_core::Recipe>(
+/// The ticket core issued to an acquire, once its command has run on the
+/// event loop (empty if the recipe refused it). Commands run in order, so a
+/// later command of the same handle (a cancel) finds it set.
+pub(crate) type TicketCell = Arc<std::sync::OnceLock<Ticket>>;
+
+/// Queues `command` on the event loop; the ticket core issues for it files
+/// `waiter` under that ticket (before any event of the ticket is delivered)
+/// and fills the returned cell. A command the recipe refuses answers the
+/// waiter with the refusal. Returns the cell and whether the command was
+/// queued.
+pub(crate) fn enqueue<S, W, R>(
     shared: &Arc<Watched<S>>,
     waiters: Waiters<S, W>,
     inner: &Inner,
     handle: zoolock_core::Handle<R>,
     waiter: W,
-    command: impl FnOnce(&mut R, zoolock_core::Instant, Ticket) -> Result<(), zoolock_core::ApiMisuse> + Send + 'static,
-) -> (u64, Result<(), crate::Error>) {
+    command: impl FnOnce(&mut R, zoolock_core::Instant) -> Result<Ticket, zoolock_core::ApiMisuse> + Send + 'static,
+) -> (TicketCell, Result<(), crate::Error>)
+where
+    S: Send + 'static,
+    W: Send + 'static,
+    R: zoolock_core::Machine<zoolock_core::CoreMachine> + 'static,
+{
     let answer = shared.clone();
-    shared.with(|s| {
-        let ticket = shared.next_ticket.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        (waiters.of)(s).insert(ticket, waiter);
-        let queued = inner.send(crate::task::Command::Run(Box::new(move |client, now| {
-            let refused = match client.with(now, handle, |r, now| command(r, now, Ticket(ticket))) {
-                Ok(Ok(())) => None,
-                Ok(Err(e)) | Err(e) => Some(e),
-            };
-            if let Some(e) = refused {
-                if let Some(w) = answer.with(|s| (waiters.of)(s).remove(&ticket)) {
-                    (waiters.refuse)(w, e.into());
-                }
+    let cell = TicketCell::default();
+    let issued = cell.clone();
+    let queued = inner.send(crate::task::Command::Run(Box::new(move |client, now| {
+        match client.with(now, handle, |r, now| command(r, now)) {
+            Ok(Ok(ticket)) => {
+                let _ = issued.set(ticket);
+                answer.with(|s| (waiters.of)(s).insert(ticket.get(), waiter));
             }
-        })));
-        (ticket, queued)
-    })
+            Ok(Err(e)) | Err(e) => (waiters.refuse)(waiter, e.into()),
+        }
+    })));
+    (cell, queued)
 }
 
 /// The error of an acquire that ended without a grant (`TimedOut`,

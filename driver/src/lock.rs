@@ -1,4 +1,4 @@
-//! [`Lock`] and [`Guard`]: async handles over core's [`SharedLock`], which
+//! [`Lock`] and [`Guard`]: async handles over core's [`LockQueue`], which
 //! queues the acquires of a handle and all its clones and owns every lock
 //! rule (an acquire after a release waits for it, a grant to a dropped
 //! acquire is given back, an acquire re-queues on a renewed session). This
@@ -18,16 +18,16 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures_channel::oneshot;
-use zoolock_core::recipes::{BoxedLock, Part, SharedLock, Ticket};
+use zoolock_core::recipes::{BoxedLock, LockQueue, Part, Ticket};
 use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Handle, Instant, RecipeEvent, RecipeId};
 
 use crate::client::{Client, RecipeHandle};
 use crate::error::Error;
 use crate::hold::{self, HoldStatus, QueuePosition, Watched};
 use crate::metrics::{Gauge, Labels};
-use crate::task::Command;
+use crate::task::{Command, Sink};
 
-type Grant = Result<(String, FencingToken), Error>;
+type Grant = Result<(Ticket, String, FencingToken), Error>;
 
 /// An acquire waiting for its outcome.
 #[derive(Debug)]
@@ -100,7 +100,7 @@ impl LockShared {
 #[derive(Clone)]
 pub struct Lock {
     recipe: Arc<RecipeHandle>,
-    handle: Handle<SharedLock>,
+    handle: Handle<LockQueue>,
     part: Part,
     shared: Arc<LockShared>,
     /// The lock path (paths, for a multi-lock), for the log.
@@ -139,7 +139,7 @@ fn on_event(
     labels: &Labels,
     client: &mut CoreClient,
     now: Instant,
-    handle: Handle<SharedLock>,
+    handle: Handle<LockQueue>,
     event: RecipeEvent,
 ) {
     let RecipeEvent::Ticket { ticket, event } = event else {
@@ -152,7 +152,7 @@ fn on_event(
         }
         return;
     };
-    let t = ticket.0;
+    let t = ticket.get();
     match *event {
         RecipeEvent::Acquired { node, token } => {
             let waiter = shared.with(|s| {
@@ -168,7 +168,7 @@ fn on_event(
                 s.holds.insert(t, held);
                 Some(waiter.reply)
             });
-            if waiter.is_none_or(|w| w.send(Ok((node.clone(), token))).is_err()) {
+            if waiter.is_none_or(|w| w.send(Ok((ticket, node.clone(), token))).is_err()) {
                 // Granted to an acquire that was dropped: give it back.
                 tracing::debug!(%path, %node, "lock granted to a dropped acquire: releasing");
                 shared.with(|s| forget(s, t));
@@ -266,22 +266,25 @@ impl Lock {
         path: String,
         kind: &'static str,
     ) -> Result<Vec<Lock>, Error> {
-        let parts = recipe.parts().max(1);
+        let parts = recipe.parts();
         let renew = client.inner.options.renew_session;
         let shared = Arc::new(LockShared::default());
         let path: Arc<str> = path.into();
         let labels = Arc::new(Labels::new(kind, &path, client.inner.options.metrics_path_label));
         let (sink_shared, sink_path, sink_labels) = (shared.clone(), path.clone(), labels.clone());
-        let sink = Box::new(move |c: &mut CoreClient, now, id: RecipeId, event| {
-            on_event(&sink_shared, &sink_path, &sink_labels, c, now, Handle::from_id(id), event)
-        });
-        let id = client.add_recipe(Box::new(SharedLock::new(recipe, renew)), sink).await?;
-        let recipe = Arc::new(RecipeHandle { client, id });
-        Ok((0..parts)
+        let sink = move |handle: Handle<LockQueue>| -> Sink {
+            Box::new(move |c: &mut CoreClient, now, _: RecipeId, event| {
+                on_event(&sink_shared, &sink_path, &sink_labels, c, now, handle, event)
+            })
+        };
+        let handle = client.add_recipe(LockQueue::new(recipe, renew), sink).await?;
+        let recipe = Arc::new(RecipeHandle { client, id: handle.id() });
+        Ok(parts
+            .iter()
             .map(|part| Lock {
                 recipe: recipe.clone(),
-                handle: Handle::from_id(id),
-                part,
+                handle,
+                part: *part,
                 shared: shared.clone(),
                 path: path.clone(),
                 labels: labels.clone(),
@@ -412,7 +415,7 @@ impl Lock {
         mut progress: impl FnMut(QueuePosition) + Send,
     ) -> Result<Guard, Error> {
         let part = self.part;
-        self.start(move |q, now, ticket| q.acquire(now, ticket, part, timeout.map(|d| now + d)), &mut progress).await
+        self.start(move |q, now| Ok(q.acquire(now, part, timeout.map(|d| now + d))), &mut progress).await
     }
 
     async fn acquire_inner(&self, timeout: Option<Duration>) -> Result<Guard, Error> {
@@ -423,7 +426,7 @@ impl Lock {
     /// grant. Dropping the future cancels the ticket wherever it is.
     async fn start(
         &self,
-        command: impl FnOnce(&mut SharedLock, Instant, Ticket) -> Result<(), ApiMisuse> + Send + 'static,
+        command: impl FnOnce(&mut LockQueue, Instant) -> Result<Ticket, ApiMisuse> + Send + 'static,
         progress: &mut (dyn FnMut(QueuePosition) + Send),
     ) -> Result<Guard, Error> {
         let (tx, rx) = oneshot::channel();
@@ -434,17 +437,19 @@ impl Lock {
             position: None,
             _waiting: Gauge::waiting(&self.labels),
         };
-        let (t, queued) = hold::enqueue(&self.shared, WAITERS, &self.client().inner, self.handle, waiter, command);
-        tracing::trace!(path = %self.path, t, part = self.part, "acquire");
+        let (cell, queued) = hold::enqueue(&self.shared, WAITERS, &self.client().inner, self.handle, waiter, command);
+        tracing::trace!(path = %self.path, part = ?self.part, "acquire");
         let began = self.client().inner.runtime.now();
-        let mut pending = PendingAcquire { lock: self.clone(), ticket: t, rx: Some(rx) };
+        let mut pending = PendingAcquire { lock: self.clone(), ticket: cell.clone(), rx: Some(rx) };
         if let Err(e) = queued {
             pending.rx = None;
-            self.shared.with(|s| s.waiters.remove(&t));
             return Err(e);
         }
-        let position = || self.shared.peek(|s| s.waiters.get(&t).and_then(|w| w.position));
-        let (node, token) = hold::with_progress(&self.shared.changed, position, progress, &mut pending).await?;
+        let position = || {
+            let ticket = cell.get()?;
+            self.shared.peek(|s| s.waiters.get(&ticket.get()).and_then(|w| w.position))
+        };
+        let (t, node, token) = hold::with_progress(&self.shared.changed, position, progress, &mut pending).await?;
         let waited = self.client().inner.runtime.now().saturating_duration_since(began);
         crate::metrics::acquired(&self.labels, waited);
         tracing::debug!(path = %self.path, %node, token = token.0, ?waited, "lock granted");
@@ -492,7 +497,8 @@ impl Lock {
 /// An acquire in flight; dropping it cancels cleanly.
 struct PendingAcquire {
     lock: Lock,
-    ticket: u64,
+    /// Set once core has issued the acquire's ticket.
+    ticket: hold::TicketCell,
     rx: Option<oneshot::Receiver<Grant>>,
 }
 
@@ -515,16 +521,19 @@ impl Drop for PendingAcquire {
     fn drop(&mut self) {
         let Some(mut rx) = self.rx.take() else { return };
         rx.close();
-        let (shared, handle, t) = (self.lock.shared.clone(), self.lock.handle, self.ticket);
-        tracing::trace!(path = %self.lock.path, t, "acquire dropped");
+        let (shared, handle, cell) = (self.lock.shared.clone(), self.lock.handle, self.ticket.clone());
+        tracing::trace!(path = %self.lock.path, "acquire dropped");
         let _ = self.lock.client().inner.send(Command::Run(Box::new(move |client, now| {
+            // The acquire's command ran first: a refused one has no ticket
+            // and nothing to take back.
+            let Some(&ticket) = cell.get() else { return };
             // Wherever the ticket is (queued, acquiring, granted), core
             // takes it out and gives back a hold it got.
             shared.with(|s| {
-                s.waiters.remove(&t);
-                forget(s, t);
+                s.waiters.remove(&ticket.get());
+                forget(s, ticket.get());
             });
-            let _ = client.with(now, handle, |q, now| q.cancel(now, Ticket(t)));
+            let _ = client.with(now, handle, |q, now| q.cancel(now, ticket));
         })));
     }
 }
@@ -535,7 +544,7 @@ impl Drop for PendingAcquire {
 #[derive(Debug)]
 pub struct Guard {
     lock: Lock,
-    ticket: u64,
+    ticket: Ticket,
     node: String,
     token: FencingToken,
     released: bool,
@@ -560,7 +569,7 @@ impl Guard {
     /// the critical section until it is `Held` again), or `Lost` (for good).
     /// Applies the staleness rule (see [`Lock::status`]).
     pub fn status(&self) -> HoldStatus {
-        let reported = match self.lock.shared.hold_status(self.ticket) {
+        let reported = match self.lock.shared.hold_status(self.ticket.get()) {
             // The hold's record is gone only once it was let go.
             HoldStatus::NotHeld if !self.released => HoldStatus::Lost,
             other => other,
@@ -599,7 +608,7 @@ impl Guard {
         let (shared, inner, t) = (self.lock.shared.clone(), self.lock.client().inner.clone(), self.ticket);
         let status_inner = inner.clone();
         hold::changes(inner, shared.changed.clone(), move || {
-            let reported = match shared.hold_status(t) {
+            let reported = match shared.hold_status(t.get()) {
                 HoldStatus::NotHeld => HoldStatus::Lost,
                 other => other,
             };
@@ -613,7 +622,7 @@ impl Guard {
     pub async fn revocation_requested(&self) {
         loop {
             let listener = self.lock.shared.changed.listen();
-            if self.lock.shared.peek(|s| s.holds.get(&self.ticket).is_some_and(|h| h.revoked)) {
+            if self.lock.shared.peek(|s| s.holds.get(&self.ticket.get()).is_some_and(|h| h.revoked)) {
                 return;
             }
             listener.await;
@@ -657,12 +666,8 @@ impl Guard {
     pub async fn fenced(&self, ops: Vec<zoolock_core::Op>) -> Result<Vec<zoolock_core::wire::MultiResult>, Error> {
         let (handle, t) = (self.lock.handle, self.ticket);
         // Core knows the hold: its nodes, or none once it was lost.
-        let nodes = self
-            .lock
-            .client()
-            .inner
-            .run(move |client, now| client.with(now, handle, |q, _| q.hold_nodes(Ticket(t))))
-            .await??;
+        let nodes =
+            self.lock.client().inner.run(move |client, now| client.with(now, handle, |q, _| q.hold_nodes(t))).await??;
         match nodes {
             Some(nodes) => self.lock.client().fenced(&nodes, ops).await,
             None => Err(Error::NotHeld { node: self.node.clone() }),
@@ -691,9 +696,9 @@ impl Guard {
     /// Cancel-safe as [`Lock::acquire`]: a read node made for a dropped downgrade
     /// is deleted; the write guard is untouched.
     pub async fn downgrade(&self) -> Result<Guard, Error> {
-        let read = Lock { part: zoolock_core::recipes::READ, ..self.lock.clone() };
-        let writer = Ticket(self.ticket);
-        read.start(move |q, now, ticket| q.downgrade(now, writer, ticket), &mut |_| {}).await
+        let read = Lock { part: Part::Read, ..self.lock.clone() };
+        let writer = self.ticket;
+        read.start(move |q, now| q.downgrade(now, writer), &mut |_| {}).await
     }
 
     /// A second, nested guard on the same hold (explicit reentrancy, counted
@@ -713,11 +718,7 @@ impl Guard {
     /// ends (its release, or the session's end). Await it to completion.
     pub async fn reenter(&self) -> Result<Guard, Error> {
         let (handle, t) = (self.lock.handle, self.ticket);
-        self.lock
-            .client()
-            .inner
-            .run(move |client, now| client.with(now, handle, |q, _| q.reenter(Ticket(t))))
-            .await???;
+        self.lock.client().inner.run(move |client, now| client.with(now, handle, |q, _| q.reenter(t))).await???;
         Ok(Guard { lock: self.lock.clone(), ticket: t, node: self.node.clone(), token: self.token, released: false })
     }
 
@@ -764,31 +765,31 @@ fn release_job(
     client: &mut CoreClient,
     now: Instant,
     shared: &LockShared,
-    handle: Handle<SharedLock>,
-    t: u64,
+    handle: Handle<LockQueue>,
+    t: Ticket,
     reply: Option<oneshot::Sender<Result<(), Error>>>,
 ) -> Option<Result<(), Error>> {
     match client.with(now, handle, |q, now| {
-        let result = q.release(now, Ticket(t));
-        let still_held = (0..q.inner().parts()).any(|p| q.holder(p).is_some_and(|(h, _, _)| h.0 == t));
+        let result = q.release(now, t);
+        let still_held = q.inner().parts().iter().any(|p| q.holder(*p).is_some_and(|(h, _, _)| h == t));
         (result, still_held)
     }) {
         Ok((Ok(true), still_held)) => {
             if !still_held {
-                shared.with(|s| forget(s, t));
+                shared.with(|s| forget(s, t.get()));
             }
             Some(Ok(()))
         }
         Ok((Ok(false), _)) => {
             if let Some(reply) = reply {
-                shared.with(|s| s.releases.insert(t, reply));
+                shared.with(|s| s.releases.insert(t.get(), reply));
             }
             None
         }
         // Nothing held under this ticket any more: the hold was lost and
         // let go, or released by a racing cancel.
         Ok((Err(ApiMisuse::NotHeld), _)) => {
-            shared.with(|s| forget(s, t));
+            shared.with(|s| forget(s, t.get()));
             Some(Ok(()))
         }
         Ok((Err(e), _)) | Err(e) => Some(Err(e.into())),

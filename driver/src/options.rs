@@ -122,38 +122,95 @@ impl Default for Options {
 }
 
 impl Options {
-    zoolock_core::config_setters! {
-        /// Sets the session timeout.
-        session_timeout(session_timeout: Duration);
-        /// Sets how long [`Client::connect`](crate::Client::connect) waits for the first session.
-        connect_timeout(connect_timeout: Duration);
-        /// Sets the op plan.
-        plan(plan: OpPlan);
-        /// Sets the lock node data.
-        lock_data(lock_data: Bytes) => Some;
-        /// Sets how recipes frame the data they write.
-        compression(compression: Compression);
-        /// Sets the seed.
-        seed(seed: u64) => Some;
-        /// Sets how many misbehaving connections in a row end the session.
-        max_misbehaving_connections(max_misbehaving_connections: u32);
-        /// Turns session renewal after expiry on or off (on by default).
-        renew_session(renew_session: bool);
-        /// Creates missing parents as containers (default) or persistent nodes.
-        container_parents(container_parents: bool);
-        /// Sets the NoNode retry policy of lock recipes.
-        retry(retry: RetryPolicy);
-        /// Keeps the chroot in place (default) or never creates it.
-        create_chroot(create_chroot: bool);
-        /// Sets the ACL policy of every node the client creates.
-        acl(acl: AclPolicy) => Some;
-        /// Connects over TLS (the `tls` feature).
-        #[cfg(feature = "tls")]
-        tls(tls: TlsOptions) => Some;
-        /// Watches held nodes (on by default; see [`Options::watch_held`]).
-        watch_held(watch_held: bool);
-        /// Labels per-lock metrics with the path (on by default; see [`Options::metrics_path_label`]).
-        metrics_path_label(metrics_path_label: bool);
+    /// Sets the session timeout.
+    pub fn session_timeout(mut self, session_timeout: Duration) -> Self {
+        self.session_timeout = session_timeout;
+        self
+    }
+
+    /// Sets how long [`Client::connect`](crate::Client::connect) waits for the first session.
+    pub fn connect_timeout(mut self, connect_timeout: Duration) -> Self {
+        self.connect_timeout = connect_timeout;
+        self
+    }
+
+    /// Sets the op plan.
+    pub fn plan(mut self, plan: OpPlan) -> Self {
+        self.plan = plan;
+        self
+    }
+
+    /// Sets the lock node data.
+    pub fn lock_data(mut self, lock_data: Bytes) -> Self {
+        self.lock_data = Some(lock_data);
+        self
+    }
+
+    /// Sets how recipes frame the data they write.
+    pub fn compression(mut self, compression: Compression) -> Self {
+        self.compression = compression;
+        self
+    }
+
+    /// Sets the seed.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+
+    /// Sets how many misbehaving connections in a row end the session.
+    pub fn max_misbehaving_connections(mut self, max_misbehaving_connections: u32) -> Self {
+        self.max_misbehaving_connections = max_misbehaving_connections;
+        self
+    }
+
+    /// Turns session renewal after expiry on or off (on by default).
+    pub fn renew_session(mut self, renew_session: bool) -> Self {
+        self.renew_session = renew_session;
+        self
+    }
+
+    /// Creates missing parents as containers (default) or persistent nodes.
+    pub fn container_parents(mut self, container_parents: bool) -> Self {
+        self.container_parents = container_parents;
+        self
+    }
+
+    /// Sets the NoNode retry policy of lock recipes.
+    pub fn retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// Keeps the chroot in place (default) or never creates it.
+    pub fn create_chroot(mut self, create_chroot: bool) -> Self {
+        self.create_chroot = create_chroot;
+        self
+    }
+
+    /// Sets the ACL policy of every node the client creates.
+    pub fn acl(mut self, acl: AclPolicy) -> Self {
+        self.acl = Some(acl);
+        self
+    }
+
+    /// Connects over TLS (the `tls` feature).
+    #[cfg(feature = "tls")]
+    pub fn tls(mut self, tls: TlsOptions) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
+    /// Watches held nodes (on by default; see [`Options::watch_held`]).
+    pub fn watch_held(mut self, watch_held: bool) -> Self {
+        self.watch_held = watch_held;
+        self
+    }
+
+    /// Labels per-lock metrics with the path (on by default; see [`Options::metrics_path_label`]).
+    pub fn metrics_path_label(mut self, metrics_path_label: bool) -> Self {
+        self.metrics_path_label = metrics_path_label;
+        self
     }
 
     /// Adds an addAuth credential (`auth("digest", "alice:secret")`); any
@@ -201,10 +258,15 @@ pub struct LockOptions {
 }
 
 impl LockOptions {
-    zoolock_core::config_setters! {
-        /// Sets the node data.
-        data(data: Bytes) => Some;
-        /// Makes the lock revocable.
-        revocable(revocable: bool);
+    /// Sets the node data.
+    pub fn data(mut self, data: Bytes) -> Self {
+        self.data = Some(data);
+        self
+    }
+
+    /// Makes the lock revocable.
+    pub fn revocable(mut self, revocable: bool) -> Self {
+        self.revocable = revocable;
+        self
     }
 }

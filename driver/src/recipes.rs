@@ -4,7 +4,10 @@
 
 use futures_channel::oneshot;
 use zoolock_core::recipes::{LockKind, LockSpec, SemaphoreSize, SemaphoreSpec};
-use zoolock_core::{ApiMisuse, Client as CoreClient, Participant, Participants, RecipeEvent, RecipeId, ZkPath};
+use zoolock_core::{
+    ApiMisuse, Client as CoreClient, CoreMachine, Handle, Machine, Participant, Participants, RecipeEvent, RecipeId,
+    ZkPath,
+};
 
 use crate::client::Client;
 use crate::count::SharedCount;
@@ -12,7 +15,7 @@ use crate::error::Error;
 use crate::lock::{Lock, ReadWriteLock};
 use crate::options::LockOptions;
 use crate::semaphore::Semaphore;
-use crate::task::Command;
+use crate::task::{Command, Sink};
 
 /// Settings of a semaphore ([`Client::semaphore_with`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -196,7 +199,7 @@ impl Client {
         Lock::register(self.clone(), recipe, spec.label(), spec.kind().label())
             .await?
             .into_iter()
-            .nth(part)
+            .nth(part.index())
             .ok_or(Error::ClientClosed)
     }
 
@@ -277,7 +280,7 @@ impl Client {
     /// ```
     pub async fn participants(&self, path: &str, kind: LockKind) -> Result<Vec<Participant>, Error> {
         let recipe = Participants::of(kind, ZkPath::new(path)?).map_err(spec_error)?;
-        match self.one_shot(Box::new(recipe)).await? {
+        match self.one_shot(recipe).await? {
             RecipeEvent::Participants(list) => Ok(list),
             RecipeEvent::Failed(e) => Err(e.into()),
             _ => Err(Error::ClientClosed),
@@ -299,7 +302,7 @@ impl Client {
     pub async fn revoke(&self, node: &str) -> Result<(), Error> {
         let node = ZkPath::new(node)?;
         let revoker = zoolock_core::recipes::Revoker::with_compression(node, self.inner.options.compression);
-        match self.one_shot(Box::new(revoker)).await? {
+        match self.one_shot(revoker).await? {
             RecipeEvent::RevokeSent => Ok(()),
             RecipeEvent::Failed(e) => Err(e.into()),
             _ => Err(Error::ClientClosed),
@@ -307,27 +310,35 @@ impl Client {
     }
 
     /// Runs a one-shot recipe to its first event, then drops it.
-    async fn one_shot(&self, recipe: Box<dyn zoolock_core::Recipe>) -> Result<RecipeEvent, Error> {
+    async fn one_shot<R: Machine<CoreMachine> + 'static>(&self, recipe: R) -> Result<RecipeEvent, Error> {
         let (tx, rx) = oneshot::channel();
         let mut tx = Some(tx);
-        let sink = Box::new(move |_: &mut CoreClient, _, _: RecipeId, event: RecipeEvent| {
-            if let Some(tx) = tx.take() {
-                let _ = tx.send(event);
-            }
-        });
-        let id = self.add_recipe(recipe, sink).await?;
+        let sink = move |_: Handle<R>| -> Sink {
+            Box::new(move |_: &mut CoreClient, _, _: RecipeId, event: RecipeEvent| {
+                if let Some(tx) = tx.take() {
+                    let _ = tx.send(event);
+                }
+            })
+        };
+        let handle = self.add_recipe(recipe, sink).await?;
         // Dropped with the future too, so an abandoned call leaves nothing.
-        let _drop = DropOnExit { client: self, id };
+        let _drop = DropOnExit { client: self, id: handle.id() };
         rx.await.map_err(|_| Error::ClientClosed)
     }
 
-    pub(crate) async fn add_recipe(
+    /// Registers `recipe` on the event loop with the sink `sink` makes for
+    /// its handle, and returns the handle: the only way the driver gets one.
+    pub(crate) async fn add_recipe<R: Machine<CoreMachine> + 'static>(
         &self,
-        recipe: Box<dyn zoolock_core::Recipe>,
-        sink: crate::task::Sink,
-    ) -> Result<RecipeId, Error> {
+        recipe: R,
+        sink: impl FnOnce(Handle<R>) -> Sink + Send + 'static,
+    ) -> Result<Handle<R>, Error> {
         let (reply, rx) = oneshot::channel();
-        self.inner.send(Command::AddRecipe { recipe, sink, reply })?;
+        self.inner.send(Command::AddRecipe(Box::new(move |client: &mut CoreClient, now| {
+            let handle = client.add(now, recipe);
+            let taken = reply.send(handle).is_ok();
+            (handle.id(), sink(handle), taken)
+        })))?;
         rx.await.map_err(|_| Error::ClientClosed)
     }
 }

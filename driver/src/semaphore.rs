@@ -1,4 +1,4 @@
-//! [`Semaphore`] and [`Lease`]: async handles over core's [`SharedSemaphore`],
+//! [`Semaphore`] and [`Lease`]: async handles over core's [`LeaseQueue`],
 //! which queues the acquires of a handle and its clones (each gets its own
 //! leases) and re-queues them on a renewed session.
 
@@ -7,14 +7,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_channel::oneshot;
-use zoolock_core::recipes::{Semaphore as CoreSemaphore, SharedSemaphore, Ticket};
+use zoolock_core::recipes::{LeaseQueue, Semaphore as CoreSemaphore};
 use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Handle, Instant, RecipeEvent, RecipeId};
 
 use crate::client::{Client, RecipeHandle};
 use crate::error::Error;
 use crate::hold::{self, HoldStatus, QueuePosition, Watched};
 use crate::metrics::{Gauge, Labels};
-use crate::task::Command;
+use crate::task::{Command, Sink};
 
 type Grant = Result<Vec<(String, FencingToken)>, Error>;
 
@@ -72,7 +72,7 @@ impl SemShared {
 #[derive(Clone)]
 pub struct Semaphore {
     handle: Arc<RecipeHandle>,
-    typed: Handle<SharedSemaphore>,
+    typed: Handle<LeaseQueue>,
     shared: Arc<SemShared>,
     /// The semaphore path, for the log.
     path: Arc<str>,
@@ -92,7 +92,7 @@ fn return_lease(
     client: &mut CoreClient,
     now: Instant,
     shared: &SemShared,
-    typed: Handle<SharedSemaphore>,
+    typed: Handle<LeaseQueue>,
     node: &str,
 ) -> Result<(), Error> {
     tracing::debug!(%node, "returning lease");
@@ -109,7 +109,7 @@ fn on_event(
     labels: &Labels,
     client: &mut CoreClient,
     now: Instant,
-    typed: Handle<SharedSemaphore>,
+    typed: Handle<LeaseQueue>,
     event: RecipeEvent,
 ) {
     if let Ok((size, available)) = client.with(now, typed, |s, _| (s.inner().max_leases(), s.inner().available())) {
@@ -118,7 +118,7 @@ fn on_event(
         }
     }
     let (ticket, event) = match event {
-        RecipeEvent::Ticket { ticket, event } => (ticket.0, *event),
+        RecipeEvent::Ticket { ticket, event } => (ticket.get(), *event),
         RecipeEvent::Suspended => {
             crate::metrics::suspended(labels);
             tracing::info!(%path, "hold suspended: the connection dropped (semaphore leases)");
@@ -209,13 +209,15 @@ impl Semaphore {
             client.inner.options.metrics_path_label,
         ));
         let (sink_shared, sink_path, sink_labels) = (shared.clone(), path.clone(), labels.clone());
-        let sink = Box::new(move |c: &mut CoreClient, now, id: RecipeId, event| {
-            on_event(&sink_shared, &sink_path, &sink_labels, c, now, Handle::from_id(id), event)
-        });
-        let recipe = SharedSemaphore::new(semaphore, renew);
-        let id = client.add_recipe(Box::new(recipe), sink).await?;
-        let handle = Arc::new(RecipeHandle { client, id });
-        Ok(Semaphore { handle, typed: Handle::from_id(id), shared, path, labels })
+        let sink = move |typed: Handle<LeaseQueue>| -> Sink {
+            Box::new(move |c: &mut CoreClient, now, _: RecipeId, event| {
+                on_event(&sink_shared, &sink_path, &sink_labels, c, now, typed, event)
+            })
+        };
+        let recipe = LeaseQueue::new(semaphore, renew);
+        let typed = client.add_recipe(recipe, sink).await?;
+        let handle = Arc::new(RecipeHandle { client, id: typed.id() });
+        Ok(Semaphore { handle, typed, shared, path, labels })
     }
 
     /// Completes once this semaphore owes the server nothing: no acquire
@@ -355,18 +357,19 @@ impl Semaphore {
     ) -> Result<Vec<Lease>, Error> {
         let (tx, rx) = oneshot::channel();
         let waiter = Waiter { qty, got: Vec::new(), reply: tx, position: None, _waiting: Gauge::waiting(&self.labels) };
-        let acquire =
-            move |s: &mut SharedSemaphore, now: Instant, ticket| s.acquire(now, ticket, qty, timeout.map(|d| now + d));
-        let (ticket, queued) =
+        let acquire = move |s: &mut LeaseQueue, now: Instant| s.acquire(now, qty, timeout.map(|d| now + d));
+        let (cell, queued) =
             hold::enqueue(&self.shared, WAITERS, &self.handle.client.inner, self.typed, waiter, acquire);
         let began = self.handle.client.inner.runtime.now();
-        let mut pending = PendingLeases { sem: self.clone(), ticket, rx: Some(rx) };
+        let mut pending = PendingLeases { sem: self.clone(), ticket: cell.clone(), rx: Some(rx) };
         if let Err(e) = queued {
             pending.rx = None;
-            self.shared.with(|s| s.waiters.remove(&ticket));
             return Err(e);
         }
-        let position = || self.shared.peek(|s| s.waiters.get(&ticket).and_then(|w| w.position));
+        let position = || {
+            let ticket = cell.get()?;
+            self.shared.peek(|s| s.waiters.get(&ticket.get()).and_then(|w| w.position))
+        };
         let grant = match pending.rx.as_mut() {
             Some(rx) => hold::with_progress(&self.shared.changed, position, progress, rx)
                 .await
@@ -395,7 +398,8 @@ impl Semaphore {
 /// returns leases granted to it that it never handed out.
 struct PendingLeases {
     sem: Semaphore,
-    ticket: u64,
+    /// Set once core has issued the acquire's ticket.
+    ticket: hold::TicketCell,
     rx: Option<oneshot::Receiver<Grant>>,
 }
 
@@ -407,14 +411,16 @@ impl Drop for PendingLeases {
             Ok(Some(Ok(leases))) => leases,
             _ => Vec::new(),
         };
-        let (shared, typed, ticket) = (self.sem.shared.clone(), self.sem.typed, self.ticket);
-        tracing::trace!(path = %self.sem.path, ticket, granted = granted.len(), "semaphore acquire dropped");
+        let (shared, typed, cell) = (self.sem.shared.clone(), self.sem.typed, self.ticket.clone());
+        tracing::trace!(path = %self.sem.path, granted = granted.len(), "semaphore acquire dropped");
         let _ = self.sem.handle.client.inner.send(Command::Run(Box::new(move |c, now| {
             for (node, _) in &granted {
                 let _ = return_lease(c, now, &shared, typed, node);
             }
-            shared.with(|s| s.waiters.remove(&ticket));
-            let _ = c.with(now, typed, |s, now| s.cancel(now, Ticket(ticket)));
+            // The acquire's command ran first: a refused one has no ticket.
+            let Some(&ticket) = cell.get() else { return };
+            shared.with(|s| s.waiters.remove(&ticket.get()));
+            let _ = c.with(now, typed, |s, now| s.cancel(now, ticket));
         })));
     }
 }

@@ -15,8 +15,8 @@ use futures_channel::{mpsc, oneshot};
 use futures_lite::Stream;
 use zoolock_core::wire::Response;
 use zoolock_core::{
-    Client as CoreClient, ClientEvent, ConnectionState, Instant, IoCommand, Op, Recipe, RecipeEvent, RecipeId,
-    RequestError, RequestId,
+    Client as CoreClient, ClientEvent, ConnectionState, Instant, IoCommand, Op, RecipeEvent, RecipeId, RequestError,
+    RequestId,
 };
 
 use crate::runtime::{BoxFuture, Conn, Runtime};
@@ -24,6 +24,12 @@ use crate::runtime::{BoxFuture, Conn, Runtime};
 /// Receives a recipe's events on the driver task, with the client at hand so
 /// it can react at once (for example release a lock nobody waits for).
 pub(crate) type Sink = Box<dyn FnMut(&mut CoreClient, Instant, RecipeId, RecipeEvent) + Send>;
+
+/// Registers a recipe on the driver task: adds it to the client, hands its
+/// typed handle to the caller, and returns its id, its sink, and whether the
+/// caller took the handle (if not, nobody will drop the recipe: it is
+/// dropped once idle).
+pub(crate) type Adder = Box<dyn FnOnce(&mut CoreClient, Instant) -> (RecipeId, Sink, bool) + Send>;
 
 /// A closure run on the driver task with the client and the current time.
 pub(crate) type Job = Box<dyn FnOnce(&mut CoreClient, Instant) + Send>;
@@ -34,11 +40,8 @@ pub(crate) enum Command {
         op: Op,
         reply: oneshot::Sender<Result<Response, RequestError>>,
     },
-    AddRecipe {
-        recipe: Box<dyn Recipe>,
-        sink: Sink,
-        reply: oneshot::Sender<RecipeId>,
-    },
+    /// Register a recipe (see [`Adder`]).
+    AddRecipe(Adder),
     Run(Job),
     /// Drop the recipe once it owes the server nothing.
     DropRecipe(RecipeId),
@@ -215,11 +218,12 @@ impl DriverTask {
                     }
                 }
             }
-            Command::AddRecipe { recipe, sink, reply } => {
-                let id = self.client.add_recipe(now, recipe);
-                // Nobody took the id (the future that asked was dropped): no
-                // handle will ever drop the recipe, so drop it once it is idle.
-                let dropping = reply.send(id).is_err();
+            Command::AddRecipe(add) => {
+                let (id, sink, taken) = add(&mut self.client, now);
+                // Nobody took the handle (the future that asked was dropped):
+                // no handle will ever drop the recipe, so drop it once it is
+                // idle.
+                let dropping = !taken;
                 tracing::trace!(?id, dropping, "recipe added");
                 self.slots.insert(id, Slot { sink, dropping });
                 if dropping {

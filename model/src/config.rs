@@ -119,32 +119,73 @@ impl Default for ModelConfig {
 }
 
 impl ModelConfig {
-    zoolock_core::config_setters! {
-        /// Sets the seed of the session passwords.
-        with_seed(seed: u64);
-        /// Sets `tickTime` (the default timeout bounds follow it).
-        with_tick(tick: Duration);
-        /// Sets the container reaper delay.
-        with_container_delay(container_delay: Duration);
-        /// Enables or disables TTL nodes.
-        with_extended_types(extended_types: bool);
-        /// Enables or disables ACL enforcement.
-        with_enforce_acls(enforce_acls: bool);
-        /// Sets how a standalone check is answered.
-        with_standalone_check(standalone_check: StandaloneCheck);
-        /// Sets `jute.maxbuffer`, the largest client frame.
-        with_max_frame_len(max_frame_len: usize);
-        /// Sets the handshake deadline of a new connection (`None`: never).
-        with_sessionless_timeout(sessionless_timeout: Option<Duration>);
-        /// Sets `maxClientCnxns`, open connections per client address (`None`:
-        /// no limit).
-        with_max_client_cnxns(max_client_cnxns: Option<usize>);
-        /// Sets the bytes a connection may have waiting for its client (`None`:
-        /// no limit).
-        with_max_queued_bytes(max_queued_bytes: Option<usize>);
-        /// Sets the watch registrations a session's connection may hold
-        /// (`None`: no limit).
-        with_max_watches(max_watches: Option<usize>);
+    /// Sets the seed of the session passwords.
+    pub fn with_seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    /// Sets `tickTime` (the default timeout bounds follow it).
+    pub fn with_tick(mut self, tick: Duration) -> Self {
+        self.tick = tick;
+        self
+    }
+
+    /// Sets the container reaper delay.
+    pub fn with_container_delay(mut self, container_delay: Duration) -> Self {
+        self.container_delay = container_delay;
+        self
+    }
+
+    /// Enables or disables TTL nodes.
+    pub fn with_extended_types(mut self, extended_types: bool) -> Self {
+        self.extended_types = extended_types;
+        self
+    }
+
+    /// Enables or disables ACL enforcement.
+    pub fn with_enforce_acls(mut self, enforce_acls: bool) -> Self {
+        self.enforce_acls = enforce_acls;
+        self
+    }
+
+    /// Sets how a standalone check is answered.
+    pub fn with_standalone_check(mut self, standalone_check: StandaloneCheck) -> Self {
+        self.standalone_check = standalone_check;
+        self
+    }
+
+    /// Sets `jute.maxbuffer`, the largest client frame.
+    pub fn with_max_frame_len(mut self, max_frame_len: usize) -> Self {
+        self.max_frame_len = max_frame_len;
+        self
+    }
+
+    /// Sets the handshake deadline of a new connection (`None`: never).
+    pub fn with_sessionless_timeout(mut self, sessionless_timeout: Option<Duration>) -> Self {
+        self.sessionless_timeout = sessionless_timeout;
+        self
+    }
+
+    /// Sets `maxClientCnxns`, open connections per client address (`None`:
+    /// no limit).
+    pub fn with_max_client_cnxns(mut self, max_client_cnxns: Option<usize>) -> Self {
+        self.max_client_cnxns = max_client_cnxns;
+        self
+    }
+
+    /// Sets the bytes a connection may have waiting for its client (`None`:
+    /// no limit).
+    pub fn with_max_queued_bytes(mut self, max_queued_bytes: Option<usize>) -> Self {
+        self.max_queued_bytes = max_queued_bytes;
+        self
+    }
+
+    /// Sets the watch registrations a session's connection may hold
+    /// (`None`: no limit).
+    pub fn with_max_watches(mut self, max_watches: Option<usize>) -> Self {
+        self.max_watches = max_watches;
+        self
     }
 
     /// Sets the negotiated timeout bounds explicitly.

@@ -350,6 +350,8 @@ struct ClientRun<'a> {
     shift: Duration,
     wire: Wire<Client>,
     log: EventLog,
+    /// The typed handles of the recipes the replay made.
+    handles: outcomes::Handles,
     tallies: Vec<ConnectionTally>,
     /// Recorded xid → zoolock's, on the current connection.
     xids: HashMap<i32, i32>,
@@ -398,6 +400,7 @@ impl<'a> ClientRun<'a> {
             shift: Duration::ZERO,
             wire,
             log: EventLog::default(),
+            handles: outcomes::Handles::default(),
             tallies,
             xids: HashMap::new(),
             skipped: HashSet::new(),

@@ -5,10 +5,10 @@
 use std::collections::VecDeque;
 
 use serde_json::Value;
-use zoolock_core::recipes::{SemaphoreSize, SemaphoreSpec};
 use zoolock_core::{
-    ApiMisuse, Client, ConnectionState, Instant, LockConfig, LockKind, LockRecipe, Mutex, OpPlan, Participants, Recipe,
-    RecipeEvent, RecipeId, Revoker, Rng, Semaphore, ZkPath,
+    ApiMisuse, Client, ConnectionState, CoreMachine, Handle, Instant, LockConfig, LockKind, LockRecipe, Machine,
+    MultiLock, Mutex, OpPlan, Part, Participants, ReadWriteLock, RecipeEvent, RecipeId, Revoker, Rng, Semaphore,
+    SemaphoreMutex, ZkPath,
 };
 
 use super::scenario::{Action, Step, parse_action, parse_state};
@@ -20,6 +20,64 @@ pub(super) enum Role {
     Lock,
     Participants,
     Revoker,
+}
+
+/// The typed handles of the recipes a replay made (the event log knows
+/// their ids).
+#[derive(Debug, Default)]
+pub(super) struct Handles {
+    lock: Option<LockHandle>,
+    participants: Option<Handle<Participants>>,
+    revoker: Option<Handle<Revoker>>,
+}
+
+/// The scenario's lock recipe, by kind.
+#[derive(Debug, Clone, Copy)]
+enum LockHandle {
+    Mutex(Handle<Mutex>),
+    ReadWrite(Handle<ReadWriteLock>),
+    SemaphoreMutex(Handle<SemaphoreMutex>),
+    Semaphore(Handle<Semaphore>),
+    Multi(Handle<MultiLock>),
+}
+
+impl LockHandle {
+    fn id(self) -> RecipeId {
+        match self {
+            LockHandle::Mutex(h) => h.id(),
+            LockHandle::ReadWrite(h) => h.id(),
+            LockHandle::SemaphoreMutex(h) => h.id(),
+            LockHandle::Semaphore(h) => h.id(),
+            LockHandle::Multi(h) => h.id(),
+        }
+    }
+}
+
+/// A lock kind whose own commands a scenario runs (beyond the lock
+/// capability): its handle, if the scenario's lock is one.
+trait LockOfKind: Machine<CoreMachine> {
+    const NAME: &'static str;
+    fn handle(lock: LockHandle) -> Option<Handle<Self>>;
+}
+
+impl LockOfKind for Mutex {
+    const NAME: &'static str = "mutex";
+    fn handle(lock: LockHandle) -> Option<Handle<Mutex>> {
+        match lock {
+            LockHandle::Mutex(h) => Some(h),
+            _ => None,
+        }
+    }
+}
+
+impl LockOfKind for Semaphore {
+    const NAME: &'static str = "semaphore";
+    fn handle(lock: LockHandle) -> Option<Handle<Semaphore>> {
+        match lock {
+            LockHandle::Semaphore(h) => Some(h),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -153,7 +211,7 @@ impl ClientRun<'_> {
                     // Every lock kind through the lock capability; an acquire
                     // of a held part is Curator's reentrant acquire.
                     (_, half) => self.on_lock(|l, now| {
-                        let part = half.unwrap_or(0);
+                        let part = half.unwrap_or(Part::Whole);
                         match l.hold(part) {
                             Some(_) => l.reenter_part(now, part),
                             None => l.acquire_part(now, part, deadline),
@@ -166,7 +224,7 @@ impl ClientRun<'_> {
                     Value::String(lease) => Want::Acquired { lease: Some(lease.clone()) },
                     other => return Err(self.unsupported(format!("acquire result {other}"))),
                 };
-                self.expect(step, Role::Lock, half, want);
+                self.expect(step, Role::Lock, half.map(Part::index), want);
                 Ok(())
             }
             Action::Release { half, reports } => {
@@ -178,10 +236,10 @@ impl ClientRun<'_> {
                     (LockKind::ReadWriteLock, None) => {
                         Err(self.unsupported(String::from("a read-write lock release names a half")))
                     }
-                    (_, half) => self.on_lock(|l, now| l.release_part(now, half.unwrap_or(0))),
+                    (_, half) => self.on_lock(|l, now| l.release_part(now, half.unwrap_or(Part::Whole))),
                 }?;
                 if *reports {
-                    self.expect(step, Role::Lock, half, Want::Released);
+                    self.expect(step, Role::Lock, half.map(Part::index), Want::Released);
                 }
                 Ok(())
             }
@@ -201,8 +259,8 @@ impl ClientRun<'_> {
                     Value::Array(paths) => paths.iter().filter_map(Value::as_str).map(str::to_owned).collect(),
                     other => return Err(self.unsupported(format!("getParticipantNodes result {other}"))),
                 };
-                match self.log.participants {
-                    Some(id) => self.command::<Participants>(id, |p, now| p.refresh(now))?,
+                match self.handles.participants {
+                    Some(h) => self.command(h, |p, now| p.refresh(now))?,
                     None => {
                         let base = self.base_path()?;
                         // A multi-lock's base lists as a mutex's.
@@ -211,7 +269,9 @@ impl ClientRun<'_> {
                             kind => kind,
                         };
                         let recipe = Participants::of(kind, base).map_err(|e| self.submit_error(e))?;
-                        self.log.participants = Some(self.add(Box::new(recipe.without_data())));
+                        let handle = self.add(recipe.without_data());
+                        self.handles.participants = Some(handle);
+                        self.log.participants = Some(handle.id());
                     }
                 }
                 self.expect(step, Role::Participants, None, Want::Participants(want));
@@ -223,9 +283,13 @@ impl ClientRun<'_> {
                 };
                 let node = self.uuids.zoolock_path(node);
                 let node = ZkPath::new(&node).map_err(|e| self.submit_error(e.into()))?;
-                match self.log.revoker {
-                    Some(id) => self.command::<Revoker>(id, |r, now| r.revoke(now))?,
-                    None => self.log.revoker = Some(self.add(Box::new(Revoker::new(node)))),
+                match self.handles.revoker {
+                    Some(h) => self.command(h, |r, now| r.revoke(now))?,
+                    None => {
+                        let handle = self.add(Revoker::new(node));
+                        self.handles.revoker = Some(handle);
+                        self.log.revoker = Some(handle.id());
+                    }
                 }
                 self.expect(step, Role::Revoker, None, Want::RevokeSent);
                 Ok(())
@@ -245,13 +309,13 @@ impl ClientRun<'_> {
             .with_watch_held(false)
     }
 
-    fn add(&mut self, recipe: Box<dyn Recipe>) -> RecipeId {
+    fn add<R: Machine<CoreMachine>>(&mut self, recipe: R) -> Handle<R> {
         let now = self.now();
         if self.wire.machine().is_none() {
             self.wire.set_machine(Client::new(self.session_config.clone(), now));
         }
         match self.wire.machine_mut() {
-            Some(client) => client.add_recipe(now, recipe),
+            Some(client) => client.add(now, recipe),
             None => unreachable!("the client was just put in place"),
         }
     }
@@ -261,57 +325,70 @@ impl ClientRun<'_> {
         &mut self,
         f: impl FnOnce(&mut dyn LockRecipe, Instant) -> Result<(), ApiMisuse>,
     ) -> Result<(), ReplayError> {
-        let id = self.lock_id()?;
-        let now = self.now();
-        let result = match self.wire.machine_mut() {
-            Some(client) => client.command_lock(now, id, f).and_then(|r| r),
-            None => Err(ApiMisuse::UnknownRecipe(id.0)),
-        };
-        result.map_err(|e| self.submit_error(e))
+        match self.lock_handle()? {
+            LockHandle::Mutex(h) => self.command(h, |l, now| f(l, now)),
+            LockHandle::ReadWrite(h) => self.command(h, |l, now| f(l, now)),
+            LockHandle::SemaphoreMutex(h) => self.command(h, |l, now| f(l, now)),
+            LockHandle::Multi(h) => self.command(h, |l, now| f(l, now)),
+            LockHandle::Semaphore(_) => Err(self.unsupported(String::from("a semaphore is not driven as a lock"))),
+        }
     }
 
     /// Runs `f` on the lock recipe as an `R` (its own commands: a mutex's
     /// `make_revocable`, the semaphore's), creating it first.
-    fn on_lock_recipe<R: Recipe>(
+    fn on_lock_recipe<R: LockOfKind>(
         &mut self,
         f: impl FnOnce(&mut R, Instant) -> Result<(), ApiMisuse>,
     ) -> Result<(), ReplayError> {
-        let id = self.lock_id()?;
-        self.command(id, f)
+        let lock = self.lock_handle()?;
+        match R::handle(lock) {
+            Some(h) => self.command(h, f),
+            None => Err(self.unsupported(format!("a {} command on the scenario's {lock:?}", R::NAME))),
+        }
     }
 
     /// The lock recipe, created on first use.
-    fn lock_id(&mut self) -> Result<RecipeId, ReplayError> {
-        Ok(match self.log.lock_recipe {
-            Some(id) => id,
-            None => {
-                let base = self.base_path()?;
-                let config = self.lock_config();
-                let recipe: Box<dyn Recipe> = match (self.lock.kind, self.lock.spec(base.as_str())) {
-                    (_, Some(spec)) => spec.build(config, false).map_err(|e| self.submit_error(e))?.0,
-                    (LockKind::Semaphore, None) => {
-                        let size = SemaphoreSize::Leases(self.lock.max_leases);
-                        let spec = SemaphoreSpec::new(base.as_str(), size, false);
-                        Box::new(spec.build(config).map_err(|e| self.submit_error(e))?)
-                    }
-                    (kind, None) => return Err(self.unsupported(format!("a {} lock", kind.label()))),
-                };
-                let id = self.add(recipe);
-                self.log.lock_recipe = Some(id);
-                id
+    fn lock_handle(&mut self) -> Result<LockHandle, ReplayError> {
+        if let Some(lock) = self.handles.lock {
+            return Ok(lock);
+        }
+        let base = self.base_path()?;
+        let config = self.lock_config();
+        let lock = match self.lock.kind {
+            LockKind::Mutex => LockHandle::Mutex(self.add(Mutex::new(base, config))),
+            LockKind::ReadWriteLock => LockHandle::ReadWrite(self.add(ReadWriteLock::new(base, config))),
+            LockKind::SemaphoreMutex => LockHandle::SemaphoreMutex(self.add(SemaphoreMutex::new(base, config))),
+            LockKind::Semaphore => {
+                let semaphore = Semaphore::new(base, self.lock.max_leases, config);
+                LockHandle::Semaphore(self.add(semaphore))
             }
-        })
+            LockKind::MultiLock => {
+                let paths = self
+                    .lock
+                    .paths
+                    .iter()
+                    .map(|p| ZkPath::new(p))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| self.submit_error(e.into()))?;
+                let multi = MultiLock::new(paths, config).map_err(|e| self.submit_error(e))?;
+                LockHandle::Multi(self.add(multi))
+            }
+            kind => return Err(self.unsupported(format!("a {} lock", kind.label()))),
+        };
+        self.handles.lock = Some(lock);
+        self.log.lock_recipe = Some(lock.id());
+        Ok(lock)
     }
 
-    fn command<R: Recipe>(
+    fn command<R: Machine<CoreMachine>>(
         &mut self,
-        id: RecipeId,
+        handle: Handle<R>,
         f: impl FnOnce(&mut R, Instant) -> Result<(), ApiMisuse>,
     ) -> Result<(), ReplayError> {
         let now = self.now();
         let result = match self.wire.machine_mut() {
-            Some(client) => client.command::<R, _>(now, id, f).and_then(|r| r),
-            None => Err(ApiMisuse::UnknownRecipe(id.0)),
+            Some(client) => client.with(now, handle, f).and_then(|r| r),
+            None => Err(ApiMisuse::UnknownRecipe(handle.id().get())),
         };
         result.map_err(|e| self.submit_error(e))
     }

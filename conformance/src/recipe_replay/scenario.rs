@@ -7,8 +7,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use serde_json::Value;
-use zoolock_core::recipes::{READ, WRITE};
-use zoolock_core::{ConnectionState, LockKind, LockSpec};
+use zoolock_core::{ConnectionState, LockKind, Part};
 use zoolock_wire::{ConnectRequest, Request, SetWatches};
 
 use super::ENSEMBLE_CONFIG_PATH;
@@ -137,17 +136,6 @@ impl TraceLock {
         }
         Ok(lock)
     }
-
-    /// The lock on `base` (a read-write lock whole, with both halves); `None`
-    /// for a semaphore, whose leases are no single lock.
-    pub(super) fn spec(&self, base: &str) -> Option<LockSpec> {
-        match self.kind {
-            LockKind::MultiLock => {
-                Some(LockSpec::Multi(self.paths.iter().map(|p| LockSpec::Mutex(p.clone())).collect()))
-            }
-            kind => LockSpec::of(kind, base),
-        }
-    }
 }
 
 /// A recipe-level call from the summary.
@@ -158,10 +146,10 @@ pub(super) enum Action {
     Acquire {
         timeout: Option<Duration>,
         revocable: bool,
-        half: Option<usize>,
+        half: Option<Part>,
     },
     Release {
-        half: Option<usize>,
+        half: Option<Part>,
         reports: bool,
     },
     /// `release (after losing the session)`: zoolock's recipe already owns
@@ -189,9 +177,9 @@ pub(super) fn parse_action(action: &str) -> Option<Action> {
         return Some(Action::Revoke);
     }
     let (half, rest) = if let Some(rest) = action.strip_prefix("readLock.") {
-        (Some(READ), rest)
+        (Some(Part::Read), rest)
     } else if let Some(rest) = action.strip_prefix("writeLock.") {
-        (Some(WRITE), rest)
+        (Some(Part::Write), rest)
     } else {
         (None, action)
     };
@@ -406,9 +394,9 @@ mod tests {
         );
         assert_eq!(
             parse_action("readLock.acquire (holding write)"),
-            Some(Action::Acquire { timeout: None, revocable: false, half: Some(READ) })
+            Some(Action::Acquire { timeout: None, revocable: false, half: Some(Part::Read) })
         );
-        assert_eq!(parse_action("writeLock.release"), Some(Action::Release { half: Some(WRITE), reports: true }));
+        assert_eq!(parse_action("writeLock.release"), Some(Action::Release { half: Some(Part::Write), reports: true }));
         assert_eq!(parse_action("release (inner)"), Some(Action::Release { half: None, reports: false }));
         assert_eq!(parse_action("release (after losing the session)"), Some(Action::ReleaseLost));
         assert_eq!(parse_action("Revoker.attemptRevoke(A's node)"), Some(Action::Revoke));

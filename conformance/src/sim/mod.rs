@@ -1,7 +1,7 @@
 //! A deterministic simulation of zoolock clients contending for locks on the
 //! in-memory ZooKeeper [`model`](zoolock_model), with injected faults and
-//! oracles checked after every step (`reference/sans-io-models.md` §6.6,
-//! `DESIGN.md` §7.4).
+//! oracles checked after every step (`ARCHITECTURE.md` at the repository's
+//! root places it among the layers).
 //!
 //! # Parts
 //!
@@ -13,7 +13,7 @@
 //!   at random per acquire; Semaphore with N leases; SemaphoreMutex; a mixed
 //!   MultiLock of a read-write lock's write half and a mutex, beside plain
 //!   read-write locks and mutexes on its two paths). Every lock kind runs
-//!   behind core's `SharedLock` (the semaphore behind `SharedSemaphore`), and
+//!   behind core's `LockQueue` (the semaphore behind `LeaseQueue`), and
 //!   1 to 3 user tasks per client share the handle, as tasks share a cloned
 //!   `Lock` in the async API. Half the semaphore seeds size it by a shared
 //!   count that the script sets to 1..=clients now and then (plain setData,

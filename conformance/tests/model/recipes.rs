@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use zoolock_core::{
-    Client, ClientEvent, ConnectString, ConnectionState, FencingToken, Instant, IoCommand, LockConfig, Mutex, OpPlan,
-    RecipeEvent, RecipeId, Semaphore, SessionConfig, ZkPath,
+    Client, ClientEvent, ConnectString, ConnectionState, FencingToken, Handle, Instant, IoCommand, LockConfig, Mutex,
+    OpPlan, RecipeEvent, Semaphore, SessionConfig, ZkPath,
 };
 use zoolock_model::{ConnId, ModelConfig, ZkModel};
 
@@ -130,22 +130,22 @@ impl World {
         self.pump();
     }
 
-    fn mutex(&mut self, peer: usize, path: &str) -> RecipeId {
+    fn mutex(&mut self, peer: usize, path: &str) -> Handle<Mutex> {
         let config = LockConfig::new(peer as u64 + 100).with_plan(OpPlan::Pipelined);
-        let id = self.peers[peer].client.add_recipe(self.now, Box::new(Mutex::new(ZkPath::new(path).unwrap(), config)));
+        let id = self.peers[peer].client.add(self.now, Mutex::new(ZkPath::new(path).unwrap(), config));
         self.pump();
         id
     }
 
-    fn acquire(&mut self, peer: usize, id: RecipeId) {
+    fn acquire(&mut self, peer: usize, id: Handle<Mutex>) {
         let now = self.now;
-        self.peers[peer].client.command::<Mutex, _>(now, id, |m, now| m.acquire(now, None)).unwrap().unwrap();
+        self.peers[peer].client.with(now, id, |m, now| m.acquire(now, None)).unwrap().unwrap();
         self.pump();
     }
 
-    fn release(&mut self, peer: usize, id: RecipeId) {
+    fn release(&mut self, peer: usize, id: Handle<Mutex>) {
         let now = self.now;
-        self.peers[peer].client.command::<Mutex, _>(now, id, |m, now| m.release(now)).unwrap().unwrap();
+        self.peers[peer].client.with(now, id, |m, now| m.release(now)).unwrap().unwrap();
         self.pump();
     }
 
@@ -286,22 +286,22 @@ fn a_reconnect_keeps_the_hold() {
 fn a_two_lease_semaphore() {
     let mut w = World::new();
     let peers: Vec<usize> = (0..3).map(|i| w.add_client(i + 1)).collect();
-    let ids: Vec<RecipeId> = peers
+    let ids: Vec<Handle<Semaphore>> = peers
         .iter()
         .map(|&p| {
             let sem = Semaphore::new(ZkPath::new("/sem").unwrap(), 2, LockConfig::new(p as u64 + 7));
-            w.peers[p].client.add_recipe(w.now, Box::new(sem))
+            w.peers[p].client.add(w.now, sem)
         })
         .collect();
     for (&p, &id) in peers.iter().zip(&ids) {
         let now = w.now;
-        w.peers[p].client.command::<Semaphore, _>(now, id, |s, now| s.acquire(now, 1, None)).unwrap().unwrap();
+        w.peers[p].client.with(now, id, |s, now| s.acquire(now, 1, None)).unwrap().unwrap();
         w.pump();
     }
     let got: Vec<bool> = peers.iter().map(|&p| acquired(&w.recipe_events(p)).is_some()).collect();
     assert_eq!(got, [true, true, false]);
     let now = w.now;
-    w.peers[0].client.command::<Semaphore, _>(now, ids[0], |s, now| s.return_all(now)).unwrap();
+    w.peers[0].client.with(now, ids[0], |s, now| s.return_all(now)).unwrap();
     w.pump();
     assert!(acquired(&w.recipe_events(2)).is_some(), "the third gets the freed lease");
 }

@@ -1,6 +1,6 @@
 //! "Lock" as one capability: acquire with a deadline, release, cancel and the
 //! current hold, implemented by every lock kind. The shared-handle queue
-//! ([`SharedLock`](super::SharedLock)), [`MultiLock`](super::MultiLock), the
+//! ([`LockQueue`](super::LockQueue)), [`MultiLock`](super::MultiLock), the
 //! driver and the simulator drive locks through it, never per recipe kind.
 
 use alloc::boxed::Box;
@@ -11,25 +11,55 @@ use crate::error::ApiMisuse;
 use crate::recipe::{FencingToken, Recipe, RecipeEvent};
 use crate::time::Instant;
 
-/// Which lock of a recipe: `0` for a single lock; [`READ`](super::READ) or
-/// [`WRITE`](super::WRITE) for the halves of a read-write lock.
-pub type Part = usize;
+/// Which lock of a recipe: a one-part lock has only [`Part::Whole`]; a
+/// read-write lock has [`Part::Read`] and [`Part::Write`].
+///
+/// Every part names a hold on every lock, at least as strong as asked
+/// ([`LockRecipe::part`]): the whole of a read-write lock is its write half
+/// (exclusive), and either half of a one-part lock is the lock itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum Part {
+    /// The lock itself (a mutex, a semaphore mutex, a multi-lock).
+    Whole,
+    /// The shared (read) half of a read-write lock.
+    Read,
+    /// The exclusive (write) half of a read-write lock.
+    Write,
+}
+
+impl Part {
+    /// The part's place among its lock's parts, which is also the
+    /// [`RecipeEvent::Member`] index of a read-write lock half's events: 0
+    /// for `Whole` and `Read`, 1 for `Write`.
+    pub fn index(self) -> usize {
+        match self {
+            Part::Whole | Part::Read => 0,
+            Part::Write => 1,
+        }
+    }
+}
 
 /// The lock capability. A recipe exposes [`LockRecipe::parts`] independent
 /// locks (one, or two for a read-write lock). Each part follows one cycle:
 /// `acquire_part` → `Acquired` | `TimedOut` | `Failed`, then
 /// `release_part` → `Released`. A recipe with one part reports its events
 /// plainly; a recipe with several reports them as
-/// [`RecipeEvent::Member`] with the part as index ([`part_event`] unwraps).
+/// [`RecipeEvent::Member`] with the part's [`Part::index`] ([`part_event`]
+/// unwraps).
 ///
 /// Reentrancy is not part of the capability: a part is acquired once and
 /// released once. Counting holds is the caller's (the shared queue counts
 /// them explicitly, as Curator does).
 pub trait LockRecipe: Recipe {
-    /// How many independent locks this recipe has.
-    fn parts(&self) -> usize {
-        1
+    /// The independent locks this recipe has, in [`Part::index`] order.
+    fn parts(&self) -> &'static [Part] {
+        &[Part::Whole]
     }
+
+    /// The part of this lock that `asked` names: itself if it has it,
+    /// else the one at least as strong.
+    fn part(&self, asked: Part) -> Part;
 
     /// Starts acquiring `part`, waiting until `deadline` (`None`: forever).
     fn acquire_part(&mut self, now: Instant, part: Part, deadline: Option<Instant>) -> Result<(), ApiMisuse>;
@@ -49,6 +79,13 @@ pub trait LockRecipe: Recipe {
     /// write checks them all.
     fn hold_nodes(&self, part: Part) -> Vec<String> {
         self.hold(part).map(|(node, _)| alloc::vec![String::from(node)]).unwrap_or_default()
+    }
+
+    /// The hold of each member of `part` while held, in acquisition order:
+    /// one entry ([`LockRecipe::hold`]) for a plain lock, one per member
+    /// for a multi-lock (`None` for a member not holding).
+    fn member_holds(&self, part: Part) -> Vec<Option<(&str, FencingToken)>> {
+        alloc::vec![self.hold(part)]
     }
 
     /// Whether `part` can start an acquire now: it is neither held nor
@@ -72,12 +109,12 @@ pub trait LockRecipe: Recipe {
 
 /// The event of `part` in an event of a recipe with `parts` parts, or `None`
 /// if it belongs to another part. With one part every event is its own.
-pub fn part_event(parts: usize, part: Part, event: RecipeEvent) -> Option<RecipeEvent> {
-    if parts <= 1 {
+pub fn part_event(parts: &[Part], part: Part, event: RecipeEvent) -> Option<RecipeEvent> {
+    if parts.len() <= 1 {
         return Some(event);
     }
     match event {
-        RecipeEvent::Member { index, event } if index == part => Some(*event),
+        RecipeEvent::Member { index, event } if index == part.index() => Some(*event),
         _ => None,
     }
 }
@@ -85,107 +122,77 @@ pub fn part_event(parts: usize, part: Part, event: RecipeEvent) -> Option<Recipe
 /// A boxed lock recipe, as composites hold them.
 pub type BoxedLock = Box<dyn LockRecipe>;
 
-/// The capability of a one-part lock, from its inherent `acquire`,
-/// `release`, `cancel`, `holder` and `is_idle`.
-macro_rules! one_part_lock {
-    ($lock:ty, reentrant: $reentrant:expr) => {
-        one_part_lock!($lock, reentrant: $reentrant, hold_nodes: |lock: &$lock| {
-            lock.holder().map(|(node, _)| alloc::vec![String::from(node)]).unwrap_or_default()
-        });
-    };
-    ($lock:ty, reentrant: $reentrant:expr, hold_nodes: $nodes:expr) => {
-        impl LockRecipe for $lock {
-            fn hold_nodes(&self, _part: Part) -> Vec<String> {
-                ($nodes)(self)
-            }
-
-            fn acquire_part(&mut self, now: Instant, _part: Part, deadline: Option<Instant>) -> Result<(), ApiMisuse> {
-                if self.holder().is_some() {
-                    return Err(ApiMisuse::AlreadyHeld);
-                }
-                self.acquire(now, deadline)
-            }
-
-            fn release_part(&mut self, now: Instant, _part: Part) -> Result<(), ApiMisuse> {
-                self.release(now)
-            }
-
-            fn cancel_part(&mut self, now: Instant, _part: Part) {
-                self.cancel(now);
-            }
-
-            fn hold(&self, _part: Part) -> Option<(&str, FencingToken)> {
-                self.holder()
-            }
-
-            fn ready(&self, _part: Part) -> bool {
-                self.is_idle()
-            }
-
-            fn reentrant(&self) -> bool {
-                $reentrant
-            }
-
-            fn reenter_part(&mut self, now: Instant, _part: Part) -> Result<(), ApiMisuse> {
-                match (self.holder().is_some(), $reentrant) {
-                    (false, _) => Err(ApiMisuse::NotHeld),
-                    (true, false) => Err(ApiMisuse::NotReentrant),
-                    (true, true) => self.acquire(now, None),
-                }
-            }
-        }
-    };
+/// A lock with one part ([`Part::Whole`]): what it must offer to get the
+/// lock capability, which the blanket impl builds from it (every part asked
+/// of it is the lock itself).
+pub trait OnePartLock: Recipe {
+    /// Starts acquiring, waiting until `deadline` (`None`: forever).
+    fn acquire(&mut self, now: Instant, deadline: Option<Instant>) -> Result<(), ApiMisuse>;
+    /// Releases one hold.
+    fn release(&mut self, now: Instant) -> Result<(), ApiMisuse>;
+    /// Abandons an acquire in progress.
+    fn cancel(&mut self, now: Instant);
+    /// The node and fencing token while held.
+    fn holder(&self) -> Option<(&str, FencingToken)>;
+    /// Neither held nor acquiring nor releasing.
+    fn is_idle(&self) -> bool;
+    /// Whether a holder may take it again (see [`LockRecipe::reentrant`]).
+    fn reentrant(&self) -> bool;
+    /// Every node proving the hold (see [`LockRecipe::hold_nodes`]).
+    fn hold_nodes(&self) -> Vec<String> {
+        self.holder().map(|(node, _)| alloc::vec![String::from(node)]).unwrap_or_default()
+    }
+    /// Each member's hold (see [`LockRecipe::member_holds`]).
+    fn member_holds(&self) -> Vec<Option<(&str, FencingToken)>> {
+        alloc::vec![self.holder()]
+    }
 }
 
-one_part_lock!(super::Mutex, reentrant: true);
-one_part_lock!(super::SemaphoreMutex, reentrant: false);
-one_part_lock!(super::MultiLock, reentrant: true, hold_nodes: |lock: &super::MultiLock| lock.hold_nodes());
-
-impl LockRecipe for super::ReadWriteLock {
-    fn parts(&self) -> usize {
-        2
+impl<L: OnePartLock> LockRecipe for L {
+    fn part(&self, _asked: Part) -> Part {
+        Part::Whole
     }
 
-    fn acquire_part(&mut self, now: Instant, part: Part, deadline: Option<Instant>) -> Result<(), ApiMisuse> {
-        match part {
-            super::READ if self.read_holder().is_none() => self.acquire_read(now, deadline),
-            super::WRITE if self.write_holder().is_none() => self.acquire_write(now, deadline),
-            super::READ | super::WRITE => Err(ApiMisuse::AlreadyHeld),
-            _ => Err(ApiMisuse::NoSuchPart(part)),
+    fn hold_nodes(&self, _part: Part) -> Vec<String> {
+        OnePartLock::hold_nodes(self)
+    }
+
+    fn member_holds(&self, _part: Part) -> Vec<Option<(&str, FencingToken)>> {
+        OnePartLock::member_holds(self)
+    }
+
+    fn acquire_part(&mut self, now: Instant, _part: Part, deadline: Option<Instant>) -> Result<(), ApiMisuse> {
+        if self.holder().is_some() {
+            return Err(ApiMisuse::AlreadyHeld);
         }
+        OnePartLock::acquire(self, now, deadline)
     }
 
-    fn release_part(&mut self, now: Instant, part: Part) -> Result<(), ApiMisuse> {
-        match part {
-            super::READ => self.release_read(now),
-            _ => self.release_write(now),
-        }
+    fn release_part(&mut self, now: Instant, _part: Part) -> Result<(), ApiMisuse> {
+        OnePartLock::release(self, now)
     }
 
-    fn cancel_part(&mut self, now: Instant, part: Part) {
-        match part {
-            super::READ => self.cancel_read(now),
-            _ => self.cancel_write(now),
-        }
+    fn cancel_part(&mut self, now: Instant, _part: Part) {
+        OnePartLock::cancel(self, now);
     }
 
-    fn hold(&self, part: Part) -> Option<(&str, FencingToken)> {
-        match part {
-            super::READ => self.read_holder(),
-            super::WRITE => self.write_holder(),
-            _ => None,
-        }
+    fn hold(&self, _part: Part) -> Option<(&str, FencingToken)> {
+        self.holder()
     }
 
-    fn ready(&self, part: Part) -> bool {
-        self.is_idle(part)
+    fn ready(&self, _part: Part) -> bool {
+        self.is_idle()
     }
 
-    fn reenter_part(&mut self, now: Instant, part: Part) -> Result<(), ApiMisuse> {
-        match (part, self.hold(part).is_some()) {
-            (_, false) => Err(ApiMisuse::NotHeld),
-            (super::READ, true) => self.acquire_read(now, None),
-            (_, true) => self.acquire_write(now, None),
+    fn reentrant(&self) -> bool {
+        OnePartLock::reentrant(self)
+    }
+
+    fn reenter_part(&mut self, now: Instant, _part: Part) -> Result<(), ApiMisuse> {
+        match (self.holder().is_some(), OnePartLock::reentrant(self)) {
+            (false, _) => Err(ApiMisuse::NotHeld),
+            (true, false) => Err(ApiMisuse::NotReentrant),
+            (true, true) => OnePartLock::acquire(self, now, None),
         }
     }
 }

@@ -116,13 +116,22 @@ impl LockConfig {
         }
     }
 
-    crate::config_setters! {
-        /// Sets the op plan.
-        with_plan(plan: OpPlan);
-        /// Sets the node data.
-        with_data(data: Bytes);
-        /// Sets how written data is framed.
-        with_compression(compression: Compression);
+    /// Sets the op plan.
+    pub fn with_plan(mut self, plan: OpPlan) -> Self {
+        self.plan = plan;
+        self
+    }
+
+    /// Sets the node data.
+    pub fn with_data(mut self, data: Bytes) -> Self {
+        self.data = data;
+        self
+    }
+
+    /// Sets how written data is framed.
+    pub fn with_compression(mut self, compression: Compression) -> Self {
+        self.compression = compression;
+        self
     }
 
     /// Sets [`LockConfig::watch_held`] (on by default).

@@ -7,9 +7,11 @@ use alloc::collections::{BTreeMap, VecDeque};
 use crate::op::Op;
 use crate::recipe::{OpId, RecipeEvent, RecipeOp};
 
-/// Ops to send, each under a fresh id, and events to report, in order.
+/// Ops to send, each under a fresh id, and events to report, in order: the
+/// outputs of a recipe, and the one source of [`OpId`]s (for a recipe of
+/// an embedder's own too).
 #[derive(Debug, Default)]
-pub(crate) struct Outbox {
+pub struct Outbox {
     next_op: u64,
     ops: VecDeque<RecipeOp>,
     events: VecDeque<RecipeEvent>,
@@ -17,7 +19,7 @@ pub(crate) struct Outbox {
 
 impl Outbox {
     /// Queues `op` under a fresh id and returns the id.
-    pub(crate) fn send(&mut self, op: Op) -> OpId {
+    pub fn send(&mut self, op: Op) -> OpId {
         let id = self.fresh_id();
         self.ops.push_back(RecipeOp { id, op });
         id
@@ -25,7 +27,7 @@ impl Outbox {
 
     /// An id no op of this outbox has had.
     pub(crate) fn fresh_id(&mut self) -> OpId {
-        let id = OpId(self.next_op);
+        let id = OpId::new(self.next_op);
         self.next_op += 1;
         id
     }
@@ -36,22 +38,22 @@ impl Outbox {
     }
 
     /// Queues an event.
-    pub(crate) fn emit(&mut self, event: RecipeEvent) {
+    pub fn emit(&mut self, event: RecipeEvent) {
         self.events.push_back(event);
     }
 
     /// The next op to send.
-    pub(crate) fn poll_op(&mut self) -> Option<RecipeOp> {
+    pub fn poll_op(&mut self) -> Option<RecipeOp> {
         self.ops.pop_front()
     }
 
     /// The next event.
-    pub(crate) fn poll_event(&mut self) -> Option<RecipeEvent> {
+    pub fn poll_event(&mut self) -> Option<RecipeEvent> {
         self.events.pop_front()
     }
 
     /// No op is waiting to be sent.
-    pub(crate) fn no_ops(&self) -> bool {
+    pub fn no_ops(&self) -> bool {
         self.ops.is_empty()
     }
 }
@@ -89,53 +91,3 @@ impl<K: Copy> OpRouter<K> {
         self.routes.clear();
     }
 }
-
-/// The [`Recipe`](crate::Recipe) impl of a lock that is one inner machine
-/// plus commands: every input and output goes to `$inner` unchanged.
-macro_rules! forward_recipe {
-    ($lock:ty, $inner:ident) => {
-        impl crate::recipe::Recipe for $lock {
-            fn handle_reply(
-                &mut self,
-                now: crate::time::Instant,
-                op: crate::recipe::OpId,
-                result: Result<zoolock_wire::Response, crate::error::RequestError>,
-            ) {
-                self.$inner.handle_reply(now, op, result);
-            }
-
-            fn handle_watch(&mut self, now: crate::time::Instant, event: &crate::session::WatchEvent) {
-                self.$inner.handle_watch(now, event);
-            }
-
-            fn handle_session(&mut self, now: crate::time::Instant, state: crate::session::ConnectionState) {
-                self.$inner.handle_session(now, state);
-            }
-
-            fn handle_timeout(&mut self, now: crate::time::Instant) {
-                self.$inner.handle_timeout(now);
-            }
-
-            fn poll_op(&mut self) -> Option<crate::recipe::RecipeOp> {
-                self.$inner.poll_op()
-            }
-
-            fn poll_event(&mut self) -> Option<crate::recipe::RecipeEvent> {
-                self.$inner.poll_event()
-            }
-
-            fn poll_timeout(&self) -> Option<crate::time::Instant> {
-                self.$inner.poll_timeout()
-            }
-
-            fn is_quiescent(&self) -> bool {
-                <$lock>::is_quiescent(self)
-            }
-
-            fn as_lock_mut(&mut self) -> Option<&mut dyn super::LockRecipe> {
-                Some(self)
-            }
-        }
-    };
-}
-pub(crate) use forward_recipe;

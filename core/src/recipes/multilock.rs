@@ -7,14 +7,16 @@ use alloc::vec::Vec;
 
 use zoolock_wire::Response;
 
-use super::capability::{BoxedLock, LockRecipe, Part, part_event};
+use alloc::string::String;
+
+use super::capability::{BoxedLock, LockRecipe, OnePartLock, Part, part_event};
 use super::config::LockConfig;
 use super::kit::{OpRouter, Outbox};
 use super::mutex::Mutex;
 use super::rwlock::member_seed;
 use crate::error::{ApiMisuse, RequestError};
 use crate::path::ZkPath;
-use crate::recipe::{FencingToken, OpId, Recipe, RecipeEvent};
+use crate::recipe::{FencingToken, OpId, Recipe, RecipeEvent, RecipeOp};
 use crate::session::{ConnectionState, WatchEvent};
 use crate::time::Instant;
 
@@ -143,24 +145,27 @@ impl MultiLock {
             .map(|(i, path)| {
                 let mut member_config = config.clone();
                 member_config.seed = member_seed(config.seed, i);
-                (Box::new(Mutex::new(path, member_config)) as BoxedLock, 0)
+                (Box::new(Mutex::new(path, member_config)) as BoxedLock, Part::Whole)
             })
             .collect();
         MultiLock::of(members)
     }
 
-    /// Any locks, each with the part to take (`0` for single locks,
-    /// [`READ`](super::READ) / [`WRITE`](super::WRITE) for a read-write
-    /// lock), in acquisition order. Members must be idle and have distinct
+    /// Any locks, each with the part to take ([`Part::Whole`] for single
+    /// locks, [`Part::Read`] / [`Part::Write`] for a read-write lock; see
+    /// [`LockRecipe::part`]), in acquisition order. Members must be idle and have distinct
     /// seeds (protection UUIDs). At least one member is needed.
     pub fn of(members: Vec<(BoxedLock, Part)>) -> Result<MultiLock, ApiMisuse> {
         if members.is_empty() {
             return Err(ApiMisuse::EmptyMultiLock);
         }
-        if let Some((_, part)) = members.iter().find(|(lock, part)| *part >= lock.parts()) {
-            return Err(ApiMisuse::NoSuchPart(*part));
-        }
-        let members = members.into_iter().map(|(lock, part)| Member { lock, part }).collect();
+        let members = members
+            .into_iter()
+            .map(|(lock, asked)| {
+                let part = lock.part(asked);
+                Member { lock, part }
+            })
+            .collect();
         Ok(MultiLock {
             members,
             state: State::Idle,
@@ -491,7 +496,13 @@ impl Recipe for MultiLock {
         self.collect(now);
     }
 
-    super::outbox_outputs!();
+    fn poll_op(&mut self) -> Option<RecipeOp> {
+        self.out.poll_op()
+    }
+
+    fn poll_event(&mut self) -> Option<RecipeEvent> {
+        self.out.poll_event()
+    }
 
     fn poll_timeout(&self) -> Option<Instant> {
         self.members.iter().filter_map(|m| m.lock.poll_timeout()).min()
@@ -500,8 +511,39 @@ impl Recipe for MultiLock {
     fn is_quiescent(&self) -> bool {
         MultiLock::is_quiescent(self)
     }
+}
 
-    fn as_lock_mut(&mut self) -> Option<&mut dyn super::LockRecipe> {
-        Some(self)
+/// Reentrant; its hold is proven by every member's node.
+impl OnePartLock for MultiLock {
+    fn acquire(&mut self, now: Instant, deadline: Option<Instant>) -> Result<(), ApiMisuse> {
+        MultiLock::acquire(self, now, deadline)
+    }
+
+    fn release(&mut self, now: Instant) -> Result<(), ApiMisuse> {
+        MultiLock::release(self, now)
+    }
+
+    fn cancel(&mut self, now: Instant) {
+        MultiLock::cancel(self, now);
+    }
+
+    fn holder(&self) -> Option<(&str, FencingToken)> {
+        MultiLock::holder(self)
+    }
+
+    fn is_idle(&self) -> bool {
+        MultiLock::is_idle(self)
+    }
+
+    fn reentrant(&self) -> bool {
+        true
+    }
+
+    fn hold_nodes(&self) -> Vec<String> {
+        MultiLock::hold_nodes(self)
+    }
+
+    fn member_holds(&self) -> Vec<Option<(&str, FencingToken)>> {
+        self.holders()
     }
 }

@@ -6,7 +6,12 @@ use super::lock_core::{LockCore, Rule, Shape};
 use super::policy::{LOCK_NAME, SortKey};
 use crate::error::ApiMisuse;
 use crate::path::ZkPath;
-use crate::recipe::{FencingToken, RecipeEvent};
+use zoolock_wire::Response;
+
+use super::capability::OnePartLock;
+use crate::error::RequestError;
+use crate::recipe::{FencingToken, OpId, Recipe, RecipeEvent, RecipeOp};
+use crate::session::{ConnectionState, WatchEvent};
 use crate::time::Instant;
 
 /// A fair, reentrant lock on `base`, wire-compatible with Curator's
@@ -113,4 +118,64 @@ impl Mutex {
     }
 }
 
-super::kit::forward_recipe!(Mutex, core);
+/// Every input and output goes to the lock core unchanged.
+impl Recipe for Mutex {
+    fn handle_reply(&mut self, now: Instant, op: OpId, result: Result<Response, RequestError>) {
+        self.core.handle_reply(now, op, result);
+    }
+
+    fn handle_watch(&mut self, now: Instant, event: &WatchEvent) {
+        self.core.handle_watch(now, event);
+    }
+
+    fn handle_session(&mut self, now: Instant, state: ConnectionState) {
+        self.core.handle_session(now, state);
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        self.core.handle_timeout(now);
+    }
+
+    fn poll_op(&mut self) -> Option<RecipeOp> {
+        self.core.poll_op()
+    }
+
+    fn poll_event(&mut self) -> Option<RecipeEvent> {
+        self.core.poll_event()
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.core.poll_timeout()
+    }
+
+    fn is_quiescent(&self) -> bool {
+        Mutex::is_quiescent(self)
+    }
+}
+
+/// Reentrant: a holder may take it again (counted).
+impl OnePartLock for Mutex {
+    fn acquire(&mut self, now: Instant, deadline: Option<Instant>) -> Result<(), ApiMisuse> {
+        Mutex::acquire(self, now, deadline)
+    }
+
+    fn release(&mut self, now: Instant) -> Result<(), ApiMisuse> {
+        Mutex::release(self, now)
+    }
+
+    fn cancel(&mut self, now: Instant) {
+        Mutex::cancel(self, now);
+    }
+
+    fn holder(&self) -> Option<(&str, FencingToken)> {
+        Mutex::holder(self)
+    }
+
+    fn is_idle(&self) -> bool {
+        Mutex::is_idle(self)
+    }
+
+    fn reentrant(&self) -> bool {
+        true
+    }
+}

@@ -15,7 +15,7 @@ use super::spec::LockKind;
 use crate::error::{ApiMisuse, RequestError};
 use crate::op::Op;
 use crate::path::ZkPath;
-use crate::recipe::{OpId, Participant, Recipe, RecipeEvent};
+use crate::recipe::{OpId, Participant, Recipe, RecipeEvent, RecipeOp};
 use crate::session::{ConnectionState, WatchEvent};
 use crate::time::Instant;
 
@@ -269,7 +269,19 @@ impl Recipe for Participants {
         }
     }
 
-    super::timerless_outputs!();
+    fn handle_timeout(&mut self, _now: Instant) {}
+
+    fn poll_op(&mut self) -> Option<RecipeOp> {
+        self.out.poll_op()
+    }
+
+    fn poll_event(&mut self) -> Option<RecipeEvent> {
+        self.out.poll_event()
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        None
+    }
 
     fn is_quiescent(&self) -> bool {
         matches!(self.step, Step::Done)

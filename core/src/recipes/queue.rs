@@ -1,77 +1,16 @@
 //! The local FIFO of acquires through one shared handle: [`Ticket`]s with
 //! deadlines, one at the head working on the recipe at a time. Used by
-//! [`SharedLock`](super::SharedLock) (one queue per part) and
-//! [`SharedSemaphore`](super::SharedSemaphore).
-
-/// The [`Recipe`](crate::Recipe) impl of an in-process ticket queue over one
-/// inner recipe (`SharedLock`, `SharedSemaphore`): every input goes to the
-/// inner recipe, then the queue collects its outputs (`collect`), fails every
-/// ticket when the session ends (`fail_all`), drops expired tickets
-/// (`expire`) and moves the next ticket on (`advance`).
-macro_rules! ticket_queue_recipe {
-    ($queue:ty) => {
-        impl crate::recipe::Recipe for $queue {
-            fn handle_reply(
-                &mut self,
-                now: crate::time::Instant,
-                op: crate::recipe::OpId,
-                result: Result<zoolock_wire::Response, crate::error::RequestError>,
-            ) {
-                self.inner.handle_reply(now, op, result);
-                self.collect(now);
-                self.advance(now);
-            }
-
-            fn handle_watch(&mut self, now: crate::time::Instant, event: &crate::session::WatchEvent) {
-                self.inner.handle_watch(now, event);
-                self.collect(now);
-                self.advance(now);
-            }
-
-            fn handle_session(&mut self, now: crate::time::Instant, state: crate::session::ConnectionState) {
-                let ended = self.gate.on_state(state);
-                self.inner.handle_session(now, state);
-                self.collect(now);
-                if let Some(error) = ended {
-                    self.fail_all(now, &error);
-                }
-                self.advance(now);
-            }
-
-            fn handle_timeout(&mut self, now: crate::time::Instant) {
-                if self.inner.poll_timeout().is_some_and(|t| t <= now) {
-                    self.inner.handle_timeout(now);
-                    self.collect(now);
-                }
-                self.expire(now);
-                self.advance(now);
-            }
-
-            fn poll_op(&mut self) -> Option<crate::recipe::RecipeOp> {
-                self.inner.poll_op()
-            }
-
-            fn poll_event(&mut self) -> Option<crate::recipe::RecipeEvent> {
-                self.events.pop_front()
-            }
-
-            fn poll_timeout(&self) -> Option<crate::time::Instant> {
-                self.queue_deadline().into_iter().chain(self.inner.poll_timeout()).min()
-            }
-
-            fn is_quiescent(&self) -> bool {
-                <$queue>::is_quiescent(self)
-            }
-        }
-    };
-}
-pub(crate) use ticket_queue_recipe;
+//! [`LockQueue`](super::LockQueue) (one queue per part) and
+//! [`LeaseQueue`](super::LeaseQueue).
 
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 
-use crate::error::{ApiMisuse, RequestError};
-use crate::session::ConnectionState;
+use zoolock_wire::Response;
+
+use crate::error::RequestError;
+use crate::recipe::{OpId, Recipe, RecipeEvent, RecipeOp, Ticket};
+use crate::session::{ConnectionState, WatchEvent};
 use crate::time::Instant;
 
 /// Whether a shared queue may start acquires, from the session's states.
@@ -116,10 +55,100 @@ impl SessionGate {
     }
 }
 
-/// Names one acquire through a shared handle; chosen by the caller, unique
-/// among the acquires the handle has not finished.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Ticket(pub u64);
+/// A per-process ticket queue over one inner recipe ([`LockQueue`](super::LockQueue),
+/// [`LeaseQueue`](super::LeaseQueue)): the blanket [`Recipe`] impl hands
+/// every input to the inner recipe, then the queue collects its outputs
+/// (`collect`), fails every ticket when the session ends (`fail_all`), drops
+/// expired tickets (`expire`) and moves the next ticket on (`advance`).
+pub(crate) trait TicketQueued: Send + 'static {
+    /// The queued recipe.
+    type Inner: Recipe + ?Sized;
+    /// The queued recipe.
+    fn inner_recipe(&self) -> &Self::Inner;
+    /// The queued recipe, for its inputs.
+    fn inner_recipe_mut(&mut self) -> &mut Self::Inner;
+    /// Notes a session state; the error to fail every ticket with when the
+    /// session ended for good.
+    fn gate_state(&mut self, state: ConnectionState) -> Option<RequestError>;
+    /// Takes the inner recipe's events and assigns them to tickets.
+    fn collect(&mut self, now: Instant);
+    /// Starts acquires while any can start.
+    fn advance(&mut self, now: Instant);
+    /// Fails every queued acquire with `error` (the session ended for good).
+    fn fail_all(&mut self, now: Instant, error: &RequestError);
+    /// Tickets whose deadline passed leave the queue with `TimedOut`.
+    fn expire(&mut self, now: Instant);
+    /// The earliest ticket deadline.
+    fn queue_deadline(&self) -> Option<Instant>;
+    /// The next event for the user.
+    fn next_event(&mut self) -> Option<RecipeEvent>;
+    /// Nothing queued, held or owed to the server.
+    fn quiescent(&self) -> bool;
+}
+
+impl<Q: TicketQueued> Recipe for Q {
+    fn handle_reply(&mut self, now: Instant, op: OpId, result: Result<Response, RequestError>) {
+        self.inner_recipe_mut().handle_reply(now, op, result);
+        self.collect(now);
+        self.advance(now);
+    }
+
+    fn handle_watch(&mut self, now: Instant, event: &WatchEvent) {
+        self.inner_recipe_mut().handle_watch(now, event);
+        self.collect(now);
+        self.advance(now);
+    }
+
+    fn handle_session(&mut self, now: Instant, state: ConnectionState) {
+        let ended = self.gate_state(state);
+        self.inner_recipe_mut().handle_session(now, state);
+        self.collect(now);
+        if let Some(error) = ended {
+            self.fail_all(now, &error);
+        }
+        self.advance(now);
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        if self.inner_recipe().poll_timeout().is_some_and(|t| t <= now) {
+            self.inner_recipe_mut().handle_timeout(now);
+            self.collect(now);
+        }
+        self.expire(now);
+        self.advance(now);
+    }
+
+    fn poll_op(&mut self) -> Option<RecipeOp> {
+        self.inner_recipe_mut().poll_op()
+    }
+
+    fn poll_event(&mut self) -> Option<RecipeEvent> {
+        self.next_event()
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.queue_deadline().into_iter().chain(self.inner_recipe().poll_timeout()).min()
+    }
+
+    fn is_quiescent(&self) -> bool {
+        self.quiescent()
+    }
+}
+
+/// Issues a queue's tickets, in increasing order.
+#[derive(Debug, Default)]
+pub(crate) struct TicketIssuer {
+    next: u64,
+}
+
+impl TicketIssuer {
+    /// A ticket no earlier call returned.
+    pub(crate) fn issue(&mut self) -> Ticket {
+        let ticket = Ticket::new(self.next);
+        self.next += 1;
+        ticket
+    }
+}
 
 /// One queued acquire.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -156,22 +185,15 @@ impl<T> TicketQueue<T> {
         self.head.as_ref().is_some_and(|h| h.entry.ticket == ticket) || self.waiting.iter().any(|e| e.ticket == ticket)
     }
 
-    /// Queues an acquire behind every other.
-    pub(crate) fn push(&mut self, ticket: Ticket, deadline: Option<Instant>, what: T) -> Result<(), ApiMisuse> {
-        if self.contains(ticket) {
-            return Err(ApiMisuse::TicketInUse(ticket.0));
-        }
+    /// Queues an acquire (a fresh ticket) behind every other.
+    pub(crate) fn push(&mut self, ticket: Ticket, deadline: Option<Instant>, what: T) {
         self.waiting.push_back(Entry { ticket, deadline, what });
-        Ok(())
     }
 
-    /// Queues an acquire ahead of every waiting one (behind a head).
-    pub(crate) fn push_front(&mut self, ticket: Ticket, deadline: Option<Instant>, what: T) -> Result<(), ApiMisuse> {
-        if self.contains(ticket) {
-            return Err(ApiMisuse::TicketInUse(ticket.0));
-        }
+    /// Queues an acquire (a fresh ticket) ahead of every waiting one
+    /// (behind a head).
+    pub(crate) fn push_front(&mut self, ticket: Ticket, deadline: Option<Instant>, what: T) {
         self.waiting.push_front(Entry { ticket, deadline, what });
-        Ok(())
     }
 
     /// The acquire that starts next: a parked head, else the first waiting.

@@ -9,7 +9,7 @@ use crate::error::{ApiMisuse, RequestError};
 use crate::gzip::{self, Compression};
 use crate::op::Op;
 use crate::path::ZkPath;
-use crate::recipe::{OpId, Recipe, RecipeEvent};
+use crate::recipe::{OpId, Recipe, RecipeEvent, RecipeOp};
 use crate::session::{ConnectionState, WatchEvent};
 use crate::time::Instant;
 
@@ -117,7 +117,19 @@ impl Recipe for Revoker {
         }
     }
 
-    super::timerless_outputs!();
+    fn handle_timeout(&mut self, _now: Instant) {}
+
+    fn poll_op(&mut self) -> Option<RecipeOp> {
+        self.out.poll_op()
+    }
+
+    fn poll_event(&mut self) -> Option<RecipeEvent> {
+        self.out.poll_event()
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        None
+    }
 
     fn is_quiescent(&self) -> bool {
         self.in_flight.is_none() && !self.retry && self.out.no_ops()

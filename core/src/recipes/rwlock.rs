@@ -7,21 +7,21 @@ use alloc::string::String;
 
 use zoolock_wire::Response;
 
+use super::capability::{LockRecipe, Part};
 use super::config::{LockConfig, OpPlan};
 use super::kit::{OpRouter, Outbox};
 use super::lock_core::{LockCore, Rule, Shape};
 use super::policy::{READ_NAME, SortKey, WRITE_NAME};
 use crate::error::{ApiMisuse, RequestError};
 use crate::path::ZkPath;
-use crate::recipe::{FencingToken, OpId, Recipe, RecipeEvent};
+use crate::recipe::{FencingToken, OpId, Recipe, RecipeEvent, RecipeOp};
 use crate::rng::Rng;
 use crate::session::{ConnectionState, WatchEvent};
 use crate::time::Instant;
 
-/// [`RecipeEvent::Member`] index of the read half's events.
-pub const READ: usize = 0;
-/// [`RecipeEvent::Member`] index of the write half's events.
-pub const WRITE: usize = 1;
+/// The place of each half in `ReadWriteLock::halves`.
+const READ: usize = 0;
+const WRITE: usize = 1;
 
 /// The seed of member `index` of a composite recipe.
 pub(crate) fn member_seed(seed: u64, index: usize) -> u64 {
@@ -34,7 +34,8 @@ pub(crate) fn member_seed(seed: u64, index: usize) -> u64 {
 /// is first among all children; a reader holds once no `__WRIT__` node is ahead
 /// of its own (it watches the *first* writer, as Curator does).
 ///
-/// Events come as [`RecipeEvent::Member`] with index [`READ`] or [`WRITE`].
+/// Events come as [`RecipeEvent::Member`] with the index of the half
+/// ([`Part::Read`] or [`Part::Write`], see [`Part::index`]).
 ///
 /// Each half is reentrant per handle, like [`Mutex`](super::Mutex): acquiring
 /// a held half again only counts up and reports `Acquired` at once.
@@ -62,7 +63,7 @@ pub(crate) fn member_seed(seed: u64, index: usize) -> u64 {
 /// halves' ops and events are collected, read half first.
 #[derive(Debug)]
 pub struct ReadWriteLock {
-    /// The read half at [`READ`], the write half at [`WRITE`].
+    /// The read half, then the write half (their [`Part::index`]).
     halves: [Half; 2],
     plan: OpPlan,
     out: Outbox,
@@ -70,11 +71,6 @@ pub struct ReadWriteLock {
 }
 
 impl ReadWriteLock {
-    /// The read half's [`RecipeEvent::Member`] index (same as [`READ`]).
-    pub const READ: usize = READ;
-    /// The write half's [`RecipeEvent::Member`] index (same as [`WRITE`]).
-    pub const WRITE: usize = WRITE;
-
     /// A read-write lock on `base` (the lock path; nodes go underneath). The
     /// two halves draw their UUIDs from distinct seeds derived from
     /// `config.seed`.
@@ -118,7 +114,7 @@ impl ReadWriteLock {
     }
 
     /// Acquires the read half, waiting until `deadline` (`None`: forever).
-    /// Reported as `Member { index: READ, .. }` with `Acquired`, `TimedOut` or
+    /// Reported as a [`Part::Read`] `Member` with `Acquired`, `TimedOut` or
     /// `Failed`. While this handle holds the write half it is a downgrade and
     /// succeeds without waiting.
     pub fn acquire_read(&mut self, now: Instant, deadline: Option<Instant>) -> Result<(), ApiMisuse> {
@@ -138,7 +134,7 @@ impl ReadWriteLock {
     }
 
     /// Acquires the write half, waiting until `deadline` (`None`: forever).
-    /// Reported as `Member { index: WRITE, .. }`. Refused while this handle
+    /// Reported as a [`Part::Write`] `Member`. Refused while this handle
     /// holds the read half (or is acquiring it) without the write half: that
     /// upgrade would wait on its own read node forever.
     pub fn acquire_write(&mut self, now: Instant, deadline: Option<Instant>) -> Result<(), ApiMisuse> {
@@ -175,7 +171,7 @@ impl ReadWriteLock {
     }
 
     fn release_half(&mut self, now: Instant, part: usize) -> Result<(), ApiMisuse> {
-        let Some(half) = self.halves.get_mut(part) else { return Err(ApiMisuse::NoSuchPart(part)) };
+        let Some(half) = self.halves.get_mut(part) else { return Err(ApiMisuse::NotHeld) };
         if half.core.held().is_none() || half.holds == 0 {
             return Err(ApiMisuse::NotHeld);
         }
@@ -224,13 +220,14 @@ impl ReadWriteLock {
         self.halves[WRITE].core.held().map(|n| (n.path.as_str(), n.token))
     }
 
-    /// True when half `half` ([`READ`] or [`WRITE`]) is neither held nor
-    /// acquiring nor releasing.
-    pub fn is_idle(&self, half: usize) -> bool {
-        match half {
-            READ => self.halves[READ].core.is_idle(),
-            _ => self.halves[WRITE].core.is_idle(),
-        }
+    /// True when the half `part` names ([`LockRecipe::part`]) is neither
+    /// held nor acquiring nor releasing.
+    pub fn is_idle(&self, part: Part) -> bool {
+        let half = match part {
+            Part::Read => &self.halves[READ],
+            Part::Whole | Part::Write => &self.halves[WRITE],
+        };
+        half.core.is_idle()
     }
 
     /// True when neither half has anything in progress or owed to the server.
@@ -307,7 +304,13 @@ impl Recipe for ReadWriteLock {
         self.collect();
     }
 
-    super::outbox_outputs!();
+    fn poll_op(&mut self) -> Option<RecipeOp> {
+        self.out.poll_op()
+    }
+
+    fn poll_event(&mut self) -> Option<RecipeEvent> {
+        self.out.poll_event()
+    }
 
     fn poll_timeout(&self) -> Option<Instant> {
         match (self.halves[READ].core.poll_timeout(), self.halves[WRITE].core.poll_timeout()) {
@@ -319,8 +322,64 @@ impl Recipe for ReadWriteLock {
     fn is_quiescent(&self) -> bool {
         ReadWriteLock::is_quiescent(self)
     }
+}
 
-    fn as_lock_mut(&mut self) -> Option<&mut dyn super::LockRecipe> {
-        Some(self)
+/// Two parts, [`Part::Read`] and [`Part::Write`]; the whole lock is the
+/// write half.
+impl LockRecipe for ReadWriteLock {
+    fn parts(&self) -> &'static [Part] {
+        &[Part::Read, Part::Write]
+    }
+
+    fn part(&self, asked: Part) -> Part {
+        match asked {
+            Part::Read => Part::Read,
+            Part::Whole | Part::Write => Part::Write,
+        }
+    }
+
+    fn acquire_part(&mut self, now: Instant, part: Part, deadline: Option<Instant>) -> Result<(), ApiMisuse> {
+        if self.hold(part).is_some() {
+            return Err(ApiMisuse::AlreadyHeld);
+        }
+        match self.part(part) {
+            Part::Read => self.acquire_read(now, deadline),
+            Part::Whole | Part::Write => self.acquire_write(now, deadline),
+        }
+    }
+
+    fn release_part(&mut self, now: Instant, part: Part) -> Result<(), ApiMisuse> {
+        match self.part(part) {
+            Part::Read => self.release_read(now),
+            Part::Whole | Part::Write => self.release_write(now),
+        }
+    }
+
+    fn cancel_part(&mut self, now: Instant, part: Part) {
+        match self.part(part) {
+            Part::Read => self.cancel_read(now),
+            Part::Whole | Part::Write => self.cancel_write(now),
+        }
+    }
+
+    fn hold(&self, part: Part) -> Option<(&str, FencingToken)> {
+        match self.part(part) {
+            Part::Read => self.read_holder(),
+            Part::Whole | Part::Write => self.write_holder(),
+        }
+    }
+
+    fn ready(&self, part: Part) -> bool {
+        self.is_idle(part)
+    }
+
+    fn reenter_part(&mut self, now: Instant, part: Part) -> Result<(), ApiMisuse> {
+        if self.hold(part).is_none() {
+            return Err(ApiMisuse::NotHeld);
+        }
+        match self.part(part) {
+            Part::Read => self.acquire_read(now, None),
+            Part::Whole | Part::Write => self.acquire_write(now, None),
+        }
     }
 }

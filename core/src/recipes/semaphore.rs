@@ -58,7 +58,7 @@ use super::shared_count::SharedCount;
 use crate::error::{ApiMisuse, RequestError};
 use crate::op::Op;
 use crate::path::ZkPath;
-use crate::recipe::{FencingToken, OpId, Recipe, RecipeEvent};
+use crate::recipe::{FencingToken, OpId, Recipe, RecipeEvent, RecipeOp};
 use crate::rng::Rng;
 use crate::session::{ConnectionState, WatchEvent};
 use crate::time::Instant;
@@ -780,7 +780,13 @@ impl Recipe for Semaphore {
         self.pump(now);
     }
 
-    super::outbox_outputs!();
+    fn poll_op(&mut self) -> Option<RecipeOp> {
+        self.out.poll_op()
+    }
+
+    fn poll_event(&mut self) -> Option<RecipeEvent> {
+        self.out.poll_event()
+    }
 
     fn poll_timeout(&self) -> Option<Instant> {
         let pause = match self.phase() {

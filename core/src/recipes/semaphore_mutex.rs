@@ -5,7 +5,12 @@ use super::config::LockConfig;
 use super::semaphore::Semaphore;
 use crate::error::ApiMisuse;
 use crate::path::ZkPath;
-use crate::recipe::FencingToken;
+use zoolock_wire::Response;
+
+use super::capability::OnePartLock;
+use crate::error::RequestError;
+use crate::recipe::{FencingToken, OpId, Recipe, RecipeEvent, RecipeOp};
+use crate::session::{ConnectionState, WatchEvent};
 use crate::time::Instant;
 
 /// A non-reentrant lock on `base`, wire-compatible with Curator's
@@ -80,4 +85,64 @@ impl SemaphoreMutex {
     }
 }
 
-super::kit::forward_recipe!(SemaphoreMutex, semaphore);
+/// Every input and output goes to the one-lease semaphore unchanged.
+impl Recipe for SemaphoreMutex {
+    fn handle_reply(&mut self, now: Instant, op: OpId, result: Result<Response, RequestError>) {
+        self.semaphore.handle_reply(now, op, result);
+    }
+
+    fn handle_watch(&mut self, now: Instant, event: &WatchEvent) {
+        self.semaphore.handle_watch(now, event);
+    }
+
+    fn handle_session(&mut self, now: Instant, state: ConnectionState) {
+        self.semaphore.handle_session(now, state);
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        self.semaphore.handle_timeout(now);
+    }
+
+    fn poll_op(&mut self) -> Option<RecipeOp> {
+        self.semaphore.poll_op()
+    }
+
+    fn poll_event(&mut self) -> Option<RecipeEvent> {
+        self.semaphore.poll_event()
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.semaphore.poll_timeout()
+    }
+
+    fn is_quiescent(&self) -> bool {
+        SemaphoreMutex::is_quiescent(self)
+    }
+}
+
+/// Not reentrant, as Curator's.
+impl OnePartLock for SemaphoreMutex {
+    fn acquire(&mut self, now: Instant, deadline: Option<Instant>) -> Result<(), ApiMisuse> {
+        SemaphoreMutex::acquire(self, now, deadline)
+    }
+
+    fn release(&mut self, now: Instant) -> Result<(), ApiMisuse> {
+        SemaphoreMutex::release(self, now)
+    }
+
+    fn cancel(&mut self, now: Instant) {
+        SemaphoreMutex::cancel(self, now);
+    }
+
+    fn holder(&self) -> Option<(&str, FencingToken)> {
+        SemaphoreMutex::holder(self)
+    }
+
+    fn is_idle(&self) -> bool {
+        SemaphoreMutex::is_idle(self)
+    }
+
+    fn reentrant(&self) -> bool {
+        false
+    }
+}

@@ -24,7 +24,7 @@ use super::kit::Outbox;
 use crate::error::RequestError;
 use crate::op::Op;
 use crate::path::ZkPath;
-use crate::recipe::{OpId, Recipe, RecipeEvent};
+use crate::recipe::{OpId, Recipe, RecipeEvent, RecipeOp};
 use crate::session::{ConnectionState, WatchEvent};
 use crate::time::Instant;
 
@@ -273,7 +273,19 @@ impl Recipe for SharedCount {
         }
     }
 
-    super::timerless_outputs!();
+    fn handle_timeout(&mut self, _now: Instant) {}
+
+    fn poll_op(&mut self) -> Option<RecipeOp> {
+        self.out.poll_op()
+    }
+
+    fn poll_event(&mut self) -> Option<RecipeEvent> {
+        self.out.poll_event()
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        None
+    }
 
     fn is_quiescent(&self) -> bool {
         SharedCount::is_quiescent(self)

@@ -23,7 +23,7 @@ use super::config::LockConfig;
 use super::multilock::MultiLock;
 use super::mutex::Mutex;
 use super::policy::{LEASE_NAME, LOCK_NAME, PositionRule, SortKey};
-use super::rwlock::{READ, ReadWriteLock, WRITE, member_seed};
+use super::rwlock::{ReadWriteLock, member_seed};
 use super::semaphore::{SEMAPHORE_LEASES, Semaphore};
 use super::semaphore_mutex::SemaphoreMutex;
 use super::shared_count::SharedCount;
@@ -262,16 +262,16 @@ impl LockSpec {
 
     /// Which part of its recipe it is.
     fn part(&self) -> Part {
-        self.single().map_or(0, |(_, part, _)| part)
+        self.single().map_or(Part::Whole, |(_, part, _)| part)
     }
 
     /// A single lock's kind, part and path; `None` for a multi-lock.
     fn single(&self) -> Option<(LockKind, Part, &str)> {
         match self {
-            LockSpec::Mutex(path) => Some((LockKind::Mutex, 0, path)),
-            LockSpec::Read(path) => Some((LockKind::ReadWriteLock, READ, path)),
-            LockSpec::Write(path) => Some((LockKind::ReadWriteLock, WRITE, path)),
-            LockSpec::SemaphoreMutex(path) => Some((LockKind::SemaphoreMutex, 0, path)),
+            LockSpec::Mutex(path) => Some((LockKind::Mutex, Part::Whole, path)),
+            LockSpec::Read(path) => Some((LockKind::ReadWriteLock, Part::Read, path)),
+            LockSpec::Write(path) => Some((LockKind::ReadWriteLock, Part::Write, path)),
+            LockSpec::SemaphoreMutex(path) => Some((LockKind::SemaphoreMutex, Part::Whole, path)),
             LockSpec::Multi(_) => None,
         }
     }

@@ -9,26 +9,6 @@ use crate::connect_string::ConnectString;
 
 use super::sasl::SaslConfig;
 
-/// Builder setters for the plain config structs of this workspace (here, in
-/// the recipes, the model and the driver): `name(field: Type);` becomes
-/// `pub fn name(mut self, field: Type) -> Self` storing the value, and
-/// `name(field: Type) => Some;` stores `Some(value)` in an optional field.
-/// Setters that do more than store one value are written by hand.
-#[doc(hidden)]
-#[macro_export]
-macro_rules! config_setters {
-    ($($(#[$doc:meta])* $name:ident($field:ident: $ty:ty) $(=> $wrap:ident)?;)*) => {
-        $(
-            $(#[$doc])*
-            pub fn $name(mut self, $field: $ty) -> Self {
-                $(let $field = $wrap($field);)?
-                self.$field = $field;
-                self
-            }
-        )*
-    };
-}
-
 /// The default of [`SessionConfig::max_misbehaving_connections`].
 pub const DEFAULT_MAX_MISBEHAVING_CONNECTIONS: u32 = 3;
 
@@ -102,9 +82,10 @@ impl ChrootPolicy {
         ChrootPolicy { acl, containers: true }
     }
 
-    crate::config_setters! {
-        /// Containers (default) or persistent nodes.
-        with_containers(containers: bool);
+    /// Containers (default) or persistent nodes.
+    pub fn with_containers(mut self, containers: bool) -> Self {
+        self.containers = containers;
+        self
     }
 }
 
@@ -127,22 +108,51 @@ impl SessionConfig {
         }
     }
 
-    crate::config_setters! {
-        /// Sets the requested session timeout.
-        with_session_timeout(session_timeout: Duration);
-        /// Sets the reconnect jitter bound.
-        with_reconnect_jitter(reconnect_jitter: Duration);
-        /// Sets the per-attempt connect timeout.
-        with_connect_timeout(connect_timeout: Duration) => Some;
-        /// Authenticates with SASL after every handshake.
-        with_sasl(sasl: SaslConfig) => Some;
-        /// Sets how many consecutive misbehaving connections end the session.
-        with_max_misbehaving_connections(max_misbehaving_connections: u32);
-        /// Sets the frame limit.
-        with_max_frame_len(max_frame_len: usize);
-        /// Ends a session that never connected after a cycle of failed dials.
-        with_give_up_unreachable(give_up_unreachable: bool);
-        /// Creates a missing chroot (see [`SessionConfig::create_chroot`]).
-        with_create_chroot(create_chroot: ChrootPolicy) => Some;
+    /// Sets the requested session timeout.
+    pub fn with_session_timeout(mut self, session_timeout: Duration) -> Self {
+        self.session_timeout = session_timeout;
+        self
+    }
+
+    /// Sets the reconnect jitter bound.
+    pub fn with_reconnect_jitter(mut self, reconnect_jitter: Duration) -> Self {
+        self.reconnect_jitter = reconnect_jitter;
+        self
+    }
+
+    /// Sets the per-attempt connect timeout.
+    pub fn with_connect_timeout(mut self, connect_timeout: Duration) -> Self {
+        self.connect_timeout = Some(connect_timeout);
+        self
+    }
+
+    /// Authenticates with SASL after every handshake.
+    pub fn with_sasl(mut self, sasl: SaslConfig) -> Self {
+        self.sasl = Some(sasl);
+        self
+    }
+
+    /// Sets how many consecutive misbehaving connections end the session.
+    pub fn with_max_misbehaving_connections(mut self, max_misbehaving_connections: u32) -> Self {
+        self.max_misbehaving_connections = max_misbehaving_connections;
+        self
+    }
+
+    /// Sets the frame limit.
+    pub fn with_max_frame_len(mut self, max_frame_len: usize) -> Self {
+        self.max_frame_len = max_frame_len;
+        self
+    }
+
+    /// Ends a session that never connected after a cycle of failed dials.
+    pub fn with_give_up_unreachable(mut self, give_up_unreachable: bool) -> Self {
+        self.give_up_unreachable = give_up_unreachable;
+        self
+    }
+
+    /// Creates a missing chroot (see [`SessionConfig::create_chroot`]).
+    pub fn with_create_chroot(mut self, create_chroot: ChrootPolicy) -> Self {
+        self.create_chroot = Some(create_chroot);
+        self
     }
 }

@@ -13,9 +13,22 @@ use crate::error::{RequestError, SessionError};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct HostId(pub usize);
 
-/// Identifies a submitted request; its reply carries the same id.
+/// Identifies a submitted request; its reply carries the same id. Issued by
+/// [`Session::submit`](super::Session::submit) only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct RequestId(pub u64);
+pub struct RequestId(u64);
+
+impl RequestId {
+    /// The id of the `n`-th request of a session.
+    pub(crate) fn new(n: u64) -> RequestId {
+        RequestId(n)
+    }
+
+    /// The id's number, for logs.
+    pub fn get(self) -> u64 {
+        self.0
+    }
+}
 
 /// Something the driver must do to the transport.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -411,7 +411,7 @@ impl Session {
             (Some((read, path)), Some(watcher)) => Some(PendingWatch { read, path: String::from(path), watcher }),
             (None, _) => None,
         };
-        let id = RequestId(self.next_request);
+        let id = RequestId::new(self.next_request);
         self.next_request += 1;
         let mut request = op.into_request();
         let retries = (self.root.is_some() && chroot::creates_under_root(&request)).then_some(0);

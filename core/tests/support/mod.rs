@@ -101,28 +101,45 @@ pub(crate) fn split_frames(mut bytes: BytesMut) -> Vec<Bytes> {
     out
 }
 
+/// A session event as the tests compare it: a request id is its number
+/// (tests cannot make a `RequestId`; the session issues them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Ev {
+    Reply { id: u64, result: Result<Response, RequestError> },
+    State(ConnectionState),
+    Watch { watcher: WatcherId, event: zoolock_core::WatchEvent },
+}
+
+impl From<SessionEvent> for Ev {
+    fn from(event: SessionEvent) -> Ev {
+        match event {
+            SessionEvent::Reply { id, result } => Ev::Reply { id: id.get(), result },
+            SessionEvent::State(state) => Ev::State(state),
+            SessionEvent::Watch { watcher, event } => Ev::Watch { watcher, event },
+            other => panic!("a session event the tests do not know: {other:?}"),
+        }
+    }
+}
+
 /// A reply event, for comparisons.
-pub(crate) fn reply_ev(id: u64, result: Result<Response, zoolock_core::RequestError>) -> SessionEvent {
-    SessionEvent::Reply { id: RequestId(id), result }
+pub(crate) fn reply_ev(id: u64, result: Result<Response, zoolock_core::RequestError>) -> Ev {
+    Ev::Reply { id, result }
 }
 
 /// A state event, for comparisons.
-pub(crate) fn state_ev(state: zoolock_core::ConnectionState) -> SessionEvent {
-    SessionEvent::State(state)
+pub(crate) fn state_ev(state: zoolock_core::ConnectionState) -> Ev {
+    Ev::State(state)
 }
 
 /// The events of a session's end, in its drain order: every request in
 /// `ids` fails with `error`, oldest first, then the state `state`.
-pub(crate) fn end_events(ids: &[u64], error: RequestError, state: ConnectionState) -> Vec<SessionEvent> {
+pub(crate) fn end_events(ids: &[u64], error: RequestError, state: ConnectionState) -> Vec<Ev> {
     ids.iter().map(|id| reply_ev(*id, Err(error.clone()))).chain([state_ev(state)]).collect()
 }
 
 /// A watch event, for comparisons.
-pub(crate) fn watch_ev(watcher: u64, event_type: EventType, path: &str) -> SessionEvent {
-    SessionEvent::Watch {
-        watcher: WatcherId(watcher),
-        event: zoolock_core::WatchEvent { event_type, path: path.into() },
-    }
+pub(crate) fn watch_ev(watcher: u64, event_type: EventType, path: &str) -> Ev {
+    Ev::Watch { watcher: WatcherId(watcher), event: zoolock_core::WatchEvent { event_type, path: path.into() } }
 }
 
 /// A session driven on virtual time. Every `tick` checks that the next
@@ -176,8 +193,8 @@ impl Sim {
     }
 
     /// Drains the events.
-    pub(crate) fn events(&mut self) -> Vec<SessionEvent> {
-        std::iter::from_fn(|| self.s.poll_event()).collect()
+    pub(crate) fn events(&mut self) -> Vec<Ev> {
+        std::iter::from_fn(|| self.s.poll_event()).map(Ev::from).collect()
     }
 
     /// Drains the transmitted bytes.

@@ -134,15 +134,16 @@ impl Sim {
                         let members = c
                             .client
                             .with(now, h, |q, _| {
-                                q.inner_mut().as_any_mut().downcast_mut::<MultiLock>().map(|m| {
-                                    m.holders()
-                                        .into_iter()
-                                        .map(|h| h.map(|(n, t)| (n.to_string(), t.0)))
-                                        .collect::<Vec<_>>()
-                                })
+                                q.inner()
+                                    .member_holds(Part::Whole)
+                                    .into_iter()
+                                    .map(|h| h.map(|(n, t)| (n.to_string(), t.0)))
+                                    .collect::<Vec<_>>()
                             })
-                            .map_err(|e| format!("{e:?}"))?
-                            .ok_or("the multi-lock role runs a MultiLock")?;
+                            .map_err(|e| format!("{e:?}"))?;
+                        if members.len() != 2 {
+                            return Err(format!("c{i}: the multi-lock role runs a two-member MultiLock: {members:?}"));
+                        }
                         let mut holds = Vec::new();
                         for (member, (path, mode)) in
                             members.into_iter().zip([(MULTI_A, Mode::Write), (MULTI_B, Mode::Exclusive)])

@@ -13,11 +13,11 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use zoolock_core::recipes::{BoxedLock, READ, REVOKE_MESSAGE, SemaphoreSize, SemaphoreSpec, WRITE, count_bytes};
+use zoolock_core::recipes::{BoxedLock, REVOKE_MESSAGE, SemaphoreSize, SemaphoreSpec, count_bytes};
 use zoolock_core::{
     AclPolicy, ApiMisuse, ChrootPolicy, Client, ClientEvent, ConnectString, ConnectionState, Handle, Instant,
-    IoCommand, LockConfig, LockKind, LockSpec, MultiLock, Mutex, OpPlan, RecipeEvent, RequestError, Rng, SessionConfig,
-    SharedLock, SharedSemaphore, Ticket, ZkPath,
+    IoCommand, LeaseQueue, LockConfig, LockKind, LockQueue, LockSpec, Mutex, OpPlan, Part, RecipeEvent, RequestError,
+    Rng, SessionConfig, Ticket, ZkPath,
 };
 
 use super::oracle::{Fencing, Mode, check_exclusion, check_lease_limits};
@@ -62,8 +62,8 @@ pub struct SimConfig {
     /// Holders a Mutex role allows: 1 is a mutex; more is a deliberately
     /// broken predicate, which the exclusion oracle must catch.
     pub mutex_leases: usize,
-    /// User tasks per client, sharing its one lock handle (a `SharedLock`
-    /// or `SharedSemaphore` queue).
+    /// User tasks per client, sharing its one lock handle (a `LockQueue`
+    /// or `LeaseQueue` queue).
     pub tasks: usize,
     /// Semaphore only: sized by a shared count (seeded with `leases`) that
     /// the script sets to 1..=clients now and then.
@@ -305,8 +305,8 @@ struct Pending {
 /// the lock capability, or the semaphore.
 #[derive(Debug, Clone, Copy)]
 enum Shared {
-    Lock(Handle<SharedLock>),
-    Semaphore(Handle<SharedSemaphore>),
+    Lock(Handle<LockQueue>),
+    Semaphore(Handle<LeaseQueue>),
 }
 
 /// One user task of a client.
@@ -338,7 +338,6 @@ struct SimClient {
     slow_until: Instant,
     slow_extra: Duration,
     tasks: Vec<SimTask>,
-    next_ticket: u64,
     /// The session said Suspended and not yet Reconnected.
     session_suspended: bool,
     /// The semaphore said `Suspended` and has not answered it with
@@ -362,8 +361,8 @@ impl SimClient {
 
     fn quiescent_id(&self) -> Option<zoolock_core::RecipeId> {
         Some(match self.shared {
-            Shared::Lock(h) => h.id,
-            Shared::Semaphore(h) => h.id,
+            Shared::Lock(h) => h.id(),
+            Shared::Semaphore(h) => h.id(),
         })
     }
 
@@ -637,11 +636,11 @@ impl Sim {
                     }
                     spec => spec.build(config, false).expect("a valid lock").0,
                 };
-                Shared::Lock(client.add(self.now, SharedLock::new(lock, true)))
+                Shared::Lock(client.add(self.now, LockQueue::new(lock, true)))
             }
             None if role == LockKind::Semaphore => {
                 let sem = self.semaphore_spec().build(config).expect("a valid semaphore");
-                Shared::Semaphore(client.add(self.now, SharedSemaphore::new(sem, true)))
+                Shared::Semaphore(client.add(self.now, LeaseQueue::new(sem, true)))
             }
             None => panic!("the simulator has no scenario for {role:?} yet"),
         };
@@ -668,7 +667,6 @@ impl Sim {
             slow_until: Instant::ZERO,
             slow_extra: Duration::ZERO,
             tasks,
-            next_ticket: 0,
             session_suspended: false,
             leases_suspended: false,
             doomed: false,

@@ -105,24 +105,26 @@ impl Sim {
         let read = self.rng.next_u64() % 2 == 0;
         let c = &mut self.clients[i];
         let (mode, part) = match c.role {
-            LockKind::Semaphore => (Mode::Lease, 0),
-            LockKind::ReadWriteLock if read => (Mode::Read, READ),
-            LockKind::ReadWriteLock => (Mode::Write, WRITE),
+            LockKind::Semaphore => (Mode::Lease, Part::Whole),
+            LockKind::ReadWriteLock if read => (Mode::Read, Part::Read),
+            LockKind::ReadWriteLock => (Mode::Write, Part::Write),
             // A mutex, a semaphore mutex, a multi-lock.
-            _ => (Mode::Exclusive, 0),
+            _ => (Mode::Exclusive, Part::Whole),
         };
-        let ticket = Ticket(c.next_ticket);
-        c.next_ticket += 1;
         let task = &mut c.tasks[k];
-        task.ticket = Some(ticket);
         task.pending = Some(Pending { mode, since: now });
         task.suspended = false;
+        // The queue issues the ticket; its events wait in the client until
+        // the drain below, by when the task knows it.
         let result = match c.shared {
-            Shared::Lock(h) => c.client.with(now, h, |q, now| q.acquire(now, ticket, part, deadline)),
-            Shared::Semaphore(h) => c.client.with(now, h, |q, now| q.acquire(now, ticket, 1, deadline)),
+            Shared::Lock(h) => c.client.with(now, h, |q, now| Ok(q.acquire(now, part, deadline))),
+            Shared::Semaphore(h) => c.client.with(now, h, |q, now| q.acquire(now, 1, deadline)),
         };
         match result {
-            Ok(Ok(())) => self.log(|| format!("c{i}.{k} acquire {mode:?} {ticket:?} deadline {deadline:?}")),
+            Ok(Ok(ticket)) => {
+                c.tasks[k].ticket = Some(ticket);
+                self.log(|| format!("c{i}.{k} acquire {mode:?} {ticket:?} deadline {deadline:?}"));
+            }
             Ok(Err(e)) | Err(e) => return Err(self.misuse(i, "acquire", e)),
         }
         self.drain_client(i)
@@ -131,8 +133,8 @@ impl Sim {
     pub(super) fn quiescent(&self, i: usize) -> bool {
         let c = &self.clients[i];
         let id = match c.shared {
-            Shared::Lock(h) => h.id,
-            Shared::Semaphore(h) => h.id,
+            Shared::Lock(h) => h.id(),
+            Shared::Semaphore(h) => h.id(),
         };
         c.client.recipe(id).is_some_and(|r| r.is_quiescent())
     }

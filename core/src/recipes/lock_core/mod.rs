@@ -28,7 +28,7 @@ use super::policy::{self, NodeName, SortKey, Verdict};
 use crate::error::{ApiMisuse, RequestError};
 use crate::op::Op;
 use crate::path::ZkPath;
-use crate::recipe::{FencingToken, OpId, RecipeEvent, RecipeOp};
+use crate::recipe::{FencingToken, OpId, Recipe, RecipeEvent, RecipeOp};
 use crate::rng::Rng;
 use crate::session::{ConnectionState, WatchEvent};
 use crate::time::Instant;
@@ -461,9 +461,48 @@ impl LockCore {
         self.attempt += 1;
     }
 
-    // ---- inputs --------------------------------------------------------------------
+    // ---- mechanism -----------------------------------------------------------------
 
-    pub(crate) fn handle_reply(&mut self, now: Instant, op: OpId, result: Result<Response, RequestError>) {
+    /// Our predecessor `pred` is gone (its deletion fired, or the getData
+    /// that was to watch it answered NoNode). With the fast handoff, if the
+    /// last listing minus `pred` grants us the lock, take it without a
+    /// re-list. Otherwise re-list (or wait for the look-ahead's listing, on
+    /// its way): the nodes still ahead in a remembered listing are most
+    /// likely gone too (in a FIFO queue a node goes once it has held), so
+    /// watching the next of them would mostly cost a getData answered NoNode
+    /// before the re-list anyway.
+    fn pred_gone(&mut self, now: Instant, node: Node, pred: &str) {
+        if !self.fast_handoff_allowed() {
+            return self.relist(node);
+        }
+        self.last_listing.retain(|c| c.as_str() != pred);
+        let listing = core::mem::take(&mut self.last_listing);
+        let granted = !(self.listing_truncated && self.window_exhausted(&listing, node.name.as_str()))
+            && self.verdict(&listing, node.name.as_str()) == Verdict::Acquired;
+        if granted {
+            let (keyed, truncated) = (self.listing_keyed, self.listing_truncated);
+            // The kept listing has no nodes behind ours: count the one that
+            // went off the last total.
+            let total = self.queued.map_or(listing.len(), |(_, t)| t.saturating_sub(1));
+            self.evaluate_listing(
+                now,
+                node,
+                listing,
+                listing::Listed { keyed, truncated, total, armed: None, watched: false },
+            );
+        } else if self.list_in_flight() {
+            // Sent after the predecessor's watch was armed and answered after
+            // its deletion was told: that listing no longer has it.
+            self.state = State::Listing { node };
+        } else {
+            self.relist(node);
+        }
+    }
+}
+
+/// The inputs and outputs of the one lock queue every lock kind is built on.
+impl Recipe for LockCore {
+    fn handle_reply(&mut self, now: Instant, op: OpId, result: Result<Response, RequestError>) {
         let Some(at) = self.expected.iter().position(|(id, _, _)| *id == op) else {
             return;
         };
@@ -508,7 +547,7 @@ impl LockCore {
         }
     }
 
-    pub(crate) fn handle_watch(&mut self, now: Instant, event: &WatchEvent) {
+    fn handle_watch(&mut self, now: Instant, event: &WatchEvent) {
         // Our held node: its deletion ends the hold; a data change used up
         // the watch, so arm it again (a revocable node's re-read below does).
         // Held under the granting listing's child watch, any change of the
@@ -588,43 +627,7 @@ impl LockCore {
         }
     }
 
-    /// Our predecessor `pred` is gone (its deletion fired, or the getData
-    /// that was to watch it answered NoNode). With the fast handoff, if the
-    /// last listing minus `pred` grants us the lock, take it without a
-    /// re-list. Otherwise re-list (or wait for the look-ahead's listing, on
-    /// its way): the nodes still ahead in a remembered listing are most
-    /// likely gone too (in a FIFO queue a node goes once it has held), so
-    /// watching the next of them would mostly cost a getData answered NoNode
-    /// before the re-list anyway.
-    fn pred_gone(&mut self, now: Instant, node: Node, pred: &str) {
-        if !self.fast_handoff_allowed() {
-            return self.relist(node);
-        }
-        self.last_listing.retain(|c| c.as_str() != pred);
-        let listing = core::mem::take(&mut self.last_listing);
-        let granted = !(self.listing_truncated && self.window_exhausted(&listing, node.name.as_str()))
-            && self.verdict(&listing, node.name.as_str()) == Verdict::Acquired;
-        if granted {
-            let (keyed, truncated) = (self.listing_keyed, self.listing_truncated);
-            // The kept listing has no nodes behind ours: count the one that
-            // went off the last total.
-            let total = self.queued.map_or(listing.len(), |(_, t)| t.saturating_sub(1));
-            self.evaluate_listing(
-                now,
-                node,
-                listing,
-                listing::Listed { keyed, truncated, total, armed: None, watched: false },
-            );
-        } else if self.list_in_flight() {
-            // Sent after the predecessor's watch was armed and answered after
-            // its deletion was told: that listing no longer has it.
-            self.state = State::Listing { node };
-        } else {
-            self.relist(node);
-        }
-    }
-
-    pub(crate) fn handle_session(&mut self, now: Instant, state: ConnectionState) {
+    fn handle_session(&mut self, now: Instant, state: ConnectionState) {
         match state {
             ConnectionState::Suspended => match core::mem::replace(&mut self.state, State::Idle) {
                 State::Held { node } => {
@@ -712,7 +715,7 @@ impl LockCore {
         }
     }
 
-    pub(crate) fn handle_timeout(&mut self, now: Instant) {
+    fn handle_timeout(&mut self, now: Instant) {
         match &self.state {
             State::RetryPause { until } if now >= *until => self.begin_create(now),
             State::Waiting { node, .. } if self.deadline.is_some_and(|d| now >= d) => {
@@ -724,15 +727,15 @@ impl LockCore {
         }
     }
 
-    pub(crate) fn poll_op(&mut self) -> Option<RecipeOp> {
+    fn poll_op(&mut self) -> Option<RecipeOp> {
         self.out.poll_op()
     }
 
-    pub(crate) fn poll_event(&mut self) -> Option<RecipeEvent> {
+    fn poll_event(&mut self) -> Option<RecipeEvent> {
         self.out.poll_event()
     }
 
-    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
+    fn poll_timeout(&self) -> Option<Instant> {
         match &self.state {
             State::RetryPause { until } => Some(*until),
             State::Waiting { .. } => self.deadline,
@@ -740,8 +743,12 @@ impl LockCore {
         }
     }
 
-    // ---- mechanism -----------------------------------------------------------------
+    fn is_quiescent(&self) -> bool {
+        self.is_idle() && !self.has_cleanup()
+    }
+}
 
+impl LockCore {
     fn base_prefix(&self) -> &str {
         if self.base.is_root() { "" } else { self.base.as_str() }
     }

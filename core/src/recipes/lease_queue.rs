@@ -1,4 +1,4 @@
-//! [`SharedSemaphore`]: one [`Semaphore`] used by many tasks of one process.
+//! [`LeaseQueue`]: the per-process ticket queue of one [`Semaphore`], used by many tasks of one process.
 //! Acquires queue locally, FIFO, each named by a [`Ticket`] and each getting
 //! its own leases; one acquire works on the semaphore at a time, while the
 //! leases of earlier ones stay held.
@@ -6,10 +6,11 @@
 use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 
-use super::queue::{SessionGate, Ticket, TicketQueue};
+use super::queue::{SessionGate, TicketIssuer, TicketQueue, TicketQueued};
 use super::semaphore::Semaphore;
 use crate::error::{ApiMisuse, RequestError};
-use crate::recipe::{Recipe, RecipeEvent};
+use crate::recipe::{Recipe, RecipeEvent, Ticket};
+use crate::session::ConnectionState;
 use crate::time::Instant;
 
 /// A wanted lease count and how many have come.
@@ -19,7 +20,7 @@ struct Want {
     got: usize,
 }
 
-/// A [`Semaphore`] shared by tickets.
+/// The per-process ticket queue of a [`Semaphore`]: its acquires, each getting its own leases.
 ///
 /// Events: [`RecipeEvent::Ticket`] with one `Acquired` per lease (the
 /// acquire is complete after `qty` of them), or `TimedOut` / `Failed` /
@@ -27,10 +28,11 @@ struct Want {
 /// other events pass through untagged: `Released` per returned lease, and
 /// `Suspended` / `Reconnected` / `Lost` for the leases held.
 #[derive(Debug)]
-pub struct SharedSemaphore {
+pub struct LeaseQueue {
     inner: Semaphore,
     queue: TicketQueue<Want>,
     gate: SessionGate,
+    tickets: TicketIssuer,
     events: VecDeque<RecipeEvent>,
 }
 
@@ -38,10 +40,16 @@ fn ticket_event(ticket: Ticket, event: RecipeEvent) -> RecipeEvent {
     RecipeEvent::Ticket { ticket, event: Box::new(event) }
 }
 
-impl SharedSemaphore {
-    /// Shares `inner`; `renew` as for [`SharedLock::new`](super::SharedLock::new).
-    pub fn new(inner: Semaphore, renew: bool) -> SharedSemaphore {
-        SharedSemaphore { inner, queue: TicketQueue::default(), gate: SessionGate::new(renew), events: VecDeque::new() }
+impl LeaseQueue {
+    /// Shares `inner`; `renew` as for [`LockQueue::new`](super::LockQueue::new).
+    pub fn new(inner: Semaphore, renew: bool) -> LeaseQueue {
+        LeaseQueue {
+            inner,
+            queue: TicketQueue::default(),
+            gate: SessionGate::new(renew),
+            tickets: TicketIssuer::default(),
+            events: VecDeque::new(),
+        }
     }
 
     /// The semaphore, for inspection.
@@ -49,28 +57,23 @@ impl SharedSemaphore {
         &self.inner
     }
 
-    /// Queues an acquire of `qty` leases for `ticket`, waiting until
-    /// `deadline` (`None`: forever).
-    pub fn acquire(
-        &mut self,
-        now: Instant,
-        ticket: Ticket,
-        qty: usize,
-        deadline: Option<Instant>,
-    ) -> Result<(), ApiMisuse> {
+    /// Queues an acquire of `qty` leases, waiting until `deadline` (`None`:
+    /// forever), and returns the ticket that names it in events and later
+    /// commands. Fails with [`ApiMisuse::ZeroQuantity`] for `qty == 0`
+    /// (nothing is queued). After the session ended for good the ticket
+    /// fails at once (`Failed`).
+    pub fn acquire(&mut self, now: Instant, qty: usize, deadline: Option<Instant>) -> Result<Ticket, ApiMisuse> {
         if qty == 0 {
             return Err(ApiMisuse::ZeroQuantity);
         }
+        let ticket = self.tickets.issue();
         if let Some(error) = self.gate.ended.clone() {
-            if self.queue.contains(ticket) {
-                return Err(ApiMisuse::TicketInUse(ticket.0));
-            }
             self.events.push_back(ticket_event(ticket, RecipeEvent::Failed(error)));
-            return Ok(());
+            return Ok(ticket);
         }
-        self.queue.push(ticket, deadline, Want { qty, got: 0 })?;
+        self.queue.push(ticket, deadline, Want { qty, got: 0 });
         self.advance(now);
-        Ok(())
+        Ok(ticket)
     }
 
     /// Abandons `ticket`'s acquire, queued or under way (the leases it has
@@ -157,7 +160,7 @@ impl SharedSemaphore {
     }
 }
 
-impl SharedSemaphore {
+impl LeaseQueue {
     /// The session ended: every ticket fails with `error`, a started acquire
     /// is cancelled.
     fn fail_all(&mut self, now: Instant, error: &RequestError) {
@@ -184,4 +187,47 @@ impl SharedSemaphore {
     }
 }
 
-super::queue::ticket_queue_recipe!(SharedSemaphore);
+/// The queue's part of every input; see [`TicketQueued`].
+impl TicketQueued for LeaseQueue {
+    type Inner = Semaphore;
+
+    fn inner_recipe(&self) -> &Semaphore {
+        &self.inner
+    }
+
+    fn inner_recipe_mut(&mut self) -> &mut Semaphore {
+        &mut self.inner
+    }
+
+    fn gate_state(&mut self, state: ConnectionState) -> Option<RequestError> {
+        self.gate.on_state(state)
+    }
+
+    fn collect(&mut self, now: Instant) {
+        LeaseQueue::collect(self, now);
+    }
+
+    fn advance(&mut self, now: Instant) {
+        LeaseQueue::advance(self, now);
+    }
+
+    fn fail_all(&mut self, now: Instant, error: &RequestError) {
+        LeaseQueue::fail_all(self, now, error);
+    }
+
+    fn expire(&mut self, now: Instant) {
+        LeaseQueue::expire(self, now);
+    }
+
+    fn queue_deadline(&self) -> Option<Instant> {
+        LeaseQueue::queue_deadline(self)
+    }
+
+    fn next_event(&mut self) -> Option<RecipeEvent> {
+        self.events.pop_front()
+    }
+
+    fn quiescent(&self) -> bool {
+        LeaseQueue::is_quiescent(self)
+    }
+}

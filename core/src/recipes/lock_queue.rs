@@ -1,15 +1,15 @@
-//! [`SharedLock`]: one lock used by many tasks of one process, as threads
-//! share one Curator `InterProcessMutex`.
+//! [`LockQueue`]: the per-process ticket queue of one lock, so many tasks of
+//! one process use one lock as threads share one Curator `InterProcessMutex`.
 //!
 //! Acquires queue locally, FIFO, each named by a [`Ticket`]: the head works on
 //! the lock while the others wait, and the next starts only once the previous
 //! hold's release has finished. The parts of a read-write lock exclude each
 //! other inside the process as a local read-write lock would (a write waits
 //! for the process's read hold to end and the other way round, earliest
-//! ticket first), except for an explicit [`SharedLock::downgrade`].
-//! Reentrancy is explicit ([`SharedLock::reenter`]),
+//! ticket first), except for an explicit [`LockQueue::downgrade`].
+//! Reentrancy is explicit ([`LockQueue::reenter`]),
 //! counted as Curator counts. A grant to an acquire that was dropped is given
-//! back ([`SharedLock::cancel`] of a held ticket releases it). After a session
+//! back ([`LockQueue::cancel`] of a held ticket releases it). After a session
 //! expiry a hold is `Lost` for good (CURATOR-604), and with renewal on, the
 //! acquire under way waits for the new session and starts again with a new
 //! node, as Curator's do.
@@ -18,10 +18,11 @@ use alloc::boxed::Box;
 use alloc::collections::{BTreeSet, VecDeque};
 use alloc::vec::Vec;
 
-use super::capability::{BoxedLock, Part};
-use super::queue::{SessionGate, Ticket, TicketQueue};
+use super::capability::{BoxedLock, LockRecipe, Part};
+use super::queue::{SessionGate, TicketIssuer, TicketQueue, TicketQueued};
 use crate::error::{ApiMisuse, RequestError};
-use crate::recipe::{FencingToken, RecipeEvent};
+use crate::recipe::{FencingToken, RecipeEvent, Ticket};
+use crate::session::ConnectionState;
 use crate::time::Instant;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,7 +49,7 @@ struct PartState {
     lost: BTreeSet<Ticket>,
 }
 
-/// A lock recipe (any [`LockRecipe`](super::LockRecipe)) shared by tickets.
+/// The per-process ticket queue of a lock recipe (any [`LockRecipe`](super::LockRecipe)).
 ///
 /// Events are [`RecipeEvent::Ticket`]: `Queued` tells the acquire under way
 /// where it stands on ZooKeeper (acquires still waiting in this process
@@ -60,16 +61,17 @@ struct PartState {
 ///
 /// Drain order: [`Recipe::poll_op`](crate::Recipe::poll_op), [`Recipe::poll_event`](crate::Recipe::poll_event),
 /// [`Recipe::poll_timeout`](crate::Recipe::poll_timeout).
-pub struct SharedLock {
+pub struct LockQueue {
     inner: BoxedLock,
     parts: Vec<PartState>,
     gate: SessionGate,
+    tickets: TicketIssuer,
     events: VecDeque<RecipeEvent>,
 }
 
-impl core::fmt::Debug for SharedLock {
+impl core::fmt::Debug for LockQueue {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("SharedLock").field("parts", &self.parts).field("session_up", &self.gate.up).finish()
+        f.debug_struct("LockQueue").field("parts", &self.parts).field("session_up", &self.gate.up).finish()
     }
 }
 
@@ -77,78 +79,83 @@ fn ticket_event(ticket: Ticket, event: RecipeEvent) -> RecipeEvent {
     RecipeEvent::Ticket { ticket, event: Box::new(event) }
 }
 
-impl SharedLock {
+impl LockQueue {
     /// Shares `inner`. With `renew`, an acquire whose session expired waits
     /// for the next session (the client must renew sessions too); without,
     /// it fails with the session's error.
-    pub fn new(inner: BoxedLock, renew: bool) -> SharedLock {
-        let parts = (0..inner.parts().max(1))
+    pub fn new(inner: BoxedLock, renew: bool) -> LockQueue {
+        let parts = (0..inner.parts().len().max(1))
             .map(|_| PartState { queue: TicketQueue::default(), hold: Hold::None, lost: BTreeSet::new() })
             .collect();
-        SharedLock { inner, parts, gate: SessionGate::new(renew), events: VecDeque::new() }
+        LockQueue {
+            inner,
+            parts,
+            gate: SessionGate::new(renew),
+            tickets: TicketIssuer::default(),
+            events: VecDeque::new(),
+        }
     }
 
-    /// The shared lock recipe, for inspection.
+    /// The queued lock recipe, for inspection.
     pub fn inner(&self) -> &dyn super::LockRecipe {
         &*self.inner
     }
 
-    /// The shared lock recipe, for its own commands (`make_revocable`...).
+    /// The queued lock recipe, for its own commands (`make_revocable`...).
     /// Acquire and release only through the ticket commands.
     pub fn inner_mut(&mut self) -> &mut dyn super::LockRecipe {
         &mut *self.inner
     }
 
-    fn part(&mut self, part: Part) -> Result<&mut PartState, ApiMisuse> {
-        self.parts.get_mut(part).ok_or(ApiMisuse::NoSuchPart(part))
+    /// The place among the lock's parts of the part `asked` names.
+    fn slot(&self, asked: Part) -> usize {
+        slot_of(&*self.inner, asked)
     }
 
     // ---- commands ------------------------------------------------------------------
 
-    /// Queues an acquire of `part` for `ticket`, waiting until `deadline`
-    /// (`None`: forever; as in Curator, a free lock is taken even after it).
-    pub fn acquire(
-        &mut self,
-        now: Instant,
-        ticket: Ticket,
-        part: Part,
-        deadline: Option<Instant>,
-    ) -> Result<(), ApiMisuse> {
-        if self.owner(ticket).is_some() {
-            return Err(ApiMisuse::TicketInUse(ticket.0));
-        }
+    /// Queues an acquire of `part`, waiting until `deadline` (`None`:
+    /// forever; as in Curator, a free lock is taken even after it), and
+    /// returns the ticket that names it in events and later commands. After
+    /// the session ended for good the ticket fails at once (`Failed`).
+    pub fn acquire(&mut self, now: Instant, part: Part, deadline: Option<Instant>) -> Ticket {
+        let ticket = self.tickets.issue();
         if let Some(error) = self.gate.ended.clone() {
-            self.part(part)?;
             self.events.push_back(ticket_event(ticket, RecipeEvent::Failed(error)));
-            return Ok(());
+            return ticket;
         }
-        self.part(part)?.queue.push(ticket, deadline, false)?;
+        let slot = self.slot(part);
+        if let Some(state) = self.parts.get_mut(slot) {
+            state.queue.push(ticket, deadline, false);
+        }
         self.advance(now);
-        Ok(())
+        ticket
     }
 
-    /// Takes the read part for `ticket` while `writer` holds the write part
-    /// of this read-write lock (Curator's downgrade: acquire read while
+    /// Takes the read part for a new ticket while `writer` holds the write
+    /// part of this read-write lock (Curator's downgrade: acquire read while
     /// holding write, then release write). It goes ahead of every queued
-    /// acquire and is granted without waiting.
-    pub fn downgrade(&mut self, now: Instant, writer: Ticket, ticket: Ticket) -> Result<(), ApiMisuse> {
-        let (read, write) = (super::READ, super::WRITE);
-        if self.parts.len() != 2 {
-            return Err(ApiMisuse::NoSuchPart(write));
+    /// acquire and is granted without waiting. Fails with
+    /// [`ApiMisuse::NotHeld`] unless `writer` holds the write part, and with
+    /// [`ApiMisuse::NoReadHalf`] on a lock without halves.
+    pub fn downgrade(&mut self, now: Instant, writer: Ticket) -> Result<Ticket, ApiMisuse> {
+        if self.inner.parts() != [Part::Read, Part::Write] {
+            return Err(ApiMisuse::NoReadHalf);
         }
+        let (read, write) = (self.slot(Part::Read), self.slot(Part::Write));
         if !matches!(self.parts.get(write).map(|s| s.hold), Some(Hold::Held { ticket: t, .. }) if t == writer) {
             return Err(ApiMisuse::NotHeld);
         }
-        if self.owner(ticket).is_some() {
-            return Err(ApiMisuse::TicketInUse(ticket.0));
+        let ticket = self.tickets.issue();
+        if let Some(state) = self.parts.get_mut(read) {
+            state.queue.push_front(ticket, None, true);
         }
-        self.part(read)?.queue.push_front(ticket, None, true)?;
         self.advance(now);
-        Ok(())
+        Ok(ticket)
     }
 
     /// Takes the hold of `ticket` once more (explicit reentrancy); each
-    /// re-entry needs its own [`SharedLock::release`].
+    /// re-entry needs its own [`LockQueue::release`].
     pub fn reenter(&mut self, ticket: Ticket) -> Result<(), ApiMisuse> {
         let reentrant = self.inner.reentrant();
         for state in &mut self.parts {
@@ -170,7 +177,7 @@ impl SharedLock {
     /// the last hold is being released and `Released` follows for the ticket.
     pub fn release(&mut self, now: Instant, ticket: Ticket) -> Result<bool, ApiMisuse> {
         let Some(part) = self.owner(ticket) else { return Err(ApiMisuse::NotHeld) };
-        let Some(state) = self.parts.get_mut(part) else { return Err(ApiMisuse::NoSuchPart(part)) };
+        let Some(state) = self.parts.get_mut(part) else { return Err(ApiMisuse::NotHeld) };
         if state.lost.remove(&ticket) {
             return Ok(true);
         }
@@ -182,7 +189,7 @@ impl SharedLock {
             }
             Hold::Held { .. } => {
                 state.hold = Hold::Releasing { ticket: Some(ticket) };
-                let done = match self.inner.release_part(now, part) {
+                let done = match self.inner.release_part(now, part_at(&*self.inner, part)) {
                     Ok(()) => false,
                     // The recipe no longer holds it (its own loss comes as
                     // an event): nothing is left to release.
@@ -215,7 +222,7 @@ impl SharedLock {
             if state.queue.head_is(ticket) {
                 let started = state.queue.head.take().is_some_and(|h| h.started);
                 if started {
-                    self.inner.cancel_part(now, part);
+                    self.inner.cancel_part(now, part_at(&*self.inner, part));
                 }
                 self.collect(now);
                 self.advance(now);
@@ -238,7 +245,7 @@ impl SharedLock {
 
     /// The ticket holding `part`, with its node and fencing token.
     pub fn holder(&self, part: Part) -> Option<(Ticket, &str, FencingToken)> {
-        let state = self.parts.get(part)?;
+        let state = self.parts.get(self.slot(part))?;
         let Hold::Held { ticket, .. } = state.hold else { return None };
         let (node, token) = self.inner.hold(part)?;
         Some((ticket, node, token))
@@ -250,17 +257,17 @@ impl SharedLock {
     /// [`LockRecipe::hold_nodes`]: super::LockRecipe::hold_nodes
     pub fn hold_nodes(&self, ticket: Ticket) -> Option<Vec<alloc::string::String>> {
         let part = self.parts.iter().position(|s| matches!(s.hold, Hold::Held { ticket: t, .. } if t == ticket))?;
-        let nodes = self.inner.hold_nodes(part);
+        let nodes = self.inner.hold_nodes(part_at(&*self.inner, part));
         (!nodes.is_empty()).then_some(nodes)
     }
 
     /// How many acquires of `part` wait behind the one under way.
     pub fn waiting(&self, part: Part) -> usize {
-        self.parts.get(part).map_or(0, |s| s.queue.waiting())
+        self.parts.get(self.slot(part)).map_or(0, |s| s.queue.waiting())
     }
 
     /// The part `ticket` is queued on, acquiring, holding or lost on.
-    fn owner(&self, ticket: Ticket) -> Option<Part> {
+    fn owner(&self, ticket: Ticket) -> Option<usize> {
         self.parts.iter().position(|s| {
             s.queue.contains(ticket)
                 || s.lost.contains(&ticket)
@@ -277,7 +284,7 @@ impl SharedLock {
     // ---- mechanism -----------------------------------------------------------------
 
     /// Whether `part` is held, being acquired or being released.
-    fn active(&self, part: Part) -> bool {
+    fn active(&self, part: usize) -> bool {
         self.parts.get(part).is_some_and(|s| s.hold != Hold::None || s.queue.head.as_ref().is_some_and(|h| h.started))
     }
 
@@ -285,7 +292,7 @@ impl SharedLock {
     /// ready, a session can serve it, and (read-write lock) the other part
     /// is idle in this process or it is a downgrade. The earliest ticket
     /// goes first.
-    fn next_startable(&self) -> Option<Part> {
+    fn next_startable(&self) -> Option<usize> {
         if !self.gate.up {
             return None;
         }
@@ -294,7 +301,8 @@ impl SharedLock {
                 let state = self.parts.get(part)?;
                 let next = state.queue.next()?;
                 let others_idle = (0..self.parts.len()).all(|p| p == part || !self.active(p));
-                let free = state.hold == Hold::None && !self.active(part) && self.inner.ready(part);
+                let free =
+                    state.hold == Hold::None && !self.active(part) && self.inner.ready(part_at(&*self.inner, part));
                 (free && (others_idle || next.what)).then_some((next.ticket, part))
             })
             .min()
@@ -308,7 +316,7 @@ impl SharedLock {
             let Some(head) = state.queue.promote() else { return };
             head.started = true;
             let (ticket, deadline) = (head.entry.ticket, head.entry.deadline);
-            if let Err(e) = self.inner.acquire_part(now, part, deadline) {
+            if let Err(e) = self.inner.acquire_part(now, part_at(&*self.inner, part), deadline) {
                 if let Some(state) = self.parts.get_mut(part) {
                     state.queue.head = None;
                 }
@@ -322,7 +330,7 @@ impl SharedLock {
     fn collect(&mut self, now: Instant) {
         let parts = self.inner.parts();
         while let Some(event) = self.inner.poll_event() {
-            let (part, event) = if parts <= 1 {
+            let (part, event) = if parts.len() <= 1 {
                 (0, event)
             } else {
                 match event {
@@ -337,7 +345,7 @@ impl SharedLock {
         }
     }
 
-    fn on_part_event(&mut self, now: Instant, part: Part, event: RecipeEvent) {
+    fn on_part_event(&mut self, now: Instant, part: usize, event: RecipeEvent) {
         let gate = &self.gate;
         let parks = |e: &RequestError| gate.parks(e);
         let Some(state) = self.parts.get_mut(part) else { return };
@@ -352,7 +360,7 @@ impl SharedLock {
                 // Nobody asked (cannot happen through the ticket commands):
                 // give it back rather than hold it for no one.
                 state.hold = Hold::Releasing { ticket: None };
-                let _ = self.inner.release_part(now, part);
+                let _ = self.inner.release_part(now, part_at(&*self.inner, part));
                 self.collect(now);
             }
             (RecipeEvent::Failed(e), _, Some(_)) if parks(&e) => {
@@ -378,7 +386,7 @@ impl SharedLock {
                 state.lost.insert(ticket);
                 state.hold = Hold::Releasing { ticket: None };
                 self.events.push_back(ticket_event(ticket, RecipeEvent::Lost));
-                if self.inner.release_part(now, part).is_err() {
+                if self.inner.release_part(now, part_at(&*self.inner, part)).is_err() {
                     // A single lock dropped the hold with the loss.
                     if let Some(state) = self.parts.get_mut(part) {
                         state.hold = Hold::None;
@@ -405,7 +413,7 @@ impl SharedLock {
             let started = state.queue.head.as_ref().is_some_and(|h| h.started);
             let tickets = state.queue.take_all();
             if started {
-                self.inner.cancel_part(now, part);
+                self.inner.cancel_part(now, part_at(&*self.inner, part));
             }
             for ticket in tickets {
                 self.events.push_back(ticket_event(ticket, RecipeEvent::Failed(error.clone())));
@@ -415,7 +423,7 @@ impl SharedLock {
     }
 }
 
-impl SharedLock {
+impl LockQueue {
     /// Tickets whose deadline passed leave the queues with `TimedOut`.
     fn expire(&mut self, now: Instant) {
         for state in &mut self.parts {
@@ -431,4 +439,58 @@ impl SharedLock {
     }
 }
 
-super::queue::ticket_queue_recipe!(SharedLock);
+/// The queue's part of every input; see [`TicketQueued`].
+impl TicketQueued for LockQueue {
+    type Inner = dyn LockRecipe;
+
+    fn inner_recipe(&self) -> &(dyn LockRecipe + 'static) {
+        &*self.inner
+    }
+
+    fn inner_recipe_mut(&mut self) -> &mut (dyn LockRecipe + 'static) {
+        &mut *self.inner
+    }
+
+    fn gate_state(&mut self, state: ConnectionState) -> Option<RequestError> {
+        self.gate.on_state(state)
+    }
+
+    fn collect(&mut self, now: Instant) {
+        LockQueue::collect(self, now);
+    }
+
+    fn advance(&mut self, now: Instant) {
+        LockQueue::advance(self, now);
+    }
+
+    fn fail_all(&mut self, now: Instant, error: &RequestError) {
+        LockQueue::fail_all(self, now, error);
+    }
+
+    fn expire(&mut self, now: Instant) {
+        LockQueue::expire(self, now);
+    }
+
+    fn queue_deadline(&self) -> Option<Instant> {
+        LockQueue::queue_deadline(self)
+    }
+
+    fn next_event(&mut self) -> Option<RecipeEvent> {
+        self.events.pop_front()
+    }
+
+    fn quiescent(&self) -> bool {
+        LockQueue::is_quiescent(self)
+    }
+}
+
+/// The place among `lock`'s parts of the part `asked` names.
+fn slot_of(lock: &dyn LockRecipe, asked: Part) -> usize {
+    let part = lock.part(asked);
+    lock.parts().iter().position(|p| *p == part).unwrap_or(0)
+}
+
+/// The part at place `slot` among `lock`'s parts.
+fn part_at(lock: &dyn LockRecipe, slot: usize) -> Part {
+    lock.parts().get(slot).copied().unwrap_or(Part::Whole)
+}

@@ -1,35 +1,35 @@
-//! Transcript tests of the shared-handle queues (`SharedLock`,
-//! `SharedSemaphore`): FIFO among tickets, explicit reentrancy, cancellation
+//! Transcript tests of the shared-handle queues (`LockQueue`,
+//! `LeaseQueue`): FIFO among tickets, explicit reentrancy, cancellation
 //! wherever a ticket is, a grant to a cancelled ticket given back, the parts
 //! of a read-write lock excluding each other with an explicit downgrade, and
 //! acquires re-queued on a renewed session.
 
 mod transcript;
 
-use zoolock_core::recipes::{READ, SharedSemaphore, WRITE};
+use zoolock_core::recipes::LeaseQueue;
 use zoolock_core::{
-    ApiMisuse, ConnectionState, LockConfig, Mutex, OpPlan, ReadWriteLock, RecipeEvent, RequestError, Semaphore,
-    SemaphoreMutex, SharedLock, Ticket, ZkPath,
+    ApiMisuse, ConnectionState, LockConfig, LockQueue, Mutex, OpPlan, Part, ReadWriteLock, RecipeEvent, RequestError,
+    Semaphore, SemaphoreMutex, Ticket, ZkPath,
 };
 
 use transcript::{Answer, Harness, acquired, at, held_watch, kids, listing, mask, name};
 
 const BASE: &str = "/app/lock";
 
-fn shared_mutex(renew: bool) -> Harness<SharedLock> {
+fn shared_mutex(renew: bool) -> Harness<LockQueue> {
     let m = Mutex::new(ZkPath::new(BASE).unwrap(), LockConfig::new(3).with_plan(OpPlan::Pipelined));
-    Harness::new(SharedLock::new(Box::new(m), renew))
+    Harness::new(LockQueue::new(Box::new(m), renew))
 }
 
-fn ticket(t: u64, event: RecipeEvent) -> RecipeEvent {
-    RecipeEvent::Ticket { ticket: Ticket(t), event: Box::new(event) }
+fn ticket(ticket: Ticket, event: RecipeEvent) -> RecipeEvent {
+    RecipeEvent::Ticket { ticket, event: Box::new(event) }
 }
 
 /// Grants ticket `t` its node (sequence `seq`), uncontended. The mutex is
 /// quiet (its last acquire, if any, was granted by its first listing): its
 /// listing carries a child watch, the held node's watch, so the grant sends
 /// nothing for the node (DESIGN §4.10).
-fn grant(h: &mut Harness<SharedLock>, seq: i32) -> String {
+fn grant(h: &mut Harness<LockQueue>, seq: i32) -> String {
     let node = h.answer(at(1), &format!("create2 {BASE}/"), Answer::Seq(seq));
     h.answer(at(1), &listing(BASE, true), kids(&[name(&node)]));
     h.assert_never_sent(&held_watch(&node));
@@ -39,85 +39,86 @@ fn grant(h: &mut Harness<SharedLock>, seq: i32) -> String {
 #[test]
 fn tickets_queue_fifo_and_start_after_the_previous_release() {
     let mut h = shared_mutex(false);
-    h.run(|q| q.acquire(at(0), Ticket(1), 0, None)).unwrap();
-    h.run(|q| q.acquire(at(0), Ticket(2), 0, None)).unwrap();
-    h.run(|q| q.acquire(at(0), Ticket(3), 0, None)).unwrap();
+    let t1 = h.run(|q| q.acquire(at(0), Part::Whole, None));
+    let t2 = h.run(|q| q.acquire(at(0), Part::Whole, None));
+    let _t3 = h.run(|q| q.acquire(at(0), Part::Whole, None));
     assert_eq!(h.sent().len(), 2, "only the first ticket works on the lock: create2 + getChildren2");
     let first = grant(&mut h, 0);
-    assert_eq!(h.events(), vec![ticket(1, acquired(&first, 1000))]);
-    assert_eq!(h.recipe.waiting(0), 2);
-    // A ticket in use is refused; a second ticket is not a hold.
-    assert_eq!(h.run(|q| q.acquire(at(2), Ticket(2), 0, None)), Err(ApiMisuse::TicketInUse(2)));
-    assert_eq!(h.run(|q| q.release(at(2), Ticket(2))), Err(ApiMisuse::NotHeld));
+    assert_eq!(h.events(), vec![ticket(t1, acquired(&first, 1000))]);
+    assert_eq!(h.recipe.waiting(Part::Whole), 2);
+    // A second ticket is not a hold.
+    assert_eq!(h.run(|q| q.release(at(2), t2)), Err(ApiMisuse::NotHeld));
     // Pipelined release: the delete is queued, `Released` at once, then the
     // next ticket's create rides along.
-    assert_eq!(h.run(|q| q.release(at(3), Ticket(1))), Ok(false));
-    assert_eq!(h.events(), vec![ticket(1, RecipeEvent::Released)]);
+    assert_eq!(h.run(|q| q.release(at(3), t1)), Ok(false));
+    assert_eq!(h.events(), vec![ticket(t1, RecipeEvent::Released)]);
     h.answer(at(4), &format!("delete {}", mask(&first)), Answer::Empty);
     let second = grant(&mut h, 1);
-    assert_eq!(h.events(), vec![ticket(2, acquired(&second, 1001))]);
-    assert_eq!(h.recipe.holder(0).map(|(t, _, _)| t), Some(Ticket(2)));
+    assert_eq!(h.events(), vec![ticket(t2, acquired(&second, 1001))]);
+    assert_eq!(h.recipe.holder(Part::Whole).map(|(t, _, _)| t), Some(t2));
 }
 
 #[test]
 fn reentry_is_explicit_and_counted() {
     let mut h = shared_mutex(false);
-    h.run(|q| q.acquire(at(0), Ticket(1), 0, None)).unwrap();
+    let t1 = h.run(|q| q.acquire(at(0), Part::Whole, None));
     let node = grant(&mut h, 0);
     h.events();
     h.sent();
-    h.run(|q| q.reenter(Ticket(1))).unwrap();
-    h.run(|q| q.reenter(Ticket(1))).unwrap();
-    assert_eq!(h.run(|q| q.reenter(Ticket(9))), Err(ApiMisuse::NotHeld));
-    assert_eq!(h.run(|q| q.release(at(1), Ticket(1))), Ok(true));
-    assert_eq!(h.run(|q| q.release(at(1), Ticket(1))), Ok(true));
+    h.run(|q| q.reenter(t1)).unwrap();
+    h.run(|q| q.reenter(t1)).unwrap();
+    let t9 = h.run(|q| q.acquire(at(1), Part::Whole, None));
+    h.run(|q| q.cancel(at(1), t9));
+    assert_eq!(h.run(|q| q.reenter(t9)), Err(ApiMisuse::NotHeld));
+    assert_eq!(h.run(|q| q.release(at(1), t1)), Ok(true));
+    assert_eq!(h.run(|q| q.release(at(1), t1)), Ok(true));
     assert!(h.sent().is_empty(), "no delete while a re-entry is held");
-    assert_eq!(h.run(|q| q.release(at(2), Ticket(1))), Ok(false));
+    assert_eq!(h.run(|q| q.release(at(2), t1)), Ok(false));
     assert_eq!(h.sent(), vec![format!("delete {}", mask(&node))]);
 }
 
 #[test]
 fn the_semaphore_mutex_is_not_reentrant() {
     let sm = SemaphoreMutex::new(ZkPath::new(BASE).unwrap(), LockConfig::new(1));
-    let mut h = Harness::new(SharedLock::new(Box::new(sm), false));
-    h.run(|q| q.acquire(at(0), Ticket(1), 0, None)).unwrap();
+    let mut h = Harness::new(LockQueue::new(Box::new(sm), false));
+    let t1 = h.run(|q| q.acquire(at(0), Part::Whole, None));
     let lock = h.answer(at(1), &format!("create2 {BASE}/locks/"), Answer::Seq(0));
     h.answer(at(1), &format!("getChildren2 {BASE}/locks"), kids(&[name(&lock)]));
     let lease = h.answer(at(1), &format!("create2 {BASE}/leases/"), Answer::Seq(0));
     h.answer(at(1), &format!("getChildren2 {BASE}/leases"), kids(&[name(&lease)]));
-    assert!(h.events().contains(&ticket(1, acquired(&lease, 1000))));
-    assert_eq!(h.run(|q| q.reenter(Ticket(1))), Err(ApiMisuse::NotReentrant));
+    assert!(h.events().contains(&ticket(t1, acquired(&lease, 1000))));
+    assert_eq!(h.run(|q| q.reenter(t1)), Err(ApiMisuse::NotReentrant));
 }
 
 #[test]
 fn cancel_removes_a_ticket_wherever_it_is_and_gives_a_grant_back() {
     let mut h = shared_mutex(false);
-    h.run(|q| q.acquire(at(0), Ticket(1), 0, None)).unwrap();
-    h.run(|q| q.acquire(at(0), Ticket(2), 0, None)).unwrap();
+    let t1 = h.run(|q| q.acquire(at(0), Part::Whole, None));
+    let t2 = h.run(|q| q.acquire(at(0), Part::Whole, None));
     // Queued: gone without a trace.
-    h.run(|q| q.cancel(at(1), Ticket(2)));
-    assert_eq!(h.recipe.waiting(0), 0);
+    h.run(|q| q.cancel(at(1), t2));
+    assert_eq!(h.recipe.waiting(Part::Whole), 0);
     // Granted but not handed out: released.
     let node = grant(&mut h, 0);
     h.events();
     h.sent();
-    h.run(|q| q.cancel(at(2), Ticket(1)));
+    h.run(|q| q.cancel(at(2), t1));
     assert_eq!(h.sent(), vec![format!("delete {}", mask(&node))]);
-    assert!(h.recipe.holder(0).is_none());
-    // Unknown tickets are ignored.
-    h.run(|q| q.cancel(at(3), Ticket(77)));
+    assert!(h.recipe.holder(Part::Whole).is_none());
+    // Tickets that are done are ignored.
+    h.run(|q| q.cancel(at(3), t2));
 }
 
 #[test]
 fn a_queued_ticket_times_out_at_its_deadline_without_touching_the_server() {
     let mut h = shared_mutex(false);
-    h.run(|q| q.acquire(at(0), Ticket(1), 0, None)).unwrap();
-    h.run(|q| q.acquire(at(0), Ticket(2), 0, Some(at(50)))).unwrap();
+    let _t1 = h.run(|q| q.acquire(at(0), Part::Whole, None));
+    let t2 = h.run(|q| q.acquire(at(0), Part::Whole, Some(at(50))));
     h.sent();
     use zoolock_core::Recipe;
     assert_eq!(h.recipe.poll_timeout(), Some(at(50)));
     h.timeout(at(50));
-    assert_eq!(h.events(), vec![ticket(2, RecipeEvent::TimedOut)]);
+    assert_eq!(h.events(), vec![ticket(t2, RecipeEvent::TimedOut)]);
     assert!(h.sent().is_empty());
     assert_eq!(h.recipe.poll_timeout(), None);
 }
@@ -125,44 +126,44 @@ fn a_queued_ticket_times_out_at_its_deadline_without_touching_the_server() {
 #[test]
 fn read_and_write_parts_exclude_each_other_in_process_except_a_downgrade() {
     let rw = ReadWriteLock::new(ZkPath::new(BASE).unwrap(), LockConfig::new(5));
-    let mut h = Harness::new(SharedLock::new(Box::new(rw), false));
-    h.run(|q| q.acquire(at(0), Ticket(1), WRITE, None)).unwrap();
+    let mut h = Harness::new(LockQueue::new(Box::new(rw), false));
+    let t1 = h.run(|q| q.acquire(at(0), Part::Write, None));
     let write = h.answer(at(1), &format!("create2 {BASE}/"), Answer::Seq(0));
     h.answer(at(1), &listing(BASE, true), kids(&[name(&write)]));
-    assert_eq!(h.events(), vec![ticket(1, acquired(&write, 1000))]);
+    assert_eq!(h.events(), vec![ticket(t1, acquired(&write, 1000))]);
     h.assert_never_sent(&held_watch(&write));
     h.sent();
     // Another task's read waits in the process: nothing is sent.
-    h.run(|q| q.acquire(at(2), Ticket(2), READ, None)).unwrap();
+    let t2 = h.run(|q| q.acquire(at(2), Part::Read, None));
     assert!(h.sent().is_empty(), "a read beside the process's own write hold");
     // The writer downgrades: granted at once, ahead of the queued read.
-    h.run(|q| q.downgrade(at(3), Ticket(1), Ticket(3))).unwrap();
+    let t3 = h.run(|q| q.downgrade(at(3), t1)).unwrap();
     let sent = h.sent();
     assert!(sent[0].contains("__READ__0000000000"), "the write node's sequence: {sent:?}");
     let read = h.answer(at(4), &format!("create2 {BASE}/"), Answer::Made(1001));
     if h.pending.front().is_some_and(|op| transcript::describe(op).starts_with("getChildren2")) {
         h.answer(at(4), &format!("getChildren2 {BASE}"), kids(&[name(&write), name(&read)]));
     }
-    assert_eq!(h.events(), vec![ticket(3, acquired(&read, 1001))]);
-    assert_eq!(h.run(|q| q.downgrade(at(4), Ticket(2), Ticket(4))), Err(ApiMisuse::NotHeld));
+    assert_eq!(h.events(), vec![ticket(t3, acquired(&read, 1001))]);
+    assert_eq!(h.run(|q| q.downgrade(at(4), t2)), Err(ApiMisuse::NotHeld));
 }
 
 #[test]
 fn renewal_parks_the_acquire_and_loses_the_hold_for_good() {
     let mut h = shared_mutex(true);
-    h.run(|q| q.acquire(at(0), Ticket(1), 0, None)).unwrap();
+    let t1 = h.run(|q| q.acquire(at(0), Part::Whole, None));
     grant(&mut h, 0);
     h.events();
-    h.run(|q| q.acquire(at(1), Ticket(2), 0, None)).unwrap();
+    let t2 = h.run(|q| q.acquire(at(1), Part::Whole, None));
     h.sent();
     // The session expires: the hold is lost, and the next acquire waits for
     // the new session instead of failing.
     h.session(at(3), ConnectionState::Lost);
     let events = h.events();
-    assert!(events.contains(&ticket(1, RecipeEvent::Lost)), "{events:?}");
-    assert!(!events.iter().any(|e| matches!(e, RecipeEvent::Ticket { ticket: Ticket(2), .. })), "{events:?}");
+    assert!(events.contains(&ticket(t1, RecipeEvent::Lost)), "{events:?}");
+    assert!(!events.iter().any(|e| matches!(e, RecipeEvent::Ticket { ticket, .. } if *ticket == t2)), "{events:?}");
     assert!(!h.sent().iter().any(|op| op.starts_with("create2")), "nothing starts on an expired session");
-    assert_eq!(h.run(|q| q.release(at(3), Ticket(1))), Ok(true), "releasing a lost hold is no error");
+    assert_eq!(h.run(|q| q.release(at(3), t1)), Ok(true), "releasing a lost hold is no error");
     h.session(at(4), ConnectionState::Connected);
     let sent = h.sent();
     assert!(sent.iter().any(|op| op.starts_with(&format!("create2 {BASE}/"))), "a new node: {sent:?}");
@@ -171,15 +172,15 @@ fn renewal_parks_the_acquire_and_loses_the_hold_for_good() {
 #[test]
 fn without_renewal_queued_acquires_fail_with_the_session() {
     let mut h = shared_mutex(false);
-    h.run(|q| q.acquire(at(0), Ticket(1), 0, None)).unwrap();
-    h.run(|q| q.acquire(at(0), Ticket(2), 0, None)).unwrap();
+    let t1 = h.run(|q| q.acquire(at(0), Part::Whole, None));
+    let t2 = h.run(|q| q.acquire(at(0), Part::Whole, None));
     h.session(at(1), ConnectionState::Lost);
     let events = h.events();
-    assert!(events.contains(&ticket(1, RecipeEvent::Failed(RequestError::SessionExpired))), "{events:?}");
-    assert!(events.contains(&ticket(2, RecipeEvent::Failed(RequestError::SessionExpired))), "{events:?}");
+    assert!(events.contains(&ticket(t1, RecipeEvent::Failed(RequestError::SessionExpired))), "{events:?}");
+    assert!(events.contains(&ticket(t2, RecipeEvent::Failed(RequestError::SessionExpired))), "{events:?}");
     // A later acquire fails at once, typed.
-    h.run(|q| q.acquire(at(2), Ticket(3), 0, None)).unwrap();
-    assert_eq!(h.events(), vec![ticket(3, RecipeEvent::Failed(RequestError::SessionExpired))]);
+    let t3 = h.run(|q| q.acquire(at(2), Part::Whole, None));
+    assert_eq!(h.events(), vec![ticket(t3, RecipeEvent::Failed(RequestError::SessionExpired))]);
 }
 
 #[test]
@@ -189,32 +190,32 @@ fn a_server_given_up_on_fails_queued_acquires_even_with_renewal() {
     let gave_up = RequestError::ServerMisbehaved(cause);
     for renew in [true, false] {
         let mut h = shared_mutex(renew);
-        h.run(|q| q.acquire(at(0), Ticket(1), 0, None)).unwrap();
-        h.run(|q| q.acquire(at(0), Ticket(2), 0, None)).unwrap();
+        let t1 = h.run(|q| q.acquire(at(0), Part::Whole, None));
+        let t2 = h.run(|q| q.acquire(at(0), Part::Whole, None));
         h.session(at(1), ConnectionState::ServerMisbehaved(cause));
         let events = h.events();
-        assert!(events.contains(&ticket(1, RecipeEvent::Failed(gave_up.clone()))), "renew {renew}: {events:?}");
-        assert!(events.contains(&ticket(2, RecipeEvent::Failed(gave_up.clone()))), "renew {renew}: {events:?}");
-        h.run(|q| q.acquire(at(2), Ticket(3), 0, None)).unwrap();
-        assert_eq!(h.events(), vec![ticket(3, RecipeEvent::Failed(gave_up.clone()))], "renew {renew}");
+        assert!(events.contains(&ticket(t1, RecipeEvent::Failed(gave_up.clone()))), "renew {renew}: {events:?}");
+        assert!(events.contains(&ticket(t2, RecipeEvent::Failed(gave_up.clone()))), "renew {renew}: {events:?}");
+        let t3 = h.run(|q| q.acquire(at(2), Part::Whole, None));
+        assert_eq!(h.events(), vec![ticket(t3, RecipeEvent::Failed(gave_up.clone()))], "renew {renew}");
     }
     let sem = Semaphore::new(ZkPath::new(BASE).unwrap(), 2, LockConfig::new(9));
-    let mut h = Harness::new(SharedSemaphore::new(sem, true));
-    h.run(|q| q.acquire(at(0), Ticket(1), 1, None)).unwrap();
+    let mut h = Harness::new(LeaseQueue::new(sem, true));
+    let t1 = h.run(|q| q.acquire(at(0), 1, None)).unwrap();
     h.session(at(1), ConnectionState::ServerMisbehaved(cause));
     let events = h.events();
-    assert!(events.contains(&ticket(1, RecipeEvent::Failed(gave_up.clone()))), "{events:?}");
+    assert!(events.contains(&ticket(t1, RecipeEvent::Failed(gave_up.clone()))), "{events:?}");
 }
 
 #[test]
 fn semaphore_tickets_each_get_their_own_leases() {
     let sem = Semaphore::new(ZkPath::new(BASE).unwrap(), 2, LockConfig::new(9));
-    let mut h = Harness::new(SharedSemaphore::new(sem, false));
-    h.run(|q| q.acquire(at(0), Ticket(1), 1, None)).unwrap();
-    h.run(|q| q.acquire(at(0), Ticket(2), 1, None)).unwrap();
+    let mut h = Harness::new(LeaseQueue::new(sem, false));
+    let t1 = h.run(|q| q.acquire(at(0), 1, None)).unwrap();
+    let t2 = h.run(|q| q.acquire(at(0), 1, None)).unwrap();
     assert_eq!(h.recipe.waiting(), 1);
-    assert_eq!(h.run(|q| q.acquire(at(0), Ticket(3), 0, None)), Err(ApiMisuse::ZeroQuantity));
-    for (t, seq) in [(1, 0), (2, 1)] {
+    assert_eq!(h.run(|q| q.acquire(at(0), 0, None)), Err(ApiMisuse::ZeroQuantity));
+    for (t, seq) in [(t1, 0), (t2, 1)] {
         let lock = h.answer(at(1), &format!("create2 {BASE}/locks/"), Answer::Seq(seq));
         h.answer(at(1), &format!("getChildren2 {BASE}/locks"), kids(&[name(&lock)]));
         let lease = h.answer(at(1), &format!("create2 {BASE}/leases/"), Answer::Seq(seq));
@@ -240,14 +241,14 @@ fn semaphore_tickets_each_get_their_own_leases() {
 #[test]
 fn the_acquire_under_way_reports_its_queue_position() {
     let mut h = shared_mutex(false);
-    h.run(|q| q.acquire(at(0), Ticket(1), 0, None)).unwrap();
-    h.run(|q| q.acquire(at(0), Ticket(2), 0, None)).unwrap();
+    let t1 = h.run(|q| q.acquire(at(0), Part::Whole, None));
+    let _t2 = h.run(|q| q.acquire(at(0), Part::Whole, None));
     let node = h.answer(at(1), &format!("create2 {BASE}/"), Answer::Seq(5));
     let ahead = ["_c_a-lock-0000000001", "_c_b-lock-0000000002"];
     h.answer(at(1), &format!("getChildren2 {BASE}"), kids(&[ahead[1], &name(&node), ahead[0]]));
     assert!(h.events().is_empty());
     let position = RecipeEvent::Queued { position: 2, total: 3 };
-    assert_eq!(h.queued, vec![ticket(1, position)], "ticket 2 is not on ZooKeeper yet");
+    assert_eq!(h.queued, vec![ticket(t1, position)], "ticket 2 is not on ZooKeeper yet");
     // The predecessor, then the fast handoff's look-ahead node.
     let watches = [format!("getData {BASE}/{} w", ahead[1]), format!("getData {BASE}/{} w", ahead[0])];
     assert!(h.sent().ends_with(&watches), "{:?}", h.sent());
