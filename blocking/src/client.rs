@@ -85,7 +85,7 @@ impl Client {
     }
 
     /// A revocable mutex: holders learn of [`Client::revoke`] through
-    /// [`crate::Guard::revocation_requested`].
+    /// [`crate::Hold::revocation_requested`].
     pub fn revocable_mutex(&self, path: &str) -> Result<Lock, Error> {
         wait(self.inner.revocable_mutex(path)).map(Lock::from_async)
     }

@@ -8,6 +8,8 @@
 //! [`Machines`] and one [`Machine`] impl per recipe, and builds its client
 //! with [`Client::for_machines`](crate::Client::for_machines).
 
+use alloc::boxed::Box;
+
 use crate::recipe::Recipe;
 use crate::recipes::{
     LeaseQueue, LockQueue, MultiLock, Mutex, Participants, ReadWriteLock, Revoker, Semaphore, SemaphoreMutex,
@@ -50,8 +52,9 @@ pub enum CoreMachine {
     Semaphore(Semaphore),
     /// A [`LockQueue`].
     LockQueue(LockQueue),
-    /// A [`LeaseQueue`].
-    LeaseQueue(LeaseQueue),
+    /// A [`LeaseQueue`] (boxed: it carries a whole [`Semaphore`] and its
+    /// tickets, and would size every other variant up to it).
+    LeaseQueue(Box<LeaseQueue>),
     /// A [`SharedCount`].
     SharedCount(SharedCount),
     /// A [`Participants`] listing.
@@ -69,7 +72,7 @@ impl Machines for CoreMachine {
             CoreMachine::MultiLock(r) => r,
             CoreMachine::Semaphore(r) => r,
             CoreMachine::LockQueue(r) => r,
-            CoreMachine::LeaseQueue(r) => r,
+            CoreMachine::LeaseQueue(r) => &**r,
             CoreMachine::SharedCount(r) => r,
             CoreMachine::Participants(r) => r,
             CoreMachine::Revoker(r) => r,
@@ -84,7 +87,7 @@ impl Machines for CoreMachine {
             CoreMachine::MultiLock(r) => r,
             CoreMachine::Semaphore(r) => r,
             CoreMachine::LockQueue(r) => r,
-            CoreMachine::LeaseQueue(r) => r,
+            CoreMachine::LeaseQueue(r) => &mut **r,
             CoreMachine::SharedCount(r) => r,
             CoreMachine::Participants(r) => r,
             CoreMachine::Revoker(r) => r,
@@ -172,12 +175,12 @@ impl Machine<CoreMachine> for LockQueue {
 
 impl Machine<CoreMachine> for LeaseQueue {
     fn into_machine(self) -> CoreMachine {
-        CoreMachine::LeaseQueue(self)
+        CoreMachine::LeaseQueue(Box::new(self))
     }
 
     fn from_machine(machine: &mut CoreMachine) -> Option<&mut Self> {
         match machine {
-            CoreMachine::LeaseQueue(r) => Some(r),
+            CoreMachine::LeaseQueue(r) => Some(&mut **r),
             _ => None,
         }
     }

@@ -42,6 +42,7 @@
 //! and single requests and recipe events at `trace`. Every lock event
 //! carries the lock path (`path`) and, once there is one, the node (`node`).
 
+mod acquire;
 mod client;
 mod count;
 mod error;
@@ -66,7 +67,7 @@ pub use error::{DialError, Error, unresolved};
 pub use futures_lite::{AsyncRead, AsyncWrite};
 #[cfg(feature = "gssapi")]
 pub use gssapi::{DEFAULT_SERVICE as GSSAPI_DEFAULT_SERVICE, GssapiClient};
-pub use hold::{HoldStatus, QueuePosition, StatusChanges};
+pub use hold::{Hold, HoldStatus, QueuePosition, StatusChanges};
 pub use lock::{Guard, Lock, ReadWriteLock};
 pub use options::{LockOptions, Options};
 pub use recipes::SemaphoreOptions;

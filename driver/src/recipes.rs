@@ -24,7 +24,7 @@ pub struct SemaphoreOptions {
     /// Its size.
     pub size: SemaphoreSize,
     /// Revocable: each lease's holder is told when someone asks for the
-    /// lease back ([`crate::Lease::revocation_requested`]); lease nodes
+    /// lease back ([`crate::Hold::revocation_requested`]); lease nodes
     /// have empty data.
     pub revocable: bool,
 }
@@ -79,7 +79,7 @@ impl Client {
         self.lock_of(LockSpec::Mutex(path.into()), options).await
     }
 
-    /// A revocable mutex: its holder gets [`crate::Guard::revocation_requested`].
+    /// A revocable mutex: its holder gets [`crate::Hold::revocation_requested`].
     ///
     /// ```no_run
     /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
@@ -314,7 +314,7 @@ impl Client {
         let (tx, rx) = oneshot::channel();
         let mut tx = Some(tx);
         let sink = move |_: Handle<R>| -> Sink {
-            Box::new(move |_: &mut CoreClient, _, _: RecipeId, event: RecipeEvent| {
+            Box::new(move |event: RecipeEvent| {
                 if let Some(tx) = tx.take() {
                     let _ = tx.send(event);
                 }

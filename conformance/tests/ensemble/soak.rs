@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use zoolock_conformance::sim::{Fencing, Mode, check_exclusion};
 use zoolock_tokio::zoolock_core::Rng;
-use zoolock_tokio::{Client, Error, Guard, HoldStatus, Lease, Lock, LockKind, LockSpec};
+use zoolock_tokio::{Client, Error, Hold, HoldStatus, Lock, LockKind, LockSpec};
 
 use crate::harness::{Ensemble, now_us};
 use crate::oracle::{assert_every_client_cycles, assert_no_leak};
@@ -120,40 +120,6 @@ impl Oracle {
     }
 }
 
-/// A guard or a lease, as the soak uses them.
-trait Hold: Send + Sync + 'static {
-    fn status(&self) -> HoldStatus;
-    fn node(&self) -> &str;
-    fn token(&self) -> i64;
-    fn lost(&self) -> impl std::future::Future<Output = HoldStatus> + Send;
-    fn release(self) -> impl std::future::Future<Output = Result<(), Error>> + Send;
-}
-
-/// `Guard` and `Lease` have the same methods under the same names.
-macro_rules! impl_hold {
-    ($($t:ident),*) => {$(
-        impl Hold for $t {
-            fn status(&self) -> HoldStatus {
-                $t::status(self)
-            }
-            fn node(&self) -> &str {
-                $t::node(self)
-            }
-            fn token(&self) -> i64 {
-                self.fencing_token().0
-            }
-            fn lost(&self) -> impl std::future::Future<Output = HoldStatus> + Send {
-                $t::lost(self)
-            }
-            fn release(self) -> impl std::future::Future<Output = Result<(), Error>> + Send {
-                $t::release(self)
-            }
-        }
-    )*};
-}
-
-impl_hold!(Guard, Lease);
-
 /// What one soak client shares.
 struct Soak {
     run: Arc<Run>,
@@ -169,17 +135,17 @@ impl Soak {
     /// One hold: known to the oracle from the acquire until just before the
     /// release (or until its holder is told, by its status), held for
     /// `hold` unless `lost()` completes first.
-    async fn hold<H: Hold>(
+    async fn hold(
         &self,
         who: &str,
         client: &Client,
-        h: H,
+        h: impl Into<Hold>,
         parts: Vec<(String, Mode)>,
         fenced: bool,
         hold: Duration,
     ) {
         let enter = now_us();
-        let h = Arc::new(h);
+        let h: Arc<Hold> = Arc::new(h.into());
         let status = {
             let h = h.clone();
             Box::new(move || h.status())
@@ -188,7 +154,7 @@ impl Soak {
             &self.run,
             Held { who: who.to_owned(), parts, status },
             h.node(),
-            fenced.then(|| h.token()),
+            fenced.then(|| h.fencing_token().0),
         );
         // The simulator also checks that a counting hold's node is owned by
         // the holder's current session: here one read per hold (not for a
@@ -207,7 +173,7 @@ impl Soak {
         let (abandoned, ()) = tokio::join!(during, owner);
         self.oracle().holds.remove(&id);
         let exit = abandoned.map_or_else(now_us, |a| a.0);
-        let section = Section { who: who.to_owned(), enter, exit, token: h.token(), abandoned };
+        let section = Section { who: who.to_owned(), enter, exit, token: h.fencing_token().0, abandoned };
         self.run.log().sections.push(section);
         let Ok(h) = Arc::try_unwrap(h) else { panic!("{who}: the oracle kept a hold") };
         match tokio::time::timeout(SESSION * 2, h.release()).await {

@@ -24,7 +24,7 @@ use futures_lite::{StreamExt, future};
 use zoolock_driver::zoolock_core::wire::{Acl, Bytes, CreateMode, ErrorCode, MultiResult};
 use zoolock_driver::zoolock_core::{ApiMisuse, Op, RequestError, ZkPath};
 use zoolock_driver::{
-    Client, ConnectionState, Error, Guard, HoldStatus, Lease, Lock, LockKind, OpPlan, Options, ReadWriteLock, Runtime,
+    Client, ConnectionState, Error, Guard, Hold, HoldStatus, Lock, LockKind, OpPlan, Options, ReadWriteLock, Runtime,
 };
 
 mod cancellation;
