@@ -47,7 +47,7 @@ pub use semaphore::{Lease, Semaphore};
 pub use zoolock_core;
 pub use zoolock_smol::{
     AclParseError, AclPolicy, AuthInfo, Compression, ConnectionState, DialError, Error, FencingToken, HoldStatus,
-    LockOptions, LockSpec, OpPlan, Options, Participant, ParticipantsOf, QueuePosition, RetryPolicy, SemaphoreOptions,
+    LockKind, LockOptions, LockSpec, OpPlan, Options, Participant, QueuePosition, RetryPolicy, SemaphoreOptions,
     SemaphoreSize, TlsError, VersionedCount, parse_acl,
 };
 #[cfg(feature = "gssapi")]

@@ -70,7 +70,7 @@ pub use gssapi::{DEFAULT_SERVICE as GSSAPI_DEFAULT_SERVICE, GssapiClient};
 pub use hold::{Hold, HoldStatus, QueuePosition, StatusChanges};
 pub use lock::{Guard, Lock, ReadWriteLock};
 pub use options::{LockOptions, Options};
-pub use recipes::{LockSpec, ParticipantsOf, SemaphoreOptions, SemaphoreSize};
+pub use recipes::SemaphoreOptions;
 pub use runtime::{BoxFuture, Conn, IoConn, Runtime};
 /// rustls, as the driver uses it (for [`TlsOptions::from_config`] and transports).
 #[cfg(feature = "tls")]
@@ -82,4 +82,5 @@ pub use tls::{TlsConfigError, TlsConnect, TlsOptions};
 /// The sans-IO core, for plain ops ([`zoolock_core::Op`]) and wire types.
 /// Named after its crate, so it never shadows `::core`.
 pub use zoolock_core;
+pub use zoolock_core::recipes::{LockKind, LockSpec, SemaphoreSize};
 pub use zoolock_core::{Compression, ConnectionState, FencingToken, OpPlan, Participant, RetryPolicy};
