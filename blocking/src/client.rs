@@ -7,7 +7,7 @@ use futures_lite::StreamExt;
 use zoolock_core::wire::{Acl, Bytes, CreateMode, MultiResult, Stat};
 use zoolock_core::{Op, Participant};
 use zoolock_smol::{
-    ConnectionState, ElectionKind, ElectionParticipant, Error, LockOptions, LockSpec, Options, ParticipantsOf,
+    ConnectionState, ElectionKind, ElectionParticipant, Error, LockKind, LockOptions, LockSpec, Options,
     SemaphoreOptions,
 };
 
@@ -118,6 +118,12 @@ impl Client {
         wait(self.inner.multi_lock(paths)).map(Lock::from_async)
     }
 
+    /// The lock `spec` describes, with `options` (any lock kind; see the
+    /// async `lock_of`).
+    pub fn lock_of(&self, spec: LockSpec, options: LockOptions) -> Result<Lock, Error> {
+        wait(self.inner.lock_of(spec, options)).map(Lock::from_async)
+    }
+
     /// A multi-lock over any members (mutexes, read or write halves).
     pub fn multi_lock_of(&self, members: Vec<LockSpec>) -> Result<Lock, Error> {
         wait(self.inner.multi_lock_of(members)).map(Lock::from_async)
@@ -140,7 +146,7 @@ impl Client {
     }
 
     /// Who holds and waits at the lock or semaphore at `path`.
-    pub fn participants(&self, path: &str, kind: ParticipantsOf) -> Result<Vec<Participant>, Error> {
+    pub fn participants(&self, path: &str, kind: LockKind) -> Result<Vec<Participant>, Error> {
         wait(self.inner.participants(path, kind))
     }
 
@@ -181,7 +187,7 @@ impl Client {
 
     /// Observes who holds the lock at `path` (layout `kind`): the holder
     /// now, then each change, told by watches (no polling).
-    pub fn observe(&self, path: &str, kind: ParticipantsOf) -> Result<HolderChanges, Error> {
+    pub fn observe(&self, path: &str, kind: LockKind) -> Result<HolderChanges, Error> {
         wait(self.inner.observe(path, kind)).map(HolderChanges::from_async)
     }
 

@@ -50,8 +50,8 @@ pub use semaphore::{Lease, Semaphore};
 pub use zoolock_core;
 pub use zoolock_smol::{
     AclParseError, AclPolicy, AuthInfo, CloseMode, Compression, ConnectionState, DialError, ElectionKind,
-    ElectionParticipant, Error, FencingToken, HoldStatus, LockOptions, LockSpec, OpPlan, Options, Participant,
-    ParticipantsOf, QueuePosition, RetryPolicy, SemaphoreOptions, SemaphoreSize, TlsError, VersionedCount, parse_acl,
+    ElectionParticipant, Error, FencingToken, HoldStatus, LockKind, LockOptions, LockSpec, OpPlan, Options,
+    Participant, QueuePosition, RetryPolicy, SemaphoreOptions, SemaphoreSize, TlsError, VersionedCount, parse_acl,
 };
 #[cfg(feature = "gssapi")]
 pub use zoolock_smol::{GSSAPI_DEFAULT_SERVICE, GssapiClient};

@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use zoolock_tokio::LockKind;
+
 use crate::exit;
 
 const ABOUT: &str = "Run a command while holding a Curator-compatible ZooKeeper lock.";
@@ -420,7 +422,7 @@ pub(crate) enum CountAction {
     },
 }
 
-/// The recipe layout of a lock path.
+/// The recipe layout of a lock path: the kinds `holders` offers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum Kind {
     /// A mutex (`zoolock lock`).
@@ -434,6 +436,19 @@ pub(crate) enum Kind {
     Election,
     /// A LeaderLatch election (`zoolock elect --latch`).
     Latch,
+}
+
+impl Kind {
+    /// The lock kind it names.
+    pub(crate) fn lock_kind(self) -> LockKind {
+        match self {
+            Kind::Mutex => LockKind::Mutex,
+            Kind::Rwlock => LockKind::ReadWriteLock,
+            Kind::Semaphore => LockKind::Semaphore,
+            Kind::Election => LockKind::LeaderSelector,
+            Kind::Latch => LockKind::LeaderLatch,
+        }
+    }
 }
 
 pub(crate) fn duration(s: &str) -> Result<Duration, humantime::DurationError> {

@@ -66,6 +66,7 @@ pub use recipe::{FencingToken, OpId, Participant, Recipe, RecipeEvent, RecipeOp}
 pub use recipes::{Election, ElectionKind, LockName, MultiLock, Observer, Participants, ReadWriteLock, Revoker};
 pub use recipes::{LeaseQueue, LockQueue, LockRecipe, OnePartLock, Part, Ticket};
 pub use recipes::{LockConfig, Mutex, OpPlan, RetryPolicy};
+pub use recipes::{LockKind, LockSpec};
 pub use recipes::{Semaphore, SemaphoreMutex};
 pub use rng::Rng;
 pub use session::{

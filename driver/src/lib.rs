@@ -76,7 +76,7 @@ pub use leader::{CloseMode, LeaderLatch, LeaderSelector, Leadership, LeadershipC
 pub use lock::{Guard, Lock, ReadWriteLock};
 pub use observe::{HolderChanges, LeaderChanges};
 pub use options::{LockOptions, Options};
-pub use recipes::{LockSpec, ParticipantsOf, SemaphoreOptions, SemaphoreSize};
+pub use recipes::SemaphoreOptions;
 pub use runtime::{BoxFuture, Conn, IoConn, Runtime};
 /// rustls, as the driver uses it (for [`TlsOptions::from_config`] and transports).
 #[cfg(feature = "tls")]
@@ -88,5 +88,7 @@ pub use tls::{TlsConfigError, TlsConnect, TlsOptions};
 /// The sans-IO core, for plain ops ([`zoolock_core::Op`]) and wire types.
 /// Named after its crate, so it never shadows `::core`.
 pub use zoolock_core;
-pub use zoolock_core::recipes::{ElectionKind, ElectionParticipant, LockName, LockNameError, SortRule};
+pub use zoolock_core::recipes::{
+    ElectionKind, ElectionParticipant, LockKind, LockName, LockNameError, LockSpec, SemaphoreSize, SortRule,
+};
 pub use zoolock_core::{Compression, ConnectionState, FencingToken, OpPlan, Participant, RetryPolicy};

@@ -8,12 +8,12 @@ use std::task::{Context, Poll};
 
 use futures_channel::mpsc;
 use futures_lite::{Stream, StreamExt};
-use zoolock_core::recipes::{ElectionKind, Observer, election_participants};
+use zoolock_core::ApiMisuse;
+use zoolock_core::recipes::{ElectionKind, LockKind, Observer, election_participants};
 use zoolock_core::{Handle, Participant, RecipeEvent, ZkPath};
 
 use crate::client::{Client, RecipeHandle};
 use crate::error::Error;
-use crate::recipes::ParticipantsOf;
 use crate::task::Sink;
 
 /// The holder of an observed lock path at each change
@@ -47,7 +47,9 @@ impl Stream for HolderChanges {
 pub type LeaderChanges = Pin<Box<dyn Stream<Item = Result<Option<String>, Error>> + Send>>;
 
 impl Client {
-    /// Observes who holds the lock at `path` (layout `kind`): the holder now,
+    /// Observes who holds the lock at `path` (of `kind`'s layout; an
+    /// election's leader for [`LockKind::LeaderSelector`] and
+    /// [`LockKind::LeaderLatch`]): the holder now,
     /// then each change, told by a watch on the queue (one listing and the
     /// holder's data per change, no polling). For a read-write lock or a
     /// semaphore the holder is the oldest node.
@@ -55,8 +57,8 @@ impl Client {
     /// ```no_run
     /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
     /// use futures_lite::StreamExt;
-    /// use zoolock_driver::ParticipantsOf;
-    /// let mut holders = client.observe("/app/lock", ParticipantsOf::Mutex).await?;
+    /// use zoolock_driver::LockKind;
+    /// let mut holders = client.observe("/app/lock", LockKind::Mutex).await?;
     /// while let Some(holder) = holders.next().await {
     ///     println!("held by {:?}", holder?.map(|p| p.path));
     /// }
@@ -65,15 +67,17 @@ impl Client {
     ///
     /// # Errors
     ///
-    /// [`Error::Path`] for an invalid path; [`Error::ClientClosed`] once the
-    /// client is closed.
+    /// [`Error::Path`] for an invalid path; [`Error::Misuse`] (`NoLayout`)
+    /// for a multi-lock, which has no queue of its own;
+    /// [`Error::ClientClosed`] once the client is closed.
     ///
     /// # Cancel safety
     ///
     /// Cancel-safe: an observer registered for a dropped call is dropped.
-    pub async fn observe(&self, path: &str, kind: ParticipantsOf) -> Result<HolderChanges, Error> {
-        let (base, key) = kind.layout(path)?;
-        self.observe_with(Observer::new(base, key)).await
+    pub async fn observe(&self, path: &str, kind: LockKind) -> Result<HolderChanges, Error> {
+        let layout = kind.layout().ok_or(Error::Misuse(ApiMisuse::NoLayout(kind)))?;
+        let queue = layout.queue(&ZkPath::new(path)?)?;
+        self.observe_with(Observer::new(queue, layout.sort_key())).await
     }
 
     /// Observes who leads the election at `path`: the leader's id now, then

@@ -194,7 +194,11 @@ impl Semaphore {
         let shared = Arc::new(SemShared::default());
         shared.with(|s| s.size = semaphore.max_leases());
         let path: Arc<str> = base.as_str().into();
-        let labels = Arc::new(Labels::new("semaphore", &path, client.inner.options.metrics_path_label));
+        let labels = Arc::new(Labels::new(
+            zoolock_core::LockKind::Semaphore.label(),
+            &path,
+            client.inner.options.metrics_path_label,
+        ));
         let (sink_shared, sink_path, sink_labels) = (shared.clone(), path.clone(), labels.clone());
         let sink = move |_: Handle<LeaseQueue>| -> Sink {
             Box::new(move |event| on_event(&sink_shared, &sink_path, &sink_labels, event))

@@ -9,10 +9,11 @@
 //!   scheduler, and one seeded PRNG that owns every random choice.
 //! * One [`ZkModel`](zoolock_model::ZkModel).
 //! * N simulated clients: a [`zoolock_core::Client`] with one lock handle
-//!   each, of the seed's [`RecipeKind`] (Mutex; ReadWriteLock, read or write
+//!   each, of the seed's [`LockKind`](zoolock_core::LockKind) ([`kind_for_seed`]: Mutex; ReadWriteLock, read or write
 //!   at random per acquire; Semaphore with N leases; SemaphoreMutex; a mixed
 //!   MultiLock of a read-write lock's write half and a mutex, beside plain
-//!   read-write locks and mutexes on its two paths). Every lock kind runs
+//!   read-write locks and mutexes on its two paths; an election participant,
+//!   below). Every lock kind runs
 //!   behind core's `LockQueue` (the semaphore behind `LeaseQueue`), and
 //!   1 to 3 user tasks per client share the handle, as tasks share a cloned
 //!   `Lock` in the async API. Half the semaphore seeds size it by a shared
@@ -23,8 +24,8 @@
 //!   under the chroot `/sim`, which the sessions keep in place as a Curator
 //!   namespace is kept: the container reaper takes it whenever every lock
 //!   is idle, and the next create under it makes it again.
-//! * Elections ([`RecipeKind::Selector`], [`RecipeKind::Latch`]: a quarter
-//!   of the mutex's seeds each): one `Election` participant per client in
+//! * Elections (`LockKind::LeaderSelector`, `LockKind::LeaderLatch`, kinds
+//!   like the others): one `Election` participant per client in
 //!   Curator's `LeaderSelector` or `LeaderLatch` layout, half of them with a
 //!   maximum hold of leadership (0.3 to 3 s), selectors re-queueing after
 //!   their terms three times in four. A leader resigns after a random term
@@ -131,8 +132,7 @@
 //! `conformance/tests/sim.rs`:
 //!
 //! ```text
-//! # CI: 2,000 seeds (all five recipes, 400 each; elections take 200 of the
-//! # mutex's) + regressions + determinism.
+//! # CI: 2,000 seeds (every kind of LockKind::ALL in turn) + regressions + determinism.
 //! # About 25-60 s in debug on 2 cores; 2,000 seeds take ~3 s in release.
 //! cargo test -p zoolock-conformance --test sim
 //! # Replay one seed, with every frame in the trace:
@@ -149,4 +149,4 @@ mod oracle;
 mod run;
 
 pub use oracle::{Fencing, Mode, check_exclusion, check_lease_limits};
-pub use run::{RecipeKind, Sim, SimConfig, SimFailure, SimReport, SweepOutcome, run_seed, run_with, sweep};
+pub use run::{Sim, SimConfig, SimFailure, SimReport, SweepOutcome, kind_for_seed, run_seed, run_with, sweep};

@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use zoolock_conformance::sim::{Fencing, Mode, check_exclusion};
 use zoolock_tokio::zoolock_core::Rng;
-use zoolock_tokio::{Client, Error, Hold, HoldStatus, Lock, LockSpec};
+use zoolock_tokio::{Client, Error, Hold, HoldStatus, Lock, LockKind, LockSpec};
 
 use crate::harness::{Ensemble, now_us};
 use crate::oracle::{assert_every_client_cycles, assert_no_leak};
@@ -42,18 +42,6 @@ const SETTLE: Duration = Duration::from_secs(14);
 fn env_or(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
-
-/// Which recipe a client runs (client `i` runs `KINDS[i % 5]`).
-#[derive(Debug, Clone, Copy)]
-enum Kind {
-    Mutex,
-    Rw,
-    Semaphore,
-    SemaphoreMutex,
-    Multi,
-}
-
-const KINDS: [Kind; 5] = [Kind::Mutex, Kind::Rw, Kind::Semaphore, Kind::SemaphoreMutex, Kind::Multi];
 
 /// The soak's lock paths.
 struct Paths {
@@ -203,24 +191,25 @@ enum Handle {
     Semaphore(zoolock_tokio::Semaphore, String),
 }
 
-async fn handle(client: &Client, kind: Kind, paths: &Paths) -> Result<Handle, Error> {
+async fn handle(client: &Client, kind: LockKind, paths: &Paths) -> Result<Handle, Error> {
     let ex = |p: &str| (p.to_owned(), Mode::Exclusive);
     Ok(match kind {
-        Kind::Mutex => Handle::Lock(client.mutex(&paths.mutex).await?, vec![ex(&paths.mutex)], true),
-        Kind::SemaphoreMutex => {
+        LockKind::Mutex => Handle::Lock(client.mutex(&paths.mutex).await?, vec![ex(&paths.mutex)], true),
+        LockKind::SemaphoreMutex => {
             Handle::Lock(client.semaphore_mutex(&paths.sem_mutex).await?, vec![ex(&paths.sem_mutex)], true)
         }
-        Kind::Multi => {
+        LockKind::MultiLock => {
             let lock = client
                 .multi_lock_of(vec![LockSpec::Write(paths.rw.clone()), LockSpec::Mutex(paths.mutex.clone())])
                 .await?;
             Handle::Lock(lock, vec![(paths.rw.clone(), Mode::Write), ex(&paths.mutex)], false)
         }
-        Kind::Rw => {
+        LockKind::ReadWriteLock => {
             let zoolock_tokio::ReadWriteLock { read, write } = client.read_write_lock(&paths.rw).await?;
             Handle::Rw { read, write, path: paths.rw.clone() }
         }
-        Kind::Semaphore => Handle::Semaphore(client.semaphore(&paths.sem, LEASES).await?, paths.sem.clone()),
+        LockKind::Semaphore => Handle::Semaphore(client.semaphore(&paths.sem, LEASES).await?, paths.sem.clone()),
+        other => unimplemented!("the soak has no workload for {other:?} yet"),
     })
 }
 
@@ -229,7 +218,10 @@ async fn handle(client: &Client, kind: Kind, paths: &Paths) -> Result<Handle, Er
 async fn soak_worker(soak: Arc<Soak>, i: usize) {
     let run = &soak.run;
     let who = format!("c{i}");
-    let kind = KINDS[i % KINDS.len()];
+    // Client `i` runs the `i`-th lock kind, in turn (elections, which are
+    // no lock a task acquires, run in the simulator and the interop tests).
+    let locks: Vec<LockKind> = LockKind::ALL.into_iter().filter(|k| k.election().is_none()).collect();
+    let kind = locks[i % locks.len()];
     let mut rng = Rng::with_seed(run.seed ^ ((i as u64 + 1) << 32));
     let Some(client) = connect_worker(run, i, SESSION).await else { return };
     let handle = match handle(&client, kind, &soak.paths).await {

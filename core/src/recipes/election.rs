@@ -40,6 +40,14 @@ pub enum ElectionKind {
 }
 
 impl ElectionKind {
+    /// Its kind in the one list of kinds.
+    pub fn lock_kind(self) -> super::LockKind {
+        match self {
+            ElectionKind::Selector => super::LockKind::LeaderSelector,
+            ElectionKind::Latch => super::LockKind::LeaderLatch,
+        }
+    }
+
     /// The node name and sort rule of this layout.
     pub fn lock_name(self) -> LockName {
         match self {

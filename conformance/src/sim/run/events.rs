@@ -52,7 +52,9 @@ impl Sim {
                     }
                 }
             }
-            ClientEvent::Recipe { event, .. } if self.clients[i].role == Role::Elector => self.election_event(i, event),
+            ClientEvent::Recipe { event, .. } if matches!(self.clients[i].shared, Shared::Election(_)) => {
+                self.election_event(i, event)
+            }
             ClientEvent::Recipe { event, .. } => self.handle_event(i, event),
             _ => Ok(()),
         }
@@ -131,7 +133,7 @@ impl Sim {
                 task.pending = None;
                 c.no_node_replies = 0;
                 let holds = match (c.role, c.shared) {
-                    (Role::Multi, Shared::Lock(h)) => {
+                    (LockKind::MultiLock, Shared::Lock(h)) => {
                         let members = c
                             .client
                             .with(now, h, |q, _| {
@@ -157,7 +159,7 @@ impl Sim {
                         holds
                     }
                     _ => {
-                        let multi = self.config.kind == RecipeKind::MultiLock;
+                        let multi = self.config.kind == LockKind::MultiLock;
                         let path = match (multi, pending.mode) {
                             (true, Mode::Read | Mode::Write) => MULTI_A,
                             (true, _) => MULTI_B,
@@ -219,7 +221,7 @@ impl Sim {
                 // the recipe gave up early.
                 Err(format!("c{i}.{k}: the acquire failed with {e:?} after {no_node} NoNode replies"))
             }
-            RecipeEvent::Refused(e) if c.role != Role::Rw => Err(self.misuse(i, "a queued acquire", e)),
+            RecipeEvent::Refused(e) if c.role != LockKind::ReadWriteLock => Err(self.misuse(i, "a queued acquire", e)),
             RecipeEvent::TimedOut | RecipeEvent::Failed(_) | RecipeEvent::Refused(_) => {
                 // (A read-write lock refuses a write while another task of
                 // the client holds the read half: the upgrade rule.)

@@ -17,7 +17,7 @@ impl Sim {
         let now = self.now;
         let c = &self.clients[i];
         let Some(task) = c.tasks.get(k) else { return Ok(()) };
-        if c.role == Role::Elector && !c.closing {
+        if matches!(c.shared, Shared::Election(_)) && !c.closing {
             return self.election_action(i, k);
         }
         if c.closing {
@@ -108,10 +108,11 @@ impl Sim {
         let read = self.rng.next_u64() % 2 == 0;
         let c = &mut self.clients[i];
         let (mode, part) = match c.role {
-            Role::Mutex | Role::SemaphoreMutex | Role::Multi | Role::Elector => (Mode::Exclusive, Part::Whole),
-            Role::Semaphore => (Mode::Lease, Part::Whole),
-            Role::Rw if read => (Mode::Read, Part::Read),
-            Role::Rw => (Mode::Write, Part::Write),
+            LockKind::Semaphore => (Mode::Lease, Part::Whole),
+            LockKind::ReadWriteLock if read => (Mode::Read, Part::Read),
+            LockKind::ReadWriteLock => (Mode::Write, Part::Write),
+            // A mutex, a semaphore mutex, a multi-lock.
+            _ => (Mode::Exclusive, Part::Whole),
         };
         let task = &mut c.tasks[k];
         task.pending = Some(Pending { mode, since: now });
