@@ -6,9 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use futures_lite::{StreamExt, future};
-use zoolock_driver::{
-    CloseMode, ElectionKind, Error, HoldStatus, Leadership, LockOptions, ParticipantsOf, SemaphoreOptions,
-};
+use zoolock_driver::{CloseMode, ElectionKind, Error, HoldStatus, Leadership, LockKind, LockOptions, SemaphoreOptions};
 
 use super::{Env, children, finish, wait_children};
 
@@ -201,7 +199,7 @@ pub async fn observe(env: &Env) {
     assert_eq!(env.within(STEP, "nobody", leaders.next()).await.unwrap().unwrap(), None);
 
     let lock_path = env.path("observe-lock");
-    let mut holders = watcher.observe(&lock_path, ParticipantsOf::Mutex).await.unwrap();
+    let mut holders = watcher.observe(&lock_path, LockKind::Mutex).await.unwrap();
     assert_eq!(env.within(STEP, "no holder", holders.next()).await.unwrap().unwrap(), None);
     let guard = a.mutex(&lock_path).await.unwrap().acquire().await.unwrap();
     let holder = env.within(STEP, "holder", holders.next()).await.unwrap().unwrap().expect("a holder");
