@@ -430,7 +430,7 @@ impl LeaderSelector {
 
     /// Queues and waits until this participant leads. The leadership lasts
     /// until it is released or dropped (the next participant leads), or
-    /// lost ([`Leadership::lost`]).
+    /// lost ([`Hold::lost`]).
     ///
     /// # Errors
     ///

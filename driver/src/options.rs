@@ -258,7 +258,7 @@ pub struct LockOptions {
     pub revocable: bool,
     /// The longest a hold may last: once this much has passed since the
     /// grant, the hold reads [`HoldStatus::Lost`](crate::HoldStatus::Lost)
-    /// (its [`Guard::lost`](crate::Guard::lost) completes) and its node is
+    /// (its [`Hold::lost`](crate::Hold::lost) completes) and its node is
     /// deleted, so a holder that hangs with its session alive cannot block
     /// everyone forever. `None` (the default): no limit. For a semaphore,
     /// each lease on its own; for an election, each term.
