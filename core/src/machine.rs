@@ -12,8 +12,8 @@ use alloc::boxed::Box;
 
 use crate::recipe::Recipe;
 use crate::recipes::{
-    LeaseQueue, LockQueue, MultiLock, Mutex, Participants, ReadWriteLock, Revoker, Semaphore, SemaphoreMutex,
-    SharedCount,
+    Election, LeaseQueue, LockQueue, MultiLock, Mutex, Observer, Participants, ReadWriteLock, Revoker, Semaphore,
+    SemaphoreMutex, SharedCount,
 };
 
 /// A set of recipe kinds one [`Client`](crate::Client) stores: each stored
@@ -61,6 +61,10 @@ pub enum CoreMachine {
     Participants(Participants),
     /// A [`Revoker`].
     Revoker(Revoker),
+    /// An [`Election`] participant.
+    Election(Election),
+    /// An [`Observer`] of a lock path's holder.
+    Observer(Observer),
 }
 
 impl Machines for CoreMachine {
@@ -76,6 +80,8 @@ impl Machines for CoreMachine {
             CoreMachine::SharedCount(r) => r,
             CoreMachine::Participants(r) => r,
             CoreMachine::Revoker(r) => r,
+            CoreMachine::Election(r) => r,
+            CoreMachine::Observer(r) => r,
         }
     }
 
@@ -91,6 +97,8 @@ impl Machines for CoreMachine {
             CoreMachine::SharedCount(r) => r,
             CoreMachine::Participants(r) => r,
             CoreMachine::Revoker(r) => r,
+            CoreMachine::Election(r) => r,
+            CoreMachine::Observer(r) => r,
         }
     }
 }
@@ -220,6 +228,32 @@ impl Machine<CoreMachine> for Revoker {
     fn from_machine(machine: &mut CoreMachine) -> Option<&mut Self> {
         match machine {
             CoreMachine::Revoker(r) => Some(r),
+            _ => None,
+        }
+    }
+}
+
+impl Machine<CoreMachine> for Election {
+    fn into_machine(self) -> CoreMachine {
+        CoreMachine::Election(self)
+    }
+
+    fn from_machine(machine: &mut CoreMachine) -> Option<&mut Self> {
+        match machine {
+            CoreMachine::Election(r) => Some(r),
+            _ => None,
+        }
+    }
+}
+
+impl Machine<CoreMachine> for Observer {
+    fn into_machine(self) -> CoreMachine {
+        CoreMachine::Observer(self)
+    }
+
+    fn from_machine(machine: &mut CoreMachine) -> Option<&mut Self> {
+        match machine {
+            CoreMachine::Observer(r) => Some(r),
             _ => None,
         }
     }
