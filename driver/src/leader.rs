@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use futures_lite::Stream;
 use zoolock_core::recipes::{Election as CoreElection, ElectionKind, ElectionParticipant};
-use zoolock_core::{ApiMisuse, FencingToken, Handle, RecipeEvent, RequestError, ZkPath};
+use zoolock_core::{ApiMisuse, FencingToken, Handle, RecipeEvent, ZkPath};
 
 use crate::acquire::{self, Watched};
 use crate::client::{Client, RecipeHandle};
@@ -56,11 +56,10 @@ struct ElectionState {
 
 type Shared = Watched<ElectionState>;
 
-/// Carries one election event to the tasks. With `renews` (the client
-/// renews expired sessions) a participant whose wait failed with the
-/// session's expiry stays queued: core queues it again on the next session
-/// (its session gate), so that failure ends no wait.
-fn on_event(shared: &Shared, path: &str, labels: &Labels, renews: bool, event: RecipeEvent) {
+/// Carries one election event to the tasks. Every failure ends the wait:
+/// core reports none it recovers from (a wait cut by a session expiry is
+/// queued again on the renewed session without one).
+fn on_event(shared: &Shared, path: &str, labels: &Labels, event: RecipeEvent) {
     match event {
         RecipeEvent::Acquired { node, token } => {
             tracing::debug!(%path, %node, token = token.0, "leadership gained");
@@ -102,11 +101,7 @@ fn on_event(shared: &Shared, path: &str, labels: &Labels, renews: bool, event: R
         }
         end @ (RecipeEvent::Failed(_) | RecipeEvent::Refused(_) | RecipeEvent::TimedOut) => {
             let Some(error) = acquire::acquire_end(&end) else { return };
-            let parked = renews && error == Error::Request(RequestError::SessionExpired);
-            tracing::debug!(%path, %error, parked, "election failed");
-            if parked {
-                return;
-            }
+            tracing::debug!(%path, %error, "election failed");
             shared.with(|s| {
                 s.failures += 1;
                 s.failure = Some(error);
@@ -150,9 +145,8 @@ impl Participant {
         let path: Arc<str> = path.into();
         let labels = Labels::new("election", &path, client.inner.options.metrics_path_label);
         let (sink_shared, sink_path) = (shared.clone(), path.clone());
-        let renews = client.inner.options.renew_session;
         let sink = move |_: Handle<CoreElection>| -> Sink {
-            Box::new(move |event| on_event(&sink_shared, &sink_path, &labels, renews, event))
+            Box::new(move |event| on_event(&sink_shared, &sink_path, &labels, event))
         };
         let handle = client.add_recipe(machine, sink).await?;
         let participant = Arc::new(Participant {

@@ -105,8 +105,9 @@ pub fn election_leader(list: &[Participant]) -> Option<ElectionParticipant> {
 /// its fencing token), `Released` (a term given up), `Suspended` /
 /// `Reconnected` (leadership uncertain / confirmed), `Expired` then `Lost`
 /// (leadership lost), `Queued`, `Failed`. After a term ends the participant
-/// queues again by itself when it re-queues (see [`ElectionKind`]); after a
-/// session expiry it does so once the renewed session is connected.
+/// queues again by itself when it re-queues (see [`ElectionKind`]). A wait
+/// (or a re-queue) cut by a session expiry queues again once the renewed
+/// session is connected, without a `Failed` (with renewal off it fails).
 #[derive(Debug)]
 pub struct Election {
     mutex: Mutex,
@@ -259,7 +260,14 @@ impl Election {
         while let Some(event) = self.mutex.poll_event() {
             let then = match &event {
                 RecipeEvent::Released | RecipeEvent::Lost => Some(true),
-                RecipeEvent::Failed(e) if self.mutex.is_idle() => Some(self.gate.parks(e)),
+                // A wait the session's expiry ended queues again on the
+                // renewed session (a term's loss is `Lost`, above): nothing
+                // failed that the caller must hear of.
+                RecipeEvent::Failed(e) if self.mutex.is_idle() && self.wanted && self.gate.parks(e) => {
+                    self.queue(now);
+                    continue;
+                }
+                RecipeEvent::Failed(_) if self.mutex.is_idle() => Some(false),
                 RecipeEvent::TimedOut => Some(false),
                 _ => None,
             };
