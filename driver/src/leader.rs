@@ -118,6 +118,31 @@ struct Participant {
     handle: Handle<CoreElection>,
     shared: Arc<Shared>,
     path: Arc<str>,
+    /// A selector's claim on its one participant, given back on drop.
+    _claim: Option<Claim>,
+}
+
+/// A [`LeaderSelector`]'s claim to queue: one participant per selector
+/// (and its clones) at a time, as Curator refuses a second `start()`.
+#[derive(Debug)]
+struct Claim(Arc<std::sync::atomic::AtomicBool>);
+
+impl Claim {
+    /// Takes `busy`, or fails with `AcquireInProgress` while another call
+    /// holds it.
+    fn take(busy: &Arc<std::sync::atomic::AtomicBool>) -> Result<Claim, Error> {
+        use std::sync::atomic::Ordering;
+        match busy.compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => Ok(Claim(busy.clone())),
+            Err(_) => Err(Error::Misuse(ApiMisuse::AcquireInProgress)),
+        }
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        self.0.store(false, std::sync::atomic::Ordering::Release);
+    }
 }
 
 impl std::fmt::Debug for Participant {
@@ -135,6 +160,7 @@ impl Participant {
         id: &str,
         options: &LockOptions,
         requeue: bool,
+        claim: Option<Claim>,
     ) -> Result<Arc<Participant>, Error> {
         let base = ZkPath::new(path)?;
         let config = client.inner.lock_config_with(options);
@@ -154,6 +180,7 @@ impl Participant {
             handle,
             shared,
             path,
+            _claim: claim,
         });
         participant.command(|e, now| e.start(now))?;
         Ok(participant)
@@ -313,6 +340,7 @@ impl Client {
             kind,
             options: Arc::new(options),
             auto_requeue: false,
+            busy: Arc::default(),
         })
     }
 
@@ -357,7 +385,7 @@ impl Client {
     ///
     /// As [`Client::leader_latch`].
     pub async fn leader_latch_with(&self, path: &str, id: &str, options: LockOptions) -> Result<LeaderLatch, Error> {
-        let participant = Participant::start(self, path, ElectionKind::Latch, id, &options, true).await?;
+        let participant = Participant::start(self, path, ElectionKind::Latch, id, &options, true, None).await?;
         Ok(LeaderLatch { participant, id: id.into() })
     }
 
@@ -397,6 +425,8 @@ impl Client {
 /// [`Client::election_participant`]): its path, id and settings. Each
 /// [`LeaderSelector::leadership`] call queues as one participant with
 /// this id; [`LeaderSelector::run`] keeps one participant for all its terms.
+/// One at a time: a selector and its clones refuse a second call while a
+/// participant is queued or leading (until its `Leadership` is dropped).
 #[derive(Debug, Clone)]
 pub struct LeaderSelector {
     client: Client,
@@ -405,6 +435,9 @@ pub struct LeaderSelector {
     kind: ElectionKind,
     options: Arc<LockOptions>,
     auto_requeue: bool,
+    /// Set while a participant of this selector (or a clone) is queued or
+    /// leading.
+    busy: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl LeaderSelector {
@@ -428,9 +461,12 @@ impl LeaderSelector {
     ///
     /// # Errors
     ///
-    /// The session's end when it comes first ([`Error::Request`] with the
-    /// reason, or [`Error::ClientClosed`]); the server's refusal of the
-    /// participant's requests (say `NoAuth`).
+    /// [`Error::Misuse`] (`AcquireInProgress`) while another call on this
+    /// selector (or a clone) is queued or leading: one participant per
+    /// selector, as Curator refuses a second `start()`; the session's end
+    /// when it comes first ([`Error::Request`] with the reason, or
+    /// [`Error::ClientClosed`]); the server's refusal of the participant's
+    /// requests (say `NoAuth`).
     ///
     /// # Cancel safety
     ///
@@ -471,8 +507,10 @@ impl LeaderSelector {
         timeout: Option<Duration>,
         mut progress: impl FnMut(QueuePosition) + Send,
     ) -> Result<Leadership, Error> {
+        let claim = Claim::take(&self.busy)?;
         let participant =
-            Participant::start(&self.client, &self.path, self.kind, &self.id, &self.options, false).await?;
+            Participant::start(&self.client, &self.path, self.kind, &self.id, &self.options, false, Some(claim))
+                .await?;
         let term = participant.next_term(0, timeout, &mut progress).await?;
         Ok(Leadership::new(participant, term))
     }
@@ -498,7 +536,8 @@ impl LeaderSelector {
     ///
     /// # Errors
     ///
-    /// As [`LeaderSelector::leadership`]; a term's end is not an error.
+    /// As [`LeaderSelector::leadership`] (a second call while one runs is
+    /// refused the same way); a term's end is not an error.
     ///
     /// # Cancel safety
     ///
@@ -510,8 +549,10 @@ impl LeaderSelector {
         Fut: std::future::Future<Output = ()>,
     {
         let requeue = self.auto_requeue;
+        let claim = Claim::take(&self.busy)?;
         let participant =
-            Participant::start(&self.client, &self.path, self.kind, &self.id, &self.options, requeue).await?;
+            Participant::start(&self.client, &self.path, self.kind, &self.id, &self.options, requeue, Some(claim))
+                .await?;
         let mut after = 0;
         loop {
             let term = participant.next_term(after, None, &mut |_| {}).await?;

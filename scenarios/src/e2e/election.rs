@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use futures_lite::{StreamExt, future};
+use zoolock_driver::zoolock_core::ApiMisuse;
 use zoolock_driver::{CloseMode, ElectionKind, Error, HoldStatus, Leadership, LockKind, LockOptions, SemaphoreOptions};
 
 use super::{Env, children, finish, wait_children};
@@ -48,6 +49,10 @@ pub async fn election_cancelled_wait(env: &Env) {
     // A free election is taken even with no time to wait, as a free lock.
     let selector = a.leader_selector(&path, "holder").await.unwrap();
     let held = selector.leadership_timeout(Duration::ZERO).await.unwrap();
+    // One participant per selector: a second call, or a clone's, is refused
+    // while the first leads, and nothing is queued for it.
+    let again = selector.clone().leadership().await;
+    assert!(matches!(again, Err(Error::Misuse(ApiMisuse::AcquireInProgress))), "{again:?}");
     let waiter = b.leader_selector(&path, "waiter").await.unwrap();
     let started = Instant::now();
     let timed_out = waiter.leadership_timeout(Duration::from_millis(300)).await;
@@ -57,6 +62,9 @@ pub async fn election_cancelled_wait(env: &Env) {
     assert!(env.timeout(Duration::from_millis(200), waiter.leadership()).await.is_none(), "it waited");
     wait_children(env, &a, &path, 1).await;
     drop(held);
+    // The first term ended: the selector may queue again.
+    let next = env.within(STEP, "a second term", selector.leadership()).await.unwrap();
+    drop(next);
     finish(env, &a, &path, &[&a, &b]).await;
 }
 
