@@ -22,7 +22,7 @@ use zoolock_core::{ApiMisuse, FencingToken, Handle, RecipeEvent, ZkPath};
 use crate::acquire::{self, Watched};
 use crate::client::{Client, RecipeHandle};
 use crate::error::Error;
-use crate::hold::{self, Hold, HoldStatus, QueuePosition};
+use crate::hold::{self, Hold, HoldStatus, LossReason, QueuePosition};
 use crate::metrics::Labels;
 use crate::options::LockOptions;
 use crate::runtime::BoxFuture;
@@ -36,6 +36,8 @@ struct TermState {
     node: String,
     token: FencingToken,
     status: HoldStatus,
+    /// Why it was (or is being) lost: core's `Expired` comes before `Lost`.
+    loss: Option<LossReason>,
 }
 
 /// What a participant's handles and its event sink share.
@@ -65,7 +67,7 @@ fn on_event(shared: &Shared, path: &str, labels: &Labels, event: RecipeEvent) {
             tracing::debug!(%path, %node, token = token.0, "leadership gained");
             shared.with(|s| {
                 s.granted += 1;
-                s.term = Some(TermState { n: s.granted, node, token, status: HoldStatus::Held });
+                s.term = Some(TermState { n: s.granted, node, token, status: HoldStatus::Held, loss: None });
                 s.position = None;
             });
         }
@@ -92,10 +94,20 @@ fn on_event(shared: &Shared, path: &str, labels: &Labels, event: RecipeEvent) {
             shared.with(|s| {
                 if let Some(t) = s.term.as_mut() {
                     t.status = new;
+                    if new == HoldStatus::Lost {
+                        t.loss.get_or_insert(LossReason::SessionOrNode);
+                    }
                 }
             });
         }
-        RecipeEvent::Expired { node } => tracing::warn!(%path, %node, "leadership held past its max hold: lost"),
+        RecipeEvent::Expired { node } => {
+            tracing::warn!(%path, %node, "leadership held past its max hold: lost");
+            shared.with(|s| {
+                if let Some(t) = s.term.as_mut() {
+                    t.loss = Some(LossReason::MaxHold);
+                }
+            });
+        }
         RecipeEvent::Queued { position, total } => {
             shared.with(|s| s.position = Some(QueuePosition { position, total }));
         }
@@ -622,6 +634,12 @@ impl hold::Source for TermHold {
 
     fn revoked(&self) -> bool {
         false
+    }
+
+    fn loss(&self) -> Option<LossReason> {
+        let p = &self.participant;
+        p.shared
+            .peek(|s| s.term.as_ref().filter(|t| t.n == self.n && t.status == HoldStatus::Lost).and_then(|t| t.loss))
     }
 
     fn fence_nodes(&self) -> BoxFuture<Result<Option<Vec<String>>, Error>> {

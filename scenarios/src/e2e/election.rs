@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 
 use futures_lite::{StreamExt, future};
 use zoolock_driver::zoolock_core::ApiMisuse;
-use zoolock_driver::{CloseMode, ElectionKind, Error, HoldStatus, Leadership, LockKind, LockOptions, SemaphoreOptions};
+use zoolock_driver::{
+    CloseMode, ElectionKind, Error, HoldStatus, Leadership, LockKind, LockOptions, LossReason, SemaphoreOptions,
+};
 
 use super::{Env, children, finish, wait_children};
 
@@ -135,6 +137,7 @@ pub async fn election_node_deleted(env: &Env) {
     admin.delete(leadership.node(), None).await.unwrap();
     assert_eq!(env.within(STEP, "selector loss", leadership.lost()).await, HoldStatus::Lost);
     assert_eq!(leadership.status(), HoldStatus::Lost);
+    assert_eq!(leadership.loss(), Some(LossReason::SessionOrNode));
     leadership.release().await.unwrap();
 
     let latch_path = env.path("election-deleted-latch");
@@ -164,11 +167,13 @@ pub async fn max_hold(env: &Env) {
     let path = env.path("max-hold");
     let guard = a.mutex_with(&path, LockOptions::default().max_hold(D)).await.unwrap().acquire().await.unwrap();
     let granted = Instant::now();
+    assert_eq!(guard.loss(), None, "held");
     let waiter = b.mutex(&path).await.unwrap();
     let next = env.spawn(async move { waiter.acquire().await });
     assert_eq!(env.within(STEP, "expiry", guard.lost()).await, HoldStatus::Lost);
     let held = granted.elapsed();
     assert!(held >= D && held < D + Duration::from_millis(500), "{held:?}");
+    assert_eq!(guard.loss(), Some(LossReason::MaxHold));
     env.within(STEP, "the waiter", next).await.unwrap().release().await.unwrap();
     guard.release().await.unwrap();
 
@@ -177,12 +182,14 @@ pub async fn max_hold(env: &Env) {
     let selector = a.election_participant(&term_path, ElectionKind::Selector, "x", options).await.unwrap();
     let leadership = selector.leadership().await.unwrap();
     assert_eq!(env.within(STEP, "term expiry", leadership.lost()).await, HoldStatus::Lost);
+    assert_eq!(leadership.loss(), Some(LossReason::MaxHold));
     drop(leadership);
 
     let sem_path = env.path("max-hold-sem");
     let semaphore = a.semaphore_with(&sem_path, SemaphoreOptions::leases(1).max_hold(D)).await.unwrap();
     let lease = semaphore.acquire_one().await.unwrap();
     assert_eq!(env.within(STEP, "lease expiry", lease.lost()).await, HoldStatus::Lost);
+    assert_eq!(lease.loss(), Some(LossReason::MaxHold));
     drop(lease);
     finish(env, &a, &term_path, &[]).await;
     finish(env, &a, &path, &[&a, &b]).await;
