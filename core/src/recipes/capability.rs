@@ -17,8 +17,11 @@ use crate::time::Instant;
 /// Every part names a hold on every lock, at least as strong as asked
 /// ([`LockRecipe::part`]): the whole of a read-write lock is its write half
 /// (exclusive), and either half of a one-part lock is the lock itself.
+///
+/// A closed set (not `#[non_exhaustive]`): every lock is one of these
+/// shapes, so matches on it are exhaustive and a new part is a compile error
+/// wherever it must be handled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[non_exhaustive]
 pub enum Part {
     /// The lock itself (a mutex, a semaphore mutex, a multi-lock).
     Whole,
