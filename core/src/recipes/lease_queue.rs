@@ -249,6 +249,7 @@ impl LeaseQueue {
 /// The queue's part of every input; see [`TicketQueued`].
 impl TicketQueued for LeaseQueue {
     type Inner = Semaphore;
+    type Event = RecipeEvent;
 
     fn inner_recipe(&self) -> &Semaphore {
         &self.inner

@@ -246,6 +246,8 @@ fn plain(data: Bytes) -> Bytes {
 }
 
 impl Recipe for Participants {
+    type Event = RecipeEvent;
+
     fn handle_reply(&mut self, _now: Instant, op: OpId, result: Result<Response, RequestError>) {
         match self.step {
             Step::Listing if self.list_op == Some(op) => self.on_list(result),

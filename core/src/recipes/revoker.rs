@@ -86,6 +86,8 @@ pub(crate) fn is_revoke_message(data: &[u8]) -> bool {
 }
 
 impl Recipe for Revoker {
+    type Event = RecipeEvent;
+
     fn handle_reply(&mut self, _now: Instant, op: OpId, result: Result<Response, RequestError>) {
         if self.in_flight != Some(op) {
             return;

@@ -53,6 +53,7 @@ use zoolock_wire::{Response, WatcherType};
 use super::config::LockConfig;
 use super::kit::{OpRouter, Outbox};
 use super::lock_core::{LockCore, Rule, Shape};
+use super::lock_event::LockEvent;
 use super::policy::{LEASE_NAME, LOCK_NAME, SortKey};
 use super::shared_count::SharedCount;
 use crate::error::{ApiMisuse, RequestError};
@@ -673,7 +674,7 @@ impl Semaphore {
         for (slot, core) in self.cores.iter_mut() {
             core.handle_session(now, state);
             while let Some(event) = core.poll_event() {
-                if event == RecipeEvent::Released && self.returning.remove(slot) {
+                if event == LockEvent::Released && self.returning.remove(slot) {
                     self.out.emit(RecipeEvent::Released);
                 }
             }
@@ -692,6 +693,8 @@ impl Semaphore {
 }
 
 impl Recipe for Semaphore {
+    type Event = RecipeEvent;
+
     fn handle_reply(&mut self, now: Instant, op: OpId, result: Result<Response, RequestError>) {
         match self.router.take(op) {
             Some((Member::Core(MUTEX_SLOT), inner)) => self.mutex.handle_reply(now, inner, result),

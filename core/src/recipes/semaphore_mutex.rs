@@ -8,6 +8,7 @@ use crate::path::ZkPath;
 use zoolock_wire::Response;
 
 use super::capability::OnePartLock;
+use super::lock_event::{LockEvent, PartEvent};
 use crate::error::RequestError;
 use crate::recipe::{FencingToken, OpId, Recipe, RecipeEvent, RecipeOp};
 use crate::session::{ConnectionState, WatchEvent};
@@ -87,6 +88,8 @@ impl SemaphoreMutex {
 
 /// Every input and output goes to the one-lease semaphore unchanged.
 impl Recipe for SemaphoreMutex {
+    type Event = PartEvent;
+
     fn handle_reply(&mut self, now: Instant, op: OpId, result: Result<Response, RequestError>) {
         self.semaphore.handle_reply(now, op, result);
     }
@@ -107,8 +110,8 @@ impl Recipe for SemaphoreMutex {
         self.semaphore.poll_op()
     }
 
-    fn poll_event(&mut self) -> Option<RecipeEvent> {
-        self.semaphore.poll_event()
+    fn poll_event(&mut self) -> Option<PartEvent> {
+        core::iter::from_fn(|| self.semaphore.poll_event()).find_map(as_lock_event).map(PartEvent::whole)
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
@@ -145,4 +148,24 @@ impl OnePartLock for SemaphoreMutex {
     fn reentrant(&self) -> bool {
         false
     }
+}
+
+/// The one-lease semaphore's event as the lock's. Every event such a
+/// semaphore reports has a lock counterpart: it is not revocable and its
+/// size is fixed, so no lease revocation, capacity or count comes.
+fn as_lock_event(event: RecipeEvent) -> Option<LockEvent> {
+    Some(match event {
+        RecipeEvent::Acquired { node, token } => LockEvent::Acquired { node, token },
+        RecipeEvent::Queued { position, total } => LockEvent::Queued { position, total },
+        RecipeEvent::TimedOut => LockEvent::TimedOut,
+        RecipeEvent::Released => LockEvent::Released,
+        RecipeEvent::Suspended => LockEvent::Suspended,
+        RecipeEvent::Reconnected => LockEvent::Reconnected,
+        RecipeEvent::Lost => LockEvent::Lost,
+        RecipeEvent::LeaseLost { node } => LockEvent::LeaseLost { node },
+        RecipeEvent::Failed(error) => LockEvent::Failed(error),
+        RecipeEvent::Refused(misuse) => LockEvent::Refused(misuse),
+        RecipeEvent::CleanupFailed { path, error } => LockEvent::CleanupFailed { path, error },
+        _ => return None,
+    })
 }

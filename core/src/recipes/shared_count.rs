@@ -226,6 +226,8 @@ impl SharedCount {
 }
 
 impl Recipe for SharedCount {
+    type Event = RecipeEvent;
+
     fn handle_reply(&mut self, _now: Instant, op: OpId, result: Result<Response, RequestError>) {
         let Some(purpose) = self.routes.remove(&op) else { return };
         self.on_reply(op, purpose, result);
