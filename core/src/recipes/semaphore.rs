@@ -390,7 +390,7 @@ impl Semaphore {
         self.drain(MUTEX_SLOT);
         if let Err(refused) = started {
             // Unreachable while idle; fail rather than hang.
-            self.fail_acquire(now, RecipeEvent::Failed(RequestError::Refused(refused)));
+            self.fail_acquire(now, RecipeEvent::Refused(refused));
         }
     }
 
@@ -417,7 +417,7 @@ impl Semaphore {
         self.drain(slot);
         if let Err(refused) = started {
             self.release_mutex(now);
-            self.fail_acquire(now, RecipeEvent::Failed(RequestError::Refused(refused)));
+            self.fail_acquire(now, RecipeEvent::Refused(refused));
         }
     }
 
