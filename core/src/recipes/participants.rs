@@ -58,7 +58,7 @@ pub struct Participants {
     /// Requests that met a connection loss, resent on reconnect.
     owed: Vec<(OpId, ZkPath, Option<usize>)>,
     list_op: Option<OpId>,
-    out: Outbox,
+    out: Outbox<ParticipantsEvent>,
 }
 
 impl Participants {
@@ -132,7 +132,7 @@ impl Participants {
         self.out.send_as(id, Op::get_children(&self.base, false));
     }
 
-    fn finish(&mut self, event: RecipeEvent) {
+    fn finish(&mut self, event: ParticipantsEvent) {
         self.step = Step::Done;
         self.list_op = None;
         self.owed.clear();
@@ -149,10 +149,10 @@ impl Participants {
                 }
                 return;
             }
-            Err(e) => return self.finish(RecipeEvent::Failed(e)),
+            Err(e) => return self.finish(ParticipantsEvent::Failed(e)),
             Ok(_) => {
                 let error = RequestError::UnexpectedResponse { op: OpCode::GET_CHILDREN2 };
-                return self.finish(RecipeEvent::Failed(error));
+                return self.finish(ParticipantsEvent::Failed(error));
             }
         };
         self.list_op = None;
@@ -164,7 +164,7 @@ impl Participants {
         let paths: Vec<String> = children.iter().map(|c| format!("{prefix}/{c}")).collect();
         if !self.with_data || paths.is_empty() {
             let list = paths.into_iter().map(|path| Participant { path, data: None }).collect();
-            return self.finish(RecipeEvent::Participants(list));
+            return self.finish(ParticipantsEvent::Listed(list));
         }
         let mut pending = BTreeMap::new();
         let mut data = Vec::with_capacity(paths.len());
@@ -197,7 +197,7 @@ impl Participants {
                 }
                 None
             }
-            Err(e) => return self.finish(RecipeEvent::Failed(e)),
+            Err(e) => return self.finish(ParticipantsEvent::Failed(e)),
         };
         if let Some(slot) = data.get_mut(idx) {
             *slot = Some(value);
@@ -213,7 +213,7 @@ impl Participants {
         let paths = core::mem::take(paths);
         let data = core::mem::take(data);
         let list = paths.into_iter().zip(data).map(|(path, data)| Participant { path, data: data.flatten() }).collect();
-        self.finish(RecipeEvent::Participants(list));
+        self.finish(ParticipantsEvent::Listed(list));
     }
 
     fn resend_owed(&mut self) {
@@ -246,7 +246,7 @@ fn plain(data: Bytes) -> Bytes {
 }
 
 impl Recipe for Participants {
-    type Event = RecipeEvent;
+    type Event = ParticipantsEvent;
 
     fn handle_reply(&mut self, _now: Instant, op: OpId, result: Result<Response, RequestError>) {
         match self.step {
@@ -265,7 +265,7 @@ impl Recipe for Participants {
             }
             _ => {
                 if let Some(error) = state.end_error().filter(|_| !matches!(self.step, Step::Done)) {
-                    self.finish(RecipeEvent::Failed(error));
+                    self.finish(ParticipantsEvent::Failed(error));
                 }
             }
         }
@@ -277,7 +277,7 @@ impl Recipe for Participants {
         self.out.poll_op()
     }
 
-    fn poll_event(&mut self) -> Option<RecipeEvent> {
+    fn poll_event(&mut self) -> Option<ParticipantsEvent> {
         self.out.poll_event()
     }
 
@@ -287,5 +287,26 @@ impl Recipe for Participants {
 
     fn is_quiescent(&self) -> bool {
         matches!(self.step, Step::Done)
+    }
+}
+
+/// What a [`Participants`] listing reports: the list
+/// ([`RecipeEvent::Participants`] at the client) or why there is none
+/// ([`RecipeEvent::Failed`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ParticipantsEvent {
+    /// The participants, in queue order.
+    Listed(Vec<Participant>),
+    /// The listing failed.
+    Failed(RequestError),
+}
+
+impl From<ParticipantsEvent> for RecipeEvent {
+    fn from(event: ParticipantsEvent) -> RecipeEvent {
+        match event {
+            ParticipantsEvent::Listed(list) => RecipeEvent::Participants(list),
+            ParticipantsEvent::Failed(error) => RecipeEvent::Failed(error),
+        }
     }
 }

@@ -55,7 +55,7 @@ use super::kit::{OpRouter, Outbox};
 use super::lock_core::{LockCore, Rule, Shape};
 use super::lock_event::LockEvent;
 use super::policy::{LEASE_NAME, LOCK_NAME, SortKey};
-use super::shared_count::SharedCount;
+use super::shared_count::{CountEvent, SharedCount};
 use crate::error::{ApiMisuse, RequestError};
 use crate::op::Op;
 use crate::path::ZkPath;
@@ -514,10 +514,10 @@ impl Semaphore {
     /// events go on to the user.
     fn take_count_events(&mut self, now: Instant) {
         while let Some(event) = self.count.as_mut().and_then(|c| c.poll_event()) {
-            if let RecipeEvent::Count { value, .. } = event {
+            if let CountEvent::Value { value, .. } = event {
                 self.set_max_leases(now, usize::try_from(value).unwrap_or(0));
             }
-            self.out.emit(event);
+            self.out.emit(event.into());
         }
     }
 
