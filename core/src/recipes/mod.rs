@@ -32,7 +32,7 @@ pub use mutex::Mutex;
 pub use participants::{Participants, ParticipantsEvent};
 pub use revoker::{RevokeEvent, Revoker};
 pub use rwlock::ReadWriteLock;
-pub use semaphore::{SEMAPHORE_LEASES, SEMAPHORE_LOCKS, Semaphore};
+pub use semaphore::{SEMAPHORE_LEASES, SEMAPHORE_LOCKS, Semaphore, SemaphoreEvent};
 pub use semaphore_mutex::SemaphoreMutex;
 pub use shared_count::{CountEvent, SharedCount, count_bytes, count_value};
 pub use spec::{Layout, LockKind, LockSpec, SemaphoreSize, SemaphoreSpec};

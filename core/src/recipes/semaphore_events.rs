@@ -5,15 +5,14 @@
 use zoolock_wire::ErrorCode;
 
 use super::super::lock_event::LockEvent;
-use super::{Phase, Semaphore};
+use super::{Phase, Semaphore, SemaphoreEvent};
 use crate::error::RequestError;
-use crate::recipe::RecipeEvent;
 use crate::time::Instant;
 
 impl Semaphore {
     pub(super) fn on_mutex_event(&mut self, now: Instant, event: LockEvent) {
-        if let LockEvent::CleanupFailed { .. } = event {
-            return self.out.emit(event.into());
+        if let LockEvent::CleanupFailed { path, error } = event {
+            return self.out.emit(SemaphoreEvent::CleanupFailed { path, error });
         }
         let phase = self.phase();
         match event {
@@ -24,11 +23,11 @@ impl Semaphore {
                     self.release_mutex(now);
                 }
             },
-            LockEvent::TimedOut if phase == Some(Phase::Mutex) => self.fail_acquire(now, RecipeEvent::TimedOut),
+            LockEvent::TimedOut if phase == Some(Phase::Mutex) => self.fail_acquire(now, SemaphoreEvent::TimedOut),
             // Queued on the internal lock: its holder (next in line for a
             // lease) and `position - 1` more are ahead.
             LockEvent::Queued { position, total } if phase == Some(Phase::Mutex) => {
-                self.out.emit(RecipeEvent::Queued { position: position + 1, total });
+                self.out.emit(SemaphoreEvent::Queued { position: position + 1, total });
             }
             LockEvent::Released => {
                 if let Some(Phase::Unlocking { slot }) = phase {
@@ -38,15 +37,15 @@ impl Semaphore {
             LockEvent::Failed(e) => match phase {
                 // A failed cleanup delete of an earlier attempt: the acquire goes on.
                 Some(Phase::Mutex) if self.mutex.is_acquiring() => {}
-                Some(Phase::Mutex) => self.fail_acquire(now, RecipeEvent::Failed(e)),
+                Some(Phase::Mutex) => self.fail_acquire(now, SemaphoreEvent::Failed(e)),
                 // The mutex node's delete failed for good: Curator's acquire
                 // throws; return the lease rather than leak it.
                 Some(Phase::Unlocking { slot }) if self.mutex.is_idle() => {
                     self.on_core(slot, |c| c.cancel(now));
-                    self.fail_acquire(now, RecipeEvent::Failed(e));
+                    self.fail_acquire(now, SemaphoreEvent::Failed(e));
                 }
                 Some(_) => {}
-                None => self.out.emit(RecipeEvent::Failed(e)),
+                None => self.out.emit(SemaphoreEvent::Failed(e)),
             },
             // The mutex only serves liveness; its connection events and a
             // loss found on reconnect change nothing for the lease.
@@ -55,8 +54,8 @@ impl Semaphore {
     }
 
     pub(super) fn on_lease_event(&mut self, now: Instant, slot: u64, event: LockEvent) {
-        if let LockEvent::CleanupFailed { .. } = event {
-            return self.out.emit(event.into());
+        if let LockEvent::CleanupFailed { path, error } = event {
+            return self.out.emit(SemaphoreEvent::CleanupFailed { path, error });
         }
         if let Some(n) = self.cores.get(&slot).and_then(|c| c.listed()) {
             self.listed = Some(n);
@@ -86,11 +85,11 @@ impl Semaphore {
                 }
                 // Holding the internal lock: next in line for a lease;
                 // `total` is the leases' listing, ours included.
-                LockEvent::Queued { total, .. } => self.out.emit(RecipeEvent::Queued { position: 1, total }),
+                LockEvent::Queued { total, .. } => self.out.emit(SemaphoreEvent::Queued { position: 1, total }),
                 LockEvent::TimedOut => {
                     self.check_lease_watch();
                     self.release_mutex(now);
-                    self.fail_acquire(now, RecipeEvent::TimedOut);
+                    self.fail_acquire(now, SemaphoreEvent::TimedOut);
                 }
                 LockEvent::Failed(RequestError::Server(ErrorCode::NO_NODE) | RequestError::NodeVanished)
                     if !still_acquiring =>
@@ -105,7 +104,7 @@ impl Semaphore {
                 }
                 LockEvent::Failed(e) if !still_acquiring => {
                     self.release_mutex(now);
-                    self.fail_acquire(now, RecipeEvent::Failed(e));
+                    self.fail_acquire(now, SemaphoreEvent::Failed(e));
                 }
                 _ => {}
             }
@@ -114,7 +113,7 @@ impl Semaphore {
         if self.in_got(slot) {
             // A lease of this call vanished on a reconnect: the call fails.
             if event == LockEvent::Lost {
-                self.abort(now, Some(RecipeEvent::Failed(RequestError::NodeVanished)));
+                self.abort(now, Some(SemaphoreEvent::Failed(RequestError::NodeVanished)));
             }
             return;
         }
@@ -126,19 +125,19 @@ impl Semaphore {
                     self.finish_verify();
                 }
                 LockEvent::Lost => self.lease_lost(slot),
-                LockEvent::Failed(e) => self.out.emit(RecipeEvent::Failed(e)),
+                LockEvent::Failed(e) => self.out.emit(SemaphoreEvent::Failed(e)),
                 _ => {}
             }
             return;
         }
         match event {
-            LockEvent::Released if self.returning.remove(&slot) => self.out.emit(RecipeEvent::Released),
+            LockEvent::Released if self.returning.remove(&slot) => self.out.emit(SemaphoreEvent::Released),
             // A failed delete of a returned or abandoned lease.
             LockEvent::Failed(e) => {
                 if self.returning.remove(&slot) {
-                    self.out.emit(RecipeEvent::Released);
+                    self.out.emit(SemaphoreEvent::Released);
                 }
-                self.out.emit(RecipeEvent::Failed(e));
+                self.out.emit(SemaphoreEvent::Failed(e));
             }
             _ => {}
         }

@@ -2,7 +2,7 @@
 //! [`Semaphore`]. Not reentrant.
 
 use super::config::LockConfig;
-use super::semaphore::Semaphore;
+use super::semaphore::{Semaphore, SemaphoreEvent};
 use crate::error::ApiMisuse;
 use crate::path::ZkPath;
 use zoolock_wire::Response;
@@ -10,7 +10,7 @@ use zoolock_wire::Response;
 use super::capability::OnePartLock;
 use super::lock_event::{LockEvent, PartEvent};
 use crate::error::RequestError;
-use crate::recipe::{FencingToken, OpId, Recipe, RecipeEvent, RecipeOp};
+use crate::recipe::{FencingToken, OpId, Recipe, RecipeOp};
 use crate::session::{ConnectionState, WatchEvent};
 use crate::time::Instant;
 
@@ -150,22 +150,21 @@ impl OnePartLock for SemaphoreMutex {
     }
 }
 
-/// The one-lease semaphore's event as the lock's. Every event such a
-/// semaphore reports has a lock counterpart: it is not revocable and its
-/// size is fixed, so no lease revocation, capacity or count comes.
-fn as_lock_event(event: RecipeEvent) -> Option<LockEvent> {
+/// The one-lease semaphore's event as the lock's. It is not revocable and
+/// its size is fixed, so no lease revocation or count event comes.
+fn as_lock_event(event: SemaphoreEvent) -> Option<LockEvent> {
     Some(match event {
-        RecipeEvent::Acquired { node, token } => LockEvent::Acquired { node, token },
-        RecipeEvent::Queued { position, total } => LockEvent::Queued { position, total },
-        RecipeEvent::TimedOut => LockEvent::TimedOut,
-        RecipeEvent::Released => LockEvent::Released,
-        RecipeEvent::Suspended => LockEvent::Suspended,
-        RecipeEvent::Reconnected => LockEvent::Reconnected,
-        RecipeEvent::Lost => LockEvent::Lost,
-        RecipeEvent::LeaseLost { node } => LockEvent::LeaseLost { node },
-        RecipeEvent::Failed(error) => LockEvent::Failed(error),
-        RecipeEvent::Refused(misuse) => LockEvent::Refused(misuse),
-        RecipeEvent::CleanupFailed { path, error } => LockEvent::CleanupFailed { path, error },
-        _ => return None,
+        SemaphoreEvent::Acquired { node, token } => LockEvent::Acquired { node, token },
+        SemaphoreEvent::Queued { position, total } => LockEvent::Queued { position, total },
+        SemaphoreEvent::TimedOut => LockEvent::TimedOut,
+        SemaphoreEvent::Released => LockEvent::Released,
+        SemaphoreEvent::Suspended => LockEvent::Suspended,
+        SemaphoreEvent::Reconnected => LockEvent::Reconnected,
+        SemaphoreEvent::Lost => LockEvent::Lost,
+        SemaphoreEvent::LeaseLost { node } => LockEvent::LeaseLost { node },
+        SemaphoreEvent::Failed(error) => LockEvent::Failed(error),
+        SemaphoreEvent::Refused(misuse) => LockEvent::Refused(misuse),
+        SemaphoreEvent::CleanupFailed { path, error } => LockEvent::CleanupFailed { path, error },
+        SemaphoreEvent::LeaseRevocationRequested { .. } | SemaphoreEvent::Count(_) => return None,
     })
 }
