@@ -15,8 +15,8 @@ use zoolock_wire::Response;
 use crate::error::RequestError;
 use crate::recipe::{OpId, Recipe, RecipeEvent, RecipeOp};
 use crate::recipes::{
-    LeaseQueue, LockQueue, MultiLock, Mutex, Participants, ReadWriteLock, Revoker, Semaphore, SemaphoreMutex,
-    SharedCount,
+    Election, LeaseQueue, LockQueue, MultiLock, Mutex, Observer, Participants, ReadWriteLock, Revoker, Semaphore,
+    SemaphoreMutex, SharedCount,
 };
 use crate::session::{ConnectionState, WatchEvent};
 use crate::time::Instant;
@@ -125,6 +125,10 @@ pub enum CoreMachine {
     Participants(Participants),
     /// A [`Revoker`].
     Revoker(Revoker),
+    /// An [`Election`] participant.
+    Election(Election),
+    /// An [`Observer`] of a lock path's holder.
+    Observer(Observer),
 }
 
 impl Machines for CoreMachine {
@@ -140,6 +144,8 @@ impl Machines for CoreMachine {
             CoreMachine::SharedCount(r) => r,
             CoreMachine::Participants(r) => r,
             CoreMachine::Revoker(r) => r,
+            CoreMachine::Election(r) => r,
+            CoreMachine::Observer(r) => r,
         }
     }
 
@@ -155,6 +161,8 @@ impl Machines for CoreMachine {
             CoreMachine::SharedCount(r) => r,
             CoreMachine::Participants(r) => r,
             CoreMachine::Revoker(r) => r,
+            CoreMachine::Election(r) => r,
+            CoreMachine::Observer(r) => r,
         }
     }
 }
@@ -284,6 +292,32 @@ impl Machine<CoreMachine> for Revoker {
     fn from_machine(machine: &mut CoreMachine) -> Option<&mut Self> {
         match machine {
             CoreMachine::Revoker(r) => Some(r),
+            _ => None,
+        }
+    }
+}
+
+impl Machine<CoreMachine> for Election {
+    fn into_machine(self) -> CoreMachine {
+        CoreMachine::Election(self)
+    }
+
+    fn from_machine(machine: &mut CoreMachine) -> Option<&mut Self> {
+        match machine {
+            CoreMachine::Election(r) => Some(r),
+            _ => None,
+        }
+    }
+}
+
+impl Machine<CoreMachine> for Observer {
+    fn into_machine(self) -> CoreMachine {
+        CoreMachine::Observer(self)
+    }
+
+    fn from_machine(machine: &mut CoreMachine) -> Option<&mut Self> {
+        match machine {
+            CoreMachine::Observer(r) => Some(r),
             _ => None,
         }
     }

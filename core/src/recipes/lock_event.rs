@@ -46,6 +46,12 @@ pub enum LockEvent {
     Lost,
     /// Another process asked the holder to give the lock up.
     RevocationRequested,
+    /// The hold reached its maximum (`LockConfig::max_hold`); `Lost`
+    /// follows.
+    Expired {
+        /// The node whose hold ended.
+        node: String,
+    },
     /// A semaphore mutex's lease node is gone (`Lost` follows).
     LeaseLost {
         /// The lease node.
@@ -125,6 +131,7 @@ impl From<LockEvent> for RecipeEvent {
             LockEvent::Reconnected => RecipeEvent::Reconnected,
             LockEvent::Lost => RecipeEvent::Lost,
             LockEvent::RevocationRequested => RecipeEvent::RevocationRequested,
+            LockEvent::Expired { node } => RecipeEvent::Expired { node },
             LockEvent::LeaseLost { node } => RecipeEvent::LeaseLost { node },
             LockEvent::Failed(error) => RecipeEvent::Failed(error),
             LockEvent::Refused(misuse) => RecipeEvent::Refused(misuse),

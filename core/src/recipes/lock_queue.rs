@@ -405,7 +405,10 @@ impl LockQueue {
                 self.collect(now);
             }
             (
-                event @ (LockEvent::Suspended | LockEvent::Reconnected | LockEvent::RevocationRequested),
+                event @ (LockEvent::Suspended
+                | LockEvent::Reconnected
+                | LockEvent::RevocationRequested
+                | LockEvent::Expired { .. }),
                 Hold::Held { ticket, .. },
                 _,
             )

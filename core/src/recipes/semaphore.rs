@@ -54,6 +54,7 @@ use super::config::LockConfig;
 use super::kit::{OpRouter, Outbox};
 use super::lock_core::{LockCore, Rule, Shape};
 use super::lock_event::LockEvent;
+use super::naming::LockName;
 use super::policy::{LEASE_NAME, LOCK_NAME, SortKey};
 use super::shared_count::{CountEvent, SharedCount};
 use crate::error::{ApiMisuse, RequestError};
@@ -186,11 +187,13 @@ impl Semaphore {
         // The internal mutex is held only for a moment, and nobody acts on
         // it: its node needs no watch.
         mutex_config.watch_held = false;
+        // Nor a time limit: it is the semaphore's, not the caller's, hold.
+        mutex_config.max_hold = None;
         let mutex = LockCore::new(
             mutex_config,
             locks,
-            LOCK_NAME,
-            SortKey::Standard(LOCK_NAME),
+            LockName::known(LOCK_NAME),
+            SortKey::curator(LOCK_NAME),
             Rule::Standard { max_leases: 1 },
         );
         Semaphore {
@@ -404,8 +407,8 @@ impl Semaphore {
         let mut core = LockCore::new(
             config,
             self.leases_path.clone(),
-            LEASE_NAME,
-            SortKey::Standard(LEASE_NAME),
+            LockName::known(LEASE_NAME),
+            SortKey::curator(LEASE_NAME),
             Rule::Count { max_leases: self.max_leases },
         )
         .deferring_missing()
@@ -838,6 +841,12 @@ pub enum SemaphoreEvent {
     Reconnected,
     /// No lease is left ([`RecipeEvent::Lost`]).
     Lost,
+    /// Lease `node` reached its maximum hold ([`RecipeEvent::Expired`]);
+    /// `LeaseLost` follows.
+    Expired {
+        /// The lease node.
+        node: alloc::string::String,
+    },
     /// Lease `node` is gone ([`RecipeEvent::LeaseLost`]).
     LeaseLost {
         /// The lease node.
@@ -873,6 +882,7 @@ impl From<SemaphoreEvent> for RecipeEvent {
             SemaphoreEvent::Suspended => RecipeEvent::Suspended,
             SemaphoreEvent::Reconnected => RecipeEvent::Reconnected,
             SemaphoreEvent::Lost => RecipeEvent::Lost,
+            SemaphoreEvent::Expired { node } => RecipeEvent::Expired { node },
             SemaphoreEvent::LeaseLost { node } => RecipeEvent::LeaseLost { node },
             SemaphoreEvent::LeaseRevocationRequested { node } => RecipeEvent::LeaseRevocationRequested { node },
             SemaphoreEvent::Failed(error) => RecipeEvent::Failed(error),

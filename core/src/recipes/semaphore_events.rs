@@ -126,6 +126,7 @@ impl Semaphore {
                 }
                 LockEvent::Lost => self.lease_lost(slot),
                 LockEvent::Failed(e) => self.out.emit(SemaphoreEvent::Failed(e)),
+                LockEvent::Expired { node } => self.out.emit(SemaphoreEvent::Expired { node }),
                 _ => {}
             }
             return;

@@ -161,6 +161,7 @@ fn as_lock_event(event: SemaphoreEvent) -> Option<LockEvent> {
         SemaphoreEvent::Suspended => LockEvent::Suspended,
         SemaphoreEvent::Reconnected => LockEvent::Reconnected,
         SemaphoreEvent::Lost => LockEvent::Lost,
+        SemaphoreEvent::Expired { node } => LockEvent::Expired { node },
         SemaphoreEvent::LeaseLost { node } => LockEvent::LeaseLost { node },
         SemaphoreEvent::Failed(error) => LockEvent::Failed(error),
         SemaphoreEvent::Refused(misuse) => LockEvent::Refused(misuse),
