@@ -102,6 +102,9 @@ pub enum ClientEvent {
         /// What it reported.
         event: RecipeEvent,
     },
+    /// A recipe given to [`Client::retire`] became quiescent and was
+    /// removed; its events came before this one.
+    Retired(RecipeId),
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -173,6 +176,10 @@ pub struct Client<M: Machines = CoreMachine> {
     /// Every recipe's `poll_timeout`, ordered by time; and by recipe.
     deadlines: BTreeSet<(Instant, RecipeId)>,
     deadline_of: BTreeMap<RecipeId, Instant>,
+    /// Recipes to remove once quiescent ([`Client::retire`]): checked when
+    /// they get an input, so a thousand handles dropped at once cost no scan
+    /// of all of them per input.
+    retiring: BTreeSet<RecipeId>,
 }
 
 impl<M: Machines> core::fmt::Debug for Client<M> {
@@ -212,6 +219,7 @@ impl<M: Machines> Client<M> {
             drained: Vec::new(),
             deadlines: BTreeSet::new(),
             deadline_of: BTreeMap::new(),
+            retiring: BTreeSet::new(),
         }
     }
 
@@ -305,15 +313,33 @@ impl<M: Machines> Client<M> {
     /// Unregisters a recipe and returns it. Replies still due to it are
     /// dropped and its watches forgotten. Whatever it owned on the server is
     /// the caller's to clean up first (release before removing).
+    ///
+    /// Costs O(log n): its routes and `dirty` entries stay behind and are
+    /// dropped when met (ids are never reused, so nothing else can match
+    /// them); a scan of every request in flight per removal made dropping
+    /// n handles with n deletes in flight quadratic.
     pub fn remove_recipe(&mut self, id: RecipeId) -> Option<M> {
         let recipe = self.recipes.remove(&id)?;
-        self.dirty.retain(|d| *d != id);
+        self.retiring.remove(&id);
         if let Some(at) = self.deadline_of.remove(&id) {
             self.deadlines.remove(&(at, id));
         }
-        self.routes.retain(|(_, r)| !matches!(r, Route::Recipe(rid, _) if *rid == id));
         self.session.remove_watcher(WatcherId(id.0));
         Some(recipe)
+    }
+
+    /// Removes the recipe once it is quiescent (owes the server nothing),
+    /// at once if it already is, and then reports
+    /// [`ClientEvent::Retired`]. Commands still reach it until then. Fails
+    /// with [`ApiMisuse::UnknownRecipe`] if it was removed already.
+    pub fn retire(&mut self, now: Instant, id: RecipeId) -> Result<(), ApiMisuse> {
+        if !self.recipes.contains_key(&id) {
+            return Err(ApiMisuse::UnknownRecipe(id.0));
+        }
+        self.retiring.insert(id);
+        self.dirty.push(id);
+        self.pump(now);
+        Ok(())
     }
 
     /// Sends a plain request; its reply comes as [`ClientEvent::Reply`], and a
@@ -442,6 +468,11 @@ impl<M: Machines> Client<M> {
                     self.events.push_back(ClientEvent::Recipe { recipe: rid, event });
                 }
                 let at = recipe.poll_timeout();
+                if self.retiring.contains(&rid) && recipe.is_quiescent() {
+                    self.remove_recipe(rid);
+                    self.events.push_back(ClientEvent::Retired(rid));
+                    continue;
+                }
                 if self.deadline_of.get(&rid).copied() != at {
                     if let Some(old) = self.deadline_of.remove(&rid) {
                         self.deadlines.remove(&(old, rid));

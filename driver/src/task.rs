@@ -144,9 +144,6 @@ pub(crate) struct DriverTask {
     timer: Option<(Instant, BoxFuture<()>)>,
     replies: HashMap<RequestId, oneshot::Sender<Result<Response, RequestError>>>,
     slots: HashMap<RecipeId, Slot>,
-    /// The slots marked `dropping`, so reaping looks at them only (a scan of
-    /// every slot per turn costs too much with thousands of lock handles).
-    dropping: Vec<RecipeId>,
     /// [`Command::Settle`]s not answered yet.
     settling: Vec<(RecipeId, oneshot::Sender<Result<(), RequestError>>)>,
     subscribers: Vec<mpsc::UnboundedSender<ConnectionState>>,
@@ -185,7 +182,6 @@ impl DriverTask {
             timer: None,
             replies: HashMap::new(),
             slots: HashMap::new(),
-            dropping: Vec::new(),
             settling: Vec::new(),
             subscribers: Vec::new(),
             connected: None,
@@ -227,7 +223,7 @@ impl DriverTask {
                 tracing::trace!(?id, dropping, "recipe added");
                 self.slots.insert(id, Slot { sink, dropping });
                 if dropping {
-                    self.dropping.push(id);
+                    let _ = self.client.retire(now, id);
                 }
             }
             Command::Run(f) => f(&mut self.client, now),
@@ -235,7 +231,9 @@ impl DriverTask {
                 if let Some(slot) = self.slots.get_mut(&id) {
                     if !slot.dropping {
                         slot.dropping = true;
-                        self.dropping.push(id);
+                        // The core removes it once it owes the server
+                        // nothing ([`ClientEvent::Retired`] drops the slot).
+                        let _ = self.client.retire(now, id);
                     }
                 }
             }
@@ -319,6 +317,10 @@ impl DriverTask {
                 }
             }
             ClientEvent::Watch(event) => tracing::trace!(?event, "plain watch fired"),
+            ClientEvent::Retired(id) => {
+                tracing::trace!(?id, "recipe dropped");
+                self.slots.remove(&id);
+            }
             ClientEvent::Recipe { recipe, event } => {
                 tracing::trace!(?recipe, ?event, "recipe event");
                 if let Some(slot) = self.slots.get_mut(&recipe) {
@@ -327,20 +329,6 @@ impl DriverTask {
             }
             _ => {}
         }
-    }
-
-    /// Drops recipes whose handles are gone once they owe the server nothing.
-    fn reap(&mut self) {
-        let (client, slots) = (&mut self.client, &mut self.slots);
-        self.dropping.retain(|id| {
-            if !client.recipe(*id).is_none_or(|r| r.is_quiescent()) {
-                return true;
-            }
-            tracing::trace!(?id, "recipe dropped");
-            slots.remove(id);
-            client.remove_recipe(*id);
-            false
-        });
     }
 
     /// Forgets the current connection and anything buffered for it: the one
@@ -368,7 +356,6 @@ impl DriverTask {
         progress |= self.transport_commands();
         progress |= self.transmit(cx);
         progress |= self.deliver_events();
-        self.reap();
         self.settle();
         progress
     }
