@@ -153,6 +153,9 @@ enum Purpose {
     },
     Probe,
     MakeParent,
+    /// The Pipelined plan's container create of the base path, sent ahead
+    /// of a handle's first create (see [`LockCore::begin_create`]).
+    EnsureBase,
     Recover,
     AdoptStat,
     WatchPred,
@@ -238,6 +241,9 @@ pub(crate) struct LockCore {
     /// lists with a child watch, which then serves as the held node's watch
     /// at no cost (see [`LockCore::child_watch_wanted`]).
     quiet: bool,
+    /// The Pipelined plan sent its one `createContainer(base)` ahead of a
+    /// create already.
+    base_ensured: bool,
     out: Outbox,
 }
 
@@ -274,12 +280,19 @@ impl LockCore {
             waited: false,
             own_watched: false,
             quiet: true,
+            base_ensured: false,
             out: Outbox::default(),
         }
     }
 
     pub(crate) fn base(&self) -> &ZkPath {
         &self.base
+    }
+
+    /// Another core of the same handle on this base sent (or is sending)
+    /// the Pipelined plan's `createContainer(base)`: this one sends none.
+    pub(crate) fn assume_base(&mut self) {
+        self.base_ensured = true;
     }
 
     /// Our node while held.
@@ -515,6 +528,7 @@ impl Recipe for LockCore {
             Purpose::FindOrphans(prefix) => return self.on_find_orphans(prefix, result),
             Purpose::CheckWatches => return,
             Purpose::RevokeRead => return self.on_revoke_read(attempt == self.attempt, result),
+            Purpose::EnsureBase => return self.on_ensure_base(result),
             _ => {}
         }
         if attempt != self.attempt {
@@ -543,6 +557,7 @@ impl Recipe for LockCore {
             | Purpose::FindOrphans(..)
             | Purpose::CheckWatches
             | Purpose::RevokeRead
+            | Purpose::EnsureBase
             | Purpose::WatchLook(_) => {}
         }
     }
