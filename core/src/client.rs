@@ -161,7 +161,11 @@ pub struct Client<M: Machines = CoreMachine> {
     auth: alloc::vec::Vec<(alloc::string::String, Bytes)>,
     generation: u64,
     session: Session,
-    recipes: BTreeMap<RecipeId, M>,
+    /// Boxed: `M` is as large as its largest recipe (a read-write lock or a
+    /// semaphore), and a map node keeps room for eleven of them, so a
+    /// thousand mutexes stored inline cost a read-write lock's size each
+    /// and more.
+    recipes: BTreeMap<RecipeId, alloc::boxed::Box<M>>,
     next_recipe: u64,
     /// Where each request's reply goes, by ascending id: requests are
     /// numbered in order and answered in order, so a reply's route is almost
@@ -283,7 +287,7 @@ impl<M: Machines> Client<M> {
     pub fn add<R: Machine<M>>(&mut self, now: Instant, recipe: R) -> Handle<R> {
         let id = RecipeId(self.next_recipe);
         self.next_recipe += 1;
-        self.recipes.insert(id, recipe.into_machine());
+        self.recipes.insert(id, alloc::boxed::Box::new(recipe.into_machine()));
         self.dirty.push(id);
         self.pump(now);
         Handle { id, client: self.identity, kind: core::marker::PhantomData }
@@ -303,7 +307,7 @@ impl<M: Machines> Client<M> {
             return Err(ApiMisuse::ForeignHandle);
         }
         let machine = self.recipes.get_mut(&handle.id).ok_or(ApiMisuse::UnknownRecipe(handle.id.0))?;
-        let recipe = R::from_machine(machine).ok_or(ApiMisuse::ForeignHandle)?;
+        let recipe = R::from_machine(&mut **machine).ok_or(ApiMisuse::ForeignHandle)?;
         let out = f(recipe, now);
         self.dirty.push(handle.id);
         self.pump(now);
@@ -325,7 +329,7 @@ impl<M: Machines> Client<M> {
             self.deadlines.remove(&(at, id));
         }
         self.session.remove_watcher(WatcherId(id.0));
-        Some(recipe)
+        Some(*recipe)
     }
 
     /// Removes the recipe once it is quiescent (owes the server nothing),
