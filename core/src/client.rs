@@ -488,8 +488,12 @@ impl<M: Machines> Client<M> {
                 }
             }
             batch.clear();
+            crate::slack::shrink_vec(&mut batch);
             self.drained = batch;
             if !progressed {
+                crate::slack::shrink_vec(&mut self.dirty);
+                crate::slack::shrink_deque(&mut self.routes);
+                crate::slack::shrink_deque(&mut self.events);
                 return;
             }
         }

@@ -8,6 +8,8 @@
 //! [`Machines`] and one [`Machine`] impl per recipe, and builds its client
 //! with [`Client::for_machines`](crate::Client::for_machines).
 
+use alloc::boxed::Box;
+
 use crate::recipe::Recipe;
 use crate::recipes::{
     LeaseQueue, LockQueue, MultiLock, Mutex, Participants, ReadWriteLock, Revoker, Semaphore, SemaphoreMutex,
@@ -34,28 +36,30 @@ pub trait Machine<M>: Recipe + Sized {
 }
 
 /// Every recipe kind of this crate: what [`Client::new`](crate::Client::new)
-/// stores.
+/// stores. Kinds larger than a lock handle's [`LockQueue`] are boxed, so the
+/// enum, and every stored lock, is not the size of the largest kind (a
+/// read-write lock or a semaphore is 1.5 KB inline).
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum CoreMachine {
     /// A [`Mutex`].
-    Mutex(Mutex),
+    Mutex(Box<Mutex>),
     /// A [`SemaphoreMutex`].
-    SemaphoreMutex(SemaphoreMutex),
+    SemaphoreMutex(Box<SemaphoreMutex>),
     /// A [`ReadWriteLock`].
-    ReadWriteLock(ReadWriteLock),
+    ReadWriteLock(Box<ReadWriteLock>),
     /// A [`MultiLock`].
-    MultiLock(MultiLock),
+    MultiLock(Box<MultiLock>),
     /// A [`Semaphore`].
-    Semaphore(Semaphore),
+    Semaphore(Box<Semaphore>),
     /// A [`LockQueue`].
     LockQueue(LockQueue),
     /// A [`LeaseQueue`].
-    LeaseQueue(LeaseQueue),
+    LeaseQueue(Box<LeaseQueue>),
     /// A [`SharedCount`].
-    SharedCount(SharedCount),
+    SharedCount(Box<SharedCount>),
     /// A [`Participants`] listing.
-    Participants(Participants),
+    Participants(Box<Participants>),
     /// A [`Revoker`].
     Revoker(Revoker),
 }
@@ -63,30 +67,30 @@ pub enum CoreMachine {
 impl Machines for CoreMachine {
     fn recipe(&self) -> &dyn Recipe {
         match self {
-            CoreMachine::Mutex(r) => r,
-            CoreMachine::SemaphoreMutex(r) => r,
-            CoreMachine::ReadWriteLock(r) => r,
-            CoreMachine::MultiLock(r) => r,
-            CoreMachine::Semaphore(r) => r,
+            CoreMachine::Mutex(r) => &**r,
+            CoreMachine::SemaphoreMutex(r) => &**r,
+            CoreMachine::ReadWriteLock(r) => &**r,
+            CoreMachine::MultiLock(r) => &**r,
+            CoreMachine::Semaphore(r) => &**r,
             CoreMachine::LockQueue(r) => r,
-            CoreMachine::LeaseQueue(r) => r,
-            CoreMachine::SharedCount(r) => r,
-            CoreMachine::Participants(r) => r,
+            CoreMachine::LeaseQueue(r) => &**r,
+            CoreMachine::SharedCount(r) => &**r,
+            CoreMachine::Participants(r) => &**r,
             CoreMachine::Revoker(r) => r,
         }
     }
 
     fn recipe_mut(&mut self) -> &mut dyn Recipe {
         match self {
-            CoreMachine::Mutex(r) => r,
-            CoreMachine::SemaphoreMutex(r) => r,
-            CoreMachine::ReadWriteLock(r) => r,
-            CoreMachine::MultiLock(r) => r,
-            CoreMachine::Semaphore(r) => r,
+            CoreMachine::Mutex(r) => &mut **r,
+            CoreMachine::SemaphoreMutex(r) => &mut **r,
+            CoreMachine::ReadWriteLock(r) => &mut **r,
+            CoreMachine::MultiLock(r) => &mut **r,
+            CoreMachine::Semaphore(r) => &mut **r,
             CoreMachine::LockQueue(r) => r,
-            CoreMachine::LeaseQueue(r) => r,
-            CoreMachine::SharedCount(r) => r,
-            CoreMachine::Participants(r) => r,
+            CoreMachine::LeaseQueue(r) => &mut **r,
+            CoreMachine::SharedCount(r) => &mut **r,
+            CoreMachine::Participants(r) => &mut **r,
             CoreMachine::Revoker(r) => r,
         }
     }
@@ -94,12 +98,12 @@ impl Machines for CoreMachine {
 
 impl Machine<CoreMachine> for Mutex {
     fn into_machine(self) -> CoreMachine {
-        CoreMachine::Mutex(self)
+        CoreMachine::Mutex(Box::new(self))
     }
 
     fn from_machine(machine: &mut CoreMachine) -> Option<&mut Self> {
         match machine {
-            CoreMachine::Mutex(r) => Some(r),
+            CoreMachine::Mutex(r) => Some(&mut **r),
             _ => None,
         }
     }
@@ -107,12 +111,12 @@ impl Machine<CoreMachine> for Mutex {
 
 impl Machine<CoreMachine> for SemaphoreMutex {
     fn into_machine(self) -> CoreMachine {
-        CoreMachine::SemaphoreMutex(self)
+        CoreMachine::SemaphoreMutex(Box::new(self))
     }
 
     fn from_machine(machine: &mut CoreMachine) -> Option<&mut Self> {
         match machine {
-            CoreMachine::SemaphoreMutex(r) => Some(r),
+            CoreMachine::SemaphoreMutex(r) => Some(&mut **r),
             _ => None,
         }
     }
@@ -120,12 +124,12 @@ impl Machine<CoreMachine> for SemaphoreMutex {
 
 impl Machine<CoreMachine> for ReadWriteLock {
     fn into_machine(self) -> CoreMachine {
-        CoreMachine::ReadWriteLock(self)
+        CoreMachine::ReadWriteLock(Box::new(self))
     }
 
     fn from_machine(machine: &mut CoreMachine) -> Option<&mut Self> {
         match machine {
-            CoreMachine::ReadWriteLock(r) => Some(r),
+            CoreMachine::ReadWriteLock(r) => Some(&mut **r),
             _ => None,
         }
     }
@@ -133,12 +137,12 @@ impl Machine<CoreMachine> for ReadWriteLock {
 
 impl Machine<CoreMachine> for MultiLock {
     fn into_machine(self) -> CoreMachine {
-        CoreMachine::MultiLock(self)
+        CoreMachine::MultiLock(Box::new(self))
     }
 
     fn from_machine(machine: &mut CoreMachine) -> Option<&mut Self> {
         match machine {
-            CoreMachine::MultiLock(r) => Some(r),
+            CoreMachine::MultiLock(r) => Some(&mut **r),
             _ => None,
         }
     }
@@ -146,12 +150,12 @@ impl Machine<CoreMachine> for MultiLock {
 
 impl Machine<CoreMachine> for Semaphore {
     fn into_machine(self) -> CoreMachine {
-        CoreMachine::Semaphore(self)
+        CoreMachine::Semaphore(Box::new(self))
     }
 
     fn from_machine(machine: &mut CoreMachine) -> Option<&mut Self> {
         match machine {
-            CoreMachine::Semaphore(r) => Some(r),
+            CoreMachine::Semaphore(r) => Some(&mut **r),
             _ => None,
         }
     }
@@ -172,12 +176,12 @@ impl Machine<CoreMachine> for LockQueue {
 
 impl Machine<CoreMachine> for LeaseQueue {
     fn into_machine(self) -> CoreMachine {
-        CoreMachine::LeaseQueue(self)
+        CoreMachine::LeaseQueue(Box::new(self))
     }
 
     fn from_machine(machine: &mut CoreMachine) -> Option<&mut Self> {
         match machine {
-            CoreMachine::LeaseQueue(r) => Some(r),
+            CoreMachine::LeaseQueue(r) => Some(&mut **r),
             _ => None,
         }
     }
@@ -185,12 +189,12 @@ impl Machine<CoreMachine> for LeaseQueue {
 
 impl Machine<CoreMachine> for SharedCount {
     fn into_machine(self) -> CoreMachine {
-        CoreMachine::SharedCount(self)
+        CoreMachine::SharedCount(Box::new(self))
     }
 
     fn from_machine(machine: &mut CoreMachine) -> Option<&mut Self> {
         match machine {
-            CoreMachine::SharedCount(r) => Some(r),
+            CoreMachine::SharedCount(r) => Some(&mut **r),
             _ => None,
         }
     }
@@ -198,12 +202,12 @@ impl Machine<CoreMachine> for SharedCount {
 
 impl Machine<CoreMachine> for Participants {
     fn into_machine(self) -> CoreMachine {
-        CoreMachine::Participants(self)
+        CoreMachine::Participants(Box::new(self))
     }
 
     fn from_machine(machine: &mut CoreMachine) -> Option<&mut Self> {
         match machine {
-            CoreMachine::Participants(r) => Some(r),
+            CoreMachine::Participants(r) => Some(&mut **r),
             _ => None,
         }
     }

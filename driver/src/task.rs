@@ -508,6 +508,7 @@ impl DriverTask {
                 Poll::Pending => return progress,
             }
         }
+        zoolock_core::shrink_buf(&mut self.tx);
         let _ = Pin::new(&mut **conn).poll_flush(cx);
         progress
     }

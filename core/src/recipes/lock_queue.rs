@@ -476,7 +476,7 @@ impl TicketQueued for LockQueue {
     }
 
     fn next_event(&mut self) -> Option<RecipeEvent> {
-        self.events.pop_front()
+        crate::slack::pop_front_freeing(&mut self.events)
     }
 
     fn quiescent(&self) -> bool {

@@ -607,6 +607,9 @@ impl Session {
         let n = self.outbound.len();
         dst.extend_from_slice(&self.outbound);
         self.outbound.clear();
+        crate::slack::shrink_buf(&mut self.outbound);
+        crate::slack::shrink_deque(&mut self.in_flight);
+        crate::slack::shrink_deque(&mut self.events);
         n
     }
 

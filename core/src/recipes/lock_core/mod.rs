@@ -520,6 +520,10 @@ impl Recipe for LockCore {
             return;
         };
         let (_, attempt, purpose) = self.expected.swap_remove(at);
+        if self.expected.is_empty() {
+            // Nothing in flight (a held lock): keep no capacity.
+            self.expected = Vec::new();
+        }
         // Cleanup replies matter whatever attempt they belonged to, and so
         // does whether a look-ahead watch was armed.
         match purpose {
