@@ -1,9 +1,10 @@
 //! The one I/O surface of the sans-IO machines.
 //!
 //! [`Session`] and [`Client`] take the same transport inputs and give the same
-//! transport outputs; only their events differ. Whatever moves bytes (the
-//! async driver, the blocking driver, the trace replays, the simulator, the
-//! benches) is written once against this trait instead of once per machine.
+//! transport outputs; only their events differ. A loop written against this
+//! trait serves either machine: the conformance crate's trace replays and its
+//! minimal blocking driver are (the async driver and the simulator drive a
+//! [`Client`] directly, since they need its recipes too).
 
 use bytes::BytesMut;
 

@@ -1,7 +1,7 @@
 //! A deterministic simulation of zoolock clients contending for locks on the
 //! in-memory ZooKeeper [`model`](zoolock_model), with injected faults and
-//! oracles checked after every step (`reference/sans-io-models.md` §6.6,
-//! `DESIGN.md` §7.4).
+//! oracles checked after every step (`ARCHITECTURE.md` at the repository's
+//! root places it among the layers).
 //!
 //! # Parts
 //!
