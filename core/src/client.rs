@@ -105,6 +105,9 @@ pub enum ClientEvent {
     /// A recipe given to [`Client::retire`] became quiescent and was
     /// removed; its events came before this one.
     Retired(RecipeId),
+    /// A recipe given to [`Client::notify_quiescent`] is quiescent; its
+    /// events came before this one.
+    Quiescent(RecipeId),
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -184,6 +187,9 @@ pub struct Client<M: Machines = CoreMachine> {
     /// they get an input, so a thousand handles dropped at once cost no scan
     /// of all of them per input.
     retiring: BTreeSet<RecipeId>,
+    /// Recipes to report once quiescent ([`Client::notify_quiescent`]),
+    /// checked the same way.
+    awaited: BTreeSet<RecipeId>,
 }
 
 impl<M: Machines> core::fmt::Debug for Client<M> {
@@ -224,6 +230,7 @@ impl<M: Machines> Client<M> {
             deadlines: BTreeSet::new(),
             deadline_of: BTreeMap::new(),
             retiring: BTreeSet::new(),
+            awaited: BTreeSet::new(),
         }
     }
 
@@ -325,6 +332,7 @@ impl<M: Machines> Client<M> {
     pub fn remove_recipe(&mut self, id: RecipeId) -> Option<M> {
         let recipe = self.recipes.remove(&id)?;
         self.retiring.remove(&id);
+        self.awaited.remove(&id);
         if let Some(at) = self.deadline_of.remove(&id) {
             self.deadlines.remove(&(at, id));
         }
@@ -341,6 +349,20 @@ impl<M: Machines> Client<M> {
             return Err(ApiMisuse::UnknownRecipe(id.0));
         }
         self.retiring.insert(id);
+        self.dirty.push(id);
+        self.pump(now);
+        Ok(())
+    }
+
+    /// Reports [`ClientEvent::Quiescent`] once the recipe is quiescent (owes
+    /// the server nothing), at once if it already is; once per call. Fails
+    /// with [`ApiMisuse::UnknownRecipe`] if it was removed (nothing is
+    /// reported then). Removing the recipe first cancels the notice.
+    pub fn notify_quiescent(&mut self, now: Instant, id: RecipeId) -> Result<(), ApiMisuse> {
+        if !self.recipes.contains_key(&id) {
+            return Err(ApiMisuse::UnknownRecipe(id.0));
+        }
+        self.awaited.insert(id);
         self.dirty.push(id);
         self.pump(now);
         Ok(())
@@ -472,10 +494,15 @@ impl<M: Machines> Client<M> {
                     self.events.push_back(ClientEvent::Recipe { recipe: rid, event });
                 }
                 let at = recipe.poll_timeout();
-                if self.retiring.contains(&rid) && recipe.is_quiescent() {
-                    self.remove_recipe(rid);
-                    self.events.push_back(ClientEvent::Retired(rid));
-                    continue;
+                if (self.retiring.contains(&rid) || self.awaited.contains(&rid)) && recipe.is_quiescent() {
+                    if self.awaited.remove(&rid) {
+                        self.events.push_back(ClientEvent::Quiescent(rid));
+                    }
+                    if self.retiring.contains(&rid) {
+                        self.remove_recipe(rid);
+                        self.events.push_back(ClientEvent::Retired(rid));
+                        continue;
+                    }
                 }
                 if self.deadline_of.get(&rid).copied() != at {
                     if let Some(old) = self.deadline_of.remove(&rid) {

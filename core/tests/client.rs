@@ -303,6 +303,32 @@ fn a_retired_recipe_is_removed_once_quiescent_and_reported_after_its_events() {
 }
 
 #[test]
+fn a_quiescence_notice_comes_once_the_recipe_owes_nothing() {
+    let (mut client, mut server) = connected_client();
+    let a = client.add(t(3), Probe::new("/a"));
+    assert_eq!(drain(&mut client), [ClientEvent::State(ConnectionState::Connected)]);
+    client.notify_quiescent(t(3), a.id()).unwrap();
+    assert_eq!(drain(&mut client), [ClientEvent::Quiescent(a.id())]);
+    client.with(t(4), a, |p, now| p.read(now)).unwrap();
+    let frames = server.take(&mut client);
+    client.notify_quiescent(t(4), a.id()).unwrap();
+    assert_eq!(drain(&mut client), []);
+    let data = Some(Response::Data { data: None, stat: stat(1) });
+    Server::reply(&mut client, t(5), frames[0].header.xid, 3, ErrorCode::OK, data);
+    let acquired = RecipeEvent::Acquired { node: "/a".into(), token: FencingToken(1) };
+    assert_eq!(
+        drain(&mut client),
+        [ClientEvent::Recipe { recipe: a.id(), event: acquired }, ClientEvent::Quiescent(a.id())]
+    );
+    // Once per call; the recipe stays registered.
+    client.with(t(6), a, |p, now| p.read(now)).unwrap();
+    assert_eq!(drain(&mut client), []);
+    assert!(client.recipe(a.id()).is_some());
+    client.remove_recipe(a.id());
+    assert_eq!(client.notify_quiescent(t(6), a.id()), Err(ApiMisuse::UnknownRecipe(a.id().get())));
+}
+
+#[test]
 fn removed_recipe_gets_nothing_and_ops_after_expiry_fail_in_place() {
     let (mut client, mut server) = connected_client();
     let a = client.add(t(3), Probe::new("/a"));

@@ -144,8 +144,10 @@ pub(crate) struct DriverTask {
     timer: Option<(Instant, BoxFuture<()>)>,
     replies: HashMap<RequestId, oneshot::Sender<Result<Response, RequestError>>>,
     slots: HashMap<RecipeId, Slot>,
-    /// [`Command::Settle`]s not answered yet.
-    settling: Vec<(RecipeId, oneshot::Sender<Result<(), RequestError>>)>,
+    /// [`Command::Settle`]s not answered yet, by recipe: answered by the
+    /// core's [`ClientEvent::Quiescent`] (or `Retired`), so waiting costs no
+    /// scan of every waiting recipe per turn.
+    settling: HashMap<RecipeId, Vec<oneshot::Sender<Result<(), RequestError>>>>,
     subscribers: Vec<mpsc::UnboundedSender<ConnectionState>>,
     /// Raises `zoolock_connected` while the connection is live.
     connected: Option<crate::metrics::Gauge>,
@@ -182,7 +184,7 @@ impl DriverTask {
             timer: None,
             replies: HashMap::new(),
             slots: HashMap::new(),
-            settling: Vec::new(),
+            settling: HashMap::new(),
             subscribers: Vec::new(),
             connected: None,
             span,
@@ -243,7 +245,13 @@ impl DriverTask {
                 }
                 self.subscribers.push(tx);
             }
-            Command::Settle { recipe, reply } => self.settling.push((recipe, reply)),
+            Command::Settle { recipe, reply } => match self.client.notify_quiescent(now, recipe) {
+                Ok(()) => self.settling.entry(recipe).or_default().push(reply),
+                // Gone: nothing left to owe.
+                Err(_) => {
+                    let _ = reply.send(Ok(()));
+                }
+            },
             Command::Close => {
                 tracing::debug!("closing the session");
                 self.client.close(now);
@@ -317,9 +325,14 @@ impl DriverTask {
                 }
             }
             ClientEvent::Watch(event) => tracing::trace!(?event, "plain watch fired"),
-            ClientEvent::Retired(id) => {
-                tracing::trace!(?id, "recipe dropped");
-                self.slots.remove(&id);
+            ClientEvent::Retired(id) | ClientEvent::Quiescent(id) => {
+                if matches!(event, ClientEvent::Retired(_)) {
+                    tracing::trace!(?id, "recipe dropped");
+                    self.slots.remove(&id);
+                }
+                for reply in self.settling.remove(&id).unwrap_or_default() {
+                    let _ = reply.send(Ok(()));
+                }
             }
             ClientEvent::Recipe { recipe, event } => {
                 tracing::trace!(?recipe, ?event, "recipe event");
@@ -523,20 +536,18 @@ impl DriverTask {
         progress
     }
 
-    /// Answers the [`Command::Settle`]s whose recipe is quiescent (or gone),
-    /// and fails them all once the session has ended.
+    /// Once the session has ended, answers every [`Command::Settle`] still
+    /// waiting: settled if its recipe is quiescent (or gone), else the
+    /// session's end.
     fn settle(&mut self) {
-        if self.settling.is_empty() {
+        if self.settling.is_empty() || !self.client.session().is_ended() {
             return;
         }
-        let ended = self.client.session().is_ended().then(|| self.ended_error());
-        for (id, reply) in std::mem::take(&mut self.settling) {
-            if self.client.recipe(id).is_none_or(|r| r.is_quiescent()) {
-                let _ = reply.send(Ok(()));
-            } else if let Some(e) = &ended {
-                let _ = reply.send(Err(e.clone()));
-            } else if !reply.is_canceled() {
-                self.settling.push((id, reply));
+        let ended = self.ended_error();
+        for (id, replies) in std::mem::take(&mut self.settling) {
+            let settled = self.client.recipe(id).is_none_or(|r| r.is_quiescent());
+            for reply in replies {
+                let _ = reply.send(if settled { Ok(()) } else { Err(ended.clone()) });
             }
         }
     }
