@@ -6,7 +6,7 @@ use std::time::Instant;
 use futures_lite::StreamExt;
 use zoolock_core::wire::{Acl, Bytes, CreateMode, MultiResult, Stat};
 use zoolock_core::{Op, Participant};
-use zoolock_smol::{ConnectionState, Error, LockOptions, LockSpec, Options, ParticipantsOf, SemaphoreOptions};
+use zoolock_smol::{ConnectionState, Error, LockKind, LockOptions, LockSpec, Options, SemaphoreOptions};
 
 use crate::{Lock, ReadWriteLock, Semaphore, SharedCount, wait};
 
@@ -85,7 +85,7 @@ impl Client {
     }
 
     /// A revocable mutex: holders learn of [`Client::revoke`] through
-    /// [`crate::Guard::revocation_requested`].
+    /// [`crate::Hold::revocation_requested`].
     pub fn revocable_mutex(&self, path: &str) -> Result<Lock, Error> {
         wait(self.inner.revocable_mutex(path)).map(Lock::from_async)
     }
@@ -113,6 +113,12 @@ impl Client {
         wait(self.inner.multi_lock(paths)).map(Lock::from_async)
     }
 
+    /// The lock `spec` describes, with `options` (any lock kind; see the
+    /// async `lock_of`).
+    pub fn lock_of(&self, spec: LockSpec, options: LockOptions) -> Result<Lock, Error> {
+        wait(self.inner.lock_of(spec, options)).map(Lock::from_async)
+    }
+
     /// A multi-lock over any members (mutexes, read or write halves).
     pub fn multi_lock_of(&self, members: Vec<LockSpec>) -> Result<Lock, Error> {
         wait(self.inner.multi_lock_of(members)).map(Lock::from_async)
@@ -135,7 +141,7 @@ impl Client {
     }
 
     /// Who holds and waits at the lock or semaphore at `path`.
-    pub fn participants(&self, path: &str, kind: ParticipantsOf) -> Result<Vec<Participant>, Error> {
+    pub fn participants(&self, path: &str, kind: LockKind) -> Result<Vec<Participant>, Error> {
         wait(self.inner.participants(path, kind))
     }
 

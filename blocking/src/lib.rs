@@ -31,6 +31,7 @@
 
 mod client;
 mod count;
+mod hold;
 mod lock;
 mod semaphore;
 
@@ -38,14 +39,15 @@ use std::time::Duration;
 
 pub use client::{Client, StateChanges, connect};
 pub use count::{CountChanges, SharedCount};
-pub use lock::{Guard, Lock, ReadWriteLock, StatusChanges};
+pub use hold::{Hold, StatusChanges};
+pub use lock::{Guard, Lock, ReadWriteLock};
 pub use semaphore::{Lease, Semaphore};
 /// The sans-IO core, for plain ops ([`zoolock_core::Op`]) and wire types
 /// (named after its crate, as the async crates re-export it).
 pub use zoolock_core;
 pub use zoolock_smol::{
     AclParseError, AclPolicy, AuthInfo, Compression, ConnectionState, DialError, Error, FencingToken, HoldStatus,
-    LockOptions, LockSpec, OpPlan, Options, Participant, ParticipantsOf, QueuePosition, RetryPolicy, SemaphoreOptions,
+    LockKind, LockOptions, LockSpec, OpPlan, Options, Participant, QueuePosition, RetryPolicy, SemaphoreOptions,
     SemaphoreSize, TlsError, VersionedCount, parse_acl,
 };
 #[cfg(feature = "gssapi")]

@@ -2,12 +2,9 @@
 
 use std::time::Duration;
 
-use futures_lite::StreamExt;
-use zoolock_core::Op;
-use zoolock_core::wire::MultiResult;
-use zoolock_smol::{Error, FencingToken, HoldStatus, QueuePosition};
+use zoolock_smol::{Error, HoldStatus, QueuePosition};
 
-use crate::{wait, wait_timeout};
+use crate::{Hold, wait};
 
 /// A lock handle (mutex, read or write half, semaphore mutex, multi-lock);
 /// the blocking face of `zoolock_smol::Lock`. Clones share one queue: acquires
@@ -90,114 +87,24 @@ impl ReadWriteLock {
     }
 }
 
-/// A held lock; the blocking face of `zoolock_smol::Guard`. Dropping it
-/// releases in the background; [`Guard::release`] waits for the release.
-#[must_use = "the lock is released as soon as the guard is dropped"]
-#[derive(Debug)]
-pub struct Guard {
-    inner: zoolock_smol::Guard,
-}
+/// A held lock; the blocking face of `zoolock_smol::Guard`: a [`Hold`]
+/// with what only a lock has ([`Guard::downgrade`], [`Guard::reenter`]).
+/// Dropping it releases in the background; [`Hold::release`] waits for the
+/// release.
+pub type Guard = Hold<zoolock_smol::Guard>;
 
 impl Guard {
-    /// Wraps an async guard.
-    pub fn from_async(inner: zoolock_smol::Guard) -> Guard {
-        Guard { inner }
-    }
-
-    /// The async guard underneath.
-    pub fn into_async(self) -> zoolock_smol::Guard {
-        self.inner
-    }
-
-    /// The fencing token of this hold: it increases from one holder to the
-    /// next (see [`FencingToken`]).
-    pub fn fencing_token(&self) -> FencingToken {
-        self.inner.fencing_token()
-    }
-
-    /// Our lock node.
-    pub fn node(&self) -> &str {
-        self.inner.node()
-    }
-
-    /// `Held`, `Suspended` (stop the critical section until it is `Held`
-    /// again) or `Lost` (for good); a hold the server has not confirmed for
-    /// two thirds of the session timeout reads `Suspended`.
-    pub fn status(&self) -> HoldStatus {
-        self.inner.status()
-    }
-
-    /// Blocks until [`Guard::status`] would first read `Suspended` or
-    /// `Lost`, and returns which.
-    pub fn lost(&self) -> HoldStatus {
-        wait(self.inner.lost())
-    }
-
-    /// As [`Guard::lost`], for at most `timeout`: `None` if the hold was
-    /// still good all along. A watchdog thread calls this in a loop.
-    pub fn lost_timeout(&self, timeout: Duration) -> Option<HoldStatus> {
-        wait_timeout(self.inner.lost(), timeout)
-    }
-
-    /// The current status, then every change, ending after `Lost`; each
-    /// `next` blocks until the next change.
-    pub fn status_changes(&self) -> StatusChanges {
-        StatusChanges { inner: self.inner.status_changes() }
-    }
-
-    /// Blocks until someone asks the holder to release (revocable locks).
-    pub fn revocation_requested(&self) {
-        wait(self.inner.revocation_requested())
-    }
-
-    /// As [`Guard::revocation_requested`], for at most `timeout`: whether a
-    /// request came.
-    pub fn revocation_requested_timeout(&self, timeout: Duration) -> bool {
-        wait_timeout(self.inner.revocation_requested(), timeout).is_some()
-    }
-
-    /// Runs `ops` in one multi behind a check that this hold's node still
-    /// exists: all apply, or none ([`Error::NotHeld`] once the node is gone).
-    pub fn fenced(&self, ops: Vec<Op>) -> Result<Vec<MultiResult>, Error> {
-        wait(self.inner.fenced(ops))
-    }
-
     /// A read guard on the same read-write lock, from this write guard
-    /// (Curator's downgrade).
+    /// (Curator's downgrade). Fails with [`Error::Misuse`] for a guard that
+    /// is not a write guard or a hold that was lost.
     pub fn downgrade(&self) -> Result<Guard, Error> {
         wait(self.inner.downgrade()).map(Guard::from_async)
     }
 
-    /// A second, nested guard on the same hold (explicit reentrancy).
+    /// A second, nested guard on the same hold (explicit reentrancy). Fails
+    /// with [`Error::Misuse`] for a lock that is not reentrant or a hold
+    /// that was lost.
     pub fn reenter(&self) -> Result<Guard, Error> {
         wait(self.inner.reenter()).map(Guard::from_async)
-    }
-
-    /// Releases. In the default (pipelined) plan it returns once the delete
-    /// is queued, a guaranteed delete; [`Lock::settled`] waits for the
-    /// server to apply it. Releasing a lost or suspended hold is never an
-    /// error.
-    pub fn release(self) -> Result<(), Error> {
-        wait(self.inner.release())
-    }
-}
-
-/// Status changes of a hold ([`Guard::status_changes`],
-/// [`crate::Lease::status_changes`]); each `next` blocks.
-pub struct StatusChanges {
-    pub(crate) inner: zoolock_smol::StatusChanges,
-}
-
-impl std::fmt::Debug for StatusChanges {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StatusChanges").finish_non_exhaustive()
-    }
-}
-
-impl Iterator for StatusChanges {
-    type Item = HoldStatus;
-
-    fn next(&mut self) -> Option<HoldStatus> {
-        wait(self.inner.next())
     }
 }

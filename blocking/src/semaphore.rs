@@ -2,11 +2,9 @@
 
 use std::time::Duration;
 
-use zoolock_core::Op;
-use zoolock_core::wire::MultiResult;
-use zoolock_smol::{Error, FencingToken, HoldStatus, QueuePosition};
+use zoolock_smol::{Error, QueuePosition};
 
-use crate::{StatusChanges, wait, wait_timeout};
+use crate::{Hold, wait};
 
 /// A counting semaphore (Curator's `InterProcessSemaphoreV2`); the blocking
 /// face of `zoolock_smol::Semaphore`. Clones share one queue.
@@ -78,70 +76,7 @@ impl Semaphore {
     }
 }
 
-/// One held lease; the blocking face of `zoolock_smol::Lease`. Dropping it
-/// returns it in the background.
-#[must_use = "the lease is returned as soon as it is dropped"]
-#[derive(Debug)]
-pub struct Lease {
-    inner: zoolock_smol::Lease,
-}
-
-impl Lease {
-    /// Wraps an async lease.
-    pub fn from_async(inner: zoolock_smol::Lease) -> Lease {
-        Lease { inner }
-    }
-
-    /// The lease node.
-    pub fn node(&self) -> &str {
-        self.inner.node()
-    }
-
-    /// The lease node's czxid.
-    pub fn fencing_token(&self) -> FencingToken {
-        self.inner.fencing_token()
-    }
-
-    /// `Held`, `Suspended` or `Lost`, as [`crate::Guard::status`].
-    pub fn status(&self) -> HoldStatus {
-        self.inner.status()
-    }
-
-    /// Blocks until [`Lease::status`] would first read `Suspended` or `Lost`.
-    pub fn lost(&self) -> HoldStatus {
-        wait(self.inner.lost())
-    }
-
-    /// As [`Lease::lost`], for at most `timeout`: `None` if still good.
-    pub fn lost_timeout(&self, timeout: Duration) -> Option<HoldStatus> {
-        wait_timeout(self.inner.lost(), timeout)
-    }
-
-    /// The current status, then every change, ending after `Lost`.
-    pub fn status_changes(&self) -> StatusChanges {
-        StatusChanges { inner: self.inner.status_changes() }
-    }
-
-    /// Blocks until someone asks for this lease back (revocable semaphores).
-    pub fn revocation_requested(&self) {
-        wait(self.inner.revocation_requested())
-    }
-
-    /// As [`Lease::revocation_requested`], for at most `timeout`: whether a
-    /// request came.
-    pub fn revocation_requested_timeout(&self, timeout: Duration) -> bool {
-        wait_timeout(self.inner.revocation_requested(), timeout).is_some()
-    }
-
-    /// Runs `ops` in one multi behind a check that this lease's node still
-    /// exists.
-    pub fn fenced(&self, ops: Vec<Op>) -> Result<Vec<MultiResult>, Error> {
-        wait(self.inner.fenced(ops))
-    }
-
-    /// Returns the lease (a guaranteed delete); returning a lost lease is
-    /// never an error.
-    pub fn release(self) -> Result<(), Error> {
-        wait(self.inner.release())
-    }
-}
+/// One held lease; the blocking face of `zoolock_smol::Lease`: a [`Hold`]
+/// on one lease node, with a status of its own. Dropping it returns it in
+/// the background.
+pub type Lease = Hold<zoolock_smol::Lease>;

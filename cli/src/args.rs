@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use zoolock_tokio::LockKind;
+
 use crate::exit;
 
 const ABOUT: &str = "Run a command while holding a Curator-compatible ZooKeeper lock.";
@@ -369,7 +371,7 @@ pub(crate) enum CountAction {
     },
 }
 
-/// The recipe layout of a lock path.
+/// The recipe layout of a lock path: the kinds `holders` offers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum Kind {
     /// A mutex (`zoolock lock`).
@@ -378,6 +380,17 @@ pub(crate) enum Kind {
     Rwlock,
     /// A semaphore (`zoolock semaphore`).
     Semaphore,
+}
+
+impl Kind {
+    /// The lock kind it names.
+    pub(crate) fn lock_kind(self) -> LockKind {
+        match self {
+            Kind::Mutex => LockKind::Mutex,
+            Kind::Rwlock => LockKind::ReadWriteLock,
+            Kind::Semaphore => LockKind::Semaphore,
+        }
+    }
 }
 
 pub(crate) fn duration(s: &str) -> Result<Duration, humantime::DurationError> {

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-use zoolock_tokio::{Options, ParticipantsOf};
+use zoolock_tokio::{LockKind, Options};
 
 mod common;
 
@@ -59,7 +59,7 @@ fn with_client<T>(addr: &str, f: impl AsyncFnOnce(&zoolock_tokio::Client) -> T) 
 }
 
 /// The participants of `path` (full node path and data).
-fn participants(addr: &str, path: &str, kind: ParticipantsOf) -> Vec<(String, String)> {
+fn participants(addr: &str, path: &str, kind: LockKind) -> Vec<(String, String)> {
     with_client(addr, async |c| {
         c.participants(path, kind)
             .await
@@ -71,7 +71,7 @@ fn participants(addr: &str, path: &str, kind: ParticipantsOf) -> Vec<(String, St
 }
 
 /// Waits until `path` has `n` participants.
-fn wait_for_participants(addr: &str, path: &str, kind: ParticipantsOf, n: usize) -> Vec<(String, String)> {
+fn wait_for_participants(addr: &str, path: &str, kind: LockKind, n: usize) -> Vec<(String, String)> {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let list = participants(addr, path, kind);
@@ -224,7 +224,7 @@ fn timeout_exits_75_without_running_cmd() {
     let dir = scratch("timeout");
     let marker = dir.join("marker");
     let mut holder = zoolock(&addr).args(["lock", &path, "--", "sleep", "30"]).spawn().unwrap();
-    wait_for_participants(&addr, &path, ParticipantsOf::Mutex, 1);
+    wait_for_participants(&addr, &path, LockKind::Mutex, 1);
 
     let started = Instant::now();
     let out = output(zoolock(&addr).args(["lock", &path, "--timeout", "300ms", "--", "touch"]).arg(&marker));
@@ -234,7 +234,7 @@ fn timeout_exits_75_without_running_cmd() {
     assert!(took >= Duration::from_millis(300) && took < Duration::from_secs(5), "{took:?}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("timed out"), "{out:?}");
     // The timed-out waiter left nothing: only the holder remains.
-    assert_eq!(participants(&addr, &path, ParticipantsOf::Mutex).len(), 1);
+    assert_eq!(participants(&addr, &path, LockKind::Mutex).len(), 1);
 
     // SIGTERM to zoolock goes to `sleep`, which dies of it: 128+15.
     signal(&holder, Signal::SIGTERM);
@@ -247,12 +247,12 @@ fn timeout_exits_75_without_running_cmd() {
 fn a_signal_while_waiting_cancels_the_wait() {
     let Some((addr, path)) = server_path("cancel") else { return };
     let mut holder = zoolock(&addr).args(["lock", &path, "--", "sleep", "30"]).spawn().unwrap();
-    wait_for_participants(&addr, &path, ParticipantsOf::Mutex, 1);
+    wait_for_participants(&addr, &path, LockKind::Mutex, 1);
     let mut waiter = zoolock(&addr).args(["lock", &path, "--", "true"]).spawn().unwrap();
-    wait_for_participants(&addr, &path, ParticipantsOf::Mutex, 2);
+    wait_for_participants(&addr, &path, LockKind::Mutex, 2);
     signal(&waiter, Signal::SIGINT);
     assert_eq!(code(wait_with_limit(&mut waiter, Duration::from_secs(10))), 128 + 2);
-    assert_eq!(participants(&addr, &path, ParticipantsOf::Mutex).len(), 1, "the waiter's node is gone");
+    assert_eq!(participants(&addr, &path, LockKind::Mutex).len(), 1, "the waiter's node is gone");
     signal(&holder, Signal::SIGTERM);
     wait_with_limit(&mut holder, Duration::from_secs(10));
     assert_empty_and_remove(&addr, &path, Duration::ZERO);
@@ -268,9 +268,9 @@ fn holders_lists_the_queue_with_data() {
 
     let mut holder =
         zoolock(&addr).args(["lock", &path, "--data", "first holder", "--", "sleep", "30"]).spawn().unwrap();
-    wait_for_participants(&addr, &path, ParticipantsOf::Mutex, 1);
+    wait_for_participants(&addr, &path, LockKind::Mutex, 1);
     let mut waiter = zoolock(&addr).args(["lock", &path, "--data", "second", "--", "true"]).spawn().unwrap();
-    let list = wait_for_participants(&addr, &path, ParticipantsOf::Mutex, 2);
+    let list = wait_for_participants(&addr, &path, LockKind::Mutex, 2);
 
     let out = output(zoolock(&addr).args(["holders", &path]));
     assert!(out.status.success(), "{out:?}");
@@ -292,7 +292,7 @@ fn revoke_stops_a_revocable_holder() {
     assert_eq!(code(out.status), 1, "no holder: {out:?}");
 
     let mut holder = zoolock(&addr).args(["lock", &path, "--revocable", "--", "sleep", "30"]).spawn().unwrap();
-    let list = wait_for_participants(&addr, &path, ParticipantsOf::Mutex, 1);
+    let list = wait_for_participants(&addr, &path, LockKind::Mutex, 1);
     let started = Instant::now();
     let out = output(zoolock(&addr).args(["revoke", &path]));
     assert!(out.status.success(), "{out:?}");
@@ -313,7 +313,7 @@ fn revoke_stops_a_revocable_holder() {
 fn read_locks_share_and_write_locks_exclude() {
     let Some((addr, path)) = server_path("rw") else { return };
     let mut reader = zoolock(&addr).args(["read-lock", &path, "--", "sleep", "30"]).spawn().unwrap();
-    wait_for_participants(&addr, &path, ParticipantsOf::ReadWriteLock, 1);
+    wait_for_participants(&addr, &path, LockKind::ReadWriteLock, 1);
     let out = output(zoolock(&addr).args(["read-lock", &path, "--timeout", "5s", "--", "true"]));
     assert_eq!(code(out.status), 0, "a second reader gets in: {out:?}");
     let out = output(zoolock(&addr).args(["write-lock", &path, "--timeout", "300ms", "--", "true"]));
@@ -333,7 +333,7 @@ fn semaphore_hands_out_n_leases() {
     let holders: Vec<Child> = (0..2)
         .map(|_| zoolock(&addr).args(["semaphore", &path, "--leases", "2", "--", "sleep", "30"]).spawn().unwrap())
         .collect();
-    wait_for_participants(&addr, &path, ParticipantsOf::Semaphore, 2);
+    wait_for_participants(&addr, &path, LockKind::Semaphore, 2);
     let out = output(zoolock(&addr).args(["semaphore", &path, "--leases", "2", "--timeout", "300ms", "--", "true"]));
     assert_eq!(code(out.status), 75, "a third lease waits: {out:?}");
     let out = output(zoolock(&addr).args(["holders", &path, "--kind", "semaphore"]));
@@ -376,11 +376,11 @@ fn count_set_resizes_a_running_semaphore() {
     assert!(output(zoolock(&addr).args(["count", "set", &count, "1"])).status.success());
     let sized = ["semaphore", &path, "--leases-from", &count, "--"];
     let mut holder = zoolock(&addr).args(sized).args(["sleep", "30"]).spawn().unwrap();
-    wait_for_participants(&addr, &path, ParticipantsOf::Semaphore, 1);
+    wait_for_participants(&addr, &path, LockKind::Semaphore, 1);
     let entered = scratch("sized").join("entered");
     let touch = format!("touch {} && sleep 30", entered.display());
     let waiter = zoolock(&addr).args(sized).args(["sh", "-c", &touch]).spawn().unwrap();
-    wait_for_participants(&addr, &path, ParticipantsOf::Semaphore, 2); // its lease node, waiting
+    wait_for_participants(&addr, &path, LockKind::Semaphore, 2); // its lease node, waiting
     thread::sleep(Duration::from_millis(300));
     assert!(!entered.exists(), "a second lease out of one");
 
@@ -419,7 +419,7 @@ fn revoke_node_stops_a_revocable_lease_holder() {
     let Some((addr, path)) = server_path("revocable-lease") else { return };
     let args = ["semaphore", &path, "--leases", "2", "--revocable", "--", "sleep", "30"];
     let mut holder = zoolock(&addr).args(args).spawn().unwrap();
-    let list = wait_for_participants(&addr, &path, ParticipantsOf::Semaphore, 1);
+    let list = wait_for_participants(&addr, &path, LockKind::Semaphore, 1);
     let out = output(zoolock(&addr).args(["revoke", "--node", &list[0].0]));
     assert!(out.status.success(), "{out:?}");
     assert_eq!(code(wait_with_limit(&mut holder, Duration::from_secs(10))), 128 + 15);
@@ -527,11 +527,11 @@ impl Proxy {
 fn the_progress_line_sends_no_request_per_waiter() {
     let Some((addr, path)) = server_path("progress") else { return };
     let mut holder = zoolock(&addr).args(["lock", &path, "--", "sleep", "30"]).spawn().unwrap();
-    wait_for_participants(&addr, &path, ParticipantsOf::Mutex, 1);
+    wait_for_participants(&addr, &path, LockKind::Mutex, 1);
     let mut waiters = Vec::new();
     for n in 2..=6 {
         waiters.push(zoolock(&addr).args(["lock", &path, "--", "true"]).spawn().unwrap());
-        wait_for_participants(&addr, &path, ParticipantsOf::Mutex, n);
+        wait_for_participants(&addr, &path, LockKind::Mutex, n);
     }
     let proxy = Proxy::start(&addr);
     let out = output(zoolock(&proxy.addr.to_string()).env("ZOOLOCK_PROGRESS", "always").args([
@@ -607,7 +607,7 @@ fn a_connection_suspended_past_grace_stops_cmd_and_exits_70() {
         &proxy.addr.to_string(),
         &["--session-timeout", "3s", "lock", &path, "--grace", "300ms", "--kill-after", "300ms"],
     );
-    wait_for_participants(&addr, &path, ParticipantsOf::Mutex, 1);
+    wait_for_participants(&addr, &path, LockKind::Mutex, 1);
     thread::sleep(Duration::from_millis(200));
     let cut_at = Instant::now();
     proxy.cut();
@@ -628,7 +628,7 @@ fn a_connection_suspended_past_grace_stops_cmd_and_exits_70() {
 fn a_deleted_lock_node_stops_cmd_and_exits_70() {
     let Some((addr, path)) = server_path("deleted") else { return };
     let mut holder = holding_a_term_trapping_cmd(&addr, &["lock", &path, "--grace", "5s", "--kill-after", "300ms"]);
-    let holders = wait_for_participants(&addr, &path, ParticipantsOf::Mutex, 1);
+    let holders = wait_for_participants(&addr, &path, LockKind::Mutex, 1);
     thread::sleep(Duration::from_millis(200));
     let deleted_at = Instant::now();
     with_client(&addr, async |c| c.delete(&holders[0].0, None).await.unwrap());

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use tokio::task::JoinHandle;
 use tokio::time::sleep;
-use zoolock_tokio::{Client, Error, Guard, Lock, OpPlan, Options, ParticipantsOf};
+use zoolock_tokio::{Client, Error, Guard, Lock, LockKind, OpPlan, Options};
 
 mod holds;
 mod support_java;
@@ -85,7 +85,7 @@ async fn assert_no_leaks(client: &Client, paths: &[String]) {
     }
 }
 
-async fn zoolock_participants(client: &Client, path: &str, kind: ParticipantsOf) -> Vec<String> {
+async fn zoolock_participants(client: &Client, path: &str, kind: LockKind) -> Vec<String> {
     within("participants", client.participants(path, kind))
         .await
         .expect("participants")
@@ -612,7 +612,7 @@ async fn interop_revocation() {
     c1.acquire("MUTEX_ACQUIRE", &path).await;
     let z_waiter = spawn_acquire(&z1.revocable_mutex(&path).await.unwrap());
     wait_children(admin, &path, 2).await;
-    let z_node = zoolock_participants(admin, &path, ParticipantsOf::Mutex).await[1].clone();
+    let z_node = zoolock_participants(admin, &path, LockKind::Mutex).await[1].clone();
     revoker.send("REVOKE", &z_node);
     revoker.expect("REVOKE_SENT").await;
     c2.start_acquire("REVOCABLE_ACQUIRE", &path);
@@ -656,7 +656,7 @@ async fn interop_participants() {
     c2.start_acquire("MUTEX_ACQUIRE", &path);
     wait_children(admin, &path, 4).await;
     let queue = lister.participants("mutex", &path).await;
-    assert_eq!(queue, zoolock_participants(admin, &path, ParticipantsOf::Mutex).await);
+    assert_eq!(queue, zoolock_participants(admin, &path, LockKind::Mutex).await);
     assert_eq!(queue.len(), 4);
     assert_eq!(queue[0], g1.node(), "both sides see the zoolock holder first");
     assert!(queue.windows(2).all(|w| seq(&w[0]) < seq(&w[1])), "{queue:?}");
@@ -667,20 +667,20 @@ async fn interop_participants() {
     assert_eq!(n1, queue[1]);
     let rest = lister.participants("mutex", &path).await;
     assert_eq!(rest, queue[1..]);
-    assert_eq!(rest, zoolock_participants(admin, &path, ParticipantsOf::Mutex).await);
+    assert_eq!(rest, zoolock_participants(admin, &path, LockKind::Mutex).await);
     c1.release("MUTEX_RELEASE").await;
     let (g2, _) = join("z2", w2).await;
     assert_eq!(g2.node(), queue[2]);
     let rest = lister.participants("mutex", &path).await;
     assert_eq!(rest, queue[2..]);
-    assert_eq!(rest, zoolock_participants(admin, &path, ParticipantsOf::Mutex).await);
+    assert_eq!(rest, zoolock_participants(admin, &path, LockKind::Mutex).await);
     g2.release().await.unwrap();
     let (n2, _) = c2.acquired().await.unwrap();
     assert_eq!(n2, queue[3]);
     c2.release("MUTEX_RELEASE").await;
     assert_no_leaks(admin, std::slice::from_ref(&path)).await;
     assert!(lister.participants("mutex", &path).await.is_empty());
-    assert!(zoolock_participants(admin, &path, ParticipantsOf::Mutex).await.is_empty());
+    assert!(zoolock_participants(admin, &path, LockKind::Mutex).await.is_empty());
 
     // Read-write lock: Curator writer holds; zoolock reader, Curator reader and
     // zoolock writer wait. Curator lists each half separately (filtered by
@@ -696,7 +696,7 @@ async fn interop_participants() {
     wait_children(admin, &rw_path, 3).await;
     let zw = spawn_acquire(&z2w);
     wait_children(admin, &rw_path, 4).await;
-    let all = zoolock_participants(admin, &rw_path, ParticipantsOf::ReadWriteLock).await;
+    let all = zoolock_participants(admin, &rw_path, LockKind::ReadWriteLock).await;
     assert_eq!(all.len(), 4);
     assert_eq!(all[0], cw_node);
     assert!(all.windows(2).all(|w| seq(&w[0]) < seq(&w[1])), "{all:?}");
@@ -723,7 +723,7 @@ async fn interop_participants() {
     let z_lease = within("z1 lease", sem.acquire(1)).await.unwrap().pop().unwrap();
     let mut curator = lister.participants("semaphore", &sem_path).await;
     curator.sort_by_key(|n| seq(n));
-    let ours = zoolock_participants(admin, &sem_path, ParticipantsOf::Semaphore).await;
+    let ours = zoolock_participants(admin, &sem_path, LockKind::Semaphore).await;
     let expected = [c_lease.clone(), z_lease.node().to_owned()];
     assert_eq!(ours, expected);
     let leases_dir = format!("{sem_path}/leases/");

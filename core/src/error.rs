@@ -191,6 +191,10 @@ pub enum ApiMisuse {
     /// Re-entry of a lock that is not reentrant (Curator's semaphore mutex).
     #[error("this lock is not reentrant")]
     NotReentrant,
+    /// A request for the queue of a lock kind that has none of its own (a
+    /// multi-lock: each member has its own).
+    #[error("a {} lock has no queue of its own", .0.label())]
+    NoLayout(crate::recipes::LockKind),
     /// A downgrade on a lock that has no read half (not a read-write lock).
     #[error("only a read-write lock can be downgraded")]
     NoReadHalf,

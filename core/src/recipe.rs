@@ -171,6 +171,14 @@ pub enum RecipeEvent {
         /// The lease node.
         node: String,
     },
+    /// A shared semaphore's capacity changed: the limit in force, and the
+    /// leases its last listing left free (`None` before its first listing).
+    Capacity {
+        /// The limit in force.
+        limit: usize,
+        /// Free at the last listing.
+        available: Option<usize>,
+    },
     /// A shared count's value, newer than the last one reported.
     Count {
         /// The value.

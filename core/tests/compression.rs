@@ -155,7 +155,9 @@ fn output_is_bounded_before_inflating() {
 use transcript::{Answer, Harness, acquired, at, kids, other};
 use zoolock_core::recipes::{SharedCount, count_value};
 use zoolock_core::wire::{EventType, Request, Response, Stat};
-use zoolock_core::{LockConfig, Mutex, OpPlan, Participant, Participants, Recipe, RecipeEvent, Revoker, ZkPath};
+use zoolock_core::{
+    LockConfig, LockKind, Mutex, OpPlan, Participant, Participants, Recipe, RecipeEvent, Revoker, ZkPath,
+};
 
 const BASE: &str = "/traces/revocation";
 
@@ -300,7 +302,7 @@ fn shared_count_reads_and_writes_gzip() {
 #[test]
 fn participants_data_is_decompressed() {
     let (a, b, c) = (other(0xa, "lock-", 0), other(0xb, "lock-", 1), other(0xc, "lock-", 2));
-    let mut h = Harness::new(Participants::for_mutex(ZkPath::new(BASE).unwrap()));
+    let mut h = Harness::new(Participants::of(LockKind::Mutex, ZkPath::new(BASE).unwrap()).unwrap());
     h.answer(at(1), "getChildren2", kids(&[c.as_str(), b.as_str(), a.as_str()]));
     let truncated = &CURATOR_ADDR[..27];
     h.answer(at(2), "getData", Answer::Data(&CURATOR_ADDR));

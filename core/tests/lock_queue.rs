@@ -253,3 +253,139 @@ fn the_acquire_under_way_reports_its_queue_position() {
     let watches = [format!("getData {BASE}/{} w", ahead[1]), format!("getData {BASE}/{} w", ahead[0])];
     assert!(h.sent().ends_with(&watches), "{:?}", h.sent());
 }
+
+fn shared_semaphore() -> Harness<LeaseQueue> {
+    let sem = Semaphore::new(ZkPath::new(BASE).unwrap(), 4, LockConfig::new(9).with_plan(OpPlan::Pipelined));
+    Harness::new(LeaseQueue::new(sem, false))
+}
+
+/// Acquires `qty` leases of the 4-lease semaphore, uncontended (sequences
+/// from `seq`), and checks the ticket got them all; returns the ticket and
+/// the lease nodes. Each lease is taken under the internal mutex, as
+/// Curator takes them, and that node is let go each time.
+fn grant_leases(h: &mut Harness<LeaseQueue>, qty: usize, seq: i32) -> (Ticket, Vec<String>) {
+    let t = h.run(|q| q.acquire(at(0), qty, None)).unwrap();
+    let mut leases = Vec::new();
+    for i in 0..qty {
+        let seq = seq + i32::try_from(i).unwrap();
+        let lock = h.answer(at(1), &format!("create2 {BASE}/locks/"), Answer::Seq(seq));
+        h.answer(at(1), &format!("getChildren2 {BASE}/locks"), kids(&[name(&lock)]));
+        leases.push(h.answer(at(1), &format!("create2 {BASE}/leases/"), Answer::Seq(seq)));
+        let names: Vec<String> = leases.iter().map(|l| name(l)).collect();
+        h.answer(at(1), &listing(&format!("{BASE}/leases"), true), kids(&names));
+        h.answer(at(2), &format!("delete {}", mask(&lock)), Answer::Empty);
+    }
+    let events = h.events();
+    for lease in &leases {
+        let token = 1000 + i64::from(seq) + i64::try_from(leases.iter().position(|l| l == lease).unwrap()).unwrap();
+        assert!(events.contains(&ticket(t, acquired(lease, token))), "{events:?}");
+    }
+    h.sent();
+    (t, leases)
+}
+
+/// A grant that never reached its caller (its acquire was dropped as the
+/// grant came): the cancel that follows returns every lease of the ticket
+/// by itself, reports nothing for it, and nothing is left on the server or
+/// in the queue.
+#[test]
+fn cancel_racing_a_complete_semaphore_grant_returns_its_leases() {
+    let mut h = shared_semaphore();
+    let (t, leases) = grant_leases(&mut h, 2, 0);
+    h.run(|q| q.cancel(at(3), t));
+    let deletes: Vec<String> = leases.iter().map(|l| format!("delete {}", mask(l))).collect();
+    assert_eq!(h.sent(), deletes, "both leases are returned");
+    let events = h.events();
+    assert!(!events.iter().any(|e| matches!(e, RecipeEvent::Ticket { .. })), "nothing is reported for it: {events:?}");
+    for lease in &leases {
+        h.answer(at(4), &format!("delete {}", mask(lease)), Answer::Empty);
+    }
+    h.assert_idle();
+    assert!(h.recipe.is_quiescent(), "nothing held, queued or owed");
+    // Its leases are no longer anyone's: returning one is refused, a second
+    // cancel does nothing.
+    assert_eq!(h.run(|q| q.return_lease(at(5), &leases[0])), Err(ApiMisuse::NotHeld));
+    h.run(|q| q.cancel(at(5), t));
+    assert!(h.sent().is_empty());
+}
+
+/// Leases handed out are the caller's: one it returned, or one lost, is not
+/// returned again by a cancel of its ticket; the rest are.
+#[test]
+fn cancel_returns_only_the_leases_the_ticket_still_holds() {
+    let mut h = shared_semaphore();
+    let (t, leases) = grant_leases(&mut h, 3, 0);
+    h.run(|q| q.return_lease(at(3), &leases[0])).unwrap();
+    assert_eq!(h.sent(), vec![format!("delete {}", mask(&leases[0]))]);
+    h.answer(at(3), &format!("delete {}", mask(&leases[0])), Answer::Empty);
+    // The second lease's node is deleted by someone else: lost.
+    h.watch(at(4), zoolock_core::wire::EventType::NODE_DELETED, &leases[1]);
+    let events = h.events();
+    assert!(events.contains(&RecipeEvent::LeaseLost { node: leases[1].clone() }), "{events:?}");
+    h.sent();
+    h.run(|q| q.cancel(at(5), t));
+    assert_eq!(h.sent(), vec![format!("delete {}", mask(&leases[2]))], "only the lease still held");
+    h.answer(at(6), &format!("delete {}", mask(&leases[2])), Answer::Empty);
+    h.assert_idle();
+    assert!(h.recipe.is_quiescent());
+}
+
+/// The queue reports its semaphore's capacity when it changes: the limit,
+/// and what the last listing left free.
+#[test]
+fn the_lease_queue_reports_its_capacity_when_it_changes() {
+    let mut h = shared_semaphore();
+    assert!(h.events().is_empty(), "nothing listed yet: nothing to report");
+    let (_, _) = grant_leases(&mut h, 1, 0);
+    // `grant_leases` took the events; list again through a second acquire.
+    let t = h.run(|q| q.acquire(at(5), 1, None)).unwrap();
+    let lock = h.answer(at(6), &format!("create2 {BASE}/locks/"), Answer::Seq(1));
+    h.answer(at(6), &format!("getChildren2 {BASE}/locks"), kids(&[name(&lock)]));
+    let lease = h.answer(at(6), &format!("create2 {BASE}/leases/"), Answer::Seq(1));
+    h.answer(at(6), &listing(&format!("{BASE}/leases"), true), kids(&["_c_x-lease-0000000000", &name(&lease)]));
+    let events = h.events();
+    assert!(events.contains(&RecipeEvent::Capacity { limit: 4, available: Some(2) }), "{events:?}");
+    assert!(events.contains(&ticket(t, acquired(&lease, 1001))), "{events:?}");
+}
+
+/// A lock grant racing its cancel: the node is deleted, nothing is
+/// reported to the cancelled ticket, the next ticket gets the lock, and
+/// nothing is left once the deletes are answered.
+#[test]
+fn cancel_racing_a_lock_grant_deletes_the_node_and_moves_on() {
+    let mut h = shared_mutex(false);
+    let t1 = h.run(|q| q.acquire(at(0), Part::Whole, None));
+    let t2 = h.run(|q| q.acquire(at(0), Part::Whole, None));
+    let first = grant(&mut h, 0);
+    assert_eq!(h.events(), vec![ticket(t1, acquired(&first, 1000))]);
+    h.sent();
+    h.run(|q| q.cancel(at(2), t1));
+    // The delete, and (pipelined) the next ticket's acquire riding along.
+    let sent = h.sent();
+    assert_eq!(sent.first(), Some(&format!("delete {}", mask(&first))), "{sent:?}");
+    let events = h.events();
+    assert!(events.iter().all(|e| !matches!(e, RecipeEvent::Ticket { ticket, .. } if *ticket == t1)), "{events:?}");
+    h.answer(at(3), &format!("delete {}", mask(&first)), Answer::Empty);
+    let second = grant(&mut h, 1);
+    assert_eq!(h.events(), vec![ticket(t2, acquired(&second, 1001))]);
+    assert_eq!(h.run(|q| q.release(at(4), t2)), Ok(false));
+    h.answer(at(5), &format!("delete {}", mask(&second)), Answer::Empty);
+    h.assert_idle();
+    assert!(h.recipe.is_quiescent(), "nothing held, queued or owed");
+}
+
+/// The capacity a grant's listing left is reported before the grant, so
+/// whoever is handed the leases reads it.
+#[test]
+fn the_capacity_comes_before_the_grant_it_was_listed_for() {
+    let mut h = shared_semaphore();
+    let t = h.run(|q| q.acquire(at(0), 1, None)).unwrap();
+    let lock = h.answer(at(1), &format!("create2 {BASE}/locks/"), Answer::Seq(0));
+    h.answer(at(1), &format!("getChildren2 {BASE}/locks"), kids(&[name(&lock)]));
+    let lease = h.answer(at(1), &format!("create2 {BASE}/leases/"), Answer::Seq(0));
+    h.answer(at(1), &listing(&format!("{BASE}/leases"), true), kids(&[name(&lease)]));
+    let events = h.events();
+    let capacity = events.iter().position(|e| *e == RecipeEvent::Capacity { limit: 4, available: Some(3) });
+    let granted = events.iter().position(|e| *e == ticket(t, acquired(&lease, 1000)));
+    assert!(capacity.is_some() && capacity < granted, "{events:?}");
+}

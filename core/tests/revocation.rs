@@ -6,8 +6,8 @@ mod transcript;
 use zoolock_core::recipes::policy::SortKey;
 use zoolock_core::wire::{Bytes, ErrorCode, EventType, Request};
 use zoolock_core::{
-    ApiMisuse, ConnectionState, LockConfig, Mutex, OpPlan, Participant, Participants, RecipeEvent, RequestError,
-    Revoker, ZkPath,
+    ApiMisuse, ConnectionState, LockConfig, LockKind, Mutex, OpPlan, Participant, Participants, RecipeEvent,
+    RequestError, Revoker, ZkPath,
 };
 
 use transcript::{Answer, Harness, acquired, at, kids, name, other};
@@ -215,7 +215,7 @@ fn revoker_retries_after_connection_loss() {
 fn participants_paths_only_like_curator() {
     let a = other(0xa, "lock-", 0);
     let b = other(0xb, "lock-", 1);
-    let mut h = Harness::new(Participants::for_mutex(p(BASE)).without_data());
+    let mut h = Harness::new(Participants::of(LockKind::Mutex, p(BASE)).unwrap().without_data());
     assert_eq!(h.sent(), ["getChildren2 /traces/revocation"]);
     h.answer(at(1), "getChildren2", kids(&[b.clone(), a.clone()]));
     assert_eq!(h.events(), vec![listed_without_data(BASE, &[&a, &b])]);
@@ -228,7 +228,7 @@ fn participants_paths_only_like_curator() {
 fn participants_with_data() {
     let a = other(0xa, "lock-", 0);
     let b = other(0xb, "lock-", 1);
-    let mut h = Harness::new(Participants::for_mutex(p(BASE)));
+    let mut h = Harness::new(Participants::of(LockKind::Mutex, p(BASE)).unwrap());
     h.answer(at(1), "getChildren2", kids(&["zzz-foreign", b.as_str(), a.as_str()]));
     assert_eq!(
         h.sent(),
@@ -261,7 +261,7 @@ fn participants_with_data() {
 /// A missing base path lists as nobody.
 #[test]
 fn participants_of_a_missing_path() {
-    let mut h = Harness::new(Participants::for_mutex(p("/nowhere")));
+    let mut h = Harness::new(Participants::of(LockKind::Mutex, p("/nowhere")).unwrap());
     h.answer(at(1), "getChildren2 /nowhere", Answer::Err(ErrorCode::NO_NODE));
     assert_eq!(h.events(), vec![RecipeEvent::Participants(vec![])]);
     h.assert_idle();
@@ -273,14 +273,16 @@ fn participants_of_a_rwlock() {
     let r0 = other(1, "__READ__", 0);
     let w1 = other(2, "__WRIT__", 1);
     let r2 = other(3, "__READ__", 2);
-    let mut all = Harness::new(Participants::for_rwlock(p("/rw")).without_data());
+    let mut all = Harness::new(Participants::of(LockKind::ReadWriteLock, p("/rw")).unwrap().without_data());
     all.answer(at(1), "getChildren2 /rw", kids(&[r2.as_str(), w1.as_str(), r0.as_str()]));
     let paths = |e: Vec<RecipeEvent>| match e.as_slice() {
         [RecipeEvent::Participants(list)] => list.iter().map(|x| x.path.clone()).collect::<Vec<_>>(),
         other => panic!("{other:?}"),
     };
     assert_eq!(paths(all.events()), [format!("/rw/{r0}"), format!("/rw/{w1}"), format!("/rw/{r2}")]);
-    let mut writers = Harness::new(Participants::for_rwlock(p("/rw")).containing("__WRIT__").without_data());
+    let mut writers = Harness::new(
+        Participants::of(LockKind::ReadWriteLock, p("/rw")).unwrap().containing("__WRIT__").without_data(),
+    );
     writers.answer(at(1), "getChildren2 /rw", kids(&[r2.as_str(), w1.as_str(), r0.as_str()]));
     assert_eq!(paths(writers.events()), [format!("/rw/{w1}")]);
     let mut custom = Harness::new(Participants::new(p("/rw"), SortKey::ReadWrite).containing("__READ__"));
@@ -296,7 +298,7 @@ fn participants_of_a_rwlock() {
 fn participants_of_a_semaphore() {
     let l3 = other(1, "lease-", 3);
     let l1 = other(2, "lease-", 1);
-    let mut h = Harness::new(Participants::for_semaphore(p("/sem")).unwrap().without_data());
+    let mut h = Harness::new(Participants::of(LockKind::Semaphore, p("/sem")).unwrap().without_data());
     h.answer(at(1), "getChildren2 /sem/leases", kids(&[l3.as_str(), l1.as_str()]));
     assert_eq!(h.events(), vec![listed_without_data("/sem/leases", &[&l1, &l3])]);
 }
@@ -307,7 +309,7 @@ fn participants_of_a_semaphore() {
 fn participants_survive_a_reconnect() {
     let a = other(0xa, "lock-", 0);
     let b = other(0xb, "lock-", 1);
-    let mut h = Harness::new(Participants::for_mutex(p(BASE)));
+    let mut h = Harness::new(Participants::of(LockKind::Mutex, p(BASE)).unwrap());
     h.answer(at(1), "getChildren2", Answer::Loss);
     h.sent();
     h.session(at(2), ConnectionState::Reconnected);
@@ -328,7 +330,7 @@ fn participants_survive_a_reconnect() {
         ])]
     );
 
-    let mut lost = Harness::new(Participants::for_mutex(p(BASE)));
+    let mut lost = Harness::new(Participants::of(LockKind::Mutex, p(BASE)).unwrap());
     lost.answer(at(1), "getChildren2", Answer::Loss);
     lost.session(at(2), ConnectionState::Lost);
     assert_eq!(lost.events(), vec![RecipeEvent::Failed(RequestError::SessionExpired)]);

@@ -382,8 +382,8 @@ impl Client {
 
 impl Client {
     /// Runs `ops` in one multi behind a check that each of `nodes` exists:
-    /// the fenced write of [`crate::Guard::fenced`] and
-    /// [`crate::Lease::fenced`]. The results are the caller's ops' (the
+    /// the fenced write of [`crate::Hold::fenced`] (a guard's or a
+    /// lease's). The results are the caller's ops' (the
     /// checks' are left out).
     pub(crate) async fn fenced(
         &self,

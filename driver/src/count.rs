@@ -10,11 +10,11 @@ use std::sync::Arc;
 use futures_channel::oneshot;
 use futures_lite::Stream;
 use zoolock_core::recipes::SharedCount as CoreCount;
-use zoolock_core::{Client as CoreClient, Handle, RecipeEvent, RecipeId, ZkPath};
+use zoolock_core::{Handle, RecipeEvent, ZkPath};
 
+use crate::acquire::Watched;
 use crate::client::{Client, RecipeHandle};
 use crate::error::Error;
-use crate::hold::Watched;
 use crate::task::{Command, Sink};
 
 /// A count's value and the node version it was read at (the version to
@@ -79,9 +79,8 @@ impl SharedCount {
         let shared = Arc::new(Watched::<State>::default());
         let label: Arc<str> = path.as_str().into();
         let (sink_shared, sink_path) = (shared.clone(), label.clone());
-        let sink = move |_: Handle<CoreCount>| -> Sink {
-            Box::new(move |_: &mut CoreClient, _, _: RecipeId, event| on_event(&sink_shared, &sink_path, event))
-        };
+        let sink =
+            move |_: Handle<CoreCount>| -> Sink { Box::new(move |event| on_event(&sink_shared, &sink_path, event)) };
         let typed = client.add_recipe(CoreCount::new(path, seed, config), sink).await?;
         let handle = Arc::new(RecipeHandle { client, id: typed.id() });
         let count = SharedCount { handle, typed, shared, path: label };

@@ -39,7 +39,7 @@ pub enum Error {
     /// The client's event loop has stopped (the client was closed).
     #[error("the client is closed")]
     ClientClosed,
-    /// A fenced write ([`crate::Guard::fenced`], [`crate::Lease::fenced`])
+    /// A fenced write ([`crate::Hold::fenced`])
     /// found the hold gone: its node was deleted (by someone else, or with
     /// the session), or the hold was already known lost. Nothing was written.
     #[error("not held: the lock node {node} is gone; nothing was written")]

@@ -1,5 +1,6 @@
-//! What a holder sees of its hold: [`HoldStatus`], and the loss signal and
-//! status stream that [`crate::Guard`] and [`crate::Lease`] share.
+//! What a holder sees of its hold: [`Hold`], the one hold type that
+//! [`crate::Guard`] and [`crate::Lease`] are named faces of, with its
+//! [`HoldStatus`], loss signal, status stream, fenced writes and release.
 //!
 //! The signals are prompt: a hold not confirmed by the server for two thirds
 //! of the session timeout reads `Suspended` (the session is about to be
@@ -12,9 +13,12 @@ use std::sync::Arc;
 use event_listener::Event;
 use futures_lite::Stream;
 
-use zoolock_core::recipes::Ticket;
+use zoolock_core::FencingToken;
 
-use crate::client::Inner;
+use crate::client::{Client, Inner};
+use crate::error::Error;
+use crate::metrics::Gauge;
+use crate::runtime::BoxFuture;
 
 /// The state of a hold, as the holder should act on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,119 +62,7 @@ impl QueuePosition {
     }
 }
 
-/// Awaits `grant`, calling `progress` with each new position `position`
-/// reads (woken by `changed`). Dropping it drops `grant`.
-pub(crate) async fn with_progress<T>(
-    changed: &Event,
-    position: impl Fn() -> Option<QueuePosition>,
-    progress: &mut (dyn FnMut(QueuePosition) + Send),
-    grant: impl std::future::Future<Output = T>,
-) -> T {
-    let mut grant = std::pin::pin!(grant);
-    let mut last = None;
-    loop {
-        let listener = changed.listen();
-        let now = position();
-        if now.is_some() && now != last {
-            last = now;
-            if let Some(p) = now {
-                progress(p);
-            }
-        }
-        let step = futures_lite::future::or(async { Some(grant.as_mut().await) }, async {
-            listener.await;
-            None
-        });
-        if let Some(out) = step.await {
-            return out;
-        }
-    }
-}
-
-/// State shared by a recipe's handles and its event sink: every change
-/// wakes whoever waits on [`Watched::changed`].
-#[derive(Debug, Default)]
-pub(crate) struct Watched<T> {
-    state: std::sync::Mutex<T>,
-    pub(crate) changed: Arc<Event>,
-}
-
-impl<T> Watched<T> {
-    /// Changes the state and wakes everyone waiting on it.
-    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
-        let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let out = f(&mut guard);
-        drop(guard);
-        self.changed.notify(usize::MAX);
-        out
-    }
-
-    /// Reads the state without waking anyone (a notifying read would wake
-    /// the reader's own listener and spin).
-    pub(crate) fn peek<R>(&self, f: impl FnOnce(&T) -> R) -> R {
-        f(&self.state.lock().unwrap_or_else(|e| e.into_inner()))
-    }
-}
-
-/// Where a recipe's shared state keeps its waiters (acquires waiting by
-/// ticket), and how one is answered with the refusal of its command.
-pub(crate) struct Waiters<S, W> {
-    pub(crate) of: fn(&mut S) -> &mut std::collections::HashMap<u64, W>,
-    pub(crate) refuse: fn(W, crate::Error),
-}
-
-/// The ticket core issued to an acquire, once its command has run on the
-/// event loop (empty if the recipe refused it). Commands run in order, so a
-/// later command of the same handle (a cancel) finds it set.
-pub(crate) type TicketCell = Arc<std::sync::OnceLock<Ticket>>;
-
-/// Queues `command` on the event loop; the ticket core issues for it files
-/// `waiter` under that ticket (before any event of the ticket is delivered)
-/// and fills the returned cell. A command the recipe refuses answers the
-/// waiter with the refusal. Returns the cell and whether the command was
-/// queued.
-pub(crate) fn enqueue<S, W, R>(
-    shared: &Arc<Watched<S>>,
-    waiters: Waiters<S, W>,
-    inner: &Inner,
-    handle: zoolock_core::Handle<R>,
-    waiter: W,
-    command: impl FnOnce(&mut R, zoolock_core::Instant) -> Result<Ticket, zoolock_core::ApiMisuse> + Send + 'static,
-) -> (TicketCell, Result<(), crate::Error>)
-where
-    S: Send + 'static,
-    W: Send + 'static,
-    R: zoolock_core::Machine<zoolock_core::CoreMachine> + 'static,
-{
-    let answer = shared.clone();
-    let cell = TicketCell::default();
-    let issued = cell.clone();
-    let queued = inner.send(crate::task::Command::Run(Box::new(move |client, now| {
-        match client.with(now, handle, |r, now| command(r, now)) {
-            Ok(Ok(ticket)) => {
-                let _ = issued.set(ticket);
-                answer.with(|s| (waiters.of)(s).insert(ticket.get(), waiter));
-            }
-            Ok(Err(e)) | Err(e) => (waiters.refuse)(waiter, e.into()),
-        }
-    })));
-    (cell, queued)
-}
-
-/// The error of an acquire that ended without a grant (`TimedOut`,
-/// `Failed`, `Refused`), or `None` for any other event.
-pub(crate) fn acquire_end(event: &zoolock_core::RecipeEvent) -> Option<crate::Error> {
-    use zoolock_core::RecipeEvent;
-    match event {
-        RecipeEvent::TimedOut => Some(crate::Error::TimedOut),
-        RecipeEvent::Failed(e) => Some(crate::Error::Request(e.clone())),
-        RecipeEvent::Refused(e) => Some(crate::Error::Misuse(e.clone())),
-        _ => None,
-    }
-}
-
-/// A stream of a hold's statuses ([`crate::Guard::status_changes`],
-/// [`crate::Lease::status_changes`]).
+/// A stream of a hold's statuses ([`Hold::status_changes`]).
 pub type StatusChanges = std::pin::Pin<Box<dyn Stream<Item = HoldStatus> + Send>>;
 
 /// Applies the staleness rule to a status the event loop reported.
@@ -233,4 +125,216 @@ where
             }
         }
     }))
+}
+
+/// What a [`Hold`] asks of the handle that granted it: a lock's ticket
+/// ([`crate::Guard`]) or a semaphore's lease node ([`crate::Lease`]). Every
+/// hold rule (status, loss, release) lives in the handle's state and core;
+/// this is only how a hold reaches them.
+pub(crate) trait Source: Send + Sync + std::fmt::Debug {
+    /// The client the hold belongs to.
+    fn client(&self) -> &Client;
+    /// Notified on every change of the handle's state.
+    fn changed(&self) -> &Arc<Event>;
+    /// The status the event loop reported for this hold, before the
+    /// staleness rule. A hold whose record is gone (lost and let go) is
+    /// `Lost`: the hold asking has not been released.
+    fn reported(&self) -> HoldStatus;
+    /// Someone asked the holder to give the hold up.
+    fn revoked(&self) -> bool;
+    /// The nodes a fenced write checks: `None` once the hold is known lost.
+    fn fence_nodes(&self) -> BoxFuture<Result<Option<Vec<String>>, Error>>;
+    /// Releases the hold (see [`Hold::release`] for when it completes).
+    fn release(&self) -> BoxFuture<Result<(), Error>>;
+    /// Releases the hold in the background (it was dropped).
+    fn release_in_background(&self);
+}
+
+/// One hold: a held lock ([`crate::Guard`], a `Hold` with the lock's own
+/// extras) or one semaphore lease ([`crate::Lease`]). Both turn into a
+/// `Hold` (`Hold::from(guard)`), so code that only runs a critical section
+/// (supervise a command, check fencing, release) takes either.
+///
+/// Dropping it releases in the background, as the guard or lease it came
+/// from would; [`Hold::release`] releases and reports the outcome.
+#[must_use = "the hold is released as soon as it is dropped"]
+pub struct Hold {
+    node: String,
+    token: FencingToken,
+    source: Arc<dyn Source>,
+    released: bool,
+    /// `zoolock_holds` for a hold that counts by itself (a lease; a lock's
+    /// hold counts once for all its re-entries, in the lock's state).
+    _held: Option<Gauge>,
+}
+
+impl std::fmt::Debug for Hold {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hold").field("node", &self.node).field("token", &self.token).field("of", &self.source).finish()
+    }
+}
+
+impl Hold {
+    pub(crate) fn new(node: String, token: FencingToken, source: Arc<dyn Source>, held: Option<Gauge>) -> Hold {
+        Hold { node, token, source, released: false, _held: held }
+    }
+
+    /// The hold's node (for a multi-lock, one member's).
+    pub fn node(&self) -> &str {
+        &self.node
+    }
+
+    /// The fencing token of this hold (the node's czxid): it increases from
+    /// one holder to the next. For a read-write lock it orders writers, and
+    /// readers after writers, but a read hold taken by
+    /// [`crate::Guard::downgrade`] carries a higher token than the writers
+    /// queued behind it: see [`FencingToken`] for what a resource should
+    /// compare.
+    pub fn fencing_token(&self) -> FencingToken {
+        self.token
+    }
+
+    /// Whether the hold is still good: `Held`, `Suspended` (uncertain: stop
+    /// the critical section until it is `Held` again), or `Lost` (for good:
+    /// the session expired or the node is gone; each lease has its own, so
+    /// the loss of one leaves the others `Held`).
+    ///
+    /// A `Held` that has not been confirmed by the server for two thirds of
+    /// the session timeout reads as `Suspended`, even before the event loop
+    /// has run: after a process pause the first check must not say `Held`.
+    pub fn status(&self) -> HoldStatus {
+        effective(&self.source.client().inner, self.source.reported())
+    }
+
+    /// Completes as soon as [`Hold::status`] would first read `Suspended`
+    /// or `Lost`, returning which: by an event of the loop, or by the
+    /// staleness rule on a timer of its own (no event-loop turn needed, so a
+    /// process resumed after a pause learns it at once). `select!` on it
+    /// beside the critical section. After a `Suspended`, [`Hold::status`]
+    /// tells whether the hold came back; call this again to wait for the
+    /// next change, or follow [`Hold::status_changes`].
+    ///
+    /// ```no_run
+    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
+    /// let guard = client.mutex("/app/lock").await?.acquire().await?;
+    /// let work = async { /* the critical section, passing guard.fencing_token() along */ };
+    /// futures_lite::future::or(async { let _ = guard.lost().await; }, work).await;
+    /// guard.release().await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: it only waits; dropping it changes nothing, and a later call
+    /// sees the same status.
+    pub async fn lost(&self) -> HoldStatus {
+        wait_lost(&self.source.client().inner, self.source.changed(), || self.status()).await
+    }
+
+    /// The current status, then every change (`Suspended`, `Held` again
+    /// after a reconnect, `Lost`), ending after `Lost`.
+    pub fn status_changes(&self) -> StatusChanges {
+        let source = self.source.clone();
+        let inner = source.client().inner.clone();
+        changes(inner, source.changed().clone(), move || effective(&source.client().inner, source.reported()))
+    }
+
+    /// Completes once someone has asked the holder to give the hold up
+    /// (revocable locks and semaphores; see [`crate::Client::revoke`]),
+    /// including a request that came while its acquire was completing.
+    /// Revocation is cooperative: release (or drop) the hold to comply.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: it only waits; dropping it changes nothing.
+    pub async fn revocation_requested(&self) {
+        loop {
+            let listener = self.source.changed().listen();
+            if self.source.revoked() {
+                return;
+            }
+            listener.await;
+        }
+    }
+
+    /// Runs `ops` (create, setData, delete, check) in one multi behind a
+    /// check that this hold's node still exists (every member's node, for a
+    /// multi-lock), as zookeeper-client's `LockClient` does: either the hold
+    /// is good and every op applies, or nothing is written. This is how to
+    /// make ZooKeeper writes safe against a holder paused past its session
+    /// (a GC pause, a stopped VM): once the server has deleted the node, its
+    /// writes fail with [`Error::NotHeld`] instead of landing behind the next
+    /// holder's back. A hold already known lost fails the same way without a
+    /// request. Returns the ops' results, in order. On a connection loss the
+    /// outcome is unknown, as for any ZooKeeper write.
+    ///
+    /// ```no_run
+    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
+    /// use zoolock_driver::zoolock_core::{Op, ZkPath};
+    /// use zoolock_driver::zoolock_core::wire::Bytes;
+    /// let guard = client.mutex("/app/lock").await?.acquire().await?;
+    /// let config = ZkPath::new("/app/config")?;
+    /// guard.fenced(vec![Op::set_data(&config, Bytes::from_static(b"v2"), None)]).await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotHeld`] when the hold's node is gone (or the hold is known
+    /// lost: no request is sent); [`Error::FencedOpFailed`] with the failing
+    /// op's index and code (nothing written either); the session's error
+    /// when it ends first.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future after it was first polled does not withdraw the multi:
+    /// it may have been queued and may still apply (all ops or none). Dropped
+    /// before, nothing is sent.
+    pub async fn fenced(&self, ops: Vec<zoolock_core::Op>) -> Result<Vec<zoolock_core::wire::MultiResult>, Error> {
+        match self.source.fence_nodes().await? {
+            Some(nodes) => self.source.client().fenced(&nodes, ops).await,
+            None => Err(Error::NotHeld { node: self.node.clone() }),
+        }
+    }
+
+    /// Releases the hold: its node is deleted, a guaranteed delete that is
+    /// retried across reconnects (a lock's re-entered hold is counted off
+    /// instead, and the node goes with the last guard). In the Pipelined plan
+    /// (the default) it completes once the delete is queued, so it rides with
+    /// the next request, and [`crate::Lock::settled`] /
+    /// [`crate::Semaphore::settled`] wait for the server to apply it; a lock
+    /// in the Curator plan waits for the delete's reply. Releasing a hold
+    /// that was lost or is suspended is never an error: a lost hold has
+    /// nothing left to release, and a suspended one's delete is guaranteed.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ClientClosed`] when the client's event loop has ended (the
+    /// session's end deletes the node then); for a lock in the Curator plan,
+    /// the delete's failure. A lost or suspended hold is not an error.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: the release happens whether or not the future is awaited.
+    /// The hold moved into it, so dropping the future before its first poll
+    /// drops the hold, which releases in the background; dropping it later
+    /// leaves the queued delete in place. Only the answer is lost.
+    pub async fn release(mut self) -> Result<(), Error> {
+        self.released = true;
+        self.source.release().await
+    }
+}
+
+impl AsRef<Hold> for Hold {
+    fn as_ref(&self) -> &Hold {
+        self
+    }
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        if !self.released {
+            self.source.release_in_background();
+        }
+    }
 }

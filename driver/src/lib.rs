@@ -42,6 +42,7 @@
 //! and single requests and recipe events at `trace`. Every lock event
 //! carries the lock path (`path`) and, once there is one, the node (`node`).
 
+mod acquire;
 mod client;
 mod count;
 mod error;
@@ -66,10 +67,10 @@ pub use error::{DialError, Error, unresolved};
 pub use futures_lite::{AsyncRead, AsyncWrite};
 #[cfg(feature = "gssapi")]
 pub use gssapi::{DEFAULT_SERVICE as GSSAPI_DEFAULT_SERVICE, GssapiClient};
-pub use hold::{HoldStatus, QueuePosition, StatusChanges};
+pub use hold::{Hold, HoldStatus, QueuePosition, StatusChanges};
 pub use lock::{Guard, Lock, ReadWriteLock};
 pub use options::{LockOptions, Options};
-pub use recipes::{LockSpec, ParticipantsOf, SemaphoreOptions, SemaphoreSize};
+pub use recipes::SemaphoreOptions;
 pub use runtime::{BoxFuture, Conn, IoConn, Runtime};
 /// rustls, as the driver uses it (for [`TlsOptions::from_config`] and transports).
 #[cfg(feature = "tls")]
@@ -81,4 +82,5 @@ pub use tls::{TlsConfigError, TlsConnect, TlsOptions};
 /// The sans-IO core, for plain ops ([`zoolock_core::Op`]) and wire types.
 /// Named after its crate, so it never shadows `::core`.
 pub use zoolock_core;
+pub use zoolock_core::recipes::{LockKind, LockSpec, SemaphoreSize};
 pub use zoolock_core::{Compression, ConnectionState, FencingToken, OpPlan, Participant, RetryPolicy};

@@ -11,69 +11,134 @@
 //! releases it if it was granted meanwhile.
 
 use std::collections::HashMap;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures_channel::oneshot;
 use zoolock_core::recipes::{BoxedLock, LockQueue, Part, Ticket};
-use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Handle, Instant, RecipeEvent, RecipeId};
+use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Handle, Instant, RecipeEvent};
 
+use crate::acquire::{self, Tickets as _, Waiter, Watched};
 use crate::client::{Client, RecipeHandle};
 use crate::error::Error;
-use crate::hold::{self, HoldStatus, QueuePosition, Watched};
+use crate::hold::{self, Hold, HoldStatus, QueuePosition};
 use crate::metrics::{Gauge, Labels};
+use crate::runtime::BoxFuture;
 use crate::task::{Command, Sink};
 
-type Grant = Result<(Ticket, String, FencingToken), Error>;
+type Grant = (String, FencingToken);
 
-/// An acquire waiting for its outcome.
+/// What a lock's waiter keeps beside its reply.
 #[derive(Debug)]
-struct Waiter {
+struct Waiting {
     part: Part,
-    reply: oneshot::Sender<Grant>,
     /// Asked to give the lock up before it was granted: it counts for the hold.
     revoked: bool,
-    /// Where it stands on ZooKeeper.
-    position: Option<QueuePosition>,
-    /// `zoolock_acquires_waiting`, raised while it waits.
-    _waiting: Gauge,
 }
 
 /// What the tasks see of one ticket's hold.
 #[derive(Debug)]
-struct TicketState {
+struct HoldState {
     part: Part,
     status: HoldStatus,
     revoked: bool,
     /// The lock node, for the log.
     node: String,
+    /// A release waiting for the server's answer.
+    release: Option<oneshot::Sender<Result<(), Error>>>,
     /// `zoolock_holds`, raised while the hold lasts.
     _held: Gauge,
 }
 
+/// What the driver keeps of one ticket: its acquire waiting for the grant,
+/// then its hold, until the hold has ended and been let go. Core keeps the
+/// ticket itself (its queue, its hold, giving back what an abandoned ticket
+/// got); this is only where its answers go.
+#[derive(Debug)]
+enum TicketState {
+    Waiting(Waiter<Grant, Waiting>),
+    Held(HoldState),
+}
+
+/// The tickets of one lock recipe. A part's holder is its hold that is not
+/// lost.
 #[derive(Debug, Default)]
 struct Tickets {
-    waiters: HashMap<u64, Waiter>,
-    /// Releases waiting for the server.
-    releases: HashMap<u64, oneshot::Sender<Result<(), Error>>>,
-    /// Holds, from the grant until the hold has ended and been let go. A
-    /// part's holder is its hold that is not lost.
-    holds: HashMap<u64, TicketState>,
+    tickets: HashMap<Ticket, TicketState>,
+}
+
+impl Tickets {
+    fn hold(&self, t: Ticket) -> Option<&HoldState> {
+        match self.tickets.get(&t)? {
+            TicketState::Held(h) => Some(h),
+            TicketState::Waiting(_) => None,
+        }
+    }
+
+    fn hold_mut(&mut self, t: Ticket) -> Option<&mut HoldState> {
+        match self.tickets.get_mut(&t)? {
+            TicketState::Held(h) => Some(h),
+            TicketState::Waiting(_) => None,
+        }
+    }
+
+    /// The hold of `t` is over: forget it, and hand back a release that
+    /// waits for it.
+    fn forget_hold(&mut self, t: Ticket) -> Option<oneshot::Sender<Result<(), Error>>> {
+        match self.tickets.remove(&t)? {
+            TicketState::Held(h) => h.release,
+            waiting @ TicketState::Waiting(_) => {
+                self.tickets.insert(t, waiting);
+                None
+            }
+        }
+    }
+}
+
+impl acquire::Tickets for Tickets {
+    type Grant = Grant;
+    type Waiting = Waiting;
+    type Queue = LockQueue;
+
+    fn waiter(&mut self, t: Ticket) -> Option<&mut Waiter<Grant, Waiting>> {
+        match self.tickets.get_mut(&t)? {
+            TicketState::Waiting(w) => Some(w),
+            TicketState::Held(_) => None,
+        }
+    }
+
+    fn position(&self, t: Ticket) -> Option<QueuePosition> {
+        match self.tickets.get(&t)? {
+            TicketState::Waiting(w) => w.position,
+            TicketState::Held(_) => None,
+        }
+    }
+
+    fn insert_waiter(&mut self, t: Ticket, waiter: Waiter<Grant, Waiting>) {
+        self.tickets.insert(t, TicketState::Waiting(waiter));
+    }
+
+    fn take_waiter(&mut self, t: Ticket) -> Option<Waiter<Grant, Waiting>> {
+        match self.tickets.remove(&t)? {
+            TicketState::Waiting(w) => Some(w),
+            held @ TicketState::Held(_) => {
+                self.tickets.insert(t, held);
+                None
+            }
+        }
+    }
+
+    fn forget(&mut self, t: Ticket) {
+        self.tickets.remove(&t);
+    }
 }
 
 /// State shared by the handles of one lock recipe and its event sink.
 type LockShared = Watched<Tickets>;
 
-/// Where the waiters are, and how a refused one is answered.
-const WAITERS: hold::Waiters<Tickets, Waiter> =
-    hold::Waiters { of: |s| &mut s.waiters, refuse: |w, e| drop(w.reply.send(Err(e))) };
-
 impl LockShared {
-    fn hold_status(&self, ticket: u64) -> HoldStatus {
-        self.peek(|t| t.holds.get(&ticket).map_or(HoldStatus::NotHeld, |s| s.status))
+    fn hold_status(&self, ticket: Ticket) -> HoldStatus {
+        self.peek(|t| t.hold(ticket).map_or(HoldStatus::NotHeld, |s| s.status))
     }
 }
 
@@ -133,15 +198,7 @@ impl std::fmt::Debug for Lock {
 }
 
 /// Carries one lock event to the tasks.
-fn on_event(
-    shared: &LockShared,
-    path: &str,
-    labels: &Labels,
-    client: &mut CoreClient,
-    now: Instant,
-    handle: Handle<LockQueue>,
-    event: RecipeEvent,
-) {
+fn on_event(shared: &LockShared, path: &str, labels: &Labels, event: RecipeEvent) {
     let RecipeEvent::Ticket { ticket, event } = event else {
         match event {
             RecipeEvent::CleanupFailed { path: node, error } => {
@@ -152,51 +209,44 @@ fn on_event(
         }
         return;
     };
-    let t = ticket.get();
+    let t = ticket;
     match *event {
         RecipeEvent::Acquired { node, token } => {
             let waiter = shared.with(|s| {
-                let waiter = s.waiters.remove(&t)?;
-                let (part, revoked) = (waiter.part, waiter.revoked);
-                let held = TicketState {
+                let waiter = s.take_waiter(t)?;
+                let Waiting { part, revoked } = waiter.of;
+                let held = HoldState {
                     part,
                     status: HoldStatus::Held,
                     revoked,
                     node: node.clone(),
+                    release: None,
                     _held: Gauge::held(labels),
                 };
-                s.holds.insert(t, held);
+                s.tickets.insert(t, TicketState::Held(held));
                 Some(waiter.reply)
             });
-            if waiter.is_none_or(|w| w.send(Ok((ticket, node.clone(), token))).is_err()) {
-                // Granted to an acquire that was dropped: give it back.
-                tracing::debug!(%path, %node, "lock granted to a dropped acquire: releasing");
-                shared.with(|s| forget(s, t));
-                let _ = client.with(now, handle, |q, now| q.cancel(now, ticket));
+            if waiter.is_none_or(|w| w.send(Ok((node.clone(), token))).is_err()) {
+                // Granted to an acquire that was dropped: its cancel, queued
+                // when it was dropped, has core give the hold back.
+                tracing::debug!(%path, %node, "lock granted to a dropped acquire");
+                shared.with(|s| s.forget_hold(t));
             }
         }
         RecipeEvent::Released => {
-            let node = shared.peek(|s| s.holds.get(&t).map(|h| h.node.clone())).unwrap_or_default();
+            let node = shared.peek(|s| s.hold(t).map(|h| h.node.clone())).unwrap_or_default();
             tracing::debug!(%path, %node, "lock released");
-            if let Some(r) = shared.with(|s| forget_released(s, t)) {
+            if let Some(r) = shared.with(|s| s.forget_hold(t)) {
                 let _ = r.send(Ok(()));
             }
         }
         end @ (RecipeEvent::TimedOut | RecipeEvent::Failed(_) | RecipeEvent::Refused(_)) => {
-            let Some(error) = hold::acquire_end(&end) else { return };
-            if error == Error::TimedOut {
-                crate::metrics::timed_out(labels);
-            }
-            let (waiter, release) = shared.with(|s| match s.waiters.remove(&t) {
-                Some(w) => (Some(w), None),
-                // Not an acquire: the release of this ticket failed.
-                None => (None, forget_released(s, t)),
-            });
-            tracing::debug!(%path, t, %error, "lock acquire or release ended");
-            if let Some(w) = waiter {
-                let _ = w.reply.send(Err(error));
-            } else if let Some(r) = release {
-                let _ = r.send(Err(error));
+            tracing::debug!(%path, %t, ?end, "lock acquire or release ended");
+            // Not an acquire: the release of this ticket failed.
+            if let Err(error) = acquire::end(shared, labels, t, &end) {
+                if let Some(r) = shared.with(|s| s.forget_hold(t)) {
+                    let _ = r.send(Err(error));
+                }
             }
         }
         status @ (RecipeEvent::Suspended | RecipeEvent::Reconnected | RecipeEvent::Lost) => {
@@ -205,7 +255,7 @@ fn on_event(
                 RecipeEvent::Reconnected => HoldStatus::Held,
                 _ => HoldStatus::Lost,
             };
-            let node = shared.peek(|s| s.holds.get(&t).map(|h| h.node.clone())).unwrap_or_default();
+            let node = shared.peek(|s| s.hold(t).map(|h| h.node.clone())).unwrap_or_default();
             match new {
                 HoldStatus::Lost => {
                     crate::metrics::lost(labels);
@@ -218,42 +268,25 @@ fn on_event(
                 _ => tracing::info!(%path, %node, "hold confirmed after the reconnect"),
             }
             shared.with(|s| {
-                if let Some(h) = s.holds.get_mut(&t) {
+                if let Some(h) = s.hold_mut(t) {
                     h.status = new;
                 }
             });
         }
         RecipeEvent::Queued { position, total } => {
-            tracing::trace!(%path, t, position, total, "queued");
-            shared.with(|s| {
-                if let Some(w) = s.waiters.get_mut(&t) {
-                    w.position = Some(QueuePosition { position, total });
-                }
-            });
+            tracing::trace!(%path, %t, position, total, "queued");
+            acquire::queued(shared, t, position, total);
         }
         RecipeEvent::RevocationRequested => {
-            tracing::debug!(%path, t, "revocation requested");
-            shared.with(|s| {
-                if let Some(h) = s.holds.get_mut(&t) {
-                    h.revoked = true;
-                } else if let Some(w) = s.waiters.get_mut(&t) {
-                    w.revoked = true;
-                }
+            tracing::debug!(%path, %t, "revocation requested");
+            shared.with(|s| match s.tickets.get_mut(&t) {
+                Some(TicketState::Held(h)) => h.revoked = true,
+                Some(TicketState::Waiting(w)) => w.of.revoked = true,
+                None => {}
             });
         }
-        other => tracing::trace!(%path, t, ?other, "lock ticket event"),
+        other => tracing::trace!(%path, %t, ?other, "lock ticket event"),
     }
-}
-
-/// The hold of `t` is over: forget it.
-fn forget(s: &mut Tickets, t: u64) {
-    s.holds.remove(&t);
-}
-
-/// The release of `t` finished: forget the hold, hand back the waiter.
-fn forget_released(s: &mut Tickets, t: u64) -> Option<oneshot::Sender<Result<(), Error>>> {
-    forget(s, t);
-    s.releases.remove(&t)
 }
 
 impl Lock {
@@ -272,10 +305,8 @@ impl Lock {
         let path: Arc<str> = path.into();
         let labels = Arc::new(Labels::new(kind, &path, client.inner.options.metrics_path_label));
         let (sink_shared, sink_path, sink_labels) = (shared.clone(), path.clone(), labels.clone());
-        let sink = move |handle: Handle<LockQueue>| -> Sink {
-            Box::new(move |c: &mut CoreClient, now, _: RecipeId, event| {
-                on_event(&sink_shared, &sink_path, &sink_labels, c, now, handle, event)
-            })
+        let sink = move |_: Handle<LockQueue>| -> Sink {
+            Box::new(move |event| on_event(&sink_shared, &sink_path, &sink_labels, event))
         };
         let handle = client.add_recipe(LockQueue::new(recipe, renew), sink).await?;
         let recipe = Arc::new(RecipeHandle { client, id: handle.id() });
@@ -429,31 +460,19 @@ impl Lock {
         command: impl FnOnce(&mut LockQueue, Instant) -> Result<Ticket, ApiMisuse> + Send + 'static,
         progress: &mut (dyn FnMut(QueuePosition) + Send),
     ) -> Result<Guard, Error> {
-        let (tx, rx) = oneshot::channel();
-        let waiter = Waiter {
-            part: self.part,
-            reply: tx,
-            revoked: false,
-            position: None,
-            _waiting: Gauge::waiting(&self.labels),
-        };
-        let (cell, queued) = hold::enqueue(&self.shared, WAITERS, &self.client().inner, self.handle, waiter, command);
         tracing::trace!(path = %self.path, part = ?self.part, "acquire");
-        let began = self.client().inner.runtime.now();
-        let mut pending = PendingAcquire { lock: self.clone(), ticket: cell.clone(), rx: Some(rx) };
-        if let Err(e) = queued {
-            pending.rx = None;
-            return Err(e);
-        }
-        let position = || {
-            let ticket = cell.get()?;
-            self.shared.peek(|s| s.waiters.get(&ticket.get()).and_then(|w| w.position))
+        let queue = acquire::Queue {
+            shared: &self.shared,
+            client: self.client(),
+            handle: self.handle,
+            labels: &self.labels,
+            path: &self.path,
         };
-        let (t, node, token) = hold::with_progress(&self.shared.changed, position, progress, &mut pending).await?;
-        let waited = self.client().inner.runtime.now().saturating_duration_since(began);
-        crate::metrics::acquired(&self.labels, waited);
+        let of = Waiting { part: self.part, revoked: false };
+        let acquire::Granted { ticket, grant: (node, token), waited } =
+            acquire::acquire(queue, of, command, progress).await?;
         tracing::debug!(path = %self.path, %node, token = token.0, ?waited, "lock granted");
-        Ok(Guard { lock: self.clone(), ticket: t, node, token, released: false })
+        Ok(Guard::new(self.clone(), ticket, node, token))
     }
 
     /// Completes once this lock owes the server nothing: it is neither held
@@ -487,191 +506,112 @@ impl Lock {
     /// has run: after a process pause the first check must not say `Held`.
     pub fn status(&self) -> HoldStatus {
         let reported = self.shared.peek(|s| {
-            let holder = s.holds.values().find(|h| h.part == self.part && h.status != HoldStatus::Lost);
+            let holder = s.tickets.values().find_map(|t| match t {
+                TicketState::Held(h) if h.part == self.part && h.status != HoldStatus::Lost => Some(h),
+                _ => None,
+            });
             holder.map_or(HoldStatus::NotHeld, |h| h.status)
         });
         hold::effective(&self.client().inner, reported)
     }
 }
 
-/// An acquire in flight; dropping it cancels cleanly.
-struct PendingAcquire {
+/// What a [`Guard`]'s [`Hold`] asks of its lock: the hold of one ticket.
+#[derive(Debug)]
+struct TicketHold {
     lock: Lock,
-    /// Set once core has issued the acquire's ticket.
-    ticket: hold::TicketCell,
-    rx: Option<oneshot::Receiver<Grant>>,
+    ticket: Ticket,
 }
 
-impl Future for &mut PendingAcquire {
-    type Output = Grant;
+impl hold::Source for TicketHold {
+    fn client(&self) -> &Client {
+        self.lock.client()
+    }
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Grant> {
-        let Some(rx) = self.rx.as_mut() else { return Poll::Ready(Err(Error::ClientClosed)) };
-        match Pin::new(rx).poll(cx) {
-            Poll::Ready(result) => {
-                self.rx = None;
-                Poll::Ready(result.unwrap_or(Err(Error::ClientClosed)))
-            }
-            Poll::Pending => Poll::Pending,
+    fn changed(&self) -> &Arc<event_listener::Event> {
+        &self.lock.shared.changed
+    }
+
+    fn reported(&self) -> HoldStatus {
+        match self.lock.shared.hold_status(self.ticket) {
+            // The hold's record is gone only once it was let go.
+            HoldStatus::NotHeld => HoldStatus::Lost,
+            other => other,
         }
     }
-}
 
-impl Drop for PendingAcquire {
-    fn drop(&mut self) {
-        let Some(mut rx) = self.rx.take() else { return };
-        rx.close();
-        let (shared, handle, cell) = (self.lock.shared.clone(), self.lock.handle, self.ticket.clone());
-        tracing::trace!(path = %self.lock.path, "acquire dropped");
+    fn revoked(&self) -> bool {
+        self.lock.shared.peek(|s| s.hold(self.ticket).is_some_and(|h| h.revoked))
+    }
+
+    fn fence_nodes(&self) -> BoxFuture<Result<Option<Vec<String>>, Error>> {
+        let (inner, handle, t) = (self.lock.client().inner.clone(), self.lock.handle, self.ticket);
+        // Core knows the hold: its nodes, or none once it was lost.
+        Box::pin(
+            async move { Ok(inner.run(move |client, now| client.with(now, handle, |q, _| q.hold_nodes(t))).await??) },
+        )
+    }
+
+    fn release(&self) -> BoxFuture<Result<(), Error>> {
+        let (tx, rx) = oneshot::channel();
+        let (inner, shared, handle, t) =
+            (self.lock.client().inner.clone(), self.lock.shared.clone(), self.lock.handle, self.ticket);
+        Box::pin(async move {
+            let immediate =
+                inner.run(move |client, now| release_job(client, now, &shared, handle, t, Some(tx))).await?;
+            match immediate {
+                Some(result) => result,
+                None => rx.await.unwrap_or(Err(Error::ClientClosed)),
+            }
+        })
+    }
+
+    fn release_in_background(&self) {
+        let (shared, handle, t) = (self.lock.shared.clone(), self.lock.handle, self.ticket);
         let _ = self.lock.client().inner.send(Command::Run(Box::new(move |client, now| {
-            // The acquire's command ran first: a refused one has no ticket
-            // and nothing to take back.
-            let Some(&ticket) = cell.get() else { return };
-            // Wherever the ticket is (queued, acquiring, granted), core
-            // takes it out and gives back a hold it got.
-            shared.with(|s| {
-                s.waiters.remove(&ticket.get());
-                forget(s, ticket.get());
-            });
-            let _ = client.with(now, handle, |q, now| q.cancel(now, ticket));
+            let _ = release_job(client, now, &shared, handle, t, None);
         })));
     }
 }
 
-/// A held lock. Dropping it releases in the background; [`Guard::release`]
-/// waits for the release.
+/// A held lock: a [`Hold`] (node, fencing token, status, loss signal,
+/// fenced writes, release; reached through `Deref`) with what only a lock
+/// has: [`Guard::reenter`] and [`Guard::downgrade`]. `Hold::from(guard)`
+/// keeps the hold and drops these extras.
+///
+/// Dropping it releases in the background; [`Guard::release`] waits for
+/// the release.
 #[must_use = "the lock is released as soon as the guard is dropped"]
 #[derive(Debug)]
 pub struct Guard {
-    lock: Lock,
-    ticket: Ticket,
-    node: String,
-    token: FencingToken,
-    released: bool,
+    hold: Hold,
+    of: Arc<TicketHold>,
+}
+
+impl std::ops::Deref for Guard {
+    type Target = Hold;
+
+    fn deref(&self) -> &Hold {
+        &self.hold
+    }
+}
+
+impl AsRef<Hold> for Guard {
+    fn as_ref(&self) -> &Hold {
+        &self.hold
+    }
+}
+
+impl From<Guard> for Hold {
+    fn from(guard: Guard) -> Hold {
+        guard.hold
+    }
 }
 
 impl Guard {
-    /// The fencing token of this hold: it increases from one holder to the
-    /// next. For a read-write lock it orders writers, and readers after
-    /// writers, but a read hold taken by [`Guard::downgrade`] carries a
-    /// higher token than the writers queued behind it: see [`FencingToken`]
-    /// for what a resource should compare.
-    pub fn fencing_token(&self) -> FencingToken {
-        self.token
-    }
-
-    /// Our lock node.
-    pub fn node(&self) -> &str {
-        &self.node
-    }
-
-    /// Whether the hold is still good: `Held`, `Suspended` (uncertain: stop
-    /// the critical section until it is `Held` again), or `Lost` (for good).
-    /// Applies the staleness rule (see [`Lock::status`]).
-    pub fn status(&self) -> HoldStatus {
-        let reported = match self.lock.shared.hold_status(self.ticket.get()) {
-            // The hold's record is gone only once it was let go.
-            HoldStatus::NotHeld if !self.released => HoldStatus::Lost,
-            other => other,
-        };
-        hold::effective(&self.lock.client().inner, reported)
-    }
-
-    /// Completes as soon as [`Guard::status`] would first read `Suspended`
-    /// or `Lost`, returning which: by an event of the loop, or by the
-    /// staleness rule on a timer of its own (no event-loop turn needed, so a
-    /// process resumed after a pause learns it at once). `select!` on it
-    /// beside the critical section. After a `Suspended`, [`Guard::status`]
-    /// tells whether the hold came back; call this again to wait for the
-    /// next change, or follow [`Guard::status_changes`].
-    ///
-    /// ```no_run
-    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
-    /// let guard = client.mutex("/app/lock").await?.acquire().await?;
-    /// let work = async { /* the critical section, passing guard.fencing_token() along */ };
-    /// futures_lite::future::or(async { let _ = guard.lost().await; }, work).await;
-    /// guard.release().await?;
-    /// # Ok(()) }
-    /// ```
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel-safe: it only waits; dropping it changes nothing, and a later call
-    /// sees the same status.
-    pub async fn lost(&self) -> HoldStatus {
-        hold::wait_lost(&self.lock.client().inner, &self.lock.shared.changed, || self.status()).await
-    }
-
-    /// The current status, then every change (`Suspended`, `Held` again
-    /// after a reconnect, `Lost`), ending after `Lost`.
-    pub fn status_changes(&self) -> hold::StatusChanges {
-        let (shared, inner, t) = (self.lock.shared.clone(), self.lock.client().inner.clone(), self.ticket);
-        let status_inner = inner.clone();
-        hold::changes(inner, shared.changed.clone(), move || {
-            let reported = match shared.hold_status(t.get()) {
-                HoldStatus::NotHeld => HoldStatus::Lost,
-                other => other,
-            };
-            hold::effective(&status_inner, reported)
-        })
-    }
-
-    /// Completes once someone has asked the holder to release (revocable
-    /// locks; see [`crate::Client::revoke`]), including a request that came
-    /// during this hold's acquire.
-    pub async fn revocation_requested(&self) {
-        loop {
-            let listener = self.lock.shared.changed.listen();
-            if self.lock.shared.peek(|s| s.holds.get(&self.ticket.get()).is_some_and(|h| h.revoked)) {
-                return;
-            }
-            listener.await;
-        }
-    }
-
-    /// Runs `ops` (create, setData, delete, check) in one multi behind a
-    /// check that this hold's node still exists (every member's node, for a
-    /// multi-lock), as zookeeper-client's
-    /// `LockClient` does: either the hold is good and every op applies, or
-    /// nothing is written. This is how to make ZooKeeper writes safe against
-    /// a holder paused past its session (a GC pause, a stopped VM): once the
-    /// server has deleted the node, its writes fail with
-    /// [`Error::NotHeld`] instead of landing behind the next holder's back.
-    /// A hold already known lost fails the same way without a request.
-    /// Returns the ops' results, in order. A failed op is
-    /// [`Error::FencedOpFailed`] (nothing written either). On a connection
-    /// loss the outcome is unknown, as for any ZooKeeper write.
-    ///
-    /// ```no_run
-    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
-    /// use zoolock_driver::zoolock_core::{Op, ZkPath};
-    /// use zoolock_driver::zoolock_core::wire::Bytes;
-    /// let guard = client.mutex("/app/lock").await?.acquire().await?;
-    /// let config = ZkPath::new("/app/config")?;
-    /// guard.fenced(vec![Op::set_data(&config, Bytes::from_static(b"v2"), None)]).await?;
-    /// # Ok(()) }
-    /// ```
-    ///
-    /// # Errors
-    ///
-    /// [`Error::NotHeld`] when the hold's node is gone (or the hold is known
-    /// lost: no request is sent); [`Error::FencedOpFailed`] with the failing op's
-    /// index and code; the session's error when it ends first.
-    ///
-    /// # Cancel safety
-    ///
-    /// Dropping the future after it was first polled does not withdraw the multi:
-    /// it has been queued and may still apply (all ops or none). Dropped before,
-    /// nothing is sent.
-    pub async fn fenced(&self, ops: Vec<zoolock_core::Op>) -> Result<Vec<zoolock_core::wire::MultiResult>, Error> {
-        let (handle, t) = (self.lock.handle, self.ticket);
-        // Core knows the hold: its nodes, or none once it was lost.
-        let nodes =
-            self.lock.client().inner.run(move |client, now| client.with(now, handle, |q, _| q.hold_nodes(t))).await??;
-        match nodes {
-            Some(nodes) => self.lock.client().fenced(&nodes, ops).await,
-            None => Err(Error::NotHeld { node: self.node.clone() }),
-        }
+    fn new(lock: Lock, ticket: Ticket, node: String, token: FencingToken) -> Guard {
+        let of = Arc::new(TicketHold { lock, ticket });
+        Guard { hold: Hold::new(node, token, of.clone(), None), of }
     }
 
     /// Downgrades a write hold (Curator's downgrade): a read guard on the
@@ -696,8 +636,8 @@ impl Guard {
     /// Cancel-safe as [`Lock::acquire`]: a read node made for a dropped downgrade
     /// is deleted; the write guard is untouched.
     pub async fn downgrade(&self) -> Result<Guard, Error> {
-        let read = Lock { part: Part::Read, ..self.lock.clone() };
-        let writer = self.ticket;
+        let read = Lock { part: Part::Read, ..self.of.lock.clone() };
+        let writer = self.of.ticket;
         read.start(move |q, now| q.downgrade(now, writer), &mut |_| {}).await
     }
 
@@ -717,45 +657,28 @@ impl Guard {
     /// with no guard to lower it: the node then stays until this guard's hold
     /// ends (its release, or the session's end). Await it to completion.
     pub async fn reenter(&self) -> Result<Guard, Error> {
-        let (handle, t) = (self.lock.handle, self.ticket);
-        self.lock.client().inner.run(move |client, now| client.with(now, handle, |q, _| q.reenter(t))).await???;
-        Ok(Guard { lock: self.lock.clone(), ticket: t, node: self.node.clone(), token: self.token, released: false })
+        let (handle, t) = (self.of.lock.handle, self.of.ticket);
+        self.of.lock.client().inner.run(move |client, now| client.with(now, handle, |q, _| q.reenter(t))).await???;
+        Ok(Guard::new(self.of.lock.clone(), t, self.node().to_owned(), self.fencing_token()))
     }
 
-    /// Releases (with re-entries, counts this guard off). In the Curator
-    /// plan it waits for the delete's reply; in the Pipelined plan (the
-    /// default) it completes once the delete is queued, a guaranteed delete
-    /// that rides with the next request, and [`Lock::settled`] waits for the
-    /// server to apply it. Releasing a hold that was lost or is suspended is
-    /// never an error: a lost hold has nothing left to release, and a
-    /// suspended one's delete is guaranteed.
+    /// Releases (with re-entries, counts this guard off): [`Hold::release`].
+    /// In the Curator plan it waits for the delete's reply; in the
+    /// Pipelined plan (the default) it completes once the delete is queued,
+    /// and [`Lock::settled`] waits for the server to apply it.
     ///
     /// # Errors
     ///
-    /// [`Error::ClientClosed`] when the client's event loop has ended (the
-    /// session's end deletes the node then); in the Curator plan, the delete's
-    /// failure. A lost or suspended hold is not an error.
+    /// As [`Hold::release`]: [`Error::ClientClosed`] when the client's event
+    /// loop has ended; in the Curator plan, the delete's failure. A lost or
+    /// suspended hold is not an error.
     ///
     /// # Cancel safety
     ///
-    /// Cancel-safe: the release happens whether or not the future is awaited. The
-    /// guard moved into it, so dropping the future before its first poll drops the
-    /// guard, which releases in the background; dropping it later leaves the
-    /// queued delete in place. Only the answer is lost.
-    pub async fn release(mut self) -> Result<(), Error> {
-        self.released = true;
-        let (tx, rx) = oneshot::channel();
-        let (shared, handle, t) = (self.lock.shared.clone(), self.lock.handle, self.ticket);
-        let immediate = self
-            .lock
-            .client()
-            .inner
-            .run(move |client, now| release_job(client, now, &shared, handle, t, Some(tx)))
-            .await?;
-        match immediate {
-            Some(result) => result,
-            None => rx.await.unwrap_or(Err(Error::ClientClosed)),
-        }
+    /// As [`Hold::release`]: the release happens whether or not the future
+    /// is awaited; only the answer is lost.
+    pub async fn release(self) -> Result<(), Error> {
+        self.hold.release().await
     }
 }
 
@@ -776,34 +699,28 @@ fn release_job(
     }) {
         Ok((Ok(true), still_held)) => {
             if !still_held {
-                shared.with(|s| forget(s, t.get()));
+                shared.with(|s| s.forget_hold(t));
             }
             Some(Ok(()))
         }
-        Ok((Ok(false), _)) => {
-            if let Some(reply) = reply {
-                shared.with(|s| s.releases.insert(t.get(), reply));
-            }
-            None
-        }
+        // `Released` (or the release's failure) follows: it answers `reply`.
+        Ok((Ok(false), _)) => match reply {
+            Some(reply) => shared.with(|s| match s.hold_mut(t) {
+                Some(h) => {
+                    h.release = Some(reply);
+                    None
+                }
+                // No record to answer through: the delete is under way.
+                None => Some(Ok(())),
+            }),
+            None => None,
+        },
         // Nothing held under this ticket any more: the hold was lost and
         // let go, or released by a racing cancel.
         Ok((Err(ApiMisuse::NotHeld), _)) => {
-            shared.with(|s| forget(s, t.get()));
+            shared.with(|s| s.forget_hold(t));
             Some(Ok(()))
         }
         Ok((Err(e), _)) | Err(e) => Some(Err(e.into())),
-    }
-}
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        if self.released {
-            return;
-        }
-        let (shared, handle, t) = (self.lock.shared.clone(), self.lock.handle, self.ticket);
-        let _ = self.lock.client().inner.send(Command::Run(Box::new(move |client, now| {
-            let _ = release_job(client, now, &shared, handle, t, None);
-        })));
     }
 }

@@ -252,7 +252,7 @@ pub struct LockOptions {
     /// a semaphore's node data); `None` uses [`Options::lock_data`](crate::Options::lock_data).
     pub data: Option<Bytes>,
     /// Revocable: the holder is told when someone asks it to release
-    /// ([`crate::Guard::revocation_requested`]); its nodes have empty data.
+    /// ([`crate::Hold::revocation_requested`]); its nodes have empty data.
     /// For a read-write lock, both halves.
     pub revocable: bool,
 }

@@ -3,7 +3,11 @@
 //! they take.
 
 use futures_channel::oneshot;
-use zoolock_core::{Client as CoreClient, CoreMachine, Handle, Machine, Participant, RecipeEvent, RecipeId, ZkPath};
+use zoolock_core::recipes::{LockKind, LockSpec, SemaphoreSize, SemaphoreSpec};
+use zoolock_core::{
+    ApiMisuse, Client as CoreClient, CoreMachine, Handle, Machine, Participant, Participants, RecipeEvent, RecipeId,
+    ZkPath,
+};
 
 use crate::client::Client;
 use crate::count::SharedCount;
@@ -13,24 +17,6 @@ use crate::options::LockOptions;
 use crate::semaphore::Semaphore;
 use crate::task::{Command, Sink};
 
-/// How many leases a semaphore allows.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum SemaphoreSize {
-    /// A fixed count (a convention every participant must share, as in
-    /// Curator).
-    Leases(usize),
-    /// The value of the shared count at `path` (Curator's
-    /// `SharedCountReader`), created with `seed` if absent. Resized live:
-    /// growing lets waiters in at once, shrinking takes no lease back.
-    Count {
-        /// The count node.
-        path: String,
-        /// Its value if it does not exist yet.
-        seed: i32,
-    },
-}
-
 /// Settings of a semaphore ([`Client::semaphore_with`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -38,7 +24,7 @@ pub struct SemaphoreOptions {
     /// Its size.
     pub size: SemaphoreSize,
     /// Revocable: each lease's holder is told when someone asks for the
-    /// lease back ([`crate::Lease::revocation_requested`]); lease nodes
+    /// lease back ([`crate::Hold::revocation_requested`]); lease nodes
     /// have empty data.
     pub revocable: bool,
 }
@@ -59,55 +45,6 @@ impl SemaphoreOptions {
         self.revocable = revocable;
         self
     }
-}
-
-/// One lock of a multi-lock ([`Client::multi_lock_of`]): any lock kind.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub enum LockSpec {
-    /// A mutex on the path.
-    Mutex(String),
-    /// The read half of a read-write lock on the path.
-    Read(String),
-    /// The write half of a read-write lock on the path.
-    Write(String),
-    /// A semaphore mutex on the path.
-    SemaphoreMutex(String),
-    /// A multi-lock of these, taken in order.
-    Multi(Vec<LockSpec>),
-}
-
-impl LockSpec {
-    /// The lock's path, or its members' paths joined with `,`: the `path` of
-    /// its log lines and metrics.
-    fn label(&self) -> String {
-        match self {
-            LockSpec::Mutex(p) | LockSpec::Read(p) | LockSpec::Write(p) | LockSpec::SemaphoreMutex(p) => p.clone(),
-            LockSpec::Multi(members) => members.iter().map(LockSpec::label).collect::<Vec<_>>().join(","),
-        }
-    }
-
-    /// The `kind` label of its metrics.
-    fn kind(&self) -> &'static str {
-        match self {
-            LockSpec::Mutex(_) => "mutex",
-            LockSpec::Read(_) | LockSpec::Write(_) => "rwlock",
-            LockSpec::SemaphoreMutex(_) => "semaphore_mutex",
-            LockSpec::Multi(_) => "multi",
-        }
-    }
-}
-
-/// Which recipe's layout [`Client::participants`] reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum ParticipantsOf {
-    /// Mutex nodes (`lock-` key).
-    Mutex,
-    /// Read-write lock nodes (both kinds).
-    ReadWriteLock,
-    /// Semaphore leases (`leases/`).
-    Semaphore,
 }
 
 impl Client {
@@ -139,10 +76,10 @@ impl Client {
 
     /// A mutex with its own settings (node data, revocable).
     pub async fn mutex_with(&self, path: &str, options: LockOptions) -> Result<Lock, Error> {
-        self.one_lock(&LockSpec::Mutex(path.into()), &options).await
+        self.lock_of(LockSpec::Mutex(path.into()), options).await
     }
 
-    /// A revocable mutex: its holder gets [`crate::Guard::revocation_requested`].
+    /// A revocable mutex: its holder gets [`crate::Hold::revocation_requested`].
     ///
     /// ```no_run
     /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
@@ -185,13 +122,9 @@ impl Client {
     /// A read-write lock with its own settings (Curator's `lockData`,
     /// revocable halves).
     pub async fn read_write_lock_with(&self, path: &str, options: LockOptions) -> Result<ReadWriteLock, Error> {
-        let base = ZkPath::new(path)?;
-        let mut rw = zoolock_core::ReadWriteLock::new(base, self.inner.lock_config_with(&options));
-        if options.revocable {
-            rw.make_revocable_read()?;
-            rw.make_revocable_write()?;
-        }
-        let mut halves = Lock::register(self.clone(), Box::new(rw), path.to_owned(), "rwlock").await?.into_iter();
+        let spec = LockSpec::Read(path.into());
+        let (rw, _) = spec.build(self.inner.lock_config_with(&options), options.revocable).map_err(spec_error)?;
+        let mut halves = Lock::register(self.clone(), rw, spec.label(), spec.kind().label()).await?.into_iter();
         match (halves.next(), halves.next()) {
             (Some(read), Some(write)) => Ok(ReadWriteLock { read, write }),
             _ => Err(Error::ClientClosed),
@@ -210,7 +143,7 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn semaphore_mutex(&self, path: &str) -> Result<Lock, Error> {
-        self.one_lock(&LockSpec::SemaphoreMutex(path.into()), &LockOptions::default()).await
+        self.lock_of(LockSpec::SemaphoreMutex(path.into()), LockOptions::default()).await
     }
 
     /// All of `paths` as one lock (mutexes), taken in order and released in
@@ -242,47 +175,31 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn multi_lock_of(&self, members: Vec<LockSpec>) -> Result<Lock, Error> {
-        self.one_lock(&LockSpec::Multi(members), &LockOptions::default()).await
+        self.lock_of(LockSpec::Multi(members), LockOptions::default()).await
     }
 
-    /// Builds the core recipe of a lock spec (members of a multi-lock each
-    /// get their own seed).
-    fn build(&self, spec: &LockSpec, options: &LockOptions) -> Result<zoolock_core::recipes::BoxedLock, Error> {
-        use zoolock_core::recipes::{MultiLock, Part, ReadWriteLock, SemaphoreMutex};
-        let config = self.inner.lock_config_with(options);
-        Ok(match spec {
-            LockSpec::Mutex(path) => {
-                let mut m = zoolock_core::Mutex::new(ZkPath::new(path)?, config);
-                if options.revocable {
-                    m.make_revocable()?;
-                }
-                Box::new(m)
-            }
-            LockSpec::SemaphoreMutex(path) => Box::new(SemaphoreMutex::new(ZkPath::new(path)?, config)),
-            LockSpec::Read(path) | LockSpec::Write(path) => Box::new(ReadWriteLock::new(ZkPath::new(path)?, config)),
-            LockSpec::Multi(members) => {
-                let members = members
-                    .iter()
-                    .map(|m| {
-                        let part = match m {
-                            LockSpec::Read(_) => Part::Read,
-                            LockSpec::Write(_) => Part::Write,
-                            _ => Part::Whole,
-                        };
-                        Ok((self.build(m, options)?, part))
-                    })
-                    .collect::<Result<Vec<_>, Error>>()?;
-                Box::new(MultiLock::of(members)?)
-            }
-        })
-    }
-
-    async fn one_lock(&self, spec: &LockSpec, options: &LockOptions) -> Result<Lock, Error> {
-        let recipe = self.build(spec, options)?;
-        Lock::register(self.clone(), recipe, spec.label(), spec.kind())
+    /// The lock `spec` describes, with its own settings: any lock kind
+    /// through one call ([`Client::mutex_with`], [`Client::semaphore_mutex`]
+    /// and [`Client::multi_lock_of`] are this with their spec). A read or
+    /// write half asked for alone is a read-write lock of its own, whose
+    /// other half nobody holds in this process.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Path`] for an invalid path; [`Error::Misuse`] for a
+    /// multi-lock of nothing; [`Error::ClientClosed`] once the client is
+    /// closed.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe, as [`Client::mutex`].
+    pub async fn lock_of(&self, spec: LockSpec, options: LockOptions) -> Result<Lock, Error> {
+        let (recipe, part) =
+            spec.build(self.inner.lock_config_with(&options), options.revocable).map_err(spec_error)?;
+        Lock::register(self.clone(), recipe, spec.label(), spec.kind().label())
             .await?
             .into_iter()
-            .next()
+            .nth(part.index())
             .ok_or(Error::ClientClosed)
     }
 
@@ -320,22 +237,15 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn semaphore_with(&self, path: &str, options: SemaphoreOptions) -> Result<Semaphore, Error> {
-        use zoolock_core::recipes::{Semaphore as CoreSemaphore, SharedCount as CoreCount};
-        let base = ZkPath::new(path)?;
+        let spec = SemaphoreSpec::new(path, options.size, options.revocable);
+        ZkPath::new(path)?;
         let config = self.inner.lock_config();
-        let mut semaphore = match options.size {
-            SemaphoreSize::Leases(n) => CoreSemaphore::new(base, n, config),
-            SemaphoreSize::Count { path, seed } => {
-                // As Curator's started SharedCount: the count exists and holds
-                // an int before the semaphore uses it (else CountMalformed).
-                drop(self.shared_count(&path, seed).await?);
-                let count = CoreCount::new(ZkPath::new(&path)?, seed, config.clone());
-                CoreSemaphore::with_count(base, count, config)
-            }
-        };
-        if options.revocable {
-            semaphore.make_revocable();
+        if let SemaphoreSize::Count { path, seed } = &spec.size {
+            // As Curator's started SharedCount: the count exists and holds
+            // an int before the semaphore uses it (else CountMalformed).
+            drop(self.shared_count(path, *seed).await?);
         }
+        let semaphore = spec.build(config).map_err(spec_error)?;
         Semaphore::new(self.clone(), semaphore).await
     }
 
@@ -357,23 +267,19 @@ impl Client {
     }
 
     /// The nodes queued on a lock path, holder first, with their data.
-    /// `kind` picks the sort key: "mutex", "rwlock" or "semaphore".
+    /// `kind` picks the layout ([`LockKind::layout`]); a multi-lock has no
+    /// queue of its own ([`ApiMisuse::NoLayout`]).
     ///
     /// ```no_run
     /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
-    /// use zoolock_driver::ParticipantsOf;
-    /// for p in client.participants("/app/lock", ParticipantsOf::Mutex).await? {
+    /// use zoolock_driver::LockKind;
+    /// for p in client.participants("/app/lock", LockKind::Mutex).await? {
     ///     println!("{p:?}"); // holder first
     /// }
     /// # Ok(()) }
     /// ```
-    pub async fn participants(&self, path: &str, kind: ParticipantsOf) -> Result<Vec<Participant>, Error> {
-        let base = ZkPath::new(path)?;
-        let recipe = match kind {
-            ParticipantsOf::Mutex => zoolock_core::recipes::Participants::for_mutex(base),
-            ParticipantsOf::ReadWriteLock => zoolock_core::recipes::Participants::for_rwlock(base),
-            ParticipantsOf::Semaphore => zoolock_core::recipes::Participants::for_semaphore(base)?,
-        };
+    pub async fn participants(&self, path: &str, kind: LockKind) -> Result<Vec<Participant>, Error> {
+        let recipe = Participants::of(kind, ZkPath::new(path)?).map_err(spec_error)?;
         match self.one_shot(recipe).await? {
             RecipeEvent::Participants(list) => Ok(list),
             RecipeEvent::Failed(e) => Err(e.into()),
@@ -387,8 +293,8 @@ impl Client {
     ///
     /// ```no_run
     /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
-    /// use zoolock_driver::ParticipantsOf;
-    /// if let Some(holder) = client.participants("/app/lock", ParticipantsOf::Mutex).await?.first() {
+    /// use zoolock_driver::LockKind;
+    /// if let Some(holder) = client.participants("/app/lock", LockKind::Mutex).await?.first() {
     ///     client.revoke(&holder.path).await?;
     /// }
     /// # Ok(()) }
@@ -408,7 +314,7 @@ impl Client {
         let (tx, rx) = oneshot::channel();
         let mut tx = Some(tx);
         let sink = move |_: Handle<R>| -> Sink {
-            Box::new(move |_: &mut CoreClient, _, _: RecipeId, event: RecipeEvent| {
+            Box::new(move |event: RecipeEvent| {
                 if let Some(tx) = tx.take() {
                     let _ = tx.send(event);
                 }
@@ -434,6 +340,15 @@ impl Client {
             (handle.id(), sink(handle), taken)
         })))?;
         rx.await.map_err(|_| Error::ClientClosed)
+    }
+}
+
+/// A lock description that does not build: a bad path is the caller's
+/// [`Error::Path`], as everywhere else.
+fn spec_error(e: ApiMisuse) -> Error {
+    match e {
+        ApiMisuse::InvalidPath(e) => Error::Path(e),
+        e => Error::Misuse(e),
     }
 }
 

@@ -6,33 +6,29 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_channel::oneshot;
-use zoolock_core::recipes::{LeaseQueue, Semaphore as CoreSemaphore};
-use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Handle, Instant, RecipeEvent, RecipeId};
+use zoolock_core::recipes::{LeaseQueue, Semaphore as CoreSemaphore, Ticket};
+use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Handle, Instant, RecipeEvent};
 
+use crate::acquire::{self, Waiter, Watched};
 use crate::client::{Client, RecipeHandle};
 use crate::error::Error;
-use crate::hold::{self, HoldStatus, QueuePosition, Watched};
+use crate::hold::{self, Hold, HoldStatus, QueuePosition};
 use crate::metrics::{Gauge, Labels};
+use crate::runtime::BoxFuture;
 use crate::task::{Command, Sink};
 
-type Grant = Result<Vec<(String, FencingToken)>, Error>;
+type Grant = Vec<(String, FencingToken)>;
 
-/// An acquire waiting for its leases.
+/// The leases an acquire has got so far, and how many it wants.
 #[derive(Debug)]
-struct Waiter {
+struct Waiting {
     qty: usize,
     got: Vec<(String, FencingToken)>,
-    reply: oneshot::Sender<Grant>,
-    /// Where it stands on ZooKeeper.
-    position: Option<QueuePosition>,
-    /// `zoolock_acquires_waiting`, raised while it waits.
-    _waiting: Gauge,
 }
 
 #[derive(Debug, Default)]
 struct State {
-    waiters: HashMap<u64, Waiter>,
+    waiters: HashMap<Ticket, Waiter<Grant, Waiting>>,
     /// The connection dropped while leases were held (until `Reconnected`).
     suspended: bool,
     /// Lease nodes known lost (deleted, or gone with the session), until
@@ -48,9 +44,31 @@ struct State {
 /// State shared by a semaphore's handles and its event sink.
 type SemShared = Watched<State>;
 
-/// Where the waiters are, and how a refused one is answered.
-const WAITERS: hold::Waiters<State, Waiter> =
-    hold::Waiters { of: |s| &mut s.waiters, refuse: |w, e| drop(w.reply.send(Err(e))) };
+impl acquire::Tickets for State {
+    type Grant = Grant;
+    type Waiting = Waiting;
+    type Queue = LeaseQueue;
+
+    fn waiter(&mut self, t: Ticket) -> Option<&mut Waiter<Grant, Waiting>> {
+        self.waiters.get_mut(&t)
+    }
+
+    fn position(&self, t: Ticket) -> Option<QueuePosition> {
+        self.waiters.get(&t).and_then(|w| w.position)
+    }
+
+    fn insert_waiter(&mut self, t: Ticket, waiter: Waiter<Grant, Waiting>) {
+        self.waiters.insert(t, waiter);
+    }
+
+    fn take_waiter(&mut self, t: Ticket) -> Option<Waiter<Grant, Waiting>> {
+        self.waiters.remove(&t)
+    }
+
+    fn forget(&mut self, t: Ticket) {
+        self.waiters.remove(&t);
+    }
+}
 
 impl SemShared {
     /// The reported status of the lease on `node`: its own loss, else the
@@ -103,22 +121,10 @@ fn return_lease(
     Ok(())
 }
 
-fn on_event(
-    shared: &SemShared,
-    path: &str,
-    labels: &Labels,
-    client: &mut CoreClient,
-    now: Instant,
-    typed: Handle<LeaseQueue>,
-    event: RecipeEvent,
-) {
-    if let Ok((size, available)) = client.with(now, typed, |s, _| (s.inner().max_leases(), s.inner().available())) {
-        if shared.peek(|s| (s.size, s.available) != (size, available)) {
-            shared.with(|s| (s.size, s.available) = (size, available));
-        }
-    }
+/// Carries one semaphore event to the tasks.
+fn on_event(shared: &SemShared, path: &str, labels: &Labels, event: RecipeEvent) {
     let (ticket, event) = match event {
-        RecipeEvent::Ticket { ticket, event } => (ticket.get(), *event),
+        RecipeEvent::Ticket { ticket, event } => (ticket, *event),
         RecipeEvent::Suspended => {
             crate::metrics::suspended(labels);
             tracing::info!(%path, "hold suspended: the connection dropped (semaphore leases)");
@@ -143,6 +149,9 @@ fn on_event(
                 s.revoked.insert(node);
             });
         }
+        RecipeEvent::Capacity { limit, available } => {
+            return shared.with(|s| (s.size, s.available) = (limit, available));
+        }
         RecipeEvent::Count { value, .. } => return tracing::debug!(%path, value, "semaphore resized"),
         RecipeEvent::CountMalformed { len } => {
             return tracing::warn!(%path, len, "the semaphore's count node does not hold a 4-byte int");
@@ -157,41 +166,23 @@ fn on_event(
         RecipeEvent::Acquired { node, token } => {
             let done = shared.with(|s| {
                 let w = s.waiters.get_mut(&ticket)?;
-                w.got.push((node.clone(), token));
-                if w.got.len() >= w.qty { s.waiters.remove(&ticket) } else { None }
+                w.of.got.push((node.clone(), token));
+                if w.of.got.len() >= w.of.qty { s.waiters.remove(&ticket) } else { None }
             });
-            let Some(w) = done else {
-                if !shared.peek(|s| s.waiters.contains_key(&ticket)) {
-                    // Nobody waits for it any more: give it back.
-                    let _ = return_lease(client, now, shared, typed, &node);
-                }
-                return;
-            };
-            let leases = w.got.clone();
-            if w.reply.send(Ok(w.got)).is_ok() {
-                tracing::debug!(%path, nodes = ?leases.iter().map(|l| &l.0).collect::<Vec<_>>(), "leases granted");
+            let Some(w) = done else { return };
+            let nodes: Vec<String> = w.of.got.iter().map(|l| l.0.clone()).collect();
+            if w.reply.send(Ok(w.of.got)).is_ok() {
+                tracing::debug!(%path, ?nodes, "leases granted");
             } else {
-                tracing::debug!(%path, "leases granted to a dropped acquire: returning them");
-                for (node, _) in &leases {
-                    let _ = return_lease(client, now, shared, typed, node);
-                }
+                // Its cancel, queued when it was dropped, has core return them.
+                tracing::debug!(%path, ?nodes, "leases granted to a dropped acquire");
             }
         }
         end @ (RecipeEvent::TimedOut | RecipeEvent::Failed(_) | RecipeEvent::Refused(_)) => {
-            let Some(error) = hold::acquire_end(&end) else { return };
-            if error == Error::TimedOut {
-                crate::metrics::timed_out(labels);
-            }
-            if let Some(w) = shared.with(|s| s.waiters.remove(&ticket)) {
-                let _ = w.reply.send(Err(error));
-            }
+            let _ = acquire::end(shared, labels, ticket, &end);
         }
-        RecipeEvent::Queued { position, total } => shared.with(|s| {
-            if let Some(w) = s.waiters.get_mut(&ticket) {
-                w.position = Some(QueuePosition { position, total });
-            }
-        }),
-        other => tracing::trace!(%path, ticket, ?other, "semaphore ticket event"),
+        RecipeEvent::Queued { position, total } => acquire::queued(shared, ticket, position, total),
+        other => tracing::trace!(%path, %ticket, ?other, "semaphore ticket event"),
     }
 }
 
@@ -203,12 +194,14 @@ impl Semaphore {
         let shared = Arc::new(SemShared::default());
         shared.with(|s| s.size = semaphore.max_leases());
         let path: Arc<str> = base.as_str().into();
-        let labels = Arc::new(Labels::new("semaphore", &path, client.inner.options.metrics_path_label));
+        let labels = Arc::new(Labels::new(
+            zoolock_core::LockKind::Semaphore.label(),
+            &path,
+            client.inner.options.metrics_path_label,
+        ));
         let (sink_shared, sink_path, sink_labels) = (shared.clone(), path.clone(), labels.clone());
-        let sink = move |typed: Handle<LeaseQueue>| -> Sink {
-            Box::new(move |c: &mut CoreClient, now, _: RecipeId, event| {
-                on_event(&sink_shared, &sink_path, &sink_labels, c, now, typed, event)
-            })
+        let sink = move |_: Handle<LeaseQueue>| -> Sink {
+            Box::new(move |event| on_event(&sink_shared, &sink_path, &sink_labels, event))
         };
         let recipe = LeaseQueue::new(semaphore, renew);
         let typed = client.add_recipe(recipe, sink).await?;
@@ -351,164 +344,118 @@ impl Semaphore {
         timeout: Option<Duration>,
         progress: &mut (dyn FnMut(QueuePosition) + Send),
     ) -> Result<Vec<Lease>, Error> {
-        let (tx, rx) = oneshot::channel();
-        let waiter = Waiter { qty, got: Vec::new(), reply: tx, position: None, _waiting: Gauge::waiting(&self.labels) };
         let acquire = move |s: &mut LeaseQueue, now: Instant| s.acquire(now, qty, timeout.map(|d| now + d));
-        let (cell, queued) =
-            hold::enqueue(&self.shared, WAITERS, &self.handle.client.inner, self.typed, waiter, acquire);
-        let began = self.handle.client.inner.runtime.now();
-        let mut pending = PendingLeases { sem: self.clone(), ticket: cell.clone(), rx: Some(rx) };
-        if let Err(e) = queued {
-            pending.rx = None;
-            return Err(e);
-        }
-        let position = || {
-            let ticket = cell.get()?;
-            self.shared.peek(|s| s.waiters.get(&ticket.get()).and_then(|w| w.position))
+        let queue = acquire::Queue {
+            shared: &self.shared,
+            client: &self.handle.client,
+            handle: self.typed,
+            labels: &self.labels,
+            path: &self.path,
         };
-        let grant = match pending.rx.as_mut() {
-            Some(rx) => hold::with_progress(&self.shared.changed, position, progress, rx)
-                .await
-                .unwrap_or(Err(Error::ClientClosed)),
-            None => Err(Error::ClientClosed),
-        };
-        pending.rx = None;
-        let grant = grant?;
-        let waited = self.handle.client.inner.runtime.now().saturating_duration_since(began);
-        crate::metrics::acquired(&self.labels, waited);
+        let of = Waiting { qty, got: Vec::new() };
+        let acquire::Granted { grant, waited, .. } = acquire::acquire(queue, of, acquire, progress).await?;
         tracing::debug!(path = %self.path, leases = grant.len(), ?waited, "semaphore leases granted");
         Ok(grant
             .into_iter()
-            .map(|(node, token)| Lease {
-                sem: self.clone(),
-                node,
-                token,
-                returned: false,
-                _held: Gauge::held(&self.labels),
+            .map(|(node, token)| {
+                let of = Arc::new(NodeHold { sem: self.clone(), node: node.clone() });
+                Lease { hold: Hold::new(node, token, of, Some(Gauge::held(&self.labels))) }
             })
             .collect())
     }
 }
 
-/// An acquire in flight. Dropping it cancels the acquire wherever it is, and
-/// returns leases granted to it that it never handed out.
-struct PendingLeases {
+/// What a [`Lease`]'s [`Hold`] asks of its semaphore: the lease on one node.
+#[derive(Debug)]
+struct NodeHold {
     sem: Semaphore,
-    /// Set once core has issued the acquire's ticket.
-    ticket: hold::TicketCell,
-    rx: Option<oneshot::Receiver<Grant>>,
+    node: String,
 }
 
-impl Drop for PendingLeases {
-    fn drop(&mut self) {
-        let Some(mut rx) = self.rx.take() else { return };
-        rx.close();
-        let granted = match rx.try_recv() {
-            Ok(Some(Ok(leases))) => leases,
-            _ => Vec::new(),
-        };
-        let (shared, typed, cell) = (self.sem.shared.clone(), self.sem.typed, self.ticket.clone());
-        tracing::trace!(path = %self.sem.path, granted = granted.len(), "semaphore acquire dropped");
-        let _ = self.sem.handle.client.inner.send(Command::Run(Box::new(move |c, now| {
-            for (node, _) in &granted {
-                let _ = return_lease(c, now, &shared, typed, node);
+impl hold::Source for NodeHold {
+    fn client(&self) -> &Client {
+        &self.sem.handle.client
+    }
+
+    fn changed(&self) -> &Arc<event_listener::Event> {
+        &self.sem.shared.changed
+    }
+
+    fn reported(&self) -> HoldStatus {
+        self.sem.shared.lease_status(&self.node)
+    }
+
+    fn revoked(&self) -> bool {
+        self.sem.shared.peek(|s| s.revoked.contains(&self.node))
+    }
+
+    fn fence_nodes(&self) -> BoxFuture<Result<Option<Vec<String>>, Error>> {
+        let known_lost = self.sem.shared.lease_status(&self.node) == HoldStatus::Lost;
+        let nodes = (!known_lost).then(|| vec![self.node.clone()]);
+        Box::pin(async move { Ok(nodes) })
+    }
+
+    /// Completes once the return is under way (unlike a lock in the Curator
+    /// plan, it does not wait for the delete's reply).
+    fn release(&self) -> BoxFuture<Result<(), Error>> {
+        self.sem.shared.with(|s| s.revoked.remove(&self.node));
+        let (inner, shared, typed, node) =
+            (self.sem.handle.client.inner.clone(), self.sem.shared.clone(), self.sem.typed, self.node.clone());
+        Box::pin(async move {
+            match inner.run(move |c, now| return_lease(c, now, &shared, typed, &node)).await? {
+                Err(Error::Misuse(ApiMisuse::NotHeld)) => Ok(()),
+                other => other,
             }
-            // The acquire's command ran first: a refused one has no ticket.
-            let Some(&ticket) = cell.get() else { return };
-            shared.with(|s| s.waiters.remove(&ticket.get()));
-            let _ = c.with(now, typed, |s, now| s.cancel(now, ticket));
+        })
+    }
+
+    fn release_in_background(&self) {
+        self.sem.shared.with(|s| s.revoked.remove(&self.node));
+        let (shared, typed, node) = (self.sem.shared.clone(), self.sem.typed, self.node.clone());
+        let _ = self.sem.handle.client.inner.send(Command::Run(Box::new(move |c, now| {
+            let _ = return_lease(c, now, &shared, typed, &node);
         })));
     }
 }
 
-/// One held lease. Dropping it returns it in the background.
+/// One held lease: a [`Hold`] (node, fencing token, its own status and loss
+/// signal, fenced writes, release; reached through `Deref`) on one lease
+/// node. Each lease has its own status: the loss of one leaves the others
+/// `Held`. `Hold::from(lease)` gives the plain hold.
+///
+/// Dropping it returns it in the background.
 #[must_use = "the lease is returned as soon as it is dropped"]
 #[derive(Debug)]
 pub struct Lease {
-    sem: Semaphore,
-    node: String,
-    token: FencingToken,
-    returned: bool,
-    /// `zoolock_holds`, raised while the lease is held.
-    _held: Gauge,
+    hold: Hold,
+}
+
+impl std::ops::Deref for Lease {
+    type Target = Hold;
+
+    fn deref(&self) -> &Hold {
+        &self.hold
+    }
+}
+
+impl AsRef<Hold> for Lease {
+    fn as_ref(&self) -> &Hold {
+        &self.hold
+    }
+}
+
+impl From<Lease> for Hold {
+    fn from(lease: Lease) -> Hold {
+        lease.hold
+    }
 }
 
 impl Lease {
-    /// The lease node.
-    pub fn node(&self) -> &str {
-        &self.node
-    }
-
-    /// The lease node's czxid.
-    pub fn fencing_token(&self) -> FencingToken {
-        self.token
-    }
-
-    /// Whether the lease is still good, as [`crate::Guard::status`]:
-    /// `Held`, `Suspended` while the connection is down (or the server has
-    /// not been heard for two thirds of the session timeout), `Lost` for good
-    /// once this lease's node is gone (deleted by anyone else, or with the
-    /// session). Each lease has its own: the loss of one leaves the others
-    /// `Held`.
-    pub fn status(&self) -> HoldStatus {
-        hold::effective(&self.sem.handle.client.inner, self.sem.shared.lease_status(&self.node))
-    }
-
-    /// Completes as soon as [`Lease::status`] would first read `Suspended`
-    /// or `Lost`, with no event-loop turn needed (see [`crate::Guard::lost`]).
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel-safe: it only waits; dropping it changes nothing.
-    pub async fn lost(&self) -> HoldStatus {
-        hold::wait_lost(&self.sem.handle.client.inner, &self.sem.shared.changed, || self.status()).await
-    }
-
-    /// The current status, then every change, ending after `Lost`.
-    pub fn status_changes(&self) -> hold::StatusChanges {
-        let (shared, inner, node) = (self.sem.shared.clone(), self.sem.handle.client.inner.clone(), self.node.clone());
-        let status_inner = inner.clone();
-        hold::changes(inner, shared.changed.clone(), move || hold::effective(&status_inner, shared.lease_status(&node)))
-    }
-
-    /// Completes once someone has asked for this lease back (revocable
-    /// semaphores, [`crate::SemaphoreOptions::revocable`]; see
-    /// [`crate::Client::revoke`]), including a request that came while its
-    /// acquire was completing. Revocation is cooperative: drop or release
-    /// the lease to give it back.
-    pub async fn revocation_requested(&self) {
-        loop {
-            let listener = self.sem.shared.changed.listen();
-            if self.sem.shared.peek(|s| s.revoked.contains(&self.node)) {
-                return;
-            }
-            listener.await;
-        }
-    }
-
-    /// Runs `ops` in one multi behind a check that this lease's node still
-    /// exists: all of them apply while the lease is good, none once its node
-    /// is gone ([`Error::NotHeld`]); see [`crate::Guard::fenced`].
-    ///
-    /// # Errors
-    ///
-    /// As [`crate::Guard::fenced`]: [`Error::NotHeld`] when the lease's node is
-    /// gone, [`Error::FencedOpFailed`] for a failing op.
-    ///
-    /// # Cancel safety
-    ///
-    /// As [`crate::Guard::fenced`]: once polled, the multi may still apply.
-    pub async fn fenced(&self, ops: Vec<zoolock_core::Op>) -> Result<Vec<zoolock_core::wire::MultiResult>, Error> {
-        if self.sem.shared.lease_status(&self.node) == HoldStatus::Lost {
-            return Err(Error::NotHeld { node: self.node.clone() });
-        }
-        self.sem.handle.client.fenced(std::slice::from_ref(&self.node), ops).await
-    }
-
-    /// Returns the lease: its node is deleted, a guaranteed delete that is
-    /// retried across reconnects. Completes once the return is under way
-    /// (unlike [`crate::Guard::release`], it does not wait for the delete's
-    /// reply in the Curator plan). Returning a lease that was lost is never
+    /// Returns the lease ([`Hold::release`]): its node is deleted, a
+    /// guaranteed delete that is retried across reconnects. Completes once
+    /// the return is under way (unlike [`crate::Guard::release`] in the
+    /// Curator plan, it does not wait for the delete's reply;
+    /// [`Semaphore::settled`] does). Returning a lease that was lost is never
     /// an error: there is nothing left to return.
     ///
     /// # Errors
@@ -520,26 +467,7 @@ impl Lease {
     ///
     /// Cancel-safe: the lease is returned whether or not the future is awaited
     /// (dropping the future drops the lease, which is returned in the background).
-    pub async fn release(mut self) -> Result<(), Error> {
-        self.returned = true;
-        self.sem.shared.with(|s| s.revoked.remove(&self.node));
-        let (shared, typed, node) = (self.sem.shared.clone(), self.sem.typed, self.node.clone());
-        match self.sem.handle.client.inner.run(move |c, now| return_lease(c, now, &shared, typed, &node)).await? {
-            Err(Error::Misuse(ApiMisuse::NotHeld)) => Ok(()),
-            other => other,
-        }
-    }
-}
-
-impl Drop for Lease {
-    fn drop(&mut self) {
-        if self.returned {
-            return;
-        }
-        self.sem.shared.with(|s| s.revoked.remove(&self.node));
-        let (shared, typed, node) = (self.sem.shared.clone(), self.sem.typed, self.node.clone());
-        let _ = self.sem.handle.client.inner.send(Command::Run(Box::new(move |c, now| {
-            let _ = return_lease(c, now, &shared, typed, &node);
-        })));
+    pub async fn release(self) -> Result<(), Error> {
+        self.hold.release().await
     }
 }

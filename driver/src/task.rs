@@ -21,9 +21,11 @@ use zoolock_core::{
 
 use crate::runtime::{BoxFuture, Conn, Runtime};
 
-/// Receives a recipe's events on the driver task, with the client at hand so
-/// it can react at once (for example release a lock nobody waits for).
-pub(crate) type Sink = Box<dyn FnMut(&mut CoreClient, Instant, RecipeId, RecipeEvent) + Send>;
+/// Receives a recipe's events on the driver task and carries them to the
+/// handles. It only delivers: whatever a recipe owes the server (a grant
+/// nobody took, say) is core's to settle, so a sink never calls back into
+/// the client while its events are drained.
+pub(crate) type Sink = Box<dyn FnMut(RecipeEvent) + Send>;
 
 /// Registers a recipe on the driver task: adds it to the client, hands its
 /// typed handle to the caller, and returns its id, its sink, and whether the
@@ -272,7 +274,6 @@ impl DriverTask {
     }
 
     fn dispatch(&mut self, event: ClientEvent) {
-        let now = self.now();
         match event {
             ClientEvent::State(state) => {
                 let session_id = self.client.session().session_id();
@@ -337,7 +338,7 @@ impl DriverTask {
             ClientEvent::Recipe { recipe, event } => {
                 tracing::trace!(?recipe, ?event, "recipe event");
                 if let Some(slot) = self.slots.get_mut(&recipe) {
-                    (slot.sink)(&mut self.client, now, recipe, event);
+                    (slot.sink)(event);
                 }
             }
             _ => {}

@@ -30,7 +30,7 @@ pub(super) struct Entry {
 ///
 /// The listing's failure (connection, ACL, a bad path).
 pub(super) async fn list(client: &Client, path: &str, kind: Kind, leases: Option<usize>) -> Result<Vec<Entry>, Error> {
-    let list = client.participants(path, super::participants_of(kind)).await?;
+    let list = client.participants(path, kind.lock_kind()).await?;
     let list: Vec<_> = list.into_iter().filter_map(|p| Some((p.path, p.data?))).collect();
     let names: Vec<&str> = list.iter().map(|(node, _)| node.rsplit('/').next().unwrap_or(node)).collect();
     let holding = policy::holding(&names, rule(kind, leases));
@@ -59,15 +59,11 @@ pub(super) async fn holder(
     kind: Kind,
     leases: Option<usize>,
 ) -> Result<Option<String>, Error> {
-    use zoolock_tokio::zoolock_core::recipes::SEMAPHORE_LEASES;
-    use zoolock_tokio::zoolock_core::recipes::policy::{LEASE_NAME, LOCK_NAME, SortKey};
-    use zoolock_tokio::zoolock_core::{RequestError, gzip, wire::ErrorCode};
+    use zoolock_tokio::zoolock_core::{RequestError, ZkPath, gzip, wire::ErrorCode};
 
-    let (base, key) = match kind {
-        Kind::Mutex => (path.to_owned(), SortKey::Standard(LOCK_NAME)),
-        Kind::Rwlock => (path.to_owned(), SortKey::ReadWrite),
-        Kind::Semaphore => (format!("{path}/{SEMAPHORE_LEASES}"), SortKey::Standard(LEASE_NAME)),
-    };
+    let Some(layout) = kind.lock_kind().layout() else { return Ok(None) };
+    let base = layout.queue(&ZkPath::new(path)?)?.as_str().to_owned();
+    let key = layout.sort_key();
     let mut names = match client.get_children(&base).await {
         Ok((names, _)) => names,
         Err(Error::Request(RequestError::Server(code))) if code == ErrorCode::NO_NODE => return Ok(None),
@@ -96,11 +92,7 @@ pub(super) async fn holder(
 
 /// The holding rule of a kind (a semaphore of unknown size: every lease).
 fn rule(kind: Kind, leases: Option<usize>) -> PositionRule {
-    match kind {
-        Kind::Mutex => PositionRule::Standard(1),
-        Kind::Rwlock => PositionRule::Read,
-        Kind::Semaphore => PositionRule::Standard(leases.unwrap_or(usize::MAX)),
-    }
+    kind.lock_kind().layout().map_or(PositionRule::Standard(1), |layout| layout.holding_rule(leases))
 }
 
 /// Who holds, for a message: each holder's data (its node name when it has
@@ -112,15 +104,6 @@ pub(super) fn held_by(entries: &[Entry]) -> Option<String> {
         .map(|e| if e.data.is_empty() { e.node.rsplit('/').next().unwrap_or(&e.node) } else { &e.data })
         .collect();
     (!holders.is_empty()).then(|| holders.join(", "))
-}
-
-/// The name `--kind` and the JSON give a kind.
-fn kind_name(kind: Kind) -> &'static str {
-    match kind {
-        Kind::Mutex => "mutex",
-        Kind::Rwlock => "rwlock",
-        Kind::Semaphore => "semaphore",
-    }
 }
 
 /// Prints `INDEX NODE DATA` per participant (DATA left out when empty), or
@@ -149,7 +132,8 @@ pub(super) async fn run(global: &Global, path: &str, kind: Kind, size: HoldersSi
     if json {
         let participants: Vec<_> =
             list.iter().map(|e| serde_json::json!({ "node": e.node, "data": e.data, "holding": e.holding })).collect();
-        let mut value = serde_json::json!({ "path": path, "kind": kind_name(kind), "participants": participants });
+        let mut value =
+            serde_json::json!({ "path": path, "kind": kind.lock_kind().label(), "participants": participants });
         if let (Some(size), Some(remaining)) = (size, remaining) {
             value["size"] = size.into();
             value["remaining"] = remaining.into();

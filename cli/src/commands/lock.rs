@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use futures_lite::StreamExt;
 use tokio::sync::watch;
-use zoolock_tokio::{Client, Error, Guard, HoldStatus, Lease, SemaphoreOptions};
+use zoolock_tokio::{Client, Error, Hold, HoldStatus, SemaphoreOptions};
 
 use crate::args::{Global, HoldArgs, Kind};
 use crate::exit::{self, Failure, Outcome};
@@ -36,67 +36,16 @@ pub(super) enum Recipe {
     Semaphore { size: Size, revocable: bool },
 }
 
-/// A granted hold (here and by the demo's workers).
-#[derive(Debug)]
-pub(super) enum Held {
-    Guard(Guard),
-    Lease(Lease),
-}
-
-impl Held {
-    pub(super) fn node(&self) -> &str {
-        match self {
-            Held::Guard(g) => g.node(),
-            Held::Lease(l) => l.node(),
-        }
+/// Reports `hold`'s status on `tx` until dropped; never completes. Every
+/// hold has a status stream of its own (`Held` again after a reconnect
+/// included), so nothing is polled.
+async fn watch(hold: &Hold, tx: &watch::Sender<HoldStatus>) -> Infallible {
+    let mut changes = hold.status_changes();
+    while let Some(status) = changes.next().await {
+        tx.send_replace(status);
     }
-
-    pub(super) fn fencing_token(&self) -> i64 {
-        match self {
-            Held::Guard(g) => g.fencing_token().0,
-            Held::Lease(l) => l.fencing_token().0,
-        }
-    }
-
-    /// Whether the hold is certain (`Held`, neither suspended nor lost).
-    pub(super) fn held(&self) -> bool {
-        let status = match self {
-            Held::Guard(g) => g.status(),
-            Held::Lease(l) => l.status(),
-        };
-        status == HoldStatus::Held
-    }
-
-    /// Reports the hold's status on `tx` until dropped; never completes.
-    /// Both kinds of hold have a status stream of their own (`Held` again
-    /// after a reconnect included), so nothing is polled.
-    async fn watch(&self, tx: &watch::Sender<HoldStatus>) -> Infallible {
-        let mut changes = match self {
-            Held::Guard(g) => g.status_changes(),
-            Held::Lease(l) => l.status_changes(),
-        };
-        while let Some(status) = changes.next().await {
-            tx.send_replace(status);
-        }
-        tx.send_replace(HoldStatus::Lost);
-        std::future::pending().await
-    }
-
-    /// Completes when a revocation is requested (revocable mutexes and
-    /// leases only).
-    async fn revoked(&self) {
-        match self {
-            Held::Guard(g) => g.revocation_requested().await,
-            Held::Lease(l) => l.revocation_requested().await,
-        }
-    }
-
-    pub(super) async fn release(self) -> Result<(), Error> {
-        match self {
-            Held::Guard(g) => g.release().await,
-            Held::Lease(l) => l.release().await,
-        }
-    }
+    tx.send_replace(HoldStatus::Lost);
+    std::future::pending().await
 }
 
 /// The supervision policy from the options, checked against the session timeout.
@@ -168,10 +117,11 @@ pub(super) async fn run(global: &Global, hold: HoldArgs, recipe: Recipe) -> Outc
             return Err(super::request_failed(&format!("cannot lock {}", hold.path), &e));
         }
     };
-    tracing::info!(node = held.node(), token = held.fencing_token(), "acquired");
+    let token = held.fencing_token().0;
+    tracing::info!(node = held.node(), token, "acquired");
 
     let mut command = tokio::process::Command::new(program);
-    command.args(args).env("ZOOLOCK_FENCING_TOKEN", held.fencing_token().to_string()).env("ZOOLOCK_NODE", held.node());
+    command.args(args).env("ZOOLOCK_FENCING_TOKEN", token.to_string()).env("ZOOLOCK_NODE", held.node());
     #[cfg(target_os = "linux")]
     supervise::prepare_cmd(&mut command);
     let mut child = match command.spawn() {
@@ -190,8 +140,8 @@ pub(super) async fn run(global: &Global, hold: HoldArgs, recipe: Recipe) -> Outc
     let (tx, mut rx) = watch::channel(HoldStatus::Held);
     let last_heard = || client.last_heard();
     let ending = tokio::select! {
-        ending = supervise::supervise(&mut child, &mut rx, held.revoked(), &mut signals, policy, &last_heard) => ending,
-        never = held.watch(&tx) => match never {},
+        ending = supervise::supervise(&mut child, &mut rx, held.revocation_requested(), &mut signals, policy, &last_heard) => ending,
+        never = watch(&held, &tx) => match never {},
     };
     finish(ending, held, &client, &hold.path, global, policy).await
 }
@@ -199,7 +149,7 @@ pub(super) async fn run(global: &Global, hold: HoldArgs, recipe: Recipe) -> Outc
 /// Releases and closes, and picks the exit code.
 async fn finish(
     ending: io::Result<Ending>,
-    held: Held,
+    held: Hold,
     client: &Client,
     path: &str,
     global: &Global,
@@ -239,7 +189,7 @@ async fn finish(
     }
 }
 
-async fn release(held: Held, limit: Duration) {
+async fn release(held: Hold, limit: Duration) {
     match tokio::time::timeout(limit, held.release()).await {
         Ok(Ok(())) => {}
         Ok(Err(error)) => tracing::warn!(%error, "release failed; closing the session deletes the node"),
@@ -272,7 +222,7 @@ async fn held_by(client: &Client, path: &str, kind: Kind, leases: Option<usize>)
 
 /// Creates the lock and waits for it (at most `--timeout`; not at all with
 /// `--nonblock`), reporting the queue position to `progress`.
-async fn acquire(client: &Client, hold: &HoldArgs, recipe: Recipe, progress: &Progress) -> Result<Held, Error> {
+async fn acquire(client: &Client, hold: &HoldArgs, recipe: Recipe, progress: &Progress) -> Result<Hold, Error> {
     let path = hold.path.as_str();
     let lock = match recipe {
         Recipe::Mutex { revocable: false } => client.mutex(path).await?,
@@ -286,9 +236,9 @@ async fn acquire(client: &Client, hold: &HoldArgs, recipe: Recipe, progress: &Pr
             };
             let semaphore = client.semaphore_with(path, options.revocable(revocable)).await?;
             let mut leases = semaphore.acquire_with_progress(1, hold.wait_limit(), progress.recorder()).await?;
-            return leases.pop().map(Held::Lease).ok_or(Error::ClientClosed);
+            return leases.pop().map(Hold::from).ok_or(Error::ClientClosed);
         }
     };
     let guard = lock.acquire_with_progress(hold.wait_limit(), progress.recorder()).await?;
-    Ok(Held::Guard(guard))
+    Ok(guard.into())
 }

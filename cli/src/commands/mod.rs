@@ -12,9 +12,9 @@ pub(crate) mod serve;
 
 use std::time::Duration;
 
-use zoolock_tokio::{Client, Error, Options, ParticipantsOf};
+use zoolock_tokio::{Client, Error, Options};
 
-use crate::args::{Cli, Command, Global, Kind};
+use crate::args::{Cli, Command, Global};
 use crate::exit::{self, Failure, Outcome};
 
 /// Runs the parsed command line.
@@ -82,15 +82,6 @@ async fn close(client: &Client, limit: Duration) {
         Ok(Ok(())) => {}
         Ok(Err(error)) => tracing::debug!(%error, "close"),
         Err(_) => tracing::warn!("the session did not close within {limit:?}; it will expire on the server"),
-    }
-}
-
-/// The participant layout for a `--kind`.
-fn participants_of(kind: Kind) -> ParticipantsOf {
-    match kind {
-        Kind::Mutex => ParticipantsOf::Mutex,
-        Kind::Rwlock => ParticipantsOf::ReadWriteLock,
-        Kind::Semaphore => ParticipantsOf::Semaphore,
     }
 }
 

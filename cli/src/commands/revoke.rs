@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use zoolock_tokio::ParticipantsOf;
+use zoolock_tokio::LockKind;
 
 use crate::args::Global;
 use crate::exit::{self, Failure, Outcome};
@@ -26,7 +26,7 @@ async fn revoke(client: &zoolock_tokio::Client, path: Option<&str>, node: Option
         (Some(node), _) => node.to_owned(),
         (None, Some(path)) => {
             let list = client
-                .participants(path, ParticipantsOf::Mutex)
+                .participants(path, LockKind::Mutex)
                 .await
                 .map_err(|e| super::request_failed(&format!("cannot list {path}"), &e))?;
             match list.into_iter().next() {

@@ -116,7 +116,7 @@ use crate::replay::harness::{Chunking, Rules, Wire, Written, WrittenFrame, descr
 use crate::replay::{Location, MismatchKind, ReplayError};
 use crate::trace::{Direction, Frame, Scenario, Trace};
 use outcomes::{Expectation, Logged, unwrap_member};
-use scenario::{ConnInfo, ItemKind, LockKind, Summary, Timeline, Watches, counted, strip_ensemble};
+use scenario::{ConnInfo, ItemKind, Summary, Timeline, TraceLock, Watches, counted, strip_ensemble};
 use uuids::{UuidMap, compare_bodies};
 
 /// The node Curator's EnsembleTracker reads and watches.
@@ -222,7 +222,7 @@ pub fn replay_scenario_dir(dir: impl AsRef<Path>, config: &RecipeReplayConfig) -
 /// (no summary, unknown lock type or action); mismatches are in the report.
 pub fn replay_scenario(scenario: &Scenario, config: &RecipeReplayConfig) -> Result<ScenarioReport, ReplayError> {
     let summary = Summary::parse(scenario)?;
-    let lock = LockKind::from_summary(&summary)?;
+    let lock = TraceLock::from_summary(&summary)?;
     let mut by_client: Vec<(String, Vec<&Trace>)> = Vec::new();
     for trace in &scenario.traces {
         let name = client_name(trace);
@@ -287,7 +287,7 @@ fn client_name(trace: &Trace) -> String {
 #[derive(Clone, Copy)]
 struct Scene<'a> {
     summary: &'a Summary,
-    lock: &'a LockKind,
+    lock: &'a TraceLock,
     config: &'a RecipeReplayConfig,
     origin_us: u64,
 }
@@ -341,7 +341,7 @@ impl EventLog {
 struct ClientRun<'a> {
     name: &'a str,
     summary: &'a Summary,
-    lock: &'a LockKind,
+    lock: &'a TraceLock,
     config: &'a RecipeReplayConfig,
     seed: u64,
     session_config: SessionConfig,

@@ -6,12 +6,12 @@ use std::collections::VecDeque;
 
 use serde_json::Value;
 use zoolock_core::{
-    ApiMisuse, Client, ConnectionState, CoreMachine, Handle, Instant, LockConfig, LockRecipe, Machine, MultiLock,
-    Mutex, OpPlan, Part, Participants, ReadWriteLock, RecipeEvent, RecipeId, Revoker, Rng, Semaphore, SemaphoreMutex,
-    ZkPath,
+    ApiMisuse, Client, ConnectionState, CoreMachine, Handle, Instant, LockConfig, LockKind, LockRecipe, Machine,
+    MultiLock, Mutex, OpPlan, Part, Participants, ReadWriteLock, RecipeEvent, RecipeId, Revoker, Rng, Semaphore,
+    SemaphoreMutex, ZkPath,
 };
 
-use super::scenario::{Action, LockKind, Step, parse_action, parse_state};
+use super::scenario::{Action, Step, parse_action, parse_state};
 use super::{ClientRun, START};
 use crate::replay::{Location, MismatchKind, ReplayError};
 
@@ -200,14 +200,12 @@ impl ClientRun<'_> {
             Action::Acquire { timeout, revocable, half } => {
                 let deadline = timeout.map(|d| now + d);
                 let (revocable, half) = (*revocable, *half);
-                if revocable && matches!(self.lock, LockKind::Mutex) {
+                if revocable && self.lock.kind == LockKind::Mutex {
                     self.on_lock_recipe::<Mutex>(|m, _| m.make_revocable())?;
                 }
-                match (&self.lock, half) {
-                    (LockKind::Semaphore { .. }, _) => {
-                        self.on_lock_recipe::<Semaphore>(|s, now| s.acquire(now, 1, deadline))
-                    }
-                    (LockKind::ReadWrite, None) => {
+                match (self.lock.kind, half) {
+                    (LockKind::Semaphore, _) => self.on_lock_recipe::<Semaphore>(|s, now| s.acquire(now, 1, deadline)),
+                    (LockKind::ReadWriteLock, None) => {
                         Err(self.unsupported(String::from("a read-write lock acquire names a half")))
                     }
                     // Every lock kind through the lock capability; an acquire
@@ -231,11 +229,11 @@ impl ClientRun<'_> {
             }
             Action::Release { half, reports } => {
                 let half = *half;
-                match (&self.lock, half) {
-                    (LockKind::Semaphore { .. }, _) => {
+                match (self.lock.kind, half) {
+                    (LockKind::Semaphore, _) => {
                         Err(self.unsupported(String::from("a semaphore returns leases (returnLease)")))
                     }
-                    (LockKind::ReadWrite, None) => {
+                    (LockKind::ReadWriteLock, None) => {
                         Err(self.unsupported(String::from("a read-write lock release names a half")))
                     }
                     (_, half) => self.on_lock(|l, now| l.release_part(now, half.unwrap_or(Part::Whole))),
@@ -265,13 +263,12 @@ impl ClientRun<'_> {
                     Some(h) => self.command(h, |p, now| p.refresh(now))?,
                     None => {
                         let base = self.base_path()?;
-                        let recipe = match self.lock {
-                            LockKind::ReadWrite => Participants::for_rwlock(base),
-                            LockKind::Semaphore { .. } | LockKind::SemaphoreMutex => {
-                                Participants::for_semaphore(base).map_err(|e| self.submit_error(e.into()))?
-                            }
-                            _ => Participants::for_mutex(base),
+                        // A multi-lock's base lists as a mutex's.
+                        let kind = match self.lock.kind {
+                            LockKind::MultiLock => LockKind::Mutex,
+                            kind => kind,
                         };
+                        let recipe = Participants::of(kind, base).map_err(|e| self.submit_error(e))?;
                         let handle = self.add(recipe.without_data());
                         self.handles.participants = Some(handle);
                         self.log.participants = Some(handle.id());
@@ -357,16 +354,18 @@ impl ClientRun<'_> {
         }
         let base = self.base_path()?;
         let config = self.lock_config();
-        let lock = match self.lock {
+        let lock = match self.lock.kind {
             LockKind::Mutex => LockHandle::Mutex(self.add(Mutex::new(base, config))),
-            LockKind::ReadWrite => LockHandle::ReadWrite(self.add(ReadWriteLock::new(base, config))),
+            LockKind::ReadWriteLock => LockHandle::ReadWrite(self.add(ReadWriteLock::new(base, config))),
             LockKind::SemaphoreMutex => LockHandle::SemaphoreMutex(self.add(SemaphoreMutex::new(base, config))),
-            LockKind::Semaphore { max_leases } => {
-                let semaphore = Semaphore::new(base, *max_leases, config);
+            LockKind::Semaphore => {
+                let semaphore = Semaphore::new(base, self.lock.max_leases, config);
                 LockHandle::Semaphore(self.add(semaphore))
             }
-            LockKind::MultiLock { paths } => {
-                let paths = paths
+            LockKind::MultiLock => {
+                let paths = self
+                    .lock
+                    .paths
                     .iter()
                     .map(|p| ZkPath::new(p))
                     .collect::<Result<Vec<_>, _>>()
@@ -374,6 +373,7 @@ impl ClientRun<'_> {
                 let multi = MultiLock::new(paths, config).map_err(|e| self.submit_error(e))?;
                 LockHandle::Multi(self.add(multi))
             }
+            kind => return Err(self.unsupported(format!("a {} lock", kind.label()))),
         };
         self.handles.lock = Some(lock);
         self.log.lock_recipe = Some(lock.id());

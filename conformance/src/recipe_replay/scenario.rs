@@ -7,8 +7,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use serde_json::Value;
-use zoolock_core::ConnectionState;
-use zoolock_core::Part;
+use zoolock_core::{ConnectionState, LockKind, Part};
 use zoolock_wire::{ConnectRequest, Request, SetWatches};
 
 use super::ENSEMBLE_CONFIG_PATH;
@@ -96,53 +95,46 @@ pub(super) fn step_line(text: &str, seq: u64) -> usize {
         .map_or(0, |i| i + 1)
 }
 
-/// Which Curator recipe the scenario exercises.
+/// The lock a scenario exercises: the kind whose Curator class its
+/// description names first, and what the description adds.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum LockKind {
-    Mutex,
-    ReadWrite,
-    SemaphoreMutex,
-    Semaphore { max_leases: usize },
-    MultiLock { paths: Vec<String> },
+pub(super) struct TraceLock {
+    pub(super) kind: LockKind,
+    /// A semaphore's `maxLeases=N` (1 when not given).
+    pub(super) max_leases: usize,
+    /// A multi-lock's member paths (`BASE/...` in the description).
+    pub(super) paths: Vec<String>,
 }
 
-impl LockKind {
-    pub(super) fn from_summary(summary: &Summary) -> Result<LockKind, ReplayError> {
+impl TraceLock {
+    pub(super) fn from_summary(summary: &Summary) -> Result<TraceLock, ReplayError> {
         let d = summary.description.as_str();
-        let kind = if d.contains("InterProcessMultiLock") {
-            let paths: Vec<String> = d
+        let unsupported =
+            |reason: String| ReplayError::Unsupported { at: Location { file: summary.path.clone(), line: 0 }, reason };
+        let kind = LockKind::named_in(d)
+            .ok_or_else(|| unsupported(format!("no known Curator recipe in the description {d:?}")))?;
+        let mut lock = TraceLock { kind, max_leases: 1, paths: Vec::new() };
+        if kind == LockKind::MultiLock {
+            lock.paths = d
                 .split(|c: char| c.is_whitespace() || matches!(c, '(' | ')' | ',' | ';'))
                 .filter_map(|w| w.strip_prefix("BASE/"))
                 .map(|rest| format!("{}/{rest}", summary.base_path.trim_end_matches('/')))
                 .collect();
-            if paths.is_empty() {
-                return Err(ReplayError::Unsupported {
-                    at: Location { file: summary.path.clone(), line: 0 },
-                    reason: String::from("InterProcessMultiLock without BASE/... paths in the description"),
-                });
+            if lock.paths.is_empty() {
+                return Err(unsupported(String::from(
+                    "InterProcessMultiLock without BASE/... paths in the description",
+                )));
             }
-            LockKind::MultiLock { paths }
-        } else if d.contains("InterProcessReadWriteLock") {
-            LockKind::ReadWrite
-        } else if d.contains("InterProcessSemaphoreMutex") {
-            LockKind::SemaphoreMutex
-        } else if d.contains("InterProcessSemaphoreV2") {
-            let max_leases = d
+        }
+        if kind == LockKind::Semaphore {
+            lock.max_leases = d
                 .split_once("maxLeases=")
                 .and_then(|(_, rest)| {
                     rest.chars().take_while(char::is_ascii_digit).collect::<String>().parse::<usize>().ok()
                 })
                 .unwrap_or(1);
-            LockKind::Semaphore { max_leases }
-        } else if d.contains("InterProcessMutex") {
-            LockKind::Mutex
-        } else {
-            return Err(ReplayError::Unsupported {
-                at: Location { file: summary.path.clone(), line: 0 },
-                reason: format!("no known Curator recipe in the description {d:?}"),
-            });
-        };
-        Ok(kind)
+        }
+        Ok(lock)
     }
 }
 

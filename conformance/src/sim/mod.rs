@@ -9,7 +9,7 @@
 //!   scheduler, and one seeded PRNG that owns every random choice.
 //! * One [`ZkModel`](zoolock_model::ZkModel).
 //! * N simulated clients: a [`zoolock_core::Client`] with one lock handle
-//!   each, of the seed's [`RecipeKind`] (Mutex; ReadWriteLock, read or write
+//!   each, of the seed's [`LockKind`](zoolock_core::LockKind) ([`kind_for_seed`]: Mutex; ReadWriteLock, read or write
 //!   at random per acquire; Semaphore with N leases; SemaphoreMutex; a mixed
 //!   MultiLock of a read-write lock's write half and a mutex, beside plain
 //!   read-write locks and mutexes on its two paths). Every lock kind runs
@@ -134,4 +134,4 @@ mod oracle;
 mod run;
 
 pub use oracle::{Fencing, Mode, check_exclusion, check_lease_limits};
-pub use run::{RecipeKind, Sim, SimConfig, SimFailure, SimReport, SweepOutcome, run_seed, run_with, sweep};
+pub use run::{Sim, SimConfig, SimFailure, SimReport, SweepOutcome, kind_for_seed, run_seed, run_with, sweep};

@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use zoolock_conformance::sim::{Fencing, Mode, check_exclusion};
 use zoolock_tokio::zoolock_core::Rng;
-use zoolock_tokio::{Client, Error, Guard, HoldStatus, Lease, Lock, LockSpec};
+use zoolock_tokio::{Client, Error, Hold, HoldStatus, Lock, LockKind, LockSpec};
 
 use crate::harness::{Ensemble, now_us};
 use crate::oracle::{assert_every_client_cycles, assert_no_leak};
@@ -42,18 +42,6 @@ const SETTLE: Duration = Duration::from_secs(14);
 fn env_or(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
-
-/// Which recipe a client runs (client `i` runs `KINDS[i % 5]`).
-#[derive(Debug, Clone, Copy)]
-enum Kind {
-    Mutex,
-    Rw,
-    Semaphore,
-    SemaphoreMutex,
-    Multi,
-}
-
-const KINDS: [Kind; 5] = [Kind::Mutex, Kind::Rw, Kind::Semaphore, Kind::SemaphoreMutex, Kind::Multi];
 
 /// The soak's lock paths.
 struct Paths {
@@ -132,40 +120,6 @@ impl Oracle {
     }
 }
 
-/// A guard or a lease, as the soak uses them.
-trait Hold: Send + Sync + 'static {
-    fn status(&self) -> HoldStatus;
-    fn node(&self) -> &str;
-    fn token(&self) -> i64;
-    fn lost(&self) -> impl std::future::Future<Output = HoldStatus> + Send;
-    fn release(self) -> impl std::future::Future<Output = Result<(), Error>> + Send;
-}
-
-/// `Guard` and `Lease` have the same methods under the same names.
-macro_rules! impl_hold {
-    ($($t:ident),*) => {$(
-        impl Hold for $t {
-            fn status(&self) -> HoldStatus {
-                $t::status(self)
-            }
-            fn node(&self) -> &str {
-                $t::node(self)
-            }
-            fn token(&self) -> i64 {
-                self.fencing_token().0
-            }
-            fn lost(&self) -> impl std::future::Future<Output = HoldStatus> + Send {
-                $t::lost(self)
-            }
-            fn release(self) -> impl std::future::Future<Output = Result<(), Error>> + Send {
-                $t::release(self)
-            }
-        }
-    )*};
-}
-
-impl_hold!(Guard, Lease);
-
 /// What one soak client shares.
 struct Soak {
     run: Arc<Run>,
@@ -181,17 +135,17 @@ impl Soak {
     /// One hold: known to the oracle from the acquire until just before the
     /// release (or until its holder is told, by its status), held for
     /// `hold` unless `lost()` completes first.
-    async fn hold<H: Hold>(
+    async fn hold(
         &self,
         who: &str,
         client: &Client,
-        h: H,
+        h: impl Into<Hold>,
         parts: Vec<(String, Mode)>,
         fenced: bool,
         hold: Duration,
     ) {
         let enter = now_us();
-        let h = Arc::new(h);
+        let h: Arc<Hold> = Arc::new(h.into());
         let status = {
             let h = h.clone();
             Box::new(move || h.status())
@@ -200,7 +154,7 @@ impl Soak {
             &self.run,
             Held { who: who.to_owned(), parts, status },
             h.node(),
-            fenced.then(|| h.token()),
+            fenced.then(|| h.fencing_token().0),
         );
         // The simulator also checks that a counting hold's node is owned by
         // the holder's current session: here one read per hold (not for a
@@ -219,7 +173,7 @@ impl Soak {
         let (abandoned, ()) = tokio::join!(during, owner);
         self.oracle().holds.remove(&id);
         let exit = abandoned.map_or_else(now_us, |a| a.0);
-        let section = Section { who: who.to_owned(), enter, exit, token: h.token(), abandoned };
+        let section = Section { who: who.to_owned(), enter, exit, token: h.fencing_token().0, abandoned };
         self.run.log().sections.push(section);
         let Ok(h) = Arc::try_unwrap(h) else { panic!("{who}: the oracle kept a hold") };
         match tokio::time::timeout(SESSION * 2, h.release()).await {
@@ -237,24 +191,25 @@ enum Handle {
     Semaphore(zoolock_tokio::Semaphore, String),
 }
 
-async fn handle(client: &Client, kind: Kind, paths: &Paths) -> Result<Handle, Error> {
+async fn handle(client: &Client, kind: LockKind, paths: &Paths) -> Result<Handle, Error> {
     let ex = |p: &str| (p.to_owned(), Mode::Exclusive);
     Ok(match kind {
-        Kind::Mutex => Handle::Lock(client.mutex(&paths.mutex).await?, vec![ex(&paths.mutex)], true),
-        Kind::SemaphoreMutex => {
+        LockKind::Mutex => Handle::Lock(client.mutex(&paths.mutex).await?, vec![ex(&paths.mutex)], true),
+        LockKind::SemaphoreMutex => {
             Handle::Lock(client.semaphore_mutex(&paths.sem_mutex).await?, vec![ex(&paths.sem_mutex)], true)
         }
-        Kind::Multi => {
+        LockKind::MultiLock => {
             let lock = client
                 .multi_lock_of(vec![LockSpec::Write(paths.rw.clone()), LockSpec::Mutex(paths.mutex.clone())])
                 .await?;
             Handle::Lock(lock, vec![(paths.rw.clone(), Mode::Write), ex(&paths.mutex)], false)
         }
-        Kind::Rw => {
+        LockKind::ReadWriteLock => {
             let zoolock_tokio::ReadWriteLock { read, write } = client.read_write_lock(&paths.rw).await?;
             Handle::Rw { read, write, path: paths.rw.clone() }
         }
-        Kind::Semaphore => Handle::Semaphore(client.semaphore(&paths.sem, LEASES).await?, paths.sem.clone()),
+        LockKind::Semaphore => Handle::Semaphore(client.semaphore(&paths.sem, LEASES).await?, paths.sem.clone()),
+        other => unimplemented!("the soak has no workload for {other:?} yet"),
     })
 }
 
@@ -263,7 +218,8 @@ async fn handle(client: &Client, kind: Kind, paths: &Paths) -> Result<Handle, Er
 async fn soak_worker(soak: Arc<Soak>, i: usize) {
     let run = &soak.run;
     let who = format!("c{i}");
-    let kind = KINDS[i % KINDS.len()];
+    // Client `i` runs the `i`-th kind, in turn.
+    let kind = LockKind::ALL[i % LockKind::ALL.len()];
     let mut rng = Rng::with_seed(run.seed ^ ((i as u64 + 1) << 32));
     let Some(client) = connect_worker(run, i, SESSION).await else { return };
     let handle = match handle(&client, kind, &soak.paths).await {

@@ -4,7 +4,9 @@
 //! leases of earlier ones stay held.
 
 use alloc::boxed::Box;
-use alloc::collections::VecDeque;
+use alloc::collections::{BTreeMap, VecDeque};
+use alloc::string::String;
+use alloc::vec::Vec;
 
 use super::queue::{SessionGate, TicketIssuer, TicketQueue, TicketQueued};
 use super::semaphore::Semaphore;
@@ -13,19 +15,23 @@ use crate::recipe::{Recipe, RecipeEvent, Ticket};
 use crate::session::ConnectionState;
 use crate::time::Instant;
 
-/// A wanted lease count and how many have come.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A wanted lease count and the lease nodes that have come.
+#[derive(Debug, Clone, PartialEq, Eq)]
 struct Want {
     qty: usize,
-    got: usize,
+    got: Vec<String>,
 }
 
 /// The per-process ticket queue of a [`Semaphore`]: its acquires, each getting its own leases.
 ///
 /// Events: [`RecipeEvent::Ticket`] with one `Acquired` per lease (the
 /// acquire is complete after `qty` of them), or `TimedOut` / `Failed` /
-/// `Refused` (the leases of that acquire are returned). The semaphore's
-/// other events pass through untagged: `Released` per returned lease, and
+/// `Refused` (the leases of that acquire are returned). The leases of a
+/// complete acquire stay its ticket's until each is returned or lost, so
+/// [`LeaseQueue::cancel`] of a ticket whose grant never reached its caller
+/// gives them all back. The semaphore's other events pass through untagged:
+/// `Capacity` when its limit or free leases change, `Released` per returned
+/// lease, and
 /// `Suspended` / `Reconnected` / `Lost` for the leases held.
 #[derive(Debug)]
 pub struct LeaseQueue {
@@ -33,6 +39,11 @@ pub struct LeaseQueue {
     queue: TicketQueue<Want>,
     gate: SessionGate,
     tickets: TicketIssuer,
+    /// The lease nodes of complete acquires, by ticket, until each is
+    /// returned or lost.
+    granted: BTreeMap<Ticket, Vec<String>>,
+    /// The capacity last reported (`Capacity`): limit and free leases.
+    capacity: (usize, Option<usize>),
     events: VecDeque<RecipeEvent>,
 }
 
@@ -43,11 +54,14 @@ fn ticket_event(ticket: Ticket, event: RecipeEvent) -> RecipeEvent {
 impl LeaseQueue {
     /// Shares `inner`; `renew` as for [`LockQueue::new`](super::LockQueue::new).
     pub fn new(inner: Semaphore, renew: bool) -> LeaseQueue {
+        let capacity = (inner.max_leases(), inner.available());
         LeaseQueue {
             inner,
             queue: TicketQueue::default(),
             gate: SessionGate::new(renew),
             tickets: TicketIssuer::default(),
+            granted: BTreeMap::new(),
+            capacity,
             events: VecDeque::new(),
         }
     }
@@ -71,13 +85,17 @@ impl LeaseQueue {
             self.events.push_back(ticket_event(ticket, RecipeEvent::Failed(error)));
             return Ok(ticket);
         }
-        self.queue.push(ticket, deadline, Want { qty, got: 0 });
+        self.queue.push(ticket, deadline, Want { qty, got: Vec::new() });
         self.advance(now);
         Ok(ticket)
     }
 
-    /// Abandons `ticket`'s acquire, queued or under way (the leases it has
-    /// obtained so far are returned). Unknown tickets are ignored.
+    /// Abandons `ticket`'s acquire wherever it is: queued, under way (the
+    /// leases it has obtained so far are returned), or complete (every lease
+    /// it was granted and still holds is returned: its grant never reached
+    /// the caller, whose acquire was dropped). Nothing is reported for it.
+    /// Unknown tickets are ignored, so a cancel may race with the acquire's
+    /// end.
     pub fn cancel(&mut self, now: Instant, ticket: Ticket) {
         if self.queue.remove_waiting(ticket) {
             return;
@@ -87,16 +105,36 @@ impl LeaseQueue {
             if started {
                 self.inner.cancel(now);
             }
-            self.collect(now);
-            self.advance(now);
+        } else if let Some(leases) = self.granted.remove(&ticket) {
+            for lease in leases {
+                // Each is still held (a returned or lost one left the list).
+                let _ = self.inner.return_lease(now, &lease);
+            }
+        } else {
+            return;
         }
+        self.collect(now);
+        self.advance(now);
     }
 
-    /// Returns one held lease (see [`Semaphore::return_lease`]).
+    /// Returns one held lease (see [`Semaphore::return_lease`]): from then
+    /// on it is no longer its ticket's.
     pub fn return_lease(&mut self, now: Instant, lease: &str) -> Result<(), ApiMisuse> {
+        self.forget_lease(lease);
         let result = self.inner.return_lease(now, lease);
         self.collect(now);
         result
+    }
+
+    /// `lease` no longer belongs to the ticket it was granted to.
+    fn forget_lease(&mut self, lease: &str) {
+        let owner = self.granted.iter_mut().find(|(_, leases)| leases.iter().any(|l| l == lease));
+        if let Some((&ticket, leases)) = owner {
+            leases.retain(|l| l != lease);
+            if leases.is_empty() {
+                self.granted.remove(&ticket);
+            }
+        }
     }
 
     /// How many acquires wait behind the one under way.
@@ -117,7 +155,7 @@ impl LeaseQueue {
             }
             head.started = true;
             let (ticket, qty, deadline) = (head.entry.ticket, head.entry.what.qty, head.entry.deadline);
-            head.entry.what.got = 0;
+            head.entry.what.got.clear();
             if let Err(e) = self.inner.acquire(now, qty, deadline) {
                 self.queue.head = None;
                 self.events.push_back(ticket_event(ticket, RecipeEvent::Refused(e)));
@@ -127,7 +165,13 @@ impl LeaseQueue {
     }
 
     fn collect(&mut self, now: Instant) {
+        // Before the events of the input that changed it: whoever is handed
+        // a grant reads the capacity its listing left.
+        self.report_capacity();
         while let Some(event) = self.inner.poll_event() {
+            if let RecipeEvent::LeaseLost { node } = &event {
+                self.forget_lease(node);
+            }
             let head = self.queue.head.as_mut().filter(|h| h.started);
             let Some(head) = head else {
                 self.events.push_back(event);
@@ -136,9 +180,13 @@ impl LeaseQueue {
             let ticket = head.entry.ticket;
             match event {
                 RecipeEvent::Acquired { node, token } => {
-                    head.entry.what.got += 1;
-                    if head.entry.what.got >= head.entry.what.qty {
+                    head.entry.what.got.push(node.clone());
+                    if head.entry.what.got.len() >= head.entry.what.qty {
+                        // Complete: its leases are the ticket's until each
+                        // is returned or lost.
+                        let got = core::mem::take(&mut head.entry.what.got);
                         self.queue.head = None;
+                        self.granted.insert(ticket, got);
                     }
                     self.events.push_back(ticket_event(ticket, RecipeEvent::Acquired { node, token }));
                 }
@@ -156,6 +204,17 @@ impl LeaseQueue {
                 event @ RecipeEvent::Queued { .. } => self.events.push_back(ticket_event(ticket, event)),
                 other => self.events.push_back(other),
             }
+        }
+        self.report_capacity();
+    }
+
+    /// Reports the semaphore's capacity (`Capacity`) if it changed since
+    /// last reported.
+    fn report_capacity(&mut self) {
+        let capacity = (self.inner.max_leases(), self.inner.available());
+        if capacity != self.capacity {
+            self.capacity = capacity;
+            self.events.push_back(RecipeEvent::Capacity { limit: capacity.0, available: capacity.1 });
         }
     }
 }

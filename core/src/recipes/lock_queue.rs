@@ -231,14 +231,29 @@ impl LockQueue {
             if state.lost.remove(&ticket) {
                 return;
             }
-            if let Hold::Held { ticket: t, holds } = &mut state.hold {
-                if *t == ticket {
-                    *holds = 1;
-                    let _ = self.release(now, ticket);
-                    return;
-                }
+            if matches!(state.hold, Hold::Held { ticket: t, .. } if t == ticket) {
+                // Its grant never reached the caller (the acquire was
+                // dropped): released with every re-entry, and nothing is
+                // reported to the ticket.
+                self.release_abandoned(now, part);
+                return;
             }
         }
+    }
+
+    /// Releases the hold in slot `part` for no ticket (its ticket was
+    /// abandoned after the grant).
+    fn release_abandoned(&mut self, now: Instant, part: usize) {
+        let Some(state) = self.parts.get_mut(part) else { return };
+        state.hold = Hold::Releasing { ticket: None };
+        if self.inner.release_part(now, part_at(&*self.inner, part)).is_err() {
+            // The recipe no longer holds it (its own loss comes as an event).
+            if let Some(state) = self.parts.get_mut(part) {
+                state.hold = Hold::None;
+            }
+        }
+        self.collect(now);
+        self.advance(now);
     }
 
     // ---- queries -------------------------------------------------------------------

@@ -16,6 +16,7 @@ pub(crate) mod rwlock;
 pub(crate) mod semaphore;
 pub(crate) mod semaphore_mutex;
 pub(crate) mod shared_count;
+pub(crate) mod spec;
 
 pub use crate::recipe::Ticket;
 pub use capability::{BoxedLock, LockRecipe, OnePartLock, Part, part_event};
@@ -32,3 +33,4 @@ pub use rwlock::ReadWriteLock;
 pub use semaphore::{SEMAPHORE_LEASES, SEMAPHORE_LOCKS, Semaphore};
 pub use semaphore_mutex::SemaphoreMutex;
 pub use shared_count::{SharedCount, count_bytes, count_value};
+pub use spec::{Layout, LockKind, LockSpec, SemaphoreSize, SemaphoreSpec};

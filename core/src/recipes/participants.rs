@@ -10,11 +10,11 @@ use bytes::Bytes;
 use zoolock_wire::{ErrorCode, OpCode, Response};
 
 use super::kit::Outbox;
-use super::policy::{LEASE_NAME, LOCK_NAME, SortKey};
-use super::semaphore::SEMAPHORE_LEASES;
+use super::policy::SortKey;
+use super::spec::LockKind;
 use crate::error::{ApiMisuse, RequestError};
 use crate::op::Op;
-use crate::path::{PathError, ZkPath};
+use crate::path::ZkPath;
 use crate::recipe::{OpId, Participant, Recipe, RecipeEvent, RecipeOp};
 use crate::session::{ConnectionState, WatchEvent};
 use crate::time::Instant;
@@ -79,23 +79,22 @@ impl Participants {
         p
     }
 
-    /// A [`Mutex`](super::Mutex)'s (or Curator `InterProcessMutex`'s) queue.
-    pub fn for_mutex(base: ZkPath) -> Participants {
-        Participants::new(base, SortKey::Standard(LOCK_NAME))
-    }
-
-    /// A [`ReadWriteLock`](super::ReadWriteLock)'s queue: readers and writers
-    /// in one order (tell them apart by `__READ__` / `__WRIT__` in the name,
-    /// or narrow with [`Participants::containing`]).
-    pub fn for_rwlock(base: ZkPath) -> Participants {
-        Participants::new(base, SortKey::ReadWrite)
-    }
-
-    /// A semaphore's lease holders: the children of `base/leases`. Curator
-    /// returns lease names unsorted (server order); we sort them by the
-    /// `lease-` sequence so the order is stable and means "oldest first".
-    pub fn for_semaphore(base: ZkPath) -> Result<Participants, PathError> {
-        Ok(Participants::new(base.join(SEMAPHORE_LEASES)?, SortKey::Standard(LEASE_NAME)))
+    /// The queue of a lock of `kind` on `base`, in its Curator layout
+    /// ([`LockKind::layout`]): a mutex's nodes; a read-write lock's readers
+    /// and writers in one order (tell them apart by `__READ__` / `__WRIT__`
+    /// in the name, or narrow with [`Participants::containing`]); a
+    /// semaphore's lease holders, the children of `base/leases` (Curator
+    /// returns lease names unsorted, in server order; we sort them by the
+    /// `lease-` sequence so the order is stable and means "oldest first").
+    ///
+    /// # Errors
+    ///
+    /// [`ApiMisuse::InvalidPath`] when `base` cannot take the layout's
+    /// folder; [`ApiMisuse::NoLayout`] for a multi-lock, whose members each
+    /// have their own queue.
+    pub fn of(kind: LockKind, base: ZkPath) -> Result<Participants, ApiMisuse> {
+        let layout = kind.layout().ok_or(ApiMisuse::NoLayout(kind))?;
+        Ok(Participants::new(layout.queue(&base)?, layout.sort_key()))
     }
 
     /// Keeps only children whose name contains `marker`, as each half of

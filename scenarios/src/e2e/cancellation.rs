@@ -40,26 +40,33 @@ fn seed() -> u64 {
     }
 }
 
-/// What an acquire handed out.
-enum Held {
+/// How an acquire's holds count against the others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
     /// A mutex-like lock, or a write lock.
-    Exclusive(Guard),
-    Read(Guard),
-    Leases(Vec<Lease>),
+    Exclusive,
+    Read,
+    Leases,
+}
+
+/// What an acquire handed out: one guard, or an acquire's leases.
+struct Held {
+    mode: Mode,
+    holds: Vec<Hold>,
 }
 
 impl Held {
+    fn new(mode: Mode, holds: impl IntoIterator<Item = impl Into<Hold>>) -> Held {
+        Held { mode, holds: holds.into_iter().map(Into::into).collect() }
+    }
+
     async fn release(self, drop_it: bool) -> Result<(), Error> {
-        match self {
-            Held::Exclusive(g) | Held::Read(g) if !drop_it => g.release().await,
-            Held::Leases(leases) if !drop_it => {
-                for lease in leases {
-                    lease.release().await?;
-                }
-                Ok(())
+        if !drop_it {
+            for hold in self.holds {
+                hold.release().await?;
             }
-            _ => Ok(()),
         }
+        Ok(())
     }
 }
 
@@ -94,8 +101,8 @@ struct Shared {
 impl Shared {
     fn enter(&self, held: &Held) -> Result<(), String> {
         let mut c = self.counts.lock().unwrap();
-        match held {
-            Held::Exclusive(g) => {
+        match (held.mode, held.holds.first()) {
+            (Mode::Exclusive, Some(g)) => {
                 if c.exclusive + c.readers + c.leases > 0 {
                     return Err(format!("exclusive grant {} while held: {c:?}", g.node()));
                 }
@@ -105,18 +112,19 @@ impl Shared {
                 c.last_token = g.fencing_token().0;
                 c.exclusive += 1;
             }
-            Held::Read(g) => {
+            (Mode::Read, Some(g)) => {
                 if c.exclusive > 0 {
                     return Err(format!("read grant {} while a writer holds: {c:?}", g.node()));
                 }
                 c.readers += 1;
             }
-            Held::Leases(l) => {
-                c.leases += l.len();
+            (Mode::Leases, _) => {
+                c.leases += held.holds.len();
                 if c.leases > self.lease_limit {
                     return Err(format!("{} leases out of {}", c.leases, self.lease_limit));
                 }
             }
+            (mode, None) => return Err(format!("a {mode:?} grant without a hold")),
         }
         self.tally.granted.fetch_add(1, Ordering::Relaxed);
         Ok(())
@@ -124,10 +132,10 @@ impl Shared {
 
     fn leave(&self, held: &Held) {
         let mut c = self.counts.lock().unwrap();
-        match held {
-            Held::Exclusive(_) => c.exclusive -= 1,
-            Held::Read(_) => c.readers -= 1,
-            Held::Leases(l) => c.leases -= l.len(),
+        match held.mode {
+            Mode::Exclusive => c.exclusive -= 1,
+            Mode::Read => c.readers -= 1,
+            Mode::Leases => c.leases -= held.holds.len(),
         }
     }
 }
@@ -350,7 +358,7 @@ fn lock_acquire(lock: Lock) -> Acquire {
                 Some(d) => lock.acquire_timeout(d).await,
                 None => lock.acquire().await,
             }
-            .map(Held::Exclusive)
+            .map(|g| Held::new(Mode::Exclusive, [g]))
         })
     })
 }
@@ -380,7 +388,7 @@ pub async fn cancellation_rwlock(env: &Env) {
                     Some(d) => lock.acquire_timeout(d).await?,
                     None => lock.acquire().await?,
                 };
-                Ok(if reading { Held::Read(g) } else { Held::Exclusive(g) })
+                Ok(Held::new(if reading { Mode::Read } else { Mode::Exclusive }, [g]))
             })
         }) as Acquire
     });
@@ -405,7 +413,7 @@ pub async fn cancellation_semaphore(env: &Env) {
                     Some(d) => s.acquire_timeout(qty, d).await,
                     None => s.acquire(qty).await,
                 }
-                .map(Held::Leases)
+                .map(|leases| Held::new(Mode::Leases, leases))
             })
         }) as Acquire
     });

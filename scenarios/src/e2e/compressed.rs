@@ -7,7 +7,7 @@ use std::time::Duration;
 use futures_lite::StreamExt;
 use zoolock_driver::zoolock_core::gzip;
 use zoolock_driver::zoolock_core::wire::Bytes;
-use zoolock_driver::{Compression, LockOptions, ParticipantsOf};
+use zoolock_driver::{Compression, LockKind, LockOptions};
 
 use super::{Env, close_all, remove_tree};
 
@@ -26,7 +26,7 @@ pub async fn compressed_data(env: &Env) {
     let (raw, _) = plain.get_data(held.node()).await.unwrap();
     assert!(gzip::is_gzip(&raw), "{raw:?}");
     assert_eq!(gzip::decompress(&raw, 64).unwrap(), b"worker-1");
-    let listed = plain.participants(&path, ParticipantsOf::Mutex).await.unwrap();
+    let listed = plain.participants(&path, LockKind::Mutex).await.unwrap();
     assert_eq!(listed[0].data.as_deref(), Some(&b"worker-1"[..]), "participants decompress");
     held.release().await.unwrap();
 

@@ -199,20 +199,20 @@ pub async fn participants(env: &Env) {
     let lb = b.mutex(&path).await.unwrap();
     let waiting = env.spawn(async move { lb.acquire().await });
     wait_children(env, &a, &path, 2).await;
-    let list = b.participants(&path, ParticipantsOf::Mutex).await.unwrap();
+    let list = b.participants(&path, LockKind::Mutex).await.unwrap();
     assert_eq!(list.len(), 2, "{list:?}");
     assert_eq!(list[0].path, ga.node());
     assert_eq!(list[0].data.as_deref(), Some(&b"127.0.0.1"[..]));
     assert_eq!(list[1].data.as_deref(), Some(&b"worker-b"[..]));
     drop(ga);
     let gb = env.within(Duration::from_secs(5), "second participant", waiting).await.unwrap();
-    let list = a.participants(&path, ParticipantsOf::Mutex).await.unwrap();
+    let list = a.participants(&path, LockKind::Mutex).await.unwrap();
     assert_eq!(list.iter().map(|p| p.path.as_str()).collect::<Vec<_>>(), vec![gb.node()]);
     drop(gb);
     assert_empty(env, &a, &path).await;
-    assert!(a.participants(&path, ParticipantsOf::Mutex).await.unwrap().is_empty());
+    assert!(a.participants(&path, LockKind::Mutex).await.unwrap().is_empty());
     remove_tree(&a, &path).await;
-    let none = a.participants(&path, ParticipantsOf::Mutex).await.unwrap();
+    let none = a.participants(&path, LockKind::Mutex).await.unwrap();
     assert!(none.is_empty(), "no path, no participants: {none:?}");
     close_all(&[&a, &b]).await;
 }

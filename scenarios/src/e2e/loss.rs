@@ -106,7 +106,7 @@ pub async fn loss_lease_deleted(env: &Env) {
     first.release().await.unwrap();
     // Both leases are free again for others.
     let more = sem.acquire(2).await.unwrap();
-    assert_eq!(more.iter().map(Lease::status).collect::<Vec<_>>(), vec![HoldStatus::Held; 2]);
+    assert_eq!(more.iter().map(|l| l.status()).collect::<Vec<_>>(), vec![HoldStatus::Held; 2]);
     assert_eq!(second.status(), HoldStatus::Held);
     second.release().await.unwrap();
     drop(more);

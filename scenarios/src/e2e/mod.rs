@@ -24,8 +24,7 @@ use futures_lite::{StreamExt, future};
 use zoolock_driver::zoolock_core::wire::{Acl, Bytes, CreateMode, ErrorCode, MultiResult};
 use zoolock_driver::zoolock_core::{ApiMisuse, Op, RequestError, ZkPath};
 use zoolock_driver::{
-    Client, ConnectionState, Error, Guard, HoldStatus, Lease, Lock, OpPlan, Options, ParticipantsOf, ReadWriteLock,
-    Runtime,
+    Client, ConnectionState, Error, Guard, Hold, HoldStatus, Lock, LockKind, OpPlan, Options, ReadWriteLock, Runtime,
 };
 
 mod cancellation;
@@ -606,7 +605,7 @@ pub async fn semaphore(env: &Env) {
     held.extend(sa.acquire(1).await.unwrap());
     assert_ne!(held[0].node(), held[1].node());
     assert_eq!(children(&a, &leases_path).await.len(), 3);
-    let holders = a.participants(&path, ParticipantsOf::Semaphore).await.unwrap();
+    let holders = a.participants(&path, LockKind::Semaphore).await.unwrap();
     assert_eq!(holders.len(), 3);
 
     assert!(matches!(sb.acquire_timeout(1, Duration::from_millis(150)).await, Err(Error::TimedOut)));

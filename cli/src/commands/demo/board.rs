@@ -10,35 +10,18 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use zoolock_tokio::LockKind;
 use zoolock_tokio::zoolock_core::recipes::policy::{LOCK_NAME, SortKey};
 
-/// The three recipes the demo runs, in display order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum Recipe {
-    /// The fair mutex.
-    Mutex,
-    /// The read-write lock.
-    ReadWrite,
-    /// The counting semaphore.
-    Semaphore,
-}
+/// A recipe the demo runs: one of three lock kinds.
+pub(crate) type Recipe = LockKind;
 
-impl Recipe {
-    /// Every recipe, in display order.
-    pub(crate) const ALL: [Recipe; 3] = [Recipe::Mutex, Recipe::ReadWrite, Recipe::Semaphore];
+/// The recipes the demo runs, in display order.
+pub(crate) const RECIPES: [Recipe; 3] = [LockKind::Mutex, LockKind::ReadWriteLock, LockKind::Semaphore];
 
-    /// The name shown in progress and summary.
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Recipe::Mutex => "mutex",
-            Recipe::ReadWrite => "rwlock",
-            Recipe::Semaphore => "semaphore",
-        }
-    }
-
-    fn index(self) -> usize {
-        self as usize
-    }
+/// A recipe's place in [`RECIPES`] (and in the tallies).
+fn slot(recipe: Recipe) -> usize {
+    RECIPES.iter().position(|r| *r == recipe).unwrap_or(0)
 }
 
 /// What a worker does with its recipe.
@@ -59,7 +42,7 @@ impl Role {
     pub(crate) fn recipe(self) -> Recipe {
         match self {
             Role::Mutex => Recipe::Mutex,
-            Role::Reader | Role::Writer => Recipe::ReadWrite,
+            Role::Reader | Role::Writer => Recipe::ReadWriteLock,
             Role::Lease => Recipe::Semaphore,
         }
     }
@@ -89,12 +72,10 @@ impl Role {
         }
     }
 
-    /// How the sequence number is read from this role's node names.
+    /// How the sequence number is read from this role's node names: its
+    /// recipe's layout.
     fn sort_key(self) -> SortKey {
-        match self {
-            Role::Reader | Role::Writer => SortKey::ReadWrite,
-            Role::Mutex | Role::Lease => SortKey::Standard(LOCK_NAME),
-        }
+        self.recipe().layout().map_or(SortKey::Standard(LOCK_NAME), |layout| layout.sort_key())
     }
 }
 
@@ -249,7 +230,7 @@ impl Board {
     pub(crate) fn new(leases: usize, workers: &[WorkerId]) -> Board {
         let mut tallies = [Tally::new(1), Tally::new(1), Tally::new(leases)];
         for w in workers {
-            tallies[w.role.recipe().index()].per_worker.insert(w.name.clone(), (w.role, 0));
+            tallies[slot(w.role.recipe())].per_worker.insert(w.name.clone(), (w.role, 0));
         }
         Board { tallies: Mutex::new(tallies) }
     }
@@ -261,13 +242,13 @@ impl Board {
     /// `worker` was granted its lock after waiting `waited`; checks
     /// exclusion, token order and grant order.
     pub(crate) fn granted(&self, worker: &WorkerId, waited: Duration, token: i64, node: &str) {
-        self.with(|t| t[worker.role.recipe().index()].granted(worker, waited, token, node));
+        self.with(|t| t[slot(worker.role.recipe())].granted(worker, waited, token, node));
     }
 
     /// `worker` is about to release (called before the node is deleted).
     pub(crate) fn releasing(&self, worker: &WorkerId) {
         self.with(|t| {
-            let holders = &mut t[worker.role.recipe().index()].holders;
+            let holders = &mut t[slot(worker.role.recipe())].holders;
             if let Some(i) = holders.iter().position(|h| h == worker) {
                 holders.remove(i);
             }
@@ -277,15 +258,15 @@ impl Board {
     /// A holder of `recipe` writes to its protected resource with `token`;
     /// false if the resource refused it as stale.
     pub(crate) fn write(&self, recipe: Recipe, token: i64) -> bool {
-        self.with(|t| t[recipe.index()].resource.write(token))
+        self.with(|t| t[slot(recipe)].resource.write(token))
     }
 
     /// `worker` failed and stopped.
     pub(crate) fn failed(&self, worker: &WorkerId, message: String) {
-        self.with(|t| t[worker.role.recipe().index()].errors.push(format!("{}: {message}", worker.name)));
+        self.with(|t| t[slot(worker.role.recipe())].errors.push(format!("{}: {message}", worker.name)));
     }
 
-    /// The live figures, one per recipe in [`Recipe::ALL`] order.
+    /// The live figures, one per recipe in [`RECIPES`] order.
     pub(crate) fn live(&self) -> [Live; 3] {
         self.with(|t| {
             t.each_ref().map(|t| Live {
@@ -295,7 +276,7 @@ impl Board {
         })
     }
 
-    /// Everything recorded, one per recipe in [`Recipe::ALL`] order.
+    /// Everything recorded, one per recipe in [`RECIPES`] order.
     pub(crate) fn tallies(&self) -> [Tally; 3] {
         self.with(|t| t.clone())
     }

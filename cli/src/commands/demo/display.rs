@@ -18,9 +18,9 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 use tokio::time::MissedTickBehavior;
-use zoolock_tokio::{Client, ParticipantsOf};
+use zoolock_tokio::{Client, LockKind};
 
-use super::board::{Board, Live, Recipe};
+use super::board::{Board, Live, RECIPES, Recipe};
 use super::tree::Tree;
 use super::workers::stopped;
 
@@ -79,7 +79,7 @@ pub(crate) async fn run(
         while history.len() > 2 && history.get(1).is_some_and(|(t, _)| now.duration_since(*t) >= RATE_WINDOW) {
             history.pop_front();
         }
-        let rows: Vec<Row> = Recipe::ALL
+        let rows: Vec<Row> = RECIPES
             .into_iter()
             .zip(live)
             .zip(queues)
@@ -122,11 +122,8 @@ fn queued(participants: &[Option<String>], holders: &[String]) -> usize {
 /// semaphore's queue is its internal mutex, where lease waiters line up.
 async fn list(monitor: &Client, tree: &Tree) -> [Option<Vec<Option<String>>>; 3] {
     let mut queues = [None, None, None];
-    for (queue, recipe) in queues.iter_mut().zip(Recipe::ALL) {
-        let kind = match recipe {
-            Recipe::ReadWrite => ParticipantsOf::ReadWriteLock,
-            Recipe::Mutex | Recipe::Semaphore => ParticipantsOf::Mutex,
-        };
+    for (queue, recipe) in queues.iter_mut().zip(RECIPES) {
+        let kind = if recipe == LockKind::Semaphore { LockKind::Mutex } else { recipe };
         *queue =
             monitor.participants(&tree.queue_path(recipe), kind).await.ok().map(|list| {
                 list.into_iter().map(|p| p.data.map(|d| String::from_utf8_lossy(&d).into_owned())).collect()
@@ -177,7 +174,7 @@ fn render_block(rows: &[Row], elapsed: Duration, duration: Duration, width: &mut
     for r in rows {
         lines.push(format!(
             "  {:<10} held by {:<width$}  queue {:>3}  acquired {:>7}  {:>7.1}/s",
-            r.recipe.name(),
+            r.recipe.label(),
             holders(&r.live),
             queue(r.queue),
             r.live.acquisitions,
@@ -194,7 +191,7 @@ fn render_plain(rows: &[Row], elapsed: Duration) -> String {
         .map(|r| {
             format!(
                 "{} held by {}, queue {}, {} acquired, {:.1}/s",
-                r.recipe.name(),
+                r.recipe.label(),
                 holders(&r.live),
                 queue(r.queue),
                 r.live.acquisitions,
@@ -213,7 +210,7 @@ mod tests {
         let live = |h: &[&str], n| Live { holders: h.iter().map(|s| s.to_string()).collect(), acquisitions: n };
         vec![
             Row { recipe: Recipe::Mutex, live: live(&["m2"], 412), queue: Some(3), rate: 81.25 },
-            Row { recipe: Recipe::ReadWrite, live: live(&["r1", "r3"], 900), queue: None, rate: 0.0 },
+            Row { recipe: Recipe::ReadWriteLock, live: live(&["r1", "r3"], 900), queue: None, rate: 0.0 },
             Row { recipe: Recipe::Semaphore, live: live(&[], 5), queue: Some(0), rate: 2.0 },
         ]
     }

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use super::board::{Recipe, Role, Tally};
+use super::board::{RECIPES, Recipe, Role, Tally};
 
 /// Below this many grants per worker on average, fairness is not judged:
 /// a short or interrupted run says too little.
@@ -103,7 +103,7 @@ fn table(tallies: &[Tally; 3], elapsed: Duration) -> Vec<String> {
         "wait for the lock", "workers", "acquired", "per s", "p50", "p90", "p99", "max", "per worker min-max"
     )];
     let secs = elapsed.as_secs_f64().max(1e-3);
-    for (recipe, tally) in Recipe::ALL.into_iter().zip(tallies) {
+    for (recipe, tally) in RECIPES.into_iter().zip(tallies) {
         for (role, waits) in roles(tally) {
             let counts = counts(tally, role);
             let label = match recipe {

@@ -36,7 +36,7 @@ impl Tree {
 
     /// The lock path of a recipe.
     pub(crate) fn path(&self, recipe: Recipe) -> String {
-        format!("{}/{}", self.base, recipe.name())
+        format!("{}/{}", self.base, recipe.label())
     }
 
     /// Where a recipe's waiters queue: the lock path, or for the semaphore
@@ -55,7 +55,7 @@ impl Tree {
         vec![
             self.base.clone(),
             self.path(Recipe::Mutex),
-            self.path(Recipe::ReadWrite),
+            self.path(Recipe::ReadWriteLock),
             sem.clone(),
             format!("{sem}/{SEMAPHORE_LOCKS}"),
             format!("{sem}/{SEMAPHORE_LEASES}"),
@@ -126,7 +126,7 @@ mod tests {
     fn paths() {
         let tree = Tree { base: "/zoolock-demo/1-2".into() };
         assert_eq!(tree.path(Recipe::Mutex), "/zoolock-demo/1-2/mutex");
-        assert_eq!(tree.queue_path(Recipe::ReadWrite), "/zoolock-demo/1-2/rwlock");
+        assert_eq!(tree.queue_path(Recipe::ReadWriteLock), "/zoolock-demo/1-2/rwlock");
         assert_eq!(tree.queue_path(Recipe::Semaphore), "/zoolock-demo/1-2/semaphore/locks");
         assert!(Tree::fresh().base.starts_with("/zoolock-demo/"));
     }

@@ -5,11 +5,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
-use zoolock_tokio::{Client, Error, Lock, Semaphore};
+use zoolock_tokio::{Client, Error, Hold, HoldStatus, Lock, Semaphore};
 
 use super::board::{Board, Role, WorkerId};
 use super::tree::Tree;
-use crate::commands::lock::Held;
 
 /// A worker's handle on its recipe.
 #[derive(Debug)]
@@ -32,10 +31,10 @@ impl Handle {
         })
     }
 
-    async fn acquire(&self) -> Result<Held, Error> {
+    async fn acquire(&self) -> Result<Hold, Error> {
         match self {
-            Handle::Lock(lock) => lock.acquire().await.map(Held::Guard),
-            Handle::Semaphore(sem) => sem.acquire_one().await.map(Held::Lease),
+            Handle::Lock(lock) => lock.acquire().await.map(Hold::from),
+            Handle::Semaphore(sem) => sem.acquire_one().await.map(Hold::from),
         }
     }
 }
@@ -73,11 +72,11 @@ pub(crate) async fn run(
             Ok(held) => held,
             Err(e) => return board.failed(&id, format!("acquire: {e}")),
         };
-        let token = held.fencing_token();
+        let token = held.fencing_token().0;
         board.granted(&id, asked.elapsed(), token, held.node());
         // The critical section: an exclusive holder writes with its token,
         // but only while the hold is certain, as a real holder should.
-        if id.role.exclusive() && held.held() {
+        if id.role.exclusive() && held.status() == HoldStatus::Held {
             board.write(id.role.recipe(), token);
         }
         tokio::time::sleep(hold).await;

@@ -130,7 +130,7 @@ impl Sim {
                 task.pending = None;
                 c.no_node_replies = 0;
                 let holds = match (c.role, c.shared) {
-                    (Role::Multi, Shared::Lock(h)) => {
+                    (LockKind::MultiLock, Shared::Lock(h)) => {
                         let members = c
                             .client
                             .with(now, h, |q, _| {
@@ -156,7 +156,7 @@ impl Sim {
                         holds
                     }
                     _ => {
-                        let multi = self.config.kind == RecipeKind::MultiLock;
+                        let multi = self.config.kind == LockKind::MultiLock;
                         let path = match (multi, pending.mode) {
                             (true, Mode::Read | Mode::Write) => MULTI_A,
                             (true, _) => MULTI_B,
@@ -218,7 +218,7 @@ impl Sim {
                 // the recipe gave up early.
                 Err(format!("c{i}.{k}: the acquire failed with {e:?} after {no_node} NoNode replies"))
             }
-            RecipeEvent::Refused(e) if c.role != Role::Rw => Err(self.misuse(i, "a queued acquire", e)),
+            RecipeEvent::Refused(e) if c.role != LockKind::ReadWriteLock => Err(self.misuse(i, "a queued acquire", e)),
             RecipeEvent::TimedOut | RecipeEvent::Failed(_) | RecipeEvent::Refused(_) => {
                 // (A read-write lock refuses a write while another task of
                 // the client holds the read half: the upgrade rule.)

@@ -13,11 +13,11 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use zoolock_core::recipes::{BoxedLock, Part, REVOKE_MESSAGE, SharedCount, count_bytes};
+use zoolock_core::recipes::{BoxedLock, REVOKE_MESSAGE, SemaphoreSize, SemaphoreSpec, count_bytes};
 use zoolock_core::{
     AclPolicy, ApiMisuse, ChrootPolicy, Client, ClientEvent, ConnectString, ConnectionState, Handle, Instant,
-    IoCommand, LeaseQueue, LockConfig, LockQueue, MultiLock, Mutex, OpPlan, ReadWriteLock, RecipeEvent, RequestError,
-    Rng, Semaphore, SemaphoreMutex, SessionConfig, Ticket, ZkPath,
+    IoCommand, LeaseQueue, LockConfig, LockKind, LockQueue, LockSpec, Mutex, OpPlan, Part, RecipeEvent, RequestError,
+    Rng, SessionConfig, Ticket, ZkPath,
 };
 
 use super::oracle::{Fencing, Mode, check_exclusion, check_lease_limits};
@@ -25,45 +25,22 @@ use crate::decode::StreamDecoder;
 use crate::trace::Direction;
 use zoolock_model::{ConnId, ModelConfig, ZkModel};
 
-/// Which recipe the clients of one simulation use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RecipeKind {
-    /// `Mutex` on one path.
-    Mutex,
-    /// `ReadWriteLock` on one path; each acquire is a read or a write.
-    ReadWriteLock,
-    /// `Semaphore` with `SimConfig::leases` leases, one lease per acquire.
-    Semaphore,
-    /// `SemaphoreMutex` on one path.
-    SemaphoreMutex,
-    /// `MultiLock` of the write half of a read-write lock on one path and a
-    /// mutex on another, beside plain read-write locks on the first and
-    /// mutexes on the second.
-    MultiLock,
-}
-
-impl RecipeKind {
-    /// Every kind, in the order seeds cycle through them.
-    pub const ALL: [RecipeKind; 5] = [
-        RecipeKind::Mutex,
-        RecipeKind::ReadWriteLock,
-        RecipeKind::Semaphore,
-        RecipeKind::SemaphoreMutex,
-        RecipeKind::MultiLock,
-    ];
-
-    /// The kind a seed uses (`seed % 5`).
-    pub fn for_seed(seed: u64) -> RecipeKind {
-        RecipeKind::ALL[(seed % 5) as usize]
-    }
+/// The kind a fresh seed runs: [`LockKind::ALL`] in turn. A seed recorded
+/// in a list keeps its kind beside it ([`SimConfig::for_seed_and_kind`]), so
+/// a new kind re-maps fresh seeds only.
+pub fn kind_for_seed(seed: u64) -> LockKind {
+    let kinds = LockKind::ALL;
+    kinds[(seed % kinds.len() as u64) as usize]
 }
 
 /// Knobs of one simulation. [`SimConfig::for_seed`] draws them from the seed.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct SimConfig {
-    /// The recipe every client uses.
-    pub kind: RecipeKind,
+    /// The lock kind of the run: every client's, except that a multi-lock
+    /// run mixes multi-locks (of a read-write lock's write half and a mutex)
+    /// with plain read-write locks and mutexes on their paths.
+    pub kind: LockKind,
     /// Number of clients.
     pub clients: usize,
     /// Semaphore leases (Semaphore only).
@@ -121,20 +98,24 @@ const FORK_OUTSIDE: u64 = 1000;
 const MAX_OUTSIDE_DELETES: u64 = 3;
 
 impl SimConfig {
-    /// The configuration of `seed`: kind `seed % 5`, 2 to 5 clients, the
+    /// The configuration of a fresh `seed`: its kind is [`kind_for_seed`].
+    pub fn for_seed(seed: u64) -> SimConfig {
+        SimConfig::for_seed_and_kind(seed, kind_for_seed(seed))
+    }
+
+    /// The configuration of `seed` running `kind`: 2 to 5 clients, the
     /// Curator plan one time in four, T = 6 s, up to 24 faults in the first
     /// 60 s, new acquires until 70 s.
-    pub fn for_seed(seed: u64) -> SimConfig {
+    pub fn for_seed_and_kind(seed: u64, kind: LockKind) -> SimConfig {
         let mut rng = Rng::with_seed(Rng::fork(seed, FORK_CONFIG));
-        let kind = RecipeKind::for_seed(seed);
         let clients = 2 + below(&mut rng, 4) as usize;
         let leases = 1 + below(&mut rng, (clients - 1) as u64) as usize;
         let plan = if below(&mut rng, 4) == 0 { OpPlan::Curator } else { OpPlan::Pipelined };
         let faults = below(&mut rng, 25) as usize;
         let tasks = 1 + below(&mut rng, 3) as usize;
         // Drawn last, so the draws above stay what they were for old seeds.
-        let resize = kind == RecipeKind::Semaphore && below(&mut rng, 2) == 0;
-        let revocable = kind == RecipeKind::Semaphore && below(&mut rng, 2) == 0;
+        let resize = kind == LockKind::Semaphore && below(&mut rng, 2) == 0;
+        let revocable = kind == LockKind::Semaphore && below(&mut rng, 2) == 0;
         let chroot = !resize && below(&mut rng, 2) == 0;
         SimConfig {
             watch_held: true,
@@ -188,6 +169,8 @@ pub struct SimReport {
 pub struct SimFailure {
     /// The seed to replay with `SIM_SEED`.
     pub seed: u64,
+    /// Its kind, to record beside the seed (`SIM_KIND` replays it).
+    pub kind: LockKind,
     /// The broken oracle or the panic message.
     pub message: String,
     /// The last trace lines, oldest first.
@@ -196,12 +179,17 @@ pub struct SimFailure {
 
 impl std::fmt::Display for SimFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        writeln!(f, "SIM_SEED={} failed: {}", self.seed, self.message)?;
+        writeln!(f, "SIM_SEED={} SIM_KIND={} failed: {}", self.seed, self.kind.label(), self.message)?;
         writeln!(f, "last {} trace lines:", self.trace.len())?;
         for line in &self.trace {
             writeln!(f, "  {line}")?;
         }
-        write!(f, "replay: SIM_SEED={} cargo test -p zoolock-conformance --test sim -- replay --nocapture", self.seed)
+        write!(
+            f,
+            "replay: SIM_SEED={} SIM_KIND={} cargo test -p zoolock-conformance --test sim -- replay --nocapture",
+            self.seed,
+            self.kind.label()
+        )
     }
 }
 
@@ -213,6 +201,7 @@ pub fn run_seed(seed: u64) -> Result<SimReport, SimFailure> {
 
 /// Runs one seed with an explicit configuration, panics included.
 pub fn run_with(seed: u64, config: SimConfig) -> Result<SimReport, SimFailure> {
+    let kind = config.kind;
     let mut sim = Sim::new(seed, config);
     let outcome = catch_unwind(AssertUnwindSafe(|| sim.run()));
     let message = match outcome {
@@ -227,7 +216,7 @@ pub fn run_with(seed: u64, config: SimConfig) -> Result<SimReport, SimFailure> {
             format!("panic: {text}")
         }
     };
-    Err(SimFailure { seed, message, trace: sim.trace.iter().cloned().collect() })
+    Err(SimFailure { seed, kind, message, trace: sim.trace.iter().cloned().collect() })
 }
 
 /// The outcome of [`sweep`].
@@ -296,16 +285,6 @@ fn between(rng: &mut Rng, lo: Duration, hi: Duration) -> Duration {
 
 // ---- clients ---------------------------------------------------------------------------
 
-/// Which recipe a client runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Role {
-    Mutex,
-    Rw,
-    Semaphore,
-    SemaphoreMutex,
-    Multi,
-}
-
 #[derive(Debug, Clone)]
 struct Hold {
     path: String,
@@ -347,7 +326,8 @@ struct SimTask {
 struct SimClient {
     client: Client,
     shared: Shared,
-    role: Role,
+    /// The kind of its lock.
+    role: LockKind,
     incarnation: u64,
     link: Option<Link>,
     /// A connect in progress completes at this instant.
@@ -585,18 +565,50 @@ impl Sim {
         self.trace.push_back(line);
     }
 
-    fn role_for(&mut self, _index: usize) -> Role {
+    fn role_for(&mut self, _index: usize) -> LockKind {
         match self.config.kind {
-            RecipeKind::Mutex => Role::Mutex,
-            RecipeKind::ReadWriteLock => Role::Rw,
-            RecipeKind::Semaphore => Role::Semaphore,
-            RecipeKind::SemaphoreMutex => Role::SemaphoreMutex,
-            RecipeKind::MultiLock => match below(&mut self.rng, 10) {
-                0..=2 => Role::Mutex,
-                3..=4 => Role::Rw,
-                _ => Role::Multi,
+            LockKind::MultiLock => match below(&mut self.rng, 10) {
+                0..=2 => LockKind::Mutex,
+                3..=4 => LockKind::ReadWriteLock,
+                _ => LockKind::MultiLock,
             },
+            kind => kind,
         }
+    }
+
+    /// The lock a client of `role` takes, on the paths as clients see them
+    /// (a read-write lock is built whole, its halves are the parts); `None`
+    /// for the semaphore. A kind that is one lock on one path runs here with
+    /// no change (its holds are checked as exclusive).
+    fn spec(&self, role: LockKind) -> Option<LockSpec> {
+        let path = |p: &str| self.client_path(p).to_owned();
+        let multi = self.config.kind == LockKind::MultiLock;
+        match role {
+            // A mixed multi-lock: a write half and a mutex, as Curator's
+            // InterProcessMultiLock takes any InterProcessLock.
+            LockKind::MultiLock => {
+                Some(LockSpec::Multi(vec![LockSpec::Write(path(MULTI_A)), LockSpec::Mutex(path(MULTI_B))]))
+            }
+            // The multi-lock's members, beside it.
+            LockKind::Mutex if multi => LockSpec::of(role, path(MULTI_B)),
+            LockKind::ReadWriteLock if multi => LockSpec::of(role, path(MULTI_A)),
+            _ => LockSpec::of(role, path(LOCK)),
+        }
+    }
+
+    /// The semaphore of a semaphore run: sized by a shared count (the right
+    /// one or, deliberately broken, another) or by `leases`.
+    fn semaphore_spec(&self) -> SemaphoreSpec {
+        let size = if self.config.resize {
+            let (count, seed) = match self.config.wrong_count {
+                false => (SIZE, self.config.leases),
+                true => (WRONG_SIZE, self.config.clients + 1),
+            };
+            SemaphoreSize::Count { path: self.client_path(count).to_owned(), seed: i32::try_from(seed).unwrap_or(1) }
+        } else {
+            SemaphoreSize::Leases(self.config.leases)
+        };
+        SemaphoreSpec::new(self.client_path(LOCK), size, self.config.revocable)
     }
 
     fn new_client(&mut self, index: usize, incarnation: u64) -> SimClient {
@@ -613,50 +625,24 @@ impl Sim {
         let role = self.role_for(index);
         let config =
             LockConfig::new(Rng::fork(seed, 0)).with_plan(self.config.plan).with_watch_held(self.config.watch_held);
-        let member = |i: u64| {
-            let mut c = config.clone();
-            c.seed = Rng::fork(c.seed, i);
-            c
-        };
-        // Lock paths as the clients see them (under the chroot, if any).
-        let path = |p: &str| ZkPath::new(self.client_path(p)).expect("a valid path");
-        let multi = self.config.kind == RecipeKind::MultiLock;
-        let (mutex_path, rw_path) = if multi { (MULTI_B, MULTI_A) } else { (LOCK, LOCK) };
-        let lock: Option<BoxedLock> = match role {
-            Role::Mutex => {
-                Some(Box::new(Mutex::with_leases(path(mutex_path), config.clone(), self.config.mutex_leases)))
-            }
-            Role::Rw => Some(Box::new(ReadWriteLock::new(path(rw_path), config.clone()))),
-            Role::SemaphoreMutex => Some(Box::new(SemaphoreMutex::new(path(LOCK), config.clone()))),
-            Role::Multi => {
-                // A mixed multi-lock: a write half and a mutex, as Curator's
-                // InterProcessMultiLock takes any InterProcessLock.
-                let members: Vec<(BoxedLock, Part)> = vec![
-                    (Box::new(ReadWriteLock::new(path(MULTI_A), member(0))), Part::Write),
-                    (Box::new(Mutex::new(path(MULTI_B), member(1))), Part::Whole),
-                ];
-                Some(Box::new(MultiLock::of(members).expect("two valid members")))
-            }
-            Role::Semaphore => None,
-        };
-        let shared = match lock {
-            Some(lock) => Shared::Lock(client.add(self.now, LockQueue::new(lock, true))),
-            None => {
-                let mut sem = if self.config.resize {
-                    let (count, seed) = match self.config.wrong_count {
-                        false => (SIZE, self.config.leases),
-                        true => (WRONG_SIZE, self.config.clients + 1),
-                    };
-                    let seed = i32::try_from(seed).unwrap_or(1);
-                    Semaphore::with_count(path(LOCK), SharedCount::new(path(count), seed, config.clone()), config)
-                } else {
-                    Semaphore::new(path(LOCK), self.config.leases, config)
+        let shared = match self.spec(role) {
+            Some(spec) => {
+                let lock: BoxedLock = match spec {
+                    // The deliberately broken predicate the exclusion oracle
+                    // must catch.
+                    LockSpec::Mutex(p) if self.config.mutex_leases != 1 => {
+                        let base = ZkPath::new(&p).expect("a valid path");
+                        Box::new(Mutex::with_leases(base, config, self.config.mutex_leases))
+                    }
+                    spec => spec.build(config, false).expect("a valid lock").0,
                 };
-                if self.config.revocable {
-                    sem.make_revocable();
-                }
+                Shared::Lock(client.add(self.now, LockQueue::new(lock, true)))
+            }
+            None if role == LockKind::Semaphore => {
+                let sem = self.semaphore_spec().build(config).expect("a valid semaphore");
                 Shared::Semaphore(client.add(self.now, LeaseQueue::new(sem, true)))
             }
+            None => panic!("the simulator has no scenario for {role:?} yet"),
         };
         let latency = between(&mut self.rng, Duration::from_millis(1), Duration::from_millis(30));
         let tasks = (0..self.config.tasks.max(1))

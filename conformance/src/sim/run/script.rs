@@ -105,10 +105,11 @@ impl Sim {
         let read = self.rng.next_u64() % 2 == 0;
         let c = &mut self.clients[i];
         let (mode, part) = match c.role {
-            Role::Mutex | Role::SemaphoreMutex | Role::Multi => (Mode::Exclusive, Part::Whole),
-            Role::Semaphore => (Mode::Lease, Part::Whole),
-            Role::Rw if read => (Mode::Read, Part::Read),
-            Role::Rw => (Mode::Write, Part::Write),
+            LockKind::Semaphore => (Mode::Lease, Part::Whole),
+            LockKind::ReadWriteLock if read => (Mode::Read, Part::Read),
+            LockKind::ReadWriteLock => (Mode::Write, Part::Write),
+            // A mutex, a semaphore mutex, a multi-lock.
+            _ => (Mode::Exclusive, Part::Whole),
         };
         let task = &mut c.tasks[k];
         task.pending = Some(Pending { mode, since: now });
