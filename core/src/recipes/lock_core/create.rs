@@ -48,10 +48,9 @@ impl LockCore {
         }
         self.base_ensured = true;
         let base = self.base.clone();
-        match self.parent_op(&base) {
-            Ok(op) => self.send(op, Purpose::EnsureBase),
-            // The create reports what is wrong with the path.
-            Err(_) => {}
+        // (No op for a path it refuses: the create reports what is wrong.)
+        if let Ok(op) = self.parent_op(&base) {
+            self.send(op, Purpose::EnsureBase);
         }
     }
 
