@@ -160,6 +160,9 @@ pub(crate) struct DriverTask {
 
 const READ_CHUNK: usize = 64 * 1024;
 
+/// Commands applied per turn of the event loop (see `take_commands`).
+const COMMANDS_PER_TURN: usize = 256;
+
 impl DriverTask {
     pub(crate) fn new(
         client: CoreClient,
@@ -378,10 +381,16 @@ impl DriverTask {
     /// is gone.
     fn take_commands(&mut self, cx: &mut Context<'_>) -> bool {
         let mut progress = false;
-        while !self.handles_gone {
+        let mut applied = 0;
+        // At most a batch per turn: the rest wait for the next turn (this one
+        // reports progress, so there is one), after this batch's frames went
+        // out. Ten thousand acquires at once then never sit encoded in one
+        // buffer, whose high-water mark the process would keep.
+        while !self.handles_gone && applied < COMMANDS_PER_TURN {
             match Pin::new(&mut self.commands).poll_next(cx) {
                 Poll::Ready(Some(cmd)) => {
                     self.apply(cmd);
+                    applied += 1;
                     progress = true;
                 }
                 Poll::Ready(None) => {
