@@ -227,3 +227,62 @@ fn oracle_catches_unwatched_held_nodes() {
     println!("the outside-delete oracle caught {caught} of {runs} runs without held-node watches");
     assert!(caught * 2 > runs, "the outside-delete oracle caught only {caught} of {runs} broken runs");
 }
+
+/// Elections (both layouts, with and without re-queueing and a maximum
+/// hold) are kinds like the others; a look at the first 80 election seeds: everyone leads, and terms end by the maximum hold and
+/// participants queue again by themselves, as configured.
+#[test]
+fn elections_run() {
+    let seeds: Vec<u64> = (0..1000u64).filter(|s| kind_for_seed(*s).election().is_some()).take(80).collect();
+    let (mut expiries, mut requeues, mut layouts) = (0, 0, std::collections::BTreeSet::new());
+    for seed in seeds {
+        let config = SimConfig::for_seed(seed);
+        let report = run_seed(seed).unwrap_or_else(|f| panic!("{f}"));
+        assert!(report.holds > 0, "SIM_SEED={seed}: nobody ever led");
+        if config.election_max_hold.is_none() {
+            assert_eq!(report.expiries, 0, "SIM_SEED={seed}: expired without a maximum hold");
+        }
+        expiries += report.expiries;
+        requeues += report.requeues;
+        layouts.insert(format!(
+            "{:?} requeue={} max_hold={}",
+            config.kind,
+            config.auto_requeue,
+            config.election_max_hold.is_some()
+        ));
+    }
+    println!("elections: {expiries} expiries, {requeues} re-queues; layouts {layouts:?}");
+    assert!(expiries > 0 && requeues > 0, "{expiries} expiries, {requeues} re-queues");
+    assert_eq!(
+        layouts.len(),
+        6,
+        "selector with and without re-queue, latch; each with and without max hold: {layouts:?}"
+    );
+}
+
+/// The election oracles are not vacuous: a participant that goes on
+/// leading after it was told `Lost` (its term expired, its node deleted) is
+/// caught.
+#[test]
+fn oracle_catches_a_leader_that_ignores_its_loss() {
+    let (mut caught, mut runs) = (0, 0);
+    let seeds = (0..2000u64).filter(|s| SimConfig::for_seed(*s).election_max_hold.is_some()).take(10);
+    for seed in seeds {
+        let mut config = SimConfig::for_seed(seed);
+        config.ignore_loss = true;
+        runs += 1;
+        if let Err(failure) = run_with(seed, config) {
+            let m = &failure.message;
+            assert!(
+                ["exclusi", "no such node", "leader", "still holds", "resign was refused"]
+                    .iter()
+                    .any(|s| m.contains(s)),
+                "{m}"
+            );
+            println!("SIM_SEED={seed}: {}", m.chars().take(100).collect::<String>());
+            caught += 1;
+        }
+    }
+    println!("the election oracles caught {caught} of {runs} runs with a leader that ignores its loss");
+    assert!(caught * 2 > runs, "the election oracles caught only {caught} of {runs} broken runs");
+}

@@ -182,6 +182,9 @@ pub enum ApiMisuse {
     /// A multi-lock acquire after a member's hold was lost: release first.
     #[error("a member's hold was lost: release before acquiring again")]
     MemberLost,
+    /// An election participant was started again after `close`.
+    #[error("the election participant is closed")]
+    ElectionClosed,
     /// A new session while the current one has not expired.
     #[error("only an expired session is replaced")]
     SessionNotExpired,

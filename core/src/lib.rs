@@ -64,10 +64,10 @@ pub use machine::{CoreMachine, Machine, Machines};
 pub use op::Op;
 pub use path::{PathError, ZkPath};
 pub use recipe::{FencingToken, OpId, Participant, Recipe, RecipeEvent, RecipeOp};
+pub use recipes::{Election, ElectionKind, LockName, MultiLock, Observer, Participants, ReadWriteLock, Revoker};
 pub use recipes::{LeaseQueue, LockQueue, LockRecipe, OnePartLock, Part, Ticket};
 pub use recipes::{LockConfig, Mutex, OpPlan, RetryPolicy};
 pub use recipes::{LockKind, LockSpec};
-pub use recipes::{MultiLock, Participants, ReadWriteLock, Revoker};
 pub use recipes::{Semaphore, SemaphoreMutex};
 pub use rng::Rng;
 pub use session::{

@@ -12,8 +12,8 @@ use alloc::boxed::Box;
 
 use crate::recipe::Recipe;
 use crate::recipes::{
-    LeaseQueue, LockQueue, MultiLock, Mutex, Participants, ReadWriteLock, Revoker, Semaphore, SemaphoreMutex,
-    SharedCount,
+    Election, LeaseQueue, LockQueue, MultiLock, Mutex, Observer, Participants, ReadWriteLock, Revoker, Semaphore,
+    SemaphoreMutex, SharedCount,
 };
 
 /// A set of recipe kinds one [`Client`](crate::Client) stores: each stored
@@ -62,6 +62,10 @@ pub enum CoreMachine {
     Participants(Box<Participants>),
     /// A [`Revoker`].
     Revoker(Revoker),
+    /// An [`Election`] participant.
+    Election(Box<Election>),
+    /// An [`Observer`] of a lock path's holder.
+    Observer(Box<Observer>),
 }
 
 impl Machines for CoreMachine {
@@ -77,6 +81,8 @@ impl Machines for CoreMachine {
             CoreMachine::SharedCount(r) => &**r,
             CoreMachine::Participants(r) => &**r,
             CoreMachine::Revoker(r) => r,
+            CoreMachine::Election(r) => &**r,
+            CoreMachine::Observer(r) => &**r,
         }
     }
 
@@ -92,6 +98,8 @@ impl Machines for CoreMachine {
             CoreMachine::SharedCount(r) => &mut **r,
             CoreMachine::Participants(r) => &mut **r,
             CoreMachine::Revoker(r) => r,
+            CoreMachine::Election(r) => &mut **r,
+            CoreMachine::Observer(r) => &mut **r,
         }
     }
 }
@@ -221,6 +229,32 @@ impl Machine<CoreMachine> for Revoker {
     fn from_machine(machine: &mut CoreMachine) -> Option<&mut Self> {
         match machine {
             CoreMachine::Revoker(r) => Some(r),
+            _ => None,
+        }
+    }
+}
+
+impl Machine<CoreMachine> for Election {
+    fn into_machine(self) -> CoreMachine {
+        CoreMachine::Election(Box::new(self))
+    }
+
+    fn from_machine(machine: &mut CoreMachine) -> Option<&mut Self> {
+        match machine {
+            CoreMachine::Election(r) => Some(&mut **r),
+            _ => None,
+        }
+    }
+}
+
+impl Machine<CoreMachine> for Observer {
+    fn into_machine(self) -> CoreMachine {
+        CoreMachine::Observer(Box::new(self))
+    }
+
+    fn from_machine(machine: &mut CoreMachine) -> Option<&mut Self> {
+        match machine {
+            CoreMachine::Observer(r) => Some(&mut **r),
             _ => None,
         }
     }

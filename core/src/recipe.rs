@@ -127,6 +127,14 @@ pub enum RecipeEvent {
     /// The hold is gone for good: the session expired, or its node was
     /// deleted (by someone else, or found missing after a reconnect).
     Lost,
+    /// The hold (the lease `node`, for a semaphore) reached its
+    /// [`LockConfig::max_hold`](crate::LockConfig::max_hold): its node is
+    /// being deleted, and `Lost` (`LeaseLost` for a lease) follows at once.
+    /// Tells why the loss came.
+    Expired {
+        /// The node that was held.
+        node: String,
+    },
     /// Another process asked the holder to give the lock up.
     RevocationRequested,
     /// The recipe gave up on an error it cannot recover from.
@@ -156,6 +164,10 @@ pub enum RecipeEvent {
     },
     /// The lock's participants, in queue order.
     Participants(alloc::vec::Vec<Participant>),
+    /// An observed lock path's holder (an election's leader) changed: the
+    /// first participant whose node still exists, or `None` when nobody is
+    /// queued. Reported first for the holder found by the first listing.
+    Holder(Option<Participant>),
     /// A revocation request was written to the holder's node.
     RevokeSent,
     /// A semaphore's lease `node` is gone: deleted by someone else, found

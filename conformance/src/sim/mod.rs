@@ -12,7 +12,8 @@
 //!   each, of the seed's [`LockKind`](zoolock_core::LockKind) ([`kind_for_seed`]: Mutex; ReadWriteLock, read or write
 //!   at random per acquire; Semaphore with N leases; SemaphoreMutex; a mixed
 //!   MultiLock of a read-write lock's write half and a mutex, beside plain
-//!   read-write locks and mutexes on its two paths). Every lock kind runs
+//!   read-write locks and mutexes on its two paths; an election participant,
+//!   below). Every lock kind runs
 //!   behind core's `LockQueue` (the semaphore behind `LeaseQueue`), and
 //!   1 to 3 user tasks per client share the handle, as tasks share a cloned
 //!   `Lock` in the async API. Half the semaphore seeds size it by a shared
@@ -23,6 +24,13 @@
 //!   under the chroot `/sim`, which the sessions keep in place as a Curator
 //!   namespace is kept: the container reaper takes it whenever every lock
 //!   is idle, and the next create under it makes it again.
+//! * Elections (`LockKind::LeaderSelector`, `LockKind::LeaderLatch`, kinds
+//!   like the others): one `Election` participant per client in
+//!   Curator's `LeaderSelector` or `LeaderLatch` layout, half of them with a
+//!   maximum hold of leadership (0.3 to 3 s), selectors re-queueing after
+//!   their terms three times in four. A leader resigns after a random term
+//!   (and closes, once acquires stop); a participant queues again by itself
+//!   when its layout says so.
 //! * Per-connection byte pipes with seeded latency and jitter. Delivery is in
 //!   order (TCP); faults act on whole connections. Connecting takes one
 //!   latency too, and is refused while the server is down or the client is
@@ -89,11 +97,18 @@
 //!    reader (the script never downgrades). Each
 //!    counting hold's node exists in the model, owned by the holder's current
 //!    session.
+//!    An election's term is an exclusive hold of its path, so this is the
+//!    election's oracle: at most one participant believes it leads at any
+//!    instant once the previous leader's loss was signalled. Beside it,
+//!    Curator's `getLeader` read from the model (the first node in the
+//!    layout's order, its data as the id) names that participant.
 //! 2. Fencing: per path, an exclusive (or write, or lease) hold's token is
 //!    greater than every earlier hold's; a read hold's is greater than every
 //!    earlier write hold's.
 //! 3. Liveness: after the active phase no new acquire starts, and by a bound
-//!    every acquire has resolved and every hold has been released.
+//!    every acquire has resolved and every hold has been released. For
+//!    elections: every participant still queued (or waiting for a renewed
+//!    session to queue in) leads in turn once faults stop.
 //! 4. Hygiene: once everything settled every recipe is quiescent, every
 //!    `Suspended` a semaphore reported has been answered (`Reconnected` or
 //!    `Lost`: the async handle reports its leases' status from them), and the
@@ -117,7 +132,7 @@
 //! `conformance/tests/sim.rs`:
 //!
 //! ```text
-//! # CI: 2,000 seeds (all five recipes, 400 each) + regressions + determinism.
+//! # CI: 2,000 seeds (every kind of LockKind::ALL in turn) + regressions + determinism.
 //! # About 25-60 s in debug on 2 cores; 2,000 seeds take ~3 s in release.
 //! cargo test -p zoolock-conformance --test sim
 //! # Replay one seed, with every frame in the trace:

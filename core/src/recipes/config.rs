@@ -10,6 +10,8 @@ use crate::acl::AclPolicy;
 use crate::gzip::Compression;
 use crate::rng::Rng;
 
+use super::naming::LockName;
+
 /// Which op sequence a recipe emits. Both use the same nodes and names, so
 /// they interoperate with each other and with Curator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -88,6 +90,8 @@ pub struct LockConfig {
     /// 10-digit sequence key. With it a waiter also watches the node just
     /// ahead of its predecessor and lists again when that one goes, so the
     /// predecessor's deletion is the grant (one more getData per waiter).
+    /// Off whatever this says under a [`LockName`] sorted by its trailing
+    /// digits ([`SortRule::TrailingDigits`](super::SortRule)).
     pub fast_handoff: bool,
     /// Watch each held node, so that its deletion by anyone else (an
     /// operator, a buggy client) makes the hold `Lost` at once rather than
@@ -97,6 +101,19 @@ pub struct LockConfig {
     /// does not watch a held node: trace replay of Curator's sequences turns
     /// this off, nothing else should.
     pub watch_held: bool,
+    /// The lock's node name and sort rule (Curator's `LockInternalsDriver`):
+    /// `lock-` by default, `latch-` for a `LeaderLatch`. Used by
+    /// [`Mutex`](super::Mutex) (and so by elections); the read-write lock
+    /// and the semaphore keep Curator's fixed names (`__READ__`,
+    /// `__WRIT__`, `lock-`, `lease-`).
+    pub name: LockName,
+    /// The longest a hold may last: once this much has passed since the
+    /// grant (the `now` of the reply that granted it), the hold is `Lost`
+    /// (reported first as [`RecipeEvent::Expired`](crate::RecipeEvent)) and
+    /// its node is deleted, so a holder that hangs with its session alive
+    /// cannot block the others forever. `None` (the default): no limit. For
+    /// a semaphore, each lease on its own.
+    pub max_hold: Option<Duration>,
 }
 
 impl LockConfig {
@@ -113,6 +130,8 @@ impl LockConfig {
             seed,
             fast_handoff: true,
             watch_held: true,
+            name: LockName::lock(),
+            max_hold: None,
         }
     }
 
@@ -131,6 +150,18 @@ impl LockConfig {
     /// Sets how written data is framed.
     pub fn with_compression(mut self, compression: Compression) -> Self {
         self.compression = compression;
+        self
+    }
+
+    /// Sets the node name and sort rule ([`LockConfig::name`]).
+    pub fn with_name(mut self, name: LockName) -> Self {
+        self.name = name;
+        self
+    }
+
+    /// Sets the longest a hold may last ([`LockConfig::max_hold`]).
+    pub fn max_hold(mut self, max_hold: Duration) -> Self {
+        self.max_hold = Some(max_hold);
         self
     }
 

@@ -410,7 +410,10 @@ impl LockQueue {
                 self.collect(now);
             }
             (
-                event @ (RecipeEvent::Suspended | RecipeEvent::Reconnected | RecipeEvent::RevocationRequested),
+                event @ (RecipeEvent::Suspended
+                | RecipeEvent::Reconnected
+                | RecipeEvent::RevocationRequested
+                | RecipeEvent::Expired { .. }),
                 Hold::Held { ticket, .. },
                 _,
             )

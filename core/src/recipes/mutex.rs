@@ -3,7 +3,6 @@
 
 use super::config::LockConfig;
 use super::lock_core::{LockCore, Rule, Shape};
-use super::policy::{LOCK_NAME, SortKey};
 use crate::error::ApiMisuse;
 use crate::path::ZkPath;
 use zoolock_wire::Response;
@@ -16,6 +15,8 @@ use crate::time::Instant;
 
 /// A fair, reentrant lock on `base`, wire-compatible with Curator's
 /// `InterProcessMutex`: nodes `_c_<uuid>-lock-<seq>`, first in sequence holds.
+/// Another name ([`LockConfig::name`]) gives other layouts on the same
+/// queue: `latch-` is Curator's `LeaderLatch`.
 ///
 /// Reentrancy belongs to this handle: acquiring again while held only counts
 /// up (no traffic, and `Acquired` is reported again at once), and the node is
@@ -42,7 +43,8 @@ impl Mutex {
     /// to show that its exclusion oracle notices.
     pub fn with_leases(base: ZkPath, config: LockConfig, max_leases: usize) -> Mutex {
         let rule = Rule::Standard { max_leases: max_leases.max(1) };
-        let core = LockCore::new(config, base, LOCK_NAME, SortKey::Standard(LOCK_NAME), rule);
+        let (name, key) = (config.name.clone(), config.name.sort_key());
+        let core = LockCore::new(config, base, name, key, rule);
         Mutex { core, holds: 0, counted: None }
     }
 

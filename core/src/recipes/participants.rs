@@ -58,6 +58,15 @@ pub struct Participants {
     /// Requests that met a connection loss, resent on reconnect.
     owed: Vec<(OpId, ZkPath, Option<usize>)>,
     list_op: Option<OpId>,
+    /// Watching: list with a child watch and list again on each change.
+    watch: bool,
+    /// Watching: the children changed while a listing was under way.
+    stale: bool,
+    /// Watching: the session was lost, and its watches with it; list anew
+    /// once a new one connects.
+    resume: bool,
+    /// Watching a missing base path: the exists that arms its watch.
+    exists_op: Option<OpId>,
     out: Outbox,
 }
 
@@ -65,6 +74,18 @@ impl Participants {
     /// Lists `base`'s children ordered by `key`. The listing is queued at
     /// once.
     pub fn new(base: ZkPath, key: SortKey) -> Participants {
+        Participants::start(base, key, false)
+    }
+
+    /// Lists `base`'s children ordered by `key` now and again after every
+    /// change, told by a child watch (an exists watch while the path is
+    /// missing): no polling. Each listing is reported; a session's loss
+    /// (its watches go with it) lists anew on the next session.
+    pub fn watching(base: ZkPath, key: SortKey) -> Participants {
+        Participants::start(base, key, true)
+    }
+
+    fn start(base: ZkPath, key: SortKey, watch: bool) -> Participants {
         let mut p = Participants {
             base,
             key,
@@ -73,6 +94,10 @@ impl Participants {
             step: Step::Done,
             owed: Vec::new(),
             list_op: None,
+            watch,
+            stale: false,
+            resume: false,
+            exists_op: None,
             out: Outbox::default(),
         };
         p.list();
@@ -129,7 +154,7 @@ impl Participants {
         self.owed.clear();
         let id = self.next_id();
         self.list_op = Some(id);
-        self.out.send_as(id, Op::get_children(&self.base, false));
+        self.out.send_as(id, Op::get_children(&self.base, self.watch));
     }
 
     fn finish(&mut self, event: RecipeEvent) {
@@ -137,12 +162,28 @@ impl Participants {
         self.list_op = None;
         self.owed.clear();
         self.out.emit(event);
+        if core::mem::take(&mut self.stale) {
+            self.list();
+        }
+    }
+
+    /// Watching, the base path is missing: a getChildren arms no watch on
+    /// it, an exists does, and tells when it is made.
+    fn watch_missing_base(&mut self) {
+        if self.watch && self.exists_op.is_none() {
+            let id = self.next_id();
+            self.exists_op = Some(id);
+            self.out.send_as(id, Op::exists(&self.base, true));
+        }
     }
 
     fn on_list(&mut self, result: Result<Response, RequestError>) {
         let mut children = match result {
             Ok(Response::Children2 { children, .. }) | Ok(Response::Children(children)) => children,
-            Err(RequestError::Server(ErrorCode::NO_NODE)) => Vec::new(),
+            Err(RequestError::Server(ErrorCode::NO_NODE)) => {
+                self.watch_missing_base();
+                Vec::new()
+            }
             Err(RequestError::ConnectionLoss) => {
                 if let Some(id) = self.list_op {
                     self.owed.push((id, self.base.clone(), None));
@@ -216,13 +257,23 @@ impl Participants {
         self.finish(RecipeEvent::Participants(list));
     }
 
+    /// Watching: the children may have changed; list now, or once the
+    /// listing under way is done.
+    fn changed(&mut self) {
+        if matches!(self.step, Step::Done) {
+            self.list();
+        } else {
+            self.stale = true;
+        }
+    }
+
     fn resend_owed(&mut self) {
         for (_, path, child) in core::mem::take(&mut self.owed) {
             let id = self.next_id();
             match child {
                 None => {
                     self.list_op = Some(id);
-                    self.out.send_as(id, Op::get_children(&path, false));
+                    self.out.send_as(id, Op::get_children(&path, self.watch));
                 }
                 Some(idx) => {
                     if let Step::Reading { pending, .. } = &mut self.step {
@@ -247,6 +298,18 @@ fn plain(data: Bytes) -> Bytes {
 
 impl Recipe for Participants {
     fn handle_reply(&mut self, _now: Instant, op: OpId, result: Result<Response, RequestError>) {
+        if self.exists_op == Some(op) {
+            self.exists_op = None;
+            match result {
+                // Made between the listing and the exists: list it.
+                Ok(_) => self.changed(),
+                // Armed on the missing path (NoNode), or to arm again on
+                // the next listing (a lost connection re-lists).
+                Err(RequestError::ConnectionLoss) => self.stale = true,
+                Err(_) => {}
+            }
+            return;
+        }
         match self.step {
             Step::Listing if self.list_op == Some(op) => self.on_list(result),
             Step::Reading { .. } => self.on_data(op, result),
@@ -254,12 +317,31 @@ impl Recipe for Participants {
         }
     }
 
-    fn handle_watch(&mut self, _now: Instant, _event: &WatchEvent) {}
+    fn handle_watch(&mut self, _now: Instant, event: &WatchEvent) {
+        if self.watch && event.path == self.base.as_str() {
+            self.changed();
+        }
+    }
 
     fn handle_session(&mut self, _now: Instant, state: ConnectionState) {
         match state {
             ConnectionState::Connected | ConnectionState::Reconnected | ConnectionState::ConnectedReadOnly => {
-                self.resend_owed();
+                if core::mem::take(&mut self.resume) {
+                    self.changed();
+                } else {
+                    self.resend_owed();
+                    if matches!(self.step, Step::Done) && core::mem::take(&mut self.stale) {
+                        self.list();
+                    }
+                }
+            }
+            // Watching, with the session renewed: start over on the next.
+            ConnectionState::Lost if self.watch => {
+                self.exists_op = None;
+                self.resume = true;
+                self.step = Step::Done;
+                self.list_op = None;
+                self.owed.clear();
             }
             _ => {
                 if let Some(error) = state.end_error().filter(|_| !matches!(self.step, Step::Done)) {

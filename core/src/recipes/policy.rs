@@ -2,9 +2,11 @@
 //!
 //! Children are ordered by Curator's sort key: the text after the last
 //! occurrence of the lock name (the sequence suffix), or the whole name when
-//! the lock name does not occur. Every child of the base path counts, foreign
+//! the lock name does not occur (a [`LockName`](super::LockName) may choose
+//! the trailing digits instead). Every child of the base path counts, foreign
 //! ones included, and the sort is stable, exactly as Curator sorts.
 
+use alloc::borrow::Cow;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::cmp::Ordering;
@@ -34,21 +36,36 @@ pub fn rw_sort_key(name: &str) -> &str {
 }
 
 /// How a recipe orders its base path's children.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum SortKey {
     /// `standardFixForSorting` with this lock name.
-    Standard(&'static str),
+    Standard(Cow<'static, str>),
     /// The read-write lock's combined key.
     ReadWrite,
+    /// The trailing digits of the name (the sequence alone), or the whole
+    /// name when it has none: [`SortRule::TrailingDigits`](super::SortRule).
+    TrailingDigits,
 }
 
 impl SortKey {
+    /// Curator's key for a lock named `name` (`lock-`, `lease-`, ...).
+    pub const fn curator(name: &'static str) -> SortKey {
+        SortKey::Standard(Cow::Borrowed(name))
+    }
+
     /// The key of one child name.
     pub fn key<'a>(&self, name: &'a str) -> &'a str {
         match self {
             SortKey::Standard(lock_name) => sort_key(name, lock_name),
             SortKey::ReadWrite => rw_sort_key(name),
+            SortKey::TrailingDigits => {
+                let digits = name.bytes().rev().take_while(u8::is_ascii_digit).count();
+                match name.get(name.len() - digits..) {
+                    Some(key) if digits > 0 => key,
+                    _ => name,
+                }
+            }
         }
     }
 
@@ -58,7 +75,7 @@ impl SortKey {
         if children.len() < 2 {
             return;
         }
-        let names = NodeName::sorted(children.iter_mut().map(core::mem::take).collect(), *self);
+        let names = NodeName::sorted(children.iter_mut().map(core::mem::take).collect(), self);
         for (slot, name) in children.iter_mut().zip(names) {
             *slot = name.into_string();
         }
@@ -77,14 +94,14 @@ pub(crate) struct NodeName {
 
 impl NodeName {
     /// Parses `text` under the recipe's sort key.
-    pub(crate) fn parse(text: String, key: SortKey) -> NodeName {
+    pub(crate) fn parse(text: String, key: &SortKey) -> NodeName {
         let key_at = text.len() - key.key(&text).len();
         let sequence = text.get(key_at..).filter(|k| is_sequence_key(k)).and_then(|k| k.parse().ok());
         NodeName { text, key_at, sequence }
     }
 
     /// Parses a listing and sorts it stably by key, as Curator sorts.
-    pub(crate) fn sorted(children: Vec<String>, key: SortKey) -> Vec<NodeName> {
+    pub(crate) fn sorted(children: Vec<String>, key: &SortKey) -> Vec<NodeName> {
         let mut names: Vec<NodeName> = children.into_iter().map(|c| NodeName::parse(c, key)).collect();
         names.sort_by(|a, b| key_cmp(a.key(), b.key()));
         names
@@ -234,7 +251,7 @@ pub fn ahead_of<'a, S: AsRef<str>>(sorted: &'a [S], ours: &str) -> &'a [S] {
 }
 
 /// Sorts a copy of `children` by `key`.
-pub fn sorted(children: &[String], key: SortKey) -> Vec<String> {
+pub fn sorted(children: &[String], key: &SortKey) -> Vec<String> {
     let mut v = children.to_vec();
     key.sort(&mut v);
     v
@@ -291,7 +308,7 @@ mod tests {
     #[test]
     fn sort_is_stable_and_counts_foreign_children() {
         let mut v = names(&["b-lock-0000000002", "zzz", "a-lock-0000000001", "0000", "c-lock-0000000001"]);
-        SortKey::Standard(LOCK_NAME).sort(&mut v);
+        SortKey::curator(LOCK_NAME).sort(&mut v);
         assert_eq!(v, names(&["0000", "a-lock-0000000001", "c-lock-0000000001", "b-lock-0000000002", "zzz"]));
         assert!(is_sequence_key("0000000001"));
         assert!(!is_sequence_key("-2147483648"));
@@ -390,11 +407,11 @@ mod tests {
 
     #[test]
     fn names_are_parsed_once_with_key_and_sequence() {
-        let n = NodeName::parse(String::from("_c_0f-lock-0000000042"), SortKey::Standard(LOCK_NAME));
+        let n = NodeName::parse(String::from("_c_0f-lock-0000000042"), &SortKey::curator(LOCK_NAME));
         assert_eq!((n.as_str(), n.key(), n.sequence()), ("_c_0f-lock-0000000042", "0000000042", Some(42)));
-        let foreign = NodeName::parse(String::from("readme"), SortKey::Standard(LOCK_NAME));
+        let foreign = NodeName::parse(String::from("readme"), &SortKey::curator(LOCK_NAME));
         assert_eq!((foreign.key(), foreign.sequence()), ("readme", None));
-        let rw = NodeName::parse(String::from("_c_1-__WRIT__0000000007"), SortKey::ReadWrite);
+        let rw = NodeName::parse(String::from("_c_1-__WRIT__0000000007"), &SortKey::ReadWrite);
         assert_eq!((rw.key(), rw.sequence()), ("0000000007", Some(7)));
     }
 
@@ -402,7 +419,7 @@ mod tests {
     fn listings_sort_stably_by_key() {
         let children = ["b-lock-0000000002", "zzz", "a-lock-0000000001", "c-lock-0000000001"];
         let sorted =
-            NodeName::sorted(children.iter().map(|c| String::from(*c)).collect(), SortKey::Standard(LOCK_NAME));
+            NodeName::sorted(children.iter().map(|c| String::from(*c)).collect(), &SortKey::curator(LOCK_NAME));
         let names: Vec<&str> = sorted.iter().map(NodeName::as_str).collect();
         assert_eq!(names, ["a-lock-0000000001", "c-lock-0000000001", "b-lock-0000000002", "zzz"]);
     }

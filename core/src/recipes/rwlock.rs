@@ -11,6 +11,7 @@ use super::capability::{LockRecipe, Part};
 use super::config::{LockConfig, OpPlan};
 use super::kit::{OpRouter, Outbox};
 use super::lock_core::{LockCore, Rule, Shape};
+use super::naming::LockName;
 use super::policy::{READ_NAME, SortKey, WRITE_NAME};
 use crate::error::{ApiMisuse, RequestError};
 use crate::path::ZkPath;
@@ -87,8 +88,14 @@ impl ReadWriteLock {
         // write half always lists again. (Readers keep it: the only nodes
         // that can appear ahead of them are readers, which they share with.)
         write_config.fast_handoff = false;
-        let read = LockCore::new(read_config, base.clone(), READ_NAME, SortKey::ReadWrite, Rule::Read);
-        let write = LockCore::new(write_config, base, WRITE_NAME, SortKey::ReadWrite, Rule::Standard { max_leases: 1 });
+        let read = LockCore::new(read_config, base.clone(), LockName::known(READ_NAME), SortKey::ReadWrite, Rule::Read);
+        let write = LockCore::new(
+            write_config,
+            base,
+            LockName::known(WRITE_NAME),
+            SortKey::ReadWrite,
+            Rule::Standard { max_leases: 1 },
+        );
         ReadWriteLock {
             halves: [Half { core: read, holds: 0 }, Half { core: write, holds: 0 }],
             plan,

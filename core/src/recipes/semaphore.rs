@@ -53,6 +53,7 @@ use zoolock_wire::{Response, WatcherType};
 use super::config::LockConfig;
 use super::kit::{OpRouter, Outbox};
 use super::lock_core::{LockCore, Rule, Shape};
+use super::naming::LockName;
 use super::policy::{LEASE_NAME, LOCK_NAME, SortKey};
 use super::shared_count::SharedCount;
 use crate::error::{ApiMisuse, RequestError};
@@ -185,11 +186,13 @@ impl Semaphore {
         // The internal mutex is held only for a moment, and nobody acts on
         // it: its node needs no watch.
         mutex_config.watch_held = false;
+        // Nor a time limit: it is the semaphore's, not the caller's, hold.
+        mutex_config.max_hold = None;
         let mutex = LockCore::new(
             mutex_config,
             locks,
-            LOCK_NAME,
-            SortKey::Standard(LOCK_NAME),
+            LockName::known(LOCK_NAME),
+            SortKey::curator(LOCK_NAME),
             Rule::Standard { max_leases: 1 },
         );
         Semaphore {
@@ -403,8 +406,8 @@ impl Semaphore {
         let mut core = LockCore::new(
             config,
             self.leases_path.clone(),
-            LEASE_NAME,
-            SortKey::Standard(LEASE_NAME),
+            LockName::known(LEASE_NAME),
+            SortKey::curator(LEASE_NAME),
             Rule::Count { max_leases: self.max_leases },
         )
         .deferring_missing()

@@ -125,7 +125,7 @@ impl Semaphore {
                     self.finish_verify();
                 }
                 RecipeEvent::Lost => self.lease_lost(slot),
-                RecipeEvent::Failed(e) => self.out.emit(RecipeEvent::Failed(e)),
+                event @ (RecipeEvent::Failed(_) | RecipeEvent::Expired { .. }) => self.out.emit(event),
                 _ => {}
             }
             return;

@@ -20,8 +20,10 @@ use alloc::vec::Vec;
 
 use super::capability::{BoxedLock, Part};
 use super::config::LockConfig;
+use super::election::ElectionKind;
 use super::multilock::MultiLock;
 use super::mutex::Mutex;
+use super::naming::LATCH_NAME;
 use super::policy::{LEASE_NAME, LOCK_NAME, PositionRule, SortKey};
 use super::rwlock::{ReadWriteLock, member_seed};
 use super::semaphore::{SEMAPHORE_LEASES, Semaphore};
@@ -47,14 +49,27 @@ pub enum LockKind {
     SemaphoreMutex,
     /// [`MultiLock`]: `InterProcessMultiLock`, any locks as one.
     MultiLock,
+    /// An [`Election`](super::Election) participant in Curator's `LeaderSelector` layout: a
+    /// mutex's `lock-` queue whose node data is the participant id.
+    LeaderSelector,
+    /// An [`Election`](super::Election) participant in Curator's `LeaderLatch` layout: the
+    /// `latch-` queue, its lowest node leading.
+    LeaderLatch,
 }
 
 impl LockKind {
     /// Every kind. A new kind goes at the end, so that a kind picked by its
     /// index here stays what it was (the simulator pins its recorded seeds
     /// to their kinds all the same).
-    pub const ALL: [LockKind; 5] =
-        [LockKind::Mutex, LockKind::ReadWriteLock, LockKind::Semaphore, LockKind::SemaphoreMutex, LockKind::MultiLock];
+    pub const ALL: [LockKind; 7] = [
+        LockKind::Mutex,
+        LockKind::ReadWriteLock,
+        LockKind::Semaphore,
+        LockKind::SemaphoreMutex,
+        LockKind::MultiLock,
+        LockKind::LeaderSelector,
+        LockKind::LeaderLatch,
+    ];
 
     /// Its name in logs and metrics (the `kind` label) and on the command
     /// line.
@@ -83,16 +98,32 @@ impl LockKind {
         self.facts().layout
     }
 
+    /// The election layout of an election kind (built with [`Election`](super::Election),
+    /// not as a lock); `None` for the locks.
+    pub fn election(self) -> Option<ElectionKind> {
+        match self {
+            LockKind::LeaderSelector => Some(ElectionKind::Selector),
+            LockKind::LeaderLatch => Some(ElectionKind::Latch),
+            _ => None,
+        }
+    }
+
     /// The one arm per kind: everything this file knows about it.
     fn facts(self) -> Facts {
         let (label, curator_class, layout) = match self {
-            LockKind::Mutex => ("mutex", "InterProcessMutex", Some(Layout::at_base(SortKey::Standard(LOCK_NAME)))),
+            LockKind::Mutex => ("mutex", "InterProcessMutex", Some(Layout::at_base(SortKey::curator(LOCK_NAME)))),
             LockKind::ReadWriteLock => ("rwlock", "InterProcessReadWriteLock", Some(Layout::read_write())),
             LockKind::Semaphore => ("semaphore", "InterProcessSemaphoreV2", Some(Layout::leases(Holders::Leases))),
             LockKind::SemaphoreMutex => {
                 ("semaphore_mutex", "InterProcessSemaphoreMutex", Some(Layout::leases(Holders::First(1))))
             }
             LockKind::MultiLock => ("multi", "InterProcessMultiLock", None),
+            LockKind::LeaderSelector => {
+                ("leader_selector", "LeaderSelector", Some(Layout::at_base(SortKey::curator(LOCK_NAME))))
+            }
+            LockKind::LeaderLatch => {
+                ("leader_latch", "LeaderLatch", Some(Layout::at_base(SortKey::curator(LATCH_NAME))))
+            }
         };
         Facts { label, curator_class, layout }
     }
@@ -119,7 +150,7 @@ enum Holders {
 /// A kind's Curator layout: which node lists its participants (every child
 /// counts, foreign names included, as in Curator), how they sort, and which
 /// of them hold.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layout {
     /// The child of the lock path that holds the queue, if not the path.
     folder: Option<&'static str>,
@@ -137,7 +168,7 @@ impl Layout {
     }
 
     const fn leases(holders: Holders) -> Layout {
-        Layout { folder: Some(SEMAPHORE_LEASES), key: SortKey::Standard(LEASE_NAME), holders }
+        Layout { folder: Some(SEMAPHORE_LEASES), key: SortKey::curator(LEASE_NAME), holders }
     }
 
     /// The node whose children are the participants of the lock at `base`.
@@ -154,7 +185,7 @@ impl Layout {
 
     /// How participants sort, holder first.
     pub fn sort_key(&self) -> SortKey {
-        self.key
+        self.key.clone()
     }
 
     /// Which participants hold: the first one, readers before the first
@@ -189,15 +220,15 @@ pub enum LockSpec {
 impl LockSpec {
     /// The lock of `kind` on `path`, for kinds that are one lock on one
     /// path (a read-write lock's is its read half, whose recipe is the whole
-    /// lock); `None` for a semaphore ([`SemaphoreSpec`]) and a multi-lock
-    /// (made of specs).
+    /// lock); `None` for a semaphore ([`SemaphoreSpec`]), a multi-lock
+    /// (made of specs) and an election (an [`Election`](super::Election) participant).
     pub fn of(kind: LockKind, path: impl Into<String>) -> Option<LockSpec> {
         let path = path.into();
         match kind {
             LockKind::Mutex => Some(LockSpec::Mutex(path)),
             LockKind::ReadWriteLock => Some(LockSpec::Read(path)),
             LockKind::SemaphoreMutex => Some(LockSpec::SemaphoreMutex(path)),
-            LockKind::Semaphore | LockKind::MultiLock => None,
+            LockKind::Semaphore | LockKind::MultiLock | LockKind::LeaderSelector | LockKind::LeaderLatch => None,
         }
     }
 
@@ -357,6 +388,19 @@ mod tests {
     }
 
     #[test]
+    fn elections_are_kinds_with_their_curator_layouts() {
+        for election in [ElectionKind::Selector, ElectionKind::Latch] {
+            let kind = election.lock_kind();
+            assert_eq!(kind.election(), Some(election));
+            let layout = kind.layout().unwrap();
+            assert_eq!(layout.sort_key(), election.lock_name().sort_key());
+            assert_eq!(layout.holding_rule(None), PositionRule::Standard(1));
+        }
+        assert_eq!(LockKind::named_in("Curator's LeaderLatch"), Some(LockKind::LeaderLatch));
+        assert!(LockKind::ALL.iter().filter(|k| k.election().is_some()).count() == 2);
+    }
+
+    #[test]
     fn the_first_class_named_wins() {
         let multi = "InterProcessMultiLock over two InterProcessMutex paths";
         assert_eq!(LockKind::named_in(multi), Some(LockKind::MultiLock));
@@ -375,7 +419,11 @@ mod tests {
         for kind in LockKind::ALL {
             let spec = LockSpec::of(kind, "/p");
             assert!(spec.as_ref().is_none_or(|s| s.kind() == kind && s.label() == "/p"), "{kind:?}");
-            assert_eq!(spec.is_none(), matches!(kind, LockKind::Semaphore | LockKind::MultiLock));
+            let one_lock = !matches!(
+                kind,
+                LockKind::Semaphore | LockKind::MultiLock | LockKind::LeaderSelector | LockKind::LeaderLatch
+            );
+            assert_eq!(spec.is_some(), one_lock, "{kind:?}");
         }
         assert!(matches!(
             LockSpec::Mutex("bad".into()).build(LockConfig::new(1), false),

@@ -75,7 +75,7 @@ impl Role {
     /// How the sequence number is read from this role's node names: its
     /// recipe's layout.
     fn sort_key(self) -> SortKey {
-        self.recipe().layout().map_or(SortKey::Standard(LOCK_NAME), |layout| layout.sort_key())
+        self.recipe().layout().map_or(SortKey::curator(LOCK_NAME), |layout| layout.sort_key())
     }
 }
 

@@ -52,6 +52,9 @@ impl Sim {
                     }
                 }
             }
+            ClientEvent::Recipe { event, .. } if matches!(self.clients[i].shared, Shared::Election(_)) => {
+                self.election_event(i, event)
+            }
             ClientEvent::Recipe { event, .. } => self.handle_event(i, event),
             _ => Ok(()),
         }
@@ -168,7 +171,7 @@ impl Sim {
                                 .with(now, h, |q, _| q.inner().lease_limit(&node))
                                 .map_err(|e| format!("{e:?}"))?
                                 .ok_or_else(|| format!("c{i}: Acquired {node} but the semaphore does not hold it"))?,
-                            Shared::Lock(_) => 1,
+                            Shared::Lock(_) | Shared::Election(_) => 1,
                         };
                         vec![Hold { path: path.into(), node, token: token.0, mode: pending.mode, limit }]
                     }

@@ -2,6 +2,7 @@
 //! script and oracles. See the module docs of [`crate::sim`].
 
 mod checks;
+mod election;
 mod events;
 mod faults;
 mod net;
@@ -13,9 +14,9 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use zoolock_core::recipes::{BoxedLock, REVOKE_MESSAGE, SemaphoreSize, SemaphoreSpec, count_bytes};
+use zoolock_core::recipes::{BoxedLock, ElectionKind, REVOKE_MESSAGE, SemaphoreSize, SemaphoreSpec, count_bytes};
 use zoolock_core::{
-    AclPolicy, ApiMisuse, ChrootPolicy, Client, ClientEvent, ConnectString, ConnectionState, Handle, Instant,
+    AclPolicy, ApiMisuse, ChrootPolicy, Client, ClientEvent, ConnectString, ConnectionState, Election, Handle, Instant,
     IoCommand, LeaseQueue, LockConfig, LockKind, LockQueue, LockSpec, Mutex, OpPlan, Part, RecipeEvent, RequestError,
     Rng, SessionConfig, Ticket, ZkPath,
 };
@@ -84,6 +85,15 @@ pub struct SimConfig {
     /// whenever every lock is idle, and the sessions make it again. Not with
     /// `resize` (its count lives outside `/sim`).
     pub chroot: bool,
+    /// Elections only: the participants' maximum hold of leadership
+    /// ([`LockConfig::max_hold`]), or none.
+    pub election_max_hold: Option<Duration>,
+    /// Selector only: participants re-queue after each term (Curator's
+    /// `autoRequeue`); a latch always does after a loss.
+    pub auto_requeue: bool,
+    /// Elections only, a deliberately broken participant the oracles must
+    /// catch: it goes on believing it leads after it was told `Lost`.
+    pub ignore_loss: bool,
 }
 
 /// Children of a run's seed ([`Rng::fork`]): the configuration, then the
@@ -94,6 +104,9 @@ const FORK_CLIENTS: u64 = 1;
 /// a seed stay what they were before outside deletes existed. (Clients
 /// fork `FORK_CLIENTS + index` with index < 5.)
 const FORK_OUTSIDE: u64 = 1000;
+/// The election knobs, drawn apart so that a seed's other draws stay what
+/// they were before elections existed.
+const FORK_ELECTION: u64 = 1001;
 /// Outside deletes per run: 0 to this many.
 const MAX_OUTSIDE_DELETES: u64 = 3;
 
@@ -117,7 +130,17 @@ impl SimConfig {
         let resize = kind == LockKind::Semaphore && below(&mut rng, 2) == 0;
         let revocable = kind == LockKind::Semaphore && below(&mut rng, 2) == 0;
         let chroot = !resize && below(&mut rng, 2) == 0;
+        let mut election = Rng::with_seed(Rng::fork(seed, FORK_ELECTION));
+        let elects = kind.election().is_some();
+        let election_max_hold = (elects && below(&mut election, 2) == 0)
+            .then(|| between(&mut election, Duration::from_millis(300), Duration::from_secs(3)));
+        let auto_requeue = kind == LockKind::LeaderSelector && below(&mut election, 4) != 0;
+        // One participant per client: an election has no shared queue.
+        let tasks = if elects { 1 } else { tasks };
         SimConfig {
+            election_max_hold,
+            auto_requeue,
+            ignore_loss: false,
             watch_held: true,
             chroot,
             wrong_count: false,
@@ -162,6 +185,10 @@ pub struct SimReport {
     /// Times the chroot `/sim` appeared in the model ([`SimConfig::chroot`]
     /// runs): made at the start, and again after each time it was reaped.
     pub roots_made: usize,
+    /// Elections: terms ended by the maximum hold (`Expired`).
+    pub expiries: usize,
+    /// Elections: participants that queued again by themselves.
+    pub requeues: usize,
 }
 
 /// A failed run: the seed, what went wrong, and the newest trace lines.
@@ -257,6 +284,8 @@ pub fn sweep(start: u64, count: u64, threads: usize) -> SweepOutcome {
                             t.resizes += r.resizes;
                             t.revocations += r.revocations;
                             t.outside_deletes += r.outside_deletes;
+                            t.expiries += r.expiries;
+                            t.requeues += r.requeues;
                         }
                         Err(f) => out.failures.push(f),
                     }
@@ -307,6 +336,7 @@ struct Pending {
 enum Shared {
     Lock(Handle<LockQueue>),
     Semaphore(Handle<LeaseQueue>),
+    Election(Handle<Election>),
 }
 
 /// One user task of a client.
@@ -363,6 +393,7 @@ impl SimClient {
         Some(match self.shared {
             Shared::Lock(h) => h.id(),
             Shared::Semaphore(h) => h.id(),
+            Shared::Election(h) => h.id(),
         })
     }
 
@@ -642,6 +673,15 @@ impl Sim {
                 let sem = self.semaphore_spec().build(config).expect("a valid semaphore");
                 Shared::Semaphore(client.add(self.now, LeaseQueue::new(sem, true)))
             }
+            None if let Some(kind) = role.election() => {
+                let mut config = config;
+                config.max_hold = self.config.election_max_hold;
+                let id = format!("c{index}.{incarnation}");
+                let requeue = kind == ElectionKind::Latch || self.config.auto_requeue;
+                let path = ZkPath::new(self.client_path(LOCK)).expect("a valid path");
+                let election = Election::new(path, config, kind, &id).auto_requeue(requeue);
+                Shared::Election(client.add(self.now, election))
+            }
             None => panic!("the simulator has no scenario for {role:?} yet"),
         };
         let latency = between(&mut self.rng, Duration::from_millis(1), Duration::from_millis(30));
@@ -776,6 +816,7 @@ impl Sim {
             }
             self.root_present = present;
         }
-        self.check_exclusion()
+        self.check_exclusion()?;
+        self.check_leader_view()
     }
 }

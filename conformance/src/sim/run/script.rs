@@ -17,6 +17,9 @@ impl Sim {
         let now = self.now;
         let c = &self.clients[i];
         let Some(task) = c.tasks.get(k) else { return Ok(()) };
+        if matches!(c.shared, Shared::Election(_)) && !c.closing {
+            return self.election_action(i, k);
+        }
         if c.closing {
             self.reopen_if_closed(i)?;
             if self.clients[i].closing {
@@ -119,6 +122,7 @@ impl Sim {
         let result = match c.shared {
             Shared::Lock(h) => c.client.with(now, h, |q, now| Ok(q.acquire(now, part, deadline))),
             Shared::Semaphore(h) => c.client.with(now, h, |q, now| q.acquire(now, 1, deadline)),
+            Shared::Election(_) => return Err(format!("c{i}: a participant acquires by starting")),
         };
         match result {
             Ok(Ok(ticket)) => {
@@ -135,6 +139,7 @@ impl Sim {
         let id = match c.shared {
             Shared::Lock(h) => h.id(),
             Shared::Semaphore(h) => h.id(),
+            Shared::Election(h) => h.id(),
         };
         c.client.recipe(id).is_some_and(|r| r.is_quiescent())
     }
@@ -153,6 +158,7 @@ impl Sim {
                 holds.iter().map(|hold| q.return_lease(now, &hold.node)).find(Result::is_err).unwrap_or(Ok(()))
             }),
             (Shared::Lock(_), None) => Ok(Err(ApiMisuse::NotHeld)),
+            (Shared::Election(_), _) => return Err(format!("c{i}: a participant releases by resigning")),
         };
         self.log(|| format!("c{i}.{k} release{}", if lost { " (after Lost)" } else { "" }));
         match result {
@@ -173,6 +179,7 @@ impl Sim {
         let result = match c.shared {
             Shared::Lock(h) => c.client.with(now, h, |q, now| q.cancel(now, ticket)),
             Shared::Semaphore(h) => c.client.with(now, h, |q, now| q.cancel(now, ticket)),
+            Shared::Election(_) => return Err(format!("c{i}: a participant has no acquire to cancel")),
         };
         self.log(|| format!("c{i}.{k} cancel {ticket:?}"));
         if let Err(e) = result {

@@ -8,18 +8,22 @@ impl LockCore {
     pub(super) fn begin_create(&mut self, _now: Instant) {
         self.attempt += 1;
         self.own_watched = false;
-        // `_c_<uuid>-`, then `<base>/<prefix><name>[<suffix>]`, built in place.
+        // `_c_<uuid>-` (when protected), then
+        // `<base>/<prefix><name>[<suffix>]`, built in place.
         let mut prefix = String::with_capacity(40);
-        prefix.push_str("_c_");
-        self.rng.push_uuid_v4(&mut prefix);
-        prefix.push('-');
+        if self.name.is_protected() {
+            prefix.push_str("_c_");
+            self.rng.push_uuid_v4(&mut prefix);
+            prefix.push('-');
+        }
+        let name = self.name.as_str();
         let suffix = match &self.shape {
             Shape::Sequential => "",
             Shape::Fixed(suffix) => suffix.as_str(),
         };
         let base = self.base_prefix();
-        let mut target = String::with_capacity(base.len() + 1 + prefix.len() + self.name.len() + suffix.len());
-        for part in [base, "/", &prefix, self.name, suffix] {
+        let mut target = String::with_capacity(base.len() + 1 + prefix.len() + name.len() + suffix.len());
+        for part in [base, "/", &prefix, name, suffix] {
             target.push_str(part);
         }
         let target = match ZkPath::new_sequential_prefix(&target) {
@@ -102,7 +106,7 @@ impl LockCore {
         match result {
             Ok(Response::Create2 { path, stat }) => {
                 let sequential = self.shape == Shape::Sequential;
-                match Node::from_create_reply(&path, &c.target, sequential, self.key, FencingToken(stat.czxid)) {
+                match Node::from_create_reply(&path, &c.target, sequential, &self.key, FencingToken(stat.czxid)) {
                     Ok(node) => self.created(now, node),
                     Err(e) => self.fail_unexpected_create(e),
                 }
@@ -115,6 +119,9 @@ impl LockCore {
                 self.start_probe();
             }
             Err(e @ RequestError::Server(ErrorCode::NO_NODE)) => self.no_node_retry(now, e),
+            // Unprotected, the node (if made) cannot be found again: the
+            // attempt ends, and the node stays until the session's end.
+            Err(e @ RequestError::ConnectionLoss) if c.prefix.is_empty() => self.fail(e),
             Err(RequestError::ConnectionLoss) => {
                 c.step = CreateStep::AwaitReconnect;
                 // The pipelined listing of this attempt is stale too.
@@ -238,7 +245,7 @@ impl LockCore {
         let Some(path) = c.adopted.clone() else { return };
         match result {
             Ok(Response::Stat(stat)) => {
-                let name = NodeName::parse(String::from(path.name()), self.key);
+                let name = NodeName::parse(String::from(path.name()), &self.key);
                 self.created(now, Node { path, name, token: FencingToken(stat.czxid) });
             }
             Err(RequestError::ConnectionLoss) => c.step = CreateStep::AwaitReconnect,

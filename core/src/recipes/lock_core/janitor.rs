@@ -10,10 +10,20 @@ impl LockCore {
     /// protected create does the same on a session change, CURATOR-498).
     pub(super) fn orphan_create(&mut self) {
         if let State::Creating(c) = &self.state {
-            self.orphans.insert(c.prefix.clone());
-            if let Some(path) = &c.adopted {
-                self.deleting.entry(path.clone()).or_insert(false);
+            let (prefix, adopted) = (c.prefix.clone(), c.adopted.clone());
+            self.remember_orphan(&prefix);
+            if let Some(path) = adopted {
+                self.deleting.entry(path).or_insert(false);
             }
+        }
+    }
+
+    /// Looks for an abandoned create's node by its protection prefix. An
+    /// unprotected create has none: nothing tells its node from another
+    /// client's, so it is left to the session's end.
+    pub(super) fn remember_orphan(&mut self, prefix: &str) {
+        if !prefix.is_empty() {
+            self.orphans.insert(String::from(prefix));
         }
     }
 

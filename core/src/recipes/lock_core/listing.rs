@@ -77,7 +77,7 @@ impl LockCore {
         if let Rule::Count { max_leases } = self.rule {
             return self.evaluate_count(now, node, &children, max_leases);
         }
-        let sorted = NodeName::sorted(children, self.key);
+        let sorted = NodeName::sorted(children, &self.key);
         self.evaluate(now, node, sorted, armed, watched);
     }
 
@@ -94,11 +94,11 @@ impl LockCore {
                     // The listing's child watch stays armed on the server
                     // (checkWatches only drops it from our table): it is the
                     // held lease's watch, at no cost.
-                    self.grant(node, true);
+                    self.grant(now, node, true);
                 } else {
                     // Curator checks off the leases child watch once it has a lease.
                     self.send(Op::check_watches(&self.base.clone(), WatcherType::ANY), Purpose::CheckWatches);
-                    self.grant(node, false);
+                    self.grant(now, node, false);
                 }
             }
             Some(false) if self.deadline.is_some_and(|d| now >= d) => self.abandon_with(node, RecipeEvent::TimedOut),
@@ -116,8 +116,9 @@ impl LockCore {
     /// (`by_child_watch`) already tells its deletion, and so does a
     /// revocable node's data watch, armed at its create; otherwise one
     /// exists arms a watch, in the round trip of whatever goes out with it.
-    fn grant(&mut self, node: Node, by_child_watch: bool) {
+    fn grant(&mut self, now: Instant, node: Node, by_child_watch: bool) {
         self.out.emit(RecipeEvent::Acquired { node: node.path_string(), token: node.token });
+        self.hold_until = self.config.max_hold.map(|d| now + d);
         self.quiet = !self.waited;
         self.held_watch = if by_child_watch { HeldWatch::Children } else { HeldWatch::Node };
         let armed = by_child_watch || core::mem::take(&mut self.own_watched);
@@ -173,7 +174,7 @@ impl LockCore {
             Verdict::Acquired => {
                 self.last_listing.clear();
                 self.listing_truncated = false;
-                self.grant(node, watched);
+                self.grant(now, node, watched);
             }
             Verdict::Missing => {
                 // Our node vanished (expiry, deletion): delete it anyway and
@@ -310,6 +311,7 @@ impl LockCore {
     pub(super) fn fast_handoff_allowed(&self) -> bool {
         self.config.plan == OpPlan::Pipelined
             && self.config.fast_handoff
+            && self.name.keys_are_sequences()
             && !self.last_listing.is_empty()
             && self.listing_keyed
     }

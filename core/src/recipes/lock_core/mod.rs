@@ -24,6 +24,7 @@ use zoolock_wire::{CreateMode, CreateRequest, ErrorCode, EventType, OpCode, Requ
 
 use super::config::{LockConfig, OpPlan};
 use super::kit::Outbox;
+use super::naming::LockName;
 use super::policy::{self, NodeName, SortKey, Verdict};
 use crate::error::{ApiMisuse, RequestError};
 use crate::op::Op;
@@ -177,7 +178,9 @@ enum Purpose {
 pub(crate) struct LockCore {
     config: LockConfig,
     base: ZkPath,
-    name: &'static str,
+    /// The node name and its protection; `key` is the sort it implies (the
+    /// read-write halves share one key for two names).
+    name: LockName,
     key: SortKey,
     rule: Rule,
     /// Read rule: this owner holds the write half (downgrade short-circuit).
@@ -232,6 +235,8 @@ pub(crate) struct LockCore {
     lost: Option<ZkPath>,
     /// While held: what tells us of the held node's deletion.
     held_watch: HeldWatch,
+    /// While held with [`LockConfig::max_hold`]: when the hold expires.
+    hold_until: Option<Instant>,
     /// The acquire under way has waited (a listing did not grant it).
     waited: bool,
     /// This attempt's node has an exists watch armed (or on its way),
@@ -248,7 +253,7 @@ pub(crate) struct LockCore {
 }
 
 impl LockCore {
-    pub(crate) fn new(config: LockConfig, base: ZkPath, name: &'static str, key: SortKey, rule: Rule) -> Self {
+    pub(crate) fn new(config: LockConfig, base: ZkPath, name: LockName, key: SortKey, rule: Rule) -> Self {
         LockCore {
             rng: Rng::with_seed(config.seed),
             config,
@@ -277,6 +282,7 @@ impl LockCore {
             orphans: BTreeSet::new(),
             lost: None,
             held_watch: HeldWatch::Node,
+            hold_until: None,
             waited: false,
             own_watched: false,
             quiet: true,
@@ -453,7 +459,7 @@ impl LockCore {
     pub(crate) fn cancel(&mut self, _now: Instant) {
         match core::mem::replace(&mut self.state, State::Idle) {
             State::Creating(c) => {
-                self.orphans.insert(c.prefix.clone());
+                self.remember_orphan(&c.prefix);
                 if let Some(path) = c.adopted {
                     self.start_delete(path);
                 }
@@ -736,6 +742,7 @@ impl Recipe for LockCore {
 
     fn handle_timeout(&mut self, now: Instant) {
         match &self.state {
+            State::Held { .. } if self.hold_until.is_some_and(|until| now >= until) => self.expire(),
             State::RetryPause { until } if now >= *until => self.begin_create(now),
             State::Waiting { node, .. } if self.deadline.is_some_and(|d| now >= d) => {
                 // Curator runs the loop once more at the deadline.
@@ -758,6 +765,7 @@ impl Recipe for LockCore {
         match &self.state {
             State::RetryPause { until } => Some(*until),
             State::Waiting { .. } => self.deadline,
+            State::Held { .. } => self.hold_until,
             _ => None,
         }
     }
@@ -844,6 +852,21 @@ impl LockCore {
         self.lost = Some(node.path);
         self.attempt += 1;
         self.revoke_armed = false;
+        self.out.emit(RecipeEvent::Lost);
+    }
+
+    /// The hold reached [`LockConfig::max_hold`]: it is `Lost` (told as
+    /// `Expired` first) and its node deleted, so the next in line gets it.
+    fn expire(&mut self) {
+        let State::Held { node } = core::mem::replace(&mut self.state, State::Idle) else { return };
+        self.hold_until = None;
+        if core::mem::take(&mut self.revoke_armed) {
+            self.send(Op::check_watches(&node.path, WatcherType::ANY), Purpose::CheckWatches);
+        }
+        self.start_delete(node.path.clone());
+        self.out.emit(RecipeEvent::Expired { node: node.path_string() });
+        self.lost = Some(node.path);
+        self.attempt += 1;
         self.out.emit(RecipeEvent::Lost);
     }
 

@@ -21,7 +21,7 @@ impl Node {
         path: &str,
         target: &ZkPath,
         sequential: bool,
-        key: SortKey,
+        key: &SortKey,
         token: FencingToken,
     ) -> Result<Node, RequestError> {
         let unexpected = RequestError::UnexpectedResponse { op: OpCode::CREATE2 };
@@ -47,14 +47,14 @@ mod tests {
     use super::*;
     use crate::recipes::policy::LOCK_NAME;
 
-    const KEY: SortKey = SortKey::Standard(LOCK_NAME);
+    const KEY: SortKey = SortKey::curator(LOCK_NAME);
 
     /// A create reply naming any other node than the one asked for is the
     /// server's fault, never a node we adopt (or later delete).
     #[test]
     fn a_reply_path_other_than_the_create_is_refused() {
         let target = &ZkPath::new("/app/lock/_c_0f-lock-").unwrap();
-        let ok = Node::from_create_reply("/app/lock/_c_0f-lock-0000000003", target, true, KEY, FencingToken(9));
+        let ok = Node::from_create_reply("/app/lock/_c_0f-lock-0000000003", target, true, &KEY, FencingToken(9));
         let ok = ok.unwrap();
         assert_eq!(
             (ok.path.as_str(), ok.name.sequence(), ok.token),
@@ -71,13 +71,13 @@ mod tests {
             "",
         ];
         for lie in lies {
-            assert_eq!(Node::from_create_reply(lie, target, true, KEY, FencingToken(9)), unexpected, "{lie:?}");
+            assert_eq!(Node::from_create_reply(lie, target, true, &KEY, FencingToken(9)), unexpected, "{lie:?}");
         }
-        let wrapped = Node::from_create_reply("/app/lock/_c_0f-lock--2147483647", target, true, KEY, FencingToken(9));
+        let wrapped = Node::from_create_reply("/app/lock/_c_0f-lock--2147483647", target, true, &KEY, FencingToken(9));
         assert_eq!(wrapped.map(|n| n.name.sequence()), Ok(None));
         let fixed = &ZkPath::new("/app/lock/_c_0f-__READ__0000000007").unwrap();
-        assert!(Node::from_create_reply(fixed.as_str(), fixed, false, SortKey::ReadWrite, FencingToken(1)).is_ok());
+        assert!(Node::from_create_reply(fixed.as_str(), fixed, false, &SortKey::ReadWrite, FencingToken(1)).is_ok());
         let extra = "/app/lock/_c_0f-__READ__00000000070000000001";
-        assert_eq!(Node::from_create_reply(extra, fixed, false, SortKey::ReadWrite, FencingToken(1)), unexpected);
+        assert_eq!(Node::from_create_reply(extra, fixed, false, &SortKey::ReadWrite, FencingToken(1)), unexpected);
     }
 }

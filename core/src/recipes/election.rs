@@ -1,0 +1,321 @@
+//! [`Election`]: Curator's leader elections, which are its lock queue under
+//! another name. A `LeaderSelector` participant is an `InterProcessMutex` on
+//! the leader path (`lock-` nodes) whose node data is the participant id,
+//! re-queued after each term when `autoRequeue` is set; a `LeaderLatch`
+//! participant is the same protected ephemeral-sequential queue under the
+//! name `latch-`, with the id as data, led by its lowest node until it
+//! closes. Both sort by the sequence after the name, as Curator's
+//! `LockInternals.getSortedChildren` does, so mixed fleets elect together.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use bytes::Bytes;
+use zoolock_wire::Response;
+
+use super::config::LockConfig;
+use super::mutex::Mutex;
+use super::naming::LockName;
+use super::participants::Participants;
+use super::queue::SessionGate;
+use crate::error::{ApiMisuse, RequestError};
+use crate::path::ZkPath;
+use crate::recipe::{FencingToken, OpId, Participant, Recipe, RecipeEvent, RecipeOp};
+use crate::session::{ConnectionState, WatchEvent};
+use crate::time::Instant;
+
+/// Which of Curator's election recipes a participant speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ElectionKind {
+    /// `LeaderSelector`: `lock-` nodes (an `InterProcessMutex`), the id as
+    /// data (Curator writes its default data, the local address, when the
+    /// id is empty). A term ends when the leader resigns; it queues again
+    /// only with [`Election::auto_requeue`].
+    Selector,
+    /// `LeaderLatch`: `latch-` nodes, the id as data (empty too). The lowest
+    /// node leads until it closes; a participant whose node was lost queues
+    /// again (Curator's `reset`).
+    Latch,
+}
+
+impl ElectionKind {
+    /// Its kind in the one list of kinds.
+    pub fn lock_kind(self) -> super::LockKind {
+        match self {
+            ElectionKind::Selector => super::LockKind::LeaderSelector,
+            ElectionKind::Latch => super::LockKind::LeaderLatch,
+        }
+    }
+
+    /// The node name and sort rule of this layout.
+    pub fn lock_name(self) -> LockName {
+        match self {
+            ElectionKind::Selector => LockName::lock(),
+            ElectionKind::Latch => LockName::latch(),
+        }
+    }
+
+    /// A one-shot listing of the participants on `base`, with each node's
+    /// data (the id), in queue order; [`election_participants`] and
+    /// [`election_leader`] read it as Curator's `getParticipants` and
+    /// `getLeader` do.
+    pub fn participants(self, base: ZkPath) -> Participants {
+        Participants::new(base, self.lock_name().sort_key())
+    }
+}
+
+/// One participant of an election, as Curator's `Participant`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ElectionParticipant {
+    /// Its node's full path.
+    pub node: String,
+    /// Its id: the node data as UTF-8 (invalid bytes replaced, as Java's
+    /// `new String(bytes, "UTF-8")` does).
+    pub id: String,
+    /// Whether it leads: the first participant whose node still exists.
+    pub is_leader: bool,
+}
+
+/// Curator's `getParticipants` over a listing from
+/// [`ElectionKind::participants`]: nodes that vanished before their data
+/// was read are left out, and the first remaining one leads.
+pub fn election_participants(list: &[Participant]) -> Vec<ElectionParticipant> {
+    let mut out: Vec<ElectionParticipant> = Vec::with_capacity(list.len());
+    for p in list {
+        let Some(data) = &p.data else { continue };
+        let id = String::from_utf8_lossy(data).into_owned();
+        out.push(ElectionParticipant { node: p.path.clone(), id, is_leader: out.is_empty() });
+    }
+    out
+}
+
+/// Curator's `getLeader` over a listing: the first participant whose node
+/// still exists. `None` where Curator returns its dummy participant (id
+/// `""`, not leader): nobody is queued.
+pub fn election_leader(list: &[Participant]) -> Option<ElectionParticipant> {
+    election_participants(list).into_iter().next()
+}
+
+/// One participant of a leader election on `base` (see [`ElectionKind`]).
+///
+/// Commands: [`Election::start`] queues, [`Election::resign`] ends a term
+/// (the leader gives leadership up), [`Election::close`] leaves for good.
+/// Events are the lock's: `Acquired` (leadership gained, with the node and
+/// its fencing token), `Released` (a term given up), `Suspended` /
+/// `Reconnected` (leadership uncertain / confirmed), `Expired` then `Lost`
+/// (leadership lost), `Queued`, `Failed`. After a term ends the participant
+/// queues again by itself when it re-queues (see [`ElectionKind`]); after a
+/// session expiry it does so once the renewed session is connected.
+#[derive(Debug)]
+pub struct Election {
+    mutex: Mutex,
+    kind: ElectionKind,
+    requeue: bool,
+    /// Wants leadership: between `start` and `close` (or a term's end that
+    /// does not re-queue).
+    wanted: bool,
+    closed: bool,
+    /// A re-queue waits for the session to come back.
+    parked: bool,
+    gate: SessionGate,
+    events: alloc::collections::VecDeque<RecipeEvent>,
+}
+
+impl Election {
+    /// A participant with id `id` on `base`, in `kind`'s layout. The
+    /// config's name is replaced by the layout's, and its data by the id
+    /// (a selector with an empty id keeps the config's data, as Curator
+    /// writes its default data then). Nothing is sent before
+    /// [`Election::start`].
+    pub fn new(base: ZkPath, mut config: LockConfig, kind: ElectionKind, id: &str) -> Election {
+        config.name = kind.lock_name();
+        if kind == ElectionKind::Latch || !id.is_empty() {
+            config.data = Bytes::copy_from_slice(id.as_bytes());
+        }
+        Election {
+            mutex: Mutex::new(base, config),
+            kind,
+            requeue: kind == ElectionKind::Latch,
+            wanted: false,
+            closed: false,
+            parked: false,
+            gate: SessionGate::new(true),
+            events: alloc::collections::VecDeque::new(),
+        }
+    }
+
+    /// Whether the participant queues again after a term ends (Curator's
+    /// `autoRequeue` for a selector; on by default for a latch).
+    pub fn auto_requeue(mut self, requeue: bool) -> Election {
+        self.requeue = requeue;
+        self
+    }
+
+    /// Whether a session expiry waits for the renewed session (the
+    /// client's [`set_renew_session`](crate::Client::set_renew_session);
+    /// on by default) or ends the participation with `Failed`.
+    pub fn renewing(mut self, renew: bool) -> Election {
+        self.gate = SessionGate::new(renew);
+        self
+    }
+
+    /// The layout.
+    pub fn kind(&self) -> ElectionKind {
+        self.kind
+    }
+
+    /// The leader path.
+    pub fn base(&self) -> &ZkPath {
+        self.mutex.base()
+    }
+
+    /// Queues for leadership (Curator's `start`/`requeue`). Fails with
+    /// `AcquireInProgress` while queued or leading, and with
+    /// `ElectionClosed` after [`Election::close`].
+    pub fn start(&mut self, now: Instant) -> Result<(), ApiMisuse> {
+        if self.closed {
+            return Err(ApiMisuse::ElectionClosed);
+        }
+        if self.wanted || !self.mutex.is_idle() {
+            return Err(ApiMisuse::AcquireInProgress);
+        }
+        self.wanted = true;
+        self.queue(now);
+        Ok(())
+    }
+
+    /// Ends this term: the node is deleted and `Released` reported; with
+    /// re-queueing on, the participant queues again at once. Fails with
+    /// `NotHeld` when not leading.
+    pub fn resign(&mut self, now: Instant) -> Result<(), ApiMisuse> {
+        if !self.is_leader() {
+            return Err(ApiMisuse::NotHeld);
+        }
+        self.mutex.release(now)?;
+        self.drain(now);
+        Ok(())
+    }
+
+    /// Leaves the election for good: a wait is abandoned (its node
+    /// deleted, nothing reported), a term ends with `Released`, and nothing
+    /// is queued again. Closing twice does nothing.
+    pub fn close(&mut self, now: Instant) {
+        self.closed = true;
+        self.wanted = false;
+        self.parked = false;
+        if self.is_leader() {
+            let _ = self.mutex.release(now);
+        } else {
+            self.mutex.cancel(now);
+        }
+        self.drain(now);
+    }
+
+    /// Whether this participant leads now (its node is first; `Suspended`
+    /// leadership still counts until `Lost`).
+    pub fn is_leader(&self) -> bool {
+        self.mutex.holder().is_some()
+    }
+
+    /// Whether it waits in the queue (or for a session to queue in).
+    pub fn is_queued(&self) -> bool {
+        self.wanted && !self.is_leader()
+    }
+
+    /// Our node and its fencing token while leading.
+    pub fn leadership(&self) -> Option<(&str, FencingToken)> {
+        self.mutex.holder()
+    }
+
+    /// True when nothing is in progress and nothing is owed to the server.
+    pub fn is_quiescent(&self) -> bool {
+        !self.wanted && self.mutex.is_quiescent()
+    }
+
+    fn queue(&mut self, now: Instant) {
+        if !self.gate.up {
+            self.parked = true;
+            return;
+        }
+        self.parked = false;
+        if let Err(e) = self.mutex.acquire(now, None) {
+            self.wanted = false;
+            self.events.push_back(RecipeEvent::Refused(e));
+        }
+    }
+
+    /// A term or a wait ended: queue again, or stop wanting.
+    fn after_term(&mut self, now: Instant) {
+        if self.wanted && self.requeue && !self.closed {
+            self.queue(now);
+        } else {
+            self.wanted = false;
+        }
+    }
+
+    /// Reacts to the mutex's events and passes them on.
+    fn drain(&mut self, now: Instant) {
+        while let Some(event) = self.mutex.poll_event() {
+            let then = match &event {
+                RecipeEvent::Released | RecipeEvent::Lost => Some(true),
+                RecipeEvent::Failed(e) if self.mutex.is_idle() => Some(self.gate.parks(e)),
+                RecipeEvent::TimedOut => Some(false),
+                _ => None,
+            };
+            self.events.push_back(event);
+            match then {
+                Some(true) => self.after_term(now),
+                Some(false) => self.wanted = false,
+                None => {}
+            }
+        }
+    }
+}
+
+impl Recipe for Election {
+    fn handle_reply(&mut self, now: Instant, op: OpId, result: Result<Response, RequestError>) {
+        self.mutex.handle_reply(now, op, result);
+        self.drain(now);
+    }
+
+    fn handle_watch(&mut self, now: Instant, event: &WatchEvent) {
+        self.mutex.handle_watch(now, event);
+        self.drain(now);
+    }
+
+    fn handle_session(&mut self, now: Instant, state: ConnectionState) {
+        if let Some(_ended) = self.gate.on_state(state) {
+            // The session ended for good: no term can follow.
+            self.wanted = false;
+            self.parked = false;
+        }
+        self.mutex.handle_session(now, state);
+        self.drain(now);
+        if self.gate.up && self.parked && self.wanted {
+            self.queue(now);
+            self.drain(now);
+        }
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        self.mutex.handle_timeout(now);
+        self.drain(now);
+    }
+
+    fn poll_op(&mut self) -> Option<RecipeOp> {
+        self.mutex.poll_op()
+    }
+
+    fn poll_event(&mut self) -> Option<RecipeEvent> {
+        self.events.pop_front()
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.mutex.poll_timeout()
+    }
+
+    fn is_quiescent(&self) -> bool {
+        Election::is_quiescent(self)
+    }
+}
