@@ -6,9 +6,14 @@ use std::time::Instant;
 use futures_lite::StreamExt;
 use zoolock_core::wire::{Acl, Bytes, CreateMode, MultiResult, Stat};
 use zoolock_core::{Op, Participant};
-use zoolock_smol::{ConnectionState, Error, LockKind, LockOptions, LockSpec, Options, SemaphoreOptions};
+use zoolock_smol::{
+    ConnectionState, ElectionKind, ElectionParticipant, Error, LockKind, LockOptions, LockSpec, Options,
+    SemaphoreOptions,
+};
 
-use crate::{Lock, ReadWriteLock, Semaphore, SharedCount, wait};
+use crate::{
+    HolderChanges, LeaderChanges, LeaderLatch, LeaderSelector, Lock, ReadWriteLock, Semaphore, SharedCount, wait,
+};
 
 /// Connects to `connect` (a ZooKeeper connect string, with an optional
 /// chroot) and waits for the first session, as `zoolock_smol::connect` does;
@@ -143,6 +148,53 @@ impl Client {
     /// Who holds and waits at the lock or semaphore at `path`.
     pub fn participants(&self, path: &str, kind: LockKind) -> Result<Vec<Participant>, Error> {
         wait(self.inner.participants(path, kind))
+    }
+
+    /// A participant `id` of the election at `path` (Curator's
+    /// `LeaderSelector` layout: the id is its node data).
+    pub fn leader_selector(&self, path: &str, id: &str) -> Result<LeaderSelector, Error> {
+        wait(self.inner.leader_selector(path, id)).map(LeaderSelector::from_async)
+    }
+
+    /// A participant `id` of the election at `path` in either layout, with
+    /// lock settings (a maximum hold per term).
+    pub fn election_participant(
+        &self,
+        path: &str,
+        election: ElectionKind,
+        id: &str,
+        options: LockOptions,
+    ) -> Result<LeaderSelector, Error> {
+        wait(self.inner.election_participant(path, election, id, options)).map(LeaderSelector::from_async)
+    }
+
+    /// Starts a `LeaderLatch` participant `id` at `path`: it queues at once
+    /// and leads while its node is the lowest, until closed or dropped.
+    pub fn leader_latch(&self, path: &str, id: &str) -> Result<LeaderLatch, Error> {
+        wait(self.inner.leader_latch(path, id)).map(LeaderLatch::from_async)
+    }
+
+    /// The id of the election's leader at `path` now, `None` when nobody is
+    /// queued.
+    pub fn leader(&self, path: &str, election: ElectionKind) -> Result<Option<String>, Error> {
+        wait(self.inner.leader(path, election))
+    }
+
+    /// The election's participants at `path`, the leader first.
+    pub fn election(&self, path: &str, election: ElectionKind) -> Result<Vec<ElectionParticipant>, Error> {
+        wait(self.inner.election(path, election))
+    }
+
+    /// Observes who holds the lock at `path` (layout `kind`): the holder
+    /// now, then each change, told by watches (no polling).
+    pub fn observe(&self, path: &str, kind: LockKind) -> Result<HolderChanges, Error> {
+        wait(self.inner.observe(path, kind)).map(HolderChanges::from_async)
+    }
+
+    /// Observes who leads the election at `path`: the leader's id now, then
+    /// each change.
+    pub fn observe_leader(&self, path: &str, kind: ElectionKind) -> Result<LeaderChanges, Error> {
+        wait(self.inner.observe_leader(path, kind)).map(LeaderChanges::from_async)
     }
 
     /// Asks the holder of lock or lease node `node` to release it.

@@ -1,6 +1,7 @@
 //! zoolock for thread-based programs: the handles of the async API
 //! ([`Client`], [`Lock`] with its [`Guard`], [`Semaphore`] with its
-//! [`Lease`]s, [`SharedCount`]) under the same names, with blocking methods.
+//! [`Lease`]s, [`SharedCount`], [`LeaderSelector`] with its [`Leadership`],
+//! [`LeaderLatch`]) under the same names, with blocking methods.
 //!
 //! This is a facade over the one event loop of `zoolock-driver`, not a
 //! second implementation: [`connect`] starts that loop on smol's executor,
@@ -32,6 +33,7 @@
 mod client;
 mod count;
 mod hold;
+mod leader;
 mod lock;
 mod semaphore;
 
@@ -40,15 +42,16 @@ use std::time::Duration;
 pub use client::{Client, StateChanges, connect};
 pub use count::{CountChanges, SharedCount};
 pub use hold::{Hold, StatusChanges};
+pub use leader::{HolderChanges, LeaderChanges, LeaderLatch, LeaderSelector, Leadership, LeadershipChanges};
 pub use lock::{Guard, Lock, ReadWriteLock};
 pub use semaphore::{Lease, Semaphore};
 /// The sans-IO core, for plain ops ([`zoolock_core::Op`]) and wire types
 /// (named after its crate, as the async crates re-export it).
 pub use zoolock_core;
 pub use zoolock_smol::{
-    AclParseError, AclPolicy, AuthInfo, Compression, ConnectionState, DialError, Error, FencingToken, HoldStatus,
-    LockKind, LockOptions, LockSpec, OpPlan, Options, Participant, QueuePosition, RetryPolicy, SemaphoreOptions,
-    SemaphoreSize, TlsError, VersionedCount, parse_acl,
+    AclParseError, AclPolicy, AuthInfo, CloseMode, Compression, ConnectionState, DialError, ElectionKind,
+    ElectionParticipant, Error, FencingToken, HoldStatus, LockKind, LockOptions, LockSpec, OpPlan, Options,
+    Participant, QueuePosition, RetryPolicy, SemaphoreOptions, SemaphoreSize, TlsError, VersionedCount, parse_acl,
 };
 #[cfg(feature = "gssapi")]
 pub use zoolock_smol::{GSSAPI_DEFAULT_SERVICE, GssapiClient};

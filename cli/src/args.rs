@@ -199,6 +199,38 @@ pub(crate) enum Command {
         #[arg(long)]
         revocable: bool,
     },
+    /// Run CMD while leading the election PATH (Curator's LeaderSelector,
+    /// or LeaderLatch with --latch).
+    ///
+    /// The LeaderSelector layout is a mutex whose node data is the
+    /// participant id; the LeaderLatch layout has `latch-` nodes. zoolock
+    /// waits for leadership, runs CMD while leading (with ZOOLOCK_NODE and
+    /// ZOOLOCK_FENCING_TOKEN), stops CMD on a loss as `zoolock lock` does
+    /// (exit 70), gives leadership up when CMD exits and exits with its
+    /// status. Curator participants on the same path take turns with it.
+    #[command(after_long_help = exit::HELP)]
+    Elect {
+        #[command(flatten)]
+        hold: HoldArgs,
+        #[command(flatten)]
+        election: ElectionArgs,
+    },
+    /// Print the id of the current leader of the election PATH.
+    ///
+    /// One line, the id (Curator's getLeader()); exits 1 when nobody leads.
+    /// With --json, every participant in queue order:
+    /// `[{"id":"...","leader":true,"node":"/path/_c_...-lock-0000000000"}]`.
+    Leader {
+        /// The election path.
+        #[arg(value_parser = zk_path)]
+        path: String,
+        /// The LeaderLatch layout (`latch-` nodes) rather than LeaderSelector's.
+        #[arg(long)]
+        latch: bool,
+        /// Print the participants as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Read or write a shared count (Curator's SharedCount: a node holding a
     /// 4-byte big-endian int), e.g. the size of a semaphore run with
     /// --leases-from.
@@ -303,6 +335,11 @@ pub(crate) struct HoldArgs {
     /// address, as Curator writes).
     #[arg(long, value_name = "TEXT")]
     pub(crate) data: Option<String>,
+    /// Give the lock up (CMD stopped as on a loss, exit 70) once it has been
+    /// held this long, even if the session is alive: its node is deleted, so
+    /// a hung holder cannot block the others forever [default: no limit].
+    #[arg(long, value_name = "D", value_parser = duration)]
+    pub(crate) max_hold: Option<Duration>,
     /// Run COMMAND with `sh -c` instead of CMD ARGS, as `flock -c`.
     #[arg(short = 'c', long = "command", id = "shell_command", value_name = "COMMAND", conflicts_with = "command")]
     pub(crate) shell_command: Option<String>,
@@ -324,6 +361,20 @@ impl HoldArgs {
             None => self.command.clone(),
         }
     }
+}
+
+/// Who takes part in an election, and in which layout.
+#[derive(Debug, Args)]
+pub(crate) struct ElectionArgs {
+    /// The participant id, stored as the node's data (Curator's setId), as
+    /// `zoolock leader` and Curator's getLeader() report it [default:
+    /// HOSTNAME:PID]. Replaces --data.
+    #[arg(long, value_name = "ID", conflicts_with = "data")]
+    pub(crate) id: Option<String>,
+    /// The LeaderLatch layout (`latch-` nodes; the term is one latch from
+    /// start to close) rather than LeaderSelector's.
+    #[arg(long)]
+    pub(crate) latch: bool,
 }
 
 /// How many leases a semaphore has.
@@ -380,6 +431,11 @@ pub(crate) enum Kind {
     Rwlock,
     /// A semaphore (`zoolock semaphore`).
     Semaphore,
+    /// A LeaderSelector election (`zoolock elect`): a mutex whose node data
+    /// is the participant id.
+    Election,
+    /// A LeaderLatch election (`zoolock elect --latch`).
+    Latch,
 }
 
 impl Kind {
@@ -389,6 +445,8 @@ impl Kind {
             Kind::Mutex => LockKind::Mutex,
             Kind::Rwlock => LockKind::ReadWriteLock,
             Kind::Semaphore => LockKind::Semaphore,
+            Kind::Election => LockKind::LeaderSelector,
+            Kind::Latch => LockKind::LeaderLatch,
         }
     }
 }
@@ -534,6 +592,62 @@ mod tests {
         assert!(Cli::try_parse_from(["zoolock", "--acl", "auth::rwx", "lock", "/x", "--", "true"]).is_err());
         assert!(Cli::try_parse_from(["zoolock", "--auth", "digest", "lock", "/x", "--", "true"]).is_err());
         assert!(Cli::try_parse_from(["zoolock", "--tls-cert", "c.pem", "lock", "/x", "--", "true"]).is_err());
+    }
+
+    #[test]
+    fn elect_takes_an_id_the_latch_layout_and_the_lock_options() {
+        let cli = Cli::try_parse_from([
+            "zoolock",
+            "elect",
+            "/e",
+            "--id",
+            "w1",
+            "--latch",
+            "-n",
+            "--grace",
+            "1s",
+            "--max-hold",
+            "3s",
+            "--",
+            "run",
+        ])
+        .expect("parses");
+        let Command::Elect { hold, election } = cli.command else { panic!("not elect") };
+        assert_eq!((election.id.as_deref(), election.latch), (Some("w1"), true));
+        assert_eq!(
+            (hold.wait_limit(), hold.grace, hold.max_hold),
+            (Some(Duration::ZERO), Some(Duration::from_secs(1)), Some(Duration::from_secs(3)))
+        );
+        assert_eq!(hold.command, ["run"]);
+        let cli = Cli::try_parse_from(["zoolock", "elect", "/e", "-c", "true"]).expect("parses");
+        let Command::Elect { election, .. } = cli.command else { panic!("not elect") };
+        assert_eq!((election.id, election.latch), (None, false));
+        // The id is the node data: both at once is a usage error.
+        assert!(Cli::try_parse_from(["zoolock", "elect", "/e", "--id", "a", "--data", "b", "--", "true"]).is_err());
+        assert!(Cli::try_parse_from(["zoolock", "elect", "/e"]).is_err());
+    }
+
+    #[test]
+    fn max_hold_is_on_every_holding_command_and_leader_takes_latch_and_json() {
+        for cmd in
+            [&["lock", "/x"][..], &["read-lock", "/x"], &["write-lock", "/x"], &["semaphore", "/x", "--leases", "2"]]
+        {
+            let args = [&["zoolock"][..], cmd, &["--max-hold", "2s", "--", "true"]].concat();
+            let cli = Cli::try_parse_from(args).expect("parses");
+            let hold = match cli.command {
+                Command::Lock { hold, .. }
+                | Command::ReadLock { hold }
+                | Command::WriteLock { hold }
+                | Command::Semaphore { hold, .. } => hold,
+                other => panic!("{other:?}"),
+            };
+            assert_eq!(hold.max_hold, Some(Duration::from_secs(2)));
+        }
+        let cli = Cli::try_parse_from(["zoolock", "leader", "/e", "--latch", "--json"]).expect("parses");
+        assert!(matches!(cli.command, Command::Leader { ref path, latch: true, json: true } if path == "/e"));
+        assert!(Cli::try_parse_from(["zoolock", "leader", "e"]).is_err());
+        let cli = Cli::try_parse_from(["zoolock", "holders", "/e", "--kind", "latch"]).expect("parses");
+        assert!(matches!(cli.command, Command::Holders { kind: Kind::Latch, .. }));
     }
 
     #[test]

@@ -4,8 +4,10 @@
 //! zoolock [--connect HOSTS] [--session-timeout D] lock PATH [--timeout D | -n] [-E N] [--grace D] [--revocable] -- CMD ARGS...
 //! zoolock read-lock PATH -- CMD ...      zoolock write-lock PATH -- CMD ...
 //! zoolock semaphore PATH (--leases N | --leases-from COUNT_PATH) [--revocable] -- CMD ...
+//! zoolock elect PATH [--id ID] [--latch] [--timeout D | -n] -- CMD ...   (every holding command: [--max-hold D])
+//! zoolock leader PATH [--latch] [--json]
 //! zoolock count get PATH                 zoolock count set PATH N
-//! zoolock holders PATH [--kind mutex|rwlock|semaphore [--leases N | --leases-from COUNT_PATH]] [--json]
+//! zoolock holders PATH [--kind mutex|rwlock|semaphore|election|latch [--leases N | --leases-from COUNT_PATH]] [--json]
 //! zoolock revoke PATH | --node NODE
 //! zoolock serve [--port P]
 //! zoolock demo [--duration D]            (embedded server unless --connect)

@@ -17,6 +17,10 @@ import java.util.concurrent.TimeUnit;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.leader.LeaderLatch;
+import org.apache.curator.framework.recipes.leader.LeaderSelector;
+import org.apache.curator.framework.recipes.leader.LeaderSelectorListenerAdapter;
+import org.apache.curator.framework.recipes.leader.Participant;
 import org.apache.curator.framework.recipes.locks.InterProcessLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
@@ -70,6 +74,19 @@ import org.apache.curator.utils.ZKPaths;
  *   GZIP_GET <id> <path>                         getData().decompressed() -> DATA <id> x<hex>
  *   PARTICIPANTS <id> mutex|read|write|semaphore <path>
  *                                                -> NODES <id> <n> <node>... (Curator's order)
+ *   SELECTOR_START <id> <path> <participantId> <holdMs>
+ *                                                a LeaderSelector with setId(participantId) and
+ *                                                autoRequeue(); each term prints LEADER <id> <us>,
+ *                                                holds holdMs, then prints RESIGN <id> <us> just before
+ *                                                takeLeadership returns (also when interrupted)
+ *   SELECTOR_STOP <id>                           close(), and the term under way ended -> STOPPED <id>
+ *   LATCH_START <id> <path> <participantId> <holdMs> <terms>
+ *                                                <terms> times: a new LeaderLatch(path, participantId),
+ *                                                start, await, LEADER <id> <us>, hold holdMs,
+ *                                                RESIGN <id> <us>, close(); then STOPPED <id>
+ *   LEADER_OF <id> selector|latch <path>         getLeader() -> LEADER_IS <id> <participantId> <isLeader>
+ *                                                (participantId "-" when empty: no leader)
+ *   ELECTORATE <id> selector|latch <path>        getParticipants() -> IDS <id> <n> <participantId>:<isLeader>...
  *   CLOSE <id>                                   closes the ID's session -> CLOSED <id>
  *   QUIT                                         closes everything -> BYE _ and exits
  * Failures: ERROR <id> <exception, one line>.
@@ -164,6 +181,10 @@ public final class CuratorDriver {
         Lease lease;
         /** The count sizing this contender's semaphore, kept started while it lives. */
         SharedCount count;
+        /** This contender's running LeaderSelector (SELECTOR_START), if any. */
+        volatile LeaderSelector selector;
+        /** Inside the selector's takeLeadership. */
+        volatile boolean leading;
 
         Contender(String id) {
             this.id = id;
@@ -286,7 +307,68 @@ public final class CuratorDriver {
                     }
                     emit(line.toString());
                 }
+                case "SELECTOR_START" -> {
+                    long hold = Long.parseLong(cmd[4]);
+                    LeaderSelector s = new LeaderSelector(client(), cmd[2], new LeaderSelectorListenerAdapter() {
+                        @Override
+                        public void takeLeadership(CuratorFramework c) throws Exception {
+                            leading = true;
+                            emit("LEADER " + id + " " + micros());
+                            try {
+                                Thread.sleep(hold);
+                            } finally {
+                                emit("RESIGN " + id + " " + micros());
+                                leading = false;
+                            }
+                        }
+                    });
+                    s.setId(cmd[3]);
+                    s.autoRequeue();
+                    selector = s;
+                    s.start();
+                }
+                case "SELECTOR_STOP" -> {
+                    LeaderSelector s = selector;
+                    selector = null;
+                    s.close();
+                    // close() interrupts a term without waiting for it to end.
+                    while (leading) {
+                        Thread.sleep(5);
+                    }
+                    emit("STOPPED " + id);
+                }
+                case "LATCH_START" -> {
+                    long hold = Long.parseLong(cmd[4]);
+                    int terms = Integer.parseInt(cmd[5]);
+                    for (int i = 0; i < terms; i++) {
+                        LeaderLatch latch = new LeaderLatch(client(), cmd[2], cmd[3]);
+                        latch.start();
+                        latch.await();
+                        emit("LEADER " + id + " " + micros());
+                        Thread.sleep(hold);
+                        emit("RESIGN " + id + " " + micros());
+                        latch.close();
+                    }
+                    emit("STOPPED " + id);
+                }
+                case "LEADER_OF" -> {
+                    Participant p = electionOf(cmd[2], cmd[3]).getLeader();
+                    String leader = p.getId().isEmpty() ? "-" : p.getId();
+                    emit("LEADER_IS " + id + " " + leader + " " + p.isLeader());
+                }
+                case "ELECTORATE" -> {
+                    Collection<Participant> all = electionOf(cmd[2], cmd[3]).getParticipants();
+                    StringBuilder line = new StringBuilder("IDS ").append(id).append(' ').append(all.size());
+                    for (Participant p : all) {
+                        line.append(' ').append(p.getId()).append(':').append(p.isLeader());
+                    }
+                    emit(line.toString());
+                }
                 case "CLOSE" -> {
+                    if (selector != null) {
+                        selector.close();
+                        selector = null;
+                    }
                     if (count != null) {
                         count.close();
                         count = null;
@@ -348,11 +430,47 @@ public final class CuratorDriver {
         }
 
         void close() {
+            if (selector != null) {
+                selector.close();
+            }
             thread.shutdownNow();
             if (client != null) {
                 client.close();
             }
         }
+    }
+
+    /** An unstarted election on path, to read its leader and participants. */
+    static Election electionOf(String kind, String path) {
+        return switch (kind) {
+            case "selector" -> {
+                LeaderSelector s = new LeaderSelector(admin, path, new LeaderSelectorListenerAdapter() {
+                    @Override
+                    public void takeLeadership(CuratorFramework c) {}
+                });
+                yield new Election(s::getLeader, s::getParticipants);
+            }
+            case "latch" -> {
+                LeaderLatch l = new LeaderLatch(admin, path);
+                yield new Election(l::getLeader, l::getParticipants);
+            }
+            default -> throw new IllegalArgumentException("unknown election kind " + kind);
+        };
+    }
+
+    /** What LEADER_OF and ELECTORATE read of an election. */
+    record Election(Read<Participant> leader, Read<Collection<Participant>> participants) {
+        Participant getLeader() throws Exception {
+            return leader.get();
+        }
+
+        Collection<Participant> getParticipants() throws Exception {
+            return participants.get();
+        }
+    }
+
+    interface Read<T> {
+        T get() throws Exception;
     }
 
     interface NodeName {

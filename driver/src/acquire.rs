@@ -239,7 +239,7 @@ impl<S: Tickets> Drop for Pending<S> {
 
 /// Awaits `grant`, calling `progress` with each new position `position`
 /// reads (woken by `changed`). Dropping it drops `grant`.
-async fn with_progress<T>(
+pub(crate) async fn with_progress<T>(
     changed: &Event,
     position: impl Fn() -> Option<QueuePosition>,
     progress: &mut (dyn FnMut(QueuePosition) + Send),
@@ -268,7 +268,7 @@ async fn with_progress<T>(
 
 /// The error of an acquire that ended without a grant (`TimedOut`,
 /// `Failed`, `Refused`), or `None` for any other event.
-fn acquire_end(event: &RecipeEvent) -> Option<Error> {
+pub(crate) fn acquire_end(event: &RecipeEvent) -> Option<Error> {
     match event {
         RecipeEvent::TimedOut => Some(Error::TimedOut),
         RecipeEvent::Failed(e) => Some(Error::Request(e.clone())),

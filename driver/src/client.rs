@@ -69,6 +69,8 @@ impl Inner {
         config.container_parents = self.options.container_parents;
         config.retry = self.options.retry;
         config.watch_held = self.options.watch_held;
+        config.max_hold = lock.max_hold;
+        config.name = lock.name.clone();
         match &self.options.acl {
             Some(policy) => config.with_acl_policy(policy.clone()),
             None => config,

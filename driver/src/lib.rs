@@ -1,7 +1,8 @@
 //! zoolock's async layer: one event loop (the `task` module) that runs the
 //! sans-IO session and recipes from `zoolock-core` over any [`Runtime`], and
-//! the user-facing handles: [`Client`], [`Lock`] with its [`Guard`], and
-//! [`Semaphore`] with its [`Lease`]s.
+//! the user-facing handles: [`Client`], [`Lock`] with its [`Guard`],
+//! [`Semaphore`] with its [`Lease`]s, and leader election
+//! ([`LeaderSelector`] with its [`Leadership`], [`LeaderLatch`]).
 //!
 //! Transports (`zoolock-tokio`, `zoolock-smol`) only implement [`Runtime`].
 //!
@@ -28,7 +29,8 @@
 //! | `zoolock_session_renewals_total` | counter | count | sessions started after an expiry |
 //!
 //! The per-lock series carry `kind` (`mutex`, `rwlock`, `semaphore_mutex`,
-//! `multi`, `semaphore`) and `path` (the lock path; a multi-lock's paths
+//! `multi`, `semaphore`; `election` for the suspended and lost counts of
+//! leadership) and `path` (the lock path; a multi-lock's paths
 //! joined with `,`). Services that make a lock per entity (`/orders/1234`)
 //! turn `path` off with [`Options::metrics_path_label`](crate::Options::metrics_path_label),
 //! so the number of series stays bounded; `kind` is always there.
@@ -49,8 +51,10 @@ mod error;
 #[cfg(feature = "gssapi")]
 mod gssapi;
 mod hold;
+mod leader;
 mod lock;
 mod metrics;
+mod observe;
 mod options;
 mod recipes;
 mod runtime;
@@ -68,7 +72,9 @@ pub use futures_lite::{AsyncRead, AsyncWrite};
 #[cfg(feature = "gssapi")]
 pub use gssapi::{DEFAULT_SERVICE as GSSAPI_DEFAULT_SERVICE, GssapiClient};
 pub use hold::{Hold, HoldStatus, QueuePosition, StatusChanges};
+pub use leader::{CloseMode, LeaderLatch, LeaderSelector, Leadership, LeadershipChanges};
 pub use lock::{Guard, Lock, ReadWriteLock};
+pub use observe::{HolderChanges, LeaderChanges};
 pub use options::{LockOptions, Options};
 pub use recipes::SemaphoreOptions;
 pub use runtime::{BoxFuture, Conn, IoConn, Runtime};
@@ -82,5 +88,7 @@ pub use tls::{TlsConfigError, TlsConnect, TlsOptions};
 /// The sans-IO core, for plain ops ([`zoolock_core::Op`]) and wire types.
 /// Named after its crate, so it never shadows `::core`.
 pub use zoolock_core;
-pub use zoolock_core::recipes::{LockKind, LockSpec, SemaphoreSize};
+pub use zoolock_core::recipes::{
+    ElectionKind, ElectionParticipant, LockKind, LockName, LockNameError, LockSpec, SemaphoreSize, SortRule,
+};
 pub use zoolock_core::{Compression, ConnectionState, FencingToken, OpPlan, Participant, RetryPolicy};

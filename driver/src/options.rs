@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use bytes::Bytes;
+use zoolock_core::recipes::LockName;
 use zoolock_core::{Compression, OpPlan, RetryPolicy, SaslConfig};
 
 use crate::security::{AclPolicy, AuthInfo};
@@ -255,6 +256,18 @@ pub struct LockOptions {
     /// ([`crate::Hold::revocation_requested`]); its nodes have empty data.
     /// For a read-write lock, both halves.
     pub revocable: bool,
+    /// The longest a hold may last: once this much has passed since the
+    /// grant, the hold reads [`HoldStatus::Lost`](crate::HoldStatus::Lost)
+    /// (its [`Hold::lost`](crate::Hold::lost) completes) and its node is
+    /// deleted, so a holder that hangs with its session alive cannot block
+    /// everyone forever. `None` (the default): no limit. For a semaphore,
+    /// each lease on its own; for an election, each term.
+    pub max_hold: Option<Duration>,
+    /// The node name and sort rule of a mutex (Curator's
+    /// `LockInternalsDriver`): `lock-` by default, `latch-` for a
+    /// `LeaderLatch`, or a name of your own for a foreign layout. The
+    /// read-write lock and the semaphore keep Curator's names.
+    pub name: LockName,
 }
 
 impl LockOptions {
@@ -267,6 +280,18 @@ impl LockOptions {
     /// Makes the lock revocable.
     pub fn revocable(mut self, revocable: bool) -> Self {
         self.revocable = revocable;
+        self
+    }
+
+    /// Sets the longest a hold may last ([`LockOptions::max_hold`]).
+    pub fn max_hold(mut self, max_hold: Duration) -> Self {
+        self.max_hold = Some(max_hold);
+        self
+    }
+
+    /// Sets the node name and sort rule ([`LockOptions::name`]).
+    pub fn name(mut self, name: LockName) -> Self {
+        self.name = name;
         self
     }
 }

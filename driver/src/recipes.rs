@@ -27,22 +27,35 @@ pub struct SemaphoreOptions {
     /// lease back ([`crate::Hold::revocation_requested`]); lease nodes
     /// have empty data.
     pub revocable: bool,
+    /// The longest each lease may be held ([`LockOptions::max_hold`]).
+    pub max_hold: Option<std::time::Duration>,
 }
 
 impl SemaphoreOptions {
     /// `n` leases.
     pub fn leases(n: usize) -> Self {
-        SemaphoreOptions { size: SemaphoreSize::Leases(n), revocable: false }
+        SemaphoreOptions { size: SemaphoreSize::Leases(n), revocable: false, max_hold: None }
     }
 
     /// Sized by the shared count at `count_path` (seeded with `seed`).
     pub fn sized_by(count_path: &str, seed: i32) -> Self {
-        SemaphoreOptions { size: SemaphoreSize::Count { path: count_path.into(), seed }, revocable: false }
+        SemaphoreOptions {
+            size: SemaphoreSize::Count { path: count_path.into(), seed },
+            revocable: false,
+            max_hold: None,
+        }
     }
 
     /// Makes the leases revocable.
     pub fn revocable(mut self, revocable: bool) -> Self {
         self.revocable = revocable;
+        self
+    }
+
+    /// Sets the longest each lease may be held: past it, the lease reads
+    /// `Lost` and its node is deleted ([`LockOptions::max_hold`]).
+    pub fn max_hold(mut self, max_hold: std::time::Duration) -> Self {
+        self.max_hold = Some(max_hold);
         self
     }
 }
@@ -239,7 +252,8 @@ impl Client {
     pub async fn semaphore_with(&self, path: &str, options: SemaphoreOptions) -> Result<Semaphore, Error> {
         let spec = SemaphoreSpec::new(path, options.size, options.revocable);
         ZkPath::new(path)?;
-        let config = self.inner.lock_config();
+        let mut config = self.inner.lock_config();
+        config.max_hold = options.max_hold;
         if let SemaphoreSize::Count { path, seed } = &spec.size {
             // As Curator's started SharedCount: the count exists and holds
             // an int before the semaphore uses it (else CountMalformed).
@@ -280,6 +294,11 @@ impl Client {
     /// ```
     pub async fn participants(&self, path: &str, kind: LockKind) -> Result<Vec<Participant>, Error> {
         let recipe = Participants::of(kind, ZkPath::new(path)?).map_err(spec_error)?;
+        self.participants_by(recipe).await
+    }
+
+    /// Runs a participants listing to its answer.
+    pub(crate) async fn participants_by(&self, recipe: Participants) -> Result<Vec<Participant>, Error> {
         match self.one_shot(recipe).await? {
             RecipeEvent::Participants(list) => Ok(list),
             RecipeEvent::Failed(e) => Err(e.into()),

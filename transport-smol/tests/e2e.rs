@@ -228,3 +228,38 @@ fn cancellation_semaphore_mutex() {
 fn cancellation_multi_lock() {
     run::<Rt>(e2e::cancellation_multi_lock);
 }
+
+#[test]
+fn election_selector() {
+    run::<Rt>(e2e::election_selector);
+}
+
+#[test]
+fn election_cancelled_wait() {
+    run::<Rt>(e2e::election_cancelled_wait);
+}
+
+#[test]
+fn election_run_requeues() {
+    run::<Rt>(e2e::election_run_requeues);
+}
+
+#[test]
+fn election_latch() {
+    run::<Rt>(e2e::election_latch);
+}
+
+#[test]
+fn election_node_deleted() {
+    run::<Rt>(e2e::election_node_deleted);
+}
+
+#[test]
+fn max_hold() {
+    run::<Rt>(e2e::max_hold);
+}
+
+#[test]
+fn observe() {
+    run::<Rt>(e2e::observe);
+}

@@ -201,3 +201,38 @@ fn cancellation_semaphore_mutex() {
 fn cancellation_multi_lock() {
     run::<Tokio>(e2e::cancellation_multi_lock);
 }
+
+#[test]
+fn election_selector() {
+    run::<Tokio>(e2e::election_selector);
+}
+
+#[test]
+fn election_cancelled_wait() {
+    run::<Tokio>(e2e::election_cancelled_wait);
+}
+
+#[test]
+fn election_run_requeues() {
+    run::<Tokio>(e2e::election_run_requeues);
+}
+
+#[test]
+fn election_latch() {
+    run::<Tokio>(e2e::election_latch);
+}
+
+#[test]
+fn election_node_deleted() {
+    run::<Tokio>(e2e::election_node_deleted);
+}
+
+#[test]
+fn max_hold() {
+    run::<Tokio>(e2e::max_hold);
+}
+
+#[test]
+fn observe() {
+    run::<Tokio>(e2e::observe);
+}

@@ -130,8 +130,18 @@ pub(super) async fn run(global: &Global, path: &str, kind: Kind, size: HoldersSi
     let remaining = size.map(|n| (n - list.len() as i64).max(0));
     let mut out = std::io::stdout().lock();
     if json {
-        let participants: Vec<_> =
-            list.iter().map(|e| serde_json::json!({ "node": e.node, "data": e.data, "holding": e.holding })).collect();
+        let election = kind.lock_kind().election().is_some();
+        let participants: Vec<_> = list
+            .iter()
+            .map(|e| {
+                let mut p = serde_json::json!({ "node": e.node, "data": e.data, "holding": e.holding });
+                if election {
+                    // An election's node data is the participant id.
+                    p["id"] = e.data.clone().into();
+                }
+                p
+            })
+            .collect();
         let mut value =
             serde_json::json!({ "path": path, "kind": kind.lock_kind().label(), "participants": participants });
         if let (Some(size), Some(remaining)) = (size, remaining) {

@@ -1,5 +1,6 @@
-//! `lock`, `read-lock`, `write-lock` and `semaphore`: wait for the lock,
-//! run CMD while holding it, release it when CMD exits.
+//! `lock`, `read-lock`, `write-lock`, `semaphore` and `elect`: wait for the
+//! lock (or the leadership), run CMD while holding it, release it when CMD
+//! exits.
 
 use std::convert::Infallible;
 use std::io;
@@ -7,7 +8,7 @@ use std::time::Duration;
 
 use futures_lite::StreamExt;
 use tokio::sync::watch;
-use zoolock_tokio::{Client, Error, Hold, HoldStatus, SemaphoreOptions};
+use zoolock_tokio::{Client, ElectionKind, Error, Hold, HoldStatus, LockOptions, SemaphoreOptions};
 
 use crate::args::{Global, HoldArgs, Kind};
 use crate::exit::{self, Failure, Outcome};
@@ -34,6 +35,8 @@ pub(super) enum Recipe {
     Write,
     /// One lease of a semaphore, optionally revocable.
     Semaphore { size: Size, revocable: bool },
+    /// One term of leadership of an election, as participant `id`.
+    Elect { id: String, election: ElectionKind },
 }
 
 /// Reports `hold`'s status on `tx` until dropped; never completes. Every
@@ -119,6 +122,7 @@ pub(super) async fn run(global: &Global, hold: HoldArgs, recipe: Recipe) -> Outc
     };
     let token = held.fencing_token().0;
     tracing::info!(node = held.node(), token, "acquired");
+    let granted = std::time::Instant::now();
 
     let mut command = tokio::process::Command::new(program);
     command.args(args).env("ZOOLOCK_FENCING_TOKEN", token.to_string()).env("ZOOLOCK_NODE", held.node());
@@ -143,7 +147,9 @@ pub(super) async fn run(global: &Global, hold: HoldArgs, recipe: Recipe) -> Outc
         ending = supervise::supervise(&mut child, &mut rx, held.revocation_requested(), &mut signals, policy, &last_heard) => ending,
         never = watch(&held, &tx) => match never {},
     };
-    finish(ending, held, &client, &hold.path, global, policy).await
+    // A loss once --max-hold has passed is the maximum hold's doing.
+    let expired = hold.max_hold.filter(|d| granted.elapsed() >= *d);
+    finish(ending, held, &client, &hold.path, global, policy, expired).await
 }
 
 /// Releases and closes, and picks the exit code.
@@ -154,6 +160,7 @@ async fn finish(
     path: &str,
     global: &Global,
     policy: Policy,
+    expired: Option<Duration>,
 ) -> Outcome {
     let close_limit = Duration::from_secs(2).min(global.session_timeout);
     let ending = match ending {
@@ -175,9 +182,10 @@ async fn finish(
             // session (or its expiry) deletes the node if it is still there.
             drop(held);
             super::close(client, close_limit).await;
-            let why = match loss {
-                Loss::Lost => "the session expired or the lock node was deleted".to_owned(),
-                Loss::SuspendedTooLong => {
+            let why = match (loss, expired) {
+                (Loss::Lost, Some(d)) => format!("it was held for --max-hold {}", humantime::format_duration(d)),
+                (Loss::Lost, None) => "the session expired or the lock node was deleted".to_owned(),
+                (Loss::SuspendedTooLong, _) => {
                     format!("the connection was suspended longer than {}", humantime::format_duration(policy.grace))
                 }
             };
@@ -205,6 +213,8 @@ fn queue_of(recipe: &Recipe) -> (Kind, Option<usize>) {
         Recipe::Read | Recipe::Write => (Kind::Rwlock, None),
         Recipe::Semaphore { size: Size::Leases(n), .. } => (Kind::Semaphore, Some(*n as usize)),
         Recipe::Semaphore { size: Size::Count(_), .. } => (Kind::Semaphore, None),
+        Recipe::Elect { election: ElectionKind::Latch, .. } => (Kind::Latch, None),
+        Recipe::Elect { .. } => (Kind::Election, None),
     }
 }
 
@@ -224,19 +234,30 @@ async fn held_by(client: &Client, path: &str, kind: Kind, leases: Option<usize>)
 /// `--nonblock`), reporting the queue position to `progress`.
 async fn acquire(client: &Client, hold: &HoldArgs, recipe: Recipe, progress: &Progress) -> Result<Hold, Error> {
     let path = hold.path.as_str();
+    let mut options = LockOptions::default();
+    if let Some(max_hold) = hold.max_hold {
+        options = options.max_hold(max_hold);
+    }
     let lock = match recipe {
-        Recipe::Mutex { revocable: false } => client.mutex(path).await?,
-        Recipe::Mutex { revocable: true } => client.revocable_mutex(path).await?,
-        Recipe::Read => client.read_write_lock(path).await?.read,
-        Recipe::Write => client.read_write_lock(path).await?.write,
+        Recipe::Mutex { revocable } => client.mutex_with(path, options.revocable(revocable)).await?,
+        Recipe::Read => client.read_write_lock_with(path, options).await?.read,
+        Recipe::Write => client.read_write_lock_with(path, options).await?.write,
         Recipe::Semaphore { size, revocable } => {
-            let options = match size {
+            let mut options = match size {
                 Size::Leases(n) => SemaphoreOptions::leases(n as usize),
                 Size::Count(count) => SemaphoreOptions::sized_by(&count, 1),
             };
+            if let Some(max_hold) = hold.max_hold {
+                options = options.max_hold(max_hold);
+            }
             let semaphore = client.semaphore_with(path, options.revocable(revocable)).await?;
             let mut leases = semaphore.acquire_with_progress(1, hold.wait_limit(), progress.recorder()).await?;
             return leases.pop().map(Hold::from).ok_or(Error::ClientClosed);
+        }
+        Recipe::Elect { id, election } => {
+            let participant = client.election_participant(path, election, &id, options).await?;
+            let term = participant.leadership_with_progress(hold.wait_limit(), progress.recorder()).await?;
+            return Ok(term.into());
         }
     };
     let guard = lock.acquire_with_progress(hold.wait_limit(), progress.recorder()).await?;

@@ -5,6 +5,7 @@ mod count;
 pub(crate) mod demo;
 mod generate;
 mod holders;
+mod leader;
 mod lock;
 mod revoke;
 mod security;
@@ -12,7 +13,7 @@ pub(crate) mod serve;
 
 use std::time::Duration;
 
-use zoolock_tokio::{Client, Error, Options};
+use zoolock_tokio::{Client, ElectionKind, Error, Options};
 
 use crate::args::{Cli, Command, Global};
 use crate::exit::{self, Failure, Outcome};
@@ -31,6 +32,11 @@ pub(crate) async fn run(cli: Cli) -> Outcome {
             };
             lock::run(global, hold, lock::Recipe::Semaphore { size, revocable }).await
         }
+        Command::Elect { hold, election } => {
+            let id = election.id.unwrap_or_else(leader::default_id);
+            lock::run(global, hold, lock::Recipe::Elect { id, election: election_of(election.latch) }).await
+        }
+        Command::Leader { path, latch, json } => leader::run(global, &path, election_of(latch), json).await,
         Command::Count { action } => count::run(global, action).await,
         Command::Holders { path, kind, size, json } => holders::run(global, &path, kind, size, json).await,
         Command::Revoke { path, node } => revoke::run(global, path.as_deref(), node.as_deref()).await,
@@ -83,6 +89,11 @@ async fn close(client: &Client, limit: Duration) {
         Ok(Err(error)) => tracing::debug!(%error, "close"),
         Err(_) => tracing::warn!("the session did not close within {limit:?}; it will expire on the server"),
     }
+}
+
+/// The election layout for `--latch`.
+fn election_of(latch: bool) -> ElectionKind {
+    if latch { ElectionKind::Latch } else { ElectionKind::Selector }
 }
 
 /// A request failed after connecting.

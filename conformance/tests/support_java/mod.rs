@@ -257,6 +257,12 @@ impl Java {
         java
     }
 
+    /// Sends one command line as is (for an id whose [`Peer`] is busy
+    /// reading elsewhere).
+    pub(crate) fn send(&self, line: &str) {
+        self.shared.send(line);
+    }
+
     /// A Curator contender (or a one-shot requester) with its own reply queue.
     pub(crate) fn peer(&self, id: &str) -> Peer {
         let (tx, rx) = mpsc::unbounded_channel();

@@ -31,6 +31,7 @@ mod cancellation;
 mod chroot;
 mod compressed;
 mod connect_errors;
+mod election;
 mod holders;
 mod loss;
 mod resized;
@@ -45,6 +46,10 @@ pub use compressed::compressed_data;
 pub use connect_errors::{
     connect_refused_or_unresolved_fails_fast, connect_to_a_silent_server_times_out,
     refusals_after_a_session_keep_trying,
+};
+pub use election::{
+    election_cancelled_wait, election_latch, election_node_deleted, election_run_requeues, election_selector, max_hold,
+    observe,
 };
 pub use holders::{fenced_writes, participants, queue_positions, revocation};
 pub use loss::{

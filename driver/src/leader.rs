@@ -1,0 +1,824 @@
+//! Leader election, Curator-compatible (DESIGN §4.12): async handles over
+//! core's [`Election`](CoreElection) machine, which owns every election rule
+//! (the layout and id, re-queueing, the session gate, max hold). A
+//! [`LeaderSelector`] takes terms of leadership in Curator's
+//! `LeaderSelector` layout, each a [`Leadership`] with a hold's loss signals;
+//! a [`LeaderLatch`] is Curator's `LeaderLatch`. This file only carries
+//! commands to the machine and its events to the tasks.
+//!
+//! One registered machine is one participant (one node at a time on the
+//! server). A one-off term ([`LeaderSelector::leadership`]) registers its
+//! own participant and closes it when the term ends or the wait is dropped,
+//! so a cancelled wait leaves nothing behind; [`LeaderSelector::run`] with
+//! `auto_requeue` and a latch keep one participant that core re-queues.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_lite::Stream;
+use zoolock_core::recipes::{Election as CoreElection, ElectionKind, ElectionParticipant};
+use zoolock_core::{ApiMisuse, FencingToken, Handle, RecipeEvent, RequestError, ZkPath};
+
+use crate::acquire::{self, Watched};
+use crate::client::{Client, RecipeHandle};
+use crate::error::Error;
+use crate::hold::{self, Hold, HoldStatus, QueuePosition};
+use crate::metrics::Labels;
+use crate::options::LockOptions;
+use crate::runtime::BoxFuture;
+use crate::task::{Command, Sink};
+
+/// One term as the tasks see it.
+#[derive(Debug, Clone)]
+struct TermState {
+    /// Its number: terms of one participant count up from 1.
+    n: u64,
+    node: String,
+    token: FencingToken,
+    status: HoldStatus,
+}
+
+/// What a participant's handles and its event sink share.
+#[derive(Debug, Default)]
+struct ElectionState {
+    /// The number of the last term granted.
+    granted: u64,
+    /// The current term (kept once lost, until the next one).
+    term: Option<TermState>,
+    /// Where the wait stands in the queue.
+    position: Option<QueuePosition>,
+    /// Failures so far, and the last one.
+    failures: u64,
+    failure: Option<Error>,
+    /// A latch closed by its owner, and how.
+    closed: Option<CloseMode>,
+}
+
+type Shared = Watched<ElectionState>;
+
+/// Carries one election event to the tasks. With `renews` (the client
+/// renews expired sessions) a participant whose wait failed with the
+/// session's expiry stays queued: core queues it again on the next session
+/// (its session gate), so that failure ends no wait.
+fn on_event(shared: &Shared, path: &str, labels: &Labels, renews: bool, event: RecipeEvent) {
+    match event {
+        RecipeEvent::Acquired { node, token } => {
+            tracing::debug!(%path, %node, token = token.0, "leadership gained");
+            shared.with(|s| {
+                s.granted += 1;
+                s.term = Some(TermState { n: s.granted, node, token, status: HoldStatus::Held });
+                s.position = None;
+            });
+        }
+        RecipeEvent::Released => {
+            tracing::debug!(%path, "leadership given up");
+            shared.with(|s| s.term = None);
+        }
+        status @ (RecipeEvent::Suspended | RecipeEvent::Reconnected | RecipeEvent::Lost) => {
+            let new = match status {
+                RecipeEvent::Suspended => HoldStatus::Suspended,
+                RecipeEvent::Reconnected => HoldStatus::Held,
+                _ => HoldStatus::Lost,
+            };
+            match new {
+                HoldStatus::Lost => tracing::warn!(%path, "leadership lost"),
+                HoldStatus::Suspended => tracing::info!(%path, "leadership suspended: the connection dropped"),
+                _ => tracing::info!(%path, "leadership confirmed after the reconnect"),
+            }
+            match new {
+                HoldStatus::Lost => crate::metrics::lost(labels),
+                HoldStatus::Suspended => crate::metrics::suspended(labels),
+                _ => {}
+            }
+            shared.with(|s| {
+                if let Some(t) = s.term.as_mut() {
+                    t.status = new;
+                }
+            });
+        }
+        RecipeEvent::Expired { node } => tracing::warn!(%path, %node, "leadership held past its max hold: lost"),
+        RecipeEvent::Queued { position, total } => {
+            shared.with(|s| s.position = Some(QueuePosition { position, total }));
+        }
+        end @ (RecipeEvent::Failed(_) | RecipeEvent::Refused(_) | RecipeEvent::TimedOut) => {
+            let Some(error) = acquire::acquire_end(&end) else { return };
+            let parked = renews && error == Error::Request(RequestError::SessionExpired);
+            tracing::debug!(%path, %error, parked, "election failed");
+            if parked {
+                return;
+            }
+            shared.with(|s| {
+                s.failures += 1;
+                s.failure = Some(error);
+            });
+        }
+        other => tracing::trace!(%path, ?other, "election event"),
+    }
+}
+
+/// A registered core election: one participant. Dropping the last handle
+/// closes it (its node is deleted) and drops the machine.
+struct Participant {
+    recipe: RecipeHandle,
+    handle: Handle<CoreElection>,
+    shared: Arc<Shared>,
+    path: Arc<str>,
+}
+
+impl std::fmt::Debug for Participant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Participant").field("path", &self.path).field("recipe", &self.recipe.id).finish()
+    }
+}
+
+impl Participant {
+    /// Registers a participant `id` of `kind` at `path`, started at once.
+    async fn start(
+        client: &Client,
+        path: &str,
+        kind: ElectionKind,
+        id: &str,
+        options: &LockOptions,
+        requeue: bool,
+    ) -> Result<Arc<Participant>, Error> {
+        let base = ZkPath::new(path)?;
+        let config = client.inner.lock_config_with(options);
+        let machine = CoreElection::new(base, config, kind, id)
+            .auto_requeue(requeue)
+            .renewing(client.inner.options.renew_session);
+        let shared = Arc::new(Shared::default());
+        let path: Arc<str> = path.into();
+        let labels = Labels::new("election", &path, client.inner.options.metrics_path_label);
+        let (sink_shared, sink_path) = (shared.clone(), path.clone());
+        let renews = client.inner.options.renew_session;
+        let sink = move |_: Handle<CoreElection>| -> Sink {
+            Box::new(move |event| on_event(&sink_shared, &sink_path, &labels, renews, event))
+        };
+        let handle = client.add_recipe(machine, sink).await?;
+        let participant = Arc::new(Participant {
+            recipe: RecipeHandle { client: client.clone(), id: handle.id() },
+            handle,
+            shared,
+            path,
+        });
+        participant.command(|e, now| e.start(now))?;
+        Ok(participant)
+    }
+
+    fn client(&self) -> &Client {
+        &self.recipe.client
+    }
+
+    /// Queues `command` on the event loop; a refusal fails the waits.
+    fn command(
+        &self,
+        command: impl FnOnce(&mut CoreElection, zoolock_core::Instant) -> Result<(), ApiMisuse> + Send + 'static,
+    ) -> Result<(), Error> {
+        let (shared, handle) = (self.shared.clone(), self.handle);
+        self.client().inner.send(Command::Run(Box::new(move |client, now| {
+            let refused = match client.with(now, handle, |e, now| command(e, now)) {
+                Ok(Ok(())) => return,
+                Ok(Err(e)) | Err(e) => e,
+            };
+            shared.with(|s| {
+                s.failures += 1;
+                s.failure = Some(Error::Misuse(refused));
+            });
+        })))
+    }
+
+    /// Waits for a term after term `after` (whatever its status by then),
+    /// at most `timeout`, reporting the queue position to `progress`.
+    async fn next_term(
+        &self,
+        after: u64,
+        timeout: Option<Duration>,
+        progress: &mut (dyn FnMut(QueuePosition) + Send),
+    ) -> Result<TermState, Error> {
+        let failures = self.shared.peek(|s| s.failures);
+        let term = async {
+            loop {
+                let listener = self.shared.changed.listen();
+                let ready = self.shared.peek(|s| match &s.term {
+                    Some(t) if t.n > after => Some(Ok(t.clone())),
+                    _ if s.failures > failures => Some(Err(s.failure.clone().unwrap_or(Error::ClientClosed))),
+                    _ if s.closed.is_some() => Some(Err(Error::Misuse(ApiMisuse::ElectionClosed))),
+                    _ => None,
+                });
+                if let Some(ready) = ready {
+                    return ready;
+                }
+                listener.await;
+            }
+        };
+        let runtime = self.client().inner.runtime.clone();
+        let deadline = timeout.map(|d| runtime.now() + d);
+        let bounded = futures_lite::future::or(term, async {
+            let Some(at) = deadline else { return std::future::pending().await };
+            runtime.sleep_until(at).await;
+            // As a lock's: a free election is taken even past the deadline
+            // (`-n`): time out only once a listing has queued us behind
+            // someone.
+            loop {
+                let listener = self.shared.changed.listen();
+                if self.shared.peek(|s| s.position.is_some()) {
+                    return Err(Error::TimedOut);
+                }
+                listener.await;
+            }
+        });
+        let position = || self.shared.peek(|s| s.position);
+        acquire::with_progress(&self.shared.changed, position, progress, bounded).await
+    }
+
+    /// The status the loop reported for term `n` (`Lost` once it is
+    /// over: the hold asking has not been released).
+    fn term_status(&self, n: u64) -> HoldStatus {
+        self.shared.peek(|s| match &s.term {
+            Some(t) if t.n == n => t.status,
+            _ => HoldStatus::Lost,
+        })
+    }
+
+    /// Ends term `n` if it is still the current one.
+    fn resign(&self, n: u64) -> Result<(), Error> {
+        let shared = self.shared.clone();
+        self.command(move |e, now| {
+            let current = shared.peek(|s| s.term.as_ref().is_some_and(|t| t.n == n));
+            if current && e.is_leader() { e.resign(now) } else { Ok(()) }
+        })
+    }
+}
+
+impl Drop for Participant {
+    fn drop(&mut self) {
+        // Before the recipe handle's own drop: commands run in order, so the
+        // machine is closed (its node deleted) before it is dropped.
+        let _ = self.command(|e, now| {
+            e.close(now);
+            Ok(())
+        });
+    }
+}
+
+impl Client {
+    /// A participant `id` of the election at `path`, in Curator's
+    /// `LeaderSelector` layout: the id is its node data (Curator's `setId`),
+    /// so Curator participants on the same path see it, and it sees them.
+    /// Nothing is queued until [`LeaderSelector::leadership`] or
+    /// [`LeaderSelector::run`].
+    ///
+    /// ```no_run
+    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
+    /// let selector = client.leader_selector("/app/leader", "worker-1").await?;
+    /// let leadership = selector.leadership().await?; // waits until we lead
+    /// let work = async { /* lead */ };
+    /// futures_lite::future::or(async { let _ = leadership.lost().await; }, work).await;
+    /// leadership.release().await?; // the next participant leads
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Path`] for an invalid path.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: nothing is on the server until leadership is asked for.
+    pub async fn leader_selector(&self, path: &str, id: &str) -> Result<LeaderSelector, Error> {
+        self.election_participant(path, ElectionKind::Selector, id, LockOptions::default()).await
+    }
+
+    /// A participant `id` of the election at `path` in either layout, with
+    /// lock settings ([`LockOptions::max_hold`] bounds each term; the node
+    /// name and data are the layout's and the id). In the
+    /// [`ElectionKind::Latch`] layout each term of [`LeaderSelector::leadership`]
+    /// is one Curator `LeaderLatch` from `start()` to `close()` (`zoolock
+    /// elect --latch` runs CMD in one); [`Client::leader_latch`] is the latch
+    /// that stays queued.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Path`] for an invalid path.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`Client::leader_selector`].
+    pub async fn election_participant(
+        &self,
+        path: &str,
+        kind: ElectionKind,
+        id: &str,
+        options: LockOptions,
+    ) -> Result<LeaderSelector, Error> {
+        ZkPath::new(path)?;
+        Ok(LeaderSelector {
+            client: self.clone(),
+            path: path.into(),
+            id: id.into(),
+            kind,
+            options: Arc::new(options),
+            auto_requeue: false,
+        })
+    }
+
+    /// Starts a participant `id` of the `LeaderLatch` election at `path`
+    /// (Curator's `LeaderLatch(client, path, id)` and `start()`): it queues
+    /// at once and leads while its node is the lowest, until
+    /// [`LeaderLatch::close`] (or until the latch is dropped, which closes
+    /// it silently). A lost term queues again with a new node, as Curator's
+    /// latch resets; a term suspended by a dropped connection leads again
+    /// once the same session is back, without re-queueing.
+    ///
+    /// ```no_run
+    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
+    /// use zoolock_driver::CloseMode;
+    /// let latch = client.leader_latch("/app/latch", "worker-1").await?;
+    /// latch.leadership().await?; // Curator's await()
+    /// assert_eq!(latch.leader().await?.as_deref(), Some("worker-1"));
+    /// latch.close(CloseMode::NotifyLeader).await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Path`] for an invalid path; [`Error::ClientClosed`] once the
+    /// client is closed.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: a latch dropped before it was returned closes silently.
+    pub async fn leader_latch(&self, path: &str, id: &str) -> Result<LeaderLatch, Error> {
+        self.leader_latch_with(path, id, LockOptions::default()).await
+    }
+
+    /// [`Client::leader_latch`] with lock settings ([`LockOptions::max_hold`]
+    /// bounds each term; the latch then queues again).
+    ///
+    /// # Errors
+    ///
+    /// As [`Client::leader_latch`].
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`Client::leader_latch`].
+    pub async fn leader_latch_with(&self, path: &str, id: &str, options: LockOptions) -> Result<LeaderLatch, Error> {
+        let participant = Participant::start(self, path, ElectionKind::Latch, id, &options, true).await?;
+        Ok(LeaderLatch { participant, id: id.into() })
+    }
+
+    /// The id of the election's leader at `path` now (Curator's
+    /// `getLeader().getId()`), `None` when nobody is queued. One listing
+    /// and one read per participant, as [`Client::participants`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Path`] for an invalid path; the listing's failure.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: it only reads.
+    pub async fn leader(&self, path: &str, kind: ElectionKind) -> Result<Option<String>, Error> {
+        Ok(self.election(path, kind).await?.into_iter().find(|p| p.is_leader).map(|p| p.id))
+    }
+
+    /// The election's participants at `path` in queue order, the leader
+    /// first (Curator's `getParticipants()`): a node that vanished while
+    /// being read is left out, and the first one left leads.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Path`] for an invalid path; the listing's failure.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: it only reads.
+    pub async fn election(&self, path: &str, kind: ElectionKind) -> Result<Vec<ElectionParticipant>, Error> {
+        let list = self.participants_by(kind.participants(ZkPath::new(path)?)).await?;
+        Ok(zoolock_core::recipes::election_participants(&list))
+    }
+}
+
+/// A participant of an election (from [`Client::leader_selector`] or
+/// [`Client::election_participant`]): its path, id and settings. Each
+/// [`LeaderSelector::leadership`] call queues as one participant with
+/// this id; [`LeaderSelector::run`] keeps one participant for all its terms.
+#[derive(Debug, Clone)]
+pub struct LeaderSelector {
+    client: Client,
+    path: Arc<str>,
+    id: Arc<str>,
+    kind: ElectionKind,
+    options: Arc<LockOptions>,
+    auto_requeue: bool,
+}
+
+impl LeaderSelector {
+    /// Its participant id (its node data).
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Re-queue after each term in [`LeaderSelector::run`] (Curator's
+    /// `autoRequeue()`: core queues the participant again as soon as a term
+    /// ends); off by default, as in Curator.
+    #[must_use]
+    pub fn auto_requeue(mut self, on: bool) -> Self {
+        self.auto_requeue = on;
+        self
+    }
+
+    /// Queues and waits until this participant leads. The leadership lasts
+    /// until it is released or dropped (the next participant leads), or
+    /// lost ([`Hold::lost`]).
+    ///
+    /// # Errors
+    ///
+    /// The session's end when it comes first ([`Error::Request`] with the
+    /// reason, or [`Error::ClientClosed`]); the server's refusal of the
+    /// participant's requests (say `NoAuth`).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: dropping the future leaves the queue; the node, if made,
+    /// is deleted.
+    pub async fn leadership(&self) -> Result<Leadership, Error> {
+        self.leadership_with_progress(None, |_| {}).await
+    }
+
+    /// [`LeaderSelector::leadership`], waiting at most `timeout`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::TimedOut`] after `timeout` (the participant has left the
+    /// queue then); otherwise as [`LeaderSelector::leadership`].
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`LeaderSelector::leadership`].
+    pub async fn leadership_timeout(&self, timeout: Duration) -> Result<Leadership, Error> {
+        self.leadership_with_progress(Some(timeout), |_| {}).await
+    }
+
+    /// [`LeaderSelector::leadership`], waiting at most `timeout` (`None`: as
+    /// long as needed) and calling `progress` with the place in the queue
+    /// whenever it changes (from the listings the wait makes anyway, as
+    /// [`crate::Lock::acquire_with_progress`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`LeaderSelector::leadership_timeout`].
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`LeaderSelector::leadership`].
+    pub async fn leadership_with_progress(
+        &self,
+        timeout: Option<Duration>,
+        mut progress: impl FnMut(QueuePosition) + Send,
+    ) -> Result<Leadership, Error> {
+        let participant =
+            Participant::start(&self.client, &self.path, self.kind, &self.id, &self.options, false).await?;
+        let term = participant.next_term(0, timeout, &mut progress).await?;
+        Ok(Leadership::new(participant, term))
+    }
+
+    /// Runs `lead` for each term (Curator's `takeLeadership`): waits for
+    /// leadership and runs the future `lead` makes of it. The term ends
+    /// when that future completes (dropping the [`Leadership`] in it gives
+    /// leadership up), or as soon as the leadership reads `Suspended` or
+    /// `Lost`: then the future is dropped, as Curator's listener adapter
+    /// cancels a term. Returns after one term, or never with
+    /// [`LeaderSelector::auto_requeue`] (drop the future to stop).
+    ///
+    /// ```no_run
+    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
+    /// let selector = client.leader_selector("/app/leader", "worker-1").await?.auto_requeue(true);
+    /// selector
+    ///     .run(|leadership| async move {
+    ///         println!("leading with token {:?}", leadership.fencing_token());
+    ///     })
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`LeaderSelector::leadership`]; a term's end is not an error.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: dropping the future leaves the queue or ends the term
+    /// under way (its node is deleted).
+    pub async fn run<F, Fut>(&self, mut lead: F) -> Result<(), Error>
+    where
+        F: FnMut(Leadership) -> Fut,
+        Fut: std::future::Future<Output = ()>,
+    {
+        let requeue = self.auto_requeue;
+        let participant =
+            Participant::start(&self.client, &self.path, self.kind, &self.id, &self.options, requeue).await?;
+        let mut after = 0;
+        loop {
+            let term = participant.next_term(after, None, &mut |_| {}).await?;
+            let n = term.n;
+            after = n;
+            let p = &participant;
+            let status = || hold::effective(&p.client().inner, p.term_status(n));
+            let lost = hold::wait_lost(&p.client().inner, &p.shared.changed, status);
+            futures_lite::future::or(lead(Leadership::new(p.clone(), term)), async {
+                let _ = lost.await;
+            })
+            .await;
+            if !requeue {
+                return Ok(());
+            }
+        }
+    }
+
+    /// The current leader's id (Curator's `getLeader()`), `None` when nobody
+    /// is queued.
+    ///
+    /// # Errors
+    ///
+    /// The listing's failure.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: it only reads.
+    pub async fn leader(&self) -> Result<Option<String>, Error> {
+        self.client.leader(&self.path, self.kind).await
+    }
+
+    /// The participants in queue order, the leader first (Curator's
+    /// `getParticipants()`).
+    ///
+    /// # Errors
+    ///
+    /// The listing's failure.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: it only reads.
+    pub async fn participants(&self) -> Result<Vec<ElectionParticipant>, Error> {
+        self.client.election(&self.path, self.kind).await
+    }
+}
+
+/// What a [`Leadership`]'s [`Hold`] asks of its participant: term `n`.
+#[derive(Debug)]
+struct TermHold {
+    participant: Arc<Participant>,
+    n: u64,
+}
+
+impl hold::Source for TermHold {
+    fn client(&self) -> &Client {
+        self.participant.client()
+    }
+
+    fn changed(&self) -> &Arc<event_listener::Event> {
+        &self.participant.shared.changed
+    }
+
+    fn reported(&self) -> HoldStatus {
+        self.participant.term_status(self.n)
+    }
+
+    fn revoked(&self) -> bool {
+        false
+    }
+
+    fn fence_nodes(&self) -> BoxFuture<Result<Option<Vec<String>>, Error>> {
+        let node = self.participant.shared.peek(|s| {
+            s.term.as_ref().filter(|t| t.n == self.n && t.status != HoldStatus::Lost).map(|t| vec![t.node.clone()])
+        });
+        Box::pin(async move { Ok(node) })
+    }
+
+    /// Completes once the resignation is under way: the node's delete is
+    /// queued (guaranteed).
+    fn release(&self) -> BoxFuture<Result<(), Error>> {
+        let resigned = self.participant.resign(self.n);
+        let inner = self.participant.client().inner.clone();
+        Box::pin(async move {
+            resigned?;
+            // Answered once the command has run.
+            inner.run(|_, _| ()).await
+        })
+    }
+
+    fn release_in_background(&self) {
+        let _ = self.participant.resign(self.n);
+    }
+}
+
+/// A term of leadership: a [`Hold`] of the participant's election node
+/// (node, fencing token, status, `lost()`, status changes, fenced writes,
+/// release; reached through `Deref`), with the same loss signals as a
+/// [`crate::Guard`]. `Lost` also after [`LockOptions::max_hold`]. A
+/// re-queueing participant queues again once the term ends.
+/// `Hold::from(leadership)` gives the plain hold.
+///
+/// Dropping it gives leadership up in the background;
+/// [`Hold::release`] does it at once.
+#[must_use = "leadership is given up as soon as it is dropped"]
+#[derive(Debug)]
+pub struct Leadership {
+    hold: Hold,
+}
+
+impl std::ops::Deref for Leadership {
+    type Target = Hold;
+
+    fn deref(&self) -> &Hold {
+        &self.hold
+    }
+}
+
+impl AsRef<Hold> for Leadership {
+    fn as_ref(&self) -> &Hold {
+        &self.hold
+    }
+}
+
+impl From<Leadership> for Hold {
+    fn from(leadership: Leadership) -> Hold {
+        leadership.hold
+    }
+}
+
+impl Leadership {
+    fn new(participant: Arc<Participant>, term: TermState) -> Leadership {
+        let source = Arc::new(TermHold { participant, n: term.n });
+        Leadership { hold: Hold::new(term.node, term.token, source, None) }
+    }
+
+    /// Ends the term (as [`Hold::release`]): the node's delete is queued
+    /// (guaranteed) and the next participant leads. A lost or suspended
+    /// term's release is not an error.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ClientClosed`] once the client's event loop has ended (the
+    /// session's end deletes the node then).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: the term ends whether or not the future is awaited.
+    pub async fn release(self) -> Result<(), Error> {
+        self.hold.release().await
+    }
+}
+
+/// How [`LeaderLatch::close`] ends a latch (Curator's `CloseMode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum CloseMode {
+    /// No last leadership change is reported (Curator's default).
+    #[default]
+    Silent,
+    /// A leading latch reports `false` on [`LeaderLatch::leadership_changes`]
+    /// as it closes (Curator's `NOTIFY_LEADER`: `notLeader()` is called).
+    NotifyLeader,
+}
+
+/// A latch's leadership changes ([`LeaderLatch::leadership_changes`]).
+pub type LeadershipChanges = std::pin::Pin<Box<dyn Stream<Item = bool> + Send>>;
+
+/// A started participant of a `LeaderLatch` election (from
+/// [`Client::leader_latch`]). It stays queued, re-queued by core after a
+/// lost term, until closed or dropped.
+#[derive(Debug)]
+pub struct LeaderLatch {
+    participant: Arc<Participant>,
+    id: Arc<str>,
+}
+
+impl LeaderLatch {
+    /// Its participant id (its node data).
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Whether this latch leads now, certainly (Curator's
+    /// `hasLeadership()`; a suspended term does not count).
+    pub fn has_leadership(&self) -> bool {
+        let p = &self.participant;
+        let n = p.shared.peek(|s| s.term.as_ref().filter(|_| s.closed.is_none()).map(|t| t.n));
+        n.is_some_and(|n| hold::effective(&p.client().inner, p.term_status(n)) == HoldStatus::Held)
+    }
+
+    /// Completes once this latch leads (Curator's `await()`); at once if it
+    /// does.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Misuse`] (`ElectionClosed`) once the latch is closed; the
+    /// session's end, or the server's refusal of the latch's requests.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: it only waits; the latch stays queued.
+    pub async fn leadership(&self) -> Result<(), Error> {
+        let shared = &self.participant.shared;
+        let failures = shared.peek(|s| s.failures);
+        loop {
+            let listener = shared.changed.listen();
+            let ready = shared.peek(|s| match (&s.closed, &s.term) {
+                (Some(_), _) => Some(Err(Error::Misuse(ApiMisuse::ElectionClosed))),
+                (None, Some(t)) if t.status == HoldStatus::Held => Some(Ok(())),
+                _ if s.failures > failures => Some(Err(s.failure.clone().unwrap_or(Error::ClientClosed))),
+                _ => None,
+            });
+            if let Some(ready) = ready {
+                return ready;
+            }
+            listener.await;
+        }
+    }
+
+    /// Whether it leads, now and at every change (Curator's
+    /// `LeaderLatchListener`: `true` is `isLeader()`, `false` `notLeader()`).
+    /// Ends once the latch is closed, after a last `false` with
+    /// [`CloseMode::NotifyLeader`] if it led.
+    pub fn leadership_changes(&self) -> LeadershipChanges {
+        let shared = self.participant.shared.clone();
+        Box::pin(futures_lite::stream::unfold((shared, None::<bool>), |(shared, last)| async move {
+            loop {
+                let listener = shared.changed.listen();
+                let (leading, closed) =
+                    shared.peek(|s| (s.term.as_ref().is_some_and(|t| t.status == HoldStatus::Held), s.closed));
+                let next = match closed {
+                    Some(CloseMode::NotifyLeader) if last == Some(true) => Some(false),
+                    Some(_) => return None,
+                    None if last != Some(leading) => Some(leading),
+                    None => None,
+                };
+                if let Some(next) = next {
+                    return Some((next, (shared, Some(next))));
+                }
+                listener.await;
+            }
+        }))
+    }
+
+    /// The current leader's id (Curator's `getLeader()`), `None` when nobody
+    /// is queued.
+    ///
+    /// # Errors
+    ///
+    /// The listing's failure.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: it only reads.
+    pub async fn leader(&self) -> Result<Option<String>, Error> {
+        self.participant.client().leader(&self.participant.path, ElectionKind::Latch).await
+    }
+
+    /// The participants in queue order, the leader first (Curator's
+    /// `getParticipants()`).
+    ///
+    /// # Errors
+    ///
+    /// The listing's failure.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: it only reads.
+    pub async fn participants(&self) -> Result<Vec<ElectionParticipant>, Error> {
+        self.participant.client().election(&self.participant.path, ElectionKind::Latch).await
+    }
+
+    /// Leaves the election (Curator's `close(mode)`): the node's delete is
+    /// queued (guaranteed) and the next participant leads.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ClientClosed`] once the client's event loop has ended (the
+    /// session's end deletes the node then).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel-safe: the latch is closed whether or not the future is
+    /// awaited.
+    pub async fn close(self, mode: CloseMode) -> Result<(), Error> {
+        self.participant.shared.with(|s| s.closed = Some(mode));
+        self.participant.command(|e, now| {
+            e.close(now);
+            Ok(())
+        })?;
+        self.participant.client().inner.run(|_, _| ()).await
+    }
+}
+
+impl Drop for LeaderLatch {
+    fn drop(&mut self) {
+        // Closed silently (unless closed already); the participant's drop
+        // closes the machine.
+        self.participant.shared.with(|s| {
+            s.closed.get_or_insert(CloseMode::Silent);
+        });
+    }
+}
