@@ -15,9 +15,9 @@ use bytes::{Bytes, BytesMut};
 use zoolock_wire::Response;
 
 use crate::error::{ApiMisuse, RequestError, SessionError};
-use crate::machine::{CoreMachine, Machine, Machines};
+use crate::machine::{ClientRecipe, CoreMachine, Machine, Machines};
 use crate::op::Op;
-use crate::recipe::{OpId, Recipe, RecipeEvent};
+use crate::recipe::{OpId, RecipeEvent};
 use crate::rng::Rng;
 use crate::session::{
     ConnectionState, IoCommand, RequestId, Session, SessionConfig, SessionEvent, SessionStatus, WatchEvent, WatcherId,
@@ -235,7 +235,7 @@ impl<M: Machines> Client<M> {
     }
 
     /// A registered recipe, for inspection.
-    pub fn recipe(&self, id: RecipeId) -> Option<&dyn Recipe> {
+    pub fn recipe(&self, id: RecipeId) -> Option<&dyn ClientRecipe> {
         self.recipes.get(&id).map(|r| r.recipe())
     }
 

@@ -60,12 +60,12 @@ pub use connect_string::{ConnectString, ConnectStringError, DEFAULT_PORT, HostAd
 pub use error::{ApiMisuse, Misbehavior, RequestError, SessionError};
 pub use gzip::{Compression, GzipError};
 pub use io::Endpoint;
-pub use machine::{CoreMachine, Machine, Machines};
+pub use machine::{ClientRecipe, CoreMachine, Machine, Machines};
 pub use op::Op;
 pub use path::{PathError, ZkPath};
 pub use recipe::{FencingToken, OpId, Participant, Recipe, RecipeEvent, RecipeOp};
 pub use recipes::{Election, ElectionKind, LockName, MultiLock, Observer, Participants, ReadWriteLock, Revoker};
-pub use recipes::{LeaseQueue, LockQueue, LockRecipe, OnePartLock, Part, Ticket};
+pub use recipes::{LeaseQueue, LockEvent, LockQueue, LockRecipe, OnePartLock, Part, PartEvent, QueueEvent, Ticket};
 pub use recipes::{LockConfig, Mutex, OpPlan, RetryPolicy};
 pub use recipes::{LockKind, LockSpec};
 pub use recipes::{Semaphore, SemaphoreMutex};

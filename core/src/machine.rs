@@ -10,23 +10,87 @@
 
 use alloc::boxed::Box;
 
-use crate::recipe::Recipe;
+use zoolock_wire::Response;
+
+use crate::error::RequestError;
+use crate::recipe::{OpId, Recipe, RecipeEvent, RecipeOp};
 use crate::recipes::{
     Election, LeaseQueue, LockQueue, MultiLock, Mutex, Observer, Participants, ReadWriteLock, Revoker, Semaphore,
     SemaphoreMutex, SharedCount,
 };
+use crate::session::{ConnectionState, WatchEvent};
+use crate::time::Instant;
 
 /// A set of recipe kinds one [`Client`](crate::Client) stores: each stored
-/// value is one recipe, driven through [`Recipe`].
+/// value is one recipe, driven through [`ClientRecipe`].
 pub trait Machines: Send + 'static {
     /// The stored recipe.
-    fn recipe(&self) -> &dyn Recipe;
+    fn recipe(&self) -> &dyn ClientRecipe;
     /// The stored recipe, for its inputs and outputs.
-    fn recipe_mut(&mut self) -> &mut dyn Recipe;
+    fn recipe_mut(&mut self) -> &mut dyn ClientRecipe;
+}
+
+/// A [`Recipe`] as a client drives it: its typed events made into the
+/// user-facing [`RecipeEvent`]. This is the one place they are: every
+/// recipe whose event converts gets it by the blanket impl.
+pub trait ClientRecipe: Send {
+    /// [`Recipe::handle_reply`].
+    fn handle_reply(&mut self, now: Instant, op: OpId, result: Result<Response, RequestError>);
+    /// [`Recipe::handle_watch`].
+    fn handle_watch(&mut self, now: Instant, event: &WatchEvent);
+    /// [`Recipe::handle_session`].
+    fn handle_session(&mut self, now: Instant, state: ConnectionState);
+    /// [`Recipe::handle_timeout`].
+    fn handle_timeout(&mut self, now: Instant);
+    /// [`Recipe::poll_op`].
+    fn poll_op(&mut self) -> Option<RecipeOp>;
+    /// [`Recipe::poll_event`], as the user-facing event.
+    fn poll_event(&mut self) -> Option<RecipeEvent>;
+    /// [`Recipe::poll_timeout`].
+    fn poll_timeout(&self) -> Option<Instant>;
+    /// [`Recipe::is_quiescent`].
+    fn is_quiescent(&self) -> bool;
+}
+
+impl<R: Recipe> ClientRecipe for R
+where
+    R::Event: Into<RecipeEvent>,
+{
+    fn handle_reply(&mut self, now: Instant, op: OpId, result: Result<Response, RequestError>) {
+        Recipe::handle_reply(self, now, op, result);
+    }
+
+    fn handle_watch(&mut self, now: Instant, event: &WatchEvent) {
+        Recipe::handle_watch(self, now, event);
+    }
+
+    fn handle_session(&mut self, now: Instant, state: ConnectionState) {
+        Recipe::handle_session(self, now, state);
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        Recipe::handle_timeout(self, now);
+    }
+
+    fn poll_op(&mut self) -> Option<RecipeOp> {
+        Recipe::poll_op(self)
+    }
+
+    fn poll_event(&mut self) -> Option<RecipeEvent> {
+        Recipe::poll_event(self).map(Into::into)
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        Recipe::poll_timeout(self)
+    }
+
+    fn is_quiescent(&self) -> bool {
+        Recipe::is_quiescent(self)
+    }
 }
 
 /// A recipe kind of the set `M`: how it is stored and found again.
-pub trait Machine<M>: Recipe + Sized {
+pub trait Machine<M>: ClientRecipe + Sized {
     /// The recipe as a stored value.
     fn into_machine(self) -> M;
     /// The recipe stored in `machine`, if it is this kind. A client only
@@ -69,7 +133,7 @@ pub enum CoreMachine {
 }
 
 impl Machines for CoreMachine {
-    fn recipe(&self) -> &dyn Recipe {
+    fn recipe(&self) -> &dyn ClientRecipe {
         match self {
             CoreMachine::Mutex(r) => &**r,
             CoreMachine::SemaphoreMutex(r) => &**r,
@@ -86,7 +150,7 @@ impl Machines for CoreMachine {
         }
     }
 
-    fn recipe_mut(&mut self) -> &mut dyn Recipe {
+    fn recipe_mut(&mut self) -> &mut dyn ClientRecipe {
         match self {
             CoreMachine::Mutex(r) => &mut **r,
             CoreMachine::SemaphoreMutex(r) => &mut **r,

@@ -230,7 +230,16 @@ pub struct Participant {
 
 /// A poll-driven recipe. Inputs are `handle_*`, outputs are `poll_*`; drain
 /// `poll_op`, then `poll_event`, then read `poll_timeout`.
+///
+/// Each recipe reports its own typed [`Recipe::Event`] (a lock's
+/// [`PartEvent`](crate::recipes::PartEvent), a lock queue's
+/// [`QueueEvent`](crate::recipes::QueueEvent), ...); composites consume
+/// their members' events as those types. The user-facing [`RecipeEvent`]
+/// is made from them (`Into`) only where a [`Client`](crate::Client) hands
+/// events out.
 pub trait Recipe: Send {
+    /// What this recipe reports.
+    type Event;
     /// The reply to an op this recipe emitted.
     fn handle_reply(&mut self, now: Instant, op: OpId, result: Result<Response, RequestError>);
     /// A watch this recipe registered fired.
@@ -241,8 +250,8 @@ pub trait Recipe: Send {
     fn handle_timeout(&mut self, now: Instant);
     /// The next op to send.
     fn poll_op(&mut self) -> Option<RecipeOp>;
-    /// The next user-visible event.
-    fn poll_event(&mut self) -> Option<RecipeEvent>;
+    /// The next event.
+    fn poll_event(&mut self) -> Option<Self::Event>;
     /// When [`Recipe::handle_timeout`] must next run; `None` is never.
     fn poll_timeout(&self) -> Option<Instant>;
     /// True when nothing is in progress and nothing is owed to the server

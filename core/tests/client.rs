@@ -9,8 +9,8 @@ use zoolock_core::wire::{
     RequestFrame, Response, ServerMessage, Stat, WatcherEvent, Xid, encode_frame,
 };
 use zoolock_core::{
-    ApiMisuse, Client, ClientEvent, ConnectString, ConnectionState, FencingToken, Instant, IoCommand, Machine,
-    Machines, Op, OpId, Recipe, RecipeEvent, RecipeOp, RequestError, SessionConfig, WatchEvent, ZkPath,
+    ApiMisuse, Client, ClientEvent, ClientRecipe, ConnectString, ConnectionState, FencingToken, Instant, IoCommand,
+    Machine, Machines, Op, OpId, Recipe, RecipeEvent, RecipeOp, RequestError, SessionConfig, WatchEvent, ZkPath,
     recipes::Outbox,
 };
 
@@ -44,6 +44,7 @@ impl Probe {
 }
 
 impl Recipe for Probe {
+    type Event = RecipeEvent;
     fn handle_reply(&mut self, _now: Instant, op: OpId, result: Result<Response, RequestError>) {
         self.log.push(format!("reply {} {:?}", op.get(), result.as_ref().map(|_| ()).map_err(Clone::clone)));
         self.busy = false;
@@ -83,11 +84,11 @@ impl Recipe for Probe {
 type TestClient = Client<Probe>;
 
 impl Machines for Probe {
-    fn recipe(&self) -> &dyn Recipe {
+    fn recipe(&self) -> &dyn ClientRecipe {
         self
     }
 
-    fn recipe_mut(&mut self) -> &mut dyn Recipe {
+    fn recipe_mut(&mut self) -> &mut dyn ClientRecipe {
         self
     }
 }

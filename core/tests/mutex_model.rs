@@ -252,7 +252,7 @@ impl Model {
                 progressed = true;
                 self.submit(op);
             }
-            while let Some(event) = self.m.poll_event() {
+            while let Some(event) = self.m.poll_event().map(RecipeEvent::from) {
                 progressed = true;
                 self.log.push(format!("event {event:?}"));
                 self.check_event(&event);

@@ -107,7 +107,10 @@ struct T<R: Recipe> {
     queued: Vec<(usize, usize)>,
 }
 
-impl<R: Recipe> T<R> {
+impl<R: Recipe> T<R>
+where
+    R::Event: Into<RecipeEvent>,
+{
     fn new(r: R) -> Self {
         T {
             r,
@@ -128,7 +131,7 @@ impl<R: Recipe> T<R> {
             self.log.push(d);
             self.in_flight.push_back(op);
         }
-        while let Some(e) = self.r.poll_event() {
+        while let Some(e) = self.r.poll_event().map(Into::into) {
             match e {
                 RecipeEvent::Queued { position, total } => self.queued.push((position, total)),
                 e => self.events.push(e),
@@ -269,7 +272,7 @@ fn trace_ops(scenario: &str, file: &str, base: &str) -> Vec<String> {
 
 /// Curator's uncontended acquire on a fresh path (client A of both traces),
 /// then the lease's release after `others` has happened.
-fn first_client<R: Recipe>(t: &mut T<R>, base: &str) -> String {
+fn first_client<R: Recipe<Event: Into<RecipeEvent>>>(t: &mut T<R>, base: &str) -> String {
     t.answer(no_node()); // create2 locks/…-lock-
     t.answer(exists_ok()); // exists /traces
     t.answer(no_node()); // exists base
@@ -373,7 +376,7 @@ fn second_client_with_a_free_lease_matches_trace_b() {
 
 /// C finds N+1 leases, waits holding the mutex, re-lists on the child watch,
 /// gets its lease, checks the watch off and deletes its lock node.
-fn contended<R: Recipe>(t: &mut T<R>, base: &str, others: &[&str], after: &[&str]) -> String {
+fn contended<R: Recipe<Event: Into<RecipeEvent>>>(t: &mut T<R>, base: &str, others: &[&str], after: &[&str]) -> String {
     let lock = t.answer_create_alone(2, 30);
     let lease = t.answer_create(2, 31);
     let mut all: Vec<&str> = others.to_vec();
@@ -446,7 +449,12 @@ fn acquiring(max: usize, qty: usize, config: LockConfig) -> T<Semaphore> {
 
 /// Parents exist: the internal-lock node at `lock_seq` is listed alone, then
 /// the lease node at `lease_seq` is listed after `others`. Returns its path.
-fn list_lease<R: Recipe>(t: &mut T<R>, lock_seq: u32, lease_seq: u32, others: &[&str]) -> String {
+fn list_lease<R: Recipe<Event: Into<RecipeEvent>>>(
+    t: &mut T<R>,
+    lock_seq: u32,
+    lease_seq: u32,
+    others: &[&str],
+) -> String {
     t.answer_create_alone(lock_seq, 100 + i64::from(lock_seq));
     let lease = t.answer_create(lease_seq, 200 + i64::from(lease_seq));
     let own = name(&lease);
@@ -487,7 +495,12 @@ fn taken_ops_pipelined(u: u32, seq: u32) -> Vec<String> {
 }
 
 /// Parents exist and the semaphore is free: one lease taken in the Curator plan.
-fn take_free_lease<R: Recipe>(t: &mut T<R>, lock_seq: u32, lease_seq: u32, others: &[&str]) -> String {
+fn take_free_lease<R: Recipe<Event: Into<RecipeEvent>>>(
+    t: &mut T<R>,
+    lock_seq: u32,
+    lease_seq: u32,
+    others: &[&str],
+) -> String {
     let lease = list_lease(t, lock_seq, lease_seq, others);
     t.answer(empty()); // checkWatches
     t.answer(empty()); // delete lock node
@@ -830,7 +843,7 @@ impl MiniServer {
 
     /// Executes the oldest op in flight; `lose` answers ConnectionLoss after
     /// executing it (the reply is lost, the effect is not).
-    fn serve<R: Recipe>(&mut self, t: &mut T<R>, lose: bool) {
+    fn serve<R: Recipe<Event: Into<RecipeEvent>>>(&mut self, t: &mut T<R>, lose: bool) {
         let req = t.front().clone();
         let result = match req {
             Request::Create2(r) => {

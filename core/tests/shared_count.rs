@@ -38,7 +38,7 @@ impl T {
         let op = self.in_flight.pop_front().expect("an op in flight");
         self.r.handle_reply(Instant::ZERO, op.id, result);
         self.pull();
-        std::iter::from_fn(|| self.r.poll_event()).collect()
+        std::iter::from_fn(|| self.r.poll_event()).map(RecipeEvent::from).collect()
     }
 
     fn cmd(&mut self, f: impl FnOnce(&mut SharedCount)) {
@@ -106,7 +106,7 @@ fn writes_report_in_order_and_a_stale_version_is_refused() {
     t.cmd(|c| c.set(Instant::ZERO, 1));
     assert!(!t.r.is_quiescent());
     t.r.handle_session(Instant::ZERO, ConnectionState::Lost);
-    let events: Vec<_> = std::iter::from_fn(|| t.r.poll_event()).collect();
+    let events: Vec<_> = std::iter::from_fn(|| t.r.poll_event()).map(RecipeEvent::from).collect();
     assert_eq!(events, vec![RecipeEvent::CountWritten(Err(RequestError::SessionExpired))]);
     assert!(t.r.is_quiescent());
     // The renewed session reads again.

@@ -25,8 +25,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use zoolock_conformance::sim::{Fencing, Mode, check_exclusion};
-use zoolock_tokio::zoolock_core::Rng;
-use zoolock_tokio::{Client, Error, Hold, HoldStatus, Lock, LockKind, LockSpec};
+use zoolock_tokio::zoolock_core::{Rng, ZkPath};
+use zoolock_tokio::{Client, Error, Hold, HoldStatus, Lock, LockKind, LockOptions, LockSpec};
 
 use crate::harness::{Ensemble, now_us};
 use crate::oracle::{assert_every_client_cycles, assert_no_leak};
@@ -43,30 +43,34 @@ fn env_or(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
-/// The soak's lock paths.
+/// The soak's lock paths: one per kind, named by its label.
 struct Paths {
-    mutex: String,
-    rw: String,
-    sem: String,
-    sem_mutex: String,
+    base: String,
 }
 
 impl Paths {
     fn new(base: &str) -> Paths {
-        Paths {
-            mutex: format!("{base}/mutex"),
-            rw: format!("{base}/rw"),
-            sem: format!("{base}/semaphore"),
-            sem_mutex: format!("{base}/semaphore-mutex"),
-        }
+        Paths { base: base.to_owned() }
     }
 
-    /// The folders that hold lock nodes (a semaphore's are `leases` and `locks`).
+    /// The lock path of `kind` (the multi-lock takes the read-write lock's
+    /// and the mutex's).
+    fn of(&self, kind: LockKind) -> String {
+        format!("{}/{}", self.base, kind.label())
+    }
+
+    /// The folders that hold lock nodes: each kind's queue (from its
+    /// layout), and beside a semaphore's `leases` its `locks`.
     fn node_folders(&self) -> Vec<String> {
-        let mut v = vec![self.mutex.clone(), self.rw.clone()];
-        for sem in [&self.sem, &self.sem_mutex] {
-            v.push(format!("{sem}/leases"));
-            v.push(format!("{sem}/locks"));
+        let mut v = Vec::new();
+        for kind in LockKind::ALL {
+            let Some(layout) = kind.layout() else { continue };
+            let base = ZkPath::new(&self.of(kind)).expect("soak lock paths are valid");
+            let queue = layout.queue(&base).expect("soak lock paths are short");
+            if queue != base {
+                v.push(format!("{base}/locks"));
+            }
+            v.push(queue.as_str().to_owned());
         }
         v
     }
@@ -191,25 +195,38 @@ enum Handle {
     Semaphore(zoolock_tokio::Semaphore, String),
 }
 
-async fn handle(client: &Client, kind: LockKind, paths: &Paths) -> Result<Handle, Error> {
+/// The handle of `kind`: the read-write lock (both halves), the semaphore
+/// and the multi-lock have their own workloads; every other kind is one
+/// exclusive lock on one path, built from its [`LockSpec`], so a new such
+/// kind needs no arm here.
+async fn handle(client: &Client, kind: LockKind, paths: &Paths) -> Result<Handle, String> {
     let ex = |p: &str| (p.to_owned(), Mode::Exclusive);
     Ok(match kind {
-        LockKind::Mutex => Handle::Lock(client.mutex(&paths.mutex).await?, vec![ex(&paths.mutex)], true),
-        LockKind::SemaphoreMutex => {
-            Handle::Lock(client.semaphore_mutex(&paths.sem_mutex).await?, vec![ex(&paths.sem_mutex)], true)
-        }
         LockKind::MultiLock => {
+            let (rw, mutex) = (paths.of(LockKind::ReadWriteLock), paths.of(LockKind::Mutex));
             let lock = client
-                .multi_lock_of(vec![LockSpec::Write(paths.rw.clone()), LockSpec::Mutex(paths.mutex.clone())])
-                .await?;
-            Handle::Lock(lock, vec![(paths.rw.clone(), Mode::Write), ex(&paths.mutex)], false)
+                .multi_lock_of(vec![LockSpec::Write(rw.clone()), LockSpec::Mutex(mutex.clone())])
+                .await
+                .map_err(|e| e.to_string())?;
+            Handle::Lock(lock, vec![(rw, Mode::Write), ex(&mutex)], false)
         }
         LockKind::ReadWriteLock => {
-            let zoolock_tokio::ReadWriteLock { read, write } = client.read_write_lock(&paths.rw).await?;
-            Handle::Rw { read, write, path: paths.rw.clone() }
+            let path = paths.of(kind);
+            let zoolock_tokio::ReadWriteLock { read, write } =
+                client.read_write_lock(&path).await.map_err(|e| e.to_string())?;
+            Handle::Rw { read, write, path }
         }
-        LockKind::Semaphore => Handle::Semaphore(client.semaphore(&paths.sem, LEASES).await?, paths.sem.clone()),
-        other => unimplemented!("the soak has no workload for {other:?} yet"),
+        LockKind::Semaphore => {
+            let path = paths.of(kind);
+            Handle::Semaphore(client.semaphore(&path, LEASES).await.map_err(|e| e.to_string())?, path)
+        }
+        one_path => {
+            let path = paths.of(one_path);
+            let spec = LockSpec::of(one_path, path.clone())
+                .ok_or_else(|| format!("{one_path:?} is not one lock on one path: the soak needs a workload for it"))?;
+            let lock = client.lock_of(spec, LockOptions::default()).await.map_err(|e| e.to_string())?;
+            Handle::Lock(lock, vec![ex(&path)], true)
+        }
     })
 }
 

@@ -7,8 +7,9 @@ use alloc::boxed::Box;
 use alloc::string::String;
 use alloc::vec::Vec;
 
+use super::lock_event::PartEvent;
 use crate::error::ApiMisuse;
-use crate::recipe::{FencingToken, Recipe, RecipeEvent};
+use crate::recipe::{FencingToken, Recipe};
 use crate::time::Instant;
 
 /// Which lock of a recipe: a one-part lock has only [`Part::Whole`]; a
@@ -17,8 +18,11 @@ use crate::time::Instant;
 /// Every part names a hold on every lock, at least as strong as asked
 /// ([`LockRecipe::part`]): the whole of a read-write lock is its write half
 /// (exclusive), and either half of a one-part lock is the lock itself.
+///
+/// A closed set (not `#[non_exhaustive]`): every lock is one of these
+/// shapes, so matches on it are exhaustive and a new part is a compile error
+/// wherever it must be handled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[non_exhaustive]
 pub enum Part {
     /// The lock itself (a mutex, a semaphore mutex, a multi-lock).
     Whole,
@@ -30,8 +34,9 @@ pub enum Part {
 
 impl Part {
     /// The part's place among its lock's parts, which is also the
-    /// [`RecipeEvent::Member`] index of a read-write lock half's events: 0
-    /// for `Whole` and `Read`, 1 for `Write`.
+    /// [`RecipeEvent::Member`](crate::RecipeEvent::Member) index of a
+    /// read-write lock half's events at the client: 0 for `Whole` and
+    /// `Read`, 1 for `Write`.
     pub fn index(self) -> usize {
         match self {
             Part::Whole | Part::Read => 0,
@@ -43,15 +48,13 @@ impl Part {
 /// The lock capability. A recipe exposes [`LockRecipe::parts`] independent
 /// locks (one, or two for a read-write lock). Each part follows one cycle:
 /// `acquire_part` → `Acquired` | `TimedOut` | `Failed`, then
-/// `release_part` → `Released`. A recipe with one part reports its events
-/// plainly; a recipe with several reports them as
-/// [`RecipeEvent::Member`] with the part's [`Part::index`] ([`part_event`]
-/// unwraps).
+/// `release_part` → `Released`. Every event is a [`PartEvent`] naming its
+/// part ([`Part::Whole`] for a one-part lock).
 ///
 /// Reentrancy is not part of the capability: a part is acquired once and
 /// released once. Counting holds is the caller's (the shared queue counts
 /// them explicitly, as Curator does).
-pub trait LockRecipe: Recipe {
+pub trait LockRecipe: Recipe<Event = PartEvent> {
     /// The independent locks this recipe has, in [`Part::index`] order.
     fn parts(&self) -> &'static [Part] {
         &[Part::Whole]
@@ -107,25 +110,13 @@ pub trait LockRecipe: Recipe {
     fn reenter_part(&mut self, now: Instant, part: Part) -> Result<(), ApiMisuse>;
 }
 
-/// The event of `part` in an event of a recipe with `parts` parts, or `None`
-/// if it belongs to another part. With one part every event is its own.
-pub fn part_event(parts: &[Part], part: Part, event: RecipeEvent) -> Option<RecipeEvent> {
-    if parts.len() <= 1 {
-        return Some(event);
-    }
-    match event {
-        RecipeEvent::Member { index, event } if index == part.index() => Some(*event),
-        _ => None,
-    }
-}
-
 /// A boxed lock recipe, as composites hold them.
 pub type BoxedLock = Box<dyn LockRecipe>;
 
 /// A lock with one part ([`Part::Whole`]): what it must offer to get the
 /// lock capability, which the blanket impl builds from it (every part asked
 /// of it is the lock itself).
-pub trait OnePartLock: Recipe {
+pub trait OnePartLock: Recipe<Event = PartEvent> {
     /// Starts acquiring, waiting until `deadline` (`None`: forever).
     fn acquire(&mut self, now: Instant, deadline: Option<Instant>) -> Result<(), ApiMisuse>;
     /// Releases one hold.

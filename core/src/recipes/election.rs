@@ -14,13 +14,14 @@ use bytes::Bytes;
 use zoolock_wire::Response;
 
 use super::config::LockConfig;
+use super::lock_event::LockEvent;
 use super::mutex::Mutex;
 use super::naming::LockName;
 use super::participants::Participants;
 use super::queue::SessionGate;
 use crate::error::{ApiMisuse, RequestError};
 use crate::path::ZkPath;
-use crate::recipe::{FencingToken, OpId, Participant, Recipe, RecipeEvent, RecipeOp};
+use crate::recipe::{FencingToken, OpId, Participant, Recipe, RecipeOp};
 use crate::session::{ConnectionState, WatchEvent};
 use crate::time::Instant;
 
@@ -119,7 +120,7 @@ pub struct Election {
     /// A re-queue waits for the session to come back.
     parked: bool,
     gate: SessionGate,
-    events: alloc::collections::VecDeque<RecipeEvent>,
+    events: alloc::collections::VecDeque<LockEvent>,
 }
 
 impl Election {
@@ -241,7 +242,7 @@ impl Election {
         self.parked = false;
         if let Err(e) = self.mutex.acquire(now, None) {
             self.wanted = false;
-            self.events.push_back(RecipeEvent::Refused(e));
+            self.events.push_back(LockEvent::Refused(e));
         }
     }
 
@@ -256,11 +257,11 @@ impl Election {
 
     /// Reacts to the mutex's events and passes them on.
     fn drain(&mut self, now: Instant) {
-        while let Some(event) = self.mutex.poll_event() {
+        while let Some(event) = self.mutex.poll_event().map(|e| e.event) {
             let then = match &event {
-                RecipeEvent::Released | RecipeEvent::Lost => Some(true),
-                RecipeEvent::Failed(e) if self.mutex.is_idle() => Some(self.gate.parks(e)),
-                RecipeEvent::TimedOut => Some(false),
+                LockEvent::Released | LockEvent::Lost => Some(true),
+                LockEvent::Failed(e) if self.mutex.is_idle() => Some(self.gate.parks(e)),
+                LockEvent::TimedOut => Some(false),
                 _ => None,
             };
             self.events.push_back(event);
@@ -274,6 +275,8 @@ impl Election {
 }
 
 impl Recipe for Election {
+    type Event = LockEvent;
+
     fn handle_reply(&mut self, now: Instant, op: OpId, result: Result<Response, RequestError>) {
         self.mutex.handle_reply(now, op, result);
         self.drain(now);
@@ -307,7 +310,7 @@ impl Recipe for Election {
         self.mutex.poll_op()
     }
 
-    fn poll_event(&mut self) -> Option<RecipeEvent> {
+    fn poll_event(&mut self) -> Option<LockEvent> {
         self.events.pop_front()
     }
 

@@ -10,14 +10,20 @@ use crate::recipe::{OpId, RecipeEvent, RecipeOp};
 /// Ops to send, each under a fresh id, and events to report, in order: the
 /// outputs of a recipe, and the one source of [`OpId`]s (for a recipe of
 /// an embedder's own too).
-#[derive(Debug, Default)]
-pub struct Outbox {
+#[derive(Debug)]
+pub struct Outbox<E = RecipeEvent> {
     next_op: u64,
     ops: VecDeque<RecipeOp>,
-    events: VecDeque<RecipeEvent>,
+    events: VecDeque<E>,
 }
 
-impl Outbox {
+impl<E> Default for Outbox<E> {
+    fn default() -> Self {
+        Outbox { next_op: 0, ops: VecDeque::new(), events: VecDeque::new() }
+    }
+}
+
+impl<E> Outbox<E> {
     /// Queues `op` under a fresh id and returns the id.
     pub fn send(&mut self, op: Op) -> OpId {
         let id = self.fresh_id();
@@ -38,7 +44,7 @@ impl Outbox {
     }
 
     /// Queues an event.
-    pub fn emit(&mut self, event: RecipeEvent) {
+    pub fn emit(&mut self, event: E) {
         self.events.push_back(event);
     }
 
@@ -48,7 +54,7 @@ impl Outbox {
     }
 
     /// The next event.
-    pub fn poll_event(&mut self) -> Option<RecipeEvent> {
+    pub fn poll_event(&mut self) -> Option<E> {
         crate::slack::pop_front_freeing(&mut self.events)
     }
 
@@ -75,7 +81,7 @@ impl<K> Default for OpRouter<K> {
 
 impl<K: Copy> OpRouter<K> {
     /// Sends member `member`'s op through `out` under a fresh id.
-    pub(crate) fn forward(&mut self, out: &mut Outbox, member: K, op: RecipeOp) {
+    pub(crate) fn forward<E>(&mut self, out: &mut Outbox<E>, member: K, op: RecipeOp) {
         let id = out.fresh_id();
         self.routes.insert(id, (member, op.id));
         out.send_as(id, op.op);

@@ -10,6 +10,7 @@ use alloc::vec::Vec;
 
 use super::queue::{SessionGate, TicketIssuer, TicketQueue, TicketQueued};
 use super::semaphore::Semaphore;
+use super::semaphore::SemaphoreEvent;
 use crate::error::{ApiMisuse, RequestError};
 use crate::recipe::{Recipe, RecipeEvent, Ticket};
 use crate::session::ConnectionState;
@@ -169,17 +170,17 @@ impl LeaseQueue {
         // a grant reads the capacity its listing left.
         self.report_capacity();
         while let Some(event) = self.inner.poll_event() {
-            if let RecipeEvent::LeaseLost { node } = &event {
+            if let SemaphoreEvent::LeaseLost { node } = &event {
                 self.forget_lease(node);
             }
             let head = self.queue.head.as_mut().filter(|h| h.started);
             let Some(head) = head else {
-                self.events.push_back(event);
+                self.events.push_back(event.into());
                 continue;
             };
             let ticket = head.entry.ticket;
             match event {
-                RecipeEvent::Acquired { node, token } => {
+                SemaphoreEvent::Acquired { node, token } => {
                     head.entry.what.got.push(node.clone());
                     if head.entry.what.got.len() >= head.entry.what.qty {
                         // Complete: its leases are the ticket's until each
@@ -190,19 +191,19 @@ impl LeaseQueue {
                     }
                     self.events.push_back(ticket_event(ticket, RecipeEvent::Acquired { node, token }));
                 }
-                RecipeEvent::Failed(e) if self.gate.parks(&e) => {
+                SemaphoreEvent::Failed(e) if self.gate.parks(&e) => {
                     // It starts again on the next session, unless its
                     // deadline has passed meanwhile.
                     if let Some(ticket) = self.queue.park_head(now) {
                         self.events.push_back(ticket_event(ticket, RecipeEvent::TimedOut));
                     }
                 }
-                event @ (RecipeEvent::TimedOut | RecipeEvent::Failed(_) | RecipeEvent::Refused(_)) => {
+                event @ (SemaphoreEvent::TimedOut | SemaphoreEvent::Failed(_) | SemaphoreEvent::Refused(_)) => {
                     self.queue.head = None;
-                    self.events.push_back(ticket_event(ticket, event));
+                    self.events.push_back(ticket_event(ticket, event.into()));
                 }
-                event @ RecipeEvent::Queued { .. } => self.events.push_back(ticket_event(ticket, event)),
-                other => self.events.push_back(other),
+                event @ SemaphoreEvent::Queued { .. } => self.events.push_back(ticket_event(ticket, event.into())),
+                other => self.events.push_back(other.into()),
             }
         }
         self.report_capacity();
@@ -249,6 +250,7 @@ impl LeaseQueue {
 /// The queue's part of every input; see [`TicketQueued`].
 impl TicketQueued for LeaseQueue {
     type Inner = Semaphore;
+    type Event = RecipeEvent;
 
     fn inner_recipe(&self) -> &Semaphore {
         &self.inner

@@ -14,14 +14,14 @@
 //! acquire under way waits for the new session and starts again with a new
 //! node, as Curator's do.
 
-use alloc::boxed::Box;
 use alloc::collections::{BTreeSet, VecDeque};
 use alloc::vec::Vec;
 
 use super::capability::{BoxedLock, LockRecipe, Part};
+use super::lock_event::{LockEvent, PartEvent, QueueEvent};
 use super::queue::{SessionGate, TicketIssuer, TicketQueue, TicketQueued};
 use crate::error::{ApiMisuse, RequestError};
-use crate::recipe::{FencingToken, RecipeEvent, Ticket};
+use crate::recipe::{FencingToken, Ticket};
 use crate::session::ConnectionState;
 use crate::time::Instant;
 
@@ -51,7 +51,7 @@ struct PartState {
 
 /// The per-process ticket queue of a lock recipe (any [`LockRecipe`](super::LockRecipe)).
 ///
-/// Events are [`RecipeEvent::Ticket`]: `Queued` tells the acquire under way
+/// Events are [`QueueEvent::Ticket`]: `Queued` tells the acquire under way
 /// where it stands on ZooKeeper (acquires still waiting in this process
 /// behind it are not on ZooKeeper yet and get no position until their turn
 /// comes); `Acquired`, `TimedOut`, `Failed`, `Refused` end an acquire; `Released` ends a release that had to wait for
@@ -66,7 +66,7 @@ pub struct LockQueue {
     parts: Vec<PartState>,
     gate: SessionGate,
     tickets: TicketIssuer,
-    events: VecDeque<RecipeEvent>,
+    events: VecDeque<QueueEvent>,
 }
 
 impl core::fmt::Debug for LockQueue {
@@ -75,8 +75,8 @@ impl core::fmt::Debug for LockQueue {
     }
 }
 
-fn ticket_event(ticket: Ticket, event: RecipeEvent) -> RecipeEvent {
-    RecipeEvent::Ticket { ticket, event: Box::new(event) }
+fn ticket_event(ticket: Ticket, event: LockEvent) -> QueueEvent {
+    QueueEvent::Ticket { ticket, event }
 }
 
 impl LockQueue {
@@ -121,7 +121,7 @@ impl LockQueue {
     pub fn acquire(&mut self, now: Instant, part: Part, deadline: Option<Instant>) -> Ticket {
         let ticket = self.tickets.issue();
         if let Some(error) = self.gate.ended.clone() {
-            self.events.push_back(ticket_event(ticket, RecipeEvent::Failed(error)));
+            self.events.push_back(ticket_event(ticket, LockEvent::Failed(error)));
             return ticket;
         }
         let slot = self.slot(part);
@@ -335,72 +335,67 @@ impl LockQueue {
                 if let Some(state) = self.parts.get_mut(part) {
                     state.queue.head = None;
                 }
-                self.events.push_back(ticket_event(ticket, RecipeEvent::Refused(e)));
+                self.events.push_back(ticket_event(ticket, LockEvent::Refused(e)));
             }
             self.collect(now);
         }
     }
 
-    /// Takes the lock's events and assigns them to tickets.
+    /// Takes the lock's events and assigns them to tickets; a multi-lock
+    /// member's own events pass on untagged.
     fn collect(&mut self, now: Instant) {
-        let parts = self.inner.parts();
-        while let Some(event) = self.inner.poll_event() {
-            let (part, event) = if parts.len() <= 1 {
-                (0, event)
-            } else {
-                match event {
-                    RecipeEvent::Member { index, event } => (index, *event),
-                    other => {
-                        self.events.push_back(other);
-                        continue;
-                    }
-                }
-            };
-            self.on_part_event(now, part, event);
+        let one_part = self.inner.parts().len() <= 1;
+        while let Some(PartEvent { part, member, event }) = self.inner.poll_event() {
+            if !member.is_empty() {
+                self.events.push_back(QueueEvent::Untagged { member, event });
+                continue;
+            }
+            let slot = if one_part { 0 } else { part.index() };
+            self.on_part_event(now, slot, event);
         }
     }
 
-    fn on_part_event(&mut self, now: Instant, part: usize, event: RecipeEvent) {
+    fn on_part_event(&mut self, now: Instant, part: usize, event: LockEvent) {
         let gate = &self.gate;
         let parks = |e: &RequestError| gate.parks(e);
         let Some(state) = self.parts.get_mut(part) else { return };
         let acquiring = state.queue.head.as_ref().filter(|h| h.started).map(|h| h.entry.ticket);
         match (event, state.hold, acquiring) {
-            (RecipeEvent::Acquired { node, token }, Hold::None, Some(ticket)) => {
+            (LockEvent::Acquired { node, token }, Hold::None, Some(ticket)) => {
                 state.queue.head = None;
                 state.hold = Hold::Held { ticket, holds: 1 };
-                self.events.push_back(ticket_event(ticket, RecipeEvent::Acquired { node, token }));
+                self.events.push_back(ticket_event(ticket, LockEvent::Acquired { node, token }));
             }
-            (RecipeEvent::Acquired { .. }, _, _) => {
+            (LockEvent::Acquired { .. }, _, _) => {
                 // Nobody asked (cannot happen through the ticket commands):
                 // give it back rather than hold it for no one.
                 state.hold = Hold::Releasing { ticket: None };
                 let _ = self.inner.release_part(now, part_at(&*self.inner, part));
                 self.collect(now);
             }
-            (RecipeEvent::Failed(e), _, Some(_)) if parks(&e) => {
+            (LockEvent::Failed(e), _, Some(_)) if parks(&e) => {
                 // It starts again, with a new node, on the next session;
                 // unless its deadline has passed meanwhile.
                 if let Some(ticket) = state.queue.park_head(now) {
-                    self.events.push_back(ticket_event(ticket, RecipeEvent::TimedOut));
+                    self.events.push_back(ticket_event(ticket, LockEvent::TimedOut));
                 }
             }
-            (event @ (RecipeEvent::TimedOut | RecipeEvent::Failed(_) | RecipeEvent::Refused(_)), _, Some(ticket)) => {
+            (event @ (LockEvent::TimedOut | LockEvent::Failed(_) | LockEvent::Refused(_)), _, Some(ticket)) => {
                 state.queue.head = None;
                 self.events.push_back(ticket_event(ticket, event));
             }
-            (event @ (RecipeEvent::Released | RecipeEvent::Failed(_)), Hold::Releasing { ticket }, _) => {
+            (event @ (LockEvent::Released | LockEvent::Failed(_)), Hold::Releasing { ticket }, _) => {
                 state.hold = Hold::None;
                 if let Some(ticket) = ticket {
                     self.events.push_back(ticket_event(ticket, event));
                 }
             }
-            (RecipeEvent::Lost, Hold::Held { ticket, .. }, _) => {
+            (LockEvent::Lost, Hold::Held { ticket, .. }, _) => {
                 // Lost for good; the lock moves on to the next acquire. A
                 // multi-lock still holds its other members: drop them.
                 state.lost.insert(ticket);
                 state.hold = Hold::Releasing { ticket: None };
-                self.events.push_back(ticket_event(ticket, RecipeEvent::Lost));
+                self.events.push_back(ticket_event(ticket, LockEvent::Lost));
                 if self.inner.release_part(now, part_at(&*self.inner, part)).is_err() {
                     // A single lock dropped the hold with the loss.
                     if let Some(state) = self.parts.get_mut(part) {
@@ -410,17 +405,17 @@ impl LockQueue {
                 self.collect(now);
             }
             (
-                event @ (RecipeEvent::Suspended
-                | RecipeEvent::Reconnected
-                | RecipeEvent::RevocationRequested
-                | RecipeEvent::Expired { .. }),
+                event @ (LockEvent::Suspended
+                | LockEvent::Reconnected
+                | LockEvent::RevocationRequested
+                | LockEvent::Expired { .. }),
                 Hold::Held { ticket, .. },
                 _,
             )
-            | (event @ (RecipeEvent::Queued { .. } | RecipeEvent::RevocationRequested), _, Some(ticket)) => {
+            | (event @ (LockEvent::Queued { .. } | LockEvent::RevocationRequested), _, Some(ticket)) => {
                 self.events.push_back(ticket_event(ticket, event));
             }
-            (other, _, _) => self.events.push_back(other),
+            (other, _, _) => self.events.push_back(QueueEvent::Untagged { member: Vec::new(), event: other }),
         }
     }
 
@@ -434,7 +429,7 @@ impl LockQueue {
                 self.inner.cancel_part(now, part_at(&*self.inner, part));
             }
             for ticket in tickets {
-                self.events.push_back(ticket_event(ticket, RecipeEvent::Failed(error.clone())));
+                self.events.push_back(ticket_event(ticket, LockEvent::Failed(error.clone())));
             }
         }
         self.collect(now);
@@ -446,7 +441,7 @@ impl LockQueue {
     fn expire(&mut self, now: Instant) {
         for state in &mut self.parts {
             for ticket in state.queue.take_expired(now) {
-                self.events.push_back(ticket_event(ticket, RecipeEvent::TimedOut));
+                self.events.push_back(ticket_event(ticket, LockEvent::TimedOut));
             }
         }
     }
@@ -460,6 +455,7 @@ impl LockQueue {
 /// The queue's part of every input; see [`TicketQueued`].
 impl TicketQueued for LockQueue {
     type Inner = dyn LockRecipe;
+    type Event = QueueEvent;
 
     fn inner_recipe(&self) -> &(dyn LockRecipe + 'static) {
         &*self.inner
@@ -493,7 +489,7 @@ impl TicketQueued for LockQueue {
         LockQueue::queue_deadline(self)
     }
 
-    fn next_event(&mut self) -> Option<RecipeEvent> {
+    fn next_event(&mut self) -> Option<QueueEvent> {
         crate::slack::pop_front_freeing(&mut self.events)
     }
 

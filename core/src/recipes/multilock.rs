@@ -9,14 +9,15 @@ use zoolock_wire::Response;
 
 use alloc::string::String;
 
-use super::capability::{BoxedLock, LockRecipe, OnePartLock, Part, part_event};
+use super::capability::{BoxedLock, LockRecipe, OnePartLock, Part};
 use super::config::LockConfig;
 use super::kit::{OpRouter, Outbox};
+use super::lock_event::{LockEvent, PartEvent};
 use super::mutex::Mutex;
 use super::rwlock::member_seed;
 use crate::error::{ApiMisuse, RequestError};
 use crate::path::ZkPath;
-use crate::recipe::{FencingToken, OpId, Recipe, RecipeEvent, RecipeOp};
+use crate::recipe::{FencingToken, OpId, Recipe, RecipeOp};
 use crate::session::{ConnectionState, WatchEvent};
 use crate::time::Instant;
 
@@ -34,7 +35,7 @@ enum State {
     Releasing {
         current: Option<usize>,
         remaining: Vec<usize>,
-        outcome: Option<RecipeEvent>,
+        outcome: Option<LockEvent>,
         release: bool,
         /// Then acquire again from the first member (a held member was lost
         /// during the acquire).
@@ -89,7 +90,7 @@ pub struct MultiLock {
     session_ending: bool,
     /// Restarts of the acquire under way (see [`MAX_RESTARTS`]).
     restarts: u32,
-    out: Outbox,
+    out: Outbox<PartEvent>,
     router: OpRouter<usize>,
 }
 
@@ -116,13 +117,15 @@ impl Member {
         self.lock.hold(self.part)
     }
 
-    /// The member's next event for its part (events of other parts of its
-    /// recipe are dropped: nobody else uses them).
-    fn poll_event(&mut self) -> Option<RecipeEvent> {
-        let parts = self.lock.parts();
-        while let Some(event) = self.lock.poll_event() {
-            if let Some(event) = part_event(parts, self.part, event) {
-                return Some(event);
+    /// The member's next event for its part, with the members it came
+    /// through if the member is a multi-lock passing on its own member's
+    /// (events of other parts of its recipe are dropped: nobody else uses
+    /// them).
+    fn poll_event(&mut self) -> Option<(Vec<usize>, LockEvent)> {
+        let one_part = self.lock.parts().len() <= 1;
+        while let Some(PartEvent { part, member, event }) = self.lock.poll_event() {
+            if one_part || part.index() == self.part.index() {
+                return Some((member, event));
             }
         }
         None
@@ -243,7 +246,7 @@ impl MultiLock {
             State::Held => {
                 self.holds += 1;
                 if let Some(event) = self.acquired_event() {
-                    self.out.emit(event);
+                    self.out.emit(PartEvent::whole(event));
                 }
                 return Ok(());
             }
@@ -291,13 +294,13 @@ impl MultiLock {
         }
     }
 
-    fn acquired_event(&self) -> Option<RecipeEvent> {
+    fn acquired_event(&self) -> Option<LockEvent> {
         let (node, token) = self.members.first()?.holder()?;
-        Some(RecipeEvent::Acquired { node: node.into(), token })
+        Some(LockEvent::Acquired { node: node.into(), token })
     }
 
     /// Releases members `0..upto` in reverse, then reports `outcome`.
-    fn roll_back(&mut self, now: Instant, upto: usize, outcome: Option<RecipeEvent>) {
+    fn roll_back(&mut self, now: Instant, upto: usize, outcome: Option<LockEvent>) {
         let remaining = (0..upto).collect();
         self.state = State::Releasing { current: None, remaining, outcome, release: false, restart: false };
         self.advance_release(now);
@@ -309,7 +312,7 @@ impl MultiLock {
         let deadline = self.deadline;
         let started = self.members.first_mut().map(|m| m.acquire(now, deadline));
         if let Some(Err(e)) = started {
-            self.roll_back(now, 0, Some(RecipeEvent::Refused(e)));
+            self.roll_back(now, 0, Some(LockEvent::Refused(e)));
         }
     }
 
@@ -333,9 +336,9 @@ impl MultiLock {
         self.state = State::Idle;
         self.holds = 0;
         if release {
-            self.out.emit(RecipeEvent::Released);
+            self.out.emit(PartEvent::whole(LockEvent::Released));
         } else if let Some(event) = outcome {
-            self.out.emit(event);
+            self.out.emit(PartEvent::whole(event));
         }
     }
 
@@ -349,9 +352,14 @@ impl MultiLock {
                 while let Some(op) = m.lock.poll_op() {
                     self.router.forward(&mut self.out, idx, op);
                 }
-                if let Some(event) = self.members.get_mut(idx).and_then(|m| m.poll_event()) {
+                if let Some((member, event)) = self.members.get_mut(idx).and_then(|m| m.poll_event()) {
                     progressed = true;
-                    self.on_member_event(now, idx, event);
+                    if member.is_empty() {
+                        self.on_member_event(now, idx, event);
+                    } else {
+                        // A member multi-lock's member's own event: passed on.
+                        self.out.emit(PartEvent { part: Part::Whole, member: through(idx, member), event });
+                    }
                 }
             }
             if !progressed {
@@ -360,20 +368,20 @@ impl MultiLock {
         }
     }
 
-    fn on_member_event(&mut self, now: Instant, idx: usize, event: RecipeEvent) {
+    fn on_member_event(&mut self, now: Instant, idx: usize, event: LockEvent) {
         match (&mut self.state, event) {
             // Where the member being acquired stands is where the whole
             // acquire stands.
-            (State::Acquiring { next }, event @ RecipeEvent::Queued { .. }) if *next == idx => {
-                self.out.emit(event);
+            (State::Acquiring { next }, event @ LockEvent::Queued { .. }) if *next == idx => {
+                self.out.emit(PartEvent::whole(event));
             }
-            (State::Acquiring { next }, RecipeEvent::Acquired { .. }) if *next == idx => {
+            (State::Acquiring { next }, LockEvent::Acquired { .. }) if *next == idx => {
                 let following = idx + 1;
                 if following == self.members.len() {
                     self.state = State::Held;
                     self.holds = 1;
                     if let Some(event) = self.acquired_event() {
-                        self.out.emit(event);
+                        self.out.emit(PartEvent::whole(event));
                     }
                     return;
                 }
@@ -383,28 +391,28 @@ impl MultiLock {
                 if let Some(Err(e)) = started {
                     // A member that refuses (it was handed over busy) ends
                     // the acquire; the refusal is ours, not the server's.
-                    self.roll_back(now, following, Some(RecipeEvent::Refused(e)));
+                    self.roll_back(now, following, Some(LockEvent::Refused(e)));
                 }
             }
-            (State::Acquiring { next }, RecipeEvent::TimedOut) if *next == idx => {
-                self.roll_back(now, idx, Some(RecipeEvent::TimedOut));
+            (State::Acquiring { next }, LockEvent::TimedOut) if *next == idx => {
+                self.roll_back(now, idx, Some(LockEvent::TimedOut));
             }
-            (State::Acquiring { next }, RecipeEvent::Failed(e)) if *next == idx => {
-                self.roll_back(now, idx, Some(RecipeEvent::Failed(e)));
+            (State::Acquiring { next }, LockEvent::Failed(e)) if *next == idx => {
+                self.roll_back(now, idx, Some(LockEvent::Failed(e)));
             }
             // A member already held lost its node (someone deleted it) while
             // a later one is being acquired: all or nothing, so the members
             // are let go and the acquire starts over, as a lock whose node
             // vanished does, a few times at most. (At a session's end the
             // member under way fails with the session's error by itself.)
-            (State::Acquiring { next }, RecipeEvent::Lost) if idx < *next && !self.session_ending => {
+            (State::Acquiring { next }, LockEvent::Lost) if idx < *next && !self.session_ending => {
                 let next = *next;
                 if let Some(m) = self.members.get_mut(next) {
                     m.cancel(now);
                 }
                 if self.restarts >= MAX_RESTARTS {
                     let error = RequestError::RetriesExhausted(MAX_RESTARTS);
-                    return self.roll_back(now, next, Some(RecipeEvent::Failed(error)));
+                    return self.roll_back(now, next, Some(LockEvent::Failed(error)));
                 }
                 self.restarts += 1;
                 let remaining = (0..next).collect();
@@ -412,40 +420,40 @@ impl MultiLock {
                     State::Releasing { current: None, remaining, outcome: None, release: false, restart: true };
                 self.advance_release(now);
             }
-            (State::Releasing { current, .. }, event @ (RecipeEvent::Released | RecipeEvent::Failed(_)))
+            (State::Releasing { current, .. }, event @ (LockEvent::Released | LockEvent::Failed(_)))
                 if *current == Some(idx) =>
             {
                 *current = None;
                 self.suspended.remove(&idx);
-                if let RecipeEvent::Failed(e) = event {
-                    self.out.emit(member(idx, RecipeEvent::Failed(e)));
+                if let LockEvent::Failed(e) = event {
+                    self.out.emit(member(idx, LockEvent::Failed(e)));
                 }
                 self.advance_release(now);
             }
-            (State::Held, RecipeEvent::Suspended) => {
+            (State::Held, LockEvent::Suspended) => {
                 if self.suspended.is_empty() && !self.lost {
-                    self.out.emit(RecipeEvent::Suspended);
+                    self.out.emit(PartEvent::whole(LockEvent::Suspended));
                 }
                 self.suspended.insert(idx);
             }
-            (State::Held, RecipeEvent::Reconnected) => {
+            (State::Held, LockEvent::Reconnected) => {
                 if self.suspended.remove(&idx) && self.suspended.is_empty() && !self.lost {
-                    self.out.emit(RecipeEvent::Reconnected);
+                    self.out.emit(PartEvent::whole(LockEvent::Reconnected));
                 }
             }
-            (State::Held, RecipeEvent::Lost) => {
+            (State::Held, LockEvent::Lost) => {
                 self.suspended.remove(&idx);
                 if !self.lost {
                     self.lost = true;
-                    self.out.emit(RecipeEvent::Lost);
+                    self.out.emit(PartEvent::whole(LockEvent::Lost));
                 }
             }
             (_, event) => {
                 match event {
-                    RecipeEvent::Suspended => {
+                    LockEvent::Suspended => {
                         self.suspended.insert(idx);
                     }
-                    RecipeEvent::Reconnected | RecipeEvent::Lost => {
+                    LockEvent::Reconnected | LockEvent::Lost => {
                         self.suspended.remove(&idx);
                     }
                     _ => {}
@@ -456,11 +464,20 @@ impl MultiLock {
     }
 }
 
-fn member(index: usize, event: RecipeEvent) -> RecipeEvent {
-    RecipeEvent::Member { index, event: Box::new(event) }
+/// Member `index`'s own event.
+fn member(index: usize, event: LockEvent) -> PartEvent {
+    PartEvent { part: Part::Whole, member: alloc::vec![index], event }
+}
+
+/// The member path of an event member `index` passed on from `member`.
+fn through(index: usize, mut member: Vec<usize>) -> Vec<usize> {
+    member.insert(0, index);
+    member
 }
 
 impl Recipe for MultiLock {
+    type Event = PartEvent;
+
     fn handle_reply(&mut self, now: Instant, op: OpId, result: Result<Response, RequestError>) {
         if let Some((idx, inner)) = self.router.take(op) {
             if let Some(m) = self.members.get_mut(idx) {
@@ -500,7 +517,7 @@ impl Recipe for MultiLock {
         self.out.poll_op()
     }
 
-    fn poll_event(&mut self) -> Option<RecipeEvent> {
+    fn poll_event(&mut self) -> Option<PartEvent> {
         self.out.poll_event()
     }
 

@@ -8,8 +8,9 @@ use crate::path::ZkPath;
 use zoolock_wire::Response;
 
 use super::capability::OnePartLock;
+use super::lock_event::{LockEvent, PartEvent};
 use crate::error::RequestError;
-use crate::recipe::{FencingToken, OpId, Recipe, RecipeEvent, RecipeOp};
+use crate::recipe::{FencingToken, OpId, Recipe, RecipeOp};
 use crate::session::{ConnectionState, WatchEvent};
 use crate::time::Instant;
 
@@ -55,7 +56,7 @@ impl Mutex {
 
     /// Makes later acquires revocable: the node is created with empty data and
     /// its own data watched; a `__REVOKE__` write yields
-    /// [`RecipeEvent::RevocationRequested`].
+    /// [`LockEvent::RevocationRequested`].
     pub fn make_revocable(&mut self) -> Result<(), ApiMisuse> {
         self.core.make_revocable()
     }
@@ -64,7 +65,7 @@ impl Mutex {
     /// `Acquired`, `TimedOut` or `Failed`.
     pub fn acquire(&mut self, now: Instant, deadline: Option<Instant>) -> Result<(), ApiMisuse> {
         if let Some(node) = self.core.held() {
-            let event = RecipeEvent::Acquired { node: node.path_string(), token: node.token };
+            let event = LockEvent::Acquired { node: node.path_string(), token: node.token };
             self.holds = self.hold_count() + 1;
             self.counted = Some(node.token);
             self.core.emit(event);
@@ -122,6 +123,8 @@ impl Mutex {
 
 /// Every input and output goes to the lock core unchanged.
 impl Recipe for Mutex {
+    type Event = PartEvent;
+
     fn handle_reply(&mut self, now: Instant, op: OpId, result: Result<Response, RequestError>) {
         self.core.handle_reply(now, op, result);
     }
@@ -142,8 +145,8 @@ impl Recipe for Mutex {
         self.core.poll_op()
     }
 
-    fn poll_event(&mut self) -> Option<RecipeEvent> {
-        self.core.poll_event()
+    fn poll_event(&mut self) -> Option<PartEvent> {
+        self.core.poll_event().map(PartEvent::whole)
     }
 
     fn poll_timeout(&self) -> Option<Instant> {

@@ -6,7 +6,7 @@ use zoolock_wire::Response;
 
 use super::election::ElectionKind;
 use super::kit::Outbox;
-use super::participants::Participants;
+use super::participants::{Participants, ParticipantsEvent};
 use super::policy::SortKey;
 use crate::error::RequestError;
 use crate::path::ZkPath;
@@ -28,7 +28,7 @@ pub struct Observer {
     /// The last holder reported (`Some(None)`: nobody), `None` before the
     /// first report.
     last: Option<Option<Participant>>,
-    out: Outbox,
+    out: Outbox<ObserverEvent>,
 }
 
 impl Observer {
@@ -51,7 +51,7 @@ impl Observer {
     fn drain(&mut self) {
         while let Some(event) = self.participants.poll_event() {
             match event {
-                RecipeEvent::Participants(list) => {
+                ParticipantsEvent::Listed(list) => {
                     let holder = list.into_iter().find(|p| p.data.is_some());
                     let same = self
                         .last
@@ -59,16 +59,18 @@ impl Observer {
                         .is_some_and(|last| last.as_ref().map(|p| &p.path) == holder.as_ref().map(|p| &p.path));
                     if !same {
                         self.last = Some(holder.clone());
-                        self.out.emit(RecipeEvent::Holder(holder));
+                        self.out.emit(ObserverEvent::Holder(holder));
                     }
                 }
-                other => self.out.emit(other),
+                ParticipantsEvent::Failed(error) => self.out.emit(ObserverEvent::Failed(error)),
             }
         }
     }
 }
 
 impl Recipe for Observer {
+    type Event = ObserverEvent;
+
     fn handle_reply(&mut self, now: Instant, op: OpId, result: Result<Response, RequestError>) {
         self.participants.handle_reply(now, op, result);
         self.drain();
@@ -90,7 +92,7 @@ impl Recipe for Observer {
         self.participants.poll_op()
     }
 
-    fn poll_event(&mut self) -> Option<RecipeEvent> {
+    fn poll_event(&mut self) -> Option<ObserverEvent> {
         self.out.poll_event()
     }
 
@@ -100,5 +102,25 @@ impl Recipe for Observer {
 
     fn is_quiescent(&self) -> bool {
         true
+    }
+}
+
+/// What an [`Observer`] reports: a new holder ([`RecipeEvent::Holder`] at
+/// the client) or a listing that failed ([`RecipeEvent::Failed`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ObserverEvent {
+    /// The holder changed: who holds now (`None`: nobody).
+    Holder(Option<Participant>),
+    /// A listing failed.
+    Failed(RequestError),
+}
+
+impl From<ObserverEvent> for RecipeEvent {
+    fn from(event: ObserverEvent) -> RecipeEvent {
+        match event {
+            ObserverEvent::Holder(holder) => RecipeEvent::Holder(holder),
+            ObserverEvent::Failed(error) => RecipeEvent::Failed(error),
+        }
     }
 }

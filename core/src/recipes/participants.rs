@@ -67,7 +67,7 @@ pub struct Participants {
     resume: bool,
     /// Watching a missing base path: the exists that arms its watch.
     exists_op: Option<OpId>,
-    out: Outbox,
+    out: Outbox<ParticipantsEvent>,
 }
 
 impl Participants {
@@ -157,7 +157,7 @@ impl Participants {
         self.out.send_as(id, Op::get_children(&self.base, self.watch));
     }
 
-    fn finish(&mut self, event: RecipeEvent) {
+    fn finish(&mut self, event: ParticipantsEvent) {
         self.step = Step::Done;
         self.list_op = None;
         self.owed.clear();
@@ -190,10 +190,10 @@ impl Participants {
                 }
                 return;
             }
-            Err(e) => return self.finish(RecipeEvent::Failed(e)),
+            Err(e) => return self.finish(ParticipantsEvent::Failed(e)),
             Ok(_) => {
                 let error = RequestError::UnexpectedResponse { op: OpCode::GET_CHILDREN2 };
-                return self.finish(RecipeEvent::Failed(error));
+                return self.finish(ParticipantsEvent::Failed(error));
             }
         };
         self.list_op = None;
@@ -205,7 +205,7 @@ impl Participants {
         let paths: Vec<String> = children.iter().map(|c| format!("{prefix}/{c}")).collect();
         if !self.with_data || paths.is_empty() {
             let list = paths.into_iter().map(|path| Participant { path, data: None }).collect();
-            return self.finish(RecipeEvent::Participants(list));
+            return self.finish(ParticipantsEvent::Listed(list));
         }
         let mut pending = BTreeMap::new();
         let mut data = Vec::with_capacity(paths.len());
@@ -238,7 +238,7 @@ impl Participants {
                 }
                 None
             }
-            Err(e) => return self.finish(RecipeEvent::Failed(e)),
+            Err(e) => return self.finish(ParticipantsEvent::Failed(e)),
         };
         if let Some(slot) = data.get_mut(idx) {
             *slot = Some(value);
@@ -254,7 +254,7 @@ impl Participants {
         let paths = core::mem::take(paths);
         let data = core::mem::take(data);
         let list = paths.into_iter().zip(data).map(|(path, data)| Participant { path, data: data.flatten() }).collect();
-        self.finish(RecipeEvent::Participants(list));
+        self.finish(ParticipantsEvent::Listed(list));
     }
 
     /// Watching: the children may have changed; list now, or once the
@@ -297,6 +297,8 @@ fn plain(data: Bytes) -> Bytes {
 }
 
 impl Recipe for Participants {
+    type Event = ParticipantsEvent;
+
     fn handle_reply(&mut self, _now: Instant, op: OpId, result: Result<Response, RequestError>) {
         if self.exists_op == Some(op) {
             self.exists_op = None;
@@ -345,7 +347,7 @@ impl Recipe for Participants {
             }
             _ => {
                 if let Some(error) = state.end_error().filter(|_| !matches!(self.step, Step::Done)) {
-                    self.finish(RecipeEvent::Failed(error));
+                    self.finish(ParticipantsEvent::Failed(error));
                 }
             }
         }
@@ -357,7 +359,7 @@ impl Recipe for Participants {
         self.out.poll_op()
     }
 
-    fn poll_event(&mut self) -> Option<RecipeEvent> {
+    fn poll_event(&mut self) -> Option<ParticipantsEvent> {
         self.out.poll_event()
     }
 
@@ -367,5 +369,26 @@ impl Recipe for Participants {
 
     fn is_quiescent(&self) -> bool {
         matches!(self.step, Step::Done)
+    }
+}
+
+/// What a [`Participants`] listing reports: the list
+/// ([`RecipeEvent::Participants`] at the client) or why there is none
+/// ([`RecipeEvent::Failed`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ParticipantsEvent {
+    /// The participants, in queue order.
+    Listed(Vec<Participant>),
+    /// The listing failed.
+    Failed(RequestError),
+}
+
+impl From<ParticipantsEvent> for RecipeEvent {
+    fn from(event: ParticipantsEvent) -> RecipeEvent {
+        match event {
+            ParticipantsEvent::Listed(list) => RecipeEvent::Participants(list),
+            ParticipantsEvent::Failed(error) => RecipeEvent::Failed(error),
+        }
     }
 }

@@ -9,7 +9,7 @@ use alloc::vec::Vec;
 use zoolock_wire::Response;
 
 use crate::error::RequestError;
-use crate::recipe::{OpId, Recipe, RecipeEvent, RecipeOp, Ticket};
+use crate::recipe::{OpId, Recipe, RecipeOp, Ticket};
 use crate::session::{ConnectionState, WatchEvent};
 use crate::time::Instant;
 
@@ -60,9 +60,13 @@ impl SessionGate {
 /// every input to the inner recipe, then the queue collects its outputs
 /// (`collect`), fails every ticket when the session ends (`fail_all`), drops
 /// expired tickets (`expire`) and moves the next ticket on (`advance`).
-pub(crate) trait TicketQueued: Send + 'static {
+/// (`pub` only so that the queues' [`Recipe::Event`] may name its `Event`;
+/// the module is private and the trait not exported.)
+pub trait TicketQueued: Send + 'static {
     /// The queued recipe.
     type Inner: Recipe + ?Sized;
+    /// What the queue reports.
+    type Event;
     /// The queued recipe.
     fn inner_recipe(&self) -> &Self::Inner;
     /// The queued recipe, for its inputs.
@@ -81,12 +85,14 @@ pub(crate) trait TicketQueued: Send + 'static {
     /// The earliest ticket deadline.
     fn queue_deadline(&self) -> Option<Instant>;
     /// The next event for the user.
-    fn next_event(&mut self) -> Option<RecipeEvent>;
+    fn next_event(&mut self) -> Option<Self::Event>;
     /// Nothing queued, held or owed to the server.
     fn quiescent(&self) -> bool;
 }
 
 impl<Q: TicketQueued> Recipe for Q {
+    type Event = Q::Event;
+
     fn handle_reply(&mut self, now: Instant, op: OpId, result: Result<Response, RequestError>) {
         self.inner_recipe_mut().handle_reply(now, op, result);
         self.collect(now);
@@ -122,7 +128,7 @@ impl<Q: TicketQueued> Recipe for Q {
         self.inner_recipe_mut().poll_op()
     }
 
-    fn poll_event(&mut self) -> Option<RecipeEvent> {
+    fn poll_event(&mut self) -> Option<Q::Event> {
         self.next_event()
     }
 

@@ -38,7 +38,7 @@ pub struct Revoker {
     in_flight: Option<OpId>,
     /// The last attempt met a connection loss; resend on reconnect.
     retry: bool,
-    out: Outbox,
+    out: Outbox<RevokeEvent>,
 }
 
 impl Revoker {
@@ -86,15 +86,17 @@ pub(crate) fn is_revoke_message(data: &[u8]) -> bool {
 }
 
 impl Recipe for Revoker {
+    type Event = RevokeEvent;
+
     fn handle_reply(&mut self, _now: Instant, op: OpId, result: Result<Response, RequestError>) {
         if self.in_flight != Some(op) {
             return;
         }
         self.in_flight = None;
         match result {
-            Ok(_) => self.out.emit(RecipeEvent::RevokeSent),
+            Ok(_) => self.out.emit(RevokeEvent::Sent),
             Err(RequestError::ConnectionLoss) => self.retry = true,
-            Err(e) => self.out.emit(RecipeEvent::Failed(e)),
+            Err(e) => self.out.emit(RevokeEvent::Failed(e)),
         }
     }
 
@@ -111,7 +113,7 @@ impl Recipe for Revoker {
                 if let Some(error) = state.end_error().filter(|_| self.retry || self.in_flight.is_some()) {
                     self.retry = false;
                     self.in_flight = None;
-                    self.out.emit(RecipeEvent::Failed(error));
+                    self.out.emit(RevokeEvent::Failed(error));
                 }
             }
         }
@@ -123,7 +125,7 @@ impl Recipe for Revoker {
         self.out.poll_op()
     }
 
-    fn poll_event(&mut self) -> Option<RecipeEvent> {
+    fn poll_event(&mut self) -> Option<RevokeEvent> {
         self.out.poll_event()
     }
 
@@ -133,5 +135,26 @@ impl Recipe for Revoker {
 
     fn is_quiescent(&self) -> bool {
         self.in_flight.is_none() && !self.retry && self.out.no_ops()
+    }
+}
+
+/// What a [`Revoker`] reports: the request was written
+/// ([`RecipeEvent::RevokeSent`] at the client) or could not be
+/// ([`RecipeEvent::Failed`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RevokeEvent {
+    /// The revocation request was written to the holder's node.
+    Sent,
+    /// It could not be.
+    Failed(RequestError),
+}
+
+impl From<RevokeEvent> for RecipeEvent {
+    fn from(event: RevokeEvent) -> RecipeEvent {
+        match event {
+            RevokeEvent::Sent => RecipeEvent::RevokeSent,
+            RevokeEvent::Failed(error) => RecipeEvent::Failed(error),
+        }
     }
 }

@@ -2,7 +2,6 @@
 //! on one base path: readers share, writers exclude everyone, and the queue is
 //! one FIFO by sequence number, so neither side starves.
 
-use alloc::boxed::Box;
 use alloc::string::String;
 
 use zoolock_wire::Response;
@@ -11,11 +10,12 @@ use super::capability::{LockRecipe, Part};
 use super::config::{LockConfig, OpPlan};
 use super::kit::{OpRouter, Outbox};
 use super::lock_core::{LockCore, Rule, Shape};
+use super::lock_event::{LockEvent, PartEvent};
 use super::naming::LockName;
 use super::policy::{READ_NAME, SortKey, WRITE_NAME};
 use crate::error::{ApiMisuse, RequestError};
 use crate::path::ZkPath;
-use crate::recipe::{FencingToken, OpId, Recipe, RecipeEvent, RecipeOp};
+use crate::recipe::{FencingToken, OpId, Recipe, RecipeOp};
 use crate::rng::Rng;
 use crate::session::{ConnectionState, WatchEvent};
 use crate::time::Instant;
@@ -35,8 +35,10 @@ pub(crate) fn member_seed(seed: u64, index: usize) -> u64 {
 /// is first among all children; a reader holds once no `__WRIT__` node is ahead
 /// of its own (it watches the *first* writer, as Curator does).
 ///
-/// Events come as [`RecipeEvent::Member`] with the index of the half
-/// ([`Part::Read`] or [`Part::Write`], see [`Part::index`]).
+/// Events are [`PartEvent`]s naming the half ([`Part::Read`] or
+/// [`Part::Write`]); a client reports them as
+/// [`RecipeEvent::Member`](crate::RecipeEvent::Member) with the half's
+/// [`Part::index`].
 ///
 /// Each half is reentrant per handle, like [`Mutex`](super::Mutex): acquiring
 /// a held half again only counts up and reports `Acquired` at once.
@@ -67,7 +69,7 @@ pub struct ReadWriteLock {
     /// The read half, then the write half (their [`Part::index`]).
     halves: [Half; 2],
     plan: OpPlan,
-    out: Outbox,
+    out: Outbox<PartEvent>,
     router: OpRouter<usize>,
 }
 
@@ -110,7 +112,7 @@ impl ReadWriteLock {
     }
 
     /// Makes later read acquires revocable (empty node data, a watch on the
-    /// node, [`RecipeEvent::RevocationRequested`] on `__REVOKE__`).
+    /// node, [`LockEvent::RevocationRequested`] on `__REVOKE__`).
     pub fn make_revocable_read(&mut self) -> Result<(), ApiMisuse> {
         self.halves[READ].core.make_revocable()
     }
@@ -174,7 +176,7 @@ impl ReadWriteLock {
     fn reenter(&mut self, part: usize) -> bool {
         let Some(half) = self.halves.get_mut(part) else { return false };
         let Some(node) = half.core.held() else { return false };
-        let event = RecipeEvent::Acquired { node: node.path_string(), token: node.token };
+        let event = LockEvent::Acquired { node: node.path_string(), token: node.token };
         half.holds += 1;
         self.out.emit(member(part, event));
         true
@@ -259,8 +261,8 @@ impl ReadWriteLock {
             }
             while let Some(event) = half.core.poll_event() {
                 match &event {
-                    RecipeEvent::Acquired { .. } => half.holds = 1,
-                    RecipeEvent::Lost | RecipeEvent::Released => half.holds = 0,
+                    LockEvent::Acquired { .. } => half.holds = 1,
+                    LockEvent::Lost | LockEvent::Released => half.holds = 0,
                     _ => {}
                 }
                 self.out.emit(member(part, event));
@@ -277,11 +279,14 @@ struct Half {
     holds: u32,
 }
 
-fn member(index: usize, event: RecipeEvent) -> RecipeEvent {
-    RecipeEvent::Member { index, event: Box::new(event) }
+/// The event of the half at `index`.
+fn member(index: usize, event: LockEvent) -> PartEvent {
+    PartEvent::new(if index == READ { Part::Read } else { Part::Write }, event)
 }
 
 impl Recipe for ReadWriteLock {
+    type Event = PartEvent;
+
     fn handle_reply(&mut self, now: Instant, op: OpId, result: Result<Response, RequestError>) {
         match self.router.take(op) {
             Some((READ, inner)) => self.halves[READ].core.handle_reply(now, inner, result),
@@ -318,7 +323,7 @@ impl Recipe for ReadWriteLock {
         self.out.poll_op()
     }
 
-    fn poll_event(&mut self) -> Option<RecipeEvent> {
+    fn poll_event(&mut self) -> Option<PartEvent> {
         self.out.poll_event()
     }
 

@@ -53,9 +53,10 @@ use zoolock_wire::{Response, WatcherType};
 use super::config::LockConfig;
 use super::kit::{OpRouter, Outbox};
 use super::lock_core::{LockCore, Rule, Shape};
+use super::lock_event::LockEvent;
 use super::naming::LockName;
 use super::policy::{LEASE_NAME, LOCK_NAME, SortKey};
-use super::shared_count::SharedCount;
+use super::shared_count::{CountEvent, SharedCount};
 use crate::error::{ApiMisuse, RequestError};
 use crate::op::Op;
 use crate::path::ZkPath;
@@ -171,7 +172,7 @@ pub struct Semaphore {
     /// `Suspended` was reported and not yet answered.
     suspended: bool,
     router: OpRouter<Member>,
-    out: Outbox,
+    out: Outbox<SemaphoreEvent>,
 }
 
 impl Semaphore {
@@ -317,7 +318,7 @@ impl Semaphore {
 
     /// Ends the acquire under way, deleting every node it made or obtained,
     /// and reports `event`.
-    fn abort(&mut self, now: Instant, event: Option<RecipeEvent>) {
+    fn abort(&mut self, now: Instant, event: Option<SemaphoreEvent>) {
         let Some(acq) = self.acquiring.take() else { return };
         match acq.phase {
             Phase::Mutex | Phase::MutexBusy => {
@@ -392,7 +393,7 @@ impl Semaphore {
         self.drain(MUTEX_SLOT);
         if let Err(refused) = started {
             // Unreachable while idle; fail rather than hang.
-            self.fail_acquire(now, RecipeEvent::Failed(RequestError::Refused(refused)));
+            self.fail_acquire(now, SemaphoreEvent::Refused(refused));
         }
     }
 
@@ -423,7 +424,7 @@ impl Semaphore {
         self.drain(slot);
         if let Err(refused) = started {
             self.release_mutex(now);
-            self.fail_acquire(now, RecipeEvent::Failed(RequestError::Refused(refused)));
+            self.fail_acquire(now, SemaphoreEvent::Refused(refused));
         }
     }
 
@@ -463,7 +464,7 @@ impl Semaphore {
     }
 
     /// Ends the acquire: return what it obtained and report `event`.
-    fn fail_acquire(&mut self, now: Instant, event: RecipeEvent) {
+    fn fail_acquire(&mut self, now: Instant, event: SemaphoreEvent) {
         if let Some(acq) = self.acquiring.take() {
             self.drop_leases(now, &acq.got);
         }
@@ -482,13 +483,13 @@ impl Semaphore {
         if !acq.got.iter().all(|s| self.cores.get(s).is_some_and(|c| c.held().is_some())) {
             // A lease vanished (found missing on a reconnect) before the
             // call completed: return the others rather than report less.
-            return self.fail_acquire(now, RecipeEvent::Failed(RequestError::NodeVanished));
+            return self.fail_acquire(now, SemaphoreEvent::Failed(RequestError::NodeVanished));
         }
         let got = core::mem::take(&mut acq.got);
         self.acquiring = None;
         for slot in got {
             if let Some(node) = self.cores.get(&slot).and_then(|c| c.held()) {
-                self.out.emit(RecipeEvent::Acquired { node: node.path_string(), token: node.token });
+                self.out.emit(SemaphoreEvent::Acquired { node: node.path_string(), token: node.token });
                 self.held.push(slot);
             }
         }
@@ -500,7 +501,7 @@ impl Semaphore {
     /// `LeaseRevocationRequested` for held lease `slot`.
     fn report_revocation(&mut self, slot: u64) {
         if let Some(node) = self.held.contains(&slot).then(|| self.cores.get(&slot)).flatten().and_then(|c| c.held()) {
-            self.out.emit(RecipeEvent::LeaseRevocationRequested { node: node.path_string() });
+            self.out.emit(SemaphoreEvent::LeaseRevocationRequested { node: node.path_string() });
         }
     }
 
@@ -520,10 +521,10 @@ impl Semaphore {
     /// events go on to the user.
     fn take_count_events(&mut self, now: Instant) {
         while let Some(event) = self.count.as_mut().and_then(|c| c.poll_event()) {
-            if let RecipeEvent::Count { value, .. } = event {
+            if let CountEvent::Value { value, .. } = event {
                 self.set_max_leases(now, usize::try_from(value).unwrap_or(0));
             }
-            self.out.emit(event);
+            self.out.emit(SemaphoreEvent::Count(event));
         }
     }
 
@@ -534,7 +535,7 @@ impl Semaphore {
         let Some(acq) = self.acquiring.as_mut() else { return };
         if acq.retries >= policy.max_retries {
             let error = RequestError::RetriesExhausted(policy.max_retries);
-            return self.fail_acquire(now, RecipeEvent::Failed(error));
+            return self.fail_acquire(now, SemaphoreEvent::Failed(error));
         }
         let pause = policy.pause(acq.retries, &mut self.rng);
         acq.retries += 1;
@@ -545,7 +546,7 @@ impl Semaphore {
     fn report_suspended(&mut self) {
         if !self.suspended {
             self.suspended = true;
-            self.out.emit(RecipeEvent::Suspended);
+            self.out.emit(SemaphoreEvent::Suspended);
         }
     }
 
@@ -556,7 +557,7 @@ impl Semaphore {
             return;
         }
         self.suspended = false;
-        self.out.emit(RecipeEvent::Reconnected);
+        self.out.emit(SemaphoreEvent::Reconnected);
     }
 
     /// Held lease `slot` is gone (its node was deleted, or found missing on
@@ -566,12 +567,12 @@ impl Semaphore {
         self.held.retain(|s| *s != slot);
         self.verifying.remove(&slot);
         if let Some(node) = self.cores.get_mut(&slot).and_then(|c| c.take_lost()) {
-            self.out.emit(RecipeEvent::LeaseLost { node: node.as_str().into() });
+            self.out.emit(SemaphoreEvent::LeaseLost { node: node.as_str().into() });
         }
         if self.held.is_empty() {
             self.verifying.clear();
             self.suspended = false;
-            self.out.emit(RecipeEvent::Lost);
+            self.out.emit(SemaphoreEvent::Lost);
         } else {
             self.finish_verify();
         }
@@ -670,7 +671,7 @@ impl Semaphore {
         let was_acquiring = self.acquiring.take().is_some();
         for slot in core::mem::take(&mut self.held) {
             if let Some(node) = self.cores.get(&slot).and_then(|c| c.held()) {
-                self.out.emit(RecipeEvent::LeaseLost { node: node.path_string() });
+                self.out.emit(SemaphoreEvent::LeaseLost { node: node.path_string() });
             }
         }
         self.verifying.clear();
@@ -680,25 +681,27 @@ impl Semaphore {
         for (slot, core) in self.cores.iter_mut() {
             core.handle_session(now, state);
             while let Some(event) = core.poll_event() {
-                if event == RecipeEvent::Released && self.returning.remove(slot) {
-                    self.out.emit(RecipeEvent::Released);
+                if event == LockEvent::Released && self.returning.remove(slot) {
+                    self.out.emit(SemaphoreEvent::Released);
                 }
             }
         }
         self.returning.clear();
         self.router.clear();
         if had_leases {
-            self.out.emit(RecipeEvent::Lost);
+            self.out.emit(SemaphoreEvent::Lost);
         }
         if was_acquiring {
             let error = state.end_error().unwrap_or(RequestError::Closed);
-            self.out.emit(RecipeEvent::Failed(error));
+            self.out.emit(SemaphoreEvent::Failed(error));
         }
         self.pump(now);
     }
 }
 
 impl Recipe for Semaphore {
+    type Event = SemaphoreEvent;
+
     fn handle_reply(&mut self, now: Instant, op: OpId, result: Result<Response, RequestError>) {
         match self.router.take(op) {
             Some((Member::Core(MUTEX_SLOT), inner)) => self.mutex.handle_reply(now, inner, result),
@@ -791,7 +794,7 @@ impl Recipe for Semaphore {
         self.out.poll_op()
     }
 
-    fn poll_event(&mut self) -> Option<RecipeEvent> {
+    fn poll_event(&mut self) -> Option<SemaphoreEvent> {
         self.out.poll_event()
     }
 
@@ -811,4 +814,85 @@ impl Recipe for Semaphore {
 /// `base/name`; both parts are valid, so this cannot fail in practice.
 fn child(base: &ZkPath, name: &str) -> ZkPath {
     base.join(name).unwrap_or_else(|_| base.clone())
+}
+
+/// What a [`Semaphore`] reports; a client reports each as the
+/// [`RecipeEvent`] of the same name (a count's as the count's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SemaphoreEvent {
+    /// A lease is held through `node` ([`RecipeEvent::Acquired`]).
+    Acquired {
+        /// The lease node.
+        node: alloc::string::String,
+        /// Its czxid.
+        token: FencingToken,
+    },
+    /// Where a waiting acquire stands ([`RecipeEvent::Queued`]).
+    Queued {
+        /// Nodes ahead.
+        position: usize,
+        /// Nodes listed, ours included.
+        total: usize,
+    },
+    /// The acquire deadline passed.
+    TimedOut,
+    /// A returned lease's node is deleted.
+    Released,
+    /// The connection dropped.
+    Suspended,
+    /// The same session is back.
+    Reconnected,
+    /// No lease is left ([`RecipeEvent::Lost`]).
+    Lost,
+    /// Lease `node` reached its maximum hold ([`RecipeEvent::Expired`]);
+    /// `LeaseLost` follows.
+    Expired {
+        /// The lease node.
+        node: alloc::string::String,
+    },
+    /// Lease `node` is gone ([`RecipeEvent::LeaseLost`]).
+    LeaseLost {
+        /// The lease node.
+        node: alloc::string::String,
+    },
+    /// Lease `node` was asked back ([`RecipeEvent::LeaseRevocationRequested`]).
+    LeaseRevocationRequested {
+        /// The lease node.
+        node: alloc::string::String,
+    },
+    /// An error it cannot recover from.
+    Failed(RequestError),
+    /// The acquire was refused before anything was sent.
+    Refused(ApiMisuse),
+    /// Deleting an abandoned node failed for good.
+    CleanupFailed {
+        /// The node.
+        path: alloc::string::String,
+        /// Why.
+        error: RequestError,
+    },
+    /// An event of the count that sizes it.
+    Count(CountEvent),
+}
+
+impl From<SemaphoreEvent> for RecipeEvent {
+    fn from(event: SemaphoreEvent) -> RecipeEvent {
+        match event {
+            SemaphoreEvent::Acquired { node, token } => RecipeEvent::Acquired { node, token },
+            SemaphoreEvent::Queued { position, total } => RecipeEvent::Queued { position, total },
+            SemaphoreEvent::TimedOut => RecipeEvent::TimedOut,
+            SemaphoreEvent::Released => RecipeEvent::Released,
+            SemaphoreEvent::Suspended => RecipeEvent::Suspended,
+            SemaphoreEvent::Reconnected => RecipeEvent::Reconnected,
+            SemaphoreEvent::Lost => RecipeEvent::Lost,
+            SemaphoreEvent::Expired { node } => RecipeEvent::Expired { node },
+            SemaphoreEvent::LeaseLost { node } => RecipeEvent::LeaseLost { node },
+            SemaphoreEvent::LeaseRevocationRequested { node } => RecipeEvent::LeaseRevocationRequested { node },
+            SemaphoreEvent::Failed(error) => RecipeEvent::Failed(error),
+            SemaphoreEvent::Refused(misuse) => RecipeEvent::Refused(misuse),
+            SemaphoreEvent::CleanupFailed { path, error } => RecipeEvent::CleanupFailed { path, error },
+            SemaphoreEvent::Count(event) => event.into(),
+        }
+    }
 }

@@ -4,48 +4,48 @@
 
 use zoolock_wire::ErrorCode;
 
-use super::{Phase, Semaphore};
+use super::super::lock_event::LockEvent;
+use super::{Phase, Semaphore, SemaphoreEvent};
 use crate::error::RequestError;
-use crate::recipe::RecipeEvent;
 use crate::time::Instant;
 
 impl Semaphore {
-    pub(super) fn on_mutex_event(&mut self, now: Instant, event: RecipeEvent) {
-        if let RecipeEvent::CleanupFailed { .. } = event {
-            return self.out.emit(event);
+    pub(super) fn on_mutex_event(&mut self, now: Instant, event: LockEvent) {
+        if let LockEvent::CleanupFailed { path, error } = event {
+            return self.out.emit(SemaphoreEvent::CleanupFailed { path, error });
         }
         let phase = self.phase();
         match event {
-            RecipeEvent::Acquired { .. } => match phase {
+            LockEvent::Acquired { .. } => match phase {
                 Some(Phase::Mutex) => self.start_lease_node(now),
                 // Nobody wants it any more.
                 _ => {
                     self.release_mutex(now);
                 }
             },
-            RecipeEvent::TimedOut if phase == Some(Phase::Mutex) => self.fail_acquire(now, RecipeEvent::TimedOut),
+            LockEvent::TimedOut if phase == Some(Phase::Mutex) => self.fail_acquire(now, SemaphoreEvent::TimedOut),
             // Queued on the internal lock: its holder (next in line for a
             // lease) and `position - 1` more are ahead.
-            RecipeEvent::Queued { position, total } if phase == Some(Phase::Mutex) => {
-                self.out.emit(RecipeEvent::Queued { position: position + 1, total });
+            LockEvent::Queued { position, total } if phase == Some(Phase::Mutex) => {
+                self.out.emit(SemaphoreEvent::Queued { position: position + 1, total });
             }
-            RecipeEvent::Released => {
+            LockEvent::Released => {
                 if let Some(Phase::Unlocking { slot }) = phase {
                     self.commit(now, slot);
                 }
             }
-            RecipeEvent::Failed(e) => match phase {
+            LockEvent::Failed(e) => match phase {
                 // A failed cleanup delete of an earlier attempt: the acquire goes on.
                 Some(Phase::Mutex) if self.mutex.is_acquiring() => {}
-                Some(Phase::Mutex) => self.fail_acquire(now, RecipeEvent::Failed(e)),
+                Some(Phase::Mutex) => self.fail_acquire(now, SemaphoreEvent::Failed(e)),
                 // The mutex node's delete failed for good: Curator's acquire
                 // throws; return the lease rather than leak it.
                 Some(Phase::Unlocking { slot }) if self.mutex.is_idle() => {
                     self.on_core(slot, |c| c.cancel(now));
-                    self.fail_acquire(now, RecipeEvent::Failed(e));
+                    self.fail_acquire(now, SemaphoreEvent::Failed(e));
                 }
                 Some(_) => {}
-                None => self.out.emit(RecipeEvent::Failed(e)),
+                None => self.out.emit(SemaphoreEvent::Failed(e)),
             },
             // The mutex only serves liveness; its connection events and a
             // loss found on reconnect change nothing for the lease.
@@ -53,14 +53,14 @@ impl Semaphore {
         }
     }
 
-    pub(super) fn on_lease_event(&mut self, now: Instant, slot: u64, event: RecipeEvent) {
-        if let RecipeEvent::CleanupFailed { .. } = event {
-            return self.out.emit(event);
+    pub(super) fn on_lease_event(&mut self, now: Instant, slot: u64, event: LockEvent) {
+        if let LockEvent::CleanupFailed { path, error } = event {
+            return self.out.emit(SemaphoreEvent::CleanupFailed { path, error });
         }
         if let Some(n) = self.cores.get(&slot).and_then(|c| c.listed()) {
             self.listed = Some(n);
         }
-        if event == RecipeEvent::RevocationRequested {
+        if event == LockEvent::RevocationRequested {
             if self.held.contains(&slot) {
                 self.report_revocation(slot);
             } else {
@@ -72,7 +72,7 @@ impl Semaphore {
         if current {
             let still_acquiring = self.cores.get(&slot).is_some_and(|c| c.is_acquiring());
             match event {
-                RecipeEvent::Acquired { .. } => {
+                LockEvent::Acquired { .. } => {
                     // The core has already queued checkWatches on `leases`;
                     // now release the internal mutex.
                     if let Some(acq) = self.acquiring.as_mut() {
@@ -85,13 +85,13 @@ impl Semaphore {
                 }
                 // Holding the internal lock: next in line for a lease;
                 // `total` is the leases' listing, ours included.
-                RecipeEvent::Queued { total, .. } => self.out.emit(RecipeEvent::Queued { position: 1, total }),
-                RecipeEvent::TimedOut => {
+                LockEvent::Queued { total, .. } => self.out.emit(SemaphoreEvent::Queued { position: 1, total }),
+                LockEvent::TimedOut => {
                     self.check_lease_watch();
                     self.release_mutex(now);
-                    self.fail_acquire(now, RecipeEvent::TimedOut);
+                    self.fail_acquire(now, SemaphoreEvent::TimedOut);
                 }
-                RecipeEvent::Failed(RequestError::Server(ErrorCode::NO_NODE) | RequestError::NodeVanished)
+                LockEvent::Failed(RequestError::Server(ErrorCode::NO_NODE) | RequestError::NodeVanished)
                     if !still_acquiring =>
                 {
                     // A listing without our node leaves its delete pending and
@@ -102,9 +102,9 @@ impl Semaphore {
                     self.release_mutex(now);
                     self.retry_lease(now);
                 }
-                RecipeEvent::Failed(e) if !still_acquiring => {
+                LockEvent::Failed(e) if !still_acquiring => {
                     self.release_mutex(now);
-                    self.fail_acquire(now, RecipeEvent::Failed(e));
+                    self.fail_acquire(now, SemaphoreEvent::Failed(e));
                 }
                 _ => {}
             }
@@ -112,32 +112,33 @@ impl Semaphore {
         }
         if self.in_got(slot) {
             // A lease of this call vanished on a reconnect: the call fails.
-            if event == RecipeEvent::Lost {
-                self.abort(now, Some(RecipeEvent::Failed(RequestError::NodeVanished)));
+            if event == LockEvent::Lost {
+                self.abort(now, Some(SemaphoreEvent::Failed(RequestError::NodeVanished)));
             }
             return;
         }
         if self.held.contains(&slot) {
             match event {
-                RecipeEvent::Suspended => self.report_suspended(),
-                RecipeEvent::Reconnected => {
+                LockEvent::Suspended => self.report_suspended(),
+                LockEvent::Reconnected => {
                     self.verifying.remove(&slot);
                     self.finish_verify();
                 }
-                RecipeEvent::Lost => self.lease_lost(slot),
-                event @ (RecipeEvent::Failed(_) | RecipeEvent::Expired { .. }) => self.out.emit(event),
+                LockEvent::Lost => self.lease_lost(slot),
+                LockEvent::Failed(e) => self.out.emit(SemaphoreEvent::Failed(e)),
+                LockEvent::Expired { node } => self.out.emit(SemaphoreEvent::Expired { node }),
                 _ => {}
             }
             return;
         }
         match event {
-            RecipeEvent::Released if self.returning.remove(&slot) => self.out.emit(RecipeEvent::Released),
+            LockEvent::Released if self.returning.remove(&slot) => self.out.emit(SemaphoreEvent::Released),
             // A failed delete of a returned or abandoned lease.
-            RecipeEvent::Failed(e) => {
+            LockEvent::Failed(e) => {
                 if self.returning.remove(&slot) {
-                    self.out.emit(RecipeEvent::Released);
+                    self.out.emit(SemaphoreEvent::Released);
                 }
-                self.out.emit(RecipeEvent::Failed(e));
+                self.out.emit(SemaphoreEvent::Failed(e));
             }
             _ => {}
         }

@@ -2,14 +2,15 @@
 //! [`Semaphore`]. Not reentrant.
 
 use super::config::LockConfig;
-use super::semaphore::Semaphore;
+use super::semaphore::{Semaphore, SemaphoreEvent};
 use crate::error::ApiMisuse;
 use crate::path::ZkPath;
 use zoolock_wire::Response;
 
 use super::capability::OnePartLock;
+use super::lock_event::{LockEvent, PartEvent};
 use crate::error::RequestError;
-use crate::recipe::{FencingToken, OpId, Recipe, RecipeEvent, RecipeOp};
+use crate::recipe::{FencingToken, OpId, Recipe, RecipeOp};
 use crate::session::{ConnectionState, WatchEvent};
 use crate::time::Instant;
 
@@ -87,6 +88,8 @@ impl SemaphoreMutex {
 
 /// Every input and output goes to the one-lease semaphore unchanged.
 impl Recipe for SemaphoreMutex {
+    type Event = PartEvent;
+
     fn handle_reply(&mut self, now: Instant, op: OpId, result: Result<Response, RequestError>) {
         self.semaphore.handle_reply(now, op, result);
     }
@@ -107,8 +110,8 @@ impl Recipe for SemaphoreMutex {
         self.semaphore.poll_op()
     }
 
-    fn poll_event(&mut self) -> Option<RecipeEvent> {
-        self.semaphore.poll_event()
+    fn poll_event(&mut self) -> Option<PartEvent> {
+        core::iter::from_fn(|| self.semaphore.poll_event()).find_map(as_lock_event).map(PartEvent::whole)
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
@@ -145,4 +148,24 @@ impl OnePartLock for SemaphoreMutex {
     fn reentrant(&self) -> bool {
         false
     }
+}
+
+/// The one-lease semaphore's event as the lock's. It is not revocable and
+/// its size is fixed, so no lease revocation or count event comes.
+fn as_lock_event(event: SemaphoreEvent) -> Option<LockEvent> {
+    Some(match event {
+        SemaphoreEvent::Acquired { node, token } => LockEvent::Acquired { node, token },
+        SemaphoreEvent::Queued { position, total } => LockEvent::Queued { position, total },
+        SemaphoreEvent::TimedOut => LockEvent::TimedOut,
+        SemaphoreEvent::Released => LockEvent::Released,
+        SemaphoreEvent::Suspended => LockEvent::Suspended,
+        SemaphoreEvent::Reconnected => LockEvent::Reconnected,
+        SemaphoreEvent::Lost => LockEvent::Lost,
+        SemaphoreEvent::Expired { node } => LockEvent::Expired { node },
+        SemaphoreEvent::LeaseLost { node } => LockEvent::LeaseLost { node },
+        SemaphoreEvent::Failed(error) => LockEvent::Failed(error),
+        SemaphoreEvent::Refused(misuse) => LockEvent::Refused(misuse),
+        SemaphoreEvent::CleanupFailed { path, error } => LockEvent::CleanupFailed { path, error },
+        SemaphoreEvent::LeaseRevocationRequested { .. } | SemaphoreEvent::Count(_) => return None,
+    })
 }

@@ -42,7 +42,8 @@ enum Purpose {
 
 /// A shared count on `path`, wire-compatible with Curator's `SharedCount`.
 ///
-/// Events: [`RecipeEvent::Count`] whenever a newer value is seen (read or
+/// Events ([`CountEvent`], reported by a client as the [`RecipeEvent`] of
+/// the same name): [`RecipeEvent::Count`] whenever a newer value is seen (read or
 /// written; values only move to higher node versions),
 /// [`RecipeEvent::CountWritten`] once per `set` / `try_set`, in call order,
 /// and [`RecipeEvent::CountMalformed`] if the node holds anything but 4
@@ -60,7 +61,7 @@ pub struct SharedCount {
     /// except after a create, which needs a read behind it.
     reading: Option<OpId>,
     routes: BTreeMap<OpId, Purpose>,
-    out: Outbox,
+    out: Outbox<CountEvent>,
 }
 
 /// The node data for `n` (Java's `ByteBuffer.putInt`).
@@ -166,11 +167,11 @@ impl SharedCount {
     /// A value read or written at `version`.
     fn seen(&mut self, data: &[u8], version: i32) {
         let Some(n) = count_value(data) else {
-            return self.out.emit(RecipeEvent::CountMalformed { len: data.len() });
+            return self.out.emit(CountEvent::Malformed { len: data.len() });
         };
         if self.value.is_none_or(|(_, v)| version > v) {
             self.value = Some((n, version));
-            self.out.emit(RecipeEvent::Count { value: n, version });
+            self.out.emit(CountEvent::Value { value: n, version });
         }
     }
 
@@ -215,7 +216,7 @@ impl SharedCount {
                     Ok(_) => Err(RequestError::UnexpectedResponse { op: OpCode::SET_DATA }),
                     Err(e) => Err(e),
                 };
-                self.out.emit(RecipeEvent::CountWritten(outcome));
+                self.out.emit(CountEvent::Written(outcome));
             }
         }
     }
@@ -226,6 +227,8 @@ impl SharedCount {
 }
 
 impl Recipe for SharedCount {
+    type Event = CountEvent;
+
     fn handle_reply(&mut self, _now: Instant, op: OpId, result: Result<Response, RequestError>) {
         let Some(purpose) = self.routes.remove(&op) else { return };
         self.on_reply(op, purpose, result);
@@ -265,7 +268,7 @@ impl Recipe for SharedCount {
                     self.reading = None;
                     for purpose in core::mem::take(&mut self.routes).into_values() {
                         if let Purpose::Write(_) = purpose {
-                            self.out.emit(RecipeEvent::CountWritten(Err(error.clone())));
+                            self.out.emit(CountEvent::Written(Err(error.clone())));
                         }
                     }
                 }
@@ -279,7 +282,7 @@ impl Recipe for SharedCount {
         self.out.poll_op()
     }
 
-    fn poll_event(&mut self) -> Option<RecipeEvent> {
+    fn poll_event(&mut self) -> Option<CountEvent> {
         self.out.poll_event()
     }
 
@@ -289,5 +292,36 @@ impl Recipe for SharedCount {
 
     fn is_quiescent(&self) -> bool {
         SharedCount::is_quiescent(self)
+    }
+}
+
+/// What a [`SharedCount`] reports; a client reports each as the
+/// [`RecipeEvent`] named in its doc.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CountEvent {
+    /// A newer value ([`RecipeEvent::Count`]).
+    Value {
+        /// The value.
+        value: i32,
+        /// The count node's data version it was seen at.
+        version: i32,
+    },
+    /// The outcome of one write, in call order ([`RecipeEvent::CountWritten`]).
+    Written(Result<bool, RequestError>),
+    /// The node does not hold a count ([`RecipeEvent::CountMalformed`]).
+    Malformed {
+        /// How many bytes it holds.
+        len: usize,
+    },
+}
+
+impl From<CountEvent> for RecipeEvent {
+    fn from(event: CountEvent) -> RecipeEvent {
+        match event {
+            CountEvent::Value { value, version } => RecipeEvent::Count { value, version },
+            CountEvent::Written(outcome) => RecipeEvent::CountWritten(outcome),
+            CountEvent::Malformed { len } => RecipeEvent::CountMalformed { len },
+        }
     }
 }

@@ -421,7 +421,7 @@ impl T {
 
     pub(crate) fn events(&mut self) -> Vec<RecipeEvent> {
         let mut out = Vec::new();
-        while let Some(event) = self.m.poll_event() {
+        while let Some(event) = self.m.poll_event().map(RecipeEvent::from) {
             match event {
                 RecipeEvent::Queued { position, total } => self.queued.push((position, total)),
                 other => out.push(other),

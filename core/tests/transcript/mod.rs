@@ -160,7 +160,10 @@ pub(crate) fn queued_of(event: &RecipeEvent) -> Option<(usize, usize)> {
     }
 }
 
-impl<R: Recipe> Harness<R> {
+impl<R: Recipe> Harness<R>
+where
+    R::Event: Into<RecipeEvent>,
+{
     pub(crate) fn new(recipe: R) -> Harness<R> {
         let mut h = Harness {
             recipe,
@@ -202,7 +205,7 @@ impl<R: Recipe> Harness<R> {
             self.sent_ops.push(op.clone());
             self.pending.push_back(op);
         }
-        while let Some(event) = self.recipe.poll_event() {
+        while let Some(event) = self.recipe.poll_event().map(Into::into) {
             if queued_of(&event).is_some() {
                 self.queued.push(event);
             } else {

@@ -51,7 +51,7 @@ impl LockCore {
                 self.deleting.remove(&path);
                 if matches!(&self.state, State::Releasing { path: p } if *p == path) {
                     self.state = State::Idle;
-                    self.out.emit(RecipeEvent::Released);
+                    self.out.emit(LockEvent::Released);
                 }
             }
             // Retried after the next (re)connect; a lost session's nodes are
@@ -67,9 +67,9 @@ impl LockCore {
                 self.deleting.remove(&path);
                 if matches!(&self.state, State::Releasing { path: p } if *p == path) {
                     self.state = State::Idle;
-                    self.out.emit(RecipeEvent::Failed(e));
+                    self.out.emit(LockEvent::Failed(e));
                 } else {
-                    self.out.emit(RecipeEvent::CleanupFailed { path: String::from(path.as_str()), error: e });
+                    self.out.emit(LockEvent::CleanupFailed { path: String::from(path.as_str()), error: e });
                 }
             }
         }

@@ -68,10 +68,10 @@ impl LockCore {
             // A reaped base path lists as empty (Curator 4.0.1+).
             Err(RequestError::Server(ErrorCode::NO_NODE)) => Vec::new(),
             Err(RequestError::ConnectionLoss) => return self.relist(node),
-            Err(e) => return self.abandon_with(node, RecipeEvent::Failed(e)),
+            Err(e) => return self.abandon_with(node, LockEvent::Failed(e)),
             Ok(_) => {
                 let error = RequestError::UnexpectedResponse { op: OpCode::GET_CHILDREN2 };
-                return self.abandon_with(node, RecipeEvent::Failed(error));
+                return self.abandon_with(node, LockEvent::Failed(error));
             }
         };
         if let Rule::Count { max_leases } = self.rule {
@@ -101,7 +101,7 @@ impl LockCore {
                     self.grant(now, node, false);
                 }
             }
-            Some(false) if self.deadline.is_some_and(|d| now >= d) => self.abandon_with(node, RecipeEvent::TimedOut),
+            Some(false) if self.deadline.is_some_and(|d| now >= d) => self.abandon_with(node, LockEvent::TimedOut),
             // Waiting on the child watch of the base path.
             Some(false) => {
                 self.waited = true;
@@ -117,7 +117,7 @@ impl LockCore {
     /// revocable node's data watch, armed at its create; otherwise one
     /// exists arms a watch, in the round trip of whatever goes out with it.
     fn grant(&mut self, now: Instant, node: Node, by_child_watch: bool) {
-        self.out.emit(RecipeEvent::Acquired { node: node.path_string(), token: node.token });
+        self.out.emit(LockEvent::Acquired { node: node.path_string(), token: node.token });
         self.hold_until = self.config.max_hold.map(|d| now + d);
         self.quiet = !self.waited;
         self.held_watch = if by_child_watch { HeldWatch::Children } else { HeldWatch::Node };
@@ -162,7 +162,7 @@ impl LockCore {
     pub(super) fn report_queued(&mut self, position: usize, total: usize) {
         if self.queued != Some((position, total)) {
             self.queued = Some((position, total));
-            self.out.emit(RecipeEvent::Queued { position, total });
+            self.out.emit(LockEvent::Queued { position, total });
         }
     }
 
@@ -211,7 +211,7 @@ impl LockCore {
                     // As after the watch's own reply: past the deadline, a
                     // listing that does not grant ends the wait.
                     if self.deadline.is_some_and(|d| now >= d) {
-                        return self.abandon_with(node, RecipeEvent::TimedOut);
+                        return self.abandon_with(node, LockEvent::TimedOut);
                     }
                     self.state = State::Waiting { node, on: Watched::Pred(pred) };
                 } else {
@@ -288,7 +288,7 @@ impl LockCore {
         match result {
             Ok(_) => {
                 if self.deadline.is_some_and(|d| now >= d) {
-                    self.abandon_with(node, RecipeEvent::TimedOut);
+                    self.abandon_with(node, LockEvent::TimedOut);
                 } else if fired {
                     self.relist(node);
                 } else {
@@ -304,7 +304,7 @@ impl LockCore {
             }
             // The connection dropped (or the deadline passed): look again.
             Err(RequestError::Server(ErrorCode::NO_NODE)) | Err(RequestError::ConnectionLoss) => self.relist(node),
-            Err(e) => self.abandon_with(node, RecipeEvent::Failed(e)),
+            Err(e) => self.abandon_with(node, LockEvent::Failed(e)),
         }
     }
 

@@ -24,12 +24,13 @@ use zoolock_wire::{CreateMode, CreateRequest, ErrorCode, EventType, OpCode, Requ
 
 use super::config::{LockConfig, OpPlan};
 use super::kit::Outbox;
+use super::lock_event::LockEvent;
 use super::naming::LockName;
 use super::policy::{self, NodeName, SortKey, Verdict};
 use crate::error::{ApiMisuse, RequestError};
 use crate::op::Op;
 use crate::path::ZkPath;
-use crate::recipe::{FencingToken, OpId, Recipe, RecipeEvent, RecipeOp};
+use crate::recipe::{FencingToken, OpId, Recipe, RecipeOp};
 use crate::rng::Rng;
 use crate::session::{ConnectionState, WatchEvent};
 use crate::time::Instant;
@@ -249,7 +250,7 @@ pub(crate) struct LockCore {
     /// The Pipelined plan sent its one `createContainer(base)` ahead of a
     /// create already.
     base_ensured: bool,
-    out: Outbox,
+    out: Outbox<LockEvent>,
 }
 
 impl LockCore {
@@ -390,7 +391,7 @@ impl LockCore {
 
     /// Reports `event` behind what the core has already reported (the
     /// owner's reentrant `Acquired`).
-    pub(crate) fn emit(&mut self, event: RecipeEvent) {
+    pub(crate) fn emit(&mut self, event: LockEvent) {
         self.out.emit(event);
     }
 
@@ -448,7 +449,7 @@ impl LockCore {
             }
             OpPlan::Pipelined => {
                 self.start_delete(node.path);
-                self.out.emit(RecipeEvent::Released);
+                self.out.emit(LockEvent::Released);
             }
         }
         Ok(())
@@ -521,6 +522,8 @@ impl LockCore {
 
 /// The inputs and outputs of the one lock queue every lock kind is built on.
 impl Recipe for LockCore {
+    type Event = LockEvent;
+
     fn handle_reply(&mut self, now: Instant, op: OpId, result: Result<Response, RequestError>) {
         let Some(at) = self.expected.iter().position(|(id, _, _)| *id == op) else {
             return;
@@ -657,7 +660,7 @@ impl Recipe for LockCore {
             ConnectionState::Suspended => match core::mem::replace(&mut self.state, State::Idle) {
                 State::Held { node } => {
                     self.state = State::Held { node };
-                    self.out.emit(RecipeEvent::Suspended);
+                    self.out.emit(LockEvent::Suspended);
                 }
                 // Curator's loop wakes on every connection event and re-lists;
                 // the request waits in the session until the reconnect.
@@ -730,10 +733,10 @@ impl Recipe for LockCore {
                 match core::mem::replace(&mut self.state, State::Idle) {
                     // (The semaphore reports its leases lost with the
                     // session from `held()`, before its cores hear of it.)
-                    State::Held { .. } => self.out.emit(RecipeEvent::Lost),
-                    State::Releasing { .. } => self.out.emit(RecipeEvent::Released),
+                    State::Held { .. } => self.out.emit(LockEvent::Lost),
+                    State::Releasing { .. } => self.out.emit(LockEvent::Released),
                     State::Idle => {}
-                    _ => self.out.emit(RecipeEvent::Failed(error)),
+                    _ => self.out.emit(LockEvent::Failed(error)),
                 }
                 self.attempt += 1;
             }
@@ -757,7 +760,7 @@ impl Recipe for LockCore {
         self.out.poll_op()
     }
 
-    fn poll_event(&mut self) -> Option<RecipeEvent> {
+    fn poll_event(&mut self) -> Option<LockEvent> {
         self.out.poll_event()
     }
 
@@ -812,7 +815,7 @@ impl LockCore {
         }
         self.state = State::Idle;
         self.attempt += 1;
-        self.out.emit(RecipeEvent::Failed(error));
+        self.out.emit(LockEvent::Failed(error));
     }
 
     /// The reply to a Verify (`Reconnected` on success) or to the held
@@ -833,7 +836,7 @@ impl LockCore {
             return;
         }
         match (purpose_is_verify, result) {
-            (true, Ok(_)) => self.out.emit(RecipeEvent::Reconnected),
+            (true, Ok(_)) => self.out.emit(LockEvent::Reconnected),
             (false, Ok(_)) => {}
             (_, Err(RequestError::Server(ErrorCode::NO_NODE))) => self.hold_gone(),
             // Dropped: the next Reconnected verifies again, and re-arms.
@@ -852,7 +855,7 @@ impl LockCore {
         self.lost = Some(node.path);
         self.attempt += 1;
         self.revoke_armed = false;
-        self.out.emit(RecipeEvent::Lost);
+        self.out.emit(LockEvent::Lost);
     }
 
     /// The hold reached [`LockConfig::max_hold`]: it is `Lost` (told as
@@ -864,16 +867,16 @@ impl LockCore {
             self.send(Op::check_watches(&node.path, WatcherType::ANY), Purpose::CheckWatches);
         }
         self.start_delete(node.path.clone());
-        self.out.emit(RecipeEvent::Expired { node: node.path_string() });
+        self.out.emit(LockEvent::Expired { node: node.path_string() });
         self.lost = Some(node.path);
         self.attempt += 1;
-        self.out.emit(RecipeEvent::Lost);
+        self.out.emit(LockEvent::Lost);
     }
 
     fn on_revoke_read(&mut self, current: bool, result: Result<Response, RequestError>) {
         match result {
             Ok(Response::Data { data: Some(data), .. }) if super::revoker::is_revoke_message(&data) => {
-                self.out.emit(RecipeEvent::RevocationRequested);
+                self.out.emit(LockEvent::RevocationRequested);
             }
             // Dropped before the watch was set: read again (the request waits
             // in the session for the reconnect), or revocation is lost.
@@ -895,7 +898,7 @@ impl LockCore {
     }
 
     /// Leaves the queue: delete our node and report `event`.
-    fn abandon_with(&mut self, node: Node, event: RecipeEvent) {
+    fn abandon_with(&mut self, node: Node, event: LockEvent) {
         self.start_delete(node.path);
         self.state = State::Idle;
         self.attempt += 1;
