@@ -102,6 +102,12 @@ pub enum ClientEvent {
         /// What it reported.
         event: RecipeEvent,
     },
+    /// A recipe given to [`Client::retire`] became quiescent and was
+    /// removed; its events came before this one.
+    Retired(RecipeId),
+    /// A recipe given to [`Client::notify_quiescent`] is quiescent; its
+    /// events came before this one.
+    Quiescent(RecipeId),
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -158,7 +164,11 @@ pub struct Client<M: Machines = CoreMachine> {
     auth: alloc::vec::Vec<(alloc::string::String, Bytes)>,
     generation: u64,
     session: Session,
-    recipes: BTreeMap<RecipeId, M>,
+    /// Boxed: `M` is as large as its largest recipe (a read-write lock or a
+    /// semaphore), and a map node keeps room for eleven of them, so a
+    /// thousand mutexes stored inline cost a read-write lock's size each
+    /// and more.
+    recipes: BTreeMap<RecipeId, alloc::boxed::Box<M>>,
     next_recipe: u64,
     /// Where each request's reply goes, by ascending id: requests are
     /// numbered in order and answered in order, so a reply's route is almost
@@ -173,6 +183,13 @@ pub struct Client<M: Machines = CoreMachine> {
     /// Every recipe's `poll_timeout`, ordered by time; and by recipe.
     deadlines: BTreeSet<(Instant, RecipeId)>,
     deadline_of: BTreeMap<RecipeId, Instant>,
+    /// Recipes to remove once quiescent ([`Client::retire`]): checked when
+    /// they get an input, so a thousand handles dropped at once cost no scan
+    /// of all of them per input.
+    retiring: BTreeSet<RecipeId>,
+    /// Recipes to report once quiescent ([`Client::notify_quiescent`]),
+    /// checked the same way.
+    awaited: BTreeSet<RecipeId>,
 }
 
 impl<M: Machines> core::fmt::Debug for Client<M> {
@@ -212,6 +229,8 @@ impl<M: Machines> Client<M> {
             drained: Vec::new(),
             deadlines: BTreeSet::new(),
             deadline_of: BTreeMap::new(),
+            retiring: BTreeSet::new(),
+            awaited: BTreeSet::new(),
         }
     }
 
@@ -275,7 +294,7 @@ impl<M: Machines> Client<M> {
     pub fn add<R: Machine<M>>(&mut self, now: Instant, recipe: R) -> Handle<R> {
         let id = RecipeId(self.next_recipe);
         self.next_recipe += 1;
-        self.recipes.insert(id, recipe.into_machine());
+        self.recipes.insert(id, alloc::boxed::Box::new(recipe.into_machine()));
         self.dirty.push(id);
         self.pump(now);
         Handle { id, client: self.identity, kind: core::marker::PhantomData }
@@ -295,7 +314,7 @@ impl<M: Machines> Client<M> {
             return Err(ApiMisuse::ForeignHandle);
         }
         let machine = self.recipes.get_mut(&handle.id).ok_or(ApiMisuse::UnknownRecipe(handle.id.0))?;
-        let recipe = R::from_machine(machine).ok_or(ApiMisuse::ForeignHandle)?;
+        let recipe = R::from_machine(&mut **machine).ok_or(ApiMisuse::ForeignHandle)?;
         let out = f(recipe, now);
         self.dirty.push(handle.id);
         self.pump(now);
@@ -305,15 +324,48 @@ impl<M: Machines> Client<M> {
     /// Unregisters a recipe and returns it. Replies still due to it are
     /// dropped and its watches forgotten. Whatever it owned on the server is
     /// the caller's to clean up first (release before removing).
+    ///
+    /// Costs O(log n): its routes and `dirty` entries stay behind and are
+    /// dropped when met (ids are never reused, so nothing else can match
+    /// them); a scan of every request in flight per removal made dropping
+    /// n handles with n deletes in flight quadratic.
     pub fn remove_recipe(&mut self, id: RecipeId) -> Option<M> {
         let recipe = self.recipes.remove(&id)?;
-        self.dirty.retain(|d| *d != id);
+        self.retiring.remove(&id);
+        self.awaited.remove(&id);
         if let Some(at) = self.deadline_of.remove(&id) {
             self.deadlines.remove(&(at, id));
         }
-        self.routes.retain(|(_, r)| !matches!(r, Route::Recipe(rid, _) if *rid == id));
         self.session.remove_watcher(WatcherId(id.0));
-        Some(recipe)
+        Some(*recipe)
+    }
+
+    /// Removes the recipe once it is quiescent (owes the server nothing),
+    /// at once if it already is, and then reports
+    /// [`ClientEvent::Retired`]. Commands still reach it until then. Fails
+    /// with [`ApiMisuse::UnknownRecipe`] if it was removed already.
+    pub fn retire(&mut self, now: Instant, id: RecipeId) -> Result<(), ApiMisuse> {
+        if !self.recipes.contains_key(&id) {
+            return Err(ApiMisuse::UnknownRecipe(id.0));
+        }
+        self.retiring.insert(id);
+        self.dirty.push(id);
+        self.pump(now);
+        Ok(())
+    }
+
+    /// Reports [`ClientEvent::Quiescent`] once the recipe is quiescent (owes
+    /// the server nothing), at once if it already is; once per call. Fails
+    /// with [`ApiMisuse::UnknownRecipe`] if it was removed (nothing is
+    /// reported then). Removing the recipe first cancels the notice.
+    pub fn notify_quiescent(&mut self, now: Instant, id: RecipeId) -> Result<(), ApiMisuse> {
+        if !self.recipes.contains_key(&id) {
+            return Err(ApiMisuse::UnknownRecipe(id.0));
+        }
+        self.awaited.insert(id);
+        self.dirty.push(id);
+        self.pump(now);
+        Ok(())
     }
 
     /// Sends a plain request; its reply comes as [`ClientEvent::Reply`], and a
@@ -442,6 +494,16 @@ impl<M: Machines> Client<M> {
                     self.events.push_back(ClientEvent::Recipe { recipe: rid, event });
                 }
                 let at = recipe.poll_timeout();
+                if (self.retiring.contains(&rid) || self.awaited.contains(&rid)) && recipe.is_quiescent() {
+                    if self.awaited.remove(&rid) {
+                        self.events.push_back(ClientEvent::Quiescent(rid));
+                    }
+                    if self.retiring.contains(&rid) {
+                        self.remove_recipe(rid);
+                        self.events.push_back(ClientEvent::Retired(rid));
+                        continue;
+                    }
+                }
                 if self.deadline_of.get(&rid).copied() != at {
                     if let Some(old) = self.deadline_of.remove(&rid) {
                         self.deadlines.remove(&(old, rid));
@@ -453,8 +515,12 @@ impl<M: Machines> Client<M> {
                 }
             }
             batch.clear();
+            crate::slack::shrink_vec(&mut batch);
             self.drained = batch;
             if !progressed {
+                crate::slack::shrink_vec(&mut self.dirty);
+                crate::slack::shrink_deque(&mut self.routes);
+                crate::slack::shrink_deque(&mut self.events);
                 return;
             }
         }

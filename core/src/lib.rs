@@ -51,6 +51,7 @@ mod recipe;
 pub mod recipes;
 mod rng;
 mod session;
+mod slack;
 mod time;
 
 pub use acl::{AclParseError, AclPolicy, parse_acl};
@@ -74,5 +75,6 @@ pub use session::{
     ROOT_RETRIES, RequestId, SaslClient, SaslConfig, SaslError, SaslMechanism, Session, SessionConfig, SessionEvent,
     SessionStatus, WatchEvent, WatchKind, WatcherId,
 };
+pub use slack::shrink_buf;
 pub use time::Instant;
 pub use zoolock_wire as wire;

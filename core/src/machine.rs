@@ -100,81 +100,82 @@ pub trait Machine<M>: ClientRecipe + Sized {
 }
 
 /// Every recipe kind of this crate: what [`Client::new`](crate::Client::new)
-/// stores.
+/// stores. Kinds larger than a lock handle's [`LockQueue`] are boxed, so the
+/// enum, and every stored lock, is not the size of the largest kind (a
+/// read-write lock or a semaphore is 1.5 KB inline).
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum CoreMachine {
     /// A [`Mutex`].
-    Mutex(Mutex),
+    Mutex(Box<Mutex>),
     /// A [`SemaphoreMutex`].
-    SemaphoreMutex(SemaphoreMutex),
+    SemaphoreMutex(Box<SemaphoreMutex>),
     /// A [`ReadWriteLock`].
-    ReadWriteLock(ReadWriteLock),
+    ReadWriteLock(Box<ReadWriteLock>),
     /// A [`MultiLock`].
-    MultiLock(MultiLock),
+    MultiLock(Box<MultiLock>),
     /// A [`Semaphore`].
-    Semaphore(Semaphore),
+    Semaphore(Box<Semaphore>),
     /// A [`LockQueue`].
     LockQueue(LockQueue),
-    /// A [`LeaseQueue`] (boxed: it carries a whole [`Semaphore`] and its
-    /// tickets, and would size every other variant up to it).
+    /// A [`LeaseQueue`].
     LeaseQueue(Box<LeaseQueue>),
     /// A [`SharedCount`].
-    SharedCount(SharedCount),
+    SharedCount(Box<SharedCount>),
     /// A [`Participants`] listing.
-    Participants(Participants),
+    Participants(Box<Participants>),
     /// A [`Revoker`].
     Revoker(Revoker),
     /// An [`Election`] participant.
-    Election(Election),
+    Election(Box<Election>),
     /// An [`Observer`] of a lock path's holder.
-    Observer(Observer),
+    Observer(Box<Observer>),
 }
 
 impl Machines for CoreMachine {
     fn recipe(&self) -> &dyn ClientRecipe {
         match self {
-            CoreMachine::Mutex(r) => r,
-            CoreMachine::SemaphoreMutex(r) => r,
-            CoreMachine::ReadWriteLock(r) => r,
-            CoreMachine::MultiLock(r) => r,
-            CoreMachine::Semaphore(r) => r,
+            CoreMachine::Mutex(r) => &**r,
+            CoreMachine::SemaphoreMutex(r) => &**r,
+            CoreMachine::ReadWriteLock(r) => &**r,
+            CoreMachine::MultiLock(r) => &**r,
+            CoreMachine::Semaphore(r) => &**r,
             CoreMachine::LockQueue(r) => r,
             CoreMachine::LeaseQueue(r) => &**r,
-            CoreMachine::SharedCount(r) => r,
-            CoreMachine::Participants(r) => r,
+            CoreMachine::SharedCount(r) => &**r,
+            CoreMachine::Participants(r) => &**r,
             CoreMachine::Revoker(r) => r,
-            CoreMachine::Election(r) => r,
-            CoreMachine::Observer(r) => r,
+            CoreMachine::Election(r) => &**r,
+            CoreMachine::Observer(r) => &**r,
         }
     }
 
     fn recipe_mut(&mut self) -> &mut dyn ClientRecipe {
         match self {
-            CoreMachine::Mutex(r) => r,
-            CoreMachine::SemaphoreMutex(r) => r,
-            CoreMachine::ReadWriteLock(r) => r,
-            CoreMachine::MultiLock(r) => r,
-            CoreMachine::Semaphore(r) => r,
+            CoreMachine::Mutex(r) => &mut **r,
+            CoreMachine::SemaphoreMutex(r) => &mut **r,
+            CoreMachine::ReadWriteLock(r) => &mut **r,
+            CoreMachine::MultiLock(r) => &mut **r,
+            CoreMachine::Semaphore(r) => &mut **r,
             CoreMachine::LockQueue(r) => r,
             CoreMachine::LeaseQueue(r) => &mut **r,
-            CoreMachine::SharedCount(r) => r,
-            CoreMachine::Participants(r) => r,
+            CoreMachine::SharedCount(r) => &mut **r,
+            CoreMachine::Participants(r) => &mut **r,
             CoreMachine::Revoker(r) => r,
-            CoreMachine::Election(r) => r,
-            CoreMachine::Observer(r) => r,
+            CoreMachine::Election(r) => &mut **r,
+            CoreMachine::Observer(r) => &mut **r,
         }
     }
 }
 
 impl Machine<CoreMachine> for Mutex {
     fn into_machine(self) -> CoreMachine {
-        CoreMachine::Mutex(self)
+        CoreMachine::Mutex(Box::new(self))
     }
 
     fn from_machine(machine: &mut CoreMachine) -> Option<&mut Self> {
         match machine {
-            CoreMachine::Mutex(r) => Some(r),
+            CoreMachine::Mutex(r) => Some(&mut **r),
             _ => None,
         }
     }
@@ -182,12 +183,12 @@ impl Machine<CoreMachine> for Mutex {
 
 impl Machine<CoreMachine> for SemaphoreMutex {
     fn into_machine(self) -> CoreMachine {
-        CoreMachine::SemaphoreMutex(self)
+        CoreMachine::SemaphoreMutex(Box::new(self))
     }
 
     fn from_machine(machine: &mut CoreMachine) -> Option<&mut Self> {
         match machine {
-            CoreMachine::SemaphoreMutex(r) => Some(r),
+            CoreMachine::SemaphoreMutex(r) => Some(&mut **r),
             _ => None,
         }
     }
@@ -195,12 +196,12 @@ impl Machine<CoreMachine> for SemaphoreMutex {
 
 impl Machine<CoreMachine> for ReadWriteLock {
     fn into_machine(self) -> CoreMachine {
-        CoreMachine::ReadWriteLock(self)
+        CoreMachine::ReadWriteLock(Box::new(self))
     }
 
     fn from_machine(machine: &mut CoreMachine) -> Option<&mut Self> {
         match machine {
-            CoreMachine::ReadWriteLock(r) => Some(r),
+            CoreMachine::ReadWriteLock(r) => Some(&mut **r),
             _ => None,
         }
     }
@@ -208,12 +209,12 @@ impl Machine<CoreMachine> for ReadWriteLock {
 
 impl Machine<CoreMachine> for MultiLock {
     fn into_machine(self) -> CoreMachine {
-        CoreMachine::MultiLock(self)
+        CoreMachine::MultiLock(Box::new(self))
     }
 
     fn from_machine(machine: &mut CoreMachine) -> Option<&mut Self> {
         match machine {
-            CoreMachine::MultiLock(r) => Some(r),
+            CoreMachine::MultiLock(r) => Some(&mut **r),
             _ => None,
         }
     }
@@ -221,12 +222,12 @@ impl Machine<CoreMachine> for MultiLock {
 
 impl Machine<CoreMachine> for Semaphore {
     fn into_machine(self) -> CoreMachine {
-        CoreMachine::Semaphore(self)
+        CoreMachine::Semaphore(Box::new(self))
     }
 
     fn from_machine(machine: &mut CoreMachine) -> Option<&mut Self> {
         match machine {
-            CoreMachine::Semaphore(r) => Some(r),
+            CoreMachine::Semaphore(r) => Some(&mut **r),
             _ => None,
         }
     }
@@ -260,12 +261,12 @@ impl Machine<CoreMachine> for LeaseQueue {
 
 impl Machine<CoreMachine> for SharedCount {
     fn into_machine(self) -> CoreMachine {
-        CoreMachine::SharedCount(self)
+        CoreMachine::SharedCount(Box::new(self))
     }
 
     fn from_machine(machine: &mut CoreMachine) -> Option<&mut Self> {
         match machine {
-            CoreMachine::SharedCount(r) => Some(r),
+            CoreMachine::SharedCount(r) => Some(&mut **r),
             _ => None,
         }
     }
@@ -273,12 +274,12 @@ impl Machine<CoreMachine> for SharedCount {
 
 impl Machine<CoreMachine> for Participants {
     fn into_machine(self) -> CoreMachine {
-        CoreMachine::Participants(self)
+        CoreMachine::Participants(Box::new(self))
     }
 
     fn from_machine(machine: &mut CoreMachine) -> Option<&mut Self> {
         match machine {
-            CoreMachine::Participants(r) => Some(r),
+            CoreMachine::Participants(r) => Some(&mut **r),
             _ => None,
         }
     }
@@ -299,12 +300,12 @@ impl Machine<CoreMachine> for Revoker {
 
 impl Machine<CoreMachine> for Election {
     fn into_machine(self) -> CoreMachine {
-        CoreMachine::Election(self)
+        CoreMachine::Election(Box::new(self))
     }
 
     fn from_machine(machine: &mut CoreMachine) -> Option<&mut Self> {
         match machine {
-            CoreMachine::Election(r) => Some(r),
+            CoreMachine::Election(r) => Some(&mut **r),
             _ => None,
         }
     }
@@ -312,12 +313,12 @@ impl Machine<CoreMachine> for Election {
 
 impl Machine<CoreMachine> for Observer {
     fn into_machine(self) -> CoreMachine {
-        CoreMachine::Observer(self)
+        CoreMachine::Observer(Box::new(self))
     }
 
     fn from_machine(machine: &mut CoreMachine) -> Option<&mut Self> {
         match machine {
-            CoreMachine::Observer(r) => Some(r),
+            CoreMachine::Observer(r) => Some(&mut **r),
             _ => None,
         }
     }

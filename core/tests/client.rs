@@ -21,15 +21,25 @@ struct Probe {
     events: Vec<RecipeEvent>,
     log: Vec<String>,
     deadline: Option<Instant>,
+    /// A read is in flight: not quiescent until its reply.
+    busy: bool,
 }
 
 impl Probe {
     fn new(path: &str) -> Probe {
-        Probe { path: ZkPath::new(path).unwrap(), out: Outbox::default(), events: vec![], log: vec![], deadline: None }
+        Probe {
+            path: ZkPath::new(path).unwrap(),
+            out: Outbox::default(),
+            events: vec![],
+            log: vec![],
+            deadline: None,
+            busy: false,
+        }
     }
 
     fn read(&mut self, _now: Instant) {
         self.out.send(Op::get_data(&self.path, true));
+        self.busy = true;
     }
 }
 
@@ -37,6 +47,7 @@ impl Recipe for Probe {
     type Event = RecipeEvent;
     fn handle_reply(&mut self, _now: Instant, op: OpId, result: Result<Response, RequestError>) {
         self.log.push(format!("reply {} {:?}", op.get(), result.as_ref().map(|_| ()).map_err(Clone::clone)));
+        self.busy = false;
         if let Ok(Response::Data { stat, .. }) = result {
             self.events.push(RecipeEvent::Acquired { node: self.path.to_string(), token: FencingToken(stat.czxid) });
         }
@@ -65,7 +76,7 @@ impl Recipe for Probe {
         self.deadline
     }
     fn is_quiescent(&self) -> bool {
-        self.out.no_ops()
+        self.out.no_ops() && !self.busy
     }
 }
 
@@ -265,6 +276,57 @@ fn state_changes_reach_every_recipe_and_the_user() {
     );
     let log = client.with(t(4), a, |p, _| p.log.clone()).unwrap();
     assert_eq!(log, ["state Connected", "reply 0 Err(ConnectionLoss)", "state Suspended"]);
+}
+
+#[test]
+fn a_retired_recipe_is_removed_once_quiescent_and_reported_after_its_events() {
+    let (mut client, mut server) = connected_client();
+    let idle = client.add(t(3), Probe::new("/idle"));
+    client.retire(t(3), idle.id()).unwrap();
+    assert_eq!(drain(&mut client), [ClientEvent::State(ConnectionState::Connected), ClientEvent::Retired(idle.id())]);
+    assert_eq!(client.retire(t(3), idle.id()), Err(ApiMisuse::UnknownRecipe(idle.id().get())));
+
+    let a = client.add(t(3), Probe::new("/a"));
+    client.with(t(4), a, |p, now| p.read(now)).unwrap();
+    let frames = server.take(&mut client);
+    client.retire(t(4), a.id()).unwrap();
+    assert_eq!(drain(&mut client), []);
+    // Commands still reach it until it is quiescent.
+    assert_eq!(client.with(t(4), a, |p, _| p.busy), Ok(true));
+    let data = Some(Response::Data { data: None, stat: stat(1) });
+    Server::reply(&mut client, t(5), frames[0].header.xid, 3, ErrorCode::OK, data);
+    let acquired = RecipeEvent::Acquired { node: "/a".into(), token: FencingToken(1) };
+    assert_eq!(
+        drain(&mut client),
+        [ClientEvent::Recipe { recipe: a.id(), event: acquired }, ClientEvent::Retired(a.id())]
+    );
+    assert!(client.recipe(a.id()).is_none());
+}
+
+#[test]
+fn a_quiescence_notice_comes_once_the_recipe_owes_nothing() {
+    let (mut client, mut server) = connected_client();
+    let a = client.add(t(3), Probe::new("/a"));
+    assert_eq!(drain(&mut client), [ClientEvent::State(ConnectionState::Connected)]);
+    client.notify_quiescent(t(3), a.id()).unwrap();
+    assert_eq!(drain(&mut client), [ClientEvent::Quiescent(a.id())]);
+    client.with(t(4), a, |p, now| p.read(now)).unwrap();
+    let frames = server.take(&mut client);
+    client.notify_quiescent(t(4), a.id()).unwrap();
+    assert_eq!(drain(&mut client), []);
+    let data = Some(Response::Data { data: None, stat: stat(1) });
+    Server::reply(&mut client, t(5), frames[0].header.xid, 3, ErrorCode::OK, data);
+    let acquired = RecipeEvent::Acquired { node: "/a".into(), token: FencingToken(1) };
+    assert_eq!(
+        drain(&mut client),
+        [ClientEvent::Recipe { recipe: a.id(), event: acquired }, ClientEvent::Quiescent(a.id())]
+    );
+    // Once per call; the recipe stays registered.
+    client.with(t(6), a, |p, now| p.read(now)).unwrap();
+    assert_eq!(drain(&mut client), []);
+    assert!(client.recipe(a.id()).is_some());
+    client.remove_recipe(a.id());
+    assert_eq!(client.notify_quiescent(t(6), a.id()), Err(ApiMisuse::UnknownRecipe(a.id().get())));
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! rendered and answered): the Pipelined plan: one round trip, fast handoff, look-ahead.
 
 use bytes::Bytes;
-use zoolock_core::wire::{EventType, Response};
+use zoolock_core::wire::{ErrorCode, EventType, Response};
 use zoolock_core::{ConnectionState, OpPlan, Recipe, RecipeEvent, RequestError};
 
 mod mutex_harness;
@@ -60,6 +60,54 @@ fn pipelined_release_is_immediate_and_the_delete_is_retried() {
     t.reply(LIST_W, children(&[&own]));
     assert_eq!(t.events(), [acquired(&full(&own), 9)]);
     t.assert_nothing_in_flight();
+}
+
+/// A handle's first acquire sends one `createContainer` of the base ahead
+/// of the pair, in the same round trip: a missing base is made there (three
+/// requests, no NoNode create, no probes), an existing one answers
+/// NodeExists. Later acquires of the handle send the pair alone.
+#[test]
+fn pipelined_first_acquire_makes_the_base_in_the_same_round_trip() {
+    for base_exists in [false, true] {
+        let mut t = T::new(OpPlan::Pipelined);
+        t.auto_ensure = false;
+        t.acquire(None);
+        assert_eq!(t.ops(), ["createContainer /app/lock [C]", "create2 /app/lock/_c_<U0>-lock- [ES]", LIST_W]);
+        let made = if base_exists { err(ErrorCode::NODE_EXISTS) } else { created("/app/lock", 2) };
+        t.reply("createContainer /app/lock [C]", made);
+        t.no_ops();
+        let own = t.own(0, 0);
+        t.reply("create2 /app/lock/_c_<U0>-lock- [ES]", created(&full(&own), 3));
+        t.reply(LIST_W, children(&[&own]));
+        assert_eq!(t.events(), [acquired(&full(&own), 3)]);
+        t.no_ops();
+        t.release();
+        assert_eq!(t.ops(), ["delete /app/lock/_c_<U0>-lock-0000000000"]);
+        t.reply("delete /app/lock/_c_<U0>-lock-0000000000", empty());
+        t.events();
+        t.acquire(None);
+        assert_eq!(t.ops(), ["create2 /app/lock/_c_<U1>-lock- [ES]", LIST_W]);
+    }
+}
+
+/// A server without containers answers the base's container create
+/// Unimplemented: parents are made as plain persistent nodes from then on.
+#[test]
+fn pipelined_base_create_unimplemented_makes_persistent_parents() {
+    let mut t = T::new(OpPlan::Pipelined);
+    t.auto_ensure = false;
+    t.acquire(None);
+    assert_eq!(t.ops(), ["createContainer /app/lock [C]", "create2 /app/lock/_c_<U0>-lock- [ES]", LIST_W]);
+    t.reply("createContainer /app/lock [C]", err(ErrorCode::UNIMPLEMENTED));
+    t.reply("create2 /app/lock/_c_<U0>-lock- [ES]", no_node());
+    t.reply(LIST_W, no_node());
+    assert_eq!(t.ops(), ["exists /app/lock"]);
+    t.reply("exists /app/lock", no_node());
+    assert_eq!(t.ops(), ["exists /app"]);
+    t.reply("exists /app", exists(1));
+    assert_eq!(t.ops(), ["create /app/lock [P]"]);
+    t.reply("create /app/lock [P]", path_reply("/app/lock"));
+    assert_eq!(t.ops(), ["create2 /app/lock/_c_<U0>-lock- [ES]", LIST_W]);
 }
 
 /// Bottom-up probing stops at the first ancestor that exists: the ones

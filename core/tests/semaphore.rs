@@ -190,6 +190,16 @@ where
         path
     }
 
+    /// Answers the Pipelined plan's `createContainer <base>` in flight, sent
+    /// ahead of a base's first create, with NodeExists.
+    fn answer_ensure(&mut self, base: &str) {
+        let Request::CreateContainer(req) = self.front() else {
+            panic!("expected createContainer, got {:?}", self.front())
+        };
+        assert_eq!(req.path, base);
+        self.answer(Err(RequestError::Server(ErrorCode::NODE_EXISTS)));
+    }
+
     /// Answers a getChildren2 in flight.
     fn answer_children(&mut self, children: &[&str]) {
         assert!(matches!(self.front(), Request::GetChildren2(_)), "expected getChildren2, got {:?}", self.front());
@@ -933,11 +943,21 @@ fn cancel_while_waiting_for_a_lease_deletes_lease_mutex_and_earlier_leases() {
 #[test]
 fn pipelined_plan_sends_create_and_listing_back_to_back() {
     let mut t = acquiring(2, 1, pipelined());
-    assert_eq!(t.sent(), vec!["create2 /s/locks/_c_U1-lock- f3", "getChildren2 /s/locks"]);
+    // A handle's first create on each base goes behind one createContainer
+    // of the base, in the same round trip.
+    assert_eq!(
+        t.sent(),
+        vec!["createContainer /s/locks f4", "create2 /s/locks/_c_U1-lock- f3", "getChildren2 /s/locks"]
+    );
+    t.answer_ensure("/s/locks");
     let lock = t.answer_create(0, 100);
     assert!(t.sent().is_empty());
     t.answer_children(&[&name(&lock)]);
-    assert_eq!(t.sent(), vec!["create2 /s/leases/_c_U2-lease- f3", "getChildren2 /s/leases w"]);
+    assert_eq!(
+        t.sent(),
+        vec!["createContainer /s/leases f4", "create2 /s/leases/_c_U2-lease- f3", "getChildren2 /s/leases w"]
+    );
+    t.answer_ensure("/s/leases");
     let lease = t.answer_create_alone(0, 200);
     // The held lease is watched by its listing's child watch (no
     // checkWatches, no exists); the internal mutex node is not watched.
@@ -960,9 +980,14 @@ fn pipelined_plan_sends_create_and_listing_back_to_back() {
 #[test]
 fn pipelined_plan_takes_the_next_lease_in_the_same_round_trip() {
     let mut t = acquiring(2, 2, pipelined());
+    t.answer_ensure("/s/locks");
     t.answer_create_alone(0, 100);
+    t.answer_ensure("/s/leases");
     t.answer_create_alone(0, 200);
+    // One createContainer per base and handle: not for the second lease.
     let mut expected = taken_ops_pipelined(1, 0);
+    expected.insert(0, "createContainer /s/locks f4".into());
+    expected.insert(3, "createContainer /s/leases f4".into());
     expected.extend(["create2 /s/locks/_c_U3-lock- f3".into(), "getChildren2 /s/locks".into()]);
     assert_eq!(t.sent(), expected);
     assert_eq!(t.events(), vec![]);
@@ -1086,12 +1111,14 @@ fn a_revocable_lease_is_told_of_a_revocation_request() {
     sem.make_revocable();
     let mut t = T::new(sem);
     t.cmd(|s, now| s.acquire(now, 1, None)).unwrap();
+    t.answer_ensure("/s/locks");
     t.answer_create_alone(0, 100);
+    t.answer_ensure("/s/leases");
     let Request::Create2(create) = t.front() else { panic!("expected the lease's create") };
     assert_eq!(create.data.as_deref(), Some(&b""[..]), "a revocable lease node has empty data");
     let lease = t.answer_create(0, 200);
     let shown = "/s/leases/_c_U2-lease-0000000000"; // `lease`, its uuid normalized
-    assert_eq!(t.sent()[3..], [format!("getData {shown} w"), "getChildren2 /s/leases w".into()]);
+    assert_eq!(t.sent()[5..], [format!("getData {shown} w"), "getChildren2 /s/leases w".into()]);
     t.answer(Ok(Response::Data { data: Some(Bytes::new()), stat: stat(200) }));
     t.answer_children(&[&name(&lease)]);
     t.answer(empty()); // checkWatches

@@ -464,7 +464,10 @@ impl Lock {
     }
 
     async fn acquire_inner(&self, timeout: Option<Duration>) -> Result<Guard, Error> {
-        self.acquire_with_progress(timeout, |_| {}).await
+        // Boxed: the acquire's state (about 650 bytes) lives only while it
+        // waits, not for as long as the caller's task, which is sized to its
+        // largest await (with thousands of held locks, a task each).
+        Box::pin(self.acquire_with_progress(timeout, |_| {})).await
     }
 
     /// Queues an acquire for a new ticket with `command` and waits for its

@@ -146,11 +146,10 @@ pub(crate) struct DriverTask {
     timer: Option<(Instant, BoxFuture<()>)>,
     replies: HashMap<RequestId, oneshot::Sender<Result<Response, RequestError>>>,
     slots: HashMap<RecipeId, Slot>,
-    /// The slots marked `dropping`, so reaping looks at them only (a scan of
-    /// every slot per turn costs too much with thousands of lock handles).
-    dropping: Vec<RecipeId>,
-    /// [`Command::Settle`]s not answered yet.
-    settling: Vec<(RecipeId, oneshot::Sender<Result<(), RequestError>>)>,
+    /// [`Command::Settle`]s not answered yet, by recipe: answered by the
+    /// core's [`ClientEvent::Quiescent`] (or `Retired`), so waiting costs no
+    /// scan of every waiting recipe per turn.
+    settling: HashMap<RecipeId, Vec<oneshot::Sender<Result<(), RequestError>>>>,
     subscribers: Vec<mpsc::UnboundedSender<ConnectionState>>,
     /// Raises `zoolock_connected` while the connection is live.
     connected: Option<crate::metrics::Gauge>,
@@ -160,6 +159,9 @@ pub(crate) struct DriverTask {
 }
 
 const READ_CHUNK: usize = 64 * 1024;
+
+/// Commands applied per turn of the event loop (see `take_commands`).
+const COMMANDS_PER_TURN: usize = 256;
 
 impl DriverTask {
     pub(crate) fn new(
@@ -187,8 +189,7 @@ impl DriverTask {
             timer: None,
             replies: HashMap::new(),
             slots: HashMap::new(),
-            dropping: Vec::new(),
-            settling: Vec::new(),
+            settling: HashMap::new(),
             subscribers: Vec::new(),
             connected: None,
             span,
@@ -229,7 +230,7 @@ impl DriverTask {
                 tracing::trace!(?id, dropping, "recipe added");
                 self.slots.insert(id, Slot { sink, dropping });
                 if dropping {
-                    self.dropping.push(id);
+                    let _ = self.client.retire(now, id);
                 }
             }
             Command::Run(f) => f(&mut self.client, now),
@@ -237,7 +238,9 @@ impl DriverTask {
                 if let Some(slot) = self.slots.get_mut(&id) {
                     if !slot.dropping {
                         slot.dropping = true;
-                        self.dropping.push(id);
+                        // The core removes it once it owes the server
+                        // nothing ([`ClientEvent::Retired`] drops the slot).
+                        let _ = self.client.retire(now, id);
                     }
                 }
             }
@@ -247,7 +250,13 @@ impl DriverTask {
                 }
                 self.subscribers.push(tx);
             }
-            Command::Settle { recipe, reply } => self.settling.push((recipe, reply)),
+            Command::Settle { recipe, reply } => match self.client.notify_quiescent(now, recipe) {
+                Ok(()) => self.settling.entry(recipe).or_default().push(reply),
+                // Gone: nothing left to owe.
+                Err(_) => {
+                    let _ = reply.send(Ok(()));
+                }
+            },
             Command::Close => {
                 tracing::debug!("closing the session");
                 self.client.close(now);
@@ -320,6 +329,15 @@ impl DriverTask {
                 }
             }
             ClientEvent::Watch(event) => tracing::trace!(?event, "plain watch fired"),
+            ClientEvent::Retired(id) | ClientEvent::Quiescent(id) => {
+                if matches!(event, ClientEvent::Retired(_)) {
+                    tracing::trace!(?id, "recipe dropped");
+                    self.slots.remove(&id);
+                }
+                for reply in self.settling.remove(&id).unwrap_or_default() {
+                    let _ = reply.send(Ok(()));
+                }
+            }
             ClientEvent::Recipe { recipe, event } => {
                 tracing::trace!(?recipe, ?event, "recipe event");
                 if let Some(slot) = self.slots.get_mut(&recipe) {
@@ -328,20 +346,6 @@ impl DriverTask {
             }
             _ => {}
         }
-    }
-
-    /// Drops recipes whose handles are gone once they owe the server nothing.
-    fn reap(&mut self) {
-        let (client, slots) = (&mut self.client, &mut self.slots);
-        self.dropping.retain(|id| {
-            if !client.recipe(*id).is_none_or(|r| r.is_quiescent()) {
-                return true;
-            }
-            tracing::trace!(?id, "recipe dropped");
-            slots.remove(id);
-            client.remove_recipe(*id);
-            false
-        });
     }
 
     /// Forgets the current connection and anything buffered for it: the one
@@ -369,7 +373,6 @@ impl DriverTask {
         progress |= self.transport_commands();
         progress |= self.transmit(cx);
         progress |= self.deliver_events();
-        self.reap();
         self.settle();
         progress
     }
@@ -378,10 +381,16 @@ impl DriverTask {
     /// is gone.
     fn take_commands(&mut self, cx: &mut Context<'_>) -> bool {
         let mut progress = false;
-        while !self.handles_gone {
+        let mut applied = 0;
+        // At most a batch per turn: the rest wait for the next turn (this one
+        // reports progress, so there is one), after this batch's frames went
+        // out. Ten thousand acquires at once then never sit encoded in one
+        // buffer, whose high-water mark the process would keep.
+        while !self.handles_gone && applied < COMMANDS_PER_TURN {
             match Pin::new(&mut self.commands).poll_next(cx) {
                 Poll::Ready(Some(cmd)) => {
                     self.apply(cmd);
+                    applied += 1;
                     progress = true;
                 }
                 Poll::Ready(None) => {
@@ -522,6 +531,7 @@ impl DriverTask {
                 Poll::Pending => return progress,
             }
         }
+        zoolock_core::shrink_buf(&mut self.tx);
         let _ = Pin::new(&mut **conn).poll_flush(cx);
         progress
     }
@@ -536,20 +546,18 @@ impl DriverTask {
         progress
     }
 
-    /// Answers the [`Command::Settle`]s whose recipe is quiescent (or gone),
-    /// and fails them all once the session has ended.
+    /// Once the session has ended, answers every [`Command::Settle`] still
+    /// waiting: settled if its recipe is quiescent (or gone), else the
+    /// session's end.
     fn settle(&mut self) {
-        if self.settling.is_empty() {
+        if self.settling.is_empty() || !self.client.session().is_ended() {
             return;
         }
-        let ended = self.client.session().is_ended().then(|| self.ended_error());
-        for (id, reply) in std::mem::take(&mut self.settling) {
-            if self.client.recipe(id).is_none_or(|r| r.is_quiescent()) {
-                let _ = reply.send(Ok(()));
-            } else if let Some(e) = &ended {
-                let _ = reply.send(Err(e.clone()));
-            } else if !reply.is_canceled() {
-                self.settling.push((id, reply));
+        let ended = self.ended_error();
+        for (id, replies) in std::mem::take(&mut self.settling) {
+            let settled = self.client.recipe(id).is_none_or(|r| r.is_quiescent());
+            for reply in replies {
+                let _ = reply.send(if settled { Ok(()) } else { Err(ended.clone()) });
             }
         }
     }

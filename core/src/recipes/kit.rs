@@ -50,12 +50,12 @@ impl<E> Outbox<E> {
 
     /// The next op to send.
     pub fn poll_op(&mut self) -> Option<RecipeOp> {
-        self.ops.pop_front()
+        crate::slack::pop_front_freeing(&mut self.ops)
     }
 
     /// The next event.
     pub fn poll_event(&mut self) -> Option<E> {
-        self.events.pop_front()
+        crate::slack::pop_front_freeing(&mut self.events)
     }
 
     /// No op is waiting to be sent.

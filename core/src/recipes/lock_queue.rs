@@ -490,7 +490,7 @@ impl TicketQueued for LockQueue {
     }
 
     fn next_event(&mut self) -> Option<QueueEvent> {
-        self.events.pop_front()
+        crate::slack::pop_front_freeing(&mut self.events)
     }
 
     fn quiescent(&self) -> bool {

@@ -226,7 +226,7 @@ impl<T> TicketQueue<T> {
     /// Moves the next waiting acquire to the (empty) head, parked.
     pub(crate) fn promote(&mut self) -> Option<&mut Head<T>> {
         if self.head.is_none() {
-            let entry = self.waiting.pop_front()?;
+            let entry = crate::slack::pop_front_freeing(&mut self.waiting)?;
             self.head = Some(Head { entry, started: false });
         }
         self.head.as_mut()

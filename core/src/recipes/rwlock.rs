@@ -138,6 +138,8 @@ impl ReadWriteLock {
         };
         self.halves[READ].core.set_holds_write(self.halves[WRITE].core.held().is_some());
         let result = self.halves[READ].core.acquire(now, deadline, shape);
+        // One `createContainer(base)` per handle: the halves share the base.
+        self.halves[WRITE].core.assume_base();
         self.collect();
         result
     }
@@ -154,6 +156,7 @@ impl ReadWriteLock {
             return Err(ApiMisuse::UpgradeRefused);
         }
         let result = self.halves[WRITE].core.acquire(now, deadline, Shape::Sequential);
+        self.halves[READ].core.assume_base();
         self.collect();
         result
     }

@@ -413,6 +413,10 @@ impl Semaphore {
         )
         .deferring_missing()
         .with_revocable(self.revocable);
+        if slot > MUTEX_SLOT + 1 {
+            // The handle's first lease sent the one `createContainer(leases)`.
+            core.assume_base();
+        }
         acq.phase = Phase::Lease { slot };
         let deadline = acq.deadline;
         let started = core.acquire(now, deadline, Shape::Sequential);

@@ -228,9 +228,8 @@ impl Session {
             return Ok(());
         }
         match entry.purpose {
-            Purpose::User { id, watch, retry: Some((request, retries)) }
-                if err == ErrorCode::NO_NODE && retries < ROOT_RETRIES =>
-            {
+            Purpose::User { id, watch, retry: Some(retry) } if err == ErrorCode::NO_NODE && retry.1 < ROOT_RETRIES => {
+                let (request, retries) = *retry;
                 self.root_lost(now, Queued { id, request, watch, retries: Some(retries + 1) });
             }
             Purpose::User { id, watch, .. } => {

@@ -135,8 +135,10 @@ enum Purpose {
         id: RequestId,
         watch: Option<PendingWatch>,
         /// A create under the client's `/` (server paths) and how often it
-        /// was resent after the chroot's root was made again.
-        retry: Option<(Request, u32)>,
+        /// was resent after the chroot's root was made again. Boxed: rare,
+        /// and a request inline would triple the size of every request in
+        /// flight (thousands at once when thousands of locks acquire).
+        retry: Option<alloc::boxed::Box<(Request, u32)>>,
     },
     /// A step of the chroot's root check (see [`RootKeeper`]).
     Root,
@@ -436,7 +438,7 @@ impl Session {
     }
 
     fn send_user(&mut self, now: Instant, q: Queued) {
-        let retry = q.retries.map(|n| (q.request.clone(), n));
+        let retry = q.retries.map(|n| alloc::boxed::Box::new((q.request.clone(), n)));
         self.send(now, q.request, Purpose::User { id: q.id, watch: q.watch, retry });
     }
 
@@ -605,8 +607,18 @@ impl Session {
     #[must_use]
     pub fn poll_transmit(&mut self, dst: &mut BytesMut) -> usize {
         let n = self.outbound.len();
-        dst.extend_from_slice(&self.outbound);
-        self.outbound.clear();
+        if dst.is_empty() {
+            // Hand the frames over without a copy (a burst's frames would
+            // otherwise sit in both buffers).
+            core::mem::swap(dst, &mut self.outbound);
+            self.outbound.clear();
+        } else {
+            dst.extend_from_slice(&self.outbound);
+            self.outbound.clear();
+        }
+        crate::slack::shrink_buf(&mut self.outbound);
+        crate::slack::shrink_deque(&mut self.in_flight);
+        crate::slack::shrink_deque(&mut self.events);
         n
     }
 

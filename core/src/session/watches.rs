@@ -4,8 +4,9 @@
 //! notification per event; this table fans it out to every local watcher and
 //! forgets one-shot registrations as they fire.
 
-use alloc::collections::BTreeMap;
+use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::string::String;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use zoolock_wire::EventType;
@@ -26,41 +27,19 @@ pub enum WatchKind {
     Child,
 }
 
-#[derive(Debug, Default)]
-struct Entry {
-    data: Vec<WatcherId>,
-    exist: Vec<WatcherId>,
-    child: Vec<WatcherId>,
-}
-
-impl Entry {
-    fn list(&mut self, kind: WatchKind) -> &mut Vec<WatcherId> {
-        match kind {
-            WatchKind::Data => &mut self.data,
-            WatchKind::Exist => &mut self.exist,
-            WatchKind::Child => &mut self.child,
-        }
-    }
-
-    fn is_empty(&self) -> bool {
-        self.data.is_empty() && self.exist.is_empty() && self.child.is_empty()
-    }
-
-    fn has(&self, watcher: WatcherId) -> bool {
-        self.data.contains(&watcher) || self.exist.contains(&watcher) || self.child.contains(&watcher)
-    }
-}
-
 /// Watches keyed by client path (chroot already stripped).
 ///
-/// `by_watcher` indexes the same registrations by watcher (the paths each
-/// one is registered on), so forgetting a watcher costs its own few paths,
-/// not a scan of every path: with thousands of waiting recipes, one per
-/// lock handle, each dropped handle would otherwise scan the whole table.
+/// Each path is stored once, shared by both indexes. `paths` holds every
+/// registration of a path, `(kind, watcher)`, in registration order (one
+/// vector, usually of one: a held lock's one watch). `by_watcher` indexes the
+/// same registrations by watcher (each path it has one on, once), so
+/// forgetting a watcher costs its own few paths, not a scan of every path:
+/// with thousands of waiting recipes, one per lock handle, each dropped handle
+/// would otherwise scan the whole table.
 #[derive(Debug, Default)]
 pub(crate) struct WatchTable {
-    paths: BTreeMap<String, Entry>,
-    by_watcher: BTreeMap<WatcherId, Vec<String>>,
+    paths: BTreeMap<Arc<str>, Vec<(WatchKind, WatcherId)>>,
+    by_watcher: BTreeSet<(WatcherId, Arc<str>)>,
 }
 
 /// The armed paths per kind, for a setWatches after a reconnect.
@@ -71,72 +50,79 @@ pub(crate) struct ArmedPaths {
     pub(crate) child: Vec<String>,
 }
 
+fn watches(regs: &[(WatchKind, WatcherId)], watcher: WatcherId) -> bool {
+    regs.iter().any(|(_, w)| *w == watcher)
+}
+
 impl WatchTable {
     /// Registers `watcher`; registering the same one twice delivers once.
     pub(crate) fn add(&mut self, path: &str, kind: WatchKind, watcher: WatcherId) {
-        let entry = self.paths.entry(String::from(path)).or_default();
-        let known = entry.has(watcher);
-        let list = entry.list(kind);
-        if !list.contains(&watcher) {
-            list.push(watcher);
+        let key = match self.paths.get_key_value(path) {
+            Some((key, _)) => key.clone(),
+            None => Arc::from(path),
+        };
+        let regs = self.paths.entry(key.clone()).or_insert_with(|| Vec::with_capacity(1));
+        let known = watches(regs, watcher);
+        if !regs.contains(&(kind, watcher)) {
+            regs.push((kind, watcher));
         }
         if !known {
-            self.by_watcher.entry(watcher).or_default().push(String::from(path));
+            self.by_watcher.insert((watcher, key));
         }
     }
 
     /// Drops `path` from `watcher`'s index once it has no registration there.
-    fn unindex(&mut self, path: &str, watcher: WatcherId) {
-        if self.paths.get(path).is_some_and(|e| e.has(watcher)) {
+    fn unindex(&mut self, key: Arc<str>, watcher: WatcherId) {
+        if self.paths.get(&*key).is_some_and(|regs| watches(regs, watcher)) {
             return;
         }
-        if let Some(list) = self.by_watcher.get_mut(&watcher) {
-            if let Some(at) = list.iter().position(|p| p == path) {
-                list.swap_remove(at);
-            }
-            if list.is_empty() {
-                self.by_watcher.remove(&watcher);
-            }
-        }
+        self.by_watcher.remove(&(watcher, key));
     }
 
     /// Forgets one registration locally. The server-side watch stays armed
     /// until it fires; its notification then finds no watcher and is dropped.
     pub(crate) fn remove(&mut self, path: &str, kind: WatchKind, watcher: WatcherId) -> bool {
-        let Some(entry) = self.paths.get_mut(path) else {
+        let Some((key, regs)) = self.paths.get_key_value(path) else {
             return false;
         };
-        let list = entry.list(kind);
-        let before = list.len();
-        list.retain(|w| *w != watcher);
-        let removed = list.len() != before;
-        if entry.is_empty() {
-            self.paths.remove(path);
+        let key = key.clone();
+        let Some(at) = regs.iter().position(|r| *r == (kind, watcher)) else {
+            return false;
+        };
+        if let Some(regs) = self.paths.get_mut(path) {
+            regs.remove(at);
+            if regs.is_empty() {
+                self.paths.remove(path);
+            }
         }
-        self.unindex(path, watcher);
-        removed
+        self.unindex(key, watcher);
+        true
     }
 
     /// Forgets every registration of `watcher`.
     pub(crate) fn remove_watcher(&mut self, watcher: WatcherId) {
-        for path in self.by_watcher.remove(&watcher).unwrap_or_default() {
-            if let Some(entry) = self.paths.get_mut(&path) {
-                for kind in [WatchKind::Data, WatchKind::Exist, WatchKind::Child] {
-                    entry.list(kind).retain(|w| *w != watcher);
-                }
-                if entry.is_empty() {
-                    self.paths.remove(&path);
+        let from = (watcher, Arc::<str>::from(""));
+        let keys: Vec<Arc<str>> =
+            self.by_watcher.range(from..).take_while(|(w, _)| *w == watcher).map(|(_, p)| p.clone()).collect();
+        for key in keys {
+            if let Some(regs) = self.paths.get_mut(&*key) {
+                regs.retain(|(_, w)| *w != watcher);
+                if regs.is_empty() {
+                    self.paths.remove(&*key);
                 }
             }
+            self.by_watcher.remove(&(watcher, key));
         }
     }
 
     /// Removes and returns the watchers an event of `event_type` on `path`
-    /// triggers (the rules of ZooKeeper's client watch manager).
+    /// triggers (the rules of ZooKeeper's client watch manager): by kind in
+    /// that order, each kind's in registration order, each watcher once.
     pub(crate) fn fire(&mut self, path: &str, event_type: EventType) -> Vec<WatcherId> {
-        let Some(entry) = self.paths.get_mut(path) else {
+        let Some((key, regs)) = self.paths.get_key_value(path) else {
             return Vec::new();
         };
+        let key = key.clone();
         let kinds: &[WatchKind] = match event_type {
             EventType::NODE_CREATED | EventType::NODE_DATA_CHANGED => &[WatchKind::Data, WatchKind::Exist],
             EventType::NODE_CHILDREN_CHANGED => &[WatchKind::Child],
@@ -145,17 +131,20 @@ impl WatchTable {
         };
         let mut fired = Vec::new();
         for kind in kinds {
-            for w in core::mem::take(entry.list(*kind)) {
-                if !fired.contains(&w) {
-                    fired.push(w);
+            for (_, w) in regs.iter().filter(|(k, _)| k == kind) {
+                if !fired.contains(w) {
+                    fired.push(*w);
                 }
             }
         }
-        if entry.is_empty() {
-            self.paths.remove(path);
+        if let Some(regs) = self.paths.get_mut(path) {
+            regs.retain(|(k, _)| !kinds.contains(k));
+            if regs.is_empty() {
+                self.paths.remove(path);
+            }
         }
         for w in &fired {
-            self.unindex(path, *w);
+            self.unindex(key.clone(), *w);
         }
         fired
     }
@@ -163,15 +152,15 @@ impl WatchTable {
     /// Every armed path by kind, sorted (so setWatches is deterministic).
     pub(crate) fn armed(&self) -> ArmedPaths {
         let mut out = ArmedPaths::default();
-        for (path, entry) in &self.paths {
-            if !entry.data.is_empty() {
-                out.data.push(path.clone());
-            }
-            if !entry.exist.is_empty() {
-                out.exist.push(path.clone());
-            }
-            if !entry.child.is_empty() {
-                out.child.push(path.clone());
+        for (path, regs) in &self.paths {
+            for (kind, list) in [
+                (WatchKind::Data, &mut out.data),
+                (WatchKind::Exist, &mut out.exist),
+                (WatchKind::Child, &mut out.child),
+            ] {
+                if regs.iter().any(|(k, _)| *k == kind) {
+                    list.push(String::from(&**path));
+                }
             }
         }
         out
@@ -199,6 +188,11 @@ mod tests {
             t.add(path, *kind, WatcherId(*watcher));
         }
         t
+    }
+
+    /// The paths `watcher` is indexed under.
+    fn indexed(t: &WatchTable, watcher: u64) -> Vec<&str> {
+        t.by_watcher.iter().filter(|(w, _)| w.0 == watcher).map(|(_, p)| &**p).collect()
     }
 
     #[test]
@@ -247,14 +241,14 @@ mod tests {
             ("/b", WatchKind::Data, 1),
             ("/b", WatchKind::Data, 2),
         ]);
-        assert_eq!(t.by_watcher[&WatcherId(1)].len(), 2, "one index entry per path");
+        assert_eq!(indexed(&t, 1), ["/a", "/b"], "one index entry per path");
         // A partial fire keeps the path indexed; a full one drops it.
         assert_eq!(t.fire("/a", EventType::NODE_DATA_CHANGED), [WatcherId(1)]);
-        assert_eq!(t.by_watcher[&WatcherId(1)].len(), 2);
+        assert_eq!(indexed(&t, 1), ["/a", "/b"]);
         assert_eq!(t.fire("/a", EventType::NODE_DELETED), [WatcherId(1)]);
-        assert_eq!(t.by_watcher[&WatcherId(1)], ["/b"]);
+        assert_eq!(indexed(&t, 1), ["/b"]);
         assert!(t.remove("/b", WatchKind::Data, WatcherId(1)));
-        assert!(!t.by_watcher.contains_key(&WatcherId(1)));
+        assert!(indexed(&t, 1).is_empty());
         t.add("/c", WatchKind::Exist, WatcherId(1));
         t.remove_watcher(WatcherId(1));
         t.remove_watcher(WatcherId(2));

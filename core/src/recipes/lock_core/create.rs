@@ -32,7 +32,55 @@ impl LockCore {
         };
         self.state =
             State::Creating(Create { prefix, target, step: CreateStep::Sent, made_parents: false, adopted: None });
+        self.ensure_base();
         self.send_create();
+    }
+
+    /// Pipelined plan, a handle's first create: `createContainer(base)` rides
+    /// ahead of the create and the listing in the same write (the server
+    /// runs a session's requests in order), so a missing base costs no
+    /// NoNode create, wasted listing and probes, and an existing one one
+    /// NodeExists reply, once per handle. What lands on the server is what
+    /// Curator's `creatingParentContainersIfNeeded` makes. Only a missing
+    /// grandparent still takes the probes (the create then says NoNode).
+    fn ensure_base(&mut self) {
+        // A fixed node (a downgrade's read node) goes beside our held write
+        // node: the base is there.
+        let fixed = matches!(self.shape, Shape::Fixed(_));
+        if self.base_ensured || fixed || self.config.plan != OpPlan::Pipelined || self.base.is_root() {
+            return;
+        }
+        self.base_ensured = true;
+        let base = self.base.clone();
+        // (No op for a path it refuses: the create reports what is wrong.)
+        if let Ok(op) = self.parent_op(&base) {
+            self.send(op, Purpose::EnsureBase);
+        }
+    }
+
+    /// Its outcome only matters to a server without containers; any other
+    /// failure (NoNode, NoAuth on the grandparent, a lost connection) is the
+    /// create's to meet and handle.
+    pub(super) fn on_ensure_base(&mut self, result: Result<Response, RequestError>) {
+        if let Err(RequestError::Server(ErrorCode::UNIMPLEMENTED)) = result {
+            self.config.container_parents = false;
+        }
+    }
+
+    /// The create of a missing ancestor: a container, or (Curator's
+    /// `dontUseContainerParents()`, or a server without containers) a plain
+    /// persistent create, opcode 1, flags 0; no Stat is needed for a parent.
+    fn parent_op(&self, path: &ZkPath) -> Result<Op, RequestError> {
+        if self.config.container_parents {
+            return Ok(Op::create_container(path, Bytes::new(), self.config.acl_for(path.as_str())));
+        }
+        let request = CreateRequest {
+            path: String::from(path.as_str()),
+            data: Some(Bytes::new()),
+            acl: self.config.acl_for(path.as_str()),
+            flags: CreateMode::PERSISTENT,
+        };
+        Op::from_request(Request::Create(request)).map_err(RequestError::Refused)
     }
 
     pub(super) fn send_create(&mut self) {
@@ -133,23 +181,10 @@ impl LockCore {
             return self.send_create();
         };
         c.step = CreateStep::MakeParent(idx);
-        let op = if self.config.container_parents {
-            Op::create_container(&path, Bytes::new(), self.config.acl_for(path.as_str()))
-        } else {
-            // Curator's `dontUseContainerParents()`: a plain create (opcode 1),
-            // flags 0; no Stat is needed for a parent.
-            let request = CreateRequest {
-                path: String::from(path.as_str()),
-                data: Some(Bytes::new()),
-                acl: self.config.acl_for(path.as_str()),
-                flags: CreateMode::PERSISTENT,
-            };
-            match Op::from_request(Request::Create(request)) {
-                Ok(op) => op,
-                Err(e) => return self.fail(RequestError::Refused(e)),
-            }
-        };
-        self.send(op, Purpose::MakeParent);
+        match self.parent_op(&path) {
+            Ok(op) => self.send(op, Purpose::MakeParent),
+            Err(e) => self.fail(e),
+        }
     }
 
     pub(super) fn on_probe(&mut self, _now: Instant, result: Result<Response, RequestError>) {

@@ -155,6 +155,9 @@ enum Purpose {
     },
     Probe,
     MakeParent,
+    /// The Pipelined plan's container create of the base path, sent ahead
+    /// of a handle's first create (see [`LockCore::begin_create`]).
+    EnsureBase,
     Recover,
     AdoptStat,
     WatchPred,
@@ -244,6 +247,9 @@ pub(crate) struct LockCore {
     /// lists with a child watch, which then serves as the held node's watch
     /// at no cost (see [`LockCore::child_watch_wanted`]).
     quiet: bool,
+    /// The Pipelined plan sent its one `createContainer(base)` ahead of a
+    /// create already.
+    base_ensured: bool,
     out: Outbox<LockEvent>,
 }
 
@@ -281,12 +287,19 @@ impl LockCore {
             waited: false,
             own_watched: false,
             quiet: true,
+            base_ensured: false,
             out: Outbox::default(),
         }
     }
 
     pub(crate) fn base(&self) -> &ZkPath {
         &self.base
+    }
+
+    /// Another core of the same handle on this base sent (or is sending)
+    /// the Pipelined plan's `createContainer(base)`: this one sends none.
+    pub(crate) fn assume_base(&mut self) {
+        self.base_ensured = true;
     }
 
     /// Our node while held.
@@ -516,6 +529,10 @@ impl Recipe for LockCore {
             return;
         };
         let (_, attempt, purpose) = self.expected.swap_remove(at);
+        if self.expected.is_empty() {
+            // Nothing in flight (a held lock): keep no capacity.
+            self.expected = Vec::new();
+        }
         // Cleanup replies matter whatever attempt they belonged to, and so
         // does whether a look-ahead watch was armed.
         match purpose {
@@ -524,6 +541,7 @@ impl Recipe for LockCore {
             Purpose::FindOrphans(prefix) => return self.on_find_orphans(prefix, result),
             Purpose::CheckWatches => return,
             Purpose::RevokeRead => return self.on_revoke_read(attempt == self.attempt, result),
+            Purpose::EnsureBase => return self.on_ensure_base(result),
             _ => {}
         }
         if attempt != self.attempt {
@@ -552,6 +570,7 @@ impl Recipe for LockCore {
             | Purpose::FindOrphans(..)
             | Purpose::CheckWatches
             | Purpose::RevokeRead
+            | Purpose::EnsureBase
             | Purpose::WatchLook(_) => {}
         }
     }
