@@ -10,7 +10,7 @@ use std::time::Duration;
 use futures_lite::StreamExt;
 use zoolock_core::Op;
 use zoolock_core::wire::MultiResult;
-use zoolock_smol::{Error, FencingToken, HoldStatus};
+use zoolock_smol::{Error, FencingToken, HoldStatus, LossReason};
 
 use crate::{wait, wait_timeout};
 
@@ -63,6 +63,12 @@ impl<H: AsRef<zoolock_smol::Hold> + Into<zoolock_smol::Hold>> Hold<H> {
     /// `Suspended`.
     pub fn status(&self) -> HoldStatus {
         self.hold().status()
+    }
+
+    /// Why the hold was lost (`LossReason::MaxHold` after a maximum hold),
+    /// `None` while it is not lost.
+    pub fn loss(&self) -> Option<LossReason> {
+        self.hold().loss()
     }
 
     /// Blocks until [`Hold::status`] would first read `Suspended` or

@@ -50,7 +50,7 @@ pub use semaphore::{Lease, Semaphore};
 pub use zoolock_core;
 pub use zoolock_smol::{
     AclParseError, AclPolicy, AuthInfo, CloseMode, Compression, ConnectionState, DialError, ElectionKind,
-    ElectionParticipant, Error, FencingToken, HoldStatus, LockKind, LockOptions, LockSpec, OpPlan, Options,
+    ElectionParticipant, Error, FencingToken, HoldStatus, LockKind, LockOptions, LockSpec, LossReason, OpPlan, Options,
     Participant, QueuePosition, RetryPolicy, SemaphoreOptions, SemaphoreSize, TlsError, VersionedCount, parse_acl,
 };
 #[cfg(feature = "gssapi")]

@@ -121,6 +121,40 @@ fn after_a_session_expiry_a_latch_queues_again_once_the_new_session_connects() {
     assert!(h.sent().iter().any(|s| s.starts_with(&format!("create2 {BASE}/_c_<uuid>-latch- [ES]"))));
 }
 
+/// A participant waiting behind a leader (a selector without re-queue).
+fn waiting_selector(renew: bool) -> Harness<Election> {
+    let e = Election::new(ZkPath::new(BASE).unwrap(), LockConfig::new(1), ElectionKind::Selector, "b");
+    let mut h = Harness::new(e.renewing(renew));
+    h.run(|e| e.start(at(0))).unwrap();
+    h.sent();
+    let node = h.answer(at(1), "create2", Answer::Seq(2));
+    let leader = format!("_c_00000001-0000-4000-8000-000000000001-lock-{:010}", 1);
+    h.answer(at(1), &listing(BASE, true), kids(&[leader, name(&node)]));
+    h.sent();
+    assert!(h.recipe.is_queued());
+    h
+}
+
+#[test]
+fn a_wait_cut_by_a_session_expiry_queues_again_without_a_failure() {
+    let mut h = waiting_selector(true);
+    h.session(at(5), ConnectionState::Lost);
+    let events = h.events();
+    assert!(!events.iter().any(|e| matches!(e, RecipeEvent::Failed(_))), "{events:?}");
+    assert!(h.recipe.is_queued());
+    assert!(!h.sent().iter().any(|s| s.starts_with("create2")), "no create before the new session");
+    h.session(at(6), ConnectionState::Connected);
+    assert!(h.sent().iter().any(|s| s.starts_with(&format!("create2 {BASE}/_c_<uuid>-lock- [ES]"))));
+}
+
+#[test]
+fn without_renewal_a_session_expiry_fails_the_wait() {
+    let mut h = waiting_selector(false);
+    h.session(at(5), ConnectionState::Lost);
+    assert_eq!(h.events(), [RecipeEvent::Failed(zoolock_core::RequestError::SessionExpired)]);
+    assert!(!h.recipe.is_queued());
+}
+
 #[test]
 fn a_waiting_participant_leads_when_the_leader_goes() {
     let mut h = election(ElectionKind::Latch, "b");

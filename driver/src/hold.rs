@@ -36,6 +36,21 @@ pub enum HoldStatus {
     NotHeld,
 }
 
+/// Why a hold was lost ([`Hold::loss`]): only the causes core's events tell
+/// apart, so a program can say "held past its maximum" without guessing
+/// from the time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LossReason {
+    /// The hold reached its maximum ([`crate::LockOptions::max_hold`],
+    /// [`crate::SemaphoreOptions::max_hold`]): its own client deleted the
+    /// node.
+    MaxHold,
+    /// The session expired, or the node was deleted (by someone else, or
+    /// found missing after a reconnect): core reports these alike.
+    SessionOrNode,
+}
+
 /// Where an acquire under way stands in the queue on ZooKeeper
 /// ([`crate::Lock::acquire_with_progress`],
 /// [`crate::Semaphore::acquire_with_progress`]). It comes from the listings
@@ -142,6 +157,9 @@ pub(crate) trait Source: Send + Sync + std::fmt::Debug {
     fn reported(&self) -> HoldStatus;
     /// Someone asked the holder to give the hold up.
     fn revoked(&self) -> bool;
+    /// Why the hold was lost, once it reads `Lost` (`None` before, or when
+    /// its record is gone).
+    fn loss(&self) -> Option<LossReason>;
     /// The nodes a fenced write checks: `None` once the hold is known lost.
     fn fence_nodes(&self) -> BoxFuture<Result<Option<Vec<String>>, Error>>;
     /// Releases the hold (see [`Hold::release`] for when it completes).
@@ -229,6 +247,14 @@ impl Hold {
     /// sees the same status.
     pub async fn lost(&self) -> HoldStatus {
         wait_lost(&self.source.client().inner, self.source.changed(), || self.status()).await
+    }
+
+    /// Why the hold was lost: `Some` once the event loop reported it `Lost`
+    /// ([`LossReason::MaxHold`] after [`crate::LockOptions::max_hold`]),
+    /// `None` while it is not (a `Suspended` has no reason: it may come
+    /// back).
+    pub fn loss(&self) -> Option<LossReason> {
+        self.source.loss()
     }
 
     /// The current status, then every change (`Suspended`, `Held` again

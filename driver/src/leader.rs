@@ -17,12 +17,12 @@ use std::time::Duration;
 
 use futures_lite::Stream;
 use zoolock_core::recipes::{Election as CoreElection, ElectionKind, ElectionParticipant};
-use zoolock_core::{ApiMisuse, FencingToken, Handle, RecipeEvent, RequestError, ZkPath};
+use zoolock_core::{ApiMisuse, FencingToken, Handle, RecipeEvent, ZkPath};
 
 use crate::acquire::{self, Watched};
 use crate::client::{Client, RecipeHandle};
 use crate::error::Error;
-use crate::hold::{self, Hold, HoldStatus, QueuePosition};
+use crate::hold::{self, Hold, HoldStatus, LossReason, QueuePosition};
 use crate::metrics::Labels;
 use crate::options::LockOptions;
 use crate::runtime::BoxFuture;
@@ -36,6 +36,8 @@ struct TermState {
     node: String,
     token: FencingToken,
     status: HoldStatus,
+    /// Why it was (or is being) lost: core's `Expired` comes before `Lost`.
+    loss: Option<LossReason>,
 }
 
 /// What a participant's handles and its event sink share.
@@ -56,17 +58,16 @@ struct ElectionState {
 
 type Shared = Watched<ElectionState>;
 
-/// Carries one election event to the tasks. With `renews` (the client
-/// renews expired sessions) a participant whose wait failed with the
-/// session's expiry stays queued: core queues it again on the next session
-/// (its session gate), so that failure ends no wait.
-fn on_event(shared: &Shared, path: &str, labels: &Labels, renews: bool, event: RecipeEvent) {
+/// Carries one election event to the tasks. Every failure ends the wait:
+/// core reports none it recovers from (a wait cut by a session expiry is
+/// queued again on the renewed session without one).
+fn on_event(shared: &Shared, path: &str, labels: &Labels, event: RecipeEvent) {
     match event {
         RecipeEvent::Acquired { node, token } => {
             tracing::debug!(%path, %node, token = token.0, "leadership gained");
             shared.with(|s| {
                 s.granted += 1;
-                s.term = Some(TermState { n: s.granted, node, token, status: HoldStatus::Held });
+                s.term = Some(TermState { n: s.granted, node, token, status: HoldStatus::Held, loss: None });
                 s.position = None;
             });
         }
@@ -93,20 +94,26 @@ fn on_event(shared: &Shared, path: &str, labels: &Labels, renews: bool, event: R
             shared.with(|s| {
                 if let Some(t) = s.term.as_mut() {
                     t.status = new;
+                    if new == HoldStatus::Lost {
+                        t.loss.get_or_insert(LossReason::SessionOrNode);
+                    }
                 }
             });
         }
-        RecipeEvent::Expired { node } => tracing::warn!(%path, %node, "leadership held past its max hold: lost"),
+        RecipeEvent::Expired { node } => {
+            tracing::warn!(%path, %node, "leadership held past its max hold: lost");
+            shared.with(|s| {
+                if let Some(t) = s.term.as_mut() {
+                    t.loss = Some(LossReason::MaxHold);
+                }
+            });
+        }
         RecipeEvent::Queued { position, total } => {
             shared.with(|s| s.position = Some(QueuePosition { position, total }));
         }
         end @ (RecipeEvent::Failed(_) | RecipeEvent::Refused(_) | RecipeEvent::TimedOut) => {
             let Some(error) = acquire::acquire_end(&end) else { return };
-            let parked = renews && error == Error::Request(RequestError::SessionExpired);
-            tracing::debug!(%path, %error, parked, "election failed");
-            if parked {
-                return;
-            }
+            tracing::debug!(%path, %error, "election failed");
             shared.with(|s| {
                 s.failures += 1;
                 s.failure = Some(error);
@@ -123,6 +130,31 @@ struct Participant {
     handle: Handle<CoreElection>,
     shared: Arc<Shared>,
     path: Arc<str>,
+    /// A selector's claim on its one participant, given back on drop.
+    _claim: Option<Claim>,
+}
+
+/// A [`LeaderSelector`]'s claim to queue: one participant per selector
+/// (and its clones) at a time, as Curator refuses a second `start()`.
+#[derive(Debug)]
+struct Claim(Arc<std::sync::atomic::AtomicBool>);
+
+impl Claim {
+    /// Takes `busy`, or fails with `AcquireInProgress` while another call
+    /// holds it.
+    fn take(busy: &Arc<std::sync::atomic::AtomicBool>) -> Result<Claim, Error> {
+        use std::sync::atomic::Ordering;
+        match busy.compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => Ok(Claim(busy.clone())),
+            Err(_) => Err(Error::Misuse(ApiMisuse::AcquireInProgress)),
+        }
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        self.0.store(false, std::sync::atomic::Ordering::Release);
+    }
 }
 
 impl std::fmt::Debug for Participant {
@@ -140,6 +172,7 @@ impl Participant {
         id: &str,
         options: &LockOptions,
         requeue: bool,
+        claim: Option<Claim>,
     ) -> Result<Arc<Participant>, Error> {
         let base = ZkPath::new(path)?;
         let config = client.inner.lock_config_with(options);
@@ -150,9 +183,8 @@ impl Participant {
         let path: Arc<str> = path.into();
         let labels = Labels::new("election", &path, client.inner.options.metrics_path_label);
         let (sink_shared, sink_path) = (shared.clone(), path.clone());
-        let renews = client.inner.options.renew_session;
         let sink = move |_: Handle<CoreElection>| -> Sink {
-            Box::new(move |event| on_event(&sink_shared, &sink_path, &labels, renews, event))
+            Box::new(move |event| on_event(&sink_shared, &sink_path, &labels, event))
         };
         let handle = client.add_recipe(machine, sink).await?;
         let participant = Arc::new(Participant {
@@ -160,6 +192,7 @@ impl Participant {
             handle,
             shared,
             path,
+            _claim: claim,
         });
         participant.command(|e, now| e.start(now))?;
         Ok(participant)
@@ -319,6 +352,7 @@ impl Client {
             kind,
             options: Arc::new(options),
             auto_requeue: false,
+            busy: Arc::default(),
         })
     }
 
@@ -363,7 +397,7 @@ impl Client {
     ///
     /// As [`Client::leader_latch`].
     pub async fn leader_latch_with(&self, path: &str, id: &str, options: LockOptions) -> Result<LeaderLatch, Error> {
-        let participant = Participant::start(self, path, ElectionKind::Latch, id, &options, true).await?;
+        let participant = Participant::start(self, path, ElectionKind::Latch, id, &options, true, None).await?;
         Ok(LeaderLatch { participant, id: id.into() })
     }
 
@@ -403,6 +437,8 @@ impl Client {
 /// [`Client::election_participant`]): its path, id and settings. Each
 /// [`LeaderSelector::leadership`] call queues as one participant with
 /// this id; [`LeaderSelector::run`] keeps one participant for all its terms.
+/// One at a time: a selector and its clones refuse a second call while a
+/// participant is queued or leading (until its `Leadership` is dropped).
 #[derive(Debug, Clone)]
 pub struct LeaderSelector {
     client: Client,
@@ -411,6 +447,9 @@ pub struct LeaderSelector {
     kind: ElectionKind,
     options: Arc<LockOptions>,
     auto_requeue: bool,
+    /// Set while a participant of this selector (or a clone) is queued or
+    /// leading.
+    busy: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl LeaderSelector {
@@ -434,9 +473,12 @@ impl LeaderSelector {
     ///
     /// # Errors
     ///
-    /// The session's end when it comes first ([`Error::Request`] with the
-    /// reason, or [`Error::ClientClosed`]); the server's refusal of the
-    /// participant's requests (say `NoAuth`).
+    /// [`Error::Misuse`] (`AcquireInProgress`) while another call on this
+    /// selector (or a clone) is queued or leading: one participant per
+    /// selector, as Curator refuses a second `start()`; the session's end
+    /// when it comes first ([`Error::Request`] with the reason, or
+    /// [`Error::ClientClosed`]); the server's refusal of the participant's
+    /// requests (say `NoAuth`).
     ///
     /// # Cancel safety
     ///
@@ -477,8 +519,10 @@ impl LeaderSelector {
         timeout: Option<Duration>,
         mut progress: impl FnMut(QueuePosition) + Send,
     ) -> Result<Leadership, Error> {
+        let claim = Claim::take(&self.busy)?;
         let participant =
-            Participant::start(&self.client, &self.path, self.kind, &self.id, &self.options, false).await?;
+            Participant::start(&self.client, &self.path, self.kind, &self.id, &self.options, false, Some(claim))
+                .await?;
         let term = participant.next_term(0, timeout, &mut progress).await?;
         Ok(Leadership::new(participant, term))
     }
@@ -504,7 +548,8 @@ impl LeaderSelector {
     ///
     /// # Errors
     ///
-    /// As [`LeaderSelector::leadership`]; a term's end is not an error.
+    /// As [`LeaderSelector::leadership`] (a second call while one runs is
+    /// refused the same way); a term's end is not an error.
     ///
     /// # Cancel safety
     ///
@@ -516,8 +561,10 @@ impl LeaderSelector {
         Fut: std::future::Future<Output = ()>,
     {
         let requeue = self.auto_requeue;
+        let claim = Claim::take(&self.busy)?;
         let participant =
-            Participant::start(&self.client, &self.path, self.kind, &self.id, &self.options, requeue).await?;
+            Participant::start(&self.client, &self.path, self.kind, &self.id, &self.options, requeue, Some(claim))
+                .await?;
         let mut after = 0;
         loop {
             let term = participant.next_term(after, None, &mut |_| {}).await?;
@@ -587,6 +634,12 @@ impl hold::Source for TermHold {
 
     fn revoked(&self) -> bool {
         false
+    }
+
+    fn loss(&self) -> Option<LossReason> {
+        let p = &self.participant;
+        p.shared
+            .peek(|s| s.term.as_ref().filter(|t| t.n == self.n && t.status == HoldStatus::Lost).and_then(|t| t.loss))
     }
 
     fn fence_nodes(&self) -> BoxFuture<Result<Option<Vec<String>>, Error>> {

@@ -71,7 +71,7 @@ pub use error::{DialError, Error, unresolved};
 pub use futures_lite::{AsyncRead, AsyncWrite};
 #[cfg(feature = "gssapi")]
 pub use gssapi::{DEFAULT_SERVICE as GSSAPI_DEFAULT_SERVICE, GssapiClient};
-pub use hold::{Hold, HoldStatus, QueuePosition, StatusChanges};
+pub use hold::{Hold, HoldStatus, LossReason, QueuePosition, StatusChanges};
 pub use leader::{CloseMode, LeaderLatch, LeaderSelector, Leadership, LeadershipChanges};
 pub use lock::{Guard, Lock, ReadWriteLock};
 pub use observe::{HolderChanges, LeaderChanges};

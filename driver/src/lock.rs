@@ -21,7 +21,7 @@ use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Handle, Instan
 use crate::acquire::{self, Tickets as _, Waiter, Watched};
 use crate::client::{Client, RecipeHandle};
 use crate::error::Error;
-use crate::hold::{self, Hold, HoldStatus, QueuePosition};
+use crate::hold::{self, Hold, HoldStatus, LossReason, QueuePosition};
 use crate::metrics::{Gauge, Labels};
 use crate::runtime::BoxFuture;
 use crate::task::{Command, Sink};
@@ -42,6 +42,8 @@ struct HoldState {
     part: Part,
     status: HoldStatus,
     revoked: bool,
+    /// Why it was (or is being) lost: core's `Expired` comes before `Lost`.
+    loss: Option<LossReason>,
     /// The lock node, for the log.
     node: String,
     /// A release waiting for the server's answer.
@@ -219,6 +221,7 @@ fn on_event(shared: &LockShared, path: &str, labels: &Labels, event: RecipeEvent
                     part,
                     status: HoldStatus::Held,
                     revoked,
+                    loss: None,
                     node: node.clone(),
                     release: None,
                     _held: Gauge::held(labels),
@@ -270,12 +273,23 @@ fn on_event(shared: &LockShared, path: &str, labels: &Labels, event: RecipeEvent
             shared.with(|s| {
                 if let Some(h) = s.hold_mut(t) {
                     h.status = new;
+                    if new == HoldStatus::Lost {
+                        h.loss.get_or_insert(LossReason::SessionOrNode);
+                    }
                 }
             });
         }
         RecipeEvent::Queued { position, total } => {
             tracing::trace!(%path, %t, position, total, "queued");
             acquire::queued(shared, t, position, total);
+        }
+        RecipeEvent::Expired { node } => {
+            tracing::warn!(%path, %node, "hold reached its max hold: lost");
+            shared.with(|s| {
+                if let Some(h) = s.hold_mut(t) {
+                    h.loss = Some(LossReason::MaxHold);
+                }
+            });
         }
         RecipeEvent::RevocationRequested => {
             tracing::debug!(%path, %t, "revocation requested");
@@ -545,6 +559,10 @@ impl hold::Source for TicketHold {
 
     fn revoked(&self) -> bool {
         self.lock.shared.peek(|s| s.hold(self.ticket).is_some_and(|h| h.revoked))
+    }
+
+    fn loss(&self) -> Option<LossReason> {
+        self.lock.shared.peek(|s| s.hold(self.ticket).filter(|h| h.status == HoldStatus::Lost).and_then(|h| h.loss))
     }
 
     fn fence_nodes(&self) -> BoxFuture<Result<Option<Vec<String>>, Error>> {

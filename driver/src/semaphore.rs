@@ -12,7 +12,7 @@ use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Handle, Instan
 use crate::acquire::{self, Waiter, Watched};
 use crate::client::{Client, RecipeHandle};
 use crate::error::Error;
-use crate::hold::{self, Hold, HoldStatus, QueuePosition};
+use crate::hold::{self, Hold, HoldStatus, LossReason, QueuePosition};
 use crate::metrics::{Gauge, Labels};
 use crate::runtime::BoxFuture;
 use crate::task::{Command, Sink};
@@ -33,7 +33,9 @@ struct State {
     suspended: bool,
     /// Lease nodes known lost (deleted, or gone with the session), until
     /// their lease is released or dropped.
-    lost: HashSet<String>,
+    lost: HashMap<String, LossReason>,
+    /// Lease nodes past their max hold, whose loss is on its way.
+    expired: HashSet<String>,
     /// The limit in force and the leases left free by the last listing.
     size: usize,
     available: Option<usize>,
@@ -74,7 +76,7 @@ impl SemShared {
     /// The reported status of the lease on `node`: its own loss, else the
     /// connection's.
     fn lease_status(&self, node: &str) -> HoldStatus {
-        self.peek(|s| match (s.lost.contains(node), s.suspended) {
+        self.peek(|s| match (s.lost.contains_key(node), s.suspended) {
             (true, _) => HoldStatus::Lost,
             (false, true) => HoldStatus::Suspended,
             (false, false) => HoldStatus::Held,
@@ -114,11 +116,23 @@ fn return_lease(
     node: &str,
 ) -> Result<(), Error> {
     tracing::debug!(%node, "returning lease");
-    if shared.peek(|s| s.lost.contains(node)) {
-        shared.with(|s| s.lost.remove(node));
+    if shared.peek(|s| s.lost.contains_key(node) || s.expired.contains(node)) {
+        shared.with(|s| {
+            s.lost.remove(node);
+            s.expired.remove(node);
+        });
     }
     client.with(now, typed, |s, now| s.return_lease(now, node))??;
     Ok(())
+}
+
+/// Notes that the lease on `node` reached its max hold: its `LeaseLost`
+/// follows, with that reason.
+fn expired(shared: &SemShared, path: &str, node: String) {
+    tracing::warn!(%path, %node, "lease reached its max hold: lost");
+    shared.with(|s| {
+        s.expired.insert(node);
+    });
 }
 
 /// Carries one semaphore event to the tasks.
@@ -138,9 +152,11 @@ fn on_event(shared: &SemShared, path: &str, labels: &Labels, event: RecipeEvent)
             crate::metrics::lost(labels);
             tracing::warn!(%path, %node, "lease lost: its node is gone");
             return shared.with(|s| {
-                s.lost.insert(node);
+                let reason = if s.expired.remove(&node) { LossReason::MaxHold } else { LossReason::SessionOrNode };
+                s.lost.insert(node, reason);
             });
         }
+        RecipeEvent::Expired { node } => return expired(shared, path, node),
         // No lease is left: answers a `Suspended` (each was reported lost).
         RecipeEvent::Lost => return shared.with(|s| s.suspended = false),
         RecipeEvent::LeaseRevocationRequested { node } => {
@@ -182,6 +198,7 @@ fn on_event(shared: &SemShared, path: &str, labels: &Labels, event: RecipeEvent)
             let _ = acquire::end(shared, labels, ticket, &end);
         }
         RecipeEvent::Queued { position, total } => acquire::queued(shared, ticket, position, total),
+        RecipeEvent::Expired { node } => expired(shared, path, node),
         other => tracing::trace!(%path, %ticket, ?other, "semaphore ticket event"),
     }
 }
@@ -387,6 +404,10 @@ impl hold::Source for NodeHold {
 
     fn revoked(&self) -> bool {
         self.sem.shared.peek(|s| s.revoked.contains(&self.node))
+    }
+
+    fn loss(&self) -> Option<LossReason> {
+        self.sem.shared.peek(|s| s.lost.get(&self.node).copied())
     }
 
     fn fence_nodes(&self) -> BoxFuture<Result<Option<Vec<String>>, Error>> {

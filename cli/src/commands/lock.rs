@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use futures_lite::StreamExt;
 use tokio::sync::watch;
-use zoolock_tokio::{Client, ElectionKind, Error, Hold, HoldStatus, LockOptions, SemaphoreOptions};
+use zoolock_tokio::{Client, ElectionKind, Error, Hold, HoldStatus, LockOptions, LossReason, SemaphoreOptions};
 
 use crate::args::{Global, HoldArgs, Kind};
 use crate::exit::{self, Failure, Outcome};
@@ -122,7 +122,6 @@ pub(super) async fn run(global: &Global, hold: HoldArgs, recipe: Recipe) -> Outc
     };
     let token = held.fencing_token().0;
     tracing::info!(node = held.node(), token, "acquired");
-    let granted = std::time::Instant::now();
 
     let mut command = tokio::process::Command::new(program);
     command.args(args).env("ZOOLOCK_FENCING_TOKEN", token.to_string()).env("ZOOLOCK_NODE", held.node());
@@ -147,8 +146,8 @@ pub(super) async fn run(global: &Global, hold: HoldArgs, recipe: Recipe) -> Outc
         ending = supervise::supervise(&mut child, &mut rx, held.revocation_requested(), &mut signals, policy, &last_heard) => ending,
         never = watch(&held, &tx) => match never {},
     };
-    // A loss once --max-hold has passed is the maximum hold's doing.
-    let expired = hold.max_hold.filter(|d| granted.elapsed() >= *d);
+    // The hold says whether its loss was the maximum hold's doing.
+    let expired = hold.max_hold.filter(|_| held.loss() == Some(LossReason::MaxHold));
     finish(ending, held, &client, &hold.path, global, policy, expired).await
 }
 

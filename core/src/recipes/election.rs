@@ -106,8 +106,9 @@ pub fn election_leader(list: &[Participant]) -> Option<ElectionParticipant> {
 /// its fencing token), `Released` (a term given up), `Suspended` /
 /// `Reconnected` (leadership uncertain / confirmed), `Expired` then `Lost`
 /// (leadership lost), `Queued`, `Failed`. After a term ends the participant
-/// queues again by itself when it re-queues (see [`ElectionKind`]); after a
-/// session expiry it does so once the renewed session is connected.
+/// queues again by itself when it re-queues (see [`ElectionKind`]). A wait
+/// (or a re-queue) cut by a session expiry queues again once the renewed
+/// session is connected, without a `Failed` (with renewal off it fails).
 #[derive(Debug)]
 pub struct Election {
     mutex: Mutex,
@@ -260,7 +261,14 @@ impl Election {
         while let Some(event) = self.mutex.poll_event().map(|e| e.event) {
             let then = match &event {
                 LockEvent::Released | LockEvent::Lost => Some(true),
-                LockEvent::Failed(e) if self.mutex.is_idle() => Some(self.gate.parks(e)),
+                // A wait the session's expiry ended queues again on the
+                // renewed session (a term's loss is `Lost`, above): nothing
+                // failed that the caller must hear of.
+                LockEvent::Failed(e) if self.mutex.is_idle() && self.wanted && self.gate.parks(e) => {
+                    self.queue(now);
+                    continue;
+                }
+                LockEvent::Failed(_) if self.mutex.is_idle() => Some(false),
                 LockEvent::TimedOut => Some(false),
                 _ => None,
             };

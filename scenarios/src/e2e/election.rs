@@ -6,7 +6,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use futures_lite::{StreamExt, future};
-use zoolock_driver::{CloseMode, ElectionKind, Error, HoldStatus, Leadership, LockKind, LockOptions, SemaphoreOptions};
+use zoolock_driver::zoolock_core::ApiMisuse;
+use zoolock_driver::{
+    CloseMode, ElectionKind, Error, HoldStatus, Leadership, LockKind, LockOptions, LossReason, SemaphoreOptions,
+};
 
 use super::{Env, children, finish, wait_children};
 
@@ -48,6 +51,10 @@ pub async fn election_cancelled_wait(env: &Env) {
     // A free election is taken even with no time to wait, as a free lock.
     let selector = a.leader_selector(&path, "holder").await.unwrap();
     let held = selector.leadership_timeout(Duration::ZERO).await.unwrap();
+    // One participant per selector: a second call, or a clone's, is refused
+    // while the first leads, and nothing is queued for it.
+    let again = selector.clone().leadership().await;
+    assert!(matches!(again, Err(Error::Misuse(ApiMisuse::AcquireInProgress))), "{again:?}");
     let waiter = b.leader_selector(&path, "waiter").await.unwrap();
     let started = Instant::now();
     let timed_out = waiter.leadership_timeout(Duration::from_millis(300)).await;
@@ -57,6 +64,9 @@ pub async fn election_cancelled_wait(env: &Env) {
     assert!(env.timeout(Duration::from_millis(200), waiter.leadership()).await.is_none(), "it waited");
     wait_children(env, &a, &path, 1).await;
     drop(held);
+    // The first term ended: the selector may queue again.
+    let next = env.within(STEP, "a second term", selector.leadership()).await.unwrap();
+    drop(next);
     finish(env, &a, &path, &[&a, &b]).await;
 }
 
@@ -127,6 +137,7 @@ pub async fn election_node_deleted(env: &Env) {
     admin.delete(leadership.node(), None).await.unwrap();
     assert_eq!(env.within(STEP, "selector loss", leadership.lost()).await, HoldStatus::Lost);
     assert_eq!(leadership.status(), HoldStatus::Lost);
+    assert_eq!(leadership.loss(), Some(LossReason::SessionOrNode));
     leadership.release().await.unwrap();
 
     let latch_path = env.path("election-deleted-latch");
@@ -156,11 +167,13 @@ pub async fn max_hold(env: &Env) {
     let path = env.path("max-hold");
     let guard = a.mutex_with(&path, LockOptions::default().max_hold(D)).await.unwrap().acquire().await.unwrap();
     let granted = Instant::now();
+    assert_eq!(guard.loss(), None, "held");
     let waiter = b.mutex(&path).await.unwrap();
     let next = env.spawn(async move { waiter.acquire().await });
     assert_eq!(env.within(STEP, "expiry", guard.lost()).await, HoldStatus::Lost);
     let held = granted.elapsed();
     assert!(held >= D && held < D + Duration::from_millis(500), "{held:?}");
+    assert_eq!(guard.loss(), Some(LossReason::MaxHold));
     env.within(STEP, "the waiter", next).await.unwrap().release().await.unwrap();
     guard.release().await.unwrap();
 
@@ -169,12 +182,14 @@ pub async fn max_hold(env: &Env) {
     let selector = a.election_participant(&term_path, ElectionKind::Selector, "x", options).await.unwrap();
     let leadership = selector.leadership().await.unwrap();
     assert_eq!(env.within(STEP, "term expiry", leadership.lost()).await, HoldStatus::Lost);
+    assert_eq!(leadership.loss(), Some(LossReason::MaxHold));
     drop(leadership);
 
     let sem_path = env.path("max-hold-sem");
     let semaphore = a.semaphore_with(&sem_path, SemaphoreOptions::leases(1).max_hold(D)).await.unwrap();
     let lease = semaphore.acquire_one().await.unwrap();
     assert_eq!(env.within(STEP, "lease expiry", lease.lost()).await, HoldStatus::Lost);
+    assert_eq!(lease.loss(), Some(LossReason::MaxHold));
     drop(lease);
     finish(env, &a, &term_path, &[]).await;
     finish(env, &a, &path, &[&a, &b]).await;
