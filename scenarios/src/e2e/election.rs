@@ -165,14 +165,18 @@ pub async fn max_hold(env: &Env) {
     const D: Duration = Duration::from_millis(400);
     let [a, b] = env.clients::<2>().await;
     let path = env.path("max-hold");
-    let guard = a.mutex_with(&path, LockOptions::default().max_hold(D)).await.unwrap().acquire().await.unwrap();
+    let lock = a.mutex_with(&path, LockOptions::default().max_hold(D)).await.unwrap();
+    // The grant happens between these two instants: the expiry is at least
+    // `D` after the first and, on time, less than `D` + 0.5 s after the second.
+    let asked = Instant::now();
+    let guard = lock.acquire().await.unwrap();
     let granted = Instant::now();
     assert_eq!(guard.loss(), None, "held");
     let waiter = b.mutex(&path).await.unwrap();
     let next = env.spawn(async move { waiter.acquire().await });
     assert_eq!(env.within(STEP, "expiry", guard.lost()).await, HoldStatus::Lost);
-    let held = granted.elapsed();
-    assert!(held >= D && held < D + Duration::from_millis(500), "{held:?}");
+    let (since_asked, held) = (asked.elapsed(), granted.elapsed());
+    assert!(since_asked >= D && held < D + Duration::from_millis(500), "{since_asked:?} {held:?}");
     assert_eq!(guard.loss(), Some(LossReason::MaxHold));
     env.within(STEP, "the waiter", next).await.unwrap().release().await.unwrap();
     guard.release().await.unwrap();
