@@ -549,7 +549,7 @@ fn the_progress_line_sends_no_request_per_waiter() {
     let ops = proxy.opcodes();
     let count = |op: i32| ops.iter().filter(|o| **o == op).count();
     eprintln!("{lines} progress lines; requests by opcode: {ops:?}");
-    // create2 15, then getChildren2 12 and getData 4 (the predecessor
+    // createContainer 19 and create2 15, then getChildren2 12 and getData 4 (the predecessor
     // watch and the fast handoff's look-ahead watch) once, and the listing
     // and the predecessor watch once more at the deadline (Curator runs its
     // loop once more then; the look-ahead watch still stands); the
@@ -557,12 +557,15 @@ fn the_progress_line_sends_no_request_per_waiter() {
     // (11) are the session's. The old line sent 1 + 6 requests per redraw:
     // about 50 here; a data read per waiter would be 5 more.
     assert_eq!(count(15), 1, "{ops:?}");
+    // createContainer (19): the handle's first create carries its base's
+    // container create in the same write, once.
+    assert!(count(19) <= 1, "one base preamble, none per waiter or redraw: {ops:?}");
     // The holder's two looks add two listings and two data reads.
     assert!(count(12) <= 2 + 2, "listings of the lock loop and the holder looks, none per waiter or redraw: {ops:?}");
     assert!(count(4) <= 3 + 2, "the two watches, the deadline's and the holder's data, no read per waiter: {ops:?}");
     // exists (3): the waiter watches its own node once it waits (DESIGN §4.10).
     assert!(count(3) <= 1, "one watch on the waiter's own node, none per redraw: {ops:?}");
-    assert!(ops.iter().all(|o| [15, 12, 4, 3, 2, 11, -11].contains(o)), "{ops:?}");
+    assert!(ops.iter().all(|o| [19, 15, 12, 4, 3, 2, 11, -11].contains(o)), "{ops:?}");
 
     signal(&holder, Signal::SIGTERM);
     assert_eq!(code(wait_with_limit(&mut holder, Duration::from_secs(10))), 128 + 15);
