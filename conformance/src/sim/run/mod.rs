@@ -673,7 +673,8 @@ impl Sim {
                 let sem = self.semaphore_spec().build(config).expect("a valid semaphore");
                 Shared::Semaphore(client.add(self.now, LeaseQueue::new(sem, true)))
             }
-            None if let Some(kind) = role.election() => {
+            None => {
+                let Some(kind) = role.election() else { panic!("the simulator has no scenario for {role:?} yet") };
                 let mut config = config;
                 config.max_hold = self.config.election_max_hold;
                 let id = format!("c{index}.{incarnation}");
@@ -682,7 +683,6 @@ impl Sim {
                 let election = Election::new(path, config, kind, &id).auto_requeue(requeue);
                 Shared::Election(client.add(self.now, election))
             }
-            None => panic!("the simulator has no scenario for {role:?} yet"),
         };
         let latency = between(&mut self.rng, Duration::from_millis(1), Duration::from_millis(30));
         let tasks = (0..self.config.tasks.max(1))
