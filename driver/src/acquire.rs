@@ -1,23 +1,24 @@
 //! The driver's side of core's ticket queues ([`LockQueue`] behind a
-//! [`crate::Lock`], [`LeaseQueue`] behind a [`crate::Semaphore`]): an
-//! acquire queues its command on the event loop, registers a waiter under
-//! the ticket core issues for it, follows its queue position and waits for
-//! the grant; dropping it abandons the ticket, and core gives back whatever
-//! the ticket got. Both
-//! handles acquire through [`acquire`]; what differs (the grant, what a
-//! waiter keeps, how holds are recorded) is in their [`Tickets`] impl.
+//! [`crate::Lock`], [`LeaseQueue`] behind a [`crate::Semaphore`]). Each
+//! registered queue is one [`Recipe`], shared by its handles ([`Owner`]s),
+//! their acquires and holds, and its event sink. An acquire ([`Acquire`])
+//! queues its command on the event loop, learns the ticket core issues for
+//! it, follows its queue position and waits for the grant, all through one
+//! [`Answer`]; dropping it abandons the ticket, and core gives back whatever
+//! the ticket got. Both handles acquire this way; what differs (the grant,
+//! what a waiter keeps, how holds are recorded) is in their [`Tickets`] impl.
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
 
 use event_listener::Event;
-use futures_channel::oneshot;
 use zoolock_core::recipes::{LeaseQueue, LockQueue, Ticket};
 use zoolock_core::{ApiMisuse, CoreMachine, Handle, Instant, Machine, RecipeEvent};
 
-use crate::client::{Client, Inner};
+use crate::client::Client;
 use crate::error::Error;
 use crate::hold::QueuePosition;
 use crate::metrics::{Gauge, Labels};
@@ -27,8 +28,8 @@ use crate::task::Command;
 /// wakes whoever waits on [`Watched::changed`].
 #[derive(Debug, Default)]
 pub(crate) struct Watched<T> {
-    state: std::sync::Mutex<T>,
-    pub(crate) changed: Arc<Event>,
+    state: Mutex<T>,
+    pub(crate) changed: Event,
 }
 
 impl<T> Watched<T> {
@@ -37,7 +38,12 @@ impl<T> Watched<T> {
         let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let out = f(&mut guard);
         drop(guard);
-        self.changed.notify(usize::MAX);
+        // Nobody to wake until someone listens (a listener registers before
+        // it reads the state): then the event needs no state of its own
+        // (an allocation per recipe, which notifying would make).
+        if self.changed.total_listeners() > 0 {
+            self.changed.notify(usize::MAX);
+        }
         out
     }
 
@@ -48,13 +54,150 @@ impl<T> Watched<T> {
     }
 }
 
-/// An acquire waiting for its grant `G`, with what its kind keeps beside it
-/// (`X`: a lock's part and early revocation, a semaphore's leases so far).
+/// One registered ticket queue: its typed handle, the state its handles and
+/// its sink share, its path and metrics labels, in one allocation. It holds
+/// no [`Client`]: the event loop keeps the sink (this) until the recipe is
+/// gone, and a client kept there would keep the session open.
+pub(crate) struct Recipe<S: Tickets> {
+    pub(crate) handle: Handle<S::Queue>,
+    pub(crate) shared: Watched<S>,
+    /// The lock or semaphore path (paths, for a multi-lock), for the log
+    /// and the metrics labels.
+    pub(crate) path: Box<str>,
+    /// The metrics label `kind`, and whether the labels carry the path.
+    kind: &'static str,
+    path_label: bool,
+    /// The [`Owner`]s alive.
+    owners: AtomicUsize,
+}
+
+impl<S: Tickets> Recipe<S> {
+    /// The shared part of the recipe registered as `handle`, with `state`.
+    pub(crate) fn new(
+        handle: Handle<S::Queue>,
+        state: S,
+        path: Box<str>,
+        kind: &'static str,
+        path_label: bool,
+    ) -> Recipe<S> {
+        let shared = Watched { state: Mutex::new(state), changed: Event::new() };
+        Recipe { handle, shared, path, kind, path_label, owners: AtomicUsize::new(0) }
+    }
+
+    /// Its metrics labels.
+    pub(crate) fn labels(&self) -> Labels<'_> {
+        Labels::new(self.kind, &self.path, self.path_label)
+    }
+}
+
+/// A handle's share of a [`Recipe`], with the client. Handles count
+/// themselves here rather than by the allocation, which the event sink
+/// shares: the last owner dropped drops the recipe (once it owes the server
+/// nothing), and the sink lives until then.
+pub(crate) struct Owner<S: Tickets> {
+    pub(crate) client: Client,
+    pub(crate) recipe: Arc<Recipe<S>>,
+}
+
+impl<S: Tickets> Owner<S> {
+    /// One more owner of `recipe`.
+    pub(crate) fn new(client: Client, recipe: Arc<Recipe<S>>) -> Owner<S> {
+        recipe.owners.fetch_add(1, Ordering::Relaxed);
+        Owner { client, recipe }
+    }
+
+    /// Waits until the recipe owes the server nothing (see
+    /// [`Command::Settle`]).
+    pub(crate) async fn settled(&self) -> Result<(), Error> {
+        crate::client::settled(&self.client, self.recipe.handle.id()).await
+    }
+}
+
+impl<S: Tickets> Clone for Owner<S> {
+    fn clone(&self) -> Owner<S> {
+        Owner::new(self.client.clone(), self.recipe.clone())
+    }
+}
+
+impl<S: Tickets> Drop for Owner<S> {
+    fn drop(&mut self) {
+        if self.recipe.owners.fetch_sub(1, Ordering::AcqRel) == 1 {
+            let _ = self.client.inner.send(Command::DropRecipe(self.recipe.handle.id()));
+        }
+    }
+}
+
+/// Where one acquire's answer goes: the ticket core issued for it, where it
+/// stands in the queue, how it ended, and the task to wake when any of it
+/// changes. Shared by the acquire, its command and (once the ticket is
+/// issued) its [`Waiter`]; the event sink fills it. It is the only way an
+/// acquire is woken: no channel, no listener on the recipe's state.
+#[derive(Debug)]
+pub(crate) struct Answer<G> {
+    state: Mutex<AnswerState<G>>,
+}
+
+#[derive(Debug)]
+struct AnswerState<G> {
+    /// Set once the command has run and core issued it.
+    ticket: Option<Ticket>,
+    /// The acquire was dropped: its command does nothing if it has not run,
+    /// and a grant is not taken (the cancel gives it back).
+    abandoned: bool,
+    position: Option<QueuePosition>,
+    /// Boxed: an error is rare, and the answer lives as long as the wait.
+    outcome: Option<Result<G, Box<Error>>>,
+    waker: Option<Waker>,
+}
+
+impl<G> Answer<G> {
+    fn new() -> Answer<G> {
+        let state = AnswerState { ticket: None, abandoned: false, position: None, outcome: None, waker: None };
+        Answer { state: Mutex::new(state) }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, AnswerState<G>> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Sink side: the acquire now stands at `position`.
+    pub(crate) fn queued(&self, position: QueuePosition) {
+        let mut state = self.lock();
+        if state.position == Some(position) {
+            return;
+        }
+        state.position = Some(position);
+        wake(state);
+    }
+
+    /// Sink side: the acquire ended with `outcome`. False if it was dropped
+    /// (a grant is then not taken: its cancel gives it back).
+    pub(crate) fn answer(&self, outcome: Result<G, Error>) -> bool {
+        let mut state = self.lock();
+        if state.abandoned {
+            return false;
+        }
+        state.outcome = Some(outcome.map_err(Box::new));
+        wake(state);
+        true
+    }
+}
+
+/// Wakes the acquire waiting on `state`, once `state` is let go.
+fn wake<G>(mut state: MutexGuard<'_, AnswerState<G>>) {
+    let waker = state.waker.take();
+    drop(state);
+    if let Some(waker) = waker {
+        waker.wake();
+    }
+}
+
+/// An acquire waiting for its grant (its [`Answer`]), with what its kind
+/// keeps beside it (`X`: a lock's part and early revocation, a semaphore's
+/// leases so far).
 #[derive(Debug)]
 pub(crate) struct Waiter<G, X> {
-    pub(crate) reply: oneshot::Sender<Result<G, Error>>,
-    /// Where it stands on ZooKeeper.
-    pub(crate) position: Option<QueuePosition>,
+    pub(crate) answer: Arc<Answer<G>>,
     pub(crate) of: X,
     /// `zoolock_acquires_waiting`, raised while it waits.
     _waiting: Gauge,
@@ -81,19 +224,16 @@ impl TicketQueue for LeaseQueue {
 
 /// What the driver keeps of one recipe's tickets: their waiters, and
 /// whatever the kind records of its holds.
-pub(crate) trait Tickets: Default + Send + Sized + 'static {
+pub(crate) trait Tickets: Send + Sized + 'static {
     /// What a granted acquire receives.
     type Grant: Send + 'static;
-    /// What a waiter of this kind keeps beside its reply.
+    /// What a waiter of this kind keeps beside its answer.
     type Waiting: Send + 'static;
     /// The core queue behind the recipe.
     type Queue: TicketQueue;
 
     /// The acquire waiting under ticket `t`.
-    fn waiter(&mut self, t: Ticket) -> Option<&mut Waiter<Self::Grant, Self::Waiting>>;
-
-    /// Where the acquire waiting under ticket `t` stands.
-    fn position(&self, t: Ticket) -> Option<QueuePosition>;
+    fn waiter(&self, t: Ticket) -> Option<&Waiter<Self::Grant, Self::Waiting>>;
 
     /// Registers the acquire of a new ticket `t`.
     fn insert_waiter(&mut self, t: Ticket, waiter: Waiter<Self::Grant, Self::Waiting>);
@@ -106,16 +246,6 @@ pub(crate) trait Tickets: Default + Send + Sized + 'static {
     fn forget(&mut self, t: Ticket);
 }
 
-/// The pieces of one recipe's handle that an acquire uses.
-pub(crate) struct Queue<'a, S: Tickets> {
-    pub(crate) shared: &'a Arc<Watched<S>>,
-    pub(crate) client: &'a Client,
-    pub(crate) handle: Handle<S::Queue>,
-    pub(crate) labels: &'a Labels,
-    /// The lock path, for the log.
-    pub(crate) path: &'a Arc<str>,
-}
-
 /// An acquire's outcome: its ticket, its grant and how long it waited.
 pub(crate) struct Granted<G> {
     pub(crate) ticket: Ticket,
@@ -123,116 +253,118 @@ pub(crate) struct Granted<G> {
     pub(crate) waited: std::time::Duration,
 }
 
-/// Queues an acquire with `command` (which returns the ticket core issued
-/// for it; a waiter keeping `of` is filed under it), calls `progress` with
-/// each new queue position, and waits for its grant. Dropping the future
-/// abandons the ticket wherever it is.
-pub(crate) async fn acquire<S: Tickets>(
-    queue: Queue<'_, S>,
+/// Reports each new queue position to the caller's progress callback.
+pub(crate) type Progress<'p> = &'p mut (dyn FnMut(QueuePosition) + Send + 'p);
+
+/// An acquire under way: completes with its grant, calling `progress` (if
+/// any) with each new queue position. Dropping it abandons the ticket
+/// wherever it is. Its state is small (the caller's task keeps it inline):
+/// a borrow of the handle, the [`Answer`], the start time and the last
+/// position reported.
+pub(crate) struct Acquire<'a, 'p, S: Tickets> {
+    owner: &'a Owner<S>,
+    /// `None` once answered.
+    answer: Option<Arc<Answer<S::Grant>>>,
+    began: std::time::Instant,
+    last: Option<QueuePosition>,
+    progress: Option<Progress<'p>>,
+}
+
+/// Queues an acquire of `owner`'s recipe with `command`, which returns the
+/// ticket core issued for it; a waiter keeping `of` is filed under it
+/// (before any event of the ticket is delivered: events are delivered after
+/// the command). Core issues tickets in command order, so grants follow
+/// call order. A command the recipe refuses answers with the refusal; a
+/// command whose acquire was dropped before it ran does nothing.
+///
+/// # Errors
+///
+/// [`Error::ClientClosed`] when the event loop has ended (nothing was
+/// queued).
+pub(crate) fn acquire<'a, 'p, S: Tickets>(
+    owner: &'a Owner<S>,
     of: S::Waiting,
     command: impl FnOnce(&mut S::Queue, Instant) -> Result<Ticket, ApiMisuse> + Send + 'static,
-    progress: &mut (dyn FnMut(QueuePosition) + Send),
-) -> Result<Granted<S::Grant>, Error> {
-    let (tx, rx) = oneshot::channel();
-    let waiter = Waiter { reply: tx, position: None, of, _waiting: Gauge::waiting(queue.labels) };
-    let inner = &queue.client.inner;
-    let (cell, queued) = enqueue(queue.shared, inner, queue.handle, waiter, command);
-    let began = inner.runtime.now();
-    let mut pending = Pending {
-        shared: queue.shared.clone(),
-        inner: inner.clone(),
-        handle: queue.handle,
-        path: queue.path.clone(),
-        ticket: cell.clone(),
-        rx: Some(rx),
-    };
-    if let Err(e) = queued {
-        // The command never reached the loop: no ticket, nothing to cancel.
-        pending.rx = None;
-        return Err(e);
-    }
-    let position = || queue.shared.peek(|s| s.position(*cell.get()?));
-    let grant = with_progress(&queue.shared.changed, position, progress, &mut pending).await?;
-    // Granted through the waiter filed under the ticket: it is set.
-    let ticket = *cell.get().ok_or(Error::ClientClosed)?;
-    let waited = inner.runtime.now().saturating_duration_since(began);
-    crate::metrics::acquired(queue.labels, waited);
-    Ok(Granted { ticket, grant, waited })
-}
-
-/// The ticket core issued to an acquire, once its command has run on the
-/// event loop (empty if the recipe refused it). Commands run in order, so a
-/// later command of the same handle (a cancel) finds it set.
-type TicketCell = Arc<std::sync::OnceLock<Ticket>>;
-
-/// Queues `command` on the event loop; the ticket core issues for it files
-/// `waiter` under that ticket (before any event of the ticket is delivered:
-/// events are delivered after the command) and fills the returned cell.
-/// Core issues tickets in command order, so grants follow call order. A
-/// command the recipe refuses answers the waiter with the refusal. Returns
-/// the cell and whether the command was queued.
-fn enqueue<S: Tickets>(
-    shared: &Arc<Watched<S>>,
-    inner: &Inner,
-    handle: Handle<S::Queue>,
-    waiter: Waiter<S::Grant, S::Waiting>,
-    command: impl FnOnce(&mut S::Queue, Instant) -> Result<Ticket, ApiMisuse> + Send + 'static,
-) -> (TicketCell, Result<(), Error>) {
-    let (answer, cell) = (shared.clone(), TicketCell::default());
-    let issued = cell.clone();
-    let queued = inner.send(Command::Run(Box::new(move |client, now| match client.with(now, handle, command) {
-        Ok(Ok(ticket)) => {
-            let _ = issued.set(ticket);
-            answer.with(|s| s.insert_waiter(ticket, waiter));
+    progress: Option<Progress<'p>>,
+) -> Result<Acquire<'a, 'p, S>, Error> {
+    let answer = Arc::new(Answer::new());
+    let (recipe, sent) = (owner.recipe.clone(), answer.clone());
+    owner.client.inner.send(Command::Run(Box::new(move |client, now| {
+        let mut state = sent.lock();
+        if state.abandoned {
+            return;
         }
-        Ok(Err(e)) | Err(e) => {
-            let _ = waiter.reply.send(Err(e.into()));
-        }
-    })));
-    (cell, queued)
-}
-
-/// An acquire in flight; dropping it abandons its ticket.
-struct Pending<S: Tickets> {
-    shared: Arc<Watched<S>>,
-    inner: Arc<Inner>,
-    handle: Handle<S::Queue>,
-    path: Arc<str>,
-    /// Set once core has issued the acquire's ticket.
-    ticket: TicketCell,
-    rx: Option<oneshot::Receiver<Result<S::Grant, Error>>>,
-}
-
-impl<S: Tickets> Future for &mut Pending<S> {
-    type Output = Result<S::Grant, Error>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let Some(rx) = self.rx.as_mut() else { return Poll::Ready(Err(Error::ClientClosed)) };
-        match Pin::new(rx).poll(cx) {
-            Poll::Ready(result) => {
-                self.rx = None;
-                Poll::Ready(result.unwrap_or(Err(Error::ClientClosed)))
+        match client.with(now, recipe.handle, command) {
+            Ok(Ok(ticket)) => {
+                state.ticket = Some(ticket);
+                let waiter = Waiter { answer: sent.clone(), of, _waiting: Gauge::waiting(&recipe.labels()) };
+                recipe.shared.with(|s| s.insert_waiter(ticket, waiter));
             }
-            Poll::Pending => Poll::Pending,
+            Ok(Err(e)) | Err(e) => {
+                state.outcome = Some(Err(Box::new(e.into())));
+                wake(state);
+            }
         }
+    })))?;
+    let began = owner.client.inner.runtime.now();
+    Ok(Acquire { owner, answer: Some(answer), began, last: None, progress })
+}
+
+impl<S: Tickets> Future for Acquire<'_, '_, S> {
+    type Output = Result<Granted<S::Grant>, Error>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        let Some(answer) = this.answer.as_ref() else { return Poll::Ready(Err(Error::ClientClosed)) };
+        let mut state = answer.lock();
+        if let Some(outcome) = state.outcome.take() {
+            let ticket = state.ticket;
+            drop(state);
+            this.answer = None;
+            let grant = outcome.map_err(|e| *e)?;
+            // Granted through the waiter filed under the ticket: it is set.
+            let ticket = ticket.ok_or(Error::ClientClosed)?;
+            let waited = this.owner.client.inner.runtime.now().saturating_duration_since(this.began);
+            crate::metrics::acquired(&this.owner.recipe.labels(), waited);
+            return Poll::Ready(Ok(Granted { ticket, grant, waited }));
+        }
+        if !state.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+            state.waker = Some(cx.waker().clone());
+        }
+        let position = state.position;
+        drop(state);
+        if position.is_some() && position != this.last {
+            this.last = position;
+            if let (Some(p), Some(progress)) = (position, this.progress.as_mut()) {
+                progress(p);
+            }
+        }
+        Poll::Pending
     }
 }
 
-impl<S: Tickets> Drop for Pending<S> {
+impl<S: Tickets> Drop for Acquire<'_, '_, S> {
     fn drop(&mut self) {
-        let Some(mut rx) = self.rx.take() else { return };
-        // A grant sent but not received is given back by core on the cancel.
-        rx.close();
-        let (shared, handle, cell) = (self.shared.clone(), self.handle, self.ticket.clone());
-        tracing::trace!(path = %self.path, "acquire dropped");
+        let Some(answer) = self.answer.take() else { return };
+        let ticket = {
+            let mut state = answer.lock();
+            state.abandoned = true;
+            // A grant sent but not taken is given back by core on the cancel.
+            state.outcome = None;
+            state.ticket
+        };
+        tracing::trace!(path = %self.owner.recipe.path, "acquire dropped");
+        // Not issued yet: its command finds the acquire abandoned and does
+        // nothing (commands run in order, and it holds the answer while it
+        // runs, so it cannot issue the ticket behind this back).
+        let Some(t) = ticket else { return };
+        let recipe = self.owner.recipe.clone();
         // Commands run in order: this runs after the acquire's own command.
-        let _ = self.inner.send(Command::Run(Box::new(move |client, now| {
-            // A refused acquire has no ticket and nothing to take back.
-            let Some(&t) = cell.get() else { return };
+        let _ = self.owner.client.inner.send(Command::Run(Box::new(move |client, now| {
             // Wherever the ticket is (queued, acquiring, granted), core takes
             // it out and gives back what it got.
-            shared.with(|s| s.forget(t));
-            let _ = client.with(now, handle, |q, now| q.cancel(now, t));
+            recipe.shared.with(|s| s.forget(t));
+            let _ = client.with(now, recipe.handle, |q, now| q.cancel(now, t));
         })));
     }
 }
@@ -281,19 +413,14 @@ pub(crate) fn acquire_end(event: &RecipeEvent) -> Option<Error> {
 /// time-out counts in the metrics). `Err(error)` when no acquire waits under
 /// `t` (for a lock: the ticket's release failed); `Ok(())` otherwise, and
 /// for an event that ends no acquire.
-pub(crate) fn end<S: Tickets>(
-    shared: &Watched<S>,
-    labels: &Labels,
-    t: Ticket,
-    event: &RecipeEvent,
-) -> Result<(), Error> {
+pub(crate) fn end<S: Tickets>(recipe: &Recipe<S>, t: Ticket, event: &RecipeEvent) -> Result<(), Error> {
     let Some(error) = acquire_end(event) else { return Ok(()) };
     if error == Error::TimedOut {
-        crate::metrics::timed_out(labels);
+        crate::metrics::timed_out(&recipe.labels());
     }
-    match shared.with(|s| s.take_waiter(t)) {
+    match recipe.shared.with(|s| s.take_waiter(t)) {
         Some(w) => {
-            let _ = w.reply.send(Err(error));
+            w.answer.answer(Err(error));
             Ok(())
         }
         None => Err(error),
@@ -301,10 +428,10 @@ pub(crate) fn end<S: Tickets>(
 }
 
 /// Sink side: ticket `t`'s acquire now stands at `position` of `total`.
-pub(crate) fn queued<S: Tickets>(shared: &Watched<S>, t: Ticket, position: usize, total: usize) {
-    shared.with(|s| {
+pub(crate) fn queued<S: Tickets>(recipe: &Recipe<S>, t: Ticket, position: usize, total: usize) {
+    recipe.shared.peek(|s| {
         if let Some(w) = s.waiter(t) {
-            w.position = Some(QueuePosition { position, total });
+            w.answer.queued(QueuePosition { position, total });
         }
     });
 }

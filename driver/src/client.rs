@@ -419,14 +419,12 @@ pub(crate) struct RecipeHandle {
     pub(crate) id: RecipeId,
 }
 
-impl RecipeHandle {
-    /// Waits until the recipe owes the server nothing (see
-    /// [`Command::Settle`]); the handles' `settled` methods.
-    pub(crate) async fn settled(&self) -> Result<(), Error> {
-        let (reply, rx) = oneshot::channel();
-        self.client.inner.send(Command::Settle { recipe: self.id, reply })?;
-        Ok(rx.await.map_err(|_| Error::ClientClosed)??)
-    }
+/// Waits until recipe `id` owes the server nothing (see
+/// [`Command::Settle`]); the handles' `settled` methods.
+pub(crate) async fn settled(client: &Client, id: RecipeId) -> Result<(), Error> {
+    let (reply, rx) = oneshot::channel();
+    client.inner.send(Command::Settle { recipe: id, reply })?;
+    Ok(rx.await.map_err(|_| Error::ClientClosed)??)
 }
 
 impl Drop for RecipeHandle {

@@ -79,8 +79,9 @@ impl SharedCount {
         let shared = Arc::new(Watched::<State>::default());
         let label: Arc<str> = path.as_str().into();
         let (sink_shared, sink_path) = (shared.clone(), label.clone());
-        let sink =
-            move |_: Handle<CoreCount>| -> Sink { Box::new(move |event| on_event(&sink_shared, &sink_path, event)) };
+        let sink = move |handle: Handle<CoreCount>| -> (Handle<CoreCount>, Sink) {
+            (handle, Arc::new(move |event| on_event(&sink_shared, &sink_path, event)))
+        };
         let typed = client.add_recipe(CoreCount::new(path, seed, config), sink).await?;
         let handle = Arc::new(RecipeHandle { client, id: typed.id() });
         let count = SharedCount { handle, typed, shared, path: label };

@@ -116,27 +116,24 @@ async fn wait_change(inner: &Inner, listener: event_listener::EventListener) {
     }
 }
 
-/// The current status, then every change, until the hold has ended (`Lost`
-/// or `NotHeld` is the last item).
-pub(crate) fn changes<F>(inner: Arc<Inner>, changed: Arc<Event>, status: F) -> StatusChanges
-where
-    F: Fn() -> HoldStatus + Send + Sync + 'static,
-{
-    let status = Arc::new(status);
+/// The current status of `source`'s hold, then every change, until the
+/// hold has ended (`Lost` or `NotHeld` is the last item).
+fn changes(source: Arc<dyn Source>) -> StatusChanges {
     Box::pin(futures_lite::stream::unfold((None::<HoldStatus>, false), move |(last, done)| {
-        let (inner, changed, status) = (inner.clone(), changed.clone(), status.clone());
+        let source = source.clone();
         async move {
             if done {
                 return None;
             }
+            let inner = &source.client().inner;
             loop {
-                let listener = changed.listen();
-                let now = status();
+                let listener = source.changed().listen();
+                let now = effective(inner, source.reported());
                 if Some(now) != last {
                     let finished = matches!(now, HoldStatus::Lost | HoldStatus::NotHeld);
                     return Some((now, (Some(now), finished)));
                 }
-                wait_change(&inner, listener).await;
+                wait_change(inner, listener).await;
             }
         }
     }))
@@ -150,7 +147,7 @@ pub(crate) trait Source: Send + Sync + std::fmt::Debug {
     /// The client the hold belongs to.
     fn client(&self) -> &Client;
     /// Notified on every change of the handle's state.
-    fn changed(&self) -> &Arc<Event>;
+    fn changed(&self) -> &Event;
     /// The status the event loop reported for this hold, before the
     /// staleness rule. A hold whose record is gone (lost and let go) is
     /// `Lost`: the hold asking has not been released.
@@ -177,7 +174,8 @@ pub(crate) trait Source: Send + Sync + std::fmt::Debug {
 /// from would; [`Hold::release`] releases and reports the outcome.
 #[must_use = "the hold is released as soon as it is dropped"]
 pub struct Hold {
-    node: String,
+    /// Shared with the handle's record of the hold: one copy per hold.
+    node: Arc<str>,
     token: FencingToken,
     source: Arc<dyn Source>,
     released: bool,
@@ -193,13 +191,18 @@ impl std::fmt::Debug for Hold {
 }
 
 impl Hold {
-    pub(crate) fn new(node: String, token: FencingToken, source: Arc<dyn Source>, held: Option<Gauge>) -> Hold {
+    pub(crate) fn new(node: Arc<str>, token: FencingToken, source: Arc<dyn Source>, held: Option<Gauge>) -> Hold {
         Hold { node, token, source, released: false, _held: held }
     }
 
     /// The hold's node (for a multi-lock, one member's).
     pub fn node(&self) -> &str {
         &self.node
+    }
+
+    /// The node, shared (for another hold on it).
+    pub(crate) fn shared_node(&self) -> Arc<str> {
+        self.node.clone()
     }
 
     /// The fencing token of this hold (the node's czxid): it increases from
@@ -260,9 +263,7 @@ impl Hold {
     /// The current status, then every change (`Suspended`, `Held` again
     /// after a reconnect, `Lost`), ending after `Lost`.
     pub fn status_changes(&self) -> StatusChanges {
-        let source = self.source.clone();
-        let inner = source.client().inner.clone();
-        changes(inner, source.changed().clone(), move || effective(&source.client().inner, source.reported()))
+        changes(self.source.clone())
     }
 
     /// Completes once someone has asked the holder to give the hold up
@@ -319,7 +320,7 @@ impl Hold {
     pub async fn fenced(&self, ops: Vec<zoolock_core::Op>) -> Result<Vec<zoolock_core::wire::MultiResult>, Error> {
         match self.source.fence_nodes().await? {
             Some(nodes) => self.source.client().fenced(&nodes, ops).await,
-            None => Err(Error::NotHeld { node: self.node.clone() }),
+            None => Err(Error::NotHeld { node: self.node.to_string() }),
         }
     }
 

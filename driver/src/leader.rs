@@ -61,7 +61,7 @@ type Shared = Watched<ElectionState>;
 /// Carries one election event to the tasks. Every failure ends the wait:
 /// core reports none it recovers from (a wait cut by a session expiry is
 /// queued again on the renewed session without one).
-fn on_event(shared: &Shared, path: &str, labels: &Labels, event: RecipeEvent) {
+fn on_event(shared: &Shared, path: &str, labels: &Labels<'_>, event: RecipeEvent) {
     match event {
         RecipeEvent::Acquired { node, token } => {
             tracing::debug!(%path, %node, token = token.0, "leadership gained");
@@ -181,10 +181,13 @@ impl Participant {
             .renewing(client.inner.options.renew_session);
         let shared = Arc::new(Shared::default());
         let path: Arc<str> = path.into();
-        let labels = Labels::new("election", &path, client.inner.options.metrics_path_label);
+        let path_label = client.inner.options.metrics_path_label;
         let (sink_shared, sink_path) = (shared.clone(), path.clone());
-        let sink = move |_: Handle<CoreElection>| -> Sink {
-            Box::new(move |event| on_event(&sink_shared, &sink_path, &labels, event))
+        let sink = move |handle: Handle<CoreElection>| -> (Handle<CoreElection>, Sink) {
+            let sink = move |event| {
+                on_event(&sink_shared, &sink_path, &Labels::new("election", &sink_path, path_label), event);
+            };
+            (handle, Arc::new(sink))
         };
         let handle = client.add_recipe(machine, sink).await?;
         let participant = Arc::new(Participant {
@@ -624,7 +627,7 @@ impl hold::Source for TermHold {
         self.participant.client()
     }
 
-    fn changed(&self) -> &Arc<event_listener::Event> {
+    fn changed(&self) -> &event_listener::Event {
         &self.participant.shared.changed
     }
 
@@ -704,7 +707,7 @@ impl From<Leadership> for Hold {
 impl Leadership {
     fn new(participant: Arc<Participant>, term: TermState) -> Leadership {
         let source = Arc::new(TermHold { participant, n: term.n });
-        Leadership { hold: Hold::new(term.node, term.token, source, None) }
+        Leadership { hold: Hold::new(term.node.into(), term.token, source, None) }
     }
 
     /// Ends the term (as [`Hold::release`]): the node's delete is queued

@@ -10,25 +10,29 @@
 //! commands run in order); core removes the ticket wherever it is, and
 //! releases it if it was granted meanwhile.
 
-use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures_channel::oneshot;
 use zoolock_core::recipes::{BoxedLock, LockQueue, Part, Ticket};
 use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Handle, Instant, RecipeEvent};
 
-use crate::acquire::{self, Tickets as _, Waiter, Watched};
-use crate::client::{Client, RecipeHandle};
+use crate::acquire::{self, Owner, Recipe, Tickets as _, Waiter};
+use crate::client::Client;
 use crate::error::Error;
 use crate::hold::{self, Hold, HoldStatus, LossReason, QueuePosition};
-use crate::metrics::{Gauge, Labels};
+use crate::metrics::Gauge;
 use crate::runtime::BoxFuture;
-use crate::task::{Command, Sink};
+use crate::task::{Command, RecipeSink, Sink};
 
-type Grant = (String, FencingToken);
+/// A lock node and its fencing token; the node is shared by the hold's
+/// record here and the [`Hold`] (one copy per held lock).
+type Grant = (Arc<str>, FencingToken);
 
-/// What a lock's waiter keeps beside its reply.
+/// What a lock's waiter keeps beside its answer.
 #[derive(Debug)]
 struct Waiting {
     part: Part,
@@ -44,8 +48,8 @@ struct HoldState {
     revoked: bool,
     /// Why it was (or is being) lost: core's `Expired` comes before `Lost`.
     loss: Option<LossReason>,
-    /// The lock node, for the log.
-    node: String,
+    /// The lock node, for the log (the [`Hold`]'s own, shared).
+    node: Arc<str>,
     /// A release waiting for the server's answer.
     release: Option<oneshot::Sender<Result<(), Error>>>,
     /// `zoolock_holds`, raised while the hold lasts.
@@ -62,37 +66,83 @@ enum TicketState {
     Held(HoldState),
 }
 
-/// The tickets of one lock recipe. A part's holder is its hold that is not
-/// lost.
+/// The tickets of one lock recipe, in ticket order (core issues them in
+/// increasing order): a small vector, as a lock handle rarely has more than a
+/// few tickets at once, searched by bisection so that many stay cheap. A
+/// part's holder is its hold that is not lost.
 #[derive(Debug, Default)]
 struct Tickets {
-    tickets: HashMap<Ticket, TicketState>,
+    tickets: Vec<(Ticket, TicketState)>,
 }
 
+/// Up to this many tickets the vector grows one by one (a lock handle holds
+/// as few as it needs), past it by doubling.
+const FEW_TICKETS: usize = 4;
+
 impl Tickets {
+    fn find(&self, t: Ticket) -> Result<usize, usize> {
+        self.tickets.binary_search_by_key(&t, |(k, _)| *k)
+    }
+
+    fn get(&self, t: Ticket) -> Option<&TicketState> {
+        self.find(t).ok().and_then(|i| self.tickets.get(i)).map(|(_, s)| s)
+    }
+
+    fn get_mut(&mut self, t: Ticket) -> Option<&mut TicketState> {
+        self.find(t).ok().and_then(|i| self.tickets.get_mut(i)).map(|(_, s)| s)
+    }
+
+    /// Files `state` under `t`, replacing what was there.
+    fn insert(&mut self, t: Ticket, state: TicketState) {
+        match self.find(t) {
+            Ok(i) => {
+                if let Some(slot) = self.tickets.get_mut(i) {
+                    slot.1 = state;
+                }
+            }
+            Err(i) => {
+                if self.tickets.len() == self.tickets.capacity() && self.tickets.len() < FEW_TICKETS {
+                    self.tickets.reserve_exact(1);
+                }
+                self.tickets.insert(i, (t, state));
+            }
+        }
+    }
+
+    /// Takes out what is filed under `t` if `take` says so.
+    fn remove_if(&mut self, t: Ticket, take: impl FnOnce(&TicketState) -> bool) -> Option<TicketState> {
+        let i = self.find(t).ok()?;
+        take(&self.tickets.get(i)?.1).then(|| self.tickets.remove(i).1)
+    }
+
     fn hold(&self, t: Ticket) -> Option<&HoldState> {
-        match self.tickets.get(&t)? {
+        match self.get(t)? {
             TicketState::Held(h) => Some(h),
             TicketState::Waiting(_) => None,
         }
     }
 
     fn hold_mut(&mut self, t: Ticket) -> Option<&mut HoldState> {
-        match self.tickets.get_mut(&t)? {
+        match self.get_mut(t)? {
             TicketState::Held(h) => Some(h),
             TicketState::Waiting(_) => None,
         }
     }
 
+    /// The hold of `part` that is not lost.
+    fn holder(&self, part: Part) -> Option<&HoldState> {
+        self.tickets.iter().find_map(|(_, t)| match t {
+            TicketState::Held(h) if h.part == part && h.status != HoldStatus::Lost => Some(h),
+            _ => None,
+        })
+    }
+
     /// The hold of `t` is over: forget it, and hand back a release that
     /// waits for it.
     fn forget_hold(&mut self, t: Ticket) -> Option<oneshot::Sender<Result<(), Error>>> {
-        match self.tickets.remove(&t)? {
+        match self.remove_if(t, |s| matches!(s, TicketState::Held(_)))? {
             TicketState::Held(h) => h.release,
-            waiting @ TicketState::Waiting(_) => {
-                self.tickets.insert(t, waiting);
-                None
-            }
+            TicketState::Waiting(_) => None,
         }
     }
 }
@@ -102,45 +152,42 @@ impl acquire::Tickets for Tickets {
     type Waiting = Waiting;
     type Queue = LockQueue;
 
-    fn waiter(&mut self, t: Ticket) -> Option<&mut Waiter<Grant, Waiting>> {
-        match self.tickets.get_mut(&t)? {
+    fn waiter(&self, t: Ticket) -> Option<&Waiter<Grant, Waiting>> {
+        match self.get(t)? {
             TicketState::Waiting(w) => Some(w),
-            TicketState::Held(_) => None,
-        }
-    }
-
-    fn position(&self, t: Ticket) -> Option<QueuePosition> {
-        match self.tickets.get(&t)? {
-            TicketState::Waiting(w) => w.position,
             TicketState::Held(_) => None,
         }
     }
 
     fn insert_waiter(&mut self, t: Ticket, waiter: Waiter<Grant, Waiting>) {
-        self.tickets.insert(t, TicketState::Waiting(waiter));
+        self.insert(t, TicketState::Waiting(waiter));
     }
 
     fn take_waiter(&mut self, t: Ticket) -> Option<Waiter<Grant, Waiting>> {
-        match self.tickets.remove(&t)? {
+        match self.remove_if(t, |s| matches!(s, TicketState::Waiting(_)))? {
             TicketState::Waiting(w) => Some(w),
-            held @ TicketState::Held(_) => {
-                self.tickets.insert(t, held);
-                None
-            }
+            TicketState::Held(_) => None,
         }
     }
 
     fn forget(&mut self, t: Ticket) {
-        self.tickets.remove(&t);
+        self.remove_if(t, |_| true);
     }
 }
 
-/// State shared by the handles of one lock recipe and its event sink.
-type LockShared = Watched<Tickets>;
+/// The registered lock recipe a [`Lock`] and its clones share (with its
+/// event sink).
+type LockRecipe = Recipe<Tickets>;
 
-impl LockShared {
+impl LockRecipe {
     fn hold_status(&self, ticket: Ticket) -> HoldStatus {
-        self.peek(|t| t.hold(ticket).map_or(HoldStatus::NotHeld, |s| s.status))
+        self.shared.peek(|t| t.hold(ticket).map_or(HoldStatus::NotHeld, |s| s.status))
+    }
+}
+
+impl RecipeSink for LockRecipe {
+    fn deliver(&self, event: RecipeEvent) {
+        on_event(self, event);
     }
 }
 
@@ -166,14 +213,8 @@ impl LockShared {
 /// or bound the wait with [`Lock::acquire_timeout`].
 #[derive(Clone)]
 pub struct Lock {
-    recipe: Arc<RecipeHandle>,
-    handle: Handle<LockQueue>,
+    owner: Owner<Tickets>,
     part: Part,
-    shared: Arc<LockShared>,
-    /// The lock path (paths, for a multi-lock), for the log.
-    path: Arc<str>,
-    /// Its metrics labels.
-    labels: Arc<Labels>,
 }
 
 /// The two halves of one read-write lock, by name (from
@@ -192,19 +233,20 @@ pub struct ReadWriteLock {
 impl std::fmt::Debug for Lock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Lock")
-            .field("path", &self.path)
-            .field("recipe", &self.recipe.id)
+            .field("path", &self.owner.recipe.path)
+            .field("recipe", &self.owner.recipe.handle.id())
             .field("part", &self.part)
             .finish()
     }
 }
 
 /// Carries one lock event to the tasks.
-fn on_event(shared: &LockShared, path: &str, labels: &Labels, event: RecipeEvent) {
+fn on_event(recipe: &LockRecipe, event: RecipeEvent) {
+    let (shared, path) = (&recipe.shared, &*recipe.path);
     let RecipeEvent::Ticket { ticket, event } = event else {
         match event {
             RecipeEvent::CleanupFailed { path: node, error } => {
-                crate::metrics::cleanup_failed(labels);
+                crate::metrics::cleanup_failed(&recipe.labels());
                 tracing::warn!(%path, %node, %error, "lock node clean-up failed");
             }
             other => tracing::trace!(%path, ?other, "lock event"),
@@ -214,6 +256,7 @@ fn on_event(shared: &LockShared, path: &str, labels: &Labels, event: RecipeEvent
     let t = ticket;
     match *event {
         RecipeEvent::Acquired { node, token } => {
+            let node: Arc<str> = node.into();
             let waiter = shared.with(|s| {
                 let waiter = s.take_waiter(t)?;
                 let Waiting { part, revoked } = waiter.of;
@@ -224,12 +267,12 @@ fn on_event(shared: &LockShared, path: &str, labels: &Labels, event: RecipeEvent
                     loss: None,
                     node: node.clone(),
                     release: None,
-                    _held: Gauge::held(labels),
+                    _held: Gauge::held(&recipe.labels()),
                 };
-                s.tickets.insert(t, TicketState::Held(held));
-                Some(waiter.reply)
+                s.insert(t, TicketState::Held(held));
+                Some(waiter.answer)
             });
-            if waiter.is_none_or(|w| w.send(Ok((node.clone(), token))).is_err()) {
+            if waiter.is_none_or(|w| !w.answer(Ok((node.clone(), token)))) {
                 // Granted to an acquire that was dropped: its cancel, queued
                 // when it was dropped, has core give the hold back.
                 tracing::debug!(%path, %node, "lock granted to a dropped acquire");
@@ -246,7 +289,7 @@ fn on_event(shared: &LockShared, path: &str, labels: &Labels, event: RecipeEvent
         end @ (RecipeEvent::TimedOut | RecipeEvent::Failed(_) | RecipeEvent::Refused(_)) => {
             tracing::debug!(%path, %t, ?end, "lock acquire or release ended");
             // Not an acquire: the release of this ticket failed.
-            if let Err(error) = acquire::end(shared, labels, t, &end) {
+            if let Err(error) = acquire::end(recipe, t, &end) {
                 if let Some(r) = shared.with(|s| s.forget_hold(t)) {
                     let _ = r.send(Err(error));
                 }
@@ -261,11 +304,11 @@ fn on_event(shared: &LockShared, path: &str, labels: &Labels, event: RecipeEvent
             let node = shared.peek(|s| s.hold(t).map(|h| h.node.clone())).unwrap_or_default();
             match new {
                 HoldStatus::Lost => {
-                    crate::metrics::lost(labels);
+                    crate::metrics::lost(&recipe.labels());
                     tracing::warn!(%path, %node, "hold lost");
                 }
                 HoldStatus::Suspended => {
-                    crate::metrics::suspended(labels);
+                    crate::metrics::suspended(&recipe.labels());
                     tracing::info!(%path, %node, "hold suspended: the connection dropped");
                 }
                 _ => tracing::info!(%path, %node, "hold confirmed after the reconnect"),
@@ -281,7 +324,7 @@ fn on_event(shared: &LockShared, path: &str, labels: &Labels, event: RecipeEvent
         }
         RecipeEvent::Queued { position, total } => {
             tracing::trace!(%path, %t, position, total, "queued");
-            acquire::queued(shared, t, position, total);
+            acquire::queued(recipe, t, position, total);
         }
         RecipeEvent::Expired { node } => {
             tracing::warn!(%path, %node, "hold reached its max hold: lost");
@@ -293,7 +336,7 @@ fn on_event(shared: &LockShared, path: &str, labels: &Labels, event: RecipeEvent
         }
         RecipeEvent::RevocationRequested => {
             tracing::debug!(%path, %t, "revocation requested");
-            shared.with(|s| match s.tickets.get_mut(&t) {
+            shared.with(|s| match s.get_mut(t) {
                 Some(TicketState::Held(h)) => h.revoked = true,
                 Some(TicketState::Waiting(w)) => w.of.revoked = true,
                 None => {}
@@ -315,30 +358,23 @@ impl Lock {
     ) -> Result<Vec<Lock>, Error> {
         let parts = recipe.parts();
         let renew = client.inner.options.renew_session;
-        let shared = Arc::new(LockShared::default());
-        let path: Arc<str> = path.into();
-        let labels = Arc::new(Labels::new(kind, &path, client.inner.options.metrics_path_label));
-        let (sink_shared, sink_path, sink_labels) = (shared.clone(), path.clone(), labels.clone());
-        let sink = move |_: Handle<LockQueue>| -> Sink {
-            Box::new(move |event| on_event(&sink_shared, &sink_path, &sink_labels, event))
+        let path_label = client.inner.options.metrics_path_label;
+        let path = path.into_boxed_str();
+        // The recipe's shared state is its own sink: one allocation.
+        let register = move |handle: Handle<LockQueue>| -> (Arc<LockRecipe>, Sink) {
+            let recipe = Arc::new(Recipe::new(handle, Tickets::default(), path, kind, path_label));
+            (recipe.clone(), recipe)
         };
-        let handle = client.add_recipe(LockQueue::new(recipe, renew), sink).await?;
-        let recipe = Arc::new(RecipeHandle { client, id: handle.id() });
-        Ok(parts
-            .iter()
-            .map(|part| Lock {
-                recipe: recipe.clone(),
-                handle,
-                part: *part,
-                shared: shared.clone(),
-                path: path.clone(),
-                labels: labels.clone(),
-            })
-            .collect())
+        let recipe = client.add_recipe(LockQueue::new(recipe, renew), register).await?;
+        Ok(parts.iter().map(|&part| Lock { owner: Owner::new(client.clone(), recipe.clone()), part }).collect())
     }
 
     fn client(&self) -> &Client {
-        &self.recipe.client
+        &self.owner.client
+    }
+
+    fn recipe(&self) -> &Arc<LockRecipe> {
+        &self.owner.recipe
     }
 
     /// Waits until the lock is held.
@@ -358,7 +394,10 @@ impl Lock {
     /// given back, and the tasks queued behind it in this process move up; no
     /// node is left behind.
     pub async fn acquire(&self) -> Result<Guard, Error> {
-        self.acquire_inner(None).await
+        // Named and awaited through a borrow: the future is kept once, not
+        // also moved into the await (which would double the caller's task).
+        let mut acquiring = self.acquire_for(None, None)?;
+        (&mut acquiring).await
     }
 
     /// Waits at most `timeout`; [`Error::TimedOut`] after it. A free lock is
@@ -393,7 +432,8 @@ impl Lock {
     /// given back, and the tasks queued behind it in this process move up; no
     /// node is left behind.
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Guard, Error> {
-        self.acquire_inner(Some(timeout)).await
+        let mut acquiring = self.acquire_for(Some(timeout), None)?;
+        (&mut acquiring).await
     }
 
     /// Takes the lock only if that needs no waiting (also not behind another
@@ -414,7 +454,8 @@ impl Lock {
     /// given back, and the tasks queued behind it in this process move up; no
     /// node is left behind.
     pub async fn try_acquire(&self) -> Result<Option<Guard>, Error> {
-        match self.acquire_inner(Some(Duration::ZERO)).await {
+        let mut acquiring = self.acquire_for(Some(Duration::ZERO), None)?;
+        match (&mut acquiring).await {
             Ok(g) => Ok(Some(g)),
             Err(Error::TimedOut) => Ok(None),
             Err(e) => Err(e),
@@ -459,37 +500,35 @@ impl Lock {
         timeout: Option<Duration>,
         mut progress: impl FnMut(QueuePosition) + Send,
     ) -> Result<Guard, Error> {
+        let mut acquiring = self.acquire_for(timeout, Some(&mut progress))?;
+        (&mut acquiring).await
+    }
+
+    /// Queues an acquire of this part, waiting at most `timeout`. Not an
+    /// `async fn`: the caller awaits the returned future directly, so the
+    /// arguments are not kept a second time for the whole wait.
+    fn acquire_for<'a, 'p>(
+        &'a self,
+        timeout: Option<Duration>,
+        progress: Option<acquire::Progress<'p>>,
+    ) -> Result<Acquiring<'a, 'p>, Error> {
         let part = self.part;
-        self.start(move |q, now| Ok(q.acquire(now, part, timeout.map(|d| now + d))), &mut progress).await
+        self.start(part, move |q, now| Ok(q.acquire(now, part, timeout.map(|d| now + d))), progress)
     }
 
-    async fn acquire_inner(&self, timeout: Option<Duration>) -> Result<Guard, Error> {
-        // Boxed: the acquire's state (about 650 bytes) lives only while it
-        // waits, not for as long as the caller's task, which is sized to its
-        // largest await (with thousands of held locks, a task each).
-        Box::pin(self.acquire_with_progress(timeout, |_| {})).await
-    }
-
-    /// Queues an acquire for a new ticket with `command` and waits for its
-    /// grant. Dropping the future cancels the ticket wherever it is.
-    async fn start(
-        &self,
+    /// Queues an acquire of `part` for a new ticket with `command`; the
+    /// returned future waits for its grant. Dropping it cancels the ticket
+    /// wherever it is.
+    fn start<'a, 'p>(
+        &'a self,
+        part: Part,
         command: impl FnOnce(&mut LockQueue, Instant) -> Result<Ticket, ApiMisuse> + Send + 'static,
-        progress: &mut (dyn FnMut(QueuePosition) + Send),
-    ) -> Result<Guard, Error> {
-        tracing::trace!(path = %self.path, part = ?self.part, "acquire");
-        let queue = acquire::Queue {
-            shared: &self.shared,
-            client: self.client(),
-            handle: self.handle,
-            labels: &self.labels,
-            path: &self.path,
-        };
-        let of = Waiting { part: self.part, revoked: false };
-        let acquire::Granted { ticket, grant: (node, token), waited } =
-            acquire::acquire(queue, of, command, progress).await?;
-        tracing::debug!(path = %self.path, %node, token = token.0, ?waited, "lock granted");
-        Ok(Guard::new(self.clone(), ticket, node, token))
+        progress: Option<acquire::Progress<'p>>,
+    ) -> Result<Acquiring<'a, 'p>, Error> {
+        tracing::trace!(path = %self.owner.recipe.path, ?part, "acquire");
+        let of = Waiting { part, revoked: false };
+        let acquire = acquire::acquire(&self.owner, of, command, progress)?;
+        Ok(Acquiring { lock: self, part, acquire })
     }
 
     /// Completes once this lock owes the server nothing: it is neither held
@@ -512,7 +551,7 @@ impl Lock {
     ///
     /// Cancel-safe: it only waits; dropping it changes nothing.
     pub async fn settled(&self) -> Result<(), Error> {
-        self.recipe.settled().await
+        self.owner.settled().await
     }
 
     /// The status of the hold this lock's part has now, through any clone
@@ -522,14 +561,30 @@ impl Lock {
     /// the session timeout reads as `Suspended`, even before the event loop
     /// has run: after a process pause the first check must not say `Held`.
     pub fn status(&self) -> HoldStatus {
-        let reported = self.shared.peek(|s| {
-            let holder = s.tickets.values().find_map(|t| match t {
-                TicketState::Held(h) if h.part == self.part && h.status != HoldStatus::Lost => Some(h),
-                _ => None,
-            });
-            holder.map_or(HoldStatus::NotHeld, |h| h.status)
-        });
+        let reported = self.owner.recipe.shared.peek(|s| s.holder(self.part).map_or(HoldStatus::NotHeld, |h| h.status));
         hold::effective(&self.client().inner, reported)
+    }
+}
+
+/// An acquire of one part of a [`Lock`] under way: its grant becomes a
+/// [`Guard`]. Dropping it cancels the acquire (see [`acquire::Acquire`]).
+struct Acquiring<'a, 'p> {
+    lock: &'a Lock,
+    part: Part,
+    acquire: acquire::Acquire<'a, 'p, Tickets>,
+}
+
+impl Future for Acquiring<'_, '_> {
+    type Output = Result<Guard, Error>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        let Poll::Ready(granted) = Pin::new(&mut this.acquire).poll(cx) else { return Poll::Pending };
+        let acquire::Granted { ticket, grant: (node, token), waited } = granted?;
+        let path = &this.lock.owner.recipe.path;
+        tracing::debug!(%path, %node, token = token.0, ?waited, "lock granted");
+        let lock = Lock { owner: this.lock.owner.clone(), part: this.part };
+        Poll::Ready(Ok(Guard::new(lock, ticket, node, token)))
     }
 }
 
@@ -545,12 +600,12 @@ impl hold::Source for TicketHold {
         self.lock.client()
     }
 
-    fn changed(&self) -> &Arc<event_listener::Event> {
-        &self.lock.shared.changed
+    fn changed(&self) -> &event_listener::Event {
+        &self.lock.recipe().shared.changed
     }
 
     fn reported(&self) -> HoldStatus {
-        match self.lock.shared.hold_status(self.ticket) {
+        match self.lock.recipe().hold_status(self.ticket) {
             // The hold's record is gone only once it was let go.
             HoldStatus::NotHeld => HoldStatus::Lost,
             other => other,
@@ -558,15 +613,16 @@ impl hold::Source for TicketHold {
     }
 
     fn revoked(&self) -> bool {
-        self.lock.shared.peek(|s| s.hold(self.ticket).is_some_and(|h| h.revoked))
+        self.lock.recipe().shared.peek(|s| s.hold(self.ticket).is_some_and(|h| h.revoked))
     }
 
     fn loss(&self) -> Option<LossReason> {
-        self.lock.shared.peek(|s| s.hold(self.ticket).filter(|h| h.status == HoldStatus::Lost).and_then(|h| h.loss))
+        let shared = &self.lock.recipe().shared;
+        shared.peek(|s| s.hold(self.ticket).filter(|h| h.status == HoldStatus::Lost).and_then(|h| h.loss))
     }
 
     fn fence_nodes(&self) -> BoxFuture<Result<Option<Vec<String>>, Error>> {
-        let (inner, handle, t) = (self.lock.client().inner.clone(), self.lock.handle, self.ticket);
+        let (inner, handle, t) = (self.lock.client().inner.clone(), self.lock.recipe().handle, self.ticket);
         // Core knows the hold: its nodes, or none once it was lost.
         Box::pin(
             async move { Ok(inner.run(move |client, now| client.with(now, handle, |q, _| q.hold_nodes(t))).await??) },
@@ -575,11 +631,9 @@ impl hold::Source for TicketHold {
 
     fn release(&self) -> BoxFuture<Result<(), Error>> {
         let (tx, rx) = oneshot::channel();
-        let (inner, shared, handle, t) =
-            (self.lock.client().inner.clone(), self.lock.shared.clone(), self.lock.handle, self.ticket);
+        let (inner, recipe, t) = (self.lock.client().inner.clone(), self.lock.recipe().clone(), self.ticket);
         Box::pin(async move {
-            let immediate =
-                inner.run(move |client, now| release_job(client, now, &shared, handle, t, Some(tx))).await?;
+            let immediate = inner.run(move |client, now| release_job(client, now, &recipe, t, Some(tx))).await?;
             match immediate {
                 Some(result) => result,
                 None => rx.await.unwrap_or(Err(Error::ClientClosed)),
@@ -588,9 +642,9 @@ impl hold::Source for TicketHold {
     }
 
     fn release_in_background(&self) {
-        let (shared, handle, t) = (self.lock.shared.clone(), self.lock.handle, self.ticket);
+        let (recipe, t) = (self.lock.recipe().clone(), self.ticket);
         let _ = self.lock.client().inner.send(Command::Run(Box::new(move |client, now| {
-            let _ = release_job(client, now, &shared, handle, t, None);
+            let _ = release_job(client, now, &recipe, t, None);
         })));
     }
 }
@@ -630,7 +684,7 @@ impl From<Guard> for Hold {
 }
 
 impl Guard {
-    fn new(lock: Lock, ticket: Ticket, node: String, token: FencingToken) -> Guard {
+    fn new(lock: Lock, ticket: Ticket, node: Arc<str>, token: FencingToken) -> Guard {
         let of = Arc::new(TicketHold { lock, ticket });
         Guard { hold: Hold::new(node, token, of.clone(), None), of }
     }
@@ -657,9 +711,9 @@ impl Guard {
     /// Cancel-safe as [`Lock::acquire`]: a read node made for a dropped downgrade
     /// is deleted; the write guard is untouched.
     pub async fn downgrade(&self) -> Result<Guard, Error> {
-        let read = Lock { part: Part::Read, ..self.of.lock.clone() };
         let writer = self.of.ticket;
-        read.start(move |q, now| q.downgrade(now, writer), &mut |_| {}).await
+        let mut acquiring = self.of.lock.start(Part::Read, move |q, now| q.downgrade(now, writer), None)?;
+        (&mut acquiring).await
     }
 
     /// A second, nested guard on the same hold (explicit reentrancy, counted
@@ -678,9 +732,9 @@ impl Guard {
     /// with no guard to lower it: the node then stays until this guard's hold
     /// ends (its release, or the session's end). Await it to completion.
     pub async fn reenter(&self) -> Result<Guard, Error> {
-        let (handle, t) = (self.of.lock.handle, self.of.ticket);
+        let (handle, t) = (self.of.lock.recipe().handle, self.of.ticket);
         self.of.lock.client().inner.run(move |client, now| client.with(now, handle, |q, _| q.reenter(t))).await???;
-        Ok(Guard::new(self.of.lock.clone(), t, self.node().to_owned(), self.fencing_token()))
+        Ok(Guard::new(self.of.lock.clone(), t, self.hold.shared_node(), self.fencing_token()))
     }
 
     /// Releases (with re-entries, counts this guard off): [`Hold::release`].
@@ -708,12 +762,12 @@ impl Guard {
 fn release_job(
     client: &mut CoreClient,
     now: Instant,
-    shared: &LockShared,
-    handle: Handle<LockQueue>,
+    recipe: &LockRecipe,
     t: Ticket,
     reply: Option<oneshot::Sender<Result<(), Error>>>,
 ) -> Option<Result<(), Error>> {
-    match client.with(now, handle, |q, now| {
+    let shared = &recipe.shared;
+    match client.with(now, recipe.handle, |q, now| {
         let result = q.release(now, t);
         let still_held = q.inner().parts().iter().any(|p| q.holder(*p).is_some_and(|(h, _, _)| h == t));
         (result, still_held)

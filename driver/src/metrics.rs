@@ -3,30 +3,30 @@
 //! series, their units and labels are listed in the crate docs ("Features
 //! and metrics"); keep that table in step with this file.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-/// The labels of one lock's series.
-#[derive(Debug, Clone)]
+/// The labels of one lock's series, borrowed from the handle that owns its
+/// path (a lock keeps no copy of its path for its labels).
+#[derive(Debug, Clone, Copy)]
 #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
-pub(crate) struct Labels {
+pub(crate) struct Labels<'a> {
     kind: &'static str,
     /// `None` when the path label is turned off.
-    path: Option<Arc<str>>,
+    path: Option<&'a str>,
 }
 
-impl Labels {
+impl<'a> Labels<'a> {
     /// The labels of a lock of `kind` on `path`, with the path only if
     /// `with_path`.
-    pub(crate) fn new(kind: &'static str, path: &Arc<str>, with_path: bool) -> Labels {
+    pub(crate) fn new(kind: &'static str, path: &'a str, with_path: bool) -> Labels<'a> {
         describe();
-        Labels { kind, path: with_path.then(|| path.clone()) }
+        Labels { kind, path: with_path.then_some(path) }
     }
 
     #[cfg(feature = "metrics")]
     fn get(&self) -> Vec<metrics::Label> {
         let mut labels = vec![metrics::Label::new("kind", self.kind)];
-        if let Some(path) = &self.path {
+        if let Some(path) = self.path {
             labels.push(metrics::Label::new("path", path.to_string()));
         }
         labels
@@ -42,7 +42,7 @@ pub(crate) struct Gauge {
 
 impl Gauge {
     #[cfg_attr(not(feature = "metrics"), allow(unused_variables))]
-    fn raise(name: &'static str, labels: Option<&Labels>) -> Gauge {
+    fn raise(name: &'static str, labels: Option<&Labels<'_>>) -> Gauge {
         #[cfg(feature = "metrics")]
         {
             let gauge = metrics::gauge!(name, labels.map(Labels::get).unwrap_or_default());
@@ -54,12 +54,12 @@ impl Gauge {
     }
 
     /// An acquire under way, until dropped.
-    pub(crate) fn waiting(labels: &Labels) -> Gauge {
+    pub(crate) fn waiting(labels: &Labels<'_>) -> Gauge {
         Gauge::raise("zoolock_acquires_waiting", Some(labels))
     }
 
     /// A hold, until dropped.
-    pub(crate) fn held(labels: &Labels) -> Gauge {
+    pub(crate) fn held(labels: &Labels<'_>) -> Gauge {
         Gauge::raise("zoolock_holds", Some(labels))
     }
 
@@ -108,15 +108,15 @@ fn describe() {
 }
 
 #[cfg(feature = "metrics")]
-fn count(name: &'static str, labels: &Labels) {
+fn count(name: &'static str, labels: &Labels<'_>) {
     metrics::counter!(name, labels.get()).increment(1);
 }
 
 #[cfg(not(feature = "metrics"))]
-fn count(_name: &'static str, _labels: &Labels) {}
+fn count(_name: &'static str, _labels: &Labels<'_>) {}
 
 /// A grant after `waited`.
-pub(crate) fn acquired(labels: &Labels, waited: Duration) {
+pub(crate) fn acquired(labels: &Labels<'_>, waited: Duration) {
     count("zoolock_acquires_total", labels);
     #[cfg(feature = "metrics")]
     metrics::histogram!("zoolock_acquire_wait_seconds", labels.get()).record(waited.as_secs_f64());
@@ -125,22 +125,22 @@ pub(crate) fn acquired(labels: &Labels, waited: Duration) {
 }
 
 /// An acquire that ended at its deadline.
-pub(crate) fn timed_out(labels: &Labels) {
+pub(crate) fn timed_out(labels: &Labels<'_>) {
     count("zoolock_acquire_timeouts_total", labels);
 }
 
 /// A hold told `Suspended`.
-pub(crate) fn suspended(labels: &Labels) {
+pub(crate) fn suspended(labels: &Labels<'_>) {
     count("zoolock_holds_suspended_total", labels);
 }
 
 /// A hold told `Lost`.
-pub(crate) fn lost(labels: &Labels) {
+pub(crate) fn lost(labels: &Labels<'_>) {
     count("zoolock_holds_lost_total", labels);
 }
 
 /// An abandoned node that could not be deleted.
-pub(crate) fn cleanup_failed(labels: &Labels) {
+pub(crate) fn cleanup_failed(labels: &Labels<'_>) {
     count("zoolock_cleanup_failures_total", labels);
 }
 

@@ -111,8 +111,8 @@ impl Client {
 
     async fn observe_with(&self, observer: Observer) -> Result<HolderChanges, Error> {
         let (tx, rx) = mpsc::unbounded();
-        let sink = move |_: Handle<Observer>| -> Sink {
-            Box::new(move |event: RecipeEvent| {
+        let sink = move |handle: Handle<Observer>| -> (Handle<Observer>, Sink) {
+            let sink = move |event: RecipeEvent| {
                 let item = match event {
                     RecipeEvent::Holder(holder) => Ok(holder),
                     RecipeEvent::Failed(e) => Err(Error::Request(e)),
@@ -122,7 +122,8 @@ impl Client {
                     }
                 };
                 let _ = tx.unbounded_send(item);
-            })
+            };
+            (handle, std::sync::Arc::new(sink))
         };
         let id = self.add_recipe(observer, sink).await?.id();
         Ok(HolderChanges { rx, _recipe: RecipeHandle { client: self.clone(), id } })

@@ -2,6 +2,8 @@
 //! the shared count, participants and revocation, and the per-lock settings
 //! they take.
 
+use std::sync::Arc;
+
 use futures_channel::oneshot;
 use zoolock_core::recipes::{LockKind, LockSpec, SemaphoreSize, SemaphoreSpec};
 use zoolock_core::{
@@ -331,13 +333,14 @@ impl Client {
     /// Runs a one-shot recipe to its first event, then drops it.
     async fn one_shot<R: Machine<CoreMachine> + 'static>(&self, recipe: R) -> Result<RecipeEvent, Error> {
         let (tx, rx) = oneshot::channel();
-        let mut tx = Some(tx);
-        let sink = move |_: Handle<R>| -> Sink {
-            Box::new(move |event: RecipeEvent| {
-                if let Some(tx) = tx.take() {
+        let tx = std::sync::Mutex::new(Some(tx));
+        let sink = move |handle: Handle<R>| -> (Handle<R>, Sink) {
+            let sink = move |event: RecipeEvent| {
+                if let Some(tx) = tx.lock().ok().and_then(|mut tx| tx.take()) {
                     let _ = tx.send(event);
                 }
-            })
+            };
+            (handle, Arc::new(sink))
         };
         let handle = self.add_recipe(recipe, sink).await?;
         // Dropped with the future too, so an abandoned call leaves nothing.
@@ -345,18 +348,20 @@ impl Client {
         rx.await.map_err(|_| Error::ClientClosed)
     }
 
-    /// Registers `recipe` on the event loop with the sink `sink` makes for
-    /// its handle, and returns the handle: the only way the driver gets one.
-    pub(crate) async fn add_recipe<R: Machine<CoreMachine> + 'static>(
+    /// Registers `recipe` on the event loop; `register` makes, on the event
+    /// loop, what the caller gets back and the recipe's sink from its handle
+    /// (the only way the driver gets one).
+    pub(crate) async fn add_recipe<R: Machine<CoreMachine> + 'static, T: Send + 'static>(
         &self,
         recipe: R,
-        sink: impl FnOnce(Handle<R>) -> Sink + Send + 'static,
-    ) -> Result<Handle<R>, Error> {
+        register: impl FnOnce(Handle<R>) -> (T, Sink) + Send + 'static,
+    ) -> Result<T, Error> {
         let (reply, rx) = oneshot::channel();
         self.inner.send(Command::AddRecipe(Box::new(move |client: &mut CoreClient, now| {
             let handle = client.add(now, recipe);
-            let taken = reply.send(handle).is_ok();
-            (handle.id(), sink(handle), taken)
+            let (made, sink) = register(handle);
+            let taken = reply.send(made).is_ok();
+            (handle.id(), sink, taken)
         })))?;
         rx.await.map_err(|_| Error::ClientClosed)
     }

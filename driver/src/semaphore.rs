@@ -9,21 +9,23 @@ use std::time::Duration;
 use zoolock_core::recipes::{LeaseQueue, Semaphore as CoreSemaphore, Ticket};
 use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Handle, Instant, RecipeEvent};
 
-use crate::acquire::{self, Waiter, Watched};
-use crate::client::{Client, RecipeHandle};
+use crate::acquire::{self, Owner, Recipe, Waiter};
+use crate::client::Client;
 use crate::error::Error;
 use crate::hold::{self, Hold, HoldStatus, LossReason, QueuePosition};
-use crate::metrics::{Gauge, Labels};
+use crate::metrics::Gauge;
 use crate::runtime::BoxFuture;
-use crate::task::{Command, Sink};
+use crate::task::{Command, RecipeSink, Sink};
 
-type Grant = Vec<(String, FencingToken)>;
+/// Lease nodes and their fencing tokens; each node is shared by its
+/// [`Lease`]'s hold and the hold's source.
+type Grant = Vec<(Arc<str>, FencingToken)>;
 
 /// The leases an acquire has got so far, and how many it wants.
 #[derive(Debug)]
 struct Waiting {
     qty: usize,
-    got: Vec<(String, FencingToken)>,
+    got: Grant,
 }
 
 #[derive(Debug, Default)]
@@ -44,19 +46,25 @@ struct State {
 }
 
 /// State shared by a semaphore's handles and its event sink.
-type SemShared = Watched<State>;
+type SemShared = acquire::Watched<State>;
+
+/// The registered semaphore a [`Semaphore`] and its clones share (with its
+/// event sink).
+type SemRecipe = Recipe<State>;
+
+impl RecipeSink for SemRecipe {
+    fn deliver(&self, event: RecipeEvent) {
+        on_event(self, event);
+    }
+}
 
 impl acquire::Tickets for State {
     type Grant = Grant;
     type Waiting = Waiting;
     type Queue = LeaseQueue;
 
-    fn waiter(&mut self, t: Ticket) -> Option<&mut Waiter<Grant, Waiting>> {
-        self.waiters.get_mut(&t)
-    }
-
-    fn position(&self, t: Ticket) -> Option<QueuePosition> {
-        self.waiters.get(&t).and_then(|w| w.position)
+    fn waiter(&self, t: Ticket) -> Option<&Waiter<Grant, Waiting>> {
+        self.waiters.get(&t)
     }
 
     fn insert_waiter(&mut self, t: Ticket, waiter: Waiter<Grant, Waiting>) {
@@ -91,30 +99,20 @@ impl SemShared {
 /// earlier acquires stay held meanwhile.
 #[derive(Clone)]
 pub struct Semaphore {
-    handle: Arc<RecipeHandle>,
-    typed: Handle<LeaseQueue>,
-    shared: Arc<SemShared>,
-    /// The semaphore path, for the log.
-    path: Arc<str>,
-    /// Its metrics labels.
-    labels: Arc<Labels>,
+    owner: Owner<State>,
 }
 
 impl std::fmt::Debug for Semaphore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Semaphore").field("path", &self.path).field("recipe", &self.handle.id).finish()
+        let recipe = &self.owner.recipe;
+        f.debug_struct("Semaphore").field("path", &recipe.path).field("recipe", &recipe.handle.id()).finish()
     }
 }
 
 /// Returns the lease on `node` (on the driver task, so no loss of it can be
 /// reported after its entry in `lost` is forgotten here).
-fn return_lease(
-    client: &mut CoreClient,
-    now: Instant,
-    shared: &SemShared,
-    typed: Handle<LeaseQueue>,
-    node: &str,
-) -> Result<(), Error> {
+fn return_lease(client: &mut CoreClient, now: Instant, recipe: &SemRecipe, node: &str) -> Result<(), Error> {
+    let shared = &recipe.shared;
     tracing::debug!(%node, "returning lease");
     if shared.peek(|s| s.lost.contains_key(node) || s.expired.contains(node)) {
         shared.with(|s| {
@@ -122,7 +120,7 @@ fn return_lease(
             s.expired.remove(node);
         });
     }
-    client.with(now, typed, |s, now| s.return_lease(now, node))??;
+    client.with(now, recipe.handle, |s, now| s.return_lease(now, node))??;
     Ok(())
 }
 
@@ -136,7 +134,8 @@ fn expired(shared: &SemShared, path: &str, node: String) {
 }
 
 /// Carries one semaphore event to the tasks.
-fn on_event(shared: &SemShared, path: &str, labels: &Labels, event: RecipeEvent) {
+fn on_event(recipe: &SemRecipe, event: RecipeEvent) {
+    let (shared, path, labels) = (&recipe.shared, &*recipe.path, &recipe.labels());
     let (ticket, event) = match event {
         RecipeEvent::Ticket { ticket, event } => (ticket, *event),
         RecipeEvent::Suspended => {
@@ -182,12 +181,12 @@ fn on_event(shared: &SemShared, path: &str, labels: &Labels, event: RecipeEvent)
         RecipeEvent::Acquired { node, token } => {
             let done = shared.with(|s| {
                 let w = s.waiters.get_mut(&ticket)?;
-                w.of.got.push((node.clone(), token));
+                w.of.got.push((node.as_str().into(), token));
                 if w.of.got.len() >= w.of.qty { s.waiters.remove(&ticket) } else { None }
             });
             let Some(w) = done else { return };
-            let nodes: Vec<String> = w.of.got.iter().map(|l| l.0.clone()).collect();
-            if w.reply.send(Ok(w.of.got)).is_ok() {
+            let nodes: Vec<Arc<str>> = w.of.got.iter().map(|l| l.0.clone()).collect();
+            if w.answer.answer(Ok(w.of.got)) {
                 tracing::debug!(%path, ?nodes, "leases granted");
             } else {
                 // Its cancel, queued when it was dropped, has core return them.
@@ -195,9 +194,9 @@ fn on_event(shared: &SemShared, path: &str, labels: &Labels, event: RecipeEvent)
             }
         }
         end @ (RecipeEvent::TimedOut | RecipeEvent::Failed(_) | RecipeEvent::Refused(_)) => {
-            let _ = acquire::end(shared, labels, ticket, &end);
+            let _ = acquire::end(recipe, ticket, &end);
         }
-        RecipeEvent::Queued { position, total } => acquire::queued(shared, ticket, position, total),
+        RecipeEvent::Queued { position, total } => acquire::queued(recipe, ticket, position, total),
         RecipeEvent::Expired { node } => expired(shared, path, node),
         other => tracing::trace!(%path, %ticket, ?other, "semaphore ticket event"),
     }
@@ -207,23 +206,17 @@ impl Semaphore {
     /// Carries `semaphore`, built by [`crate::Client::semaphore_with`].
     pub(crate) async fn new(client: Client, semaphore: CoreSemaphore) -> Result<Semaphore, Error> {
         let renew = client.inner.options.renew_session;
-        let base = semaphore.base().clone();
-        let shared = Arc::new(SemShared::default());
-        shared.with(|s| s.size = semaphore.max_leases());
-        let path: Arc<str> = base.as_str().into();
-        let labels = Arc::new(Labels::new(
-            zoolock_core::LockKind::Semaphore.label(),
-            &path,
-            client.inner.options.metrics_path_label,
-        ));
-        let (sink_shared, sink_path, sink_labels) = (shared.clone(), path.clone(), labels.clone());
-        let sink = move |_: Handle<LeaseQueue>| -> Sink {
-            Box::new(move |event| on_event(&sink_shared, &sink_path, &sink_labels, event))
+        let path_label = client.inner.options.metrics_path_label;
+        let path: Box<str> = semaphore.base().as_str().into();
+        let state = State { size: semaphore.max_leases(), ..State::default() };
+        let kind = zoolock_core::LockKind::Semaphore.label();
+        // The semaphore's shared state is its own sink: one allocation.
+        let register = move |handle: Handle<LeaseQueue>| -> (Arc<SemRecipe>, Sink) {
+            let recipe = Arc::new(Recipe::new(handle, state, path, kind, path_label));
+            (recipe.clone(), recipe)
         };
-        let recipe = LeaseQueue::new(semaphore, renew);
-        let typed = client.add_recipe(recipe, sink).await?;
-        let handle = Arc::new(RecipeHandle { client, id: typed.id() });
-        Ok(Semaphore { handle, typed, shared, path, labels })
+        let recipe = client.add_recipe(LeaseQueue::new(semaphore, renew), register).await?;
+        Ok(Semaphore { owner: Owner::new(client, recipe) })
     }
 
     /// Completes once this semaphore owes the server nothing: no acquire
@@ -240,13 +233,13 @@ impl Semaphore {
     ///
     /// Cancel-safe: it only waits; dropping it changes nothing.
     pub async fn settled(&self) -> Result<(), Error> {
-        self.handle.settled().await
+        self.owner.settled().await
     }
 
     /// The limit in force: the fixed lease count, or the shared count's
     /// latest value for a semaphore sized by one (0 until it is read).
     pub fn size(&self) -> usize {
-        self.shared.peek(|s| s.size)
+        self.owner.recipe.shared.peek(|s| s.size)
     }
 
     /// Leases left free by the last listing of the semaphore's leases this
@@ -254,7 +247,7 @@ impl Semaphore {
     /// `None` before its first acquire lists them. Reading it sends no
     /// request.
     pub fn available(&self) -> Option<usize> {
-        self.shared.peek(|s| s.available)
+        self.owner.recipe.shared.peek(|s| s.available)
     }
 
     /// Takes `qty` leases, waiting as long as needed.
@@ -273,7 +266,7 @@ impl Semaphore {
     /// nodes, if already created, are deleted and leases granted to it that it
     /// never handed out are returned; no node is left behind.
     pub async fn acquire(&self, qty: usize) -> Result<Vec<Lease>, Error> {
-        self.acquire_inner(qty, None, &mut |_| {}).await
+        self.acquire_inner(qty, None, None).await
     }
 
     /// Takes one lease, waiting as long as needed: [`Semaphore::acquire`]
@@ -290,7 +283,7 @@ impl Semaphore {
     /// [`Semaphore::acquire`] does; dropping the future cancels the attempt
     /// and returns any lease it got.
     pub async fn try_acquire(&self, qty: usize) -> Result<Option<Vec<Lease>>, Error> {
-        match self.acquire_inner(qty, Some(Duration::ZERO), &mut |_| {}).await {
+        match self.acquire_inner(qty, Some(Duration::ZERO), None).await {
             Ok(leases) => Ok(Some(leases)),
             Err(Error::TimedOut) => Ok(None),
             Err(e) => Err(e),
@@ -323,7 +316,7 @@ impl Semaphore {
     /// nodes, if already created, are deleted and leases granted to it that it
     /// never handed out are returned; no node is left behind.
     pub async fn acquire_timeout(&self, qty: usize, timeout: Duration) -> Result<Vec<Lease>, Error> {
-        self.acquire_inner(qty, Some(timeout), &mut |_| {}).await
+        self.acquire_inner(qty, Some(timeout), None).await
     }
 
     /// Takes `qty` leases (waiting at most `timeout`; `None`: as long as
@@ -352,31 +345,25 @@ impl Semaphore {
         timeout: Option<Duration>,
         mut progress: impl FnMut(QueuePosition) + Send,
     ) -> Result<Vec<Lease>, Error> {
-        self.acquire_inner(qty, timeout, &mut progress).await
+        self.acquire_inner(qty, timeout, Some(&mut progress)).await
     }
 
     async fn acquire_inner(
         &self,
         qty: usize,
         timeout: Option<Duration>,
-        progress: &mut (dyn FnMut(QueuePosition) + Send),
+        progress: Option<acquire::Progress<'_>>,
     ) -> Result<Vec<Lease>, Error> {
         let acquire = move |s: &mut LeaseQueue, now: Instant| s.acquire(now, qty, timeout.map(|d| now + d));
-        let queue = acquire::Queue {
-            shared: &self.shared,
-            client: &self.handle.client,
-            handle: self.typed,
-            labels: &self.labels,
-            path: &self.path,
-        };
         let of = Waiting { qty, got: Vec::new() };
-        let acquire::Granted { grant, waited, .. } = acquire::acquire(queue, of, acquire, progress).await?;
-        tracing::debug!(path = %self.path, leases = grant.len(), ?waited, "semaphore leases granted");
+        let acquire::Granted { grant, waited, .. } = acquire::acquire(&self.owner, of, acquire, progress)?.await?;
+        let recipe = &self.owner.recipe;
+        tracing::debug!(path = %recipe.path, leases = grant.len(), ?waited, "semaphore leases granted");
         Ok(grant
             .into_iter()
             .map(|(node, token)| {
                 let of = Arc::new(NodeHold { sem: self.clone(), node: node.clone() });
-                Lease { hold: Hold::new(node, token, of, Some(Gauge::held(&self.labels))) }
+                Lease { hold: Hold::new(node, token, of, Some(Gauge::held(&recipe.labels()))) }
             })
             .collect())
     }
@@ -386,44 +373,51 @@ impl Semaphore {
 #[derive(Debug)]
 struct NodeHold {
     sem: Semaphore,
-    node: String,
+    /// The [`Hold`]'s node, shared.
+    node: Arc<str>,
+}
+
+impl NodeHold {
+    fn shared(&self) -> &SemShared {
+        &self.sem.owner.recipe.shared
+    }
 }
 
 impl hold::Source for NodeHold {
     fn client(&self) -> &Client {
-        &self.sem.handle.client
+        &self.sem.owner.client
     }
 
-    fn changed(&self) -> &Arc<event_listener::Event> {
-        &self.sem.shared.changed
+    fn changed(&self) -> &event_listener::Event {
+        &self.shared().changed
     }
 
     fn reported(&self) -> HoldStatus {
-        self.sem.shared.lease_status(&self.node)
+        self.shared().lease_status(&self.node)
     }
 
     fn revoked(&self) -> bool {
-        self.sem.shared.peek(|s| s.revoked.contains(&self.node))
+        self.shared().peek(|s| s.revoked.contains(&*self.node))
     }
 
     fn loss(&self) -> Option<LossReason> {
-        self.sem.shared.peek(|s| s.lost.get(&self.node).copied())
+        self.shared().peek(|s| s.lost.get(&*self.node).copied())
     }
 
     fn fence_nodes(&self) -> BoxFuture<Result<Option<Vec<String>>, Error>> {
-        let known_lost = self.sem.shared.lease_status(&self.node) == HoldStatus::Lost;
-        let nodes = (!known_lost).then(|| vec![self.node.clone()]);
+        let known_lost = self.shared().lease_status(&self.node) == HoldStatus::Lost;
+        let nodes = (!known_lost).then(|| vec![self.node.to_string()]);
         Box::pin(async move { Ok(nodes) })
     }
 
     /// Completes once the return is under way (unlike a lock in the Curator
     /// plan, it does not wait for the delete's reply).
     fn release(&self) -> BoxFuture<Result<(), Error>> {
-        self.sem.shared.with(|s| s.revoked.remove(&self.node));
-        let (inner, shared, typed, node) =
-            (self.sem.handle.client.inner.clone(), self.sem.shared.clone(), self.sem.typed, self.node.clone());
+        self.shared().with(|s| s.revoked.remove(&*self.node));
+        let (inner, recipe, node) =
+            (self.sem.owner.client.inner.clone(), self.sem.owner.recipe.clone(), self.node.clone());
         Box::pin(async move {
-            match inner.run(move |c, now| return_lease(c, now, &shared, typed, &node)).await? {
+            match inner.run(move |c, now| return_lease(c, now, &recipe, &node)).await? {
                 Err(Error::Misuse(ApiMisuse::NotHeld)) => Ok(()),
                 other => other,
             }
@@ -431,10 +425,10 @@ impl hold::Source for NodeHold {
     }
 
     fn release_in_background(&self) {
-        self.sem.shared.with(|s| s.revoked.remove(&self.node));
-        let (shared, typed, node) = (self.sem.shared.clone(), self.sem.typed, self.node.clone());
-        let _ = self.sem.handle.client.inner.send(Command::Run(Box::new(move |c, now| {
-            let _ = return_lease(c, now, &shared, typed, &node);
+        self.shared().with(|s| s.revoked.remove(&*self.node));
+        let (recipe, node) = (self.sem.owner.recipe.clone(), self.node.clone());
+        let _ = self.sem.owner.client.inner.send(Command::Run(Box::new(move |c, now| {
+            let _ = return_lease(c, now, &recipe, &node);
         })));
     }
 }

@@ -25,7 +25,21 @@ use crate::runtime::{BoxFuture, Conn, Runtime};
 /// handles. It only delivers: whatever a recipe owes the server (a grant
 /// nobody took, say) is core's to settle, so a sink never calls back into
 /// the client while its events are drained.
-pub(crate) type Sink = Box<dyn FnMut(RecipeEvent) + Send>;
+pub(crate) type Sink = Arc<dyn RecipeSink>;
+
+/// Where a recipe's events go (see [`Sink`]): a closure, or the state a
+/// recipe's handles share, which then serves as its own sink without a box
+/// of its own.
+pub(crate) trait RecipeSink: Send + Sync {
+    /// Takes one event of the recipe.
+    fn deliver(&self, event: RecipeEvent);
+}
+
+impl<F: Fn(RecipeEvent) + Send + Sync> RecipeSink for F {
+    fn deliver(&self, event: RecipeEvent) {
+        self(event);
+    }
+}
 
 /// Registers a recipe on the driver task: adds it to the client, hands its
 /// typed handle to the caller, and returns its id, its sink, and whether the
@@ -120,11 +134,6 @@ impl Shared {
     }
 }
 
-struct Slot {
-    sink: Sink,
-    dropping: bool,
-}
-
 /// The driver loop. Spawned once per client by [`crate::Client::connect`].
 pub(crate) struct DriverTask {
     client: CoreClient,
@@ -145,7 +154,8 @@ pub(crate) struct DriverTask {
     tx: BytesMut,
     timer: Option<(Instant, BoxFuture<()>)>,
     replies: HashMap<RequestId, oneshot::Sender<Result<Response, RequestError>>>,
-    slots: HashMap<RecipeId, Slot>,
+    /// The sink of every recipe, until it is retired.
+    slots: HashMap<RecipeId, Sink>,
     /// [`Command::Settle`]s not answered yet, by recipe: answered by the
     /// core's [`ClientEvent::Quiescent`] (or `Retired`), so waiting costs no
     /// scan of every waiting recipe per turn.
@@ -228,20 +238,18 @@ impl DriverTask {
                 // idle.
                 let dropping = !taken;
                 tracing::trace!(?id, dropping, "recipe added");
-                self.slots.insert(id, Slot { sink, dropping });
+                self.slots.insert(id, sink);
                 if dropping {
                     let _ = self.client.retire(now, id);
                 }
             }
             Command::Run(f) => f(&mut self.client, now),
             Command::DropRecipe(id) => {
-                if let Some(slot) = self.slots.get_mut(&id) {
-                    if !slot.dropping {
-                        slot.dropping = true;
-                        // The core removes it once it owes the server
-                        // nothing ([`ClientEvent::Retired`] drops the slot).
-                        let _ = self.client.retire(now, id);
-                    }
+                if self.slots.contains_key(&id) {
+                    // The core removes it once it owes the server nothing
+                    // ([`ClientEvent::Retired`] drops the sink); retiring
+                    // twice changes nothing.
+                    let _ = self.client.retire(now, id);
                 }
             }
             Command::Subscribe(tx) => {
@@ -340,8 +348,8 @@ impl DriverTask {
             }
             ClientEvent::Recipe { recipe, event } => {
                 tracing::trace!(?recipe, ?event, "recipe event");
-                if let Some(slot) = self.slots.get_mut(&recipe) {
-                    (slot.sink)(event);
+                if let Some(sink) = self.slots.get(&recipe) {
+                    sink.deliver(event);
                 }
             }
             _ => {}
