@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 
 use event_listener::Event;
-use zoolock_core::recipes::{LeaseQueue, LockQueue, Ticket};
+use zoolock_core::recipes::{LeaseQueue, LockKind, LockQueue, Ticket};
 use zoolock_core::{ApiMisuse, CoreMachine, Handle, Instant, Machine, RecipeEvent};
 
 use crate::client::Client;
@@ -64,8 +64,9 @@ pub(crate) struct Recipe<S: Tickets> {
     /// The lock or semaphore path (paths, for a multi-lock), for the log
     /// and the metrics labels.
     pub(crate) path: Box<str>,
-    /// The metrics label `kind`, and whether the labels carry the path.
-    kind: &'static str,
+    /// Its kind (the metrics label `kind`), and whether the labels carry
+    /// the path.
+    kind: LockKind,
     path_label: bool,
     /// The [`Owner`]s alive.
     owners: AtomicUsize,
@@ -77,7 +78,7 @@ impl<S: Tickets> Recipe<S> {
         handle: Handle<S::Queue>,
         state: S,
         path: Box<str>,
-        kind: &'static str,
+        kind: LockKind,
         path_label: bool,
     ) -> Recipe<S> {
         let shared = Watched { state: Mutex::new(state), changed: Event::new() };
@@ -86,7 +87,7 @@ impl<S: Tickets> Recipe<S> {
 
     /// Its metrics labels.
     pub(crate) fn labels(&self) -> Labels<'_> {
-        Labels::new(self.kind, &self.path, self.path_label)
+        Labels::new(self.kind.label(), &self.path, self.path_label)
     }
 }
 
@@ -144,7 +145,7 @@ struct AnswerState<G> {
     /// The acquire was dropped: its command does nothing if it has not run,
     /// and a grant is not taken (the cancel gives it back).
     abandoned: bool,
-    position: Option<QueuePosition>,
+    position: Option<Packed>,
     /// Boxed: an error is rare, and the answer lives as long as the wait.
     outcome: Option<Result<G, Box<Error>>>,
     waker: Option<Waker>,
@@ -160,8 +161,9 @@ impl<G> Answer<G> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Sink side: the acquire now stands at `position`.
-    pub(crate) fn queued(&self, position: QueuePosition) {
+    /// The acquire now stands at `position`.
+    fn queued(&self, position: QueuePosition) {
+        let position = pack(position);
         let mut state = self.lock();
         if state.position == Some(position) {
             return;
@@ -170,9 +172,9 @@ impl<G> Answer<G> {
         wake(state);
     }
 
-    /// Sink side: the acquire ended with `outcome`. False if it was dropped
-    /// (a grant is then not taken: its cancel gives it back).
-    pub(crate) fn answer(&self, outcome: Result<G, Error>) -> bool {
+    /// The acquire ended with `outcome`. False if it was dropped (a grant
+    /// is then not taken: its cancel gives it back).
+    fn answer(&self, outcome: Result<G, Error>) -> bool {
         let mut state = self.lock();
         if state.abandoned {
             return false;
@@ -192,12 +194,42 @@ fn wake<G>(mut state: MutexGuard<'_, AnswerState<G>>) {
     }
 }
 
+/// The event loop's side of an [`Answer`] (in the acquire's command, then
+/// its [`Waiter`]): answering consumes it. Dropped unanswered (the event
+/// loop went away with the command or the waiter), it answers
+/// [`Error::ClientClosed`], as a dropped channel would.
+#[derive(Debug)]
+pub(crate) struct Responder<G>(Option<Arc<Answer<G>>>);
+
+impl<G> Responder<G> {
+    /// Sink side: the acquire now stands at `position`.
+    pub(crate) fn queued(&self, position: QueuePosition) {
+        if let Some(answer) = &self.0 {
+            answer.queued(position);
+        }
+    }
+
+    /// Sink side: the acquire ended with `outcome`. False if it was dropped
+    /// (a grant is then not taken: its cancel gives it back).
+    pub(crate) fn answer(mut self, outcome: Result<G, Error>) -> bool {
+        self.0.take().is_some_and(|answer| answer.answer(outcome))
+    }
+}
+
+impl<G> Drop for Responder<G> {
+    fn drop(&mut self) {
+        if let Some(answer) = self.0.take() {
+            answer.answer(Err(Error::ClientClosed));
+        }
+    }
+}
+
 /// An acquire waiting for its grant (its [`Answer`]), with what its kind
 /// keeps beside it (`X`: a lock's part and early revocation, a semaphore's
 /// leases so far).
 #[derive(Debug)]
 pub(crate) struct Waiter<G, X> {
-    pub(crate) answer: Arc<Answer<G>>,
+    pub(crate) answer: Responder<G>,
     pub(crate) of: X,
     /// `zoolock_acquires_waiting`, raised while it waits.
     _waiting: Gauge,
@@ -253,6 +285,20 @@ pub(crate) struct Granted<G> {
     pub(crate) waited: std::time::Duration,
 }
 
+/// A [`QueuePosition`] in half the room (position, total), as an acquire
+/// keeps it while it waits; a queue never nears `u32::MAX`.
+type Packed = (u32, u32);
+
+fn pack(p: QueuePosition) -> Packed {
+    let half = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+    (half(p.position), half(p.total))
+}
+
+fn unpack((position, total): Packed) -> QueuePosition {
+    let full = |n: u32| usize::try_from(n).unwrap_or(usize::MAX);
+    QueuePosition { position: full(position), total: full(total) }
+}
+
 /// Reports each new queue position to the caller's progress callback.
 pub(crate) type Progress<'p> = &'p mut (dyn FnMut(QueuePosition) + Send + 'p);
 
@@ -266,7 +312,7 @@ pub(crate) struct Acquire<'a, 'p, S: Tickets> {
     /// `None` once answered.
     answer: Option<Arc<Answer<S::Grant>>>,
     began: std::time::Instant,
-    last: Option<QueuePosition>,
+    last: Option<Packed>,
     progress: Option<Progress<'p>>,
 }
 
@@ -288,21 +334,24 @@ pub(crate) fn acquire<'a, 'p, S: Tickets>(
     progress: Option<Progress<'p>>,
 ) -> Result<Acquire<'a, 'p, S>, Error> {
     let answer = Arc::new(Answer::new());
-    let (recipe, sent) = (owner.recipe.clone(), answer.clone());
+    let (recipe, sent) = (owner.recipe.clone(), Responder(Some(answer.clone())));
     owner.client.inner.send(Command::Run(Box::new(move |client, now| {
-        let mut state = sent.lock();
+        let Some(cell) = sent.0.clone() else { return };
+        // Held until the ticket is filed: a drop of the acquire meanwhile
+        // waits, then finds the ticket to cancel.
+        let mut state = cell.lock();
         if state.abandoned {
             return;
         }
         match client.with(now, recipe.handle, command) {
             Ok(Ok(ticket)) => {
                 state.ticket = Some(ticket);
-                let waiter = Waiter { answer: sent.clone(), of, _waiting: Gauge::waiting(&recipe.labels()) };
+                let waiter = Waiter { answer: sent, of, _waiting: Gauge::waiting(&recipe.labels()) };
                 recipe.shared.with(|s| s.insert_waiter(ticket, waiter));
             }
             Ok(Err(e)) | Err(e) => {
-                state.outcome = Some(Err(Box::new(e.into())));
-                wake(state);
+                drop(state);
+                sent.answer(Err(e.into()));
             }
         }
     })))?;
@@ -336,7 +385,7 @@ impl<S: Tickets> Future for Acquire<'_, '_, S> {
         if position.is_some() && position != this.last {
             this.last = position;
             if let (Some(p), Some(progress)) = (position, this.progress.as_mut()) {
-                progress(p);
+                progress(unpack(p));
             }
         }
         Poll::Pending
@@ -434,4 +483,39 @@ pub(crate) fn queued<S: Tickets>(recipe: &Recipe<S>, t: Ticket, position: usize,
             w.answer.queued(QueuePosition { position, total });
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_its_event_loop_dropped_says_client_closed() {
+        let answer = Arc::new(Answer::<u8>::new());
+        drop(Responder(Some(answer.clone())));
+        assert!(matches!(answer.lock().outcome.take(), Some(Err(e)) if *e == Error::ClientClosed));
+    }
+
+    #[test]
+    fn an_answer_is_given_once() {
+        let answer = Arc::new(Answer::<u8>::new());
+        assert!(Responder(Some(answer.clone())).answer(Ok(7)));
+        assert!(matches!(answer.lock().outcome.take(), Some(Ok(7))));
+        assert!(answer.lock().outcome.is_none(), "answering consumed the responder: no ClientClosed after it");
+    }
+
+    #[test]
+    fn a_dropped_acquire_takes_no_grant() {
+        let answer = Arc::new(Answer::<u8>::new());
+        answer.lock().abandoned = true;
+        assert!(!Responder(Some(answer.clone())).answer(Ok(7)));
+        assert!(answer.lock().outcome.is_none());
+    }
+
+    #[test]
+    fn positions_pack_and_unpack() {
+        let p = QueuePosition::new(3, 10);
+        assert_eq!(unpack(pack(p)), p);
+        assert_eq!(pack(QueuePosition::new(usize::MAX, 1)), (u32::MAX, 1));
+    }
 }

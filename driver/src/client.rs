@@ -298,7 +298,7 @@ impl Client {
 
     async fn call(&self, op: Op) -> Result<Response, Error> {
         let (reply, rx) = oneshot::channel();
-        self.inner.send(Command::Submit { op, reply })?;
+        self.inner.send(Command::Submit { op: Box::new(op), reply })?;
         Ok(rx.await.map_err(|_| Error::ClientClosed)??)
     }
 

@@ -17,7 +17,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures_channel::oneshot;
-use zoolock_core::recipes::{BoxedLock, LockQueue, Part, Ticket};
+use zoolock_core::recipes::{BoxedLock, LockKind, LockQueue, Part, Ticket};
 use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Handle, Instant, RecipeEvent};
 
 use crate::acquire::{self, Owner, Recipe, Tickets as _, Waiter};
@@ -349,12 +349,12 @@ fn on_event(recipe: &LockRecipe, event: RecipeEvent) {
 impl Lock {
     /// Registers `recipe` behind a shared queue and returns one handle per
     /// part (one, or the read and write halves).
-    /// `kind` is the metrics label `kind`.
+    /// `kind` gives the metrics label `kind`.
     pub(crate) async fn register(
         client: Client,
         recipe: BoxedLock,
         path: String,
-        kind: &'static str,
+        kind: LockKind,
     ) -> Result<Vec<Lock>, Error> {
         let parts = recipe.parts();
         let renew = client.inner.options.renew_session;

@@ -139,7 +139,7 @@ impl Client {
     pub async fn read_write_lock_with(&self, path: &str, options: LockOptions) -> Result<ReadWriteLock, Error> {
         let spec = LockSpec::Read(path.into());
         let (rw, _) = spec.build(self.inner.lock_config_with(&options), options.revocable).map_err(spec_error)?;
-        let mut halves = Lock::register(self.clone(), rw, spec.label(), spec.kind().label()).await?.into_iter();
+        let mut halves = Lock::register(self.clone(), rw, spec.label(), spec.kind()).await?.into_iter();
         match (halves.next(), halves.next()) {
             (Some(read), Some(write)) => Ok(ReadWriteLock { read, write }),
             _ => Err(Error::ClientClosed),
@@ -211,7 +211,7 @@ impl Client {
     pub async fn lock_of(&self, spec: LockSpec, options: LockOptions) -> Result<Lock, Error> {
         let (recipe, part) =
             spec.build(self.inner.lock_config_with(&options), options.revocable).map_err(spec_error)?;
-        Lock::register(self.clone(), recipe, spec.label(), spec.kind().label())
+        Lock::register(self.clone(), recipe, spec.label(), spec.kind())
             .await?
             .into_iter()
             .nth(part.index())

@@ -209,7 +209,7 @@ impl Semaphore {
         let path_label = client.inner.options.metrics_path_label;
         let path: Box<str> = semaphore.base().as_str().into();
         let state = State { size: semaphore.max_leases(), ..State::default() };
-        let kind = zoolock_core::LockKind::Semaphore.label();
+        let kind = zoolock_core::LockKind::Semaphore;
         // The semaphore's shared state is its own sink: one allocation.
         let register = move |handle: Handle<LeaseQueue>| -> (Arc<SemRecipe>, Sink) {
             let recipe = Arc::new(Recipe::new(handle, state, path, kind, path_label));

@@ -52,8 +52,11 @@ pub(crate) type Job = Box<dyn FnOnce(&mut CoreClient, Instant) + Send>;
 
 /// Work a handle asks the loop to do.
 pub(crate) enum Command {
+    /// A plain request. The op is boxed: every command waits in the channel
+    /// in a node of the largest command's size, and with thousands of
+    /// acquires queued at once an inline op would make each cost its size.
     Submit {
-        op: Op,
+        op: Box<Op>,
         reply: oneshot::Sender<Result<Response, RequestError>>,
     },
     /// Register a recipe (see [`Adder`]).
@@ -222,7 +225,7 @@ impl DriverTask {
         match command {
             Command::Submit { op, reply } => {
                 tracing::trace!(?op, "submit");
-                match self.client.submit(now, op) {
+                match self.client.submit(now, *op) {
                     Ok(id) => {
                         self.replies.insert(id, reply);
                     }
