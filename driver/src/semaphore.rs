@@ -356,7 +356,9 @@ impl Semaphore {
     ) -> Result<Vec<Lease>, Error> {
         let acquire = move |s: &mut LeaseQueue, now: Instant| s.acquire(now, qty, timeout.map(|d| now + d));
         let of = Waiting { qty, got: Vec::new() };
-        let acquire::Granted { grant, waited, .. } = acquire::acquire(&self.owner, of, acquire, progress)?.await?;
+        // Named and awaited through a borrow: kept once in this future.
+        let mut acquiring = acquire::acquire(&self.owner, of, acquire, progress)?;
+        let acquire::Granted { grant, waited, .. } = (&mut acquiring).await?;
         let recipe = &self.owner.recipe;
         tracing::debug!(path = %recipe.path, leases = grant.len(), ?waited, "semaphore leases granted");
         Ok(grant
