@@ -53,6 +53,7 @@ mod gssapi;
 mod hold;
 mod leader;
 mod lock;
+mod lock_tickets;
 mod metrics;
 mod observe;
 mod options;

@@ -1,0 +1,162 @@
+//! The driver's record of one lock's tickets ([`Tickets`]): each
+//! ticket's acquire waiting for its grant, then its hold, until the hold
+//! has ended and been let go. Core keeps the tickets themselves; this is
+//! only where their answers and statuses go.
+
+use std::sync::Arc;
+
+use futures_channel::oneshot;
+use zoolock_core::FencingToken;
+use zoolock_core::recipes::{LockQueue, Part, Ticket};
+
+use crate::acquire::{self, Waiter};
+use crate::error::Error;
+use crate::hold::{HoldStatus, LossReason};
+use crate::metrics::Gauge;
+
+/// A lock node and its fencing token; the node is shared by the hold's
+/// record here and the [`crate::Hold`] (one copy per held lock).
+pub(crate) type Grant = (Arc<str>, FencingToken);
+
+/// What a lock's waiter keeps beside its answer.
+#[derive(Debug)]
+pub(crate) struct Waiting {
+    pub(crate) part: Part,
+    /// Asked to give the lock up before it was granted: it counts for the hold.
+    pub(crate) revoked: bool,
+}
+
+/// What the tasks see of one ticket's hold.
+#[derive(Debug)]
+pub(crate) struct HoldState {
+    pub(crate) part: Part,
+    pub(crate) status: HoldStatus,
+    pub(crate) revoked: bool,
+    /// Why it was (or is being) lost: core's `Expired` comes before `Lost`.
+    pub(crate) loss: Option<LossReason>,
+    /// The lock node, for the log (the [`crate::Hold`]'s own, shared).
+    pub(crate) node: Arc<str>,
+    /// A release waiting for the server's answer.
+    pub(crate) release: Option<oneshot::Sender<Result<(), Error>>>,
+    /// `zoolock_holds`, raised while the hold lasts.
+    pub(crate) _held: Gauge,
+}
+
+/// What the driver keeps of one ticket: its acquire waiting for the grant,
+/// then its hold, until the hold has ended and been let go. Core keeps the
+/// ticket itself (its queue, its hold, giving back what an abandoned ticket
+/// got); this is only where its answers go.
+#[derive(Debug)]
+pub(crate) enum TicketState {
+    Waiting(Waiter<Grant, Waiting>),
+    Held(HoldState),
+}
+
+/// The tickets of one lock recipe, in ticket order (core issues them in
+/// increasing order): a small vector, as a lock handle rarely has more than a
+/// few tickets at once, searched by bisection so that many stay cheap. A
+/// part's holder is its hold that is not lost.
+#[derive(Debug, Default)]
+pub(crate) struct Tickets {
+    tickets: Vec<(Ticket, TicketState)>,
+}
+
+/// Up to this many tickets the vector grows one by one (a lock handle holds
+/// as few as it needs), past it by doubling.
+const FEW_TICKETS: usize = 4;
+
+impl Tickets {
+    fn find(&self, t: Ticket) -> Result<usize, usize> {
+        self.tickets.binary_search_by_key(&t, |(k, _)| *k)
+    }
+
+    pub(crate) fn get(&self, t: Ticket) -> Option<&TicketState> {
+        self.find(t).ok().and_then(|i| self.tickets.get(i)).map(|(_, s)| s)
+    }
+
+    pub(crate) fn get_mut(&mut self, t: Ticket) -> Option<&mut TicketState> {
+        self.find(t).ok().and_then(|i| self.tickets.get_mut(i)).map(|(_, s)| s)
+    }
+
+    /// Files `state` under `t`, replacing what was there.
+    pub(crate) fn insert(&mut self, t: Ticket, state: TicketState) {
+        match self.find(t) {
+            Ok(i) => {
+                if let Some(slot) = self.tickets.get_mut(i) {
+                    slot.1 = state;
+                }
+            }
+            Err(i) => {
+                if self.tickets.len() == self.tickets.capacity() && self.tickets.len() < FEW_TICKETS {
+                    self.tickets.reserve_exact(1);
+                }
+                self.tickets.insert(i, (t, state));
+            }
+        }
+    }
+
+    /// Takes out what is filed under `t` if `take` says so.
+    fn remove_if(&mut self, t: Ticket, take: impl FnOnce(&TicketState) -> bool) -> Option<TicketState> {
+        let i = self.find(t).ok()?;
+        take(&self.tickets.get(i)?.1).then(|| self.tickets.remove(i).1)
+    }
+
+    pub(crate) fn hold(&self, t: Ticket) -> Option<&HoldState> {
+        match self.get(t)? {
+            TicketState::Held(h) => Some(h),
+            TicketState::Waiting(_) => None,
+        }
+    }
+
+    pub(crate) fn hold_mut(&mut self, t: Ticket) -> Option<&mut HoldState> {
+        match self.get_mut(t)? {
+            TicketState::Held(h) => Some(h),
+            TicketState::Waiting(_) => None,
+        }
+    }
+
+    /// The hold of `part` that is not lost.
+    pub(crate) fn holder(&self, part: Part) -> Option<&HoldState> {
+        self.tickets.iter().find_map(|(_, t)| match t {
+            TicketState::Held(h) if h.part == part && h.status != HoldStatus::Lost => Some(h),
+            _ => None,
+        })
+    }
+
+    /// The hold of `t` is over: forget it, and hand back a release that
+    /// waits for it.
+    pub(crate) fn forget_hold(&mut self, t: Ticket) -> Option<oneshot::Sender<Result<(), Error>>> {
+        match self.remove_if(t, |s| matches!(s, TicketState::Held(_)))? {
+            TicketState::Held(h) => h.release,
+            TicketState::Waiting(_) => None,
+        }
+    }
+}
+
+impl acquire::Tickets for Tickets {
+    type Grant = Grant;
+    type Waiting = Waiting;
+    type Queue = LockQueue;
+
+    fn waiter(&self, t: Ticket) -> Option<&Waiter<Grant, Waiting>> {
+        match self.get(t)? {
+            TicketState::Waiting(w) => Some(w),
+            TicketState::Held(_) => None,
+        }
+    }
+
+    fn insert_waiter(&mut self, t: Ticket, waiter: Waiter<Grant, Waiting>) {
+        self.insert(t, TicketState::Waiting(waiter));
+    }
+
+    fn take_waiter(&mut self, t: Ticket) -> Option<Waiter<Grant, Waiting>> {
+        match self.remove_if(t, |s| matches!(s, TicketState::Waiting(_)))? {
+            TicketState::Waiting(w) => Some(w),
+            TicketState::Held(_) => None,
+        }
+    }
+
+    fn forget(&mut self, t: Ticket) {
+        self.remove_if(t, |_| true);
+    }
+}
