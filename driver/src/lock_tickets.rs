@@ -160,3 +160,57 @@ impl acquire::Tickets for Tickets {
         self.remove_if(t, |_| true);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use zoolock_core::recipes::LockSpec;
+    use zoolock_core::{Instant, LockConfig};
+
+    use super::*;
+    use crate::metrics::Labels;
+
+    /// `n` tickets, as core issues them.
+    fn issued(n: usize) -> Vec<Ticket> {
+        let (lock, part) = LockSpec::Mutex("/t".into()).build(LockConfig::new(1), false).expect("a mutex");
+        let mut queue = LockQueue::new(lock, true);
+        (0..n).map(|_| queue.acquire(Instant::ZERO, part, None)).collect()
+    }
+
+    fn held(node: &str) -> TicketState {
+        TicketState::Held(HoldState {
+            part: Part::Whole,
+            status: HoldStatus::Held,
+            revoked: false,
+            loss: None,
+            node: node.into(),
+            release: None,
+            _held: Gauge::held(&Labels::new("mutex", "/t", false)),
+        })
+    }
+
+    #[test]
+    fn many_tickets_are_found_whatever_order_they_came_in() {
+        let tickets = issued(40);
+        let mut record = Tickets::default();
+        for (i, &t) in tickets.iter().enumerate().rev() {
+            record.insert(t, held(&format!("n{i}")));
+        }
+        for (i, &t) in tickets.iter().enumerate() {
+            assert_eq!(record.hold(t).map(|h| h.node.to_string()), Some(format!("n{i}")));
+        }
+        assert!(record.forget_hold(tickets[7]).is_none(), "no release was waiting");
+        assert!(record.hold(tickets[7]).is_none());
+        assert!(record.hold(tickets[8]).is_some());
+        assert_eq!(record.tickets.len(), 39);
+    }
+
+    #[test]
+    fn one_ticket_takes_room_for_one() {
+        let tickets = issued(2);
+        let mut record = Tickets::default();
+        record.insert(tickets[0], held("a"));
+        assert_eq!(record.tickets.capacity(), 1);
+        record.insert(tickets[1], held("b"));
+        assert_eq!(record.tickets.capacity(), 2);
+    }
+}
