@@ -108,9 +108,11 @@ impl<S: Tickets> Owner<S> {
     }
 
     /// Waits until the recipe owes the server nothing (see
-    /// [`Command::Settle`]).
+    /// [`Command::Settle`]). One `async fn` over the answer, so awaiting it
+    /// adds a few words to the caller's task.
     pub(crate) async fn settled(&self) -> Result<(), Error> {
-        crate::client::settled(&self.client, self.recipe.handle.id()).await
+        let answer = crate::client::settle(&self.client, self.recipe.handle.id())?;
+        Ok(answer.await.map_err(|_| Error::ClientClosed)??)
     }
 }
 

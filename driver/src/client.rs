@@ -419,13 +419,16 @@ pub(crate) struct RecipeHandle {
     pub(crate) id: RecipeId,
 }
 
-/// Waits until recipe `id` owes the server nothing (see
-/// [`Command::Settle`]); the handles' `settled` methods.
-pub(crate) async fn settled(client: &Client, id: RecipeId) -> Result<(), Error> {
+/// Asks to be told once recipe `id` owes the server nothing (see
+/// [`Command::Settle`]); the handles' `settled` methods await the answer.
+pub(crate) fn settle(client: &Client, id: RecipeId) -> Result<Settled, Error> {
     let (reply, rx) = oneshot::channel();
     client.inner.send(Command::Settle { recipe: id, reply })?;
-    Ok(rx.await.map_err(|_| Error::ClientClosed)??)
+    Ok(rx)
 }
+
+/// The answer [`settle`] asked for.
+pub(crate) type Settled = oneshot::Receiver<Result<(), zoolock_core::RequestError>>;
 
 impl Drop for RecipeHandle {
     fn drop(&mut self) {
