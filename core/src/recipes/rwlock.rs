@@ -130,7 +130,7 @@ impl ReadWriteLock {
         }
         let shape = match (self.halves[WRITE].core.held(), self.plan) {
             // Curator 5.5+ (CURATOR-621): reuse the write node's sequence.
-            (Some(write), OpPlan::Pipelined) => Shape::Fixed(String::from(write.name.key())),
+            (Some(write), OpPlan::Pipelined) => Shape::Fixed(String::from(SortKey::ReadWrite.key(write.name()))),
             // Curator 5.4.0 creates an ordinary sequential node.
             _ => Shape::Sequential,
         };

@@ -30,8 +30,13 @@ impl LockCore {
             Ok(target) => target,
             Err(e) => return self.fail(RequestError::Refused(e.into())),
         };
-        self.state =
-            State::Creating(Create { prefix, target, step: CreateStep::Sent, made_parents: false, adopted: None });
+        self.state = State::Creating(Create {
+            prefix_len: prefix.len(),
+            target,
+            step: CreateStep::Sent,
+            made_parents: false,
+            adopted: None,
+        });
         self.ensure_base();
         self.send_create();
     }
@@ -106,7 +111,7 @@ impl LockCore {
         let State::Creating(c) = &mut self.state else { return };
         match result {
             Ok(Response::Create2 { path, stat }) => {
-                match Node::from_create_reply(&path, &c.target, sequential, &self.key, FencingToken(stat.czxid)) {
+                match Node::from_create_reply(&path, &c.target, sequential, FencingToken(stat.czxid)) {
                     Ok(node) => self.created(now, node),
                     Err(e) => self.fail_unexpected_create(e),
                 }
@@ -121,7 +126,7 @@ impl LockCore {
             Err(e @ RequestError::Server(ErrorCode::NO_NODE)) => self.no_node_retry(now, e),
             // Unprotected, the node (if made) cannot be found again: the
             // attempt ends, and the node stays until the session's end.
-            Err(e @ RequestError::ConnectionLoss) if c.prefix.is_empty() => self.fail(e),
+            Err(e @ RequestError::ConnectionLoss) if c.prefix().is_empty() => self.fail(e),
             Err(RequestError::ConnectionLoss) => {
                 c.step = CreateStep::AwaitReconnect;
                 // The pipelined listing of this attempt is stale too.
@@ -222,7 +227,7 @@ impl LockCore {
         match result {
             Ok(Response::Children(names)) | Ok(Response::Children2 { children: names, .. }) => {
                 // A name the server made up that is no valid child is no match.
-                let found = names.iter().filter(|n| n.starts_with(&c.prefix)).find_map(|n| self.base.join(n).ok());
+                let found = names.iter().filter(|n| n.starts_with(c.prefix())).find_map(|n| self.base.join(n).ok());
                 match found {
                     Some(path) => {
                         c.adopted = Some(path.clone());
@@ -245,8 +250,7 @@ impl LockCore {
         let Some(path) = c.adopted.clone() else { return };
         match result {
             Ok(Response::Stat(stat)) => {
-                let name = NodeName::parse(String::from(path.name()), &self.key);
-                self.created(now, Node { path, name, token: FencingToken(stat.czxid) });
+                self.created(now, Node { path, token: FencingToken(stat.czxid) });
             }
             Err(RequestError::ConnectionLoss) => c.step = CreateStep::AwaitReconnect,
             // Gone between the lookup and now: create again.

@@ -10,7 +10,7 @@ impl LockCore {
     /// protected create does the same on a session change, CURATOR-498).
     pub(super) fn orphan_create(&mut self) {
         if let State::Creating(c) = &self.state {
-            let (prefix, adopted) = (c.prefix.clone(), c.adopted.clone());
+            let (prefix, adopted) = (String::from(c.prefix()), c.adopted.clone());
             self.remember_orphan(&prefix);
             if let Some(path) = adopted {
                 if let Err(at) = self.deleting_at(&path) {

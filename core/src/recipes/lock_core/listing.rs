@@ -83,7 +83,7 @@ impl LockCore {
 
     pub(super) fn evaluate_count(&mut self, now: Instant, node: Node, children: &[String], max_leases: usize) {
         self.rare_mut().listed = Some(children.len());
-        match policy::semaphore(children, node.name.as_str(), max_leases) {
+        match policy::semaphore(children, node.name(), max_leases) {
             None => {
                 self.start_delete(node.path.clone());
                 self.no_node_retry(now, RequestError::NodeVanished);
@@ -176,7 +176,7 @@ impl LockCore {
     /// predecessor, which `listed` describes.
     pub(super) fn evaluate_listing(&mut self, now: Instant, node: Node, sorted: Vec<NodeName>, listed: Listed) {
         let Listed { keyed, truncated, total, armed, watched } = listed;
-        match self.verdict(&sorted, node.name.as_str()) {
+        match self.verdict(&sorted, node.name()) {
             Verdict::Acquired => {
                 if let Some(rare) = self.rare.as_mut() {
                     rare.last_listing = Vec::new();
@@ -204,10 +204,10 @@ impl LockCore {
                 // one fewer than before (the predecessor that went).
                 let position = match self.rare().queued {
                     Some((p, _)) if truncated => p.saturating_sub(1).max(1),
-                    _ => policy::position(&sorted, node.name.as_str(), self.position_rule()),
+                    _ => policy::position(&sorted, node.name(), self.position_rule()),
                 };
                 self.report_queued(position, total);
-                let (kept, cut) = self.keep_window(sorted, node.name.as_str());
+                let (kept, cut) = self.keep_window(sorted, node.name());
                 let rare = self.rare_mut();
                 rare.last_listing = kept;
                 rare.listing_keyed = keyed;

@@ -90,12 +90,21 @@ enum CreateStep {
 
 #[derive(Debug)]
 struct Create {
-    prefix: String,
     /// The path to create (a sequential prefix, or the fixed path).
     target: ZkPath,
+    /// How long the protection prefix (`_c_<uuid>-`) that begins the
+    /// target's name is: 0 unprotected.
+    prefix_len: usize,
     step: CreateStep,
     made_parents: bool,
     adopted: Option<ZkPath>,
+}
+
+impl Create {
+    /// The protection prefix (empty when unprotected).
+    fn prefix(&self) -> &str {
+        self.target.name().get(..self.prefix_len).unwrap_or("")
+    }
 }
 
 /// What a waiting node's watch is on.
@@ -479,7 +488,7 @@ impl LockCore {
     pub(crate) fn cancel(&mut self, _now: Instant) {
         match core::mem::replace(&mut self.state, State::Idle) {
             State::Creating(c) => {
-                self.remember_orphan(&c.prefix);
+                self.remember_orphan(c.prefix());
                 if let Some(path) = c.adopted {
                     self.start_delete(path);
                 }
@@ -519,8 +528,8 @@ impl LockCore {
         rare.last_listing.retain(|c| c.as_str() != pred);
         let listing = core::mem::take(&mut rare.last_listing);
         let (keyed, truncated, queued) = (rare.listing_keyed, rare.listing_truncated, rare.queued);
-        let granted = !(truncated && self.window_exhausted(&listing, node.name.as_str()))
-            && self.verdict(&listing, node.name.as_str()) == Verdict::Acquired;
+        let granted = !(truncated && self.window_exhausted(&listing, node.name()))
+            && self.verdict(&listing, node.name()) == Verdict::Acquired;
         if granted {
             // The kept listing has no nodes behind ours: count the one that
             // went off the last total.
