@@ -120,10 +120,7 @@ impl LockCore {
         self.out.emit(LockEvent::Acquired { node: node.path_string(), token: node.token });
         let hold_until = self.config.max_hold.map(|d| now + d);
         if hold_until.is_some() || self.rare.is_some() {
-            let rare = self.rare_mut();
-            rare.hold_until = hold_until;
-            // Only a wait reads it, and the next acquire starts it over.
-            rare.queued = None;
+            self.rare_mut().hold_until = hold_until;
         }
         self.quiet = !self.waited;
         self.held_watch = if by_child_watch { HeldWatch::Children } else { HeldWatch::Node };

@@ -93,10 +93,80 @@ impl LockCore {
     }
 
     /// Drops the rare state once nothing in it is set: after every input
-    /// and command.
+    /// and command. A settled lock (idle, held or releasing) first forgets
+    /// its wait: the kept listing and the last `Queued` are read only while
+    /// an acquire waits, and set anew before it does.
     pub(super) fn tidy(&mut self) {
-        if self.rare.as_deref().is_some_and(Rare::is_empty) {
+        let settled = matches!(self.state, State::Idle | State::Held { .. } | State::Releasing { .. });
+        let Some(rare) = self.rare.as_deref_mut() else { return };
+        if settled {
+            rare.last_listing = Vec::new();
+            rare.listing_keyed = false;
+            rare.listing_truncated = false;
+            rare.queued = None;
+        }
+        if rare.is_empty() {
             self.rare = None;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::recipes::LockConfig;
+    use crate::recipes::policy::LOCK_NAME;
+    use zoolock_wire::Stat;
+
+    const OTHER: &str = "_c_0f-lock-0000000000";
+
+    /// Answers every op the core wants sent, as a server holding `OTHER`
+    /// ahead of our node would, and returns their opcodes in order.
+    fn answer(core: &mut LockCore, now: Instant) -> Vec<OpCode> {
+        let mut codes = Vec::new();
+        while let Some(RecipeOp { id, op }) = core.poll_op() {
+            let code = op.op_code();
+            let path = String::from(op.request().path().unwrap_or_default());
+            let reply = match code {
+                OpCode::CREATE_CONTAINER => Err(RequestError::Server(ErrorCode::NODE_EXISTS)),
+                OpCode::CREATE2 => Ok(Response::Create2 { path: path + "0000000001", stat: Stat::default() }),
+                OpCode::GET_CHILDREN2 => {
+                    let ours = core.waiting_node().map(|n| String::from(n.name()));
+                    let children = [Some(String::from(OTHER)), ours].into_iter().flatten().collect();
+                    Ok(Response::Children2 { children, stat: Stat::default() })
+                }
+                OpCode::GET_DATA => Ok(Response::Data { data: Some(Bytes::new()), stat: Stat::default() }),
+                OpCode::DELETE => Ok(Response::Empty),
+                _ => Ok(Response::Stat(Stat::default())),
+            };
+            core.handle_reply(now, id, reply);
+            codes.push(code);
+        }
+        codes
+    }
+
+    /// A lock that waited keeps its listing in the rare state while it
+    /// waits, and carries none once the wait is over: held, then released.
+    #[test]
+    fn a_wait_leaves_no_rare_state_behind() {
+        let now = Instant::from_nanos(0);
+        let base = ZkPath::new("/app/lock").unwrap();
+        let rule = Rule::Standard { max_leases: 1 };
+        let mut core = LockCore::new(LockConfig::new(1).into(), base, None, SortKey::curator(LOCK_NAME), rule);
+        core.acquire(now, None, Shape::Sequential).unwrap();
+        // createContainer, create2 and the listing; then our node's exists
+        // and the predecessor's getData.
+        let codes = answer(&mut core, now);
+        assert!(codes.contains(&OpCode::CREATE2) && codes.contains(&OpCode::GET_DATA), "{codes:?}");
+        assert!(core.held().is_none());
+        assert!(core.rare.as_ref().is_some_and(|r| !r.last_listing.is_empty()));
+        let gone = WatchEvent { event_type: EventType::NODE_DELETED, path: String::from("/app/lock/") + OTHER };
+        core.handle_watch(now, &gone);
+        answer(&mut core, now);
+        assert!(core.held().is_some());
+        assert!(core.rare.is_none(), "{:?}", core.rare);
+        core.release(now).unwrap();
+        assert_eq!(answer(&mut core, now), [OpCode::DELETE]);
+        assert!(core.is_quiescent() && core.rare.is_none() && core.deleting.capacity() == 0);
     }
 }
