@@ -16,7 +16,7 @@ use crate::time::Instant;
 
 /// A fair, reentrant lock on `base`, wire-compatible with Curator's
 /// `InterProcessMutex`: nodes `_c_<uuid>-lock-<seq>`, first in sequence holds.
-/// Another name ([`LockConfig::name`]) gives other layouts on the same
+/// Another name ([`LockConfig::name`](super::LockConfig::name)) gives other layouts on the same
 /// queue: `latch-` is Curator's `LeaderLatch`.
 ///
 /// Reentrancy belongs to this handle: acquiring again while held only counts
