@@ -80,6 +80,14 @@ impl<R> core::fmt::Debug for Handle<R> {
 /// Watcher id of plain requests' watches; recipes use their own id.
 const PLAIN_WATCHER: WatcherId = WatcherId(u64::MAX);
 
+/// Requests in flight beyond which [`Client::has_room`] asks a drive loop
+/// to hold back new commands. ZooKeeper stops reading a connection while it
+/// has more than its `globalOutstandingLimit` (1,000 by default) requests
+/// outstanding, so a deeper pipeline buys no throughput; it only keeps each
+/// waiting request's frame, routing entry and recipe state alive at once,
+/// and a process keeps that high-water mark as resident memory.
+pub const IN_FLIGHT_WINDOW: usize = 1024;
+
 /// An output of the client.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -242,6 +250,16 @@ impl<M: Machines> Client<M> {
     /// The underlying session, for its status and ids.
     pub fn session(&self) -> &Session {
         &self.session
+    }
+
+    /// Whether a drive loop should apply more commands now: fewer than
+    /// [`IN_FLIGHT_WINDOW`] requests are in flight. A loop that holds its
+    /// commands back while this is false takes them up again as replies
+    /// come in (requests in flight are answered, or failed when the
+    /// connection goes); the bound is soft, as one command may send several
+    /// requests, and requests queued while disconnected do not count.
+    pub fn has_room(&self) -> bool {
+        self.session.in_flight() < IN_FLIGHT_WINDOW
     }
 
     /// How many times the session was replaced after an expiry.

@@ -226,6 +226,38 @@ fn recipes_get_state_replies_and_their_own_watches() {
 }
 
 #[test]
+fn the_in_flight_window_fills_with_requests_sent_and_frees_with_their_replies_or_the_connection() {
+    let (mut client, mut server) = connected_client();
+    assert!(client.has_room());
+    let ids: Vec<_> = (0..zoolock_core::IN_FLIGHT_WINDOW)
+        .map(|i| client.submit(t(3), Op::exists(&ZkPath::new(&format!("/n{i}")).unwrap(), false)).unwrap())
+        .collect();
+    assert_eq!(ids.len(), zoolock_core::IN_FLIGHT_WINDOW);
+    assert!(!client.has_room(), "a window's worth of requests in flight");
+    // The bound is soft: a request beyond it still goes out.
+    client.submit(t(3), Op::exists(&ZkPath::new("/over").unwrap(), false)).unwrap();
+    let frames = server.take(&mut client);
+    assert_eq!(frames.len(), zoolock_core::IN_FLIGHT_WINDOW + 1);
+    // Replies free the window one by one.
+    for frame in &frames[..2] {
+        Server::reply(&mut client, t(4), frame.header.xid, 10, ErrorCode::NO_NODE, None);
+    }
+    assert!(client.has_room());
+    let answered = drain(&mut client).into_iter().filter(|e| matches!(e, ClientEvent::Reply { .. })).count();
+    assert_eq!(answered, 2);
+    // A lost connection fails what was in flight, and frees the window too.
+    for i in 0..4 {
+        client.submit(t(5), Op::exists(&ZkPath::new(&format!("/m{i}")).unwrap(), false)).unwrap();
+    }
+    assert!(!client.has_room());
+    client.handle_disconnected(t(6));
+    assert!(client.has_room());
+    let failed =
+        drain(&mut client).into_iter().filter(|e| matches!(e, ClientEvent::Reply { result: Err(_), .. })).count();
+    assert_eq!(failed, zoolock_core::IN_FLIGHT_WINDOW + 1 - 2 + 4);
+}
+
+#[test]
 fn one_notification_reaches_every_recipe_and_plain_watch_on_the_path() {
     let (mut client, mut server) = connected_client();
     let a = client.add(t(3), Probe::new("/x"));

@@ -385,8 +385,10 @@ impl DriverTask {
         // At most a batch per turn: the rest wait for the next turn (this one
         // reports progress, so there is one), after this batch's frames went
         // out. Ten thousand acquires at once then never sit encoded in one
-        // buffer, whose high-water mark the process would keep.
-        while !self.handles_gone && applied < COMMANDS_PER_TURN {
+        // buffer, whose high-water mark the process would keep. While the
+        // session has a window's worth of requests in flight, commands wait
+        // in the channel (the replies that free the window wake this loop).
+        while !self.handles_gone && applied < COMMANDS_PER_TURN && self.client.has_room() {
             match Pin::new(&mut self.commands).poll_next(cx) {
                 Poll::Ready(Some(cmd)) => {
                     self.apply(cmd);

@@ -40,6 +40,11 @@ fn mutex_exclusion() {
 }
 
 #[test]
+fn many_locks_at_once() {
+    run::<Rt>(e2e::many_locks_at_once);
+}
+
+#[test]
 fn mutex_fifo() {
     run::<Rt>(e2e::mutex_fifo);
 }

@@ -13,6 +13,11 @@ fn mutex_exclusion() {
 }
 
 #[test]
+fn many_locks_at_once() {
+    run::<Tokio>(e2e::many_locks_at_once);
+}
+
+#[test]
 fn mutex_fifo() {
     run::<Tokio>(e2e::mutex_fifo);
 }

@@ -34,6 +34,7 @@ mod connect_errors;
 mod election;
 mod holders;
 mod loss;
+mod many;
 mod resized;
 mod semaphore_api;
 mod session;
@@ -56,6 +57,7 @@ pub use loss::{
     loss_lease_deleted, loss_lost_after_session_timeout, loss_node_deleted, loss_renewal,
     loss_suspended_then_reconnected,
 };
+pub use many::many_locks_at_once;
 pub use resized::{lease_revocation, semaphore_resized, shared_count};
 pub use semaphore_api::semaphore_try_acquire_and_acquire_one;
 pub use session::{chroot_created, close_session, connection_states, plain_ops};
