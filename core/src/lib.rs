@@ -66,7 +66,7 @@ pub use path::{PathError, ZkPath};
 pub use recipe::{FencingToken, OpId, Participant, Recipe, RecipeEvent, RecipeOp};
 pub use recipes::{Election, ElectionKind, LockName, MultiLock, Observer, Participants, ReadWriteLock, Revoker};
 pub use recipes::{LeaseQueue, LockEvent, LockQueue, LockRecipe, OnePartLock, Part, PartEvent, QueueEvent, Ticket};
-pub use recipes::{LockConfig, Mutex, OpPlan, RetryPolicy};
+pub use recipes::{LockConfig, Mutex, OpPlan, RetryPolicy, SharedLockConfig};
 pub use recipes::{LockKind, LockSpec};
 pub use recipes::{Semaphore, SemaphoreMutex};
 pub use rng::Rng;

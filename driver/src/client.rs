@@ -9,7 +9,8 @@ use futures_channel::{mpsc, oneshot};
 use futures_lite::future;
 use zoolock_core::wire::{Acl, CreateMode, Response, Stat};
 use zoolock_core::{
-    ChrootPolicy, Client as CoreClient, ConnectString, ConnectionState, LockConfig, Op, RecipeId, SessionConfig, ZkPath,
+    ChrootPolicy, Client as CoreClient, ConnectString, ConnectionState, LockConfig, Op, RecipeId, SessionConfig,
+    SharedLockConfig, ZkPath,
 };
 
 use crate::error::Error;
@@ -25,6 +26,9 @@ pub(crate) struct Inner {
     pub(crate) seed: u64,
     /// Locks made so far (the index of the next lock's seed).
     pub(crate) locks_made: std::sync::atomic::AtomicU64,
+    /// The lock settings built last, shared by every lock made with the
+    /// same ones (one copy of the ACL and data for thousands of locks).
+    pub(crate) lock_settings: std::sync::Mutex<Option<Arc<LockConfig>>>,
     pub(crate) runtime: Arc<dyn Runtime>,
 }
 
@@ -51,18 +55,34 @@ impl Inner {
         self.options.acl.as_ref().map_or_else(Acl::open_unsafe, |policy| policy.acl_for(path).to_vec())
     }
 
-    pub(crate) fn lock_config(&self) -> LockConfig {
+    pub(crate) fn lock_config(&self) -> SharedLockConfig {
         self.lock_config_with(&LockOptions::default())
     }
 
-    pub(crate) fn lock_config_with(&self, lock: &LockOptions) -> LockConfig {
+    /// What the next lock with options `lock` is built from: its own seed,
+    /// and settings shared with the locks made before it with the same
+    /// data, time limit and name.
+    pub(crate) fn lock_config_with(&self, lock: &LockOptions) -> SharedLockConfig {
         let n = self.locks_made.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let seed = zoolock_core::Rng::fork(self.seed, n);
         let data = lock.data.clone().or_else(|| self.options.lock_data.clone()).unwrap_or_else(|| {
             let ip = self.shared.read(|s| s.local_ip).flatten();
             ip.map(|ip| Bytes::from(ip.to_string())).unwrap_or_default()
         });
-        let mut config = LockConfig::new(seed)
+        let mut last = self.lock_settings.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let same = |c: &&Arc<LockConfig>| c.data == data && c.max_hold == lock.max_hold && c.name == lock.name;
+        if let Some(config) = last.as_ref().filter(same) {
+            return SharedLockConfig::new(config.clone(), seed);
+        }
+        let config = Arc::new(self.lock_settings_with(lock, data));
+        *last = Some(config.clone());
+        SharedLockConfig::new(config, seed)
+    }
+
+    /// The lock settings of the client's options with `lock`'s and `data`.
+    fn lock_settings_with(&self, lock: &LockOptions, data: Bytes) -> LockConfig {
+        // (Each lock's seed is its own: this one is not used.)
+        let mut config = LockConfig::new(self.seed)
             .with_plan(self.options.plan)
             .with_data(data)
             .with_compression(self.options.compression);
@@ -173,6 +193,7 @@ impl Client {
                 options,
                 seed,
                 locks_made: std::sync::atomic::AtomicU64::new(0),
+                lock_settings: std::sync::Mutex::new(None),
                 runtime: runtime.clone(),
             }),
         };

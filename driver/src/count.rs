@@ -75,7 +75,7 @@ fn on_event(shared: &Watched<State>, path: &str, event: RecipeEvent) {
 impl SharedCount {
     /// Creates the node with `seed` if absent and waits for its first value.
     pub(crate) async fn new(client: Client, path: ZkPath, seed: i32) -> Result<SharedCount, Error> {
-        let config = client.inner.lock_config();
+        let config = client.inner.lock_config().to_config();
         let shared = Arc::new(Watched::<State>::default());
         let label: Arc<str> = path.as_str().into();
         let (sink_shared, sink_path) = (shared.clone(), label.clone());

@@ -254,8 +254,7 @@ impl Client {
     pub async fn semaphore_with(&self, path: &str, options: SemaphoreOptions) -> Result<Semaphore, Error> {
         let spec = SemaphoreSpec::new(path, options.size, options.revocable);
         ZkPath::new(path)?;
-        let mut config = self.inner.lock_config();
-        config.max_hold = options.max_hold;
+        let config = self.inner.lock_config_with(&LockOptions { max_hold: options.max_hold, ..LockOptions::default() });
         if let SemaphoreSize::Count { path, seed } = &spec.size {
             // As Curator's started SharedCount: the count exists and holds
             // an int before the semaphore uses it (else CountMalformed).

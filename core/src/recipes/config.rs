@@ -1,5 +1,6 @@
 //! Settings shared by every lock recipe.
 
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::time::Duration;
 
@@ -82,7 +83,8 @@ pub struct LockConfig {
     pub container_parents: bool,
     /// Budget for re-creating a node that vanished while waiting.
     pub retry: RetryPolicy,
-    /// Seeds protection UUIDs and retry jitter.
+    /// Seeds protection UUIDs and retry jitter of a lock built from this
+    /// config. A [`SharedLockConfig`] gives each lock its own seed instead.
     pub seed: u64,
     /// The fast-handoff assumption of the Pipelined plan: only Curator-keyed
     /// names live on this path, so nodes ahead of ours can only disappear.
@@ -185,5 +187,66 @@ impl LockConfig {
             Some(policy) => policy.acl_for(path).to_vec(),
             None => self.acl.clone(),
         }
+    }
+}
+
+/// What a lock is built from: a [`LockConfig`] shared by every lock built
+/// with the same settings, and the lock's own seed (its protection UUIDs and
+/// retry jitter). Thousands of locks of one client then hold one copy of the
+/// ACL, data and name, not one each.
+///
+/// A plain [`LockConfig`] converts into one (its [`LockConfig::seed`] is the
+/// seed), so every recipe constructor also takes a `LockConfig`.
+#[derive(Debug, Clone)]
+pub struct SharedLockConfig {
+    config: Arc<LockConfig>,
+    seed: u64,
+}
+
+impl SharedLockConfig {
+    /// `config` for a lock seeded with `seed` (the config's own
+    /// [`LockConfig::seed`] is not used).
+    pub fn new(config: Arc<LockConfig>, seed: u64) -> SharedLockConfig {
+        SharedLockConfig { config, seed }
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &LockConfig {
+        &self.config
+    }
+
+    /// The lock's seed.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// The same settings, shared, for a lock seeded with `seed` (a
+    /// composite's member, a semaphore's lease).
+    pub fn with_seed(&self, seed: u64) -> SharedLockConfig {
+        SharedLockConfig { config: self.config.clone(), seed }
+    }
+
+    /// An owned copy of the settings, with this lock's seed.
+    pub fn to_config(&self) -> LockConfig {
+        LockConfig { seed: self.seed, ..LockConfig::clone(&self.config) }
+    }
+
+    /// The shared settings.
+    pub(crate) fn into_shared(self) -> Arc<LockConfig> {
+        self.config
+    }
+
+    /// The settings changed by `change`, copied first if other locks share
+    /// them (they keep theirs).
+    pub(crate) fn modified(mut self, change: impl FnOnce(&mut LockConfig)) -> SharedLockConfig {
+        change(Arc::make_mut(&mut self.config));
+        self
+    }
+}
+
+impl From<LockConfig> for SharedLockConfig {
+    fn from(config: LockConfig) -> SharedLockConfig {
+        let seed = config.seed;
+        SharedLockConfig { config: Arc::new(config), seed }
     }
 }

@@ -13,7 +13,7 @@ use alloc::vec::Vec;
 use bytes::Bytes;
 use zoolock_wire::Response;
 
-use super::config::LockConfig;
+use super::config::SharedLockConfig;
 use super::lock_event::LockEvent;
 use super::mutex::Mutex;
 use super::naming::LockName;
@@ -130,11 +130,13 @@ impl Election {
     /// (a selector with an empty id keeps the config's data, as Curator
     /// writes its default data then). Nothing is sent before
     /// [`Election::start`].
-    pub fn new(base: ZkPath, mut config: LockConfig, kind: ElectionKind, id: &str) -> Election {
-        config.name = kind.lock_name();
-        if kind == ElectionKind::Latch || !id.is_empty() {
-            config.data = Bytes::copy_from_slice(id.as_bytes());
-        }
+    pub fn new(base: ZkPath, config: impl Into<SharedLockConfig>, kind: ElectionKind, id: &str) -> Election {
+        let config = config.into().modified(|config| {
+            config.name = kind.lock_name();
+            if kind == ElectionKind::Latch || !id.is_empty() {
+                config.data = Bytes::copy_from_slice(id.as_bytes());
+            }
+        });
         Election {
             mutex: Mutex::new(base, config),
             kind,

@@ -82,7 +82,7 @@ impl LeaseQueue {
             return Err(ApiMisuse::ZeroQuantity);
         }
         let ticket = self.tickets.issue();
-        if let Some(error) = self.gate.ended.clone() {
+        if let Some(error) = self.gate.ended() {
             self.events.push_back(ticket_event(ticket, RecipeEvent::Failed(error)));
             return Ok(ticket);
         }

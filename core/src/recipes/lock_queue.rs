@@ -14,6 +14,7 @@
 //! acquire under way waits for the new session and starts again with a new
 //! node, as Curator's do.
 
+use alloc::boxed::Box;
 use alloc::collections::{BTreeSet, VecDeque};
 use alloc::vec::Vec;
 
@@ -49,6 +50,57 @@ struct PartState {
     lost: BTreeSet<Ticket>,
 }
 
+impl Default for PartState {
+    fn default() -> PartState {
+        PartState { queue: TicketQueue::default(), hold: Hold::None, lost: BTreeSet::new() }
+    }
+}
+
+/// A lock's parts ([`LockRecipe::parts`]): the first inline, since every
+/// lock has one, and a read-write lock's second (its write half) boxed, so
+/// that a one-part lock's queue is one allocation, not two.
+#[derive(Debug)]
+struct Parts {
+    first: PartState,
+    second: Option<Box<PartState>>,
+}
+
+impl Parts {
+    /// `count` parts (one at least; two at most, as [`Part::index`] says).
+    fn new(count: usize) -> Parts {
+        let second = (count > 1).then(|| Box::new(PartState::default()));
+        Parts { first: PartState::default(), second }
+    }
+
+    fn len(&self) -> usize {
+        1 + usize::from(self.second.is_some())
+    }
+
+    fn get(&self, slot: usize) -> Option<&PartState> {
+        match slot {
+            0 => Some(&self.first),
+            1 => self.second.as_deref(),
+            _ => None,
+        }
+    }
+
+    fn get_mut(&mut self, slot: usize) -> Option<&mut PartState> {
+        match slot {
+            0 => Some(&mut self.first),
+            1 => self.second.as_deref_mut(),
+            _ => None,
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &PartState> {
+        core::iter::once(&self.first).chain(self.second.as_deref())
+    }
+
+    fn iter_mut(&mut self) -> impl Iterator<Item = &mut PartState> {
+        core::iter::once(&mut self.first).chain(self.second.as_deref_mut())
+    }
+}
+
 /// The per-process ticket queue of a lock recipe (any [`LockRecipe`](super::LockRecipe)).
 ///
 /// Events are [`QueueEvent::Ticket`]: `Queued` tells the acquire under way
@@ -63,7 +115,7 @@ struct PartState {
 /// [`Recipe::poll_timeout`](crate::Recipe::poll_timeout).
 pub struct LockQueue {
     inner: BoxedLock,
-    parts: Vec<PartState>,
+    parts: Parts,
     gate: SessionGate,
     tickets: TicketIssuer,
     events: VecDeque<QueueEvent>,
@@ -84,9 +136,7 @@ impl LockQueue {
     /// for the next session (the client must renew sessions too); without,
     /// it fails with the session's error.
     pub fn new(inner: BoxedLock, renew: bool) -> LockQueue {
-        let parts = (0..inner.parts().len().max(1))
-            .map(|_| PartState { queue: TicketQueue::default(), hold: Hold::None, lost: BTreeSet::new() })
-            .collect();
+        let parts = Parts::new(inner.parts().len());
         LockQueue {
             inner,
             parts,
@@ -120,7 +170,7 @@ impl LockQueue {
     /// the session ended for good the ticket fails at once (`Failed`).
     pub fn acquire(&mut self, now: Instant, part: Part, deadline: Option<Instant>) -> Ticket {
         let ticket = self.tickets.issue();
-        if let Some(error) = self.gate.ended.clone() {
+        if let Some(error) = self.gate.ended() {
             self.events.push_back(ticket_event(ticket, LockEvent::Failed(error)));
             return ticket;
         }
@@ -158,7 +208,7 @@ impl LockQueue {
     /// re-entry needs its own [`LockQueue::release`].
     pub fn reenter(&mut self, ticket: Ticket) -> Result<(), ApiMisuse> {
         let reentrant = self.inner.reentrant();
-        for state in &mut self.parts {
+        for state in self.parts.iter_mut() {
             if let Hold::Held { ticket: t, holds } = &mut state.hold {
                 if *t == ticket {
                     if !reentrant {
@@ -439,7 +489,7 @@ impl LockQueue {
 impl LockQueue {
     /// Tickets whose deadline passed leave the queues with `TimedOut`.
     fn expire(&mut self, now: Instant) {
-        for state in &mut self.parts {
+        for state in self.parts.iter_mut() {
             for ticket in state.queue.take_expired(now) {
                 self.events.push_back(ticket_event(ticket, LockEvent::TimedOut));
             }

@@ -10,7 +10,7 @@ use zoolock_wire::Response;
 use alloc::string::String;
 
 use super::capability::{BoxedLock, LockRecipe, OnePartLock, Part};
-use super::config::LockConfig;
+use super::config::SharedLockConfig;
 use super::kit::{OpRouter, Outbox};
 use super::lock_event::{LockEvent, PartEvent};
 use super::mutex::Mutex;
@@ -140,14 +140,14 @@ impl core::fmt::Debug for MultiLock {
 
 impl MultiLock {
     /// One [`Mutex`] per path, in this (acquisition) order. Each member gets a
-    /// distinct seed derived from `config.seed`. At least one path is needed.
-    pub fn new(paths: Vec<ZkPath>, config: LockConfig) -> Result<MultiLock, ApiMisuse> {
+    /// distinct seed derived from the config's. At least one path is needed.
+    pub fn new(paths: Vec<ZkPath>, config: impl Into<SharedLockConfig>) -> Result<MultiLock, ApiMisuse> {
+        let config = config.into();
         let members = paths
             .into_iter()
             .enumerate()
             .map(|(i, path)| {
-                let mut member_config = config.clone();
-                member_config.seed = member_seed(config.seed, i);
+                let member_config = config.with_seed(member_seed(config.seed(), i));
                 (Box::new(Mutex::new(path, member_config)) as BoxedLock, Part::Whole)
             })
             .collect();

@@ -1,7 +1,7 @@
 //! [`Mutex`]: Curator's `InterProcessMutex`. Fair, reentrant per handle,
 //! optionally revocable.
 
-use super::config::LockConfig;
+use super::config::SharedLockConfig;
 use super::lock_core::{LockCore, Rule, Shape};
 use crate::error::ApiMisuse;
 use crate::path::ZkPath;
@@ -16,7 +16,7 @@ use crate::time::Instant;
 
 /// A fair, reentrant lock on `base`, wire-compatible with Curator's
 /// `InterProcessMutex`: nodes `_c_<uuid>-lock-<seq>`, first in sequence holds.
-/// Another name ([`LockConfig::name`]) gives other layouts on the same
+/// Another name ([`LockConfig::name`](super::LockConfig::name)) gives other layouts on the same
 /// queue: `latch-` is Curator's `LeaderLatch`.
 ///
 /// Reentrancy belongs to this handle: acquiring again while held only counts
@@ -33,8 +33,9 @@ pub struct Mutex {
 }
 
 impl Mutex {
-    /// A mutex on `base` (the lock path; nodes go underneath).
-    pub fn new(base: ZkPath, config: LockConfig) -> Mutex {
+    /// A mutex on `base` (the lock path; nodes go underneath), built from a
+    /// [`LockConfig`](super::LockConfig) or a [`SharedLockConfig`].
+    pub fn new(base: ZkPath, config: impl Into<SharedLockConfig>) -> Mutex {
         Mutex::with_leases(base, config, 1)
     }
 
@@ -42,10 +43,11 @@ impl Mutex {
     /// deprecated V1 `InterProcessSemaphore` rule. Not mutual exclusion for
     /// `max_leases > 1`; the simulator uses it as a deliberately broken mutex
     /// to show that its exclusion oracle notices.
-    pub fn with_leases(base: ZkPath, config: LockConfig, max_leases: usize) -> Mutex {
+    pub fn with_leases(base: ZkPath, config: impl Into<SharedLockConfig>, max_leases: usize) -> Mutex {
         let rule = Rule::Standard { max_leases: max_leases.max(1) };
-        let (name, key) = (config.name.clone(), config.name.sort_key());
-        let core = LockCore::new(config, base, name, key, rule);
+        let config = config.into();
+        let key = config.config().name.sort_key();
+        let core = LockCore::new(config, base, None, key, rule);
         Mutex { core, holds: 0, counted: None }
     }
 

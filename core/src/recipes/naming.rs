@@ -85,7 +85,7 @@ impl LockName {
     }
 
     /// One of Curator's own names, known valid.
-    pub(crate) fn known(name: &'static str) -> LockName {
+    pub(crate) const fn known(name: &'static str) -> LockName {
         LockName { name: Cow::Borrowed(name), protected: true, sort: SortRule::AfterName }
     }
 

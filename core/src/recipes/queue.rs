@@ -3,6 +3,7 @@
 //! [`LockQueue`](super::LockQueue) (one queue per part) and
 //! [`LeaseQueue`](super::LeaseQueue).
 
+use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 
@@ -21,13 +22,20 @@ pub(crate) struct SessionGate {
     /// False from a session's end until a new session connects.
     pub(crate) up: bool,
     /// The session ended for good (closed, refused, or expired without
-    /// renewal): new acquires fail with this at once.
-    pub(crate) ended: Option<RequestError>,
+    /// renewal): new acquires fail with this at once. Boxed: every lock
+    /// handle has a gate, and almost none ever sees its session end.
+    ended: Option<Box<RequestError>>,
 }
 
 impl SessionGate {
     pub(crate) fn new(renew: bool) -> SessionGate {
         SessionGate { renew, up: true, ended: None }
+    }
+
+    /// The error new acquires fail with at once, once the session ended for
+    /// good.
+    pub(crate) fn ended(&self) -> Option<RequestError> {
+        self.ended.as_deref().cloned()
     }
 
     /// Whether an acquire failing with `error` waits for the next session.
@@ -50,7 +58,7 @@ impl SessionGate {
         if state == ConnectionState::Lost && self.renew {
             return None;
         }
-        self.ended = Some(error.clone());
+        self.ended = Some(Box::new(error.clone()));
         Some(error)
     }
 }

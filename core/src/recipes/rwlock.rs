@@ -7,7 +7,7 @@ use alloc::string::String;
 use zoolock_wire::Response;
 
 use super::capability::{LockRecipe, Part};
-use super::config::{LockConfig, OpPlan};
+use super::config::{OpPlan, SharedLockConfig};
 use super::kit::{OpRouter, Outbox};
 use super::lock_core::{LockCore, Rule, Shape};
 use super::lock_event::{LockEvent, PartEvent};
@@ -19,6 +19,10 @@ use crate::recipe::{FencingToken, OpId, Recipe, RecipeOp};
 use crate::rng::Rng;
 use crate::session::{ConnectionState, WatchEvent};
 use crate::time::Instant;
+
+/// The halves' node names.
+static READ_LOCK: LockName = LockName::known(READ_NAME);
+static WRITE_LOCK: LockName = LockName::known(WRITE_NAME);
 
 /// The place of each half in `ReadWriteLock::halves`.
 const READ: usize = 0;
@@ -76,28 +80,22 @@ pub struct ReadWriteLock {
 impl ReadWriteLock {
     /// A read-write lock on `base` (the lock path; nodes go underneath). The
     /// two halves draw their UUIDs from distinct seeds derived from
-    /// `config.seed`.
-    pub fn new(base: ZkPath, config: LockConfig) -> ReadWriteLock {
-        let plan = config.plan;
-        let mut read_config = config.clone();
-        read_config.seed = member_seed(config.seed, READ);
-        let mut write_config = config;
-        write_config.seed = member_seed(write_config.seed, WRITE);
+    /// the config's seed.
+    pub fn new(base: ZkPath, config: impl Into<SharedLockConfig>) -> ReadWriteLock {
+        let config = config.into();
+        let plan = config.config().plan;
+        let read_config = config.with_seed(member_seed(config.seed(), READ));
+        let write_config = config.with_seed(member_seed(config.seed(), WRITE));
         // A downgrade (ours in the Pipelined plan, or Curator 5.5+'s) creates
         // a read node with the held write node's sequence, i.e. *ahead* of
         // every queued writer, after those writers listed. The fast handoff's
         // premise ("nodes ahead can only disappear") fails for writers, so the
         // write half always lists again. (Readers keep it: the only nodes
         // that can appear ahead of them are readers, which they share with.)
-        write_config.fast_handoff = false;
-        let read = LockCore::new(read_config, base.clone(), LockName::known(READ_NAME), SortKey::ReadWrite, Rule::Read);
-        let write = LockCore::new(
-            write_config,
-            base,
-            LockName::known(WRITE_NAME),
-            SortKey::ReadWrite,
-            Rule::Standard { max_leases: 1 },
-        );
+        let read = LockCore::new(read_config, base.clone(), Some(&READ_LOCK), SortKey::ReadWrite, Rule::Read);
+        let write =
+            LockCore::new(write_config, base, Some(&WRITE_LOCK), SortKey::ReadWrite, Rule::Standard { max_leases: 1 })
+                .without_fast_handoff();
         ReadWriteLock {
             halves: [Half { core: read, holds: 0 }, Half { core: write, holds: 0 }],
             plan,
@@ -132,7 +130,7 @@ impl ReadWriteLock {
         }
         let shape = match (self.halves[WRITE].core.held(), self.plan) {
             // Curator 5.5+ (CURATOR-621): reuse the write node's sequence.
-            (Some(write), OpPlan::Pipelined) => Shape::Fixed(String::from(write.name.key())),
+            (Some(write), OpPlan::Pipelined) => Shape::Fixed(String::from(SortKey::ReadWrite.key(write.name()))),
             // Curator 5.4.0 creates an ordinary sequential node.
             _ => Shape::Sequential,
         };

@@ -50,7 +50,7 @@ use alloc::vec::Vec;
 
 use zoolock_wire::{Response, WatcherType};
 
-use super::config::LockConfig;
+use super::config::SharedLockConfig;
 use super::kit::{OpRouter, Outbox};
 use super::lock_core::{LockCore, Rule, Shape};
 use super::lock_event::LockEvent;
@@ -75,6 +75,10 @@ pub const SEMAPHORE_LEASES: &str = "leases";
 
 /// Slot of the internal mutex core; lease cores get slots from 1 up.
 const MUTEX_SLOT: u64 = 0;
+
+/// The internal mutex's and the leases' node names.
+static MUTEX_NAME: LockName = LockName::known(LOCK_NAME);
+static LEASE_NODE_NAME: LockName = LockName::known(LEASE_NAME);
 
 /// The member an outgoing op came from, so its reply goes back there. The
 /// semaphore's own ops (checkWatches) have no route: their replies are not
@@ -157,7 +161,7 @@ pub struct Semaphore {
     listed: Option<usize>,
     /// Leases asked to be given back before their acquire completed.
     revoke_pending: BTreeSet<u64>,
-    config: LockConfig,
+    config: SharedLockConfig,
     rng: Rng,
     mutex: LockCore,
     cores: BTreeMap<u64, LockCore>,
@@ -178,21 +182,22 @@ pub struct Semaphore {
 impl Semaphore {
     /// A semaphore on `base` allowing `max_leases` concurrent leases (a
     /// convention every participant must share, as in Curator).
-    pub fn new(base: ZkPath, max_leases: usize, config: LockConfig) -> Semaphore {
+    pub fn new(base: ZkPath, max_leases: usize, config: impl Into<SharedLockConfig>) -> Semaphore {
+        let config = config.into();
         let locks = child(&base, SEMAPHORE_LOCKS);
         let leases_path = child(&base, SEMAPHORE_LEASES);
-        let rng = Rng::with_seed(config.seed);
-        let mut mutex_config = config.clone();
-        mutex_config.seed = Rng::fork(config.seed, MUTEX_SLOT);
-        // The internal mutex is held only for a moment, and nobody acts on
-        // it: its node needs no watch.
-        mutex_config.watch_held = false;
-        // Nor a time limit: it is the semaphore's, not the caller's, hold.
-        mutex_config.max_hold = None;
+        let rng = Rng::with_seed(config.seed());
+        let mutex_config = config.with_seed(Rng::fork(config.seed(), MUTEX_SLOT)).modified(|c| {
+            // The internal mutex is held only for a moment, and nobody acts
+            // on it: its node needs no watch.
+            c.watch_held = false;
+            // Nor a time limit: it is the semaphore's, not the caller's, hold.
+            c.max_hold = None;
+        });
         let mutex = LockCore::new(
             mutex_config,
             locks,
-            LockName::known(LOCK_NAME),
+            Some(&MUTEX_NAME),
             SortKey::curator(LOCK_NAME),
             Rule::Standard { max_leases: 1 },
         );
@@ -222,7 +227,7 @@ impl Semaphore {
     /// A semaphore on `base` sized by `count` (Curator's
     /// `InterProcessSemaphoreV2(client, path, SharedCountReader)`); a count
     /// below zero allows no lease.
-    pub fn with_count(base: ZkPath, count: SharedCount, config: LockConfig) -> Semaphore {
+    pub fn with_count(base: ZkPath, count: SharedCount, config: impl Into<SharedLockConfig>) -> Semaphore {
         let mut sem = Semaphore::new(base, 0, config);
         sem.count = Some(count);
         sem.take_count_ops();
@@ -402,12 +407,11 @@ impl Semaphore {
         let Some(acq) = self.acquiring.as_mut() else { return };
         let slot = self.next_slot;
         self.next_slot += 1;
-        let mut config = self.config.clone();
-        config.seed = Rng::fork(self.config.seed, slot);
+        let config = self.config.with_seed(Rng::fork(self.config.seed(), slot));
         let mut core = LockCore::new(
             config,
             self.leases_path.clone(),
-            LockName::known(LEASE_NAME),
+            Some(&LEASE_NODE_NAME),
             SortKey::curator(LEASE_NAME),
             Rule::Count { max_leases: self.max_leases },
         )
@@ -531,7 +535,7 @@ impl Semaphore {
     /// Our lease vanished (or its create found no parent): Curator's
     /// MISSING_NODE path. The mutex is already being released.
     fn retry_lease(&mut self, now: Instant) {
-        let policy = self.config.retry;
+        let policy = self.config.config().retry;
         let Some(acq) = self.acquiring.as_mut() else { return };
         if acq.retries >= policy.max_retries {
             let error = RequestError::RetriesExhausted(policy.max_retries);

@@ -1,7 +1,7 @@
 //! [`SemaphoreMutex`]: Curator's `InterProcessSemaphoreMutex`, a one-lease
 //! [`Semaphore`]. Not reentrant.
 
-use super::config::LockConfig;
+use super::config::SharedLockConfig;
 use super::semaphore::{Semaphore, SemaphoreEvent};
 use crate::error::ApiMisuse;
 use crate::path::ZkPath;
@@ -30,7 +30,7 @@ pub struct SemaphoreMutex {
 
 impl SemaphoreMutex {
     /// A mutex on `base`.
-    pub fn new(base: ZkPath, config: LockConfig) -> SemaphoreMutex {
+    pub fn new(base: ZkPath, config: impl Into<SharedLockConfig>) -> SemaphoreMutex {
         SemaphoreMutex { semaphore: Semaphore::new(base, 1, config) }
     }
 

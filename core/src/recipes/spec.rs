@@ -19,7 +19,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use super::capability::{BoxedLock, Part};
-use super::config::LockConfig;
+use super::config::SharedLockConfig;
 use super::election::ElectionKind;
 use super::multilock::MultiLock;
 use super::mutex::Mutex;
@@ -250,14 +250,15 @@ impl LockSpec {
     /// write half builds the whole read-write lock. `revocable` makes a
     /// mutex's holder, or both halves', told of revocation requests; a
     /// semaphore mutex is never revocable, nor are a multi-lock's members.
-    /// A multi-lock's members get seeds derived from `config.seed`, in
-    /// order.
+    /// A multi-lock's members get seeds derived from the config's, in
+    /// order; every lock built shares the config's settings.
     ///
     /// # Errors
     ///
     /// [`ApiMisuse::InvalidPath`] for an invalid path;
     /// [`ApiMisuse::EmptyMultiLock`] for a multi-lock of nothing.
-    pub fn build(&self, config: LockConfig, revocable: bool) -> Result<(BoxedLock, Part), ApiMisuse> {
+    pub fn build(&self, config: impl Into<SharedLockConfig>, revocable: bool) -> Result<(BoxedLock, Part), ApiMisuse> {
+        let config = config.into();
         let lock: BoxedLock = match self {
             LockSpec::Mutex(path) => {
                 let mut mutex = Mutex::new(ZkPath::new(path)?, config);
@@ -279,11 +280,7 @@ impl LockSpec {
                 let members = members
                     .iter()
                     .enumerate()
-                    .map(|(i, member)| {
-                        let mut member_config = config.clone();
-                        member_config.seed = member_seed(config.seed, i);
-                        member.build(member_config, false)
-                    })
+                    .map(|(i, member)| member.build(config.with_seed(member_seed(config.seed(), i)), false))
                     .collect::<Result<Vec<_>, _>>()?;
                 Box::new(MultiLock::of(members)?)
             }
@@ -357,12 +354,13 @@ impl SemaphoreSpec {
     /// # Errors
     ///
     /// [`ApiMisuse::InvalidPath`] for an invalid path or count path.
-    pub fn build(&self, config: LockConfig) -> Result<Semaphore, ApiMisuse> {
+    pub fn build(&self, config: impl Into<SharedLockConfig>) -> Result<Semaphore, ApiMisuse> {
+        let config = config.into();
         let base = ZkPath::new(&self.path)?;
         let mut semaphore = match &self.size {
             SemaphoreSize::Leases(n) => Semaphore::new(base, *n, config),
             SemaphoreSize::Count { path, seed } => {
-                let count = SharedCount::new(ZkPath::new(path)?, *seed, config.clone());
+                let count = SharedCount::new(ZkPath::new(path)?, *seed, config.to_config());
                 Semaphore::with_count(base, count, config)
             }
         };
@@ -376,6 +374,7 @@ impl SemaphoreSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::recipes::LockConfig;
 
     #[test]
     fn every_kind_is_listed_once_with_its_own_label_and_class() {

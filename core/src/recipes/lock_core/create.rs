@@ -11,13 +11,13 @@ impl LockCore {
         // `_c_<uuid>-` (when protected), then
         // `<base>/<prefix><name>[<suffix>]`, built in place.
         let mut prefix = String::with_capacity(40);
-        if self.name.is_protected() {
+        if self.name().is_protected() {
             prefix.push_str("_c_");
             self.rng.push_uuid_v4(&mut prefix);
             prefix.push('-');
         }
-        let name = self.name.as_str();
-        let suffix = match &self.shape {
+        let name = self.name().as_str();
+        let suffix = match &self.rare().shape {
             Shape::Sequential => "",
             Shape::Fixed(suffix) => suffix.as_str(),
         };
@@ -30,8 +30,13 @@ impl LockCore {
             Ok(target) => target,
             Err(e) => return self.fail(RequestError::Refused(e.into())),
         };
-        self.state =
-            State::Creating(Create { prefix, target, step: CreateStep::Sent, made_parents: false, adopted: None });
+        self.state = State::Creating(Create {
+            prefix_len: prefix.len(),
+            target,
+            step: CreateStep::Sent,
+            made_parents: false,
+            adopted: None,
+        });
         self.ensure_base();
         self.send_create();
     }
@@ -46,7 +51,7 @@ impl LockCore {
     fn ensure_base(&mut self) {
         // A fixed node (a downgrade's read node) goes beside our held write
         // node: the base is there.
-        let fixed = matches!(self.shape, Shape::Fixed(_));
+        let fixed = matches!(self.rare().shape, Shape::Fixed(_));
         if self.base_ensured || fixed || self.config.plan != OpPlan::Pipelined || self.base.is_root() {
             return;
         }
@@ -63,7 +68,7 @@ impl LockCore {
     /// create's to meet and handle.
     pub(super) fn on_ensure_base(&mut self, result: Result<Response, RequestError>) {
         if let Err(RequestError::Server(ErrorCode::UNIMPLEMENTED)) = result {
-            self.config.container_parents = false;
+            self.no_containers = true;
         }
     }
 
@@ -71,7 +76,7 @@ impl LockCore {
     /// `dontUseContainerParents()`, or a server without containers) a plain
     /// persistent create, opcode 1, flags 0; no Stat is needed for a parent.
     fn parent_op(&self, path: &ZkPath) -> Result<Op, RequestError> {
-        if self.config.container_parents {
+        if self.container_parents() {
             return Ok(Op::create_container(path, Bytes::new(), self.config.acl_for(path.as_str())));
         }
         let request = CreateRequest {
@@ -84,7 +89,7 @@ impl LockCore {
     }
 
     pub(super) fn send_create(&mut self) {
-        let mode = match self.shape {
+        let mode = match self.rare().shape {
             Shape::Sequential => CreateMode::EPHEMERAL_SEQUENTIAL,
             Shape::Fixed(_) => CreateMode::EPHEMERAL,
         };
@@ -102,11 +107,11 @@ impl LockCore {
     }
 
     pub(super) fn on_create(&mut self, now: Instant, result: Result<Response, RequestError>) {
+        let sequential = self.rare().shape == Shape::Sequential;
         let State::Creating(c) = &mut self.state else { return };
         match result {
             Ok(Response::Create2 { path, stat }) => {
-                let sequential = self.shape == Shape::Sequential;
-                match Node::from_create_reply(&path, &c.target, sequential, &self.key, FencingToken(stat.czxid)) {
+                match Node::from_create_reply(&path, &c.target, sequential, FencingToken(stat.czxid)) {
                     Ok(node) => self.created(now, node),
                     Err(e) => self.fail_unexpected_create(e),
                 }
@@ -121,7 +126,7 @@ impl LockCore {
             Err(e @ RequestError::Server(ErrorCode::NO_NODE)) => self.no_node_retry(now, e),
             // Unprotected, the node (if made) cannot be found again: the
             // attempt ends, and the node stays until the session's end.
-            Err(e @ RequestError::ConnectionLoss) if c.prefix.is_empty() => self.fail(e),
+            Err(e @ RequestError::ConnectionLoss) if c.prefix().is_empty() => self.fail(e),
             Err(RequestError::ConnectionLoss) => {
                 c.step = CreateStep::AwaitReconnect;
                 // The pipelined listing of this attempt is stale too.
@@ -207,9 +212,9 @@ impl LockCore {
             // took it): start over within the retry budget, as Curator's
             // attemptLock does on NoNode.
             Err(e @ RequestError::Server(ErrorCode::NO_NODE)) => self.no_node_retry(now, e),
-            Err(RequestError::Server(ErrorCode::UNIMPLEMENTED)) if self.config.container_parents => {
+            Err(RequestError::Server(ErrorCode::UNIMPLEMENTED)) if self.container_parents() => {
                 // A server without containers: persistent parents from now on.
-                self.config.container_parents = false;
+                self.no_containers = true;
                 self.make_parent(idx);
             }
             Err(RequestError::ConnectionLoss) => self.make_parent(idx),
@@ -222,7 +227,7 @@ impl LockCore {
         match result {
             Ok(Response::Children(names)) | Ok(Response::Children2 { children: names, .. }) => {
                 // A name the server made up that is no valid child is no match.
-                let found = names.iter().filter(|n| n.starts_with(&c.prefix)).find_map(|n| self.base.join(n).ok());
+                let found = names.iter().filter(|n| n.starts_with(c.prefix())).find_map(|n| self.base.join(n).ok());
                 match found {
                     Some(path) => {
                         c.adopted = Some(path.clone());
@@ -245,8 +250,7 @@ impl LockCore {
         let Some(path) = c.adopted.clone() else { return };
         match result {
             Ok(Response::Stat(stat)) => {
-                let name = NodeName::parse(String::from(path.name()), &self.key);
-                self.created(now, Node { path, name, token: FencingToken(stat.czxid) });
+                self.created(now, Node { path, token: FencingToken(stat.czxid) });
             }
             Err(RequestError::ConnectionLoss) => c.step = CreateStep::AwaitReconnect,
             // Gone between the lookup and now: create again.

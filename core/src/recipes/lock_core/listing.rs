@@ -82,14 +82,14 @@ impl LockCore {
     }
 
     pub(super) fn evaluate_count(&mut self, now: Instant, node: Node, children: &[String], max_leases: usize) {
-        self.listed = Some(children.len());
-        match policy::semaphore(children, node.name.as_str(), max_leases) {
+        self.rare_mut().listed = Some(children.len());
+        match policy::semaphore(children, node.name(), max_leases) {
             None => {
                 self.start_delete(node.path.clone());
                 self.no_node_retry(now, RequestError::NodeVanished);
             }
             Some(true) => {
-                self.granted_under = Some(max_leases);
+                self.rare_mut().granted_under = Some(max_leases);
                 if self.watches_held() && self.config.plan == OpPlan::Pipelined && !self.revocable {
                     // The listing's child watch stays armed on the server
                     // (checkWatches only drops it from our table): it is the
@@ -118,7 +118,10 @@ impl LockCore {
     /// exists arms a watch, in the round trip of whatever goes out with it.
     fn grant(&mut self, now: Instant, node: Node, by_child_watch: bool) {
         self.out.emit(LockEvent::Acquired { node: node.path_string(), token: node.token });
-        self.hold_until = self.config.max_hold.map(|d| now + d);
+        let hold_until = self.config.max_hold.map(|d| now + d);
+        if hold_until.is_some() || self.rare.is_some() {
+            self.rare_mut().hold_until = hold_until;
+        }
         self.quiet = !self.waited;
         self.held_watch = if by_child_watch { HeldWatch::Children } else { HeldWatch::Node };
         let armed = by_child_watch || core::mem::take(&mut self.own_watched);
@@ -160,8 +163,8 @@ impl LockCore {
 
     /// Reports `Queued` if the position or the count changed.
     pub(super) fn report_queued(&mut self, position: usize, total: usize) {
-        if self.queued != Some((position, total)) {
-            self.queued = Some((position, total));
+        if self.rare().queued != Some((position, total)) {
+            self.rare_mut().queued = Some((position, total));
             self.out.emit(LockEvent::Queued { position, total });
         }
     }
@@ -170,10 +173,12 @@ impl LockCore {
     /// predecessor, which `listed` describes.
     pub(super) fn evaluate_listing(&mut self, now: Instant, node: Node, sorted: Vec<NodeName>, listed: Listed) {
         let Listed { keyed, truncated, total, armed, watched } = listed;
-        match self.verdict(&sorted, node.name.as_str()) {
+        match self.verdict(&sorted, node.name()) {
             Verdict::Acquired => {
-                self.last_listing.clear();
-                self.listing_truncated = false;
+                if let Some(rare) = self.rare.as_mut() {
+                    rare.last_listing = Vec::new();
+                    rare.listing_truncated = false;
+                }
                 self.grant(now, node, watched);
             }
             Verdict::Missing => {
@@ -194,15 +199,16 @@ impl LockCore {
                 }
                 // A truncated window no longer knows the nodes it left out:
                 // one fewer than before (the predecessor that went).
-                let position = match self.queued {
+                let position = match self.rare().queued {
                     Some((p, _)) if truncated => p.saturating_sub(1).max(1),
-                    _ => policy::position(&sorted, node.name.as_str(), self.position_rule()),
+                    _ => policy::position(&sorted, node.name(), self.position_rule()),
                 };
                 self.report_queued(position, total);
-                let (kept, cut) = self.keep_window(sorted, node.name.as_str());
-                self.last_listing = kept;
-                self.listing_keyed = keyed;
-                self.listing_truncated = truncated || cut;
+                let (kept, cut) = self.keep_window(sorted, node.name());
+                let rare = self.rare_mut();
+                rare.last_listing = kept;
+                rare.listing_keyed = keyed;
+                rare.listing_truncated = truncated || cut;
                 let path = match self.base.join(&pred) {
                     Ok(path) => path,
                     Err(_) => return self.relist(node),
@@ -231,17 +237,21 @@ impl LockCore {
     /// re-list after that deletion would cost one on every handoff.
     fn arm_look(&mut self) {
         let look = self.look_target();
-        if look.is_some() && look == self.look {
+        if look.is_some() && look == self.rare().look {
             // Already watched: its watch is still armed.
             return;
         }
         // A node that is no longer the look-ahead (it may be the predecessor
         // now) is forgotten: its events are the predecessor's, or nobody's.
-        self.look = None;
+        if let Some(rare) = self.rare.as_mut() {
+            rare.look = None;
+        }
         let Some(name) = look else { return };
         let Ok(path) = self.base.join(&name) else { return };
-        self.send(Op::get_data(&path, true), Purpose::WatchLook(name.clone()));
-        self.look = Some(name);
+        let op = self.send_op(Op::get_data(&path, true), Purpose::WatchLook);
+        let rare = self.rare_mut();
+        rare.look_ops.push((op, name.clone()));
+        rare.look = Some(name);
     }
 
     /// The node just ahead of the watched predecessor in the kept listing
@@ -254,27 +264,34 @@ impl LockCore {
             State::Watching { pred, .. } | State::Waiting { on: Watched::Pred(pred), .. } => pred,
             _ => return None,
         };
-        let at = self.last_listing.iter().position(|c| c.as_str() == pred.as_str())?;
-        Some(String::from(self.last_listing.get(at.checked_sub(1)?)?.as_str()))
+        let listing = &self.rare().last_listing;
+        let at = listing.iter().position(|c| c.as_str() == pred.as_str())?;
+        Some(String::from(listing.get(at.checked_sub(1)?)?.as_str()))
     }
 
-    pub(super) fn on_watch_look(&mut self, name: &str, result: Result<Response, RequestError>) {
-        if self.look.as_deref() != Some(name) {
+    /// The reply to look-ahead getData `op`: it matters only while its
+    /// node is still the look-ahead.
+    pub(super) fn on_watch_look(&mut self, op: OpId, result: Result<Response, RequestError>) {
+        let Some(rare) = self.rare.as_mut() else { return };
+        let Some(at) = rare.look_ops.iter().position(|(o, _)| *o == op) else { return };
+        let (_, name) = rare.look_ops.swap_remove(at);
+        if rare.look.as_deref() != Some(name.as_str()) {
             return;
         }
         match result {
             Ok(_) => {}
-            Err(RequestError::Server(ErrorCode::NO_NODE)) => self.look_gone(name),
+            Err(RequestError::Server(ErrorCode::NO_NODE)) => self.look_gone(&name),
             // Not armed: the look-ahead is only ever a shortcut.
-            Err(_) => self.look = None,
+            Err(_) => rare.look = None,
         }
     }
 
     /// The look-ahead node went: list now, while the predecessor still holds
     /// (unless a listing is already on its way).
     pub(super) fn look_gone(&mut self, name: &str) {
-        self.look = None;
-        self.last_listing.retain(|c| c.as_str() != name);
+        let rare = self.rare_mut();
+        rare.look = None;
+        rare.last_listing.retain(|c| c.as_str() != name);
         let waiting =
             matches!(self.state, State::Waiting { on: Watched::Pred(_), .. } | State::Watching { fired: false, .. });
         if waiting && !self.list_in_flight() {
@@ -311,9 +328,10 @@ impl LockCore {
     pub(super) fn fast_handoff_allowed(&self) -> bool {
         self.config.plan == OpPlan::Pipelined
             && self.config.fast_handoff
-            && self.name.keys_are_sequences()
-            && !self.last_listing.is_empty()
-            && self.listing_keyed
+            && !self.no_fast_handoff
+            && self.name().keys_are_sequences()
+            && !self.rare().last_listing.is_empty()
+            && self.rare().listing_keyed
     }
 
     /// What of a sorted listing the fast handoff needs, and whether anything

@@ -9,20 +9,24 @@
 //! server says OK or NoNode, or the session ends.
 
 mod create;
+mod events;
 mod janitor;
 mod listing;
 mod node;
+mod rare;
 
 pub(crate) use node::Node;
+use rare::Rare;
 
-use alloc::collections::{BTreeMap, BTreeSet};
+use alloc::boxed::Box;
 use alloc::string::String;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use bytes::Bytes;
 use zoolock_wire::{CreateMode, CreateRequest, ErrorCode, EventType, OpCode, Request, Response, WatcherType};
 
-use super::config::{LockConfig, OpPlan};
+use super::config::{LockConfig, OpPlan, SharedLockConfig};
 use super::kit::Outbox;
 use super::lock_event::LockEvent;
 use super::naming::LockName;
@@ -86,12 +90,21 @@ enum CreateStep {
 
 #[derive(Debug)]
 struct Create {
-    prefix: String,
     /// The path to create (a sequential prefix, or the fixed path).
     target: ZkPath,
+    /// How long the protection prefix (`_c_<uuid>-`) that begins the
+    /// target's name is: 0 unprotected.
+    prefix_len: usize,
     step: CreateStep,
     made_parents: bool,
     adopted: Option<ZkPath>,
+}
+
+impl Create {
+    /// The protection prefix (empty when unprotected).
+    fn prefix(&self) -> &str {
+        self.target.name().get(..self.prefix_len).unwrap_or("")
+    }
 }
 
 /// What a waiting node's watch is on.
@@ -146,7 +159,11 @@ enum State {
     },
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What an op in flight is for. No variant carries data, so that the
+/// entries of [`LockCore::expected`] stay small: a delete's path is found
+/// by its op in [`LockCore::deleting`], an orphan lookup's prefix in
+/// [`Rare::orphans`], a look-ahead watch's node in [`Rare::look_ops`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Purpose {
     Create,
     /// getChildren2 of the base path; `watch`: with a child watch.
@@ -161,39 +178,34 @@ enum Purpose {
     Recover,
     AdoptStat,
     WatchPred,
-    /// getData(watch) of the look-ahead node, by name.
-    WatchLook(String),
+    /// getData(watch) of the look-ahead node.
+    WatchLook,
     RevokeRead,
     /// exists(watch) on our held node: its deletion ends the hold.
     WatchHeld,
     Verify,
-    Delete(ZkPath),
+    Delete,
     /// getChildren of the base path for an abandoned create's protection prefix.
-    FindOrphans(String),
+    FindOrphans,
     CheckWatches,
 }
 
 /// The lock loop. Not a [`Recipe`](crate::Recipe) itself: wrappers add
 /// reentrancy, revocation commands and their own events.
+///
+/// Sized for thousands per process: the settings are shared
+/// ([`SharedLockConfig`]), and what an uncontended lock never uses is in
+/// [`Rare`], made on first use.
 #[derive(Debug)]
 pub(crate) struct LockCore {
-    config: LockConfig,
+    config: Arc<LockConfig>,
     base: ZkPath,
-    /// The node name and its protection; `key` is the sort it implies (the
+    /// The node name, when not [`LockConfig::name`] (the read-write halves'
+    /// and the semaphore's fixed names); `key` is the sort it implies (the
     /// read-write halves share one key for two names).
-    name: LockName,
+    fixed_name: Option<&'static LockName>,
     key: SortKey,
     rule: Rule,
-    /// Read rule: this owner holds the write half (downgrade short-circuit).
-    holds_write: bool,
-    /// Revocable: empty data, a watch on our own node.
-    revocable: bool,
-    /// A vanished own node (or a NoNode create) ends the attempt with the
-    /// verdict (`Failed(NodeVanished)` or the server's NoNode) instead of a
-    /// re-create in place: the semaphore's lease core, whose retry must
-    /// also release the internal mutex.
-    defer_missing: bool,
-    shape: Shape,
     rng: Rng,
     state: State,
     /// Bumped at every new attempt, so replies to an abandoned one are ignored.
@@ -203,41 +215,30 @@ pub(crate) struct LockCore {
     /// waiting lock handles.
     expected: Vec<(OpId, u64, Purpose)>,
     deadline: Option<Instant>,
+    /// Paths under guaranteed delete, sorted, each with its delete in
+    /// flight.
+    deleting: Vec<(ZkPath, Option<OpId>)>,
+    rare: Option<Box<Rare>>,
+    out: Outbox<LockEvent>,
     retries: u32,
+    /// Read rule: this owner holds the write half (downgrade short-circuit).
+    holds_write: bool,
+    /// Revocable: empty data, a watch on our own node.
+    revocable: bool,
+    /// A vanished own node (or a NoNode create) ends the attempt with the
+    /// verdict (`Failed(NodeVanished)` or the server's NoNode) instead of a
+    /// re-create in place: the semaphore's lease core, whose retry must
+    /// also release the internal mutex.
+    defer_missing: bool,
+    /// The fast handoff is off whatever the config says (the write half).
+    no_fast_handoff: bool,
+    /// The server answered Unimplemented to a container create: parents
+    /// are persistent from then on, whatever the config says.
+    no_containers: bool,
     /// The revocation watch on our node is armed server-side.
     revoke_armed: bool,
-    /// Last sorted listing while waiting, for the fast handoff. Standard
-    /// rule: only the [`LISTING_WINDOW`] nodes nearest ahead of ours, and
-    /// ours (see [`LockCore::keep_window`]).
-    last_listing: Vec<NodeName>,
-    /// The look-ahead node whose watch this session holds (or is arming)
-    /// and has not seen fire, whatever the attempt: forgotten when the watch
-    /// fires or fails to arm, when the session ends, or when it stops being
-    /// the look-ahead (see [`LockCore::arm_look`]).
-    look: Option<String>,
-    /// Every name of the full last listing had a Curator sequence key.
-    listing_keyed: bool,
-    /// Nodes further ahead than the window were left out of `last_listing`.
-    listing_truncated: bool,
-    /// The last `Queued { position, total }` reported for this acquire.
-    queued: Option<(usize, usize)>,
-    /// Count rule: how many children the last listing held.
-    listed: Option<usize>,
-    /// Count rule: the limit the held node was granted under.
-    granted_under: Option<usize>,
-    /// Paths under guaranteed delete, with whether a delete is in flight.
-    deleting: BTreeMap<ZkPath, bool>,
-    /// Abandoned creates whose reply was lost: protection prefixes to find
-    /// under the base path and delete.
-    orphans: BTreeSet<String>,
-    /// The node of a hold its deletion made `Lost` (seen by a watch or a
-    /// read), for an owner that reports losses per node (the semaphore's
-    /// leases): see [`LockCore::take_lost`].
-    lost: Option<ZkPath>,
     /// While held: what tells us of the held node's deletion.
     held_watch: HeldWatch,
-    /// While held with [`LockConfig::max_hold`]: when the hold expires.
-    hold_until: Option<Instant>,
     /// The acquire under way has waited (a listing did not grant it).
     waited: bool,
     /// This attempt's node has an exists watch armed (or on its way),
@@ -250,46 +251,55 @@ pub(crate) struct LockCore {
     /// The Pipelined plan sent its one `createContainer(base)` ahead of a
     /// create already.
     base_ensured: bool,
-    out: Outbox<LockEvent>,
 }
 
 impl LockCore {
-    pub(crate) fn new(config: LockConfig, base: ZkPath, name: LockName, key: SortKey, rule: Rule) -> Self {
+    /// A core on `base` named `fixed_name` (`None`: the config's name),
+    /// sorted by `key`, holding by `rule`.
+    pub(crate) fn new(
+        config: SharedLockConfig,
+        base: ZkPath,
+        fixed_name: Option<&'static LockName>,
+        key: SortKey,
+        rule: Rule,
+    ) -> Self {
         LockCore {
-            rng: Rng::with_seed(config.seed),
-            config,
+            rng: Rng::with_seed(config.seed()),
+            config: config.into_shared(),
             base,
-            name,
+            fixed_name,
             key,
             rule,
-            holds_write: false,
-            revocable: false,
-            defer_missing: false,
-            shape: Shape::Sequential,
             state: State::Idle,
             attempt: 0,
             expected: Vec::new(),
             deadline: None,
+            deleting: Vec::new(),
+            rare: None,
+            out: Outbox::default(),
             retries: 0,
+            holds_write: false,
+            revocable: false,
+            defer_missing: false,
+            no_fast_handoff: false,
+            no_containers: false,
             revoke_armed: false,
-            last_listing: Vec::new(),
-            look: None,
-            listing_keyed: false,
-            listing_truncated: false,
-            queued: None,
-            listed: None,
-            granted_under: None,
-            deleting: BTreeMap::new(),
-            orphans: BTreeSet::new(),
-            lost: None,
             held_watch: HeldWatch::Node,
-            hold_until: None,
             waited: false,
             own_watched: false,
             quiet: true,
             base_ensured: false,
-            out: Outbox::default(),
         }
+    }
+
+    /// The node name.
+    fn name(&self) -> &LockName {
+        self.fixed_name.unwrap_or(&self.config.name)
+    }
+
+    /// Containers for missing parents (unless the server has none).
+    fn container_parents(&self) -> bool {
+        self.config.container_parents && !self.no_containers
     }
 
     pub(crate) fn base(&self) -> &ZkPath {
@@ -336,7 +346,9 @@ impl LockCore {
 
     /// The node of the hold last reported `Lost` (once).
     pub(crate) fn take_lost(&mut self) -> Option<ZkPath> {
-        self.lost.take()
+        let lost = self.rare.as_mut()?.lost.take();
+        self.tidy();
+        lost
     }
 
     /// Held nodes are watched ([`LockConfig::watch_held`]).
@@ -355,12 +367,12 @@ impl LockCore {
 
     /// Count rule: how many children the last listing held, ours included.
     pub(crate) fn listed(&self) -> Option<usize> {
-        self.listed
+        self.rare().listed
     }
 
     /// Count rule: the limit in force when the held node was granted.
     pub(crate) fn granted_under(&self) -> Option<usize> {
-        self.held().and(self.granted_under)
+        self.held().and(self.rare().granted_under)
     }
 
     /// Count rule: a new limit (the semaphore was resized). A waiter lists
@@ -376,7 +388,7 @@ impl LockCore {
 
     /// Work still owed to the server: deletes or orphan lookups.
     pub(crate) fn has_cleanup(&self) -> bool {
-        !self.deleting.is_empty() || !self.orphans.is_empty()
+        !self.deleting.is_empty() || !self.rare().orphans.is_empty()
     }
 
     /// Revocable from now on: empty node data and a watch on our own node.
@@ -407,6 +419,13 @@ impl LockCore {
         self
     }
 
+    /// Never takes the fast handoff, whatever the config says (the
+    /// read-write lock's write half).
+    pub(crate) fn without_fast_handoff(mut self) -> LockCore {
+        self.no_fast_handoff = true;
+        self
+    }
+
     /// Read rule: whether this owner holds the write half, which the read
     /// half may then take at once (a downgrade).
     pub(crate) fn set_holds_write(&mut self, holds_write: bool) {
@@ -423,10 +442,15 @@ impl LockCore {
         }
         self.deadline = deadline;
         self.retries = 0;
-        self.queued = None;
         self.waited = false;
-        self.shape = shape;
+        if let Some(rare) = self.rare.as_mut() {
+            rare.queued = None;
+        }
+        if shape != Shape::Sequential || self.rare.is_some() {
+            self.rare_mut().shape = shape;
+        }
         self.begin_create(now);
+        self.tidy();
         Ok(())
     }
 
@@ -438,6 +462,9 @@ impl LockCore {
             return Err(ApiMisuse::NotHeld);
         };
         let _ = now;
+        if let Some(rare) = self.rare.as_mut() {
+            rare.hold_until = None;
+        }
         if self.revoke_armed {
             self.revoke_armed = false;
             self.send(Op::check_watches(&node.path, WatcherType::ANY), Purpose::CheckWatches);
@@ -452,6 +479,7 @@ impl LockCore {
                 self.out.emit(LockEvent::Released);
             }
         }
+        self.tidy();
         Ok(())
     }
 
@@ -460,7 +488,7 @@ impl LockCore {
     pub(crate) fn cancel(&mut self, _now: Instant) {
         match core::mem::replace(&mut self.state, State::Idle) {
             State::Creating(c) => {
-                self.remember_orphan(&c.prefix);
+                self.remember_orphan(c.prefix());
                 if let Some(path) = c.adopted {
                     self.start_delete(path);
                 }
@@ -479,6 +507,7 @@ impl LockCore {
             other => self.state = other,
         }
         self.attempt += 1;
+        self.tidy();
     }
 
     // ---- mechanism -----------------------------------------------------------------
@@ -495,15 +524,16 @@ impl LockCore {
         if !self.fast_handoff_allowed() {
             return self.relist(node);
         }
-        self.last_listing.retain(|c| c.as_str() != pred);
-        let listing = core::mem::take(&mut self.last_listing);
-        let granted = !(self.listing_truncated && self.window_exhausted(&listing, node.name.as_str()))
-            && self.verdict(&listing, node.name.as_str()) == Verdict::Acquired;
+        let rare = self.rare_mut();
+        rare.last_listing.retain(|c| c.as_str() != pred);
+        let listing = core::mem::take(&mut rare.last_listing);
+        let (keyed, truncated, queued) = (rare.listing_keyed, rare.listing_truncated, rare.queued);
+        let granted = !(truncated && self.window_exhausted(&listing, node.name()))
+            && self.verdict(&listing, node.name()) == Verdict::Acquired;
         if granted {
-            let (keyed, truncated) = (self.listing_keyed, self.listing_truncated);
             // The kept listing has no nodes behind ours: count the one that
             // went off the last total.
-            let total = self.queued.map_or(listing.len(), |(_, t)| t.saturating_sub(1));
+            let total = queued.map_or(listing.len(), |(_, t)| t.saturating_sub(1));
             self.evaluate_listing(
                 now,
                 node,
@@ -520,11 +550,9 @@ impl LockCore {
     }
 }
 
-/// The inputs and outputs of the one lock queue every lock kind is built on.
-impl Recipe for LockCore {
-    type Event = LockEvent;
-
-    fn handle_reply(&mut self, now: Instant, op: OpId, result: Result<Response, RequestError>) {
+/// The inputs, each followed by [`LockCore::tidy`] in the [`Recipe`] impl.
+impl LockCore {
+    fn on_reply(&mut self, now: Instant, op: OpId, result: Result<Response, RequestError>) {
         let Some(at) = self.expected.iter().position(|(id, _, _)| *id == op) else {
             return;
         };
@@ -536,9 +564,9 @@ impl Recipe for LockCore {
         // Cleanup replies matter whatever attempt they belonged to, and so
         // does whether a look-ahead watch was armed.
         match purpose {
-            Purpose::Delete(path) => return self.on_delete(path, result),
-            Purpose::WatchLook(name) => return self.on_watch_look(&name, result),
-            Purpose::FindOrphans(prefix) => return self.on_find_orphans(prefix, result),
+            Purpose::Delete => return self.on_delete(op, result),
+            Purpose::WatchLook => return self.on_watch_look(op, result),
+            Purpose::FindOrphans => return self.on_find_orphans(op, result),
             Purpose::CheckWatches => return,
             Purpose::RevokeRead => return self.on_revoke_read(attempt == self.attempt, result),
             Purpose::EnsureBase => return self.on_ensure_base(result),
@@ -566,186 +594,18 @@ impl Recipe for LockCore {
             Purpose::WatchPred => self.on_watch_pred(now, result),
             Purpose::Verify => self.on_verify(true, result),
             Purpose::WatchHeld => self.on_verify(false, result),
-            Purpose::Delete(_)
-            | Purpose::FindOrphans(..)
+            Purpose::Delete
+            | Purpose::FindOrphans
             | Purpose::CheckWatches
             | Purpose::RevokeRead
             | Purpose::EnsureBase
-            | Purpose::WatchLook(_) => {}
+            | Purpose::WatchLook => {}
         }
     }
 
-    fn handle_watch(&mut self, now: Instant, event: &WatchEvent) {
-        // Our held node: its deletion ends the hold; a data change used up
-        // the watch, so arm it again (a revocable node's re-read below does).
-        // Held under the granting listing's child watch, any change of the
-        // base's children (ours deleted, or someone queued) fired it: watch
-        // the node itself from now on.
-        if let State::Held { node } = &self.state {
-            let children_changed = event.event_type == EventType::NODE_CHILDREN_CHANGED;
-            if children_changed && self.held_watch == HeldWatch::Children && event.path == self.base.as_str() {
-                self.held_watch = HeldWatch::Node;
-                let path = node.path.clone();
-                return self.send(Op::exists(&path, true), Purpose::WatchHeld);
-            }
-            if node.path.as_str() == event.path {
-                if event.event_type == EventType::NODE_DELETED {
-                    return self.hold_gone();
-                }
-                if event.event_type == EventType::NODE_DATA_CHANGED && !self.revocable && self.watches_held() {
-                    let path = node.path.clone();
-                    return self.send(Op::exists(&path, true), Purpose::WatchHeld);
-                }
-            }
-        }
-        // Our waiting node, watched by its own exists (see `own_watched`)
-        // or, revocable, by its data watch: deleted by someone else, it is
-        // missing (look again, and start over); a data change used the
-        // exists watch up (the grant arms it again).
-        if self.waiting_node().is_some_and(|n| n.path.as_str() == event.path) {
-            let by_exists = !self.revocable && self.own_watched;
-            if event.event_type == EventType::NODE_DELETED && (by_exists || self.revocable) {
-                return self.waiting_node_gone();
-            }
-            if by_exists {
-                self.own_watched = false;
-                return;
-            }
-        }
-        // Revocation: a data change on our own node.
-        if self.revocable && event.event_type == EventType::NODE_DATA_CHANGED {
-            let own = match &self.state {
-                State::Held { node }
-                | State::Listing { node }
-                | State::Watching { node, .. }
-                | State::Waiting { node, .. } => Some(node.path.clone()),
-                _ => None,
-            };
-            if let Some(own) = own.filter(|own| own.as_str() == event.path) {
-                self.send(Op::get_data(&own, true), Purpose::RevokeRead);
-                return;
-            }
-        }
-        let prefix = String::from(self.base_prefix());
-        // Whether the event is on our base path's child `name`.
-        let is_child =
-            |name: &str| event.path.strip_prefix(prefix.as_str()).and_then(|r| r.strip_prefix('/')) == Some(name);
-        if let Some(look) = self.look.take_if(|look| is_child(look)) {
-            if event.event_type == EventType::NODE_DELETED {
-                self.look_gone(&look);
-            }
-            return;
-        }
-        match &mut self.state {
-            State::Watching { pred, fired, .. } if is_child(pred) => *fired = true,
-            State::Waiting { node, on: Watched::Pred(pred) } if is_child(pred) => {
-                let node = node.clone();
-                let pred = pred.clone();
-                if event.event_type == EventType::NODE_DELETED {
-                    self.pred_gone(now, node, &pred);
-                } else {
-                    self.relist(node);
-                }
-            }
-            State::Waiting { node, on: Watched::Children } if event.path == self.base.as_str() => {
-                let node = node.clone();
-                self.relist(node);
-            }
-            _ => {}
-        }
-    }
-
-    fn handle_session(&mut self, now: Instant, state: ConnectionState) {
-        match state {
-            ConnectionState::Suspended => match core::mem::replace(&mut self.state, State::Idle) {
-                State::Held { node } => {
-                    self.state = State::Held { node };
-                    self.out.emit(LockEvent::Suspended);
-                }
-                // Curator's loop wakes on every connection event and re-lists;
-                // the request waits in the session until the reconnect.
-                State::Waiting { node, .. } => self.relist(node),
-                State::Watching { node, pred, .. } => self.state = State::Watching { node, pred, fired: true },
-                other => self.state = other,
-            },
-            ConnectionState::Reconnected | ConnectionState::Connected | ConnectionState::ConnectedReadOnly => {
-                if let State::Creating(c) = &mut self.state {
-                    if c.step == CreateStep::AwaitReconnect {
-                        c.step = CreateStep::Recover;
-                        self.send(Op::get_children_names(&self.base.clone(), false), Purpose::Recover);
-                    }
-                }
-                if let State::Held { node } = &self.state {
-                    if state == ConnectionState::Reconnected {
-                        // Same session: confirm the node survived before
-                        // telling the holder it may go on.
-                        // The exists re-arms the held node's watch if its
-                        // own arming was cut off by the drop.
-                        let (path, watch) = (node.path.clone(), self.watches_held() && !self.revocable);
-                        if watch {
-                            self.held_watch = HeldWatch::Node;
-                        }
-                        self.send(Op::exists(&path, watch), Purpose::Verify);
-                    }
-                }
-                let pending: Vec<ZkPath> =
-                    self.deleting.iter().filter(|(_, in_flight)| !**in_flight).map(|(p, _)| p.clone()).collect();
-                for path in pending {
-                    self.send_delete(path);
-                }
-                self.find_orphans();
-                let _ = now;
-            }
-            ConnectionState::Lost
-            | ConnectionState::Closed
-            | ConnectionState::AuthFailed
-            | ConnectionState::SaslFailed(_)
-            | ConnectionState::ServerMisbehaved(_)
-            | ConnectionState::Unreachable
-            | ConnectionState::ChrootUnavailable(_) => {
-                // Nothing created under the old session may be trusted again
-                // (CURATOR-604). After an expiry our nodes may still exist for
-                // a while (the client-side timer can fire before the server's),
-                // so they stay queued for deletion by a later session; after a
-                // close the server has already deleted them.
-                let stale = match &self.state {
-                    State::Held { node }
-                    | State::Listing { node }
-                    | State::Watching { node, .. }
-                    | State::Waiting { node, .. } => Some(node.path.clone()),
-                    State::Releasing { path } => Some(path.clone()),
-                    _ => None,
-                };
-                self.expected.clear();
-                self.revoke_armed = false;
-                self.look = None;
-                if state == ConnectionState::Lost {
-                    self.orphan_create();
-                    self.deleting.values_mut().for_each(|in_flight| *in_flight = false);
-                    if let Some(path) = stale {
-                        self.deleting.insert(path, false);
-                    }
-                } else {
-                    self.deleting.clear();
-                    self.orphans.clear();
-                }
-                let error = state.end_error().unwrap_or(RequestError::Closed);
-                match core::mem::replace(&mut self.state, State::Idle) {
-                    // (The semaphore reports its leases lost with the
-                    // session from `held()`, before its cores hear of it.)
-                    State::Held { .. } => self.out.emit(LockEvent::Lost),
-                    State::Releasing { .. } => self.out.emit(LockEvent::Released),
-                    State::Idle => {}
-                    _ => self.out.emit(LockEvent::Failed(error)),
-                }
-                self.attempt += 1;
-            }
-        }
-    }
-
-    fn handle_timeout(&mut self, now: Instant) {
+    fn on_timeout(&mut self, now: Instant) {
         match &self.state {
-            State::Held { .. } if self.hold_until.is_some_and(|until| now >= until) => self.expire(),
+            State::Held { .. } if self.rare().hold_until.is_some_and(|until| now >= until) => self.expire(),
             State::RetryPause { until } if now >= *until => self.begin_create(now),
             State::Waiting { node, .. } if self.deadline.is_some_and(|d| now >= d) => {
                 // Curator runs the loop once more at the deadline.
@@ -754,6 +614,31 @@ impl Recipe for LockCore {
             }
             _ => {}
         }
+    }
+}
+
+/// The inputs and outputs of the one lock queue every lock kind is built on.
+impl Recipe for LockCore {
+    type Event = LockEvent;
+
+    fn handle_reply(&mut self, now: Instant, op: OpId, result: Result<Response, RequestError>) {
+        self.on_reply(now, op, result);
+        self.tidy();
+    }
+
+    fn handle_watch(&mut self, now: Instant, event: &WatchEvent) {
+        self.on_watch(now, event);
+        self.tidy();
+    }
+
+    fn handle_session(&mut self, now: Instant, state: ConnectionState) {
+        self.on_session(now, state);
+        self.tidy();
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        self.on_timeout(now);
+        self.tidy();
     }
 
     fn poll_op(&mut self) -> Option<RecipeOp> {
@@ -768,7 +653,7 @@ impl Recipe for LockCore {
         match &self.state {
             State::RetryPause { until } => Some(*until),
             State::Waiting { .. } => self.deadline,
-            State::Held { .. } => self.hold_until,
+            State::Held { .. } => self.rare().hold_until,
             _ => None,
         }
     }
@@ -784,8 +669,14 @@ impl LockCore {
     }
 
     fn send(&mut self, op: Op, purpose: Purpose) {
+        self.send_op(op, purpose);
+    }
+
+    /// Sends `op` for `purpose` and returns its id.
+    fn send_op(&mut self, op: Op, purpose: Purpose) -> OpId {
         let id = self.out.send(op);
         self.expected.push((id, self.attempt, purpose));
+        id
     }
 
     fn node_data(&self) -> Bytes {
@@ -852,7 +743,7 @@ impl LockCore {
             return;
         }
         let State::Held { node } = core::mem::replace(&mut self.state, State::Idle) else { return };
-        self.lost = Some(node.path);
+        self.rare_mut().lost = Some(node.path);
         self.attempt += 1;
         self.revoke_armed = false;
         self.out.emit(LockEvent::Lost);
@@ -862,13 +753,15 @@ impl LockCore {
     /// `Expired` first) and its node deleted, so the next in line gets it.
     fn expire(&mut self) {
         let State::Held { node } = core::mem::replace(&mut self.state, State::Idle) else { return };
-        self.hold_until = None;
+        if let Some(rare) = self.rare.as_mut() {
+            rare.hold_until = None;
+        }
         if core::mem::take(&mut self.revoke_armed) {
             self.send(Op::check_watches(&node.path, WatcherType::ANY), Purpose::CheckWatches);
         }
         self.start_delete(node.path.clone());
         self.out.emit(LockEvent::Expired { node: node.path_string() });
-        self.lost = Some(node.path);
+        self.rare_mut().lost = Some(node.path);
         self.attempt += 1;
         self.out.emit(LockEvent::Lost);
     }

@@ -1,6 +1,6 @@
-//! Our lock node, parsed once where the server hands it over: its path is
-//! validated when the create (or adoption) reply arrives, never again, and
-//! its name is a [`NodeName`](super::policy::NodeName) like every listed one.
+//! Our lock node, checked once where the server hands it over: its path is
+//! validated when the create (or adoption) reply arrives, never again. Its
+//! name is the path's last component, not a second copy.
 
 use super::*;
 
@@ -8,7 +8,6 @@ use super::*;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Node {
     pub(crate) path: ZkPath,
-    pub(crate) name: NodeName,
     pub(crate) token: FencingToken,
 }
 
@@ -21,7 +20,6 @@ impl Node {
         path: &str,
         target: &ZkPath,
         sequential: bool,
-        key: &SortKey,
         token: FencingToken,
     ) -> Result<Node, RequestError> {
         let unexpected = RequestError::UnexpectedResponse { op: OpCode::CREATE2 };
@@ -32,8 +30,12 @@ impl Node {
             (true, counter) if counter.len() >= 10 => target.with_sequence(counter).map_err(|_| unexpected)?,
             _ => return Err(unexpected),
         };
-        let name = NodeName::parse(String::from(path.name()), key);
-        Ok(Node { path, name, token })
+        Ok(Node { path, token })
+    }
+
+    /// Our node's name under the lock path, as listings spell it.
+    pub(crate) fn name(&self) -> &str {
+        self.path.name()
     }
 
     /// The path as events report it.
@@ -53,11 +55,13 @@ mod tests {
     /// server's fault, never a node we adopt (or later delete).
     #[test]
     fn a_reply_path_other_than_the_create_is_refused() {
+        // The node's name, parsed as a listing parses it.
+        let sequence = |node: &Node| NodeName::parse(String::from(node.name()), &KEY).sequence();
         let target = &ZkPath::new("/app/lock/_c_0f-lock-").unwrap();
-        let ok = Node::from_create_reply("/app/lock/_c_0f-lock-0000000003", target, true, &KEY, FencingToken(9));
+        let ok = Node::from_create_reply("/app/lock/_c_0f-lock-0000000003", target, true, FencingToken(9));
         let ok = ok.unwrap();
         assert_eq!(
-            (ok.path.as_str(), ok.name.sequence(), ok.token),
+            (ok.path.as_str(), sequence(&ok), ok.token),
             ("/app/lock/_c_0f-lock-0000000003", Some(3), FencingToken(9))
         );
         let unexpected = Err(RequestError::UnexpectedResponse { op: OpCode::CREATE2 });
@@ -71,13 +75,13 @@ mod tests {
             "",
         ];
         for lie in lies {
-            assert_eq!(Node::from_create_reply(lie, target, true, &KEY, FencingToken(9)), unexpected, "{lie:?}");
+            assert_eq!(Node::from_create_reply(lie, target, true, FencingToken(9)), unexpected, "{lie:?}");
         }
-        let wrapped = Node::from_create_reply("/app/lock/_c_0f-lock--2147483647", target, true, &KEY, FencingToken(9));
-        assert_eq!(wrapped.map(|n| n.name.sequence()), Ok(None));
+        let wrapped = Node::from_create_reply("/app/lock/_c_0f-lock--2147483647", target, true, FencingToken(9));
+        assert_eq!(wrapped.map(|n| sequence(&n)), Ok(None));
         let fixed = &ZkPath::new("/app/lock/_c_0f-__READ__0000000007").unwrap();
-        assert!(Node::from_create_reply(fixed.as_str(), fixed, false, &SortKey::ReadWrite, FencingToken(1)).is_ok());
+        assert!(Node::from_create_reply(fixed.as_str(), fixed, false, FencingToken(1)).is_ok());
         let extra = "/app/lock/_c_0f-__READ__00000000070000000001";
-        assert_eq!(Node::from_create_reply(extra, fixed, false, &SortKey::ReadWrite, FencingToken(1)), unexpected);
+        assert_eq!(Node::from_create_reply(extra, fixed, false, FencingToken(1)), unexpected);
     }
 }
