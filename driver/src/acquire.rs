@@ -10,15 +10,15 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 
 use event_listener::Event;
 use zoolock_core::recipes::{LeaseQueue, LockKind, LockQueue, Ticket};
-use zoolock_core::{ApiMisuse, CoreMachine, Handle, Instant, Machine, RecipeEvent};
+use zoolock_core::{ApiMisuse, CoreMachine, Handle, Instant, Machine, RecipeEvent, RecipeId};
 
-use crate::client::Client;
+use crate::client::{Owned, Owner};
 use crate::error::Error;
 use crate::hold::QueuePosition;
 use crate::metrics::{Gauge, Labels};
@@ -91,42 +91,13 @@ impl<S: Tickets> Recipe<S> {
     }
 }
 
-/// A handle's share of a [`Recipe`], with the client. Handles count
-/// themselves here rather than by the allocation, which the event sink
-/// shares: the last owner dropped drops the recipe (once it owes the server
-/// nothing), and the sink lives until then.
-pub(crate) struct Owner<S: Tickets> {
-    pub(crate) client: Client,
-    pub(crate) recipe: Arc<Recipe<S>>,
-}
-
-impl<S: Tickets> Owner<S> {
-    /// One more owner of `recipe`.
-    pub(crate) fn new(client: Client, recipe: Arc<Recipe<S>>) -> Owner<S> {
-        recipe.owners.fetch_add(1, Ordering::Relaxed);
-        Owner { client, recipe }
+impl<S: Tickets> Owned for Recipe<S> {
+    fn id(&self) -> RecipeId {
+        self.handle.id()
     }
 
-    /// Waits until the recipe owes the server nothing (see
-    /// [`Command::Settle`]). One `async fn` over the answer, so awaiting it
-    /// adds a few words to the caller's task.
-    pub(crate) async fn settled(&self) -> Result<(), Error> {
-        let answer = crate::client::settle(&self.client, self.recipe.handle.id())?;
-        Ok(answer.await.map_err(|_| Error::ClientClosed)??)
-    }
-}
-
-impl<S: Tickets> Clone for Owner<S> {
-    fn clone(&self) -> Owner<S> {
-        Owner::new(self.client.clone(), self.recipe.clone())
-    }
-}
-
-impl<S: Tickets> Drop for Owner<S> {
-    fn drop(&mut self) {
-        if self.recipe.owners.fetch_sub(1, Ordering::AcqRel) == 1 {
-            let _ = self.client.inner.send(Command::DropRecipe(self.recipe.handle.id()));
-        }
+    fn owners(&self) -> &AtomicUsize {
+        &self.owners
     }
 }
 
@@ -310,7 +281,7 @@ pub(crate) type Progress<'p> = &'p mut (dyn FnMut(QueuePosition) + Send + 'p);
 /// a borrow of the handle, the [`Answer`], the start time and the last
 /// position reported.
 pub(crate) struct Acquire<'a, 'p, S: Tickets> {
-    owner: &'a Owner<S>,
+    owner: &'a Owner<Recipe<S>>,
     /// `None` once answered.
     answer: Option<Arc<Answer<S::Grant>>>,
     began: std::time::Instant,
@@ -330,7 +301,7 @@ pub(crate) struct Acquire<'a, 'p, S: Tickets> {
 /// [`Error::ClientClosed`] when the event loop has ended (nothing was
 /// queued).
 pub(crate) fn acquire<'a, 'p, S: Tickets>(
-    owner: &'a Owner<S>,
+    owner: &'a Owner<Recipe<S>>,
     of: S::Waiting,
     command: impl FnOnce(&mut S::Queue, Instant) -> Result<Ticket, ApiMisuse> + Send + 'static,
     progress: Option<Progress<'p>>,

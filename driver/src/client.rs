@@ -3,6 +3,7 @@
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use bytes::Bytes;
 use futures_channel::{mpsc, oneshot};
@@ -433,11 +434,81 @@ impl Client {
     }
 }
 
-/// Owns a registered recipe for its handles: when the last one goes, the
-/// recipe is dropped once it owes the server nothing.
-pub(crate) struct RecipeHandle {
+/// A registered recipe as its handles share it: its id, and how many
+/// [`Owner`]s it has.
+pub(crate) trait Owned: Send + Sync + 'static {
+    /// The recipe's id on the client.
+    fn id(&self) -> RecipeId;
+
+    /// The count [`Owner`] keeps.
+    fn owners(&self) -> &AtomicUsize;
+}
+
+/// A registered recipe whose handles share nothing else.
+pub(crate) struct Registration {
+    id: RecipeId,
+    owners: AtomicUsize,
+}
+
+impl Registration {
+    pub(crate) fn new(id: RecipeId) -> Arc<Registration> {
+        Arc::new(Registration { id, owners: AtomicUsize::new(0) })
+    }
+}
+
+impl Owned for Registration {
+    fn id(&self) -> RecipeId {
+        self.id
+    }
+
+    fn owners(&self) -> &AtomicUsize {
+        &self.owners
+    }
+}
+
+/// A handle's share of a registered recipe, with the client: the one way a
+/// recipe is dropped when its handles go. Handles count themselves rather
+/// than by the `Arc`, which an event sink may share: the last owner dropped
+/// drops the recipe (once it owes the server nothing), and a sink lives
+/// until then.
+pub(crate) struct Owner<T: Owned> {
     pub(crate) client: Client,
-    pub(crate) id: RecipeId,
+    pub(crate) recipe: Arc<T>,
+}
+
+impl<T: Owned> Owner<T> {
+    /// One more owner of `recipe`.
+    pub(crate) fn new(client: Client, recipe: Arc<T>) -> Owner<T> {
+        recipe.owners().fetch_add(1, Ordering::Relaxed);
+        Owner { client, recipe }
+    }
+
+    /// The recipe's id on the client.
+    pub(crate) fn id(&self) -> RecipeId {
+        self.recipe.id()
+    }
+
+    /// Waits until the recipe owes the server nothing (see
+    /// [`Command::Settle`]). One `async fn` over the answer, so awaiting it
+    /// adds a few words to the caller's task.
+    pub(crate) async fn settled(&self) -> Result<(), Error> {
+        let answer = settle(&self.client, self.id())?;
+        Ok(answer.await.map_err(|_| Error::ClientClosed)??)
+    }
+}
+
+impl<T: Owned> Clone for Owner<T> {
+    fn clone(&self) -> Owner<T> {
+        Owner::new(self.client.clone(), self.recipe.clone())
+    }
+}
+
+impl<T: Owned> Drop for Owner<T> {
+    fn drop(&mut self) {
+        if self.recipe.owners().fetch_sub(1, Ordering::AcqRel) == 1 {
+            let _ = self.client.inner.send(Command::DropRecipe(self.id()));
+        }
+    }
 }
 
 /// Asks to be told once recipe `id` owes the server nothing (see
@@ -450,12 +521,6 @@ pub(crate) fn settle(client: &Client, id: RecipeId) -> Result<Settled, Error> {
 
 /// The answer [`settle`] asked for.
 pub(crate) type Settled = oneshot::Receiver<Result<(), zoolock_core::RequestError>>;
-
-impl Drop for RecipeHandle {
-    fn drop(&mut self) {
-        let _ = self.client.inner.send(Command::DropRecipe(self.id));
-    }
-}
 
 /// The server answered `op` with a reply of another kind: its fault, no
 /// result code it sent.

@@ -13,7 +13,7 @@ use zoolock_core::recipes::SharedCount as CoreCount;
 use zoolock_core::{Handle, RecipeEvent, ZkPath};
 
 use crate::acquire::Watched;
-use crate::client::{Client, RecipeHandle};
+use crate::client::{Client, Owner, Registration};
 use crate::error::Error;
 use crate::task::{Command, Sink};
 
@@ -41,7 +41,7 @@ struct State {
 /// Clones share one watch.
 #[derive(Clone)]
 pub struct SharedCount {
-    handle: Arc<RecipeHandle>,
+    handle: Owner<Registration>,
     typed: Handle<CoreCount>,
     shared: Arc<Watched<State>>,
     path: Arc<str>,
@@ -83,7 +83,7 @@ impl SharedCount {
             (handle, Arc::new(move |event| on_event(&sink_shared, &sink_path, event)))
         };
         let typed = client.add_recipe(CoreCount::new(path, seed, config), sink).await?;
-        let handle = Arc::new(RecipeHandle { client, id: typed.id() });
+        let handle = Owner::new(client, Registration::new(typed.id()));
         let count = SharedCount { handle, typed, shared, path: label };
         count.first_value().await?;
         Ok(count)

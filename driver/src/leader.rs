@@ -20,7 +20,7 @@ use zoolock_core::recipes::{Election as CoreElection, ElectionKind, ElectionPart
 use zoolock_core::{ApiMisuse, FencingToken, Handle, RecipeEvent, ZkPath};
 
 use crate::acquire::{self, Watched};
-use crate::client::{Client, RecipeHandle};
+use crate::client::{Client, Owner, Registration};
 use crate::error::Error;
 use crate::hold::{self, Hold, HoldStatus, LossReason, QueuePosition};
 use crate::metrics::Labels;
@@ -126,7 +126,7 @@ fn on_event(shared: &Shared, path: &str, labels: &Labels<'_>, event: RecipeEvent
 /// A registered core election: one participant. Dropping the last handle
 /// closes it (its node is deleted) and drops the machine.
 struct Participant {
-    recipe: RecipeHandle,
+    recipe: Owner<Registration>,
     handle: Handle<CoreElection>,
     shared: Arc<Shared>,
     path: Arc<str>,
@@ -159,7 +159,7 @@ impl Drop for Claim {
 
 impl std::fmt::Debug for Participant {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Participant").field("path", &self.path).field("recipe", &self.recipe.id).finish()
+        f.debug_struct("Participant").field("path", &self.path).field("recipe", &self.recipe.id()).finish()
     }
 }
 
@@ -191,7 +191,7 @@ impl Participant {
         };
         let handle = client.add_recipe(machine, sink).await?;
         let participant = Arc::new(Participant {
-            recipe: RecipeHandle { client: client.clone(), id: handle.id() },
+            recipe: Owner::new(client.clone(), Registration::new(handle.id())),
             handle,
             shared,
             path,

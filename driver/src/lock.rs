@@ -20,8 +20,8 @@ use futures_channel::oneshot;
 use zoolock_core::recipes::{BoxedLock, LockKind, LockQueue, Part, Ticket};
 use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Handle, Instant, RecipeEvent};
 
-use crate::acquire::{self, Owner, Recipe, Tickets as _};
-use crate::client::Client;
+use crate::acquire::{self, Recipe, Tickets as _};
+use crate::client::{Client, Owner};
 use crate::error::Error;
 use crate::hold::{self, Hold, HoldStatus, LossReason, QueuePosition};
 use crate::lock_tickets::{HoldState, TicketState, Tickets, Waiting};
@@ -67,7 +67,7 @@ impl RecipeSink for LockRecipe {
 /// or bound the wait with [`Lock::acquire_timeout`].
 #[derive(Clone)]
 pub struct Lock {
-    owner: Owner<Tickets>,
+    owner: Owner<Recipe<Tickets>>,
     part: Part,
 }
 

@@ -12,7 +12,7 @@ use zoolock_core::ApiMisuse;
 use zoolock_core::recipes::{ElectionKind, LockKind, Observer, election_participants};
 use zoolock_core::{Handle, Participant, RecipeEvent, ZkPath};
 
-use crate::client::{Client, RecipeHandle};
+use crate::client::{Client, Owner, Registration};
 use crate::error::Error;
 use crate::task::Sink;
 
@@ -25,12 +25,12 @@ use crate::task::Sink;
 pub struct HolderChanges {
     rx: mpsc::UnboundedReceiver<Result<Option<Participant>, Error>>,
     /// Keeps the observer registered until the stream goes.
-    _recipe: RecipeHandle,
+    _recipe: Owner<Registration>,
 }
 
 impl std::fmt::Debug for HolderChanges {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HolderChanges").field("recipe", &self._recipe.id).finish_non_exhaustive()
+        f.debug_struct("HolderChanges").field("recipe", &self._recipe.id()).finish_non_exhaustive()
     }
 }
 
@@ -126,6 +126,6 @@ impl Client {
             (handle, std::sync::Arc::new(sink))
         };
         let id = self.add_recipe(observer, sink).await?.id();
-        Ok(HolderChanges { rx, _recipe: RecipeHandle { client: self.clone(), id } })
+        Ok(HolderChanges { rx, _recipe: Owner::new(self.clone(), Registration::new(id)) })
     }
 }

@@ -9,8 +9,8 @@ use std::time::Duration;
 use zoolock_core::recipes::{LeaseQueue, Semaphore as CoreSemaphore, Ticket};
 use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Handle, Instant, RecipeEvent};
 
-use crate::acquire::{self, Owner, Recipe, Waiter};
-use crate::client::Client;
+use crate::acquire::{self, Recipe, Waiter};
+use crate::client::{Client, Owner};
 use crate::error::Error;
 use crate::hold::{self, Hold, HoldStatus, LossReason, QueuePosition};
 use crate::metrics::Gauge;
@@ -99,7 +99,7 @@ impl SemShared {
 /// earlier acquires stay held meanwhile.
 #[derive(Clone)]
 pub struct Semaphore {
-    owner: Owner<State>,
+    owner: Owner<Recipe<State>>,
 }
 
 impl std::fmt::Debug for Semaphore {

@@ -48,18 +48,13 @@ pub(super) async fn held(client: &Client, base: &str, args: &BenchArgs, release:
     for lock in locks {
         let (acquired, mut go) = (acquired.clone(), go.clone());
         tasks.spawn(async move {
-            // Scoped: a moved-from binding keeps its room in the task until
-            // its scope ends, and the acquire's result beside the guard made
-            // the task 288 bytes, a 512-byte tokio task cell (272: 384).
-            let (guard, wait) = {
-                let asked = Instant::now();
-                let guard = lock.acquire().await;
-                let wait = micros(asked.elapsed());
-                if acquired.0.fetch_add(1, Ordering::AcqRel) + 1 == n {
-                    acquired.1.notify_one();
-                }
-                (guard?, wait)
-            };
+            let asked = Instant::now();
+            let guard = lock.acquire().await;
+            let wait = micros(asked.elapsed());
+            if acquired.0.fetch_add(1, Ordering::AcqRel) + 1 == n {
+                acquired.1.notify_one();
+            }
+            let guard = guard?;
             // Held until every lock is: then all go at once.
             let _ = go.wait_for(|v| *v).await;
             give_back(&lock, guard, release).await?;
