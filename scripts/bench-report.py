@@ -25,7 +25,8 @@ with open(os.path.join(out, "runs.tsv"), encoding="utf-8") as f:
         else:
             failed.setdefault(key, []).append(detail)
 
-ONCE = ("zl-waiters", "zl-waiters-scaled")
+ONCE = ("zl-waiters", "zl-waiters-scaled", "zl0-waiters", "zl0-waiters-scaled")
+BASELINE = os.environ.get("BENCH_BASELINE", "")
 
 
 def values(key, field):
@@ -56,6 +57,19 @@ def per_run_min(a, b):
     ra, rb = ok.get(a, {}), ok.get(b, {})
     rs = [ra[i]["cycles_per_sec"] / rb[i]["cycles_per_sec"] for i in ra if i in rb and rb[i].get("cycles_per_sec")]
     return min(rs) if rs else None
+
+
+def per_run_range(a, b):
+    """The smallest and largest same-run ratio of cycles/s."""
+    ra, rb = ok.get(a, {}), ok.get(b, {})
+    rs = [ra[i]["cycles_per_sec"] / rb[i]["cycles_per_sec"] for i in ra if i in rb and rb[i].get("cycles_per_sec")]
+    return (min(rs), max(rs)) if rs else (None, None)
+
+
+def swing(key):
+    """A side's run-to-run swing: its fastest run ÷ its slowest."""
+    vals = values(key, "cycles_per_sec")
+    return max(vals) / min(vals) if len(vals) > 1 and min(vals) > 0 else None
 
 
 def requests_per_cycle(key):
@@ -134,6 +148,23 @@ for name, zl, cur in (("read-lock", "zl-read-lock", "cur-read-lock"),
     r = ratio(med(zl, "cycles_per_sec"), med(cur, "cycles_per_sec"))
     row(name + " vs Curator", rate(zl), rate(cur), None, None, r, "≥ 2× Curator", verdict(r, lambda x: x >= 2.0, [zl, cur]))
 
+# the current tree ÷ the baseline revision (BENCH_BASELINE), same runs: no regression beyond
+# the run-to-run swing means a ratio of medians no lower than 1 ÷ the larger side's swing
+if BASELINE:
+    for name, zl in (("mutex acked", "zl-mutex-acked"), ("mutex pipelined", "zl-mutex-pipelined"),
+                     (f"mutex contended, {clients} clients", "zl-contended"), ("read-lock", "zl-read-lock"),
+                     (f"semaphore, {leases} leases", "zl-semaphore")):
+        then = "zl0-" + zl[len("zl-"):]
+        if zl not in ran or then not in ran:
+            continue
+        r = ratio(med(zl, "cycles_per_sec"), med(then, "cycles_per_sec"))
+        sw = max((x for x in (swing(zl), swing(then)) if x is not None), default=None)
+        lo, hi = per_run_range(zl, then)
+        spread = "" if lo is None else f"; same-run {lo:.2f}–{hi:.2f}×"
+        row(f"{name}: now ÷ {BASELINE}", f"{rate(zl)} now, {rate(then)} then{spread}", None, None,
+            "—" if sw is None else f"swing {sw:.2f}×", r, "≥ 1 ÷ swing",
+            verdict(r, lambda x, sw=sw: sw is None or x >= 1 / sw, [zl, then]))
+
 # the held-node watch (DESIGN §4.10): with it (the default) ÷ without it
 for name, zl, bare in (("mutex acked", "zl-mutex-acked", "zl-mutex-acked-nowatch"),
                        (f"mutex contended, {clients} clients", "zl-contended", "zl-contended-nowatch"),
@@ -174,6 +205,19 @@ if big:
             r = ratio(large[i], small[i])
             row(f"waiters scaled: {what} per waiter", None, None, None, None, r, "≤ 1.5× the smaller run",
                 verdict(r, lambda x: x <= 1.5, ["zl-waiters", "zl-waiters-scaled"]))
+
+
+# waiters, now ÷ the baseline: per waiter, lower is better (one run each: information)
+if BASELINE:
+    for key in ("zl-waiters", "zl-waiters-scaled"):
+        now, then = (next(iter(ok.get(k, {}).values()), None) for k in (key, "zl0-" + key[len("zl-"):]))
+        if not now or not then:
+            continue
+        per = [(w.get("rss_mib", 0) * 1024 / (w.get("waiters") or 1), w.get("drain_ms", 0) * 1e3 / (w.get("waiters") or 1))
+               for w in (now, then)]
+        row(f"waiters, {now.get('waiters'):,}: now ÷ {BASELINE} (per waiter)",
+            f"{per[0][0]:,.2f} KiB, {per[0][1]:,.1f} µs drain now; {per[1][0]:,.2f} KiB, {per[1][1]:,.1f} µs then",
+            None, None, None, ratio(per[0][1], per[1][1]), "drain time ratio (info)", "—")
 
 
 # issue 29: many locks on one session

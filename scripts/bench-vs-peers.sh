@@ -77,6 +77,11 @@
 #   BENCH_ONLY="A B"             run only these comparisons: mutex-acked mutex-pipelined
 #                                contended read-lock semaphore waiters held-10k
 #                                held-100k tasks (default: all)
+#   BENCH_BASELINE=REV           also run zoolock as of git revision REV (built in a throwaway
+#                                worktree): its runs (keys zl0-*) join the mutex-acked,
+#                                mutex-pipelined, contended, read-lock, semaphore and waiters
+#                                comparisons, interleaved with the current tree's, and the report
+#                                shows now ÷ then beside each side's run-to-run swing
 #   BENCH_JAVA_OPTS="..."        extra JVM options for CuratorBench
 #   ZK_JAVA_DIR=PATH             where the jars live (default /usr/share/java)
 #   CARGO_TARGET_DIR             honoured when locating the release binaries
@@ -108,6 +113,8 @@ HELD=${BENCH_HELD:-10000}
 HELD_SCALED=${BENCH_HELD_SCALED:-100000}
 CURATOR_HELD=${BENCH_CURATOR_HELD:-1000}
 TASK_CYCLES=${BENCH_TASK_CYCLES:-5000}
+BASELINE=${BENCH_BASELINE:-}
+AS_BASELINE=0
 # ZooKeeper's JVM compiles its request path during the first thousands of
 # requests; without an unrecorded round first, the side that runs first in run 1
 # (zoolock: run 1 goes in forward order) bears that warm-up alone, which is what
@@ -190,6 +197,7 @@ if [[ -n $(git status --porcelain 2>/dev/null | head -n 1) ]]; then GIT_REV+=" (
     echo "- zookeeper-client: $(sed -n 's/^zookeeper-client = { version = "=\([^"]*\)".*/\1/p' "$ROOT/bench/zkclient/Cargo.toml")" \
         "(crates.io, its Curator-named lock \`LockPrefix::new_curator\`, tasks on a current-thread tokio runtime as \`zoolock bench\`; its sockets run through async-net, whose reactor has a thread of its own)"
     echo "- Rust: $(rustc -V 2>/dev/null || echo 'rustc not found'), release profile; zoolock at $GIT_REV"
+    [[ -z $BASELINE ]] || echo "- Baseline (\`zl0-*\` runs): zoolock at $(git rev-parse --short "$BASELINE^{commit}" 2>/dev/null || echo "$BASELINE")"
     echo "- Runs: $RUNS per comparison, interleaved; medians shown. Cycles: $CYCLES" \
         "(mutex-contended: $CONTENDED_CYCLES acquisitions over $CLIENTS sessions; semaphore: $LEASES leases;" \
         "waiters: $WAITERS on $PATHS paths and $((WAITERS * SCALE)) on $((PATHS * SCALE)), once each;" \
@@ -219,6 +227,22 @@ if ! cargo build --release -p zoolock -p zoolock-bench >"$OUT/build.log" 2>&1; t
 fi
 [[ -x $RAWCYCLE_BIN ]] || die "no $RAWCYCLE_BIN after the build"
 if ((ZOOLOCK_OK)) && [[ ! -x $ZOOLOCK_BIN || ! -x $BLOCKING_BIN ]]; then ZOOLOCK_OK=0; fi
+BASELINE_BIN=$OUT/zoolock-baseline
+BASELINE_OK=0
+if [[ -n $BASELINE ]]; then
+    echo "building zoolock at $BASELINE (log: $OUT/build.log)"
+    rev=$(git rev-parse --verify --quiet "$BASELINE^{commit}") || die "BENCH_BASELINE: no commit '$BASELINE'"
+    src=$OUT/baseline-src
+    git worktree add --detach --quiet "$src" "$rev" >>"$OUT/build.log" 2>&1 || die "BENCH_BASELINE: cannot check out $rev"
+    if cargo build --release -p zoolock --manifest-path "$src/Cargo.toml" --target-dir "$TARGET_DIR/baseline" \
+        >>"$OUT/build.log" 2>&1 && cp "$TARGET_DIR/baseline/release/zoolock" "$BASELINE_BIN"; then
+        BASELINE_OK=1
+    else
+        tail -n 20 "$OUT/build.log" >&2
+        echo "bench-vs-peers: building zoolock at $BASELINE failed; its runs will show as FAILED" >&2
+    fi
+    git worktree remove --force "$src" >>"$OUT/build.log" 2>&1 || true
+fi
 echo "building zkclient-bench (bench/zkclient, its own workspace; log: $OUT/build.log)"
 if ! cargo build --release --manifest-path "$ROOT/bench/zkclient/Cargo.toml" --target-dir "$TARGET_DIR" \
     >>"$OUT/build.log" 2>&1 || [[ ! -x $ZKCLIENT_BIN ]]; then
@@ -352,7 +376,12 @@ side_run() {
 zoolock_run() {
     local key=$1 run=$2
     shift 2
-    side_run "$ZOOLOCK_OK" "zoolock did not build" "$key" "$run" "$ZOOLOCK_BIN" --connect "$ZK" bench "$@" --json
+    if ((AS_BASELINE)); then
+        side_run "$BASELINE_OK" "zoolock at $BASELINE did not build" "zl0-${key#zl-}" "$run" "$BASELINE_BIN" \
+            --connect "$ZK" bench "$@" --json
+    else
+        side_run "$ZOOLOCK_OK" "zoolock did not build" "$key" "$run" "$ZOOLOCK_BIN" --connect "$ZK" bench "$@" --json
+    fi
 }
 
 # zoolock_blocking_run KEY RUN ARGS...: zoolock's mutex cycle through zoolock-blocking.
@@ -389,6 +418,7 @@ raw_run() {
 step() {
     local run=$2
     case $1 in
+    zl0-*) AS_BASELINE=1 step "zl-${1#zl0-}" "$run" ;;
     zl-mutex-acked) zoolock_run zl-mutex-acked "$run" --workload mutex-uncontended --cycles "$CYCLES" ;;
     zl-mutex-pipelined)
         zoolock_run zl-mutex-pipelined "$run" --workload mutex-uncontended --cycles "$CYCLES" --pipelined-release
@@ -458,14 +488,22 @@ wanted() {
     [[ -z ${BENCH_ONLY:-} || " $BENCH_ONLY " == *" $1 "* ]]
 }
 
+# baseline_of NAME: the baseline's run of NAME (BENCH_BASELINE), if there is one.
+baseline_of() {
+    [[ -z $BASELINE ]] || echo "zl0-${1#zl-}"
+}
+
 # every_group RUN: each comparison once.
 every_group() {
     ! wanted mutex-acked ||
-        group "$1" zl-mutex-acked zlb-mutex-acked cur-mutex zkc-mutex-acked raw-2rtt raw-3rtt zl-mutex-acked-nowatch
-    ! wanted mutex-pipelined || group "$1" zl-mutex-pipelined zlb-mutex-pipelined zkc-mutex-drop raw-1rtt
-    ! wanted contended || group "$1" zl-contended cur-contended zkc-contended raw-chain zl-contended-nowatch
-    ! wanted read-lock || group "$1" zl-read-lock cur-read-lock
-    ! wanted semaphore || group "$1" zl-semaphore cur-semaphore zl-semaphore-nowatch
+        group "$1" zl-mutex-acked zlb-mutex-acked cur-mutex zkc-mutex-acked raw-2rtt raw-3rtt zl-mutex-acked-nowatch \
+            $(baseline_of zl-mutex-acked)
+    ! wanted mutex-pipelined ||
+        group "$1" zl-mutex-pipelined zlb-mutex-pipelined zkc-mutex-drop raw-1rtt $(baseline_of zl-mutex-pipelined)
+    ! wanted contended ||
+        group "$1" zl-contended cur-contended zkc-contended raw-chain zl-contended-nowatch $(baseline_of zl-contended)
+    ! wanted read-lock || group "$1" zl-read-lock cur-read-lock $(baseline_of zl-read-lock)
+    ! wanted semaphore || group "$1" zl-semaphore cur-semaphore zl-semaphore-nowatch $(baseline_of zl-semaphore)
     ! wanted held-10k || group "$1" zl-held-10k zkc-held-10k cur-held
     # The 10k round warms the server; a 100k warm-up round would only add minutes.
     ! wanted held-100k || ((WARMING)) || group "$1" zl-held-100k zkc-held-100k
@@ -487,10 +525,14 @@ if wanted waiters; then
     echo "== waiters (once)"
     RUNS_SAVED=$RUNS
     RUNS=1
-    zoolock_run zl-waiters 1 --workload waiters --waiters "$WAITERS" --paths "$PATHS"
-    if ((SCALE > 1)); then
-        zoolock_run zl-waiters-scaled 1 --workload waiters --waiters "$((WAITERS * SCALE))" --paths "$((PATHS * SCALE))"
-    fi
+    for AS_BASELINE in 0 $([[ -z $BASELINE ]] || echo 1); do
+        zoolock_run zl-waiters 1 --workload waiters --waiters "$WAITERS" --paths "$PATHS"
+        if ((SCALE > 1)); then
+            zoolock_run zl-waiters-scaled 1 --workload waiters --waiters "$((WAITERS * SCALE))" \
+                --paths "$((PATHS * SCALE))"
+        fi
+    done
+    AS_BASELINE=0
     RUNS=$RUNS_SAVED
 fi
 echo "benchmarks took $((SECONDS - started)) s"
@@ -498,7 +540,8 @@ echo "benchmarks took $((SECONDS - started)) s"
 # ---- report --------------------------------------------------------------------------
 
 report_rc=0
-python3 "$ROOT/scripts/bench-report.py" "$OUT" "$RUNS" "$CLIENTS" "$LEASES" "$WARMUP_CYCLES" || report_rc=$?
+BENCH_BASELINE=$BASELINE python3 "$ROOT/scripts/bench-report.py" "$OUT" "$RUNS" "$CLIENTS" "$LEASES" "$WARMUP_CYCLES" ||
+    report_rc=$?
 
 echo
 echo "Markdown table: $OUT/table.md"
