@@ -64,6 +64,13 @@ impl Client {
         self.inner.session_id()
     }
 
+    /// How many recipes the client keeps registered: 0 once every handle
+    /// is dropped and its deletes applied (see the async
+    /// `Client::registered_recipes`).
+    pub fn registered_recipes(&self) -> usize {
+        self.inner.registered_recipes()
+    }
+
     /// The current connection state, then every change. Fails with
     /// [`Error::ClientClosed`] once the session ended.
     pub fn state_changes(&self) -> Result<StateChanges, Error> {

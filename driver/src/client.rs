@@ -277,6 +277,16 @@ impl Client {
         self.inner.shared.read(|s| s.last_heard).flatten()
     }
 
+    /// How many recipes the client's event loop keeps registered: one per
+    /// lock, read-write lock, semaphore, shared count, election participant
+    /// and observation, whatever its number of handles. A recipe goes once
+    /// its last handle is dropped and it owes the server nothing (its
+    /// deletes applied), so after every handle is gone and settled this
+    /// reads 0: nothing of theirs stays behind.
+    pub fn registered_recipes(&self) -> usize {
+        self.inner.shared.recipes.load(Ordering::Relaxed)
+    }
+
     /// The session id (0 before the first session).
     pub fn session_id(&self) -> i64 {
         self.inner.shared.read(|s| s.session_id).unwrap_or(0)

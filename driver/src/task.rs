@@ -103,6 +103,9 @@ pub(crate) struct SharedState {
 pub(crate) struct Shared {
     pub(crate) state: StdMutex<SharedState>,
     pub(crate) changed: Event,
+    /// How many recipes the loop keeps (set as they come and go; nobody
+    /// waits on it, so it is apart from `state` and wakes no one).
+    pub(crate) recipes: std::sync::atomic::AtomicUsize,
 }
 
 impl Shared {
@@ -242,6 +245,7 @@ impl DriverTask {
                 let dropping = !taken;
                 tracing::trace!(?id, dropping, "recipe added");
                 self.slots.insert(id, sink);
+                self.shared.recipes.store(self.slots.len(), std::sync::atomic::Ordering::Relaxed);
                 if dropping {
                     let _ = self.client.retire(now, id);
                 }
@@ -344,6 +348,7 @@ impl DriverTask {
                 if matches!(event, ClientEvent::Retired(_)) {
                     tracing::trace!(?id, "recipe dropped");
                     self.slots.remove(&id);
+                    self.shared.recipes.store(self.slots.len(), std::sync::atomic::Ordering::Relaxed);
                 }
                 for reply in self.settling.remove(&id).unwrap_or_default() {
                     let _ = reply.send(Ok(()));

@@ -11,7 +11,7 @@ use super::{Env, assert_empty, children, close_all, remove_tree};
 
 /// 1,200 mutexes of one client acquired at once (a first acquire sends
 /// three requests: over three windows' worth), all held together, then
-/// released together.
+/// released together; dropping the handles then leaves no recipe behind.
 pub async fn many_locks_at_once(env: &Env) {
     const N: usize = 1200;
     let base = env.path("many");
@@ -39,6 +39,14 @@ pub async fn many_locks_at_once(env: &Env) {
     }
     for i in 0..N {
         assert_empty(env, &client, &format!("{base}/l{i}")).await;
+    }
+    // Dropping the handles frees what they registered on the event loop.
+    assert_eq!(client.registered_recipes(), N, "one recipe per lock");
+    drop(locks);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while client.registered_recipes() > 0 {
+        assert!(std::time::Instant::now() < deadline, "{} recipes left", client.registered_recipes());
+        env.sleep(Duration::from_millis(10)).await;
     }
     remove_tree(&client, &base).await;
     close_all(&[&client]).await;
