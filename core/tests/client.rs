@@ -78,6 +78,10 @@ impl Recipe for Probe {
     fn is_quiescent(&self) -> bool {
         self.out.no_ops() && !self.busy
     }
+
+    fn holds(&self) -> bool {
+        false
+    }
 }
 
 /// These tests' clients hold probes only.
