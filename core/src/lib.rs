@@ -71,9 +71,9 @@ pub use recipes::{LockKind, LockSpec};
 pub use recipes::{Semaphore, SemaphoreMutex};
 pub use rng::Rng;
 pub use session::{
-    ChrootPolicy, ConnectionState, DEFAULT_MAX_MISBEHAVING_CONNECTIONS, DigestMd5Client, HostId, IoCommand, Lease,
+    ChrootPolicy, ConnectionState, DEFAULT_MAX_MISBEHAVING_CONNECTIONS, DigestMd5Client, HostId, IoCommand,
     ROOT_RETRIES, RequestId, SaslClient, SaslConfig, SaslError, SaslMechanism, Session, SessionConfig, SessionEvent,
-    SessionStatus, Suspension, WatchEvent, WatchKind, WatcherId,
+    SessionLease, SessionStatus, Suspension, WatchEvent, WatchKind, WatcherId,
 };
 pub use slack::shrink_buf;
 pub use time::Instant;

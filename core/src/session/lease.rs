@@ -31,7 +31,7 @@ use crate::time::Instant;
 
 /// Why holds on a session read `Suspended`: the connection went, the
 /// connected server fell silent, or the quorum stopped confirming the
-/// session. Says which rule a [`Lease`] lapses by, too.
+/// session. Says which rule a [`SessionLease`] lapses by, too.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Suspension {
@@ -69,7 +69,7 @@ impl core::fmt::Display for Suspension {
 /// same monotonic clock the session's `now` comes from, at the moment a
 /// hold is read: it stays true while the drive loop is not running.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Lease {
+pub struct SessionLease {
     /// The deadline; `None` when nothing vouches for the session (no answer
     /// yet, or the session ended): no hold reads `Held`.
     pub until: Option<Instant>,
@@ -77,9 +77,9 @@ pub struct Lease {
     pub lapse: Suspension,
 }
 
-impl Lease {
+impl SessionLease {
     /// A lease nothing vouches for.
-    pub const NONE: Lease = Lease { until: None, lapse: Suspension::Disconnected };
+    pub const NONE: SessionLease = SessionLease { until: None, lapse: Suspension::Disconnected };
 
     /// Whether a hold may read `Held` at `now`.
     pub fn is_valid(&self, now: Instant) -> bool {
@@ -347,8 +347,8 @@ mod tests {
 
     #[test]
     fn the_lease_is_valid_only_before_its_deadline() {
-        assert!(!Lease::NONE.is_valid(at(0)));
-        let lease = Lease { until: Some(at(10)), lapse: Suspension::QuorumUnconfirmed };
+        assert!(!SessionLease::NONE.is_valid(at(0)));
+        let lease = SessionLease { until: Some(at(10)), lapse: Suspension::QuorumUnconfirmed };
         assert!(lease.is_valid(at(9)));
         assert!(!lease.is_valid(at(10)));
     }

@@ -69,7 +69,7 @@ use zoolock_wire::{
 
 pub use config::{ChrootPolicy, DEFAULT_MAX_MISBEHAVING_CONNECTIONS, SessionConfig};
 pub use events::{ConnectionState, HostId, IoCommand, RequestId, SessionEvent, SessionStatus, WatchEvent};
-pub use lease::{Lease, Suspension};
+pub use lease::{SessionLease, Suspension};
 pub use sasl::{DigestMd5Client, SaslClient, SaslConfig, SaslError, SaslMechanism};
 pub use watches::{WatchKind, WatcherId};
 
@@ -594,18 +594,18 @@ impl Session {
     ///
     /// Moves only on inputs; `None` before the first answer and once the
     /// session has ended.
-    pub fn lease(&self) -> Lease {
+    pub fn lease(&self) -> SessionLease {
         if self.is_ended() {
-            return Lease::NONE;
+            return SessionLease::NONE;
         }
         let t = self.timeout();
         let local = self.confirmed.map(|c| c + t * 2 / 3);
-        let mut lease = Lease { until: local, lapse: Suspension::ServerSilent };
+        let mut lease = SessionLease { until: local, lapse: Suspension::ServerSilent };
         if self.quorum.confirming() {
             match self.quorum.deadline(t) {
-                None => lease = Lease { until: None, lapse: Suspension::QuorumUnconfirmed },
+                None => lease = SessionLease { until: None, lapse: Suspension::QuorumUnconfirmed },
                 Some(q) if local.is_none_or(|l| q < l) => {
-                    lease = Lease { until: Some(q), lapse: Suspension::QuorumUnconfirmed }
+                    lease = SessionLease { until: Some(q), lapse: Suspension::QuorumUnconfirmed }
                 }
                 Some(_) => {}
             }
