@@ -411,9 +411,9 @@ impl Lock {
     /// The status of the hold this lock's part has now, through any clone
     /// (`NotHeld` if none).
     ///
-    /// A `Held` that has not been confirmed by the server for two thirds of
-    /// the session timeout reads as `Suspended`, even before the event loop
-    /// has run: after a process pause the first check must not say `Held`.
+    /// Judged when called, as [`Hold::status`](crate::Hold::status) is: a
+    /// `Held` past the session's lease reads `Suspended`, even before the
+    /// event loop has run.
     pub fn status(&self) -> HoldStatus {
         let reported = self.owner.recipe.shared.peek(|s| s.holder(self.part).map_or(HoldStatus::NotHeld, |h| h.status));
         hold::effective(&self.client().inner, reported)

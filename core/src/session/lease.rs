@@ -166,8 +166,9 @@ pub(super) struct QuorumClock {
     confirming: bool,
     /// The confirmation in flight, by its send time.
     in_flight: Option<Instant>,
-    /// When the last confirmation was sent.
-    last_sent: Option<Instant>,
+    /// When the next confirmation is due (while confirming and none is in
+    /// flight).
+    next_due: Instant,
 }
 
 impl QuorumClock {
@@ -209,7 +210,16 @@ impl QuorumClock {
         self.confirming
     }
 
-    pub(super) fn set_confirming(&mut self, on: bool) {
+    /// Turns confirming on or off at `now`. Turned on, the first
+    /// confirmation goes out at once if the quorum bound would lapse within
+    /// two intervals, else one interval later: a hold released sooner (an
+    /// uncontended lock cycle) costs no request.
+    pub(super) fn set_confirming(&mut self, now: Instant, on: bool, t: Duration) {
+        if on && !self.confirming {
+            let soon = now + rule::interval(t) * 2;
+            let lapsing = self.deadline(t).is_none_or(|d| d <= soon);
+            self.next_due = if lapsing { now } else { now + rule::interval(t) };
+        }
         self.confirming = on;
     }
 
@@ -225,7 +235,7 @@ impl QuorumClock {
             return None;
         }
         Some(match self.in_flight {
-            None => self.last_sent.map_or(Instant::ZERO, |s| s + rule::interval(t)),
+            None => self.next_due,
             Some(sent) => self.drop_at(sent, t),
         })
     }
@@ -236,8 +246,8 @@ impl QuorumClock {
     }
 
     /// Whether a confirmation should go out at `now`.
-    pub(super) fn due(&self, now: Instant, t: Duration) -> bool {
-        self.confirming && self.in_flight.is_none() && self.last_sent.is_none_or(|s| now >= s + rule::interval(t))
+    pub(super) fn due(&self, now: Instant) -> bool {
+        self.confirming && self.in_flight.is_none() && now >= self.next_due
     }
 
     /// Whether the confirmation in flight is overdue at `now`.
@@ -245,9 +255,9 @@ impl QuorumClock {
         self.confirming && self.in_flight.is_some_and(|sent| now >= self.drop_at(sent, t))
     }
 
-    pub(super) fn sent(&mut self, now: Instant) {
+    pub(super) fn sent(&mut self, now: Instant, t: Duration) {
         self.in_flight = Some(now);
-        self.last_sent = Some(now);
+        self.next_due = now + rule::interval(t);
     }
 
     /// The confirmation in flight was answered, or lost with its connection.
@@ -307,30 +317,45 @@ mod tests {
     #[test]
     fn confirms_every_sixth_of_the_timeout_one_at_a_time_and_only_while_confirming() {
         let mut q = QuorumClock::default();
-        assert!(!q.due(at(0), T));
+        assert!(!q.due(at(0)));
         assert_eq!(q.next_timer(T), None);
-        q.set_confirming(true);
-        assert!(q.due(at(0), T));
-        q.sent(at(0));
-        assert!(!q.due(at(5000), T), "one in flight at a time");
+        q.set_confirming(at(0), true, T);
+        assert!(q.due(at(0)), "nothing confirmed yet: at once");
+        q.sent(at(0), T);
+        assert!(!q.due(at(5000)), "one in flight at a time");
         q.settled();
-        assert!(!q.due(at(666), T));
-        assert!(q.due(at(667), T));
+        assert!(!q.due(at(666)));
+        assert!(q.due(at(667)));
         assert_eq!(q.next_timer(T), Some(at(0) + T / 6));
+    }
+
+    #[test]
+    fn a_hold_that_starts_with_a_fresh_bound_confirms_an_interval_later() {
+        let mut q = QuorumClock::default();
+        q.leader_touched(at(1000));
+        // Bound 4.8 s: more than two intervals (1.33 s) after 2 s.
+        q.set_confirming(at(2000), true, T);
+        assert!(!q.due(at(2666)));
+        assert!(q.due(at(2667)));
+        // Off before then: nothing is ever sent; on again near the bound: at once.
+        q.set_confirming(at(2100), false, T);
+        assert!(!q.due(at(9000)));
+        q.set_confirming(at(3500), true, T);
+        assert!(q.due(at(3500)));
     }
 
     #[test]
     fn an_unanswered_confirmation_is_overdue_at_the_later_of_the_bound_and_a_third_of_the_timeout() {
         let mut q = QuorumClock::default();
-        q.set_confirming(true);
+        q.set_confirming(at(0), true, T);
         q.leader_touched(at(0));
-        q.sent(at(100));
+        q.sent(at(100), T);
         // Bound 3.8 s, a third of the timeout after sending 1.433 s.
         assert!(!q.is_overdue(at(3799), T));
         assert!(q.is_overdue(at(3800), T));
         let mut fresh = QuorumClock::default();
-        fresh.set_confirming(true);
-        fresh.sent(at(100));
+        fresh.set_confirming(at(0), true, T);
+        fresh.sent(at(100), T);
         assert!(!fresh.is_overdue(at(1433), T));
         assert!(fresh.is_overdue(at(1434), T));
     }

@@ -633,7 +633,8 @@ impl Session {
 
     /// Turns quorum confirmation on while anything is held (the client
     /// calls it after every input), off when nothing is: a `sync` every
-    /// sixth of the timeout, one at a time, and one at once when turned on.
+    /// sixth of the timeout, one at a time; the first at once when the
+    /// quorum bound would lapse within two of those, else one later.
     /// Without [`SessionConfig::confirm_quorum`] it stays off. No request
     /// is sent while it is off.
     pub fn set_confirming(&mut self, now: Instant, on: bool) {
@@ -641,7 +642,7 @@ impl Session {
         if on == self.quorum.confirming() {
             return;
         }
-        self.quorum.set_confirming(on);
+        self.quorum.set_confirming(now, on, self.timeout());
         if on {
             self.confirm_if_due(now);
         }
@@ -653,10 +654,10 @@ impl Session {
 
     /// Sends a confirmation when one is due.
     fn confirm_if_due(&mut self, now: Instant) {
-        if self.serving() && self.quorum.due(now, self.timeout()) {
+        if self.serving() && self.quorum.due(now) {
             let sync = Request::Sync(zoolock_wire::PathRequest { path: String::from("/") });
             self.send(now, sync, Purpose::Confirm);
-            self.quorum.sent(now);
+            self.quorum.sent(now, self.timeout());
         }
     }
 
