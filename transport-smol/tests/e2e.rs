@@ -195,6 +195,11 @@ fn loss_lost_after_session_timeout() {
 }
 
 #[test]
+fn loss_quorum_unconfirmed() {
+    run::<Rt>(e2e::loss_quorum_unconfirmed);
+}
+
+#[test]
 fn loss_renewal() {
     run::<Rt>(e2e::loss_renewal);
 }

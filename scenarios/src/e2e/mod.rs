@@ -25,6 +25,7 @@ use zoolock_driver::zoolock_core::wire::{Acl, Bytes, CreateMode, ErrorCode, Mult
 use zoolock_driver::zoolock_core::{ApiMisuse, Op, RequestError, ZkPath};
 use zoolock_driver::{
     Client, ConnectionState, Error, Guard, Hold, HoldStatus, Lock, LockKind, OpPlan, Options, ReadWriteLock, Runtime,
+    Suspension,
 };
 
 mod cancellation;
@@ -54,7 +55,7 @@ pub use election::{
 };
 pub use holders::{fenced_writes, participants, queue_positions, revocation};
 pub use loss::{
-    loss_lease_deleted, loss_lost_after_session_timeout, loss_node_deleted, loss_renewal,
+    loss_lease_deleted, loss_lost_after_session_timeout, loss_node_deleted, loss_quorum_unconfirmed, loss_renewal,
     loss_suspended_then_reconnected,
 };
 pub use many::many_locks_at_once;
