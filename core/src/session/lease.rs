@@ -193,8 +193,7 @@ impl QuorumClock {
     pub(super) fn leader_answered(&mut self, sent: Instant, tick: Duration) {
         let Some(limit) = sent.checked_sub(rule::lookback(tick)) else { return };
         let relayed = self.touches.iter().rposition(|&touch| touch <= limit);
-        if let Some(i) = relayed {
-            let touch = self.touches[i];
+        if let Some((i, &touch)) = relayed.and_then(|i| Some((i, self.touches.get(i)?))) {
             self.leader_touched(touch);
             // Older touches can never beat this one.
             self.touches.drain(..i);
