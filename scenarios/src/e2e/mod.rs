@@ -291,6 +291,10 @@ pub async fn mutex_exclusion(env: &Env) {
         let t2 = gb.fencing_token();
         gb.release().await.unwrap();
         assert_eq!(lb.status(), HoldStatus::NotHeld);
+        // In the pipelined plan `release` returns once the delete is queued;
+        // another session's create can reach the server first. `settled` is
+        // the server's answer to that delete.
+        lb.settled().await.unwrap();
         let ga = la.try_acquire().await.unwrap().expect("free after release");
         assert!(ga.fencing_token() > t2);
         drop(ga);
