@@ -195,7 +195,7 @@ wait_kdc() {
 }
 
 cmd_start() {
-    local dir=$1 krb port kdc_pid addr
+    local dir=$1 krb port kdc_pid addr attempt
     local tool
     for tool in krb5kdc kdb5_util kadmin.local kinit kdestroy openssl python3; do
         command -v "$tool" >/dev/null 2>&1 || die "$tool not found (run scripts/install-deps.sh)"
@@ -218,14 +218,21 @@ cmd_start() {
     }
     write_jaas "$krb"
 
-    krb5kdc -n -r "$REALM" </dev/null >>"$krb/kdc.out" 2>&1 &
-    kdc_pid=$!
-    printf '%s\n' "$kdc_pid" >"$krb/kdc.pid"
-    if ! wait_kdc "$krb" "$kdc_pid"; then
+    # The port was free when picked; someone may take it before the KDC
+    # binds it: then try another (the realm's files do not name the port,
+    # only the two configurations do).
+    for attempt in 1 2 3; do
+        krb5kdc -n -r "$REALM" </dev/null >>"$krb/kdc.out" 2>&1 &
+        kdc_pid=$!
+        printf '%s\n' "$kdc_pid" >"$krb/kdc.pid"
+        wait_kdc "$krb" "$kdc_pid" && break
         tail -n 20 "$krb/kdc.out" "$krb/kdc.log" >&2 2>/dev/null || true
         stop_kdc "$krb"
-        die "the KDC (pid $kdc_pid, 127.0.0.1:$port) issued no ticket within 20 s"
-    fi
+        ((attempt < 3)) || die "the KDC (127.0.0.1:$port) issued no ticket within 20 s, 3 times"
+        echo "zk-kerberos: the KDC on 127.0.0.1:$port issued no ticket (attempt $attempt), trying another port" >&2
+        port=$(kdc_port) || die "no free port for the KDC"
+        write_krb_config "$krb" "$port"
+    done
 
     if ! addr=$(ZK_SECURE=kerberos ZK_FORCE_SYNC=no bash "$here/zk-server.sh" start "$dir"); then
         stop_kdc "$krb"

@@ -327,7 +327,11 @@ pub async fn mutex_status_on_release(env: &Env) {
         drop(ga);
         let deadline = Instant::now() + Duration::from_secs(1);
         while la.status() != HoldStatus::NotHeld {
-            assert!(Instant::now() < deadline, "{plan:?}: the handle reads {:?} after its guard was dropped", la.status());
+            assert!(
+                Instant::now() < deadline,
+                "{plan:?}: the handle reads {:?} after its guard was dropped",
+                la.status()
+            );
             env.sleep(Duration::from_millis(5)).await;
         }
         assert_eq!(children(&observer, &path).await.len(), 1, "{plan:?}: the delete is held back");
