@@ -412,6 +412,11 @@ impl Lock {
     /// The status of the hold this lock's part has now, through any clone
     /// (`NotHeld` if none).
     ///
+    /// A hold whose last guard was released or dropped reads `NotHeld` from
+    /// the moment the event loop takes the release, before its delete is
+    /// written, so this never reads `Held` once another client can have been
+    /// granted the lock; [`Lock::settled`] waits for the server's answer.
+    ///
     /// A `Held` that has not been confirmed by the server for two thirds of
     /// the session timeout reads as `Suspended`, even before the event loop
     /// has run: after a process pause the first check must not say `Held`.
