@@ -85,7 +85,7 @@ pub struct Options {
     /// never renewed.
     pub max_misbehaving_connections: u32,
     /// Watch every held lock and lease node, so that its deletion by anyone
-    /// else makes that hold `Lost` at once (on by default; DESIGN §4.10).
+    /// else makes that hold `Lost` at once (on by default; ARCHITECTURE §6.1).
     /// Off only to measure what the watch costs (`zoolock bench
     /// --no-held-watch`): a hold whose node is deleted then reads `Held`
     /// until the next reconnect checks it.

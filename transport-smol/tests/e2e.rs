@@ -40,6 +40,11 @@ fn mutex_exclusion() {
 }
 
 #[test]
+fn mutex_status_on_release() {
+    run::<Rt>(e2e::mutex_status_on_release);
+}
+
+#[test]
 fn many_locks_at_once() {
     run::<Rt>(e2e::many_locks_at_once);
 }

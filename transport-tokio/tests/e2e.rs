@@ -13,6 +13,11 @@ fn mutex_exclusion() {
 }
 
 #[test]
+fn mutex_status_on_release() {
+    run::<Tokio>(e2e::mutex_status_on_release);
+}
+
+#[test]
 fn many_locks_at_once() {
     run::<Tokio>(e2e::many_locks_at_once);
 }

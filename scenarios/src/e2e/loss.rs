@@ -34,7 +34,7 @@ pub async fn loss_suspended_then_reconnected(env: &Env) {
 }
 
 /// Someone else deletes the held node while the session is healthy
-/// (DESIGN §4.10): the guard reads `Lost` within 1 s, and `status()`,
+/// (ARCHITECTURE §6.1): the guard reads `Lost` within 1 s, and `status()`,
 /// `lost()` and `status_changes()` agree; a second session acquiring after
 /// the delete is granted only once the first reads `Lost`; the lock handle
 /// keeps working.
