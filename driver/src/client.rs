@@ -163,8 +163,10 @@ impl Client {
             .with_session_timeout(options.session_timeout)
             .with_max_misbehaving_connections(options.max_misbehaving_connections)
             .with_give_up_unreachable(true);
-        config.confirm_quorum = options.confirm_quorum;
-        config.tick_time = options.tick_time;
+        config = config.with_confirm_quorum(options.confirm_quorum);
+        if let Some(tick) = options.tick_time {
+            config = config.with_tick_time(tick);
+        }
         if let Some(sasl) = &options.sasl {
             config = config.with_sasl(sasl.clone());
         }

@@ -130,6 +130,18 @@ impl SessionConfig {
         self
     }
 
+    /// Sets [`SessionConfig::confirm_quorum`].
+    pub fn with_confirm_quorum(mut self, confirm_quorum: bool) -> Self {
+        self.confirm_quorum = confirm_quorum;
+        self
+    }
+
+    /// Sets [`SessionConfig::tick_time`].
+    pub fn with_tick_time(mut self, tick_time: Duration) -> Self {
+        self.tick_time = Some(tick_time);
+        self
+    }
+
     /// Sets the reconnect jitter bound.
     pub fn with_reconnect_jitter(mut self, reconnect_jitter: Duration) -> Self {
         self.reconnect_jitter = reconnect_jitter;
