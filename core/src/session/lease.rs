@@ -1,6 +1,6 @@
 //! The session's lease: the instant past which no hold on the session may
 //! read `Held`, and the quorum confirmation that bounds it while anything is
-//! held. ARCHITECTURE.md §6 derives the rule from ZooKeeper's; in short:
+//! held. ARCHITECTURE.md §7 derives the rule from ZooKeeper's; in short:
 //!
 //! - A server answers its own clients' pings, so a follower cut off from the
 //!   quorum goes on answering them for up to syncLimit × tickTime. Only the
