@@ -110,6 +110,10 @@ fn two_readers_and_a_waiting_writer_are_read_as_a_read_write_lock() {
     stop(children);
 }
 
+/// One layout's case: its path, the command that holds it, its `--kind`,
+/// the JSON's `kind`, a name its nodes show, and who holds (in order).
+type Case = (&'static str, &'static [&'static str], &'static str, &'static str, &'static str, &'static [bool]);
+
 /// Every layout zoolock writes is recognised without `--kind`, and every
 /// other `--kind` is refused: a mutex with a waiter, a semaphore of two
 /// with a waiting lease, a LeaderLatch and a LeaderSelector election.
@@ -117,9 +121,7 @@ fn two_readers_and_a_waiting_writer_are_read_as_a_read_write_lock() {
 fn every_layout_is_recognised_and_contradicting_kinds_are_refused() {
     let server = Served::start();
     let addr = &server.addr;
-    // (path, holders' command line, --kind, the JSON's kind, what the nodes
-    // show, who holds)
-    let cases: [(&str, &[&str], &str, &str, &str, &[bool]); 4] = [
+    let cases: [Case; 4] = [
         ("/mutex", &["lock"], "mutex", "mutex", "lock-", &[true, false]),
         ("/sem", &["semaphore", "--leases", "2"], "semaphore", "semaphore", "leases", &[true, true, true]),
         ("/latch", &["elect", "--latch"], "latch", "leader_latch", "latch-", &[true, false]),
