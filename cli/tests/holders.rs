@@ -43,15 +43,20 @@ fn holding(value: &Value) -> Vec<bool> {
     list.iter().map(|p| p["holding"].as_bool().unwrap_or_else(|| panic!("no holding: {p}"))).collect()
 }
 
-/// Waits until `holders --json PATH --kind KIND` lists `n` participants.
+/// Waits until `holders --json PATH --kind KIND` succeeds listing `n`
+/// participants (until then PATH may show only part of its layout, which
+/// `--kind` may not admit yet).
 fn wait_for(addr: &str, path: &str, kind: &str, n: usize) -> Value {
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
-        let value = holders_json(addr, path, &["--kind", kind]);
-        if value["participants"].as_array().is_some_and(|l| l.len() == n) {
-            return value;
+        let out = output(&["holders", "--json", path, "--kind", kind], addr);
+        if out.status.success() {
+            let value: Value = serde_json::from_slice(&out.stdout).expect("one JSON value");
+            if value["participants"].as_array().is_some_and(|l| l.len() == n) {
+                return value;
+            }
         }
-        assert!(Instant::now() < deadline, "{path} never had {n} participants: {value}");
+        assert!(Instant::now() < deadline, "{path} never had {n} participants: {out:?}");
         thread::sleep(Duration::from_millis(20));
     }
 }
