@@ -79,14 +79,17 @@ impl Client {
 
     /// Closes the session for every clone and handle and waits until it is
     /// closed (see `zoolock_smol::Client::close`): connected, the server has
-    /// deleted our lock and lease nodes when it returns.
+    /// deleted our lock and lease nodes when it returns. Afterwards
+    /// requests, acquires and new handles fail with [`Error::ClientClosed`];
+    /// releasing a hold returns `Ok(())`.
     pub fn close(&self) -> Result<(), Error> {
         wait(self.inner.close())
     }
 
     /// A mutex (Curator's `InterProcessMutex`) at `path`. Clones of the
     /// returned [`Lock`] share one queue: they are granted in call order.
-    /// Fails only once the session has ended.
+    /// Fails with [`Error::Path`] for an invalid path (naming it) and
+    /// [`Error::ClientClosed`] after [`Client::close`].
     pub fn mutex(&self, path: &str) -> Result<Lock, Error> {
         wait(self.inner.mutex(path)).map(Lock::from_async)
     }
@@ -103,7 +106,8 @@ impl Client {
     }
 
     /// A read-write lock (Curator's `InterProcessReadWriteLock`): its read
-    /// and write halves.
+    /// and write halves, a new participant ([`ReadWriteLock`]: reads share
+    /// across handles and take turns through one).
     pub fn read_write_lock(&self, path: &str) -> Result<ReadWriteLock, Error> {
         wait(self.inner.read_write_lock(path)).map(ReadWriteLock::from_async)
     }

@@ -115,9 +115,10 @@ impl<H: AsRef<zoolock_smol::Hold> + Into<zoolock_smol::Hold>> Hold<H> {
     /// Releases (a guard with re-entries counts itself off). In the default
     /// (pipelined) plan it returns once the delete is queued, a guaranteed
     /// delete; `settled` on the lock or semaphore waits for the server to
-    /// apply it. Releasing a lost or suspended hold is never an error; it
-    /// fails with [`Error::ClientClosed`] once the client is closed, and for
-    /// a lock in the Curator plan with the delete's failure.
+    /// apply it. Releasing a lost or suspended hold is never an error, nor
+    /// is releasing after [`Client::close`](crate::Client::close) (the close
+    /// ended the hold: `Ok(())`); for a lock in the Curator plan it fails
+    /// with the delete's failure.
     pub fn release(self) -> Result<(), Error> {
         wait(self.inner.into().release())
     }

@@ -27,6 +27,108 @@
 //! client.close()
 //! # }
 //! ```
+//!
+//! # Cookbook
+//!
+//! ## Work until the hold is lost
+//!
+//! [`Hold::lost_timeout`] blocks for at most its timeout: `None` means the
+//! hold stayed good all that time, so the next slice of work may run;
+//! `Some(status)` means it stopped being good, and `status` says how:
+//! [`HoldStatus::Suspended`] (the connection dropped or its lease ran out;
+//! the hold may come back, but nothing may be done under it now) or
+//! [`HoldStatus::Lost`] (for good: the session expired, the node was
+//! deleted, or the maximum hold passed). Either way, stop acting on the
+//! hold.
+//!
+//! ```no_run
+//! # fn demo(client: &zoolock_blocking::Client) -> Result<(), zoolock_blocking::Error> {
+//! use std::time::Duration;
+//! use zoolock_blocking::HoldStatus;
+//!
+//! let guard = client.mutex("/app/lock")?.acquire()?;
+//! for step in 0..100 {
+//!     // ... one short step of work (shorter than the timeout below) ...
+//!     match guard.lost_timeout(Duration::from_millis(100)) {
+//!         None => continue, // still held: go on
+//!         Some(HoldStatus::Suspended) => { eprintln!("suspended at step {step}: stop"); break }
+//!         Some(status) => { eprintln!("{status:?} at step {step}: stop"); break }
+//!     }
+//! }
+//! guard.release() // never an error for a lost hold
+//! # }
+//! ```
+//!
+//! ## Print a fencing token
+//!
+//! A [`FencingToken`] prints as its number with `{}` (and `{:?}` shows the
+//! type); `.0` is the `i64` itself, to store or compare.
+//!
+//! ```no_run
+//! # fn demo(client: &zoolock_blocking::Client) -> Result<(), zoolock_blocking::Error> {
+//! let guard = client.mutex("/app/lock")?.acquire()?;
+//! let token = guard.fencing_token();
+//! println!("writing under token {token}"); // "writing under token 4294967302"
+//! let header = format!("X-Fencing-Token: {token}");
+//! assert!(token.0 > 0 && header.ends_with(&token.0.to_string()));
+//! guard.release()
+//! # }
+//! ```
+//!
+//! ## Threads: one shared handle, or one client each
+//!
+//! [`Client`], [`Lock`] and [`Semaphore`] are cheap to clone and may be sent
+//! to other threads. Threads sharing one [`Lock`] (clones of it) are one
+//! participant: their acquires queue in this process, first come first
+//! served, and one thread holds at a time; the process queues on ZooKeeper
+//! once. A [`ReadWriteLock`]'s reads through one handle take turns the same
+//! way (its sharing rule); to read at once, give each thread its own
+//! `read_write_lock(path)`.
+//!
+//! ```no_run
+//! # fn demo(client: &zoolock_blocking::Client) -> Result<(), zoolock_blocking::Error> {
+//! let lock = client.mutex("/app/lock")?;
+//! let threads: Vec<_> = (0..4)
+//!     .map(|i| {
+//!         let lock = lock.clone();
+//!         std::thread::spawn(move || -> Result<(), zoolock_blocking::Error> {
+//!             let guard = lock.acquire()?; // one thread at a time
+//!             println!("thread {i} holds {}", guard.node());
+//!             guard.release()
+//!         })
+//!     })
+//!     .collect();
+//! for t in threads {
+//!     t.join().expect("thread panicked")?;
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! One client per thread gives each thread its own session: each is a
+//! separate participant on ZooKeeper (as separate processes are), each
+//! thread's hold is lost on its own session's end, and each session costs
+//! its own connection and pings. Prefer one client per process unless the
+//! threads must fail independently.
+//!
+//! ```no_run
+//! # fn demo() -> Result<(), zoolock_blocking::Error> {
+//! use zoolock_blocking::Options;
+//! let threads: Vec<_> = (0..2)
+//!     .map(|i| {
+//!         std::thread::spawn(move || -> Result<(), zoolock_blocking::Error> {
+//!             let client = zoolock_blocking::connect("127.0.0.1:2181", Options::default())?;
+//!             let guard = client.mutex("/app/lock")?.acquire()?;
+//!             println!("thread {i}, session {:#x}, holds {}", client.session_id(), guard.node());
+//!             guard.release()?;
+//!             client.close()
+//!         })
+//!     })
+//!     .collect();
+//! for t in threads {
+//!     t.join().expect("thread panicked")?;
+//! }
+//! # Ok(()) }
+//! ```
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 

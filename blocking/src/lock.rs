@@ -25,9 +25,9 @@ impl Lock {
         &self.inner
     }
 
-    /// Blocks until the lock is held. Fails with the session's error if it
-    /// ends first ([`Error::Request`] with the session's end, or
-    /// [`Error::ClientClosed`]).
+    /// Blocks until the lock is held. Fails with [`Error::ClientClosed`]
+    /// when this client was closed (before or during the wait), and with
+    /// [`Error::Request`] when the session ended by itself first.
     pub fn acquire(&self) -> Result<Guard, Error> {
         wait(self.inner.acquire()).map(Guard::from_async)
     }
@@ -70,7 +70,9 @@ impl Lock {
 }
 
 /// The two halves of a read-write lock ([`crate::Client::read_write_lock`]);
-/// the blocking face of `zoolock_smol::ReadWriteLock`.
+/// the blocking face of [`zoolock_smol::ReadWriteLock`], whose sharing rule
+/// it keeps: reads through separate handles hold at once, reads through one
+/// handle (and its clones, across threads) take turns.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct ReadWriteLock {

@@ -239,23 +239,34 @@ pub(crate) enum Command {
         action: CountAction,
     },
     /// List the participants of PATH in queue order (holder first): one line
-    /// `INDEX NODE DATA` each, DATA as UTF-8 with escapes.
+    /// `INDEX holding|waiting NODE DATA` each, DATA as UTF-8 with escapes.
+    ///
+    /// Without --kind, the layout is recognised from PATH's node names:
+    /// `lock-` nodes (a mutex, or a LeaderSelector election), `__READ__` /
+    /// `__WRIT__` nodes (a read-write lock), `latch-` nodes (a LeaderLatch
+    /// election) or `leases` / `locks` folders (a semaphore). Nodes of
+    /// several layouts, or of none, are an error (exit 1) that asks for
+    /// --kind; so is a --kind the nodes contradict. A path with no nodes
+    /// lists nobody.
     Holders {
         /// The lock path.
         #[arg(value_parser = zk_path)]
         path: String,
-        /// Which recipe's layout PATH has.
-        #[arg(long, value_enum, default_value_t = Kind::Mutex)]
-        kind: Kind,
-        /// With --kind semaphore: print its size and the leases remaining
-        /// first (`size N remaining M`; with --json, an object
-        /// `{"size", "remaining", "holders"}`), the size being N or the
-        /// count at COUNT_PATH.
+        /// Which recipe's layout PATH has (default: recognised from its
+        /// nodes). Refused when PATH's nodes show another layout.
+        #[arg(long, value_enum)]
+        kind: Option<Kind>,
+        /// With a semaphore: print its size and the leases remaining first
+        /// (`size N remaining M`; with --json, `"size"` and `"remaining"`
+        /// in the object), the size being N or the count at COUNT_PATH.
+        /// Without a size, every lease node counts as holding.
         #[command(flatten)]
         size: HoldersSize,
-        /// Print one JSON array instead, holder first:
-        /// `[{"index":0,"node":"/path/_c_...-lock-0000000000","data":"..."}]`
-        /// (data decoded as UTF-8, invalid bytes replaced).
+        /// Print one JSON object instead:
+        /// `{"path":"/p","kind":"rwlock","participants":[{"node":"/p/_c_...-__READ__0000000000","data":"...","holding":true}]}`,
+        /// participants holder first (data decoded as UTF-8, invalid bytes
+        /// replaced; an election's participants also have their `id`;
+        /// `kind` is null when PATH has no nodes and no --kind was given).
         #[arg(long)]
         json: bool,
     },
@@ -448,6 +459,19 @@ impl Kind {
             Kind::Election => LockKind::LeaderSelector,
             Kind::Latch => LockKind::LeaderLatch,
         }
+    }
+
+    /// The kind naming `kind` on the command line; `None` for kinds
+    /// `holders` does not offer (a semaphore mutex reads as a semaphore).
+    pub(crate) fn of(kind: LockKind) -> Option<Kind> {
+        [Kind::Mutex, Kind::Rwlock, Kind::Semaphore, Kind::Election, Kind::Latch]
+            .into_iter()
+            .find(|k| k.lock_kind() == kind)
+    }
+
+    /// Its name on the command line (`--kind NAME`).
+    pub(crate) fn name(self) -> String {
+        self.to_possible_value().map(|v| v.get_name().to_owned()).unwrap_or_default()
     }
 }
 
@@ -647,7 +671,20 @@ mod tests {
         assert!(matches!(cli.command, Command::Leader { ref path, latch: true, json: true } if path == "/e"));
         assert!(Cli::try_parse_from(["zoolock", "leader", "e"]).is_err());
         let cli = Cli::try_parse_from(["zoolock", "holders", "/e", "--kind", "latch"]).expect("parses");
-        assert!(matches!(cli.command, Command::Holders { kind: Kind::Latch, .. }));
+        assert!(matches!(cli.command, Command::Holders { kind: Some(Kind::Latch), .. }));
+        let cli = Cli::try_parse_from(["zoolock", "holders", "/e"]).expect("parses");
+        assert!(matches!(cli.command, Command::Holders { kind: None, .. }), "no --kind: recognised from the nodes");
+    }
+
+    #[test]
+    fn every_holders_kind_is_named_back_from_its_lock_kind() {
+        for kind in Kind::value_variants() {
+            assert_eq!(Kind::of(kind.lock_kind()), Some(*kind));
+            let cli = Cli::try_parse_from(["zoolock", "holders", "/p", "--kind", &kind.name()]).expect("parses");
+            assert!(matches!(cli.command, Command::Holders { kind: Some(k), .. } if k == *kind));
+        }
+        assert_eq!(Kind::of(LockKind::SemaphoreMutex), None);
+        assert_eq!(Kind::Rwlock.name(), "rwlock");
     }
 
     #[test]

@@ -276,8 +276,8 @@ fn holders_lists_the_queue_with_data() {
     assert!(out.status.success(), "{out:?}");
     let stdout = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = stdout.lines().collect();
-    assert_eq!(lines, [format!("0 {} first holder", list[0].0), format!("1 {} second", list[1].0)]);
-    assert!(lines[0].starts_with(&format!("0 {path}/_c_")));
+    assert_eq!(lines, [format!("0 holding {} first holder", list[0].0), format!("1 waiting {} second", list[1].0)]);
+    assert!(lines[0].starts_with(&format!("0 holding {path}/_c_")));
 
     signal(&holder, Signal::SIGTERM);
     wait_with_limit(&mut holder, Duration::from_secs(10));

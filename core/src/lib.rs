@@ -62,7 +62,7 @@ pub use gzip::{Compression, GzipError};
 pub use io::Endpoint;
 pub use machine::{ClientRecipe, CoreMachine, Machine, Machines};
 pub use op::Op;
-pub use path::{PathError, ZkPath};
+pub use path::{PathError, PathProblem, ZkPath};
 pub use recipe::{FencingToken, OpId, Participant, Recipe, RecipeEvent, RecipeOp};
 pub use recipes::{Election, ElectionKind, LockName, MultiLock, Observer, Participants, ReadWriteLock, Revoker};
 pub use recipes::{LeaseQueue, LockEvent, LockQueue, LockRecipe, OnePartLock, Part, PartEvent, QueueEvent, Ticket};

@@ -198,7 +198,7 @@ fn check_request(request: &Request, inside: Option<OpCode>) -> Result<(), ApiMis
         Request::GetEphemerals(r) => {
             // A prefix, not a node: "/" and "/a/pre" are both fine.
             if !r.path.starts_with('/') {
-                return Err(ApiMisuse::InvalidPath(crate::PathError::NotAbsolute));
+                return Err(ApiMisuse::InvalidPath(crate::PathError::new(&r.path, crate::PathProblem::NotAbsolute)));
             }
         }
         Request::WhoAmI | Request::Reconfig(_) => {}

@@ -3,11 +3,11 @@
 use alloc::string::String;
 use core::fmt;
 
-/// Why a path was rejected. The rules are ZooKeeper's `PathUtils.validatePath`,
-/// which Curator applies to every lock base path.
+/// Why a path was rejected ([`PathError::problem`]). The rules are ZooKeeper's
+/// `PathUtils.validatePath`, which Curator applies to every lock base path.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum PathError {
+pub enum PathProblem {
     /// The path is empty.
     #[error("path is empty")]
     Empty,
@@ -34,6 +34,33 @@ pub enum PathError {
     /// A child name given to `join` contains `/` or is otherwise not a single segment.
     #[error("invalid node name {0:?}")]
     InvalidName(String),
+}
+
+/// A rejected path: the text that was given ([`PathError::path`]) and why
+/// ([`PathError::problem`]). Its message names both:
+/// `invalid path "no-slash": path must start with '/'`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid path {path:?}: {problem}")]
+pub struct PathError {
+    path: String,
+    problem: PathProblem,
+}
+
+impl PathError {
+    /// `path` rejected for `problem`.
+    pub fn new(path: &str, problem: PathProblem) -> PathError {
+        PathError { path: String::from(path), problem }
+    }
+
+    /// The path as it was given.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// Why it was rejected.
+    pub fn problem(&self) -> &PathProblem {
+        &self.problem
+    }
 }
 
 /// An absolute ZooKeeper path that the server will accept.
@@ -82,7 +109,9 @@ impl ZkPath {
     /// only it checks (digits, and `-` once the counter has wrapped).
     pub(crate) fn with_sequence(&self, counter: &str) -> Result<ZkPath, PathError> {
         if counter.is_empty() || !counter.bytes().all(|b| b.is_ascii_digit() || b == b'-') {
-            return Err(PathError::InvalidName(String::from(counter)));
+            let mut path = self.0.clone();
+            path.push_str(counter);
+            return Err(PathError::new(&path, PathProblem::InvalidName(String::from(counter))));
         }
         let mut s = String::with_capacity(self.0.len() + counter.len());
         s.push_str(&self.0);
@@ -93,7 +122,8 @@ impl ZkPath {
     /// `self/name`, where `name` is one node name.
     pub fn join(&self, name: &str) -> Result<ZkPath, PathError> {
         if name.is_empty() || name.contains('/') {
-            return Err(PathError::InvalidName(String::from(name)));
+            let path = if self.is_root() { alloc::format!("/{name}") } else { alloc::format!("{}/{name}", self.0) };
+            return Err(PathError::new(&path, PathProblem::InvalidName(String::from(name))));
         }
         let mut s = self.0.clone();
         if !self.is_root() {
@@ -152,11 +182,15 @@ fn forbidden(c: char) -> bool {
 }
 
 fn validate(path: &str, sequential: bool) -> Result<(), PathError> {
+    check(path, sequential).map_err(|problem| PathError::new(path, problem))
+}
+
+fn check(path: &str, sequential: bool) -> Result<(), PathProblem> {
     if path.is_empty() {
-        return Err(PathError::Empty);
+        return Err(PathProblem::Empty);
     }
     if !path.starts_with('/') {
-        return Err(PathError::NotAbsolute);
+        return Err(PathProblem::NotAbsolute);
     }
     if path == "/" {
         return Ok(());
@@ -164,22 +198,22 @@ fn validate(path: &str, sequential: bool) -> Result<(), PathError> {
     // A sequential prefix is checked as if the server's digits were appended.
     let trailing_ok = sequential;
     if path.ends_with('/') && !trailing_ok {
-        return Err(PathError::TrailingSlash);
+        return Err(PathProblem::TrailingSlash);
     }
     let mut start = 1;
     for segment in path.get(1..).unwrap_or("").split('/') {
         let is_last = start + segment.len() >= path.len();
         if segment.is_empty() && !(is_last && trailing_ok) {
-            return Err(PathError::EmptySegment(start));
+            return Err(PathProblem::EmptySegment(start));
         }
         if (segment == "." || segment == "..") && !(is_last && sequential) {
-            return Err(PathError::RelativeSegment(start));
+            return Err(PathProblem::RelativeSegment(start));
         }
         // Printable ASCII is never forbidden: a byte scan settles the usual
         // segment without decoding characters.
         if !segment.bytes().all(|b| (0x20..0x7f).contains(&b)) {
             if let Some((off, ch)) = segment.char_indices().find(|(_, c)| forbidden(*c)) {
-                return Err(PathError::InvalidChar { ch, at: start + off });
+                return Err(PathProblem::InvalidChar { ch, at: start + off });
             }
         }
         start += segment.len() + 1;
@@ -201,22 +235,22 @@ mod tests {
 
     #[test]
     fn rejects_invalid_paths() {
-        let cases: &[(&str, PathError)] = &[
-            ("", PathError::Empty),
-            ("a/b", PathError::NotAbsolute),
-            ("/a/", PathError::TrailingSlash),
-            ("/a//b", PathError::EmptySegment(3)),
-            ("/a/./b", PathError::RelativeSegment(3)),
-            ("/a/../b", PathError::RelativeSegment(3)),
-            ("/..", PathError::RelativeSegment(1)),
-            ("/a\u{0}b", PathError::InvalidChar { ch: '\u{0}', at: 2 }),
-            ("/a\u{1f}", PathError::InvalidChar { ch: '\u{1f}', at: 2 }),
-            ("/a\u{7f}", PathError::InvalidChar { ch: '\u{7f}', at: 2 }),
-            ("/x\u{e000}", PathError::InvalidChar { ch: '\u{e000}', at: 2 }),
-            ("/x\u{fff0}", PathError::InvalidChar { ch: '\u{fff0}', at: 2 }),
+        let cases: &[(&str, PathProblem)] = &[
+            ("", PathProblem::Empty),
+            ("a/b", PathProblem::NotAbsolute),
+            ("/a/", PathProblem::TrailingSlash),
+            ("/a//b", PathProblem::EmptySegment(3)),
+            ("/a/./b", PathProblem::RelativeSegment(3)),
+            ("/a/../b", PathProblem::RelativeSegment(3)),
+            ("/..", PathProblem::RelativeSegment(1)),
+            ("/a\u{0}b", PathProblem::InvalidChar { ch: '\u{0}', at: 2 }),
+            ("/a\u{1f}", PathProblem::InvalidChar { ch: '\u{1f}', at: 2 }),
+            ("/a\u{7f}", PathProblem::InvalidChar { ch: '\u{7f}', at: 2 }),
+            ("/x\u{e000}", PathProblem::InvalidChar { ch: '\u{e000}', at: 2 }),
+            ("/x\u{fff0}", PathProblem::InvalidChar { ch: '\u{fff0}', at: 2 }),
         ];
         for (p, err) in cases {
-            assert_eq!(ZkPath::new(p), Err(err.clone()), "{p:?}");
+            assert_eq!(ZkPath::new(p), Err(PathError::new(p, err.clone())), "{p:?}");
         }
     }
 
@@ -240,5 +274,17 @@ mod tests {
         assert!(p.join("").is_err());
         assert!(p.join("..").is_err());
         assert_eq!(p.ancestors().collect::<alloc::vec::Vec<_>>(), ["/a", "/a/b"]);
+    }
+
+    #[test]
+    fn errors_name_the_path_they_reject() {
+        let e = ZkPath::new("no-slash").unwrap_err();
+        assert_eq!((e.path(), e.problem()), ("no-slash", &PathProblem::NotAbsolute));
+        assert_eq!(e.to_string(), "invalid path \"no-slash\": path must start with '/'");
+        let e = ZkPath::new("/a//b").unwrap_err();
+        assert_eq!(e.to_string(), "invalid path \"/a//b\": empty node name at byte 3");
+        let e = ZkPath::new("/a").unwrap().join("x/y").unwrap_err();
+        assert_eq!((e.path(), e.problem()), ("/a/x/y", &PathProblem::InvalidName("x/y".into())));
+        assert_eq!(ZkPath::root().join("").unwrap_err().path(), "/");
     }
 }

@@ -425,7 +425,7 @@ pub(crate) async fn with_progress<T>(
 pub(crate) fn acquire_end(event: &RecipeEvent) -> Option<Error> {
     match event {
         RecipeEvent::TimedOut => Some(Error::TimedOut),
-        RecipeEvent::Failed(e) => Some(Error::Request(e.clone())),
+        RecipeEvent::Failed(e) => Some(Error::from(e.clone())),
         RecipeEvent::Refused(e) => Some(Error::Misuse(e.clone())),
         _ => None,
     }

@@ -260,7 +260,7 @@ impl Client {
                     ),
                     _,
                 ) => {
-                    return Err(Error::Request(state.end_error().unwrap_or(zoolock_core::RequestError::Closed)));
+                    return Err(Error::from(state.end_error().unwrap_or(zoolock_core::RequestError::Closed)));
                 }
                 _ => listener.await,
             }
@@ -309,10 +309,12 @@ impl Client {
     /// time it returns; while disconnected it ends the session locally and
     /// the server drops the nodes at the session timeout. Acquires under way
     /// fail, held guards report [`crate::HoldStatus::Lost`], and later
-    /// requests fail with a `Closed` error. Closing an ended session does
-    /// nothing. Dropping every clone and handle closes the session the same
+    /// requests, acquires and handles fail with [`Error::ClientClosed`];
+    /// releasing a hold is not an error then (its node went with the
+    /// session). Closing an ended session does nothing. Dropping every clone and handle closes the session the same
     /// way, in the background.
     pub async fn close(&self) -> Result<(), Error> {
+        self.inner.shared.update(|s| s.closed = true);
         if self.inner.send(Command::Close).is_err() {
             return Ok(());
         }

@@ -8,9 +8,12 @@ use zoolock_core::{ApiMisuse, ConnectStringError, PathError, RequestError};
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// ZooKeeper or the connection failed the request.
+    /// ZooKeeper or the connection failed the request, or the session
+    /// ended by itself (expired, refused, given up on). Never
+    /// [`RequestError::Closed`]: a session this client's own
+    /// [`Client::close`](crate::Client::close) ended is [`Error::ClientClosed`].
     #[error(transparent)]
-    Request(#[from] RequestError),
+    Request(RequestError),
     /// The API was used wrongly (for example a read→write upgrade).
     #[error(transparent)]
     Misuse(#[from] ApiMisuse),
@@ -36,7 +39,12 @@ pub enum Error {
     /// A TLS or connection failure that no retry can fix ended the session.
     #[error(transparent)]
     Tls(#[from] crate::security::TlsError),
-    /// The client's event loop has stopped (the client was closed).
+    /// You closed this client: [`Client::close`](crate::Client::close) was
+    /// called (on it or a clone). Every call that needs the session returns
+    /// this afterwards: making a handle, acquiring, plain requests, and
+    /// acquires under way at the close. Releasing a hold is not among them
+    /// (the close ended the hold; releasing it is not an error). A session
+    /// the server ended (expired, refused) is [`Error::Request`] instead.
     #[error("the client is closed")]
     ClientClosed,
     /// A fenced write was refused without a request: the hold read
@@ -75,6 +83,18 @@ pub enum Error {
         /// The server's result code for it.
         code: zoolock_core::wire::ErrorCode,
     },
+}
+
+impl From<RequestError> for Error {
+    /// A request's end as the caller sees it: [`RequestError::Closed`]
+    /// (the session this client closed) is [`Error::ClientClosed`], the
+    /// rest [`Error::Request`].
+    fn from(e: RequestError) -> Error {
+        match e {
+            RequestError::Closed => Error::ClientClosed,
+            e => Error::Request(e),
+        }
+    }
 }
 
 /// Why a connection attempt failed, as the transport reported it (see

@@ -364,9 +364,11 @@ impl Hold {
     ///
     /// # Errors
     ///
-    /// [`Error::ClientClosed`] when the client's event loop has ended (the
-    /// session's end deletes the node then); for a lock in the Curator plan,
-    /// the delete's failure. A lost or suspended hold is not an error.
+    /// For a lock in the Curator plan, the delete's failure. A lost or
+    /// suspended hold is not an error, and neither is a hold whose client
+    /// was closed: [`Client::close`](crate::Client::close) ended it (it
+    /// reads `Lost`) and the session's end deleted its node, so releasing
+    /// it afterwards returns `Ok(())`, never [`Error::ClientClosed`].
     ///
     /// # Cancel safety
     ///

@@ -60,7 +60,8 @@ impl RecipeSink for LockRecipe {
 /// The two halves of one read-write lock are one participant, and inside the
 /// process they exclude each other like a local read-write lock: a write
 /// waits until the process's read hold ends and a read until its write hold
-/// ends, earliest caller first; reads through one pair take turns. Curator's
+/// ends, earliest caller first. Who shares a read is stated once, in
+/// [`ReadWriteLock`]'s sharing rule. Curator's
 /// downgrade is explicit: [`Guard::downgrade`] on a write guard. An upgrade
 /// (acquiring the write half while the same task holds the read half) waits
 /// for itself, as with `tokio::sync::RwLock`: release the read guard first,
@@ -73,9 +74,29 @@ pub struct Lock {
 
 /// The two halves of one read-write lock, by name (from
 /// [`Client::read_write_lock`](crate::Client::read_write_lock)): `read` is
-/// shared among readers, `write` excludes everyone. A write holder that
-/// wants to read downgrades ([`Guard::downgrade`]) rather than acquiring
-/// `read`, which would wait for its own write hold.
+/// shared among readers on separate handles, `write` excludes everyone. A
+/// write holder that wants to read downgrades ([`Guard::downgrade`]) rather
+/// than acquiring `read`, which would wait for its own write hold.
+///
+/// # The sharing rule
+///
+/// This is the one statement of who shares a read; the other docs link here.
+///
+/// - **Separate handles share.** Each `read_write_lock(path)` call makes a
+///   handle that is its own participant (as each Curator
+///   `InterProcessReadWriteLock` is): reads through separate handles, of
+///   one client or of several, in one process or many, hold at once. A
+///   writer waits until all of them are released, and a read that queues
+///   after a waiting writer waits for it (ZooKeeper's queue order).
+/// - **One handle takes turns.** Reads through one handle (this value, its
+///   clones, clones of its `read`) are one participant: they queue locally,
+///   first come first served, and hold one at a time, like a
+///   `tokio::sync::Mutex`. The second read waits until the first guard is
+///   released and then queues on ZooKeeper, so a writer that queued
+///   meanwhile goes in between.
+///
+/// So to read at once from several tasks, give each task its own handle
+/// (one `read_write_lock(path)` call each), or share one read guard.
 #[derive(Debug, Clone)]
 pub struct ReadWriteLock {
     /// The read half (Curator's `readLock()`).
@@ -236,9 +257,11 @@ impl Lock {
     ///
     /// # Errors
     ///
-    /// The session's end when it comes first: [`Error::Request`] with the
-    /// reason (expired with [`Options::renew_session`](crate::Options::renew_session)
-    /// off, closed, auth failed) or [`Error::ClientClosed`]. [`Error::Request`]
+    /// [`Error::ClientClosed`] when this client was closed (before the call
+    /// or while it waited); the session's end when it comes first:
+    /// [`Error::Request`] with the reason (expired with
+    /// [`Options::renew_session`](crate::Options::renew_session) off, auth
+    /// failed). [`Error::Request`]
     /// with the server's code when it refuses the lock's requests (say `NoAuth`
     /// under an ACL), after the recipe's retries.
     ///
@@ -274,9 +297,12 @@ impl Lock {
     ///
     /// # Errors
     ///
-    /// [`Error::TimedOut`] once `timeout` has passed. The session's end when it comes first: [`Error::Request`] with the
-    /// reason (expired with [`Options::renew_session`](crate::Options::renew_session)
-    /// off, closed, auth failed) or [`Error::ClientClosed`]. [`Error::Request`]
+    /// [`Error::TimedOut`] once `timeout` has passed.
+    /// [`Error::ClientClosed`] when this client was closed (before the call
+    /// or while it waited); the session's end when it comes first:
+    /// [`Error::Request`] with the reason (expired with
+    /// [`Options::renew_session`](crate::Options::renew_session) off, auth
+    /// failed). [`Error::Request`]
     /// with the server's code when it refuses the lock's requests (say `NoAuth`
     /// under an ACL), after the recipe's retries.
     ///
@@ -296,9 +322,11 @@ impl Lock {
     ///
     /// # Errors
     ///
-    /// The session's end when it comes first: [`Error::Request`] with the
-    /// reason (expired with [`Options::renew_session`](crate::Options::renew_session)
-    /// off, closed, auth failed) or [`Error::ClientClosed`]. [`Error::Request`]
+    /// [`Error::ClientClosed`] when this client was closed (before the call
+    /// or while it waited); the session's end when it comes first:
+    /// [`Error::Request`] with the reason (expired with
+    /// [`Options::renew_session`](crate::Options::renew_session) off, auth
+    /// failed). [`Error::Request`]
     /// with the server's code when it refuses the lock's requests (say `NoAuth`
     /// under an ACL), after the recipe's retries. A taken lock is `Ok(None)`, not an error.
     ///
@@ -338,9 +366,12 @@ impl Lock {
     ///
     /// # Errors
     ///
-    /// [`Error::TimedOut`] once a `timeout` given has passed. The session's end when it comes first: [`Error::Request`] with the
-    /// reason (expired with [`Options::renew_session`](crate::Options::renew_session)
-    /// off, closed, auth failed) or [`Error::ClientClosed`]. [`Error::Request`]
+    /// [`Error::TimedOut`] once a `timeout` given has passed.
+    /// [`Error::ClientClosed`] when this client was closed (before the call
+    /// or while it waited); the session's end when it comes first:
+    /// [`Error::Request`] with the reason (expired with
+    /// [`Options::renew_session`](crate::Options::renew_session) off, auth
+    /// failed). [`Error::Request`]
     /// with the server's code when it refuses the lock's requests (say `NoAuth`
     /// under an ACL), after the recipe's retries.
     ///
@@ -604,9 +635,9 @@ impl Guard {
     ///
     /// # Errors
     ///
-    /// As [`Hold::release`]: [`Error::ClientClosed`] when the client's event
-    /// loop has ended; in the Curator plan, the delete's failure. A lost or
-    /// suspended hold is not an error.
+    /// As [`Hold::release`]: in the Curator plan, the delete's failure. A
+    /// lost or suspended hold is not an error, nor is a hold whose client
+    /// was closed ([`Client::close`](crate::Client::close) ended it).
     ///
     /// # Cancel safety
     ///

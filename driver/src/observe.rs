@@ -115,7 +115,7 @@ impl Client {
             let sink = move |event: RecipeEvent| {
                 let item = match event {
                     RecipeEvent::Holder(holder) => Ok(holder),
-                    RecipeEvent::Failed(e) => Err(Error::Request(e)),
+                    RecipeEvent::Failed(e) => Err(Error::from(e)),
                     other => {
                         tracing::trace!(?other, "observer event");
                         return;

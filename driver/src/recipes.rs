@@ -108,7 +108,9 @@ impl Client {
         self.mutex_with(path, LockOptions::default().revocable(true)).await
     }
 
-    /// The read and write halves of a read-write lock on `path`. Their
+    /// The read and write halves of a read-write lock on `path`: a new
+    /// participant, whose reads share with other handles' and take turns
+    /// among themselves ([`ReadWriteLock`]'s sharing rule). Their
     /// fencing tokens order writers, and readers after writers, but not a
     /// downgrade's read hold before the next writer: see
     /// [`FencingToken`](crate::FencingToken) for what a resource compares.
@@ -355,6 +357,10 @@ impl Client {
         recipe: R,
         register: impl FnOnce(Handle<R>) -> (T, Sink) + Send + 'static,
     ) -> Result<T, Error> {
+        // Every handle is made here: none after `close`.
+        if self.inner.shared.read(|s| s.closed).unwrap_or(true) {
+            return Err(Error::ClientClosed);
+        }
         let (reply, rx) = oneshot::channel();
         self.inner.send(Command::AddRecipe(Box::new(move |client: &mut CoreClient, now| {
             let handle = client.add(now, recipe);

@@ -254,9 +254,11 @@ impl Semaphore {
     ///
     /// # Errors
     ///
-    /// The session's end when it comes first: [`Error::Request`] with the
-    /// reason (expired with [`Options::renew_session`](crate::Options::renew_session)
-    /// off, closed, auth failed) or [`Error::ClientClosed`]. [`Error::Request`]
+    /// [`Error::ClientClosed`] when this client was closed (before the call
+    /// or while it waited); the session's end when it comes first:
+    /// [`Error::Request`] with the reason (expired with
+    /// [`Options::renew_session`](crate::Options::renew_session) off, auth
+    /// failed). [`Error::Request`]
     /// with the server's code when it refuses the lock's requests (say `NoAuth`
     /// under an ACL), after the recipe's retries. [`Error::Misuse`] when `qty` is 0.
     ///
@@ -304,9 +306,12 @@ impl Semaphore {
     ///
     /// # Errors
     ///
-    /// [`Error::TimedOut`] once `timeout` has passed. The session's end when it comes first: [`Error::Request`] with the
-    /// reason (expired with [`Options::renew_session`](crate::Options::renew_session)
-    /// off, closed, auth failed) or [`Error::ClientClosed`]. [`Error::Request`]
+    /// [`Error::TimedOut`] once `timeout` has passed.
+    /// [`Error::ClientClosed`] when this client was closed (before the call
+    /// or while it waited); the session's end when it comes first:
+    /// [`Error::Request`] with the reason (expired with
+    /// [`Options::renew_session`](crate::Options::renew_session) off, auth
+    /// failed). [`Error::Request`]
     /// with the server's code when it refuses the lock's requests (say `NoAuth`
     /// under an ACL), after the recipe's retries. [`Error::Misuse`] when `qty` is 0.
     ///
@@ -328,9 +333,12 @@ impl Semaphore {
     ///
     /// # Errors
     ///
-    /// [`Error::TimedOut`] once a `timeout` given has passed. The session's end when it comes first: [`Error::Request`] with the
-    /// reason (expired with [`Options::renew_session`](crate::Options::renew_session)
-    /// off, closed, auth failed) or [`Error::ClientClosed`]. [`Error::Request`]
+    /// [`Error::TimedOut`] once a `timeout` given has passed.
+    /// [`Error::ClientClosed`] when this client was closed (before the call
+    /// or while it waited); the session's end when it comes first:
+    /// [`Error::Request`] with the reason (expired with
+    /// [`Options::renew_session`](crate::Options::renew_session) off, auth
+    /// failed). [`Error::Request`]
     /// with the server's code when it refuses the lock's requests (say `NoAuth`
     /// under an ACL), after the recipe's retries. [`Error::Misuse`] when `qty` is 0.
     ///
@@ -477,8 +485,9 @@ impl Lease {
     ///
     /// # Errors
     ///
-    /// [`Error::ClientClosed`] when the client's event loop has ended (the
-    /// session's end deletes the node then). A lost lease is not an error.
+    /// None: a lost lease is not an error, nor is a lease whose client was
+    /// closed ([`Client::close`](crate::Client::close) ended it, and the
+    /// session's end deleted its node).
     ///
     /// # Cancel safety
     ///

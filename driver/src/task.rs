@@ -86,6 +86,9 @@ pub(crate) struct SharedState {
     pub(crate) ended: bool,
     /// The loop has exited.
     pub(crate) finished: bool,
+    /// [`crate::Client::close`] was called: handles are no longer made
+    /// ([`Error::ClientClosed`](crate::Error::ClientClosed)).
+    pub(crate) closed: bool,
     /// A connection failure no retry can fix ended the session.
     pub(crate) fatal: Option<crate::security::TlsError>,
     /// The last failed dial, once the session has ended as

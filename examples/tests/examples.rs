@@ -159,6 +159,22 @@ fn blocking_mutex_takes_and_releases_from_threads() {
     );
 }
 
+#[test]
+fn tokio_rwlock_shares_reads_and_excludes_the_writer() {
+    check(
+        "tokio_rwlock_shares_reads_and_excludes_the_writer",
+        "tokio_rwlock",
+        &[
+            "acquired read ",
+            "readers share: ",
+            "writer waits while readers hold: true",
+            "acquired write ",
+            "downgraded to read ",
+            "released",
+        ],
+    );
+}
+
 /// With no server given, every example starts the embedded one and runs to
 /// the end (no real ZooKeeper needed, so this never skips).
 #[test]
@@ -169,6 +185,7 @@ fn examples_fall_back_to_the_embedded_server() {
         ("hand_driven", "closed"),
         ("mio_locks", "closed"),
         ("blocking_mutex", "released"),
+        ("tokio_rwlock", "released"),
     ] {
         let stdout = run(example, None, "/zoolock-examples-test/embedded");
         assert!(stdout.lines().any(|l| l.starts_with(last)), "{example}: no line starting {last:?}:\n{stdout}");

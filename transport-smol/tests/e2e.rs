@@ -85,6 +85,11 @@ fn rwlock() {
 }
 
 #[test]
+fn rwlock_sharing() {
+    run::<Rt>(e2e::rwlock_sharing);
+}
+
+#[test]
 fn semaphore() {
     run::<Rt>(e2e::semaphore);
 }
@@ -172,6 +177,11 @@ fn connection_states() {
 #[test]
 fn close_session() {
     run::<Rt>(e2e::close_session);
+}
+
+#[test]
+fn path_errors_name_the_path() {
+    run::<Rt>(e2e::path_errors_name_the_path);
 }
 
 #[test]

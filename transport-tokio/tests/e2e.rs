@@ -58,6 +58,11 @@ fn rwlock() {
 }
 
 #[test]
+fn rwlock_sharing() {
+    run::<Tokio>(e2e::rwlock_sharing);
+}
+
+#[test]
 fn semaphore() {
     run::<Tokio>(e2e::semaphore);
 }
@@ -145,6 +150,11 @@ fn connection_states() {
 #[test]
 fn close_session() {
     run::<Tokio>(e2e::close_session);
+}
+
+#[test]
+fn path_errors_name_the_path() {
+    run::<Tokio>(e2e::path_errors_name_the_path);
 }
 
 #[test]

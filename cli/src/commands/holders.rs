@@ -5,6 +5,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use zoolock_tokio::zoolock_core::recipes::policy::{self, PositionRule};
+use zoolock_tokio::zoolock_core::recipes::{Recognised, recognise};
 use zoolock_tokio::{Client, Error};
 
 use crate::args::{Global, HoldersSize, Kind};
@@ -106,31 +107,76 @@ pub(super) fn held_by(entries: &[Entry]) -> Option<String> {
     (!holders.is_empty()).then(|| holders.join(", "))
 }
 
-/// Prints `INDEX NODE DATA` per participant (DATA left out when empty), or
-/// with `json` one object for every kind:
+/// The kind PATH is read as: `kind` if the nodes admit it, else the one
+/// layout its children show (core's [`recognise`]). `Ok(None)` when PATH
+/// has no children and no kind was given (nothing to list, no layout).
+///
+/// # Errors
+///
+/// Exit 1 when the nodes contradict `kind`, or, without `kind`, when they
+/// show several layouts or none; the listing's failure.
+pub(super) async fn resolve(client: &Client, path: &str, kind: Option<Kind>) -> Result<Option<Kind>, Failure> {
+    use zoolock_tokio::zoolock_core::{RequestError, wire::ErrorCode};
+
+    let children = match client.get_children(path).await {
+        Ok((children, _)) => children,
+        Err(Error::Request(RequestError::Server(code))) if code == ErrorCode::NO_NODE => Vec::new(),
+        Err(e) => return Err(super::request_failed(&format!("cannot list {path}"), &e)),
+    };
+    let seen = recognise(&children);
+    let shows = |seen: &Recognised| match seen {
+        Recognised::One(layout) => layout.names().to_owned(),
+        Recognised::Mixed(layouts) => layouts.iter().map(|l| l.names()).collect::<Vec<_>>().join(" and "),
+        _ => "no recipe's nodes".to_owned(),
+    };
+    match (kind, &seen) {
+        (Some(kind), seen) if seen.admits(kind.lock_kind()) => Ok(Some(kind)),
+        (Some(kind), seen) => {
+            let found = match seen {
+                Recognised::One(layout) => Kind::of(layout.kind()).map(|k| format!(" (try --kind {})", k.name())),
+                _ => None,
+            };
+            Err(Failure::new(
+                exit::FAILURE,
+                format!(
+                    "{path} has {}, not the layout of --kind {}{}",
+                    shows(seen),
+                    kind.name(),
+                    found.unwrap_or_default()
+                ),
+            ))
+        }
+        (None, Recognised::Empty) => Ok(None),
+        (None, Recognised::One(layout)) => Ok(Kind::of(layout.kind())),
+        (None, seen) => Err(Failure::new(
+            exit::FAILURE,
+            format!("cannot tell the layout of {path}: it has {} (say --kind)", shows(seen)),
+        )),
+    }
+}
+
+/// Prints `INDEX holding|waiting NODE DATA` per participant (DATA left out
+/// when empty), or with `json` one object for every kind:
 /// `{"path", "kind", "participants": [{"node", "data", "holding"}]}` (a
-/// semaphore given its size also has `"size"` and `"remaining"`). Given a
-/// semaphore's size, the text starts with `size N remaining M`; remaining
-/// counts every lease node, waiting ones included, as the semaphore does.
-pub(super) async fn run(global: &Global, path: &str, kind: Kind, size: HoldersSize, json: bool) -> Outcome {
-    if kind != Kind::Semaphore && (size.leases.is_some() || size.leases_from.is_some()) {
+/// semaphore given its size also has `"size"` and `"remaining"`; `kind` is
+/// `null` when PATH has no nodes and no `--kind` was given). Without `kind`,
+/// the kind is recognised from PATH's node names ([`resolve`]); a `kind` the
+/// nodes contradict is refused. Given a semaphore's size, the text starts
+/// with `size N remaining M`; remaining counts every lease node, waiting
+/// ones included, as the semaphore does.
+pub(super) async fn run(global: &Global, path: &str, kind: Option<Kind>, size: HoldersSize, json: bool) -> Outcome {
+    let sized = size.leases.is_some() || size.leases_from.is_some();
+    if sized && kind.is_some_and(|k| k != Kind::Semaphore) {
         return Err(Failure::new(exit::USAGE, "--leases and --leases-from need --kind semaphore"));
     }
     let client = super::connect(global, None).await?;
-    let size = match (size.leases, &size.leases_from) {
-        (Some(n), _) => Ok(Some(i64::from(n))),
-        (None, Some(count)) => super::count::get(&client, count).await.map(|n| Some(i64::from(n))),
-        (None, None) => Ok(None),
-    };
-    let leases = size.as_ref().ok().copied().flatten().map(|n| usize::try_from(n.max(0)).unwrap_or(usize::MAX));
-    let list = list(&client, path, kind, leases).await;
+    let outcome = list_resolved(&client, path, kind, &size).await;
     super::close(&client, Duration::from_secs(2)).await;
-    let list = list.map_err(|e| super::request_failed(&format!("cannot list {path}"), &e))?;
-    let size = size?;
+    let (kind, list, size) = outcome?;
     let remaining = size.map(|n| (n - list.len() as i64).max(0));
     let mut out = std::io::stdout().lock();
     if json {
-        let election = kind.lock_kind().election().is_some();
+        let election = kind.is_some_and(|k| k.lock_kind().election().is_some());
         let participants: Vec<_> = list
             .iter()
             .map(|e| {
@@ -142,8 +188,8 @@ pub(super) async fn run(global: &Global, path: &str, kind: Kind, size: HoldersSi
                 p
             })
             .collect();
-        let mut value =
-            serde_json::json!({ "path": path, "kind": kind.lock_kind().label(), "participants": participants });
+        let label = kind.map(|k| k.lock_kind().label());
+        let mut value = serde_json::json!({ "path": path, "kind": label, "participants": participants });
         if let (Some(size), Some(remaining)) = (size, remaining) {
             value["size"] = size.into();
             value["remaining"] = remaining.into();
@@ -154,18 +200,51 @@ pub(super) async fn run(global: &Global, path: &str, kind: Kind, size: HoldersSi
             let _ = writeln!(out, "size {size} remaining {remaining}");
         }
         for (index, e) in list.iter().enumerate() {
-            let line = if e.data.is_empty() {
-                format!("{index} {}", e.node)
-            } else {
-                format!("{index} {} {}", e.node, e.data.escape_debug())
-            };
-            if writeln!(out, "{line}").is_err() {
+            if writeln!(out, "{}", text_line(index, e)).is_err() {
                 break;
             }
         }
     }
     let _ = out.flush();
     Ok(0)
+}
+
+/// The kind, the participants and the semaphore's size (if given) of PATH.
+async fn list_resolved(
+    client: &Client,
+    path: &str,
+    kind: Option<Kind>,
+    size: &HoldersSize,
+) -> Result<(Option<Kind>, Vec<Entry>, Option<i64>), Failure> {
+    let kind = resolve(client, path, kind).await?;
+    let sized = size.leases.is_some() || size.leases_from.is_some();
+    if sized && kind.is_some_and(|k| k != Kind::Semaphore) {
+        return Err(Failure::new(
+            exit::USAGE,
+            format!("--leases and --leases-from need a semaphore; {path} is not one"),
+        ));
+    }
+    let size = match (size.leases, &size.leases_from) {
+        (Some(n), _) => Some(i64::from(n)),
+        (None, Some(count)) => Some(i64::from(super::count::get(client, count).await?)),
+        (None, None) => None,
+    };
+    let Some(kind) = kind else { return Ok((None, Vec::new(), size)) };
+    let leases = size.map(|n| usize::try_from(n.max(0)).unwrap_or(usize::MAX));
+    let list = list(client, path, kind, leases)
+        .await
+        .map_err(|e| super::request_failed(&format!("cannot list {path}"), &e))?;
+    Ok((Some(kind), list, size))
+}
+
+/// One participant as text: `INDEX holding|waiting NODE DATA`.
+fn text_line(index: usize, e: &Entry) -> String {
+    let state = if e.holding { "holding" } else { "waiting" };
+    if e.data.is_empty() {
+        format!("{index} {state} {}", e.node)
+    } else {
+        format!("{index} {state} {} {}", e.node, e.data.escape_debug())
+    }
 }
 
 #[cfg(test)]
@@ -187,5 +266,12 @@ mod tests {
             Some("a-lock-1, x")
         );
         assert_eq!(held_by(&[entry("/p/b-lock-2", "host-b", false)]), None);
+    }
+
+    #[test]
+    fn text_lines_mark_who_holds() {
+        assert_eq!(text_line(0, &entry("/p/a-lock-1", "host a", true)), "0 holding /p/a-lock-1 host a");
+        assert_eq!(text_line(1, &entry("/p/b-lock-2", "", false)), "1 waiting /p/b-lock-2");
+        assert_eq!(text_line(2, &entry("/p/c-lock-3", "x\ny", false)), "2 waiting /p/c-lock-3 x\\ny");
     }
 }

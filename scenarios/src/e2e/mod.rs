@@ -37,6 +37,7 @@ mod holders;
 mod loss;
 mod many;
 mod resized;
+mod rw_sharing;
 mod semaphore_api;
 mod session;
 pub use cancellation::{
@@ -60,8 +61,9 @@ pub use loss::{
 };
 pub use many::many_locks_at_once;
 pub use resized::{lease_revocation, semaphore_resized, shared_count};
+pub use rw_sharing::rwlock_sharing;
 pub use semaphore_api::semaphore_try_acquire_and_acquire_one;
-pub use session::{chroot_created, close_session, connection_states, plain_ops};
+pub use session::{chroot_created, close_session, connection_states, path_errors_name_the_path, plain_ops};
 use zoolock_testkit::proxy::Proxy;
 
 use crate::TestRuntime;

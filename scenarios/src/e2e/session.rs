@@ -136,7 +136,8 @@ pub async fn close_session(env: &Env) {
     wait_children(env, &observer, &other, 2).await;
     env.within(Duration::from_secs(5), "close", a.close()).await.unwrap();
     let failed = env.within(Duration::from_secs(1), "acquire under way at close", pending).await;
-    assert!(matches!(failed, Err(Error::Request(RequestError::Closed))), "{failed:?}");
+    // You closed it: ClientClosed, not a session end the server chose.
+    assert!(matches!(failed, Err(Error::ClientClosed)), "{failed:?}");
     assert_eq!(children(&observer, &other).await.len(), 1);
     drop(go);
     assert_empty(env, &observer, &other).await;
@@ -145,10 +146,21 @@ pub async fn close_session(env: &Env) {
     assert!(observer.exists(&eph).await.unwrap().is_none(), "ephemeral node survived close()");
     assert!(children(&observer, &path).await.is_empty(), "lock node survived close()");
     assert_eq!(ga.status(), HoldStatus::Lost);
-    assert!(matches!(a.get_data(&eph).await, Err(Error::Request(RequestError::Closed))));
-    assert!(matches!(la.acquire().await, Err(Error::Request(_))));
-    ga.release().await.unwrap(); // nothing left to release: not an error
-    lease.pop().unwrap().release().await.unwrap();
+    // After close: requests, acquires and new handles fail with
+    // ClientClosed (Error::ClientClosed's docs); releases succeed, the close
+    // having ended the holds (Hold::release's docs).
+    let got = a.get_data(&eph).await;
+    assert!(matches!(got, Err(Error::ClientClosed)), "{got:?}");
+    let acquired = la.acquire().await;
+    assert!(matches!(acquired, Err(Error::ClientClosed)), "{acquired:?}");
+    let made = a.mutex(&path).await;
+    assert!(matches!(made, Err(Error::ClientClosed)), "{made:?}");
+    let made = a.semaphore(&sem, 2).await;
+    assert!(matches!(made, Err(Error::ClientClosed)), "{made:?}");
+    assert_eq!(ga.release().await, Ok(())); // nothing left to release: not an error
+    let lease = lease.pop().unwrap();
+    assert_eq!(lease.status(), HoldStatus::Lost);
+    assert_eq!(lease.release().await, Ok(()));
     assert!(children(&observer, &format!("{sem}/leases")).await.is_empty(), "lease survived close()");
     remove_tree(&observer, &sem).await;
     a.close().await.unwrap(); // idempotent
@@ -192,4 +204,22 @@ pub async fn chroot_created(env: &Env) {
     close_all(&[&a, &b]).await;
     remove_tree(&observer, &root).await;
     observer.close().await.unwrap();
+}
+
+/// Errors name what failed: a path the caller got wrong is in the message
+/// (`Error::Path`, the caller's fault, whatever call it came through).
+pub async fn path_errors_name_the_path(env: &Env) {
+    let a = env.client().await;
+    let made = a.mutex("no-slash").await;
+    let Err(Error::Path(e)) = &made else { panic!("{made:?}") };
+    assert_eq!(e.path(), "no-slash");
+    assert!(made.unwrap_err().to_string().contains("no-slash"));
+    for bad in ["/trailing/", "/a//b"] {
+        let got = a.read_write_lock(bad).await;
+        assert!(matches!(&got, Err(Error::Path(e)) if e.path() == bad), "{got:?}");
+        assert!(got.unwrap_err().to_string().contains(bad));
+    }
+    let got = a.get_data("relative/node").await;
+    assert!(got.is_err_and(|e| matches!(e, Error::Path(_)) && e.to_string().contains("relative/node")));
+    a.close().await.unwrap();
 }
