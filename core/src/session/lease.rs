@@ -265,6 +265,91 @@ impl QuorumClock {
     }
 }
 
+/// The lease and the confirmations, as the session runs them.
+impl super::Session {
+    /// The session's lease: no hold on this session may read `Held` at or
+    /// after its `until`, judged against the caller's clock when the hold
+    /// is read (so a process resumed from a pause reads it lapsed before
+    /// its loop has run). It is the earlier of two bounds:
+    ///
+    /// - two thirds of the timeout after [`Session::confirmed_at`] (the
+    ///   connected server's newest answer), when the session would drop
+    ///   the connection anyway;
+    /// - while confirming ([`Session::set_confirming`]), the session timeout
+    ///   (less a twentieth) after [`Session::quorum_confirmed_at`]: the
+    ///   leader cannot expire the session before then.
+    ///
+    /// Moves only on inputs; `None` before the first answer and once the
+    /// session has ended.
+    pub fn lease(&self) -> SessionLease {
+        if self.is_ended() {
+            return SessionLease::NONE;
+        }
+        let t = self.timeout();
+        let local = self.confirmed.map(|c| c + t * 2 / 3);
+        let mut lease = SessionLease { until: local, lapse: Suspension::ServerSilent };
+        if self.quorum.confirming() {
+            match self.quorum.deadline(t) {
+                None => lease = SessionLease { until: None, lapse: Suspension::QuorumUnconfirmed },
+                Some(q) if local.is_none_or(|l| q < l) => {
+                    lease = SessionLease { until: Some(q), lapse: Suspension::QuorumUnconfirmed }
+                }
+                Some(_) => {}
+            }
+        }
+        lease
+    }
+
+    /// Why the last connection went (the reason holds read `Suspended`
+    /// while disconnected).
+    pub fn suspension(&self) -> Suspension {
+        self.suspension
+    }
+
+    /// The newest instant the leader is known to have a touch of this
+    /// session from (a handshake, or a frame sent long enough before a
+    /// request the leader answered; see [`Session::lease`]). `None` before.
+    pub fn quorum_confirmed_at(&self) -> Option<Instant> {
+        self.quorum.confirmed()
+    }
+
+    /// Whether the session confirms the quorum now.
+    pub fn is_confirming(&self) -> bool {
+        self.quorum.confirming()
+    }
+
+    /// Turns quorum confirmation on while anything is held (the client
+    /// calls it after every input), off when nothing is: a `sync` every
+    /// sixth of the timeout, one at a time; the first at once when the
+    /// quorum bound would lapse within two of those, else one later.
+    /// Without [`SessionConfig::confirm_quorum`] it stays off. No request
+    /// is sent while it is off.
+    pub fn set_confirming(&mut self, now: Instant, on: bool) {
+        let on = on && self.config.confirm_quorum;
+        if on == self.quorum.confirming() {
+            return;
+        }
+        self.quorum.set_confirming(now, on, self.timeout());
+        if on {
+            self.confirm_if_due(now);
+        }
+    }
+
+    pub(super) fn tick(&self) -> Duration {
+        rule::tick(self.timeout(), self.config.tick_time)
+    }
+
+    /// Sends a confirmation when one is due.
+    pub(super) fn confirm_if_due(&mut self, now: Instant) {
+        if self.serving() && self.quorum.due(now) {
+            let sync =
+                zoolock_wire::Request::Sync(zoolock_wire::PathRequest { path: alloc::string::String::from("/") });
+            self.send(now, sync, super::Purpose::Confirm);
+            self.quorum.sent(now, self.timeout());
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
