@@ -63,6 +63,8 @@ mod harness;
 mod holders;
 #[path = "ensemble/oracle.rs"]
 mod oracle;
+#[path = "ensemble/partition.rs"]
+mod partition;
 #[path = "ensemble/quorum.rs"]
 mod quorum;
 #[path = "ensemble/soak.rs"]
