@@ -369,6 +369,9 @@ async fn partition_run(
         }
     })
     .await;
+    // The script's own time (bash, then the proxy's control socket): the
+    // fault took hold between `fault_at` and this.
+    let applied_ms = (now_us() - fault_at) as f64 / 1000.0;
     let serving = watch_serving(ens.clone(), target, stop.clone());
     let heal_at = fault_at + observe.as_micros() as i64;
     tokio::time::sleep(Duration::from_micros((heal_at - now_us()).max(0) as u64)).await;
@@ -418,7 +421,12 @@ async fn partition_run(
         v.waiter_overlaps,
         if v.clean() { "ok" } else { "FAIL" },
     );
-    println!("  mode {}; seed {:#x}; run path {}", fault.mode(), run.seed, run.path);
+    println!(
+        "  mode {}; the proxy command returned after {applied_ms:.0} ms; seed {:#x}; run path {}",
+        fault.mode(),
+        run.seed,
+        run.path
+    );
     v
 }
 
@@ -642,20 +650,59 @@ async fn partition_curator() {
 const FROZEN_SESSION: Duration = Duration::from_secs(3);
 const FROZEN_FOR: Duration = Duration::from_secs(8);
 
+/// How the frozen child races `lost()` against its work (the runs cycle
+/// through the four).
+#[derive(Debug, Clone, Copy)]
+struct ChildShape {
+    /// A multi-thread runtime (2 workers) rather than a current-thread one.
+    multi_thread: bool,
+    /// One `select!` over a long-lived work loop, rather than a fresh
+    /// `select!` (lost, one 10 ms step of work) per write.
+    long_work: bool,
+}
+
+impl ChildShape {
+    fn of_run(i: usize) -> ChildShape {
+        ChildShape { long_work: i % 2 == 0, multi_thread: (i / 2) % 2 == 1 }
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "{} runtime, {}",
+            if self.multi_thread { "multi-thread" } else { "current-thread" },
+            if self.long_work { "one select over a work loop" } else { "a select per write" }
+        )
+    }
+}
+
 /// The frozen holder's process: this test binary re-run with
 /// `ZOOLOCK_FROZEN_CHILD=RECORDS` (a no-op without it). It takes the lock on
 /// `ZOOLOCK_FROZEN_CONNECT` / `ZOOLOCK_FROZEN_PATH` and appends to RECORDS
 /// `held US TOKEN`, `w US TOKEN` per write (every 10 ms, `lost()` polled
 /// first) and `told US STATUS` when `lost()` completes.
-#[tokio::test(flavor = "current_thread")]
-async fn partition_frozen_child() {
+/// `ZOOLOCK_FROZEN_SHAPE` is `multi|current` `long|step` ([`ChildShape`]).
+#[test]
+fn partition_frozen_child() {
     let Some(records) = std::env::var_os("ZOOLOCK_FROZEN_CHILD") else { return };
+    let shape = std::env::var("ZOOLOCK_FROZEN_SHAPE").unwrap_or_default();
+    let multi = shape.contains("multi");
+    let mut builder =
+        if multi { tokio::runtime::Builder::new_multi_thread() } else { tokio::runtime::Builder::new_current_thread() };
+    if multi {
+        builder.worker_threads(2);
+    }
+    let rt = builder.enable_all().build().expect("runtime");
+    rt.block_on(frozen_child(PathBuf::from(records), shape.contains("long")));
+}
+
+async fn frozen_child(records: PathBuf, long_work: bool) {
     let var = |k: &str| std::env::var(k).unwrap_or_else(|_| panic!("{k} unset"));
     let session = Duration::from_millis(var("ZOOLOCK_FROZEN_SESSION_MS").parse().expect("ms"));
     let tick = Duration::from_millis(var("ZOOLOCK_FROZEN_TICK_MS").parse().expect("ms"));
-    let mut out = std::fs::OpenOptions::new().create(true).append(true).open(records).expect("records");
-    let mut record = |line: String| {
-        out.write_all(format!("{line}\n").as_bytes()).expect("record");
+    let out =
+        std::sync::Mutex::new(std::fs::OpenOptions::new().create(true).append(true).open(records).expect("records"));
+    let record = |line: String| {
+        out.lock().unwrap().write_all(format!("{line}\n").as_bytes()).expect("record");
     };
     let client =
         zoolock_tokio::connect(&var("ZOOLOCK_FROZEN_CONNECT"), holder_options(session, tick)).await.expect("connect");
@@ -664,14 +711,28 @@ async fn partition_frozen_child() {
     let token = guard.fencing_token().0;
     record(format!("held {} {token}", now_us()));
     let end = now_us() + 30_000_000;
-    while now_us() < end {
+    if long_work {
+        let work = async {
+            while now_us() < end {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                record(format!("w {} {token}", now_us()));
+            }
+        };
         tokio::select! {
             biased;
-            s = guard.lost() => {
-                record(format!("told {} {s:?}", now_us()));
-                break;
+            s = guard.lost() => record(format!("told {} {s:?}", now_us())),
+            () = work => {}
+        }
+    } else {
+        while now_us() < end {
+            tokio::select! {
+                biased;
+                s = guard.lost() => {
+                    record(format!("told {} {s:?}", now_us()));
+                    break;
+                }
+                () = tokio::time::sleep(Duration::from_millis(10)) => record(format!("w {} {token}", now_us())),
             }
-            () = tokio::time::sleep(Duration::from_millis(10)) => record(format!("w {} {token}", now_us())),
         }
     }
     let _ = tokio::time::timeout(Duration::from_secs(2), guard.release()).await;
@@ -694,8 +755,11 @@ struct Child(std::process::Child);
 
 impl Drop for Child {
     fn drop(&mut self) {
+        if matches!(self.0.try_wait(), Ok(Some(_))) {
+            return;
+        }
         let pid = self.0.id().to_string();
-        let _ = Command::new("kill").args(["-CONT", &pid]).status();
+        let _ = Command::new("kill").args(["-CONT", &pid]).stderr(Stdio::null()).status();
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
@@ -708,6 +772,7 @@ fn signal(pid: u32, sig: &str) {
 
 /// Writes after the resume, and the verdict, of one frozen-holder run.
 async fn frozen_run(name: &str, ens: &Arc<Ensemble>, scratch: &Path, run_no: (usize, usize)) -> (usize, Verdict) {
+    let shape = ChildShape::of_run(run_no.0);
     let run =
         new_run(ens, &format!("{name}-{}", run_no.0), Duration::from_secs(1) + FROZEN_FOR + Duration::from_secs(6));
     let records: PathBuf = scratch.join(format!("run-{}.log", run_no.0));
@@ -720,6 +785,14 @@ async fn frozen_run(name: &str, ens: &Arc<Ensemble>, scratch: &Path, run_no: (us
         .env("ZOOLOCK_FROZEN_PATH", &run.path)
         .env("ZOOLOCK_FROZEN_SESSION_MS", FROZEN_SESSION.as_millis().to_string())
         .env("ZOOLOCK_FROZEN_TICK_MS", FAST.tick.as_millis().to_string())
+        .env(
+            "ZOOLOCK_FROZEN_SHAPE",
+            format!(
+                "{} {}",
+                if shape.multi_thread { "multi" } else { "current" },
+                if shape.long_work { "long" } else { "step" }
+            ),
+        )
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -736,7 +809,8 @@ async fn frozen_run(name: &str, ens: &Arc<Ensemble>, scratch: &Path, run_no: (us
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let workers = spawn_workers(&run, CLIENTS - 1, crate::SESSION);
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // The SIGSTOP lands at a different phase of the 10 ms work step each run.
+    tokio::time::sleep(Duration::from_secs(1) + Duration::from_micros(run.seed % 10_000)).await;
     let frozen_at = now_us();
     signal(pid, "STOP");
     tokio::time::sleep(FROZEN_FOR).await;
@@ -761,10 +835,11 @@ async fn frozen_run(name: &str, ens: &Arc<Ensemble>, scratch: &Path, run_no: (us
     let until = writes.last().copied().unwrap_or(frozen_at);
     let v = judge(&log.sections, &log.writes, token, &writes, until, frozen_at);
     println!(
-        "partition {name} run {}/{} (session {} ms, frozen {} ms, {}): writes after resuming {after}; rejected fenced writes {} of {}; \
+        "partition {name} run {}/{} ({}; session {} ms, frozen {} ms, {}): writes after resuming {after}; rejected fenced writes {} of {}; \
          overlap {} holds; lock taken over {} after the SIGSTOP; told {}; {}",
         run_no.0,
         run_no.1,
+        shape.describe(),
         FROZEN_SESSION.as_millis(),
         FROZEN_FOR.as_millis(),
         FAST.describe(),
@@ -783,7 +858,7 @@ async fn partition_frozen_holder() {
     let _serial = serial().await;
     let name = "partition-frozen-holder";
     let Some(ens) = ensemble(name) else { return };
-    let scratch = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("ensemble-{}-{name}", std::process::id()));
+    let scratch = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("ensemble-{}-{name}-child", std::process::id()));
     std::fs::create_dir_all(&scratch).expect("scratch");
     let runs = env_count("ZOOLOCK_FROZEN_RUNS");
     let mut failed = Vec::new();
