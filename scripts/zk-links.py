@@ -7,7 +7,8 @@ to be run by hand).
                                listens on DIR/links.sock for commands, logs to DIR/links.log
   zk-links.py ctl DIR CMD...   sends one command to the daemon, prints its answer:
       set A B MODE             the links between servers A and B (both directions, quorum
-                               and election) to MODE: open, reset or silent
+                               and election) to MODE: open, reset or silent; answers
+                               "ok N links MODE at US" (US: wall-clock µs when it took hold)
       isolate N MODE           every link of server N to MODE
       heal                     every link open
       show                     one line per link: FROM TO KIND MODE LISTENING CONNECTIONS
@@ -334,13 +335,15 @@ def apply(words, links):
         raise ValueError("unknown command %r" % cmd)
     if not chosen:
         raise ValueError("no such link")
+    # Wall-clock microseconds when the change took hold (tests put the fault there).
+    at = int(time.time() * 1e6)
     for k in chosen:
         k.set_mode(mode)
     # Listen (or stop) at once rather than at the next tick.
     listening = listening_ports()
     for k in chosen:
         k.refresh(listening)
-    return "ok %d links %s" % (len(chosen), mode)
+    return "ok %d links %s at %d" % (len(chosen), mode, at)
 
 
 def ctl(d, words):

@@ -95,14 +95,15 @@ impl Ensemble {
     }
 
     /// Every link of server `n` to `mode` (`reset` or `silent`); needs
-    /// `ZK_LINK_PROXY=1` at start.
-    pub(crate) fn isolate(&self, n: usize, mode: &str) {
-        self.script_args("isolate", &[n.to_string(), mode.to_owned()]);
+    /// `ZK_LINK_PROXY=1` at start. Returns when the proxy applied it (Unix µs).
+    pub(crate) fn isolate(&self, n: usize, mode: &str) -> Option<i64> {
+        applied_at(&self.script_args("isolate", &[n.to_string(), mode.to_owned()]))
     }
 
-    /// The links between servers `a` and `b` to `mode`.
-    pub(crate) fn cut(&self, a: usize, b: usize, mode: &str) {
-        self.script_args("cut", &[a.to_string(), b.to_string(), mode.to_owned()]);
+    /// The links between servers `a` and `b` to `mode`; returns when the
+    /// proxy applied it (Unix µs).
+    pub(crate) fn cut(&self, a: usize, b: usize, mode: &str) -> Option<i64> {
+        applied_at(&self.script_args("cut", &[a.to_string(), b.to_string(), mode.to_owned()]))
     }
 
     /// Every link forwards again.
@@ -188,6 +189,11 @@ impl Drop for Ensemble {
             let _ = std::fs::remove_dir_all(&self.dir);
         }
     }
+}
+
+/// The time in the link proxy's answer `ok N links MODE at US`.
+fn applied_at(answer: &str) -> Option<i64> {
+    answer.rsplit_once(" at ").and_then(|(_, us)| us.trim().parse().ok())
 }
 
 /// A four-letter word's reply (empty if the server does not answer in 2 s).

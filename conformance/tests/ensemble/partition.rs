@@ -360,8 +360,8 @@ async fn partition_run(
     tokio::time::sleep(fault_after).await;
 
     let stop = Arc::new(AtomicBool::new(false));
-    let fault_at = now_us();
-    blocking({
+    let asked_at = now_us();
+    let applied = blocking({
         let ens = ens.clone();
         move || match fault {
             Fault::IsolateFollower(m) | Fault::IsolateLeader(m) => ens.isolate(target, m),
@@ -369,9 +369,10 @@ async fn partition_run(
         }
     })
     .await;
-    // The script's own time (bash, then the proxy's control socket): the
-    // fault took hold between `fault_at` and this.
-    let applied_ms = (now_us() - fault_at) as f64 / 1000.0;
+    // Times are from the moment the proxy applied the fault (it says when);
+    // the command itself (bash, python, the control socket) takes a while.
+    let fault_at = applied.unwrap_or(asked_at);
+    let applied_ms = (now_us() - asked_at) as f64 / 1000.0;
     let serving = watch_serving(ens.clone(), target, stop.clone());
     let heal_at = fault_at + observe.as_micros() as i64;
     tokio::time::sleep(Duration::from_micros((heal_at - now_us()).max(0) as u64)).await;
@@ -422,8 +423,9 @@ async fn partition_run(
         if v.clean() { "ok" } else { "FAIL" },
     );
     println!(
-        "  mode {}; the proxy command returned after {applied_ms:.0} ms; seed {:#x}; run path {}",
+        "  mode {}; the proxy applied it {} after the command began, which returned after {applied_ms:.0} ms; seed {:#x}; run path {}",
         fault.mode(),
+        rel(applied, asked_at),
         run.seed,
         run.path
     );
@@ -533,12 +535,13 @@ async fn curator_run(name: &str, ens: &Arc<Ensemble>, mode: &'static str, sessio
         .map(|i| tokio::spawn(crate::quorum::curator_worker(run.clone(), driver.peer(&format!("c{i}")))))
         .collect();
     tokio::time::sleep(fault_after).await;
-    let fault_at = now_us();
-    blocking({
+    let asked_at = now_us();
+    let fault_at = blocking({
         let ens = ens.clone();
         move || ens.isolate(target, mode)
     })
-    .await;
+    .await
+    .unwrap_or(asked_at);
     // The holder's WORK lines until TOLD.
     let last_work = Arc::new(AtomicI64::new(enter));
     let mut writes = Vec::new();
