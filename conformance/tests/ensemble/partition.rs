@@ -21,12 +21,21 @@
 //! * `partition_cut_link`: only the link between the holder's follower and
 //!   the leader is cut (silently); the follower still reaches the other one;
 //! * `partition_curator`: Curator 5.4's `InterProcessMutex` in the silent
-//!   and the reset isolation of its follower, its holder stopping on its
-//!   connection listener's SUSPENDED/LOST (reported, not asserted);
+//!   isolation of its follower (and, outside CI, the reset one), its holder
+//!   stopping on its connection listener's SUSPENDED/LOST, its waiters
+//!   Curator too (reported, not asserted: Curator is expected to overlap);
 //! * `partition_frozen_holder`: the holder is a process of its own (this test
 //!   binary, re-run as `partition_frozen_child`) SIGSTOPped past its 3 s
-//!   session for 8 s, then SIGCONTed; it counts the writes it makes after
-//!   resuming.
+//!   session for 8 s (servers at the fast timing), then SIGCONTed; it counts
+//!   the writes it makes after resuming. The runs cycle through a
+//!   current-thread and a multi-thread runtime, and a `select!` per write or
+//!   one over a long-lived work loop; the SIGSTOP lands at a varying phase.
+//!
+//! Times in the lines are from the moment the link proxy applied the fault
+//! (it answers with it). `ZOOLOCK_PARTITION_CONFIRM=0` asks for the holders
+//! without quorum confirmation once the driver has the switch (see
+//! `holder_options`, the one place where the holders' options are set; the
+//! waiters use `workload.rs`'s).
 //!
 //! The oracles (asserted over every run, after all runs): no other holder
 //! entered while the holder could still read `Held` (its last `status()`
@@ -180,18 +189,29 @@ async fn healthy(ens: &Arc<Ensemble>) {
     .await;
 }
 
-/// Polls `srvr` of server `n` every 50 ms until `stop`: the last time it
-/// served (said leader or follower).
-fn watch_serving(ens: Arc<Ensemble>, n: usize, stop: Arc<AtomicBool>) -> tokio::task::JoinHandle<i64> {
+/// What the servers said while the fault lasted.
+struct Served {
+    /// The last time server `n` served (said leader or follower).
+    last: i64,
+    /// When another server first said leader, if `n` was the leader.
+    new_leader: Option<i64>,
+}
+
+/// Polls `srvr` of the servers every 50 ms until `stop`.
+fn watch_serving(ens: Arc<Ensemble>, n: usize, stop: Arc<AtomicBool>) -> tokio::task::JoinHandle<Served> {
     tokio::task::spawn_blocking(move || {
-        let mut last = now_us();
+        let was_leader = ens.mode(n) == "leader";
+        let mut served = Served { last: now_us(), new_leader: None };
         while !stop.load(Ordering::Acquire) {
             if matches!(ens.mode(n).as_str(), "leader" | "follower") {
-                last = now_us();
+                served.last = now_us();
+            }
+            if was_leader && served.new_leader.is_none() && (1..=3).any(|m| m != n && ens.mode(m) == "leader") {
+                served.new_leader = Some(now_us());
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        last
+        served
     })
 }
 
@@ -377,7 +397,7 @@ async fn partition_run(
     let heal_at = fault_at + observe.as_micros() as i64;
     tokio::time::sleep(Duration::from_micros((heal_at - now_us()).max(0) as u64)).await;
     stop.store(true, Ordering::Release);
-    let served_until = serving.await.expect("watch");
+    let served = serving.await.expect("watch");
     let healed_at = now_us();
     blocking({
         let ens = ens.clone();
@@ -399,7 +419,7 @@ async fn partition_run(
     println!(
         "partition {name} run {}/{} (session {} ms, {}): {} of server {target} ({}), holder there, {} waiters on {others:?}: \
          overlap {} holds / {:.0} ms while the holder read Held; rejected fenced writes from the holder {} of {}; \
-         server {target} served its clients until {}; holder told {}; first other holder {}; healed {}; \
+         server {target} served its clients until {}{}; holder told {}; first other holder {}; healed {}; \
          overlaps among the waiters {}; {}",
         run_no.0,
         run_no.1,
@@ -415,7 +435,8 @@ async fn partition_run(
         v.overlap_ms,
         v.rejected,
         v.writes,
-        rel(Some(served_until), fault_at),
+        rel(Some(served.last), fault_at),
+        served.new_leader.map_or(String::new(), |t| format!(" (a new leader from {})", rel(Some(t), fault_at))),
         h.told.map_or("never".to_owned(), |(t, s)| format!("{s:?} {}", rel(Some(t), fault_at))),
         rel(v.takeover, fault_at),
         rel(Some(healed_at), fault_at),
