@@ -165,7 +165,7 @@ if BASELINE:
             "—" if sw is None else f"swing {sw:.2f}×", r, "≥ 1 ÷ swing",
             verdict(r, lambda x, sw=sw: sw is None or x >= 1 / sw, [zl, then]))
 
-# the held-node watch (DESIGN §4.10): with it (the default) ÷ without it
+# the held-node watch (ARCHITECTURE §6.1): with it (the default) ÷ without it
 for name, zl, bare in (("mutex acked", "zl-mutex-acked", "zl-mutex-acked-nowatch"),
                        (f"mutex contended, {clients} clients", "zl-contended", "zl-contended-nowatch"),
                        (f"semaphore, {leases} leases", "zl-semaphore", "zl-semaphore-nowatch")):

@@ -4,7 +4,7 @@
 #   Debian packages: zookeeper (3.8, the test server) and libcurator-recipes-java
 #                    (Curator 5.4, for interop), plus python3 and openssl used by the scripts
 #   Kerberos:        krb5-kdc, krb5-admin-server and krb5-user (the private KDC of
-#                    ../shared/tools/zk-secure.sh kerberos, kinit/kdestroy), and
+#                    scripts/zk-kerberos.sh, kinit/kdestroy), and
 #                    for the `gssapi` features MIT krb5's development files
 #                    (libkrb5-dev), libclang-dev (bindgen) and pkg-config
 #   Java:            `java -version` must work, and `javac` (default-jdk-headless when

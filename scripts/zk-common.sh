@@ -134,7 +134,9 @@ zk_tls_certs() {
 # zk_secure_config MODE DIR TLS_PORT: zoo.cfg lines (stdout) for a secured
 # server. tls: Netty with a mutual-TLS secureClientPort (ZK_TLS_PROTOCOLS,
 # e.g. TLSv1.3, widens ZooKeeper 3.8's TLSv1.2-only default); sasl: DIGEST-MD5
-# required of every session (users in DIR/jaas.conf).
+# required of every session (users in DIR/jaas.conf); kerberos: GSSAPI
+# required of every session (the JVM's JAAS file and krb5.conf, in DIR/krb,
+# decide the mechanism).
 zk_secure_config() {
     local mode=$1 dir=$2 tls_port=$3 pass
     case $mode in
@@ -157,7 +159,7 @@ EOC
             echo "ssl.ciphersuites=TLS_AES_128_GCM_SHA256,TLS_AES_256_GCM_SHA384,TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384"
         fi
         ;;
-    sasl)
+    sasl | kerberos)
         cat <<EOC
 authProvider.sasl=org.apache.zookeeper.server.auth.SASLAuthenticationProvider
 sessionRequireClientSASLAuth=true

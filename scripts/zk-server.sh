@@ -14,7 +14,7 @@
 #   ZK_START_TIMEOUT=S     seconds to wait for imok (default 20)
 #   ZK_JAVA_DIR=PATH       where the jars live (default /usr/share/java)
 #   ZK_JAVA_OPTS="..."     extra JVM options (default: -Xms32m -Xmx512m)
-#   ZK_SECURE=tls|sasl     a secured server (see zk-common.sh):
+#   ZK_SECURE=tls|sasl|kerberos  a secured server (see zk-common.sh):
 #                          tls:  Netty, plus a mutual-TLS secureClientPort (port in
 #                                DIR/tls_port; test PKI in DIR/tls/: ca.pem, client.pem,
 #                                client.key (PKCS#8), client-pkcs1.key, other-ca.pem,
@@ -24,6 +24,9 @@
 #                                (e.g. TLSv1.3) replaces 3.8's TLSv1.2-only default
 #                          sasl: DIGEST-MD5 required of every session; users and
 #                                passwords in DIR/sasl.env
+#                          kerberos: GSSAPI required of every session; the realm's
+#                                files in DIR/krb (jaas.conf, krb5.conf), made by
+#                                scripts/zk-kerberos.sh, which starts it this way
 set -euo pipefail
 
 # shellcheck source=scripts/zk-common.sh
@@ -130,7 +133,13 @@ cmd_start() {
         zk_sasl_jaas "$dir"
         java_opts+=(-Djava.security.auth.login.config="$dir/jaas.conf" -Dzookeeper.sessionRequireClientSASLAuth=true)
         ;;
-    *) die "ZK_SECURE must be tls or sasl, not '$secure'" ;;
+    kerberos)
+        [[ -f $dir/krb/jaas.conf && -f $dir/krb/krb5.conf ]] ||
+            die "ZK_SECURE=kerberos needs $dir/krb/jaas.conf and krb5.conf (scripts/zk-kerberos.sh makes them)"
+        java_opts+=(-Djava.security.auth.login.config="$dir/krb/jaas.conf"
+            -Djava.security.krb5.conf="$dir/krb/krb5.conf" -Dzookeeper.sessionRequireClientSASLAuth=true)
+        ;;
+    *) die "ZK_SECURE must be tls, sasl or kerberos, not '$secure'" ;;
     esac
 
     # A picked port can be stolen before Java binds it: retry with a new one.

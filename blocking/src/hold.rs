@@ -58,11 +58,15 @@ impl<H: AsRef<zoolock_smol::Hold> + Into<zoolock_smol::Hold>> Hold<H> {
     }
 
     /// `Held`, `Suspended` (stop the critical section until it is `Held`
-    /// again) or `Lost` (for good; each lease has its own); a hold the
-    /// server has not confirmed for two thirds of the session timeout reads
-    /// `Suspended`.
+    /// again) or `Lost` (for good; each lease has its own), judged when
+    /// called: a hold past its session's lease reads `Suspended`.
     pub fn status(&self) -> HoldStatus {
         self.hold().status()
+    }
+
+    /// Why [`status`](Self::status) reads `Suspended` now, if it does.
+    pub fn suspension(&self) -> Option<crate::Suspension> {
+        self.hold().suspension()
     }
 
     /// Why the hold was lost (`LossReason::MaxHold` after a maximum hold),

@@ -51,7 +51,8 @@ pub use zoolock_core;
 pub use zoolock_smol::{
     AclParseError, AclPolicy, AuthInfo, CloseMode, Compression, ConnectionState, DialError, ElectionKind,
     ElectionParticipant, Error, FencingToken, HoldStatus, LockKind, LockOptions, LockSpec, LossReason, OpPlan, Options,
-    Participant, QueuePosition, RetryPolicy, SemaphoreOptions, SemaphoreSize, TlsError, VersionedCount, parse_acl,
+    Participant, QueuePosition, RetryPolicy, SemaphoreOptions, SemaphoreSize, Suspension, TlsError, VersionedCount,
+    parse_acl,
 };
 #[cfg(feature = "gssapi")]
 pub use zoolock_smol::{GSSAPI_DEFAULT_SERVICE, GssapiClient};

@@ -1,6 +1,6 @@
 //! The CLI over SASL GSSAPI (Kerberos), built with the `gssapi` feature,
-//! against the Kerberized ZooKeeper of `../shared/tools/zk-secure.sh
-//! kerberos` (`bash .ci/run` starts it and names its `KEY=VALUE` file in
+//! against the Kerberized ZooKeeper of `scripts/zk-kerberos.sh start DIR`
+//! (`bash .ci/run` starts it and names its `KEY=VALUE` file in
 //! `ZOOLOCK_TEST_KERBEROS_ENV`): exit 0 with a ticket from `kinit`, exit 69
 //! with one line naming what is wrong after `kdestroy`, with a stale keytab
 //! and with a wrong service name. Prints why and passes when the server is

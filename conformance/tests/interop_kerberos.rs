@@ -3,7 +3,7 @@
 //! a JAAS `Client` section (`Krb5LoginModule` with the client keytab) and a
 //! zoolock client (the same keytab through `KRB5_CLIENT_KTNAME`) exclude
 //! each other on one mutex of the Kerberized ZooKeeper that `bash .ci/run`
-//! starts with `../shared/tools/zk-secure.sh kerberos` (its `KEY=VALUE`
+//! starts with `scripts/zk-kerberos.sh start DIR` (its `KEY=VALUE`
 //! file in `ZOOLOCK_TEST_KERBEROS_ENV`). zoolock reads its Kerberos
 //! environment from the process, so the test runs itself again as a child
 //! with that environment. Skips (printing why) when the server is not

@@ -198,6 +198,10 @@ pub struct Client<M: Machines = CoreMachine> {
     /// Recipes to report once quiescent ([`Client::notify_quiescent`]),
     /// checked the same way.
     awaited: BTreeSet<RecipeId>,
+    /// Recipes that hold something ([`Recipe::holds`](crate::Recipe::holds)),
+    /// kept as they are drained: while any does, the session confirms the
+    /// quorum.
+    holding: BTreeSet<RecipeId>,
 }
 
 impl<M: Machines> core::fmt::Debug for Client<M> {
@@ -239,6 +243,7 @@ impl<M: Machines> Client<M> {
             deadline_of: BTreeMap::new(),
             retiring: BTreeSet::new(),
             awaited: BTreeSet::new(),
+            holding: BTreeSet::new(),
         }
     }
 
@@ -250,6 +255,12 @@ impl<M: Machines> Client<M> {
     /// The underlying session, for its status and ids.
     pub fn session(&self) -> &Session {
         &self.session
+    }
+
+    /// Whether any recipe holds something, so the session confirms the
+    /// quorum ([`Session::lease`]).
+    pub fn is_holding(&self) -> bool {
+        !self.holding.is_empty()
     }
 
     /// Whether a drive loop should apply more commands now: fewer than
@@ -350,6 +361,7 @@ impl<M: Machines> Client<M> {
     pub fn remove_recipe(&mut self, id: RecipeId) -> Option<M> {
         let recipe = self.recipes.remove(&id)?;
         self.retiring.remove(&id);
+        self.holding.remove(&id);
         self.awaited.remove(&id);
         if let Some(at) = self.deadline_of.remove(&id) {
             self.deadlines.remove(&(at, id));
@@ -512,6 +524,11 @@ impl<M: Machines> Client<M> {
                     self.events.push_back(ClientEvent::Recipe { recipe: rid, event });
                 }
                 let at = recipe.poll_timeout();
+                if recipe.holds() {
+                    self.holding.insert(rid);
+                } else {
+                    self.holding.remove(&rid);
+                }
                 if (self.retiring.contains(&rid) || self.awaited.contains(&rid)) && recipe.is_quiescent() {
                     if self.awaited.remove(&rid) {
                         self.events.push_back(ClientEvent::Quiescent(rid));
@@ -535,6 +552,8 @@ impl<M: Machines> Client<M> {
             batch.clear();
             crate::slack::shrink_vec(&mut batch);
             self.drained = batch;
+            // Turning confirmation on may send a sync: nothing a recipe waits for.
+            self.session.set_confirming(now, !self.holding.is_empty());
             if !progressed {
                 crate::slack::shrink_vec(&mut self.dirty);
                 crate::slack::shrink_deque(&mut self.routes);

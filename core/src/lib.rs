@@ -73,7 +73,7 @@ pub use rng::Rng;
 pub use session::{
     ChrootPolicy, ConnectionState, DEFAULT_MAX_MISBEHAVING_CONNECTIONS, DigestMd5Client, HostId, IoCommand,
     ROOT_RETRIES, RequestId, SaslClient, SaslConfig, SaslError, SaslMechanism, Session, SessionConfig, SessionEvent,
-    SessionStatus, WatchEvent, WatchKind, WatcherId,
+    SessionLease, SessionStatus, Suspension, WatchEvent, WatchKind, WatcherId,
 };
 pub use slack::shrink_buf;
 pub use time::Instant;

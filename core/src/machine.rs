@@ -50,6 +50,8 @@ pub trait ClientRecipe: Send {
     fn poll_timeout(&self) -> Option<Instant>;
     /// [`Recipe::is_quiescent`].
     fn is_quiescent(&self) -> bool;
+    /// [`Recipe::holds`].
+    fn holds(&self) -> bool;
 }
 
 impl<R: Recipe> ClientRecipe for R
@@ -86,6 +88,10 @@ where
 
     fn is_quiescent(&self) -> bool {
         Recipe::is_quiescent(self)
+    }
+
+    fn holds(&self) -> bool {
+        Recipe::holds(self)
     }
 }
 

@@ -257,6 +257,10 @@ pub trait Recipe: Send {
     /// True when nothing is in progress and nothing is owed to the server
     /// (no deletes pending), so the recipe can be dropped without leaking.
     fn is_quiescent(&self) -> bool;
+    /// True while the recipe holds something (a lock, a lease, a
+    /// leadership): while any recipe of a client does, its session confirms
+    /// the quorum ([`Session::set_confirming`](crate::Session::set_confirming)).
+    fn holds(&self) -> bool;
 }
 
 #[cfg(test)]

@@ -46,6 +46,12 @@ impl Instant {
         let nanos = u64::try_from(d.as_nanos()).ok()?;
         self.0.checked_add(nanos).map(Instant)
     }
+
+    /// `self - d`, or `None` before the origin.
+    pub fn checked_sub(self, d: Duration) -> Option<Instant> {
+        let nanos = u64::try_from(d.as_nanos()).ok()?;
+        self.0.checked_sub(nanos).map(Instant)
+    }
 }
 
 impl Add<Duration> for Instant {

@@ -23,6 +23,8 @@ struct Probe {
     deadline: Option<Instant>,
     /// A read is in flight: not quiescent until its reply.
     busy: bool,
+    /// What `holds` answers (set by the tests).
+    holding: bool,
 }
 
 impl Probe {
@@ -34,6 +36,7 @@ impl Probe {
             log: vec![],
             deadline: None,
             busy: false,
+            holding: false,
         }
     }
 
@@ -77,6 +80,10 @@ impl Recipe for Probe {
     }
     fn is_quiescent(&self) -> bool {
         self.out.no_ops() && !self.busy
+    }
+
+    fn holds(&self) -> bool {
+        self.holding
     }
 }
 
@@ -467,4 +474,33 @@ fn a_renewed_session_keeps_trying_through_failed_dials() {
         assert!(!client.session().is_ended());
     }
     assert_eq!(client.renewals(), 1);
+}
+
+#[test]
+fn the_session_confirms_the_quorum_while_any_recipe_holds_and_only_then() {
+    let (mut client, mut server) = connected_client();
+    let a = client.add(t(3), Probe::new("/a"));
+    let b = client.add(t(3), Probe::new("/b"));
+    let _ = drain(&mut client);
+    assert!(!client.is_holding());
+    assert!(!client.session().is_confirming());
+    // `a` holds from 5 s (the handshake's bound is 9.5 s later: more than
+    // two intervals of 1.67 s, so the first sync goes one interval later).
+    client.with(t(5_000), a, |p, _| p.holding = true).unwrap();
+    assert!(client.is_holding() && client.session().is_confirming());
+    assert!(server.take(&mut client).is_empty(), "nothing at once");
+    client.handle_timeout(t(6_667));
+    let sent = server.take(&mut client);
+    assert_eq!(sent.iter().map(|f| f.header.op).collect::<Vec<_>>(), [OpCode::SYNC]);
+    // `b` holds too; `a` lets go: still confirming.
+    client.with(t(6_700), b, |p, _| p.holding = true).unwrap();
+    client.with(t(6_800), a, |p, _| p.holding = false).unwrap();
+    assert!(client.session().is_confirming());
+    // The last holder removed: off.
+    let _ = client.remove_recipe(b.id());
+    client.with(t(6_900), a, |_, _| ()).unwrap();
+    assert!(!client.is_holding() && !client.session().is_confirming());
+    Server::reply(&mut client, t(7_000), sent[0].header.xid, 0, ErrorCode::OK, Some(Response::Path("/".into())));
+    client.handle_timeout(t(9_000));
+    assert!(server.take(&mut client).iter().all(|f| f.header.op != OpCode::SYNC), "no sync once nothing is held");
 }

@@ -1,6 +1,7 @@
-//! Transcript tests of DESIGN §4.10, "a hold ends when its node goes": every
-//! held lock or lease node is watched, and its deletion by anyone else makes
-//! that hold, and only that one, `Lost` at once.
+//! Transcript tests of the held-node watch (ARCHITECTURE §6.1, "A hold ends
+//! when its node goes"): every held lock or lease node is watched, and its
+//! deletion by anyone else makes that hold, and only that one, `Lost` at
+//! once.
 //!
 //! What watches it, at the least cost:
 //! - a quiet lock (Pipelined plan, its last acquire granted by its first

@@ -28,7 +28,7 @@ fn ticket(ticket: Ticket, event: RecipeEvent) -> RecipeEvent {
 /// Grants ticket `t` its node (sequence `seq`), uncontended. The mutex is
 /// quiet (its last acquire, if any, was granted by its first listing): its
 /// listing carries a child watch, the held node's watch, so the grant sends
-/// nothing for the node (DESIGN §4.10).
+/// nothing for the node (ARCHITECTURE §6.1).
 fn grant(h: &mut Harness<LockQueue>, seq: i32) -> String {
     let node = h.answer(at(1), &format!("create2 {BASE}/"), Answer::Seq(seq));
     h.answer(at(1), &listing(BASE, true), kids(&[name(&node)]));

@@ -22,7 +22,7 @@ fn multi(plan: OpPlan, n: usize, seed: u64) -> Harness<MultiLock> {
 /// Takes every member of `h` (parents present, uncontended), member `i`
 /// getting sequence `i`. With `plan` Pipelined, each member is quiet: its
 /// listing carries a child watch, which is its held node's watch, so its
-/// grant sends nothing (DESIGN §4.10).
+/// grant sends nothing (ARCHITECTURE §6.1).
 fn take_all(h: &mut Harness<MultiLock>, plan: OpPlan, n: usize) -> Vec<String> {
     h.run(|m| m.acquire(at(0), None)).unwrap();
     let mut nodes = vec![];

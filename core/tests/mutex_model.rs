@@ -304,7 +304,7 @@ impl Model {
                 let node = self.holding.take();
                 if *event == RecipeEvent::Lost && !self.expiring {
                     // On a live session only someone else's deletion of the
-                    // held node ends the hold (DESIGN §4.10).
+                    // held node ends the hold (ARCHITECTURE §6.1).
                     let node = node.expect("Lost with no hold");
                     assert!(self.tampered.contains(&node), "{node} reported Lost but nobody deleted it");
                 }
@@ -561,7 +561,7 @@ impl Model {
                 self.deliver();
             } else if self.m.hold_count() > 0 {
                 // Nothing left to tell: a hold whose node someone deleted
-                // was told by its watch (DESIGN §4.10), whatever watched it
+                // was told by its watch (ARCHITECTURE §6.1), whatever watched it
                 // (the granting listing's child watch, the waiting node's
                 // exists, the grant's exists, the verify).
                 if self.watch_held {

@@ -28,7 +28,7 @@ fn pipelined_uncontended_is_one_round_trip() {
     t.reply(LIST_W, children(&[&own]));
     assert_eq!(t.events(), [acquired(&full(&own), 3)]);
     // No op after the grant: the listing's child watch is the held node's
-    // watch (DESIGN §4.10).
+    // watch (ARCHITECTURE §6.1).
     t.assert_nothing_in_flight();
 }
 

@@ -105,7 +105,7 @@ fn revocation_needs_the_exact_message_on_our_node() {
     assert!(h.sent().is_empty());
     assert!(h.events().is_empty());
     // NoNode on the re-read is no revocation: our node is gone, so the
-    // hold is lost (DESIGN §4.10), with nothing left to delete.
+    // hold is lost (ARCHITECTURE §6.1), with nothing left to delete.
     h.watch(at(8), EventType::NODE_DATA_CHANGED, &node);
     assert_eq!(h.sent(), ["getData /traces/revocation/_c_<uuid>-lock-0000000003 w"]);
     h.answer(at(9), "getData", Answer::Err(ErrorCode::NO_NODE));

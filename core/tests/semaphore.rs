@@ -487,7 +487,7 @@ fn taken_ops(u: u32, seq: u32) -> Vec<String> {
 /// [`taken_ops`] in the Pipelined plan where held nodes are watched (the
 /// default config): the lease's listing's child watch is its held watch, so
 /// the grant sends neither the checkWatches nor an exists, only the
-/// internal-lock node's delete; that node is never watched (DESIGN §4.10).
+/// internal-lock node's delete; that node is never watched (ARCHITECTURE §6.1).
 fn taken_ops_pipelined(u: u32, seq: u32) -> Vec<String> {
     let mut ops = listing_ops(u);
     ops.push(format!("delete /s/locks/_c_U{u}-lock-{seq:010}"));
@@ -725,7 +725,7 @@ fn suspension_while_holding_is_reported_once_for_all_leases() {
     t.answer(exists_ok());
     assert_eq!(t.events(), vec![RecipeEvent::Reconnected]);
     // Again, and this time one lease vanished: that lease alone is lost,
-    // and the survivor is Reconnected (DESIGN §4.10).
+    // and the survivor is Reconnected (ARCHITECTURE §6.1).
     t.session(ConnectionState::Suspended);
     t.session(ConnectionState::Reconnected);
     t.answer(no_node());

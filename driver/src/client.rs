@@ -163,6 +163,10 @@ impl Client {
             .with_session_timeout(options.session_timeout)
             .with_max_misbehaving_connections(options.max_misbehaving_connections)
             .with_give_up_unreachable(true);
+        config = config.with_confirm_quorum(options.confirm_quorum);
+        if let Some(tick) = options.tick_time {
+            config = config.with_tick_time(tick);
+        }
         if let Some(sasl) = &options.sasl {
             config = config.with_sasl(sasl.clone());
         }
@@ -177,7 +181,7 @@ impl Client {
         }
         core.set_renew_session(options.renew_session);
         let (commands, rx) = mpsc::unbounded();
-        let shared = Arc::new(Shared::default());
+        let shared = Arc::new(Shared::new(origin));
         let span = tracing::info_span!("zoolock", hosts = %connect_string, session = tracing::field::Empty);
         let mut task = DriverTask::new(core, runtime.clone(), origin, shared.clone(), rx, span);
         #[cfg(feature = "tls")]
@@ -274,7 +278,7 @@ impl Client {
     /// than its question. Together with the negotiated timeout this bounds
     /// how stale the connection state may be, even if this process was paused.
     pub fn last_heard(&self) -> Option<std::time::Instant> {
-        self.inner.shared.read(|s| s.last_heard).flatten()
+        self.inner.shared.lease.heard()
     }
 
     /// How many recipes the client's event loop keeps registered: one per

@@ -39,6 +39,15 @@ pub enum Error {
     /// The client's event loop has stopped (the client was closed).
     #[error("the client is closed")]
     ClientClosed,
+    /// A fenced write was refused without a request: the hold read
+    /// `Suspended` when it was asked ([`crate::Hold::suspension`]).
+    #[error("the hold on {node} is suspended ({reason}); nothing was written")]
+    Suspended {
+        /// The hold's node.
+        node: String,
+        /// Why it reads `Suspended`.
+        reason: zoolock_core::Suspension,
+    },
     /// A fenced write ([`crate::Hold::fenced`])
     /// found the hold gone: its node was deleted (by someone else, or with
     /// the session), or the hold was already known lost. Nothing was written.

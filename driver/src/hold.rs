@@ -2,18 +2,18 @@
 //! [`crate::Guard`] and [`crate::Lease`] are named faces of, with its
 //! [`HoldStatus`], loss signal, status stream, fenced writes and release.
 //!
-//! The signals are prompt: a hold not confirmed by the server for two thirds
-//! of the session timeout reads `Suspended` (the session is about to be
-//! declared dropped), and [`wait_lost`] wakes at that instant on a timer of
-//! its own, so a process that was paused learns of it on its first check,
-//! without waiting for the event loop.
+//! The signals are judged when read: a `Held` hold reads `Suspended` once
+//! its session's lease ([`zoolock_core::Session::lease`]) has lapsed on the
+//! runtime's monotonic clock, whether or not the event loop has run since
+//! (a process resumed from a freeze reads it on its first check), and
+//! [`wait_lost`] wakes at that instant on a timer of its own.
 
 use std::sync::Arc;
 
 use event_listener::Event;
 use futures_lite::Stream;
 
-use zoolock_core::FencingToken;
+use zoolock_core::{FencingToken, Suspension};
 
 use crate::client::{Client, Inner};
 use crate::error::Error;
@@ -80,12 +80,21 @@ impl QueuePosition {
 /// A stream of a hold's statuses ([`Hold::status_changes`]).
 pub type StatusChanges = std::pin::Pin<Box<dyn Stream<Item = HoldStatus> + Send>>;
 
-/// Applies the staleness rule to a status the event loop reported.
+/// Judges a status the event loop reported against the session's lease, now.
 pub(crate) fn effective(inner: &Inner, reported: HoldStatus) -> HoldStatus {
-    if reported == HoldStatus::Held && inner.shared.is_stale(inner.runtime.now()) {
+    if reported == HoldStatus::Held && !inner.shared.lease.is_valid(inner.runtime.now()) {
         return HoldStatus::Suspended;
     }
     reported
+}
+
+/// Why a status the event loop reported reads `Suspended` now, if it does.
+pub(crate) fn suspension(inner: &Inner, reported: HoldStatus) -> Option<Suspension> {
+    match effective(inner, reported) {
+        HoldStatus::Suspended if reported == HoldStatus::Held => Some(inner.shared.lease.lapse()),
+        HoldStatus::Suspended => Some(inner.shared.lease.dropped()),
+        _ => None,
+    }
 }
 
 /// Completes once `status()` reads `Suspended` or `Lost` (or `NotHeld`: a
@@ -101,13 +110,14 @@ pub(crate) async fn wait_lost(inner: &Inner, changed: &Event, status: impl Fn() 
     }
 }
 
-/// Waits for `listener`, or for the instant the staleness rule turns a
-/// `Held` into `Suspended`, whichever comes first.
+/// Waits for `listener`, or for the instant the session's lease lapses and
+/// turns a `Held` into `Suspended`, whichever comes first.
 async fn wait_change(inner: &Inner, listener: event_listener::EventListener) {
-    // The client's own state changes (connection, last heard) move the
-    // staleness instant too; listen to them as well.
+    // The client's own changes (the connection, a lease renewed after it
+    // lapsed or moved earlier) wake it too.
     let client_changed = inner.shared.changed.listen();
-    match inner.shared.stale_at() {
+    // A lapsed lease has no timer left to wait for: only a change renews it.
+    match inner.shared.lease.lapses_at().filter(|&at| at > inner.runtime.now()) {
         Some(at) => {
             let timer = inner.runtime.sleep_until(at);
             futures_lite::future::or(futures_lite::future::or(listener, client_changed), timer).await;
@@ -220,11 +230,24 @@ impl Hold {
     /// the session expired or the node is gone; each lease has its own, so
     /// the loss of one leaves the others `Held`).
     ///
-    /// A `Held` that has not been confirmed by the server for two thirds of
-    /// the session timeout reads as `Suspended`, even before the event loop
-    /// has run: after a process pause the first check must not say `Held`.
+    /// Judged when called: a hold reads `Held` only before its session's
+    /// lease lapses on the monotonic clock (see [`Hold::suspension`]), even
+    /// if the event loop has not run since; after a process pause the first
+    /// check never says `Held`.
     pub fn status(&self) -> HoldStatus {
         effective(&self.source.client().inner, self.source.reported())
+    }
+
+    /// Why [`Hold::status`] reads `Suspended` now (`None` when it does not):
+    /// [`Suspension::Disconnected`] (the connection went),
+    /// [`Suspension::ServerSilent`] (nothing heard from the server for two
+    /// thirds of the session timeout, or this process was paused that
+    /// long), or [`Suspension::QuorumUnconfirmed`] (while holding, the
+    /// session's server did not get the quorum's confirmation in time: it
+    /// may be cut off from the leader, which may expire the session while
+    /// that server still answers pings).
+    pub fn suspension(&self) -> Option<Suspension> {
+        suspension(&self.source.client().inner, self.source.reported())
     }
 
     /// Completes as soon as [`Hold::status`] would first read `Suspended`
@@ -308,7 +331,9 @@ impl Hold {
     /// # Errors
     ///
     /// [`Error::NotHeld`] when the hold's node is gone (or the hold is known
-    /// lost: no request is sent); [`Error::FencedOpFailed`] with the failing
+    /// lost: no request is sent); [`Error::Suspended`] when [`Hold::status`]
+    /// reads `Suspended` at the call (judged then; no request is sent);
+    /// [`Error::FencedOpFailed`] with the failing
     /// op's index and code (nothing written either); the session's error
     /// when it ends first.
     ///
@@ -318,6 +343,9 @@ impl Hold {
     /// it may have been queued and may still apply (all ops or none). Dropped
     /// before, nothing is sent.
     pub async fn fenced(&self, ops: Vec<zoolock_core::Op>) -> Result<Vec<zoolock_core::wire::MultiResult>, Error> {
+        if let Some(reason) = self.suspension() {
+            return Err(Error::Suspended { node: self.node.to_string(), reason });
+        }
         match self.source.fence_nodes().await? {
             Some(nodes) => self.source.client().fenced(&nodes, ops).await,
             None => Err(Error::NotHeld { node: self.node.to_string() }),

@@ -1,4 +1,4 @@
-//! Leader election, Curator-compatible (DESIGN §4.12): async handles over
+//! Leader election, Curator-compatible (ARCHITECTURE §6.2): async handles over
 //! core's [`Election`](CoreElection) machine, which owns every election rule
 //! (the layout and id, re-queueing, the session gate, max hold). A
 //! [`LeaderSelector`] takes terms of leadership in Curator's

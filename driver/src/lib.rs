@@ -61,6 +61,7 @@ mod recipes;
 mod runtime;
 mod security;
 mod semaphore;
+mod session_lease;
 mod task;
 #[cfg(feature = "tls")]
 mod tls;
@@ -92,4 +93,4 @@ pub use zoolock_core;
 pub use zoolock_core::recipes::{
     ElectionKind, ElectionParticipant, LockKind, LockName, LockNameError, LockSpec, SemaphoreSize, SortRule,
 };
-pub use zoolock_core::{Compression, ConnectionState, FencingToken, OpPlan, Participant, RetryPolicy};
+pub use zoolock_core::{Compression, ConnectionState, FencingToken, OpPlan, Participant, RetryPolicy, Suspension};

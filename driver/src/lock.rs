@@ -121,6 +121,7 @@ fn on_event(recipe: &LockRecipe, event: RecipeEvent) {
                     loss: None,
                     node: node.clone(),
                     release: None,
+                    releasing: false,
                     _held: Gauge::held(&recipe.labels()),
                 };
                 s.insert(t, TicketState::Held(held));
@@ -411,9 +412,14 @@ impl Lock {
     /// The status of the hold this lock's part has now, through any clone
     /// (`NotHeld` if none).
     ///
-    /// A `Held` that has not been confirmed by the server for two thirds of
-    /// the session timeout reads as `Suspended`, even before the event loop
-    /// has run: after a process pause the first check must not say `Held`.
+    /// A hold whose last guard was released or dropped reads `NotHeld` from
+    /// the moment the event loop takes the release, before its delete is
+    /// written, so this never reads `Held` once another client can have been
+    /// granted the lock; [`Lock::settled`] waits for the server's answer.
+    ///
+    /// Judged when called, as [`Hold::status`](crate::Hold::status) is: a
+    /// `Held` past the session's lease reads `Suspended`, even before the
+    /// event loop has run.
     pub fn status(&self) -> HoldStatus {
         let reported = self.owner.recipe.shared.peek(|s| s.holder(self.part).map_or(HoldStatus::NotHeld, |h| h.status));
         hold::effective(&self.client().inner, reported)
@@ -633,17 +639,20 @@ fn release_job(
             Some(Ok(()))
         }
         // `Released` (or the release's failure) follows: it answers `reply`.
-        Ok((Ok(false), _)) => match reply {
-            Some(reply) => shared.with(|s| match s.hold_mut(t) {
-                Some(h) => {
-                    h.release = Some(reply);
-                    None
+        // The delete is written after this job: from now on the lock's
+        // status no longer reads this hold, so it never says `Held` once
+        // another client can have been granted the lock.
+        Ok((Ok(false), _)) => shared.with(|s| match s.hold_mut(t) {
+            Some(h) => {
+                h.releasing = true;
+                if reply.is_some() {
+                    h.release = reply;
                 }
-                // No record to answer through: the delete is under way.
-                None => Some(Ok(())),
-            }),
-            None => None,
-        },
+                None
+            }
+            // No record to answer through: the delete is under way.
+            None => reply.map(|_| Ok(())),
+        }),
         // Nothing held under this ticket any more: the hold was lost and
         // let go, or released by a racing cancel.
         Ok((Err(ApiMisuse::NotHeld), _)) => {

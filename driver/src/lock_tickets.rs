@@ -38,6 +38,10 @@ pub(crate) struct HoldState {
     pub(crate) node: Arc<str>,
     /// A release waiting for the server's answer.
     pub(crate) release: Option<oneshot::Sender<Result<(), Error>>>,
+    /// Its last hold was let go and its delete is under way: set on the
+    /// event loop before the delete is written, so that once the server can
+    /// have handed the lock on, [`Tickets::holder`] no longer reports it.
+    pub(crate) releasing: bool,
     /// `zoolock_holds`, raised while the hold lasts.
     pub(crate) _held: Gauge,
 }
@@ -115,10 +119,10 @@ impl Tickets {
         }
     }
 
-    /// The hold of `part` that is not lost.
+    /// The hold of `part` that is neither lost nor being released.
     pub(crate) fn holder(&self, part: Part) -> Option<&HoldState> {
         self.tickets.iter().find_map(|(_, t)| match t {
-            TicketState::Held(h) if h.part == part && h.status != HoldStatus::Lost => Some(h),
+            TicketState::Held(h) if h.part == part && h.status != HoldStatus::Lost && !h.releasing => Some(h),
             _ => None,
         })
     }
@@ -183,6 +187,7 @@ mod tests {
             revoked: false,
             loss: None,
             node: node.into(),
+            releasing: false,
             release: None,
             _held: Gauge::held(&Labels::new("mutex", "/t", false)),
         })

@@ -85,7 +85,7 @@ pub struct Options {
     /// never renewed.
     pub max_misbehaving_connections: u32,
     /// Watch every held lock and lease node, so that its deletion by anyone
-    /// else makes that hold `Lost` at once (on by default; DESIGN §4.10).
+    /// else makes that hold `Lost` at once (on by default; ARCHITECTURE §6.1).
     /// Off only to measure what the watch costs (`zoolock bench
     /// --no-held-watch`): a hold whose node is deleted then reads `Held`
     /// until the next reconnect checks it.
@@ -95,6 +95,21 @@ pub struct Options {
     /// (`/orders/1234`): each path would be a series of its own; the
     /// `kind` label stays.
     pub metrics_path_label: bool,
+    /// While anything is held, confirm at a steady rate (a `sync` every
+    /// sixth of the session timeout, which only the leader answers) that
+    /// the quorum still keeps the session alive, and read holds `Suspended`
+    /// ([`Suspension::QuorumUnconfirmed`](crate::Suspension)) when it does
+    /// not in time (on by default; ARCHITECTURE.md §7). Off: a server cut off
+    /// from the quorum that keeps answering pings keeps holds `Held` while
+    /// the leader expires the session. No request is added while nothing
+    /// is held.
+    pub confirm_quorum: bool,
+    /// The servers' `tickTime`, which a client cannot see; the quorum
+    /// confirmation's bound derives from it. `None` (the default) assumes
+    /// half the negotiated session timeout, which holds when the servers'
+    /// `minSessionTimeout` is at its default (2 × tickTime). Set it when
+    /// that is lowered (or the session timeout is below 2 × tickTime).
+    pub tick_time: Option<Duration>,
 }
 
 impl Default for Options {
@@ -102,6 +117,8 @@ impl Default for Options {
         Options {
             session_timeout: Duration::from_secs(10),
             connect_timeout: Duration::from_secs(15),
+            confirm_quorum: true,
+            tick_time: None,
             max_misbehaving_connections: zoolock_core::DEFAULT_MAX_MISBEHAVING_CONNECTIONS,
             plan: OpPlan::Pipelined,
             lock_data: None,
@@ -126,6 +143,18 @@ impl Options {
     /// Sets the session timeout.
     pub fn session_timeout(mut self, session_timeout: Duration) -> Self {
         self.session_timeout = session_timeout;
+        self
+    }
+
+    /// Sets [`Options::confirm_quorum`].
+    pub fn confirm_quorum(mut self, confirm_quorum: bool) -> Self {
+        self.confirm_quorum = confirm_quorum;
+        self
+    }
+
+    /// Sets [`Options::tick_time`].
+    pub fn tick_time(mut self, tick_time: Duration) -> Self {
+        self.tick_time = Some(tick_time);
         self
     }
 

@@ -20,6 +20,7 @@ use zoolock_core::{
 };
 
 use crate::runtime::{BoxFuture, Conn, Runtime};
+use crate::session_lease::LeaseCell;
 
 /// Receives a recipe's events on the driver task and carries them to the
 /// handles. It only delivers: whatever a recipe owes the server (a grant
@@ -90,49 +91,35 @@ pub(crate) struct SharedState {
     /// The last failed dial, once the session has ended as
     /// [`ConnectionState::Unreachable`].
     pub(crate) unreachable: Option<crate::DialError>,
-    /// The last instant the server is known to have held the session alive:
-    /// the send time of the newest request it answered (runtime clock).
-    pub(crate) last_heard: Option<std::time::Instant>,
-    /// Two thirds of the negotiated session timeout: once nothing has been
-    /// heard for this long, the session is about to be declared dropped, and
-    /// a hold is uncertain even if the loop has not run yet (a paused process).
-    pub(crate) hold_timeout: Option<std::time::Duration>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Shared {
     pub(crate) state: StdMutex<SharedState>,
     pub(crate) changed: Event,
     /// How many recipes the loop keeps (set as they come and go; nobody
     /// waits on it, so it is apart from `state` and wakes no one).
     pub(crate) recipes: std::sync::atomic::AtomicUsize,
+    /// The session's lease, judged when a hold is read.
+    pub(crate) lease: LeaseCell,
 }
 
 impl Shared {
+    /// The state of a loop whose clock starts at `origin`.
+    pub(crate) fn new(origin: std::time::Instant) -> Shared {
+        Shared {
+            state: StdMutex::default(),
+            changed: Event::new(),
+            recipes: Default::default(),
+            lease: LeaseCell::new(origin),
+        }
+    }
+
     pub(crate) fn update(&self, f: impl FnOnce(&mut SharedState)) {
         if let Ok(mut s) = self.state.lock() {
             f(&mut s);
         }
         self.changed.notify(usize::MAX);
-    }
-
-    /// True when nothing has been heard from the server for longer than the
-    /// session would wait before dropping the connection.
-    pub(crate) fn is_stale(&self, now: std::time::Instant) -> bool {
-        self.read(|s| match (s.last_heard, s.hold_timeout) {
-            (Some(heard), Some(limit)) => now.saturating_duration_since(heard) > limit,
-            _ => false,
-        })
-        .unwrap_or(false)
-    }
-
-    /// The instant [`Shared::is_stale`] turns true, if a hold can be stale.
-    pub(crate) fn stale_at(&self) -> Option<std::time::Instant> {
-        self.read(|s| match (s.last_heard, s.hold_timeout) {
-            (Some(heard), Some(limit)) => heard.checked_add(limit + std::time::Duration::from_millis(1)),
-            _ => None,
-        })
-        .flatten()
     }
 
     pub(crate) fn read<T>(&self, f: impl FnOnce(&SharedState) -> T) -> Option<T> {
@@ -217,10 +204,14 @@ impl DriverTask {
         to_core(self.origin, self.runtime.now())
     }
 
-    /// [`zoolock_core::Session::confirmed_at`] on the runtime's clock.
-    fn confirmed(&self) -> Option<std::time::Instant> {
-        let at = self.client.session().confirmed_at()?;
-        self.origin.checked_add(std::time::Duration::from_nanos(at.as_nanos()))
+    /// Publishes the session's lease to the handles, after every turn's
+    /// events reached their sinks (so a renewed lease never shows beside a
+    /// hold whose loss is still undelivered); wakes the waiters when a
+    /// reader's answer changed in a way their timers do not catch.
+    fn publish_lease(&self) {
+        if self.shared.lease.publish(self.now(), self.client.session()) {
+            self.shared.changed.notify(usize::MAX);
+        }
     }
 
     fn apply(&mut self, command: Command) {
@@ -316,15 +307,10 @@ impl DriverTask {
                     crate::metrics::renewed();
                     tracing::info!("session expired: a new session is starting");
                 }
-                let hold_timeout = self.client.session().negotiated_timeout().map(|t| t * 2 / 3);
-                let confirmed = self.confirmed();
                 self.shared.update(|s| {
                     s.connection = Some(state);
                     s.session_id = session_id;
                     s.ended = ended;
-                    s.hold_timeout = hold_timeout.or(s.hold_timeout);
-                    // A renewed session starts with nothing confirmed.
-                    s.last_heard = confirmed.or(if state == ConnectionState::Lost { None } else { s.last_heard });
                 });
                 if matches!(state, ConnectionState::Connected | ConnectionState::ConnectedReadOnly) {
                     self.security.watch.had_session = true;
@@ -389,6 +375,7 @@ impl DriverTask {
         progress |= self.transport_commands();
         progress |= self.transmit(cx);
         progress |= self.deliver_events();
+        self.publish_lease();
         self.settle();
         progress
     }
@@ -483,11 +470,6 @@ impl DriverTask {
             self.rx.extend_from_slice(&self.scratch[..n.min(self.scratch.len())]);
             let now = self.now();
             let result = self.client.handle_bytes(now, &mut self.rx);
-            let confirmed = self.confirmed();
-            // Quietly: a read is not a change anybody waits for.
-            if let Ok(mut s) = self.shared.state.lock() {
-                s.last_heard = confirmed.or(s.last_heard);
-            }
             if let Err(error) = result {
                 // The session has dropped this connection (its Close
                 // command follows): read nothing more from it.

@@ -12,8 +12,9 @@ use std::time::Duration;
 /// A TCP proxy to the server on 127.0.0.1, on plain threads (so it serves
 /// either runtime). `cut` closes every connection and refuses new ones;
 /// `freeze` stops forwarding without closing anything (a silent network);
-/// `down` closes every connection and the listening port, so dials are
-/// refused, until `restore` listens on the same port again.
+/// `isolate` plays a server cut off from the quorum; `down` closes every
+/// connection and the listening port, so dials are refused, until `restore`
+/// listens on the same port again.
 pub struct Proxy {
     /// Where to connect: `127.0.0.1:PORT`.
     pub addr: String,
@@ -25,6 +26,8 @@ enum ProxyMode {
     Open,
     Cut,
     Frozen,
+    /// Answers the client's pings itself, forwards nothing either way.
+    Isolated,
     Down,
 }
 
@@ -93,9 +96,13 @@ impl Proxy {
                     sockets.push(up.try_clone().unwrap());
                 }
                 let (d2, u2) = (down.try_clone().unwrap(), up.try_clone().unwrap());
+                let back = down.try_clone().unwrap();
                 let (s1, s2) = (s.clone(), s.clone());
-                std::thread::spawn(move || pump(down, up, &s1));
-                std::thread::spawn(move || pump(u2, d2, &s2));
+                // A connection made while isolated is never served (a
+                // follower cut off from the leader cannot revalidate it).
+                let served = s.mode() != ProxyMode::Isolated;
+                std::thread::spawn(move || pump(down, up, &s1, served.then_some(back)));
+                std::thread::spawn(move || pump(u2, d2, &s2, None));
             }
         });
         Proxy { addr, shared }
@@ -118,9 +125,25 @@ impl Proxy {
         self.shared.close_all();
     }
 
-    /// Forwards again (listening on the same port after `down`).
+    /// Plays a ZooKeeper server cut off from the quorum that keeps its
+    /// clients' connections: it answers each ping itself (as a follower
+    /// does, without the leader) and forwards nothing else either way, so
+    /// requests hang and the real server hears nothing of the session.
+    /// New connections are accepted and never answered.
+    pub fn isolate(&self) {
+        *self.shared.mode.lock().unwrap() = ProxyMode::Isolated;
+    }
+
+    /// Forwards again (listening on the same port after `down`). Ends every
+    /// connection of an isolation: the requests it swallowed are gone.
     pub fn restore(&self) {
-        *self.shared.mode.lock().unwrap() = ProxyMode::Open;
+        let mut mode = self.shared.mode.lock().unwrap();
+        let isolated = *mode == ProxyMode::Isolated;
+        *mode = ProxyMode::Open;
+        drop(mode);
+        if isolated {
+            self.shared.close_all();
+        }
     }
 }
 
@@ -131,20 +154,38 @@ impl Drop for Proxy {
     }
 }
 
-fn pump(mut from: TcpStream, mut to: TcpStream, shared: &ProxyShared) {
+/// Moves bytes `from` → `to`. `back` is the client's socket, for the
+/// client-to-server direction of a connection made before any isolation:
+/// while isolated, that direction answers pings through it.
+fn pump(mut from: TcpStream, mut to: TcpStream, shared: &ProxyShared, mut back: Option<TcpStream>) {
     let _ = from.set_read_timeout(Some(Duration::from_millis(10)));
     let mut buf = [0u8; 16 * 1024];
+    // Client frames read while isolated, up to a whole frame.
+    let mut pending = Vec::new();
     while !shared.stop.load(Ordering::SeqCst) {
-        match shared.mode() {
+        let mode = shared.mode();
+        match mode {
             ProxyMode::Frozen => {
                 std::thread::sleep(Duration::from_millis(5));
                 continue;
             }
+            ProxyMode::Isolated if back.is_none() => {
+                std::thread::sleep(Duration::from_millis(5));
+                continue;
+            }
             ProxyMode::Cut | ProxyMode::Down => break,
-            ProxyMode::Open => {}
+            ProxyMode::Open | ProxyMode::Isolated => {}
         }
         match from.read(&mut buf) {
             Ok(0) => break,
+            Ok(n) if mode == ProxyMode::Isolated => {
+                pending.extend_from_slice(&buf[..n]);
+                if let Some(client) = back.as_mut() {
+                    if answer_pings(&mut pending, client).is_err() {
+                        break;
+                    }
+                }
+            }
             Ok(n) => {
                 if to.write_all(&buf[..n]).is_err() {
                     break;
@@ -156,4 +197,28 @@ fn pump(mut from: TcpStream, mut to: TcpStream, shared: &ProxyShared) {
     }
     let _ = from.shutdown(Shutdown::Both);
     let _ = to.shutdown(Shutdown::Both);
+}
+
+/// Consumes the whole request frames at the front of `pending`, answering
+/// each ping (xid -2) on `client` as a server does and dropping the rest.
+fn answer_pings(pending: &mut Vec<u8>, client: &mut TcpStream) -> std::io::Result<()> {
+    const PING_XID: i32 = -2;
+    while pending.len() >= 4 {
+        let len = u32::from_be_bytes([pending[0], pending[1], pending[2], pending[3]]) as usize;
+        if pending.len() < 4 + len {
+            break;
+        }
+        let frame: Vec<u8> = pending.drain(..4 + len).collect();
+        let xid = (len >= 4).then(|| i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]));
+        if xid == Some(PING_XID) {
+            // Reply header: length 16, xid, zxid, err 0.
+            let mut reply = Vec::with_capacity(20);
+            reply.extend_from_slice(&16u32.to_be_bytes());
+            reply.extend_from_slice(&PING_XID.to_be_bytes());
+            reply.extend_from_slice(&0i64.to_be_bytes());
+            reply.extend_from_slice(&0i32.to_be_bytes());
+            client.write_all(&reply)?;
+        }
+    }
+    Ok(())
 }

@@ -40,6 +40,11 @@ fn mutex_exclusion() {
 }
 
 #[test]
+fn mutex_status_on_release() {
+    run::<Rt>(e2e::mutex_status_on_release);
+}
+
+#[test]
 fn many_locks_at_once() {
     run::<Rt>(e2e::many_locks_at_once);
 }
@@ -192,6 +197,11 @@ fn loss_suspended_then_reconnected() {
 #[test]
 fn loss_lost_after_session_timeout() {
     run::<Rt>(e2e::loss_lost_after_session_timeout);
+}
+
+#[test]
+fn loss_quorum_unconfirmed() {
+    run::<Rt>(e2e::loss_quorum_unconfirmed);
 }
 
 #[test]

@@ -383,9 +383,14 @@ impl<'a> ClientRun<'a> {
         })?;
         let salt = name.bytes().fold(0u64, |h, b| h.wrapping_mul(131).wrapping_add(u64::from(b)));
         let seed = Rng::fork(config.seed, salt);
+        // Curator sends no quorum confirmation, and a replay compares the op
+        // plan with its frames: the confirmation (zoolock's own, ARCHITECTURE
+        // §7) is off here and tested where it is defined (core's
+        // quorum_lease tests, the e2e loss_quorum_unconfirmed, the simulator).
         let session_config = SessionConfig::new(connect_string, seed)
             .with_session_timeout(timeline.session_timeout)
-            .with_reconnect_jitter(config.reconnect_jitter);
+            .with_reconnect_jitter(config.reconnect_jitter)
+            .with_confirm_quorum(false);
         let mut wire = Wire::new(None, START, Chunking::Whole);
         wire.at = Location { file: summary.path.clone(), line: 0 };
         Ok(ClientRun {

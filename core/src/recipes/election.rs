@@ -331,4 +331,8 @@ impl Recipe for Election {
     fn is_quiescent(&self) -> bool {
         Election::is_quiescent(self)
     }
+
+    fn holds(&self) -> bool {
+        self.is_leader()
+    }
 }

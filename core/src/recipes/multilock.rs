@@ -528,6 +528,10 @@ impl Recipe for MultiLock {
     fn is_quiescent(&self) -> bool {
         MultiLock::is_quiescent(self)
     }
+
+    fn holds(&self) -> bool {
+        self.members.iter().any(|m| m.lock.holds())
+    }
 }
 
 /// Reentrant; its hold is proven by every member's node.

@@ -158,6 +158,10 @@ impl Recipe for Mutex {
     fn is_quiescent(&self) -> bool {
         Mutex::is_quiescent(self)
     }
+
+    fn holds(&self) -> bool {
+        self.holder().is_some()
+    }
 }
 
 /// Reentrant: a holder may take it again (counted).

@@ -103,6 +103,10 @@ impl Recipe for Observer {
     fn is_quiescent(&self) -> bool {
         true
     }
+
+    fn holds(&self) -> bool {
+        false
+    }
 }
 
 /// What an [`Observer`] reports: a new holder ([`RecipeEvent::Holder`] at

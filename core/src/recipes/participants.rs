@@ -370,6 +370,10 @@ impl Recipe for Participants {
     fn is_quiescent(&self) -> bool {
         matches!(self.step, Step::Done)
     }
+
+    fn holds(&self) -> bool {
+        false
+    }
 }
 
 /// What a [`Participants`] listing reports: the list

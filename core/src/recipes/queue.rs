@@ -147,6 +147,10 @@ impl<Q: TicketQueued> Recipe for Q {
     fn is_quiescent(&self) -> bool {
         self.quiescent()
     }
+
+    fn holds(&self) -> bool {
+        self.inner_recipe().holds()
+    }
 }
 
 /// Issues a queue's tickets, in increasing order.

@@ -136,6 +136,10 @@ impl Recipe for Revoker {
     fn is_quiescent(&self) -> bool {
         self.in_flight.is_none() && !self.retry && self.out.no_ops()
     }
+
+    fn holds(&self) -> bool {
+        false
+    }
 }
 
 /// What a [`Revoker`] reports: the request was written

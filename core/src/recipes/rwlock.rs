@@ -335,6 +335,10 @@ impl Recipe for ReadWriteLock {
     fn is_quiescent(&self) -> bool {
         ReadWriteLock::is_quiescent(self)
     }
+
+    fn holds(&self) -> bool {
+        self.read_holder().is_some() || self.write_holder().is_some()
+    }
 }
 
 /// Two parts, [`Part::Read`] and [`Part::Write`]; the whole lock is the

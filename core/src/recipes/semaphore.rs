@@ -813,6 +813,10 @@ impl Recipe for Semaphore {
     fn is_quiescent(&self) -> bool {
         Semaphore::is_quiescent(self)
     }
+
+    fn holds(&self) -> bool {
+        !self.held.is_empty()
+    }
 }
 
 /// `base/name`; both parts are valid, so this cannot fail in practice.

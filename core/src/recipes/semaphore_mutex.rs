@@ -121,6 +121,10 @@ impl Recipe for SemaphoreMutex {
     fn is_quiescent(&self) -> bool {
         SemaphoreMutex::is_quiescent(self)
     }
+
+    fn holds(&self) -> bool {
+        self.holder().is_some()
+    }
 }
 
 /// Not reentrant, as Curator's.

@@ -293,6 +293,10 @@ impl Recipe for SharedCount {
     fn is_quiescent(&self) -> bool {
         SharedCount::is_quiescent(self)
     }
+
+    fn holds(&self) -> bool {
+        false
+    }
 }
 
 /// What a [`SharedCount`] reports; a client reports each as the

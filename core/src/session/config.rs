@@ -60,6 +60,20 @@ pub struct SessionConfig {
     /// create is retried, at most three times). `None` (the default) never
     /// creates it. Ignored without a chroot.
     pub create_chroot: Option<ChrootPolicy>,
+    /// Confirm, while anything is held, that the quorum still keeps the
+    /// session alive (a `sync`, which only the leader answers, every sixth
+    /// of the session timeout), and bound the session's lease by it (see
+    /// [`Session::lease`](super::Session::lease)). On by default; off, a
+    /// server cut off from the quorum that keeps answering pings keeps holds
+    /// `Held` while the leader expires the session.
+    pub confirm_quorum: bool,
+    /// The servers' `tickTime`, which a client cannot see: the quorum lease
+    /// is derived from it. `None` (the default) assumes half the negotiated
+    /// timeout, the largest tickTime a server at its default
+    /// `minSessionTimeout` (2 × tickTime) would grant that timeout with.
+    /// Set it when the servers' `minSessionTimeout` is lowered below
+    /// 2 × tickTime.
+    pub tick_time: Option<Duration>,
 }
 
 /// How a missing chroot is created: each missing level, top-down, with the
@@ -105,12 +119,26 @@ impl SessionConfig {
             max_misbehaving_connections: DEFAULT_MAX_MISBEHAVING_CONNECTIONS,
             give_up_unreachable: false,
             create_chroot: None,
+            confirm_quorum: true,
+            tick_time: None,
         }
     }
 
     /// Sets the requested session timeout.
     pub fn with_session_timeout(mut self, session_timeout: Duration) -> Self {
         self.session_timeout = session_timeout;
+        self
+    }
+
+    /// Sets [`SessionConfig::confirm_quorum`].
+    pub fn with_confirm_quorum(mut self, confirm_quorum: bool) -> Self {
+        self.confirm_quorum = confirm_quorum;
+        self
+    }
+
+    /// Sets [`SessionConfig::tick_time`].
+    pub fn with_tick_time(mut self, tick_time: Duration) -> Self {
+        self.tick_time = Some(tick_time);
         self
     }
 

@@ -25,6 +25,11 @@ impl Session {
         self.read_only = response.read_only.unwrap_or(false);
         self.phase = Phase::Connected { host };
         self.confirm(self.handshake_sent);
+        // Answered once the leader created or revalidated (touched) the
+        // session; a read-only server answers without one.
+        if !self.read_only {
+            self.quorum.leader_touched(self.handshake_sent);
+        }
         self.failed_in_cycle = 0;
         self.unreachable_in_cycle = 0;
         self.disconnected_at = None;
@@ -67,6 +72,7 @@ impl Session {
             let ping = RequestFrame::new(Xid::PING, Request::Ping);
             let _ = encode_frame(&ping, usize::MAX, &mut self.outbound);
             self.last_send = now;
+            self.quorum.touched(now, self.timeout());
             self.pings.push_back(now);
         }
     }
@@ -96,13 +102,16 @@ impl Session {
     }
 
     /// Sends the requests that waited (held-back creates first, as they are
-    /// older), then a ping if the handshake took so long that one is
-    /// already due (a timer handed out already due would never be met on
-    /// time).
+    /// older), then a quorum confirmation if one came due while the
+    /// connection was not serving (it went out on none, or it waited for the
+    /// handshake, SASL or the chroot's root), then a ping if the handshake
+    /// took so long that one is already due (a timer handed out already due
+    /// would never be met on time).
     pub(super) fn flush(&mut self, now: Instant) {
         while let Some(q) = self.parked.pop_front().or_else(|| self.queued.pop_front()) {
             self.send_user(now, q);
         }
+        self.confirm_if_due(now);
         self.ping_if_due(now);
     }
 
@@ -217,6 +226,10 @@ impl Session {
         if err != ErrorCode::SESSION_EXPIRED {
             self.confirm(entry.sent);
         }
+        if err.is_ok() && lease::rule::leader_answers(entry.op) {
+            let tick = self.tick();
+            self.quorum.leader_answered(entry.sent, tick);
+        }
         if zxid > 0 {
             self.last_zxid = self.last_zxid.max(zxid);
         }
@@ -243,6 +256,12 @@ impl Session {
                 self.events.push_back(SessionEvent::Reply { id, result });
             }
             Purpose::SetWatches => {}
+            Purpose::Confirm => {
+                self.quorum.settled();
+                // An answer later than the interval: the next one is due now
+                // (its timer would otherwise be handed out in the past).
+                self.confirm_if_due(now);
+            }
             Purpose::Root => self.on_root_reply(now, err),
             Purpose::Sasl => self.handle_sasl(now, err, response),
             Purpose::Close => self.end(End::Closed),

@@ -51,6 +51,7 @@ mod chroot;
 mod config;
 mod events;
 mod inbound;
+mod lease;
 mod sasl;
 mod watches;
 
@@ -68,6 +69,7 @@ use zoolock_wire::{
 
 pub use config::{ChrootPolicy, DEFAULT_MAX_MISBEHAVING_CONNECTIONS, SessionConfig};
 pub use events::{ConnectionState, HostId, IoCommand, RequestId, SessionEvent, SessionStatus, WatchEvent};
+pub use lease::{SessionLease, Suspension};
 pub use sasl::{DigestMd5Client, SaslClient, SaslConfig, SaslError, SaslMechanism};
 pub use watches::{WatchKind, WatcherId};
 
@@ -145,6 +147,8 @@ enum Purpose {
     /// A SASL token (opcode 102).
     Sasl,
     SetWatches,
+    /// A quorum confirmation (`sync`, see [`Session::lease`]).
+    Confirm,
     Close,
 }
 
@@ -254,6 +258,12 @@ pub struct Session {
     handshake_sent: Instant,
     /// See [`Session::confirmed_at`].
     confirmed: Option<Instant>,
+    /// The leader's view of the session, and the confirmations (`lease.rs`).
+    quorum: lease::QuorumClock,
+    /// Why the connection is being dropped, when a rule of this session
+    /// drops it; and why the last connection went.
+    why_drop: Option<Suspension>,
+    suspension: Suspension,
     /// Consecutive connections the server misbehaved on, and when the first
     /// of them did; a matched reply clears both.
     misbehaved: u32,
@@ -307,6 +317,9 @@ impl Session {
             pings: VecDeque::new(),
             handshake_sent: now,
             confirmed: None,
+            quorum: lease::QuorumClock::default(),
+            why_drop: None,
+            suspension: Suspension::Disconnected,
             misbehaved: 0,
             misbehaving_since: None,
             next_xid: 1,
@@ -501,6 +514,7 @@ impl Session {
         self.last_send = now;
         self.last_recv = now;
         self.handshake_sent = now;
+        self.quorum.touched(now, self.timeout());
         self.pings.clear();
     }
 
@@ -566,6 +580,87 @@ impl Session {
         self.confirmed = Some(self.confirmed.map_or(sent, |c| c.max(sent)));
     }
 
+    /// The session's lease: no hold on this session may read `Held` at or
+    /// after its `until`, judged against the caller's clock when the hold
+    /// is read (so a process resumed from a pause reads it lapsed before
+    /// its loop has run). It is the earlier of two bounds:
+    ///
+    /// - two thirds of the timeout after [`Session::confirmed_at`] (the
+    ///   connected server's newest answer), when the session would drop
+    ///   the connection anyway;
+    /// - while confirming ([`Session::set_confirming`]), the session timeout
+    ///   (less a twentieth) after [`Session::quorum_confirmed_at`]: the
+    ///   leader cannot expire the session before then.
+    ///
+    /// Moves only on inputs; `None` before the first answer and once the
+    /// session has ended.
+    pub fn lease(&self) -> SessionLease {
+        if self.is_ended() {
+            return SessionLease::NONE;
+        }
+        let t = self.timeout();
+        let local = self.confirmed.map(|c| c + t * 2 / 3);
+        let mut lease = SessionLease { until: local, lapse: Suspension::ServerSilent };
+        if self.quorum.confirming() {
+            match self.quorum.deadline(t) {
+                None => lease = SessionLease { until: None, lapse: Suspension::QuorumUnconfirmed },
+                Some(q) if local.is_none_or(|l| q < l) => {
+                    lease = SessionLease { until: Some(q), lapse: Suspension::QuorumUnconfirmed }
+                }
+                Some(_) => {}
+            }
+        }
+        lease
+    }
+
+    /// Why the last connection went (the reason holds read `Suspended`
+    /// while disconnected).
+    pub fn suspension(&self) -> Suspension {
+        self.suspension
+    }
+
+    /// The newest instant the leader is known to have a touch of this
+    /// session from (a handshake, or a frame sent long enough before a
+    /// request the leader answered; see [`Session::lease`]). `None` before.
+    pub fn quorum_confirmed_at(&self) -> Option<Instant> {
+        self.quorum.confirmed()
+    }
+
+    /// Whether the session confirms the quorum now.
+    pub fn is_confirming(&self) -> bool {
+        self.quorum.confirming()
+    }
+
+    /// Turns quorum confirmation on while anything is held (the client
+    /// calls it after every input), off when nothing is: a `sync` every
+    /// sixth of the timeout, one at a time; the first at once when the
+    /// quorum bound would lapse within two of those, else one later.
+    /// Without [`SessionConfig::confirm_quorum`] it stays off. No request
+    /// is sent while it is off.
+    pub fn set_confirming(&mut self, now: Instant, on: bool) {
+        let on = on && self.config.confirm_quorum;
+        if on == self.quorum.confirming() {
+            return;
+        }
+        self.quorum.set_confirming(now, on, self.timeout());
+        if on {
+            self.confirm_if_due(now);
+        }
+    }
+
+    fn tick(&self) -> Duration {
+        lease::rule::tick(self.timeout(), self.config.tick_time)
+    }
+
+    /// Sends a confirmation when one is due.
+    fn confirm_if_due(&mut self, now: Instant) {
+        if self.serving() && self.quorum.due(now) {
+            let sync = Request::Sync(zoolock_wire::PathRequest { path: String::from("/") });
+            self.send(now, sync, Purpose::Confirm);
+            self.quorum.sent(now, self.timeout());
+        }
+    }
+
     /// Fires every timer due at `now`. Idempotent.
     pub fn handle_timeout(&mut self, now: Instant) {
         if self.expiry_deadline().is_some_and(|d| now >= d) {
@@ -579,8 +674,14 @@ impl Session {
             Phase::Connected { .. } => {
                 let t = self.timeout();
                 if now >= self.last_recv + t * 2 / 3 {
+                    self.why_drop = Some(Suspension::ServerSilent);
+                    self.drop_connection(now);
+                } else if self.quorum.is_overdue(now, t) {
+                    self.why_drop = Some(Suspension::QuorumUnconfirmed);
                     self.drop_connection(now);
                 } else {
+                    // A confirmation is a send: no ping is then due.
+                    self.confirm_if_due(now);
                     self.ping_if_due(now);
                 }
             }
@@ -638,7 +739,11 @@ impl Session {
             Phase::Connecting { deadline, .. } | Phase::Handshaking { deadline, .. } => Some(deadline),
             // No ping while SASL is under way, so only the read timeout.
             Phase::Connected { .. } if self.sasl.is_some() => Some(self.last_recv + t * 2 / 3),
-            Phase::Connected { .. } => Some((self.last_send + t / 3).min(self.last_recv + t * 2 / 3)),
+            Phase::Connected { .. } => {
+                let confirm = self.quorum.next_timer(t).filter(|_| self.serving());
+                let at = (self.last_send + t / 3).min(self.last_recv + t * 2 / 3);
+                Some(confirm.map_or(at, |c| c.min(at)))
+            }
             Phase::Closing { deadline } => Some(deadline),
             Phase::Ended(_) => None,
         };
@@ -704,6 +809,8 @@ impl Session {
                 self.schedule_reconnect(now);
             }
             Phase::Connected { .. } => {
+                self.suspension = self.why_drop.take().unwrap_or(Suspension::Disconnected);
+                self.quorum.settled();
                 self.close_socket();
                 self.fail_in_flight(RequestError::ConnectionLoss);
                 self.disconnected_at.get_or_insert(now);
@@ -793,6 +900,7 @@ impl Session {
                 self.alloc_xid();
                 self.in_flight.push_back(InFlight { xid, op, purpose, sent: now });
                 self.last_send = now;
+                self.quorum.touched(now, self.timeout());
             }
             Err(zoolock_wire::EncodeError::FrameTooLarge { len, max }) => {
                 if let Purpose::User { id, .. } = purpose {

@@ -39,7 +39,7 @@ pub(crate) const SESSION: i64 = 0x1234;
 /// Pipelined acquire's listing on a mutex whose last acquire waited.
 pub(crate) const LIST: &str = "getChildren2 /app/lock";
 /// The same with a child watch: a quiet Pipelined acquire's listing where
-/// held nodes are watched (DESIGN §4.10; see [`T::quiet_listing`]).
+/// held nodes are watched (ARCHITECTURE §6.1; see [`T::quiet_listing`]).
 pub(crate) const LIST_W: &str = "getChildren2 /app/lock w";
 
 // ---- harness ---------------------------------------------------------------------------
@@ -311,7 +311,7 @@ impl T {
 
     /// `name` is deleted: we hold `own` at once (the fast handoff, with the
     /// last listing's knowledge alone), and no op at all: our own node is
-    /// watched since the wait began (DESIGN §4.10).
+    /// watched since the wait began (ARCHITECTURE §6.1).
     pub(crate) fn handed_off(&mut self, name: &str, own: &str) {
         self.watch(EventType::NODE_DELETED, &full(name));
         assert_eq!(self.events(), [acquired(&full(own), 100)]);
@@ -319,7 +319,7 @@ impl T {
     }
 
     /// The watch on our own node `own` (a name), rendered: `exists <own> w`
-    /// (DESIGN §4.10). Where held nodes are watched, a waiter sends it when
+    /// (ARCHITECTURE §6.1). Where held nodes are watched, a waiter sends it when
     /// it starts to wait, right before its predecessor's getData, and a
     /// grant that neither that nor the granting listing's child watch covers
     /// sends it.

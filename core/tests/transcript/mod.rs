@@ -298,7 +298,7 @@ where
         self.answer(at(t + 1), create, Answer::Seq(0))
     }
 
-    /// Answers the watch on our own node `node` (DESIGN §4.10):
+    /// Answers the watch on our own node `node` (ARCHITECTURE §6.1):
     /// `exists <node> w`, the oldest pending op, with a Stat. It goes out
     /// when an acquire starts to wait, after a grant that no child watch
     /// covers, or once the granting listing's child watch fired.
@@ -352,8 +352,9 @@ where
     }
 }
 
-/// The watch on our own node `node`, as text: `exists <node> w` (DESIGN
-/// §4.10; see [`Harness::answer_held_watch`] for when it is sent).
+/// The watch on our own node `node`, as text: `exists <node> w`
+/// (ARCHITECTURE §6.1; see [`Harness::answer_held_watch`] for when it is
+/// sent).
 pub(crate) fn held_watch(node: &str) -> String {
     format!("exists {} w", mask(node))
 }
@@ -362,7 +363,7 @@ pub(crate) fn held_watch(node: &str) -> String {
 /// carries a child watch. A lock's acquire in the Pipelined plan lists with
 /// one when held nodes are watched and the lock's last acquire (if any) was
 /// granted by its first listing; that listing's child watch is then the held
-/// node's watch, and the grant sends nothing (DESIGN §4.10). Re-lists never
+/// node's watch, and the grant sends nothing (ARCHITECTURE §6.1). Re-lists never
 /// carry it; semaphore leases always list with one.
 pub(crate) fn listing(base: &str, watch: bool) -> String {
     format!("getChildren2 {base}{}", self::watch(watch))

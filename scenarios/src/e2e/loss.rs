@@ -34,7 +34,7 @@ pub async fn loss_suspended_then_reconnected(env: &Env) {
 }
 
 /// Someone else deletes the held node while the session is healthy
-/// (DESIGN §4.10): the guard reads `Lost` within 1 s, and `status()`,
+/// (ARCHITECTURE §6.1): the guard reads `Lost` within 1 s, and `status()`,
 /// `lost()` and `status_changes()` agree; a second session acquiring after
 /// the delete is granted only once the first reads `Lost`; the lock handle
 /// keeps working.
@@ -112,6 +112,68 @@ pub async fn loss_lease_deleted(env: &Env) {
     drop(more);
     sem.settled().await.unwrap();
     finish_semaphore(env, &operator, &path, &[&a, &operator]).await;
+}
+
+/// A server cut off from the quorum that keeps answering its clients' pings
+/// (the proxy answers them, forwards nothing): with quorum confirmation (the
+/// default) the holder reads `Suspended` (`QuorumUnconfirmed`) and `lost()`
+/// completes before the server expires the session and grants the lock to
+/// the next holder; with it off, the holder still reads `Held` after the
+/// next holder was granted (the fault the confirmation exists for).
+pub async fn loss_quorum_unconfirmed(env: &Env) {
+    for confirm in [true, false] {
+        let path = env.path(&format!("quorum-{confirm}"));
+        let proxy = Proxy::start(&env.addr);
+        let options = Env::options().session_timeout(Duration::from_secs(4)).confirm_quorum(confirm);
+        let a = env.client_at(&proxy.addr, options).await;
+        let observer = env.client().await;
+        let (_la, ga) = held(&a, &path).await;
+        let lo = observer.mutex(&path).await.unwrap();
+        let lo2 = lo.clone();
+        let taken = env.spawn(async move {
+            let guard = lo2.acquire().await;
+            (Instant::now(), guard)
+        });
+        // Two confirmations go by, then the server is cut off.
+        env.sleep(Duration::from_millis(1_500)).await;
+        assert_eq!(ga.status(), HoldStatus::Held);
+        let cut = Instant::now();
+        proxy.isolate();
+        if confirm {
+            let status = env.within(Duration::from_secs(4), "the holder's loss signal", ga.lost()).await;
+            let noticed = Instant::now();
+            assert_eq!(status, HoldStatus::Suspended);
+            assert_eq!(ga.suspension(), Some(Suspension::QuorumUnconfirmed));
+            // A fenced write is refused at once, without a request.
+            let write = Op::set_data(&ZkPath::new(&path).unwrap(), Bytes::from_static(b"x"), None);
+            assert!(matches!(ga.fenced(vec![write]).await, Err(Error::Suspended { .. })));
+            let (granted, go) = env.within(Duration::from_secs(15), "the next holder", taken).await;
+            let go = go.unwrap();
+            assert!(
+                noticed < granted,
+                "the holder read Suspended {:?} after the cut, the next holder was granted {:?} after it",
+                noticed - cut,
+                granted - cut
+            );
+            println!(
+                "quorum-unconfirmed: holder Suspended at +{:?}, next holder granted at +{:?} after the isolation",
+                noticed - cut,
+                granted - cut
+            );
+            go.release().await.unwrap();
+        } else {
+            let (granted, go) = env.within(Duration::from_secs(15), "the next holder", taken).await;
+            // The isolated server still answers pings: nothing tells the
+            // holder, which overlaps the next holder.
+            assert_eq!(ga.status(), HoldStatus::Held, "{:?} after the grant", granted.elapsed());
+            println!("quorum confirmation off: next holder granted at +{:?}, the holder still Held", granted - cut);
+            go.unwrap().release().await.unwrap();
+        }
+        drop(ga);
+        proxy.restore();
+        a.close().await.ok();
+        finish(env, &observer, &path, &[&observer]).await;
+    }
 }
 
 /// A silent network past the session timeout, renewal off: Suspended, then

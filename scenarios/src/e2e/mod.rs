@@ -25,6 +25,7 @@ use zoolock_driver::zoolock_core::wire::{Acl, Bytes, CreateMode, ErrorCode, Mult
 use zoolock_driver::zoolock_core::{ApiMisuse, Op, RequestError, ZkPath};
 use zoolock_driver::{
     Client, ConnectionState, Error, Guard, Hold, HoldStatus, Lock, LockKind, OpPlan, Options, ReadWriteLock, Runtime,
+    Suspension,
 };
 
 mod cancellation;
@@ -54,7 +55,7 @@ pub use election::{
 };
 pub use holders::{fenced_writes, participants, queue_positions, revocation};
 pub use loss::{
-    loss_lease_deleted, loss_lost_after_session_timeout, loss_node_deleted, loss_renewal,
+    loss_lease_deleted, loss_lost_after_session_timeout, loss_node_deleted, loss_quorum_unconfirmed, loss_renewal,
     loss_suspended_then_reconnected,
 };
 pub use many::many_locks_at_once;
@@ -283,11 +284,18 @@ pub async fn mutex_exclusion(env: &Env) {
         let gb =
             env.within(Duration::from_secs(5), "acquire after the holder dropped its guard", waiting).await.unwrap();
         assert!(gb.fencing_token() > t1, "{:?} <= {t1:?}", gb.fencing_token());
+        // b holds, so a's delete reached the server; a's handle stopped
+        // reading the hold before that delete was written (a's answer to it
+        // may still be on its way: see mutex_status_on_release).
         assert_eq!(la.status(), HoldStatus::NotHeld);
         assert!(la.try_acquire().await.unwrap().is_none());
         let t2 = gb.fencing_token();
         gb.release().await.unwrap();
         assert_eq!(lb.status(), HoldStatus::NotHeld);
+        // In the pipelined plan `release` returns once the delete is queued;
+        // another session's create can reach the server first. `settled` is
+        // the server's answer to that delete.
+        lb.settled().await.unwrap();
         let ga = la.try_acquire().await.unwrap().expect("free after release");
         assert!(ga.fencing_token() > t2);
         drop(ga);
@@ -295,6 +303,44 @@ pub async fn mutex_exclusion(env: &Env) {
         close_all(&[&a, &b]).await;
         let c = env.client().await;
         finish(env, &c, &path, &[&c]).await;
+    }
+}
+
+/// A lock handle stops reading `Held` once its last guard is let go, before
+/// the delete goes out: the server may hand the lock on as soon as it has
+/// the delete, before its answer is back, and the old holder's handle must
+/// not say `Held` beside the new holder. Here the answer is held back (a
+/// frozen proxy keeps the delete from the server): the handle reads
+/// `NotHeld` at once, the node is still there, and once the proxy forwards
+/// again the release completes. In both plans.
+pub async fn mutex_status_on_release(env: &Env) {
+    for plan in [OpPlan::Pipelined, OpPlan::Curator] {
+        let path = env.path(&format!("status-on-release-{plan:?}"));
+        let proxy = Proxy::start(&env.addr);
+        let a = env.client_at(&proxy.addr, Env::options().plan(plan).session_timeout(Duration::from_secs(10))).await;
+        let observer = env.client().await;
+        let la = a.mutex(&path).await.unwrap();
+        let ga = la.acquire().await.unwrap();
+        assert_eq!(la.status(), HoldStatus::Held);
+        proxy.freeze();
+        // A pump already in a read (10 ms at most) forwards what it gets.
+        env.sleep(Duration::from_millis(50)).await;
+        drop(ga);
+        let deadline = Instant::now() + Duration::from_secs(1);
+        while la.status() != HoldStatus::NotHeld {
+            assert!(
+                Instant::now() < deadline,
+                "{plan:?}: the handle reads {:?} after its guard was dropped",
+                la.status()
+            );
+            env.sleep(Duration::from_millis(5)).await;
+        }
+        assert_eq!(children(&observer, &path).await.len(), 1, "{plan:?}: the delete is held back");
+        proxy.restore();
+        env.within(Duration::from_secs(5), "the release's answer", la.settled()).await.unwrap();
+        assert_eq!(la.status(), HoldStatus::NotHeld);
+        close_all(&[&a]).await;
+        finish(env, &observer, &path, &[&observer]).await;
     }
 }
 

@@ -1,5 +1,5 @@
 //! SASL GSSAPI (Kerberos) against the Kerberized ZooKeeper and private MIT
-//! KDC that `../shared/tools/zk-secure.sh kerberos DIR` starts: `bash
+//! KDC that `scripts/zk-kerberos.sh start DIR` starts: `bash
 //! .ci/run` starts it and writes its `KEY=VALUE` lines to the file named by
 //! `ZOOLOCK_TEST_KERBEROS_ENV`. The credentials come from the Kerberos
 //! environment of the process (`KRB5_CONFIG`, `KRB5CCNAME`,

@@ -112,7 +112,7 @@ impl LockCore {
     }
 
     /// The rule says we hold the lock through `node`: report it and watch
-    /// the node (DESIGN §4.10). The child watch of the granting listing
+    /// the node (ARCHITECTURE §6.1). The child watch of the granting listing
     /// (`by_child_watch`) already tells its deletion, and so does a
     /// revocable node's data watch, armed at its create; otherwise one
     /// exists arms a watch, in the round trip of whatever goes out with it.

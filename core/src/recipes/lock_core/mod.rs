@@ -661,6 +661,10 @@ impl Recipe for LockCore {
     fn is_quiescent(&self) -> bool {
         self.is_idle() && !self.has_cleanup()
     }
+
+    fn holds(&self) -> bool {
+        matches!(self.state, State::Held { .. })
+    }
 }
 
 impl LockCore {
