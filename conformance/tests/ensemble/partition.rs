@@ -35,10 +35,9 @@
 //!   client's ping and read, but not a `sync`, nor a ping sent after it.
 //!
 //! Times in the lines are from the moment the link proxy applied the fault
-//! (it answers with it). `ZOOLOCK_PARTITION_CONFIRM=0` asks for the holders
-//! without quorum confirmation once the driver has the switch (see
-//! `holder_options`, the one place where the holders' options are set; the
-//! waiters use `workload.rs`'s).
+//! (it answers with it). `ZOOLOCK_PARTITION_CONFIRM=0` runs the holders
+//! without quorum confirmation (see `holder_options`, the one place where
+//! the holders' options are set; the waiters use `workload.rs`'s).
 //!
 //! The oracles (asserted over every run, after all runs): no other holder
 //! entered while the holder could still read `Held` (its last `status()`
@@ -98,26 +97,24 @@ use zoolock_tokio::{HoldStatus, Options};
 
 // ---- the one place for issue 36's driver options -----------------------------------------
 
-/// Whether the driver's quorum confirmation is on: `ZOOLOCK_PARTITION_CONFIRM=0`
-/// turns it off (to see the oracles catch the overlap again).
+/// Whether the holders confirm the quorum (`Options::confirm_quorum`):
+/// `ZOOLOCK_PARTITION_CONFIRM=0` turns it off, to see the oracles catch the
+/// overlap again.
 fn confirmation() -> bool {
     std::env::var("ZOOLOCK_PARTITION_CONFIRM").map_or(true, |v| v != "0")
 }
 
 /// The options of every holder in these scenarios (the in-process holder and
-/// the frozen child process): `session` and the servers' `tick`.
-///
-/// ISSUE 36, FOR THE LEAD: this is the single place to wire the new driver
-/// options once they exist, e.g.
-///
-/// ```text
-/// Options::default().session_timeout(session).tick_time(tick).quorum_confirmation(confirmation())
-/// ```
-///
-/// Until then `tick` and [`confirmation`] are computed and unused.
+/// the frozen child process): `session`, the servers' `tick` and
+/// [`confirmation`]. The one place where issue 36's driver options are set
+/// for these scenarios; the waiters use `workload.rs`'s options (the
+/// driver's defaults).
 fn holder_options(session: Duration, tick: Duration) -> Options {
-    let _ = (tick, confirmation());
-    Options::default().session_timeout(session).connect_timeout(Duration::from_secs(10))
+    Options::default()
+        .session_timeout(session)
+        .connect_timeout(Duration::from_secs(10))
+        .tick_time(tick)
+        .confirm_quorum(confirmation())
 }
 
 // ---- settings --------------------------------------------------------------------------
