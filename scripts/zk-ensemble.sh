@@ -12,6 +12,18 @@
 #   scripts/zk-ensemble.sh leader DIR      print the N of the server whose `srvr` says Mode: leader
 #   scripts/zk-ensemble.sh status DIR      one line per server: N PORT PID MODE CONNECTIONS
 #
+# With ZK_LINK_PROXY=1 at start, each server reaches each peer through a TCP
+# proxy per link (scripts/zk-links.py, one daemon per ensemble: DIR/links.*),
+# and these commands partition the ensemble (MODE: reset closes the links'
+# connections and refuses new ones; silent forwards nothing, closes nothing
+# and lets new connections hang):
+#   scripts/zk-ensemble.sh isolate DIR N MODE    every link of server N
+#   scripts/zk-ensemble.sh cut DIR A B MODE      the links between servers A and B
+#   scripts/zk-ensemble.sh heal DIR              every link forwards again
+#   scripts/zk-ensemble.sh links DIR             FROM TO KIND MODE LISTENING CONNECTIONS per link
+# The clients' ports are not proxied: a client on an isolated server still
+# reaches it.
+#
 # DIR holds everything: connect (the connect string) and, per server N, DIR/N/
 # with zoo.cfg, data/myid, server.log, pid and port. Every signal goes to a
 # pid from DIR that is checked to be the QuorumPeerMain of DIR/N/zoo.cfg, so
@@ -23,11 +35,21 @@
 #   ZK_START_TIMEOUT=S     seconds to wait for a serving ensemble (default 60)
 #   ZK_JAVA_DIR=PATH       where the jars live (default /usr/share/java)
 #   ZK_JAVA_OPTS="..."     JVM options (default: -Xms32m -Xmx256m -XX:+UseSerialGC)
+#   ZK_LINK_PROXY=1        server-to-server links through zk-links.py (see above)
+#   ZK_TIMING=debian       Debian's zoo.cfg timing: tickTime 2000, initLimit 10,
+#                          syncLimit 5, minSessionTimeout left to the server (2 x
+#                          tickTime). Default: tickTime 500, initLimit 10,
+#                          syncLimit 5, minSessionTimeout 1000 (fast tests).
+#   ZK_TICK_TIME=MS, ZK_INIT_LIMIT=N, ZK_SYNC_LIMIT=N, ZK_MIN_SESSION_TIMEOUT=MS,
+#   ZK_MAX_SESSION_TIMEOUT=MS
+#                          override one setting (over ZK_TIMING);
+#                          ZK_MIN_SESSION_TIMEOUT=default leaves it to the server
 set -euo pipefail
 
 # shellcheck source=scripts/zk-common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/zk-common.sh"
-SELF=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)/$(basename "${BASH_SOURCE[0]}")
+SCRIPTS=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+SELF=$SCRIPTS/$(basename "${BASH_SOURCE[0]}")
 SERVERS="1 2 3"
 
 die() {
@@ -38,6 +60,9 @@ die() {
 usage() {
     echo "usage: $0 start|stop|leader|status DIR" >&2
     echo "       $0 kill|stop-node|cont|restart DIR N" >&2
+    echo "       $0 isolate DIR N reset|silent" >&2
+    echo "       $0 cut DIR A B reset|silent" >&2
+    echo "       $0 heal|links DIR" >&2
     exit 2
 }
 
@@ -96,21 +121,70 @@ resolve_dir() {
     (cd "$1" && pwd -P)
 }
 
+# The timing settings (zoo.cfg lines), from ZK_TIMING and the single overrides.
+timing() {
+    local tick=500 init=10 sync=5 min=1000 max=60000 v
+    case ${ZK_TIMING:-} in
+    "" | fast) ;;
+    debian) tick=2000 min=default ;;
+    *) die "ZK_TIMING must be debian or fast, not '$ZK_TIMING'" ;;
+    esac
+    tick=${ZK_TICK_TIME:-$tick}
+    init=${ZK_INIT_LIMIT:-$init}
+    sync=${ZK_SYNC_LIMIT:-$sync}
+    min=${ZK_MIN_SESSION_TIMEOUT:-$min}
+    max=${ZK_MAX_SESSION_TIMEOUT:-$max}
+    for v in "$tick" "$init" "$sync" "$max"; do
+        [[ $v =~ ^[0-9]+$ ]] || die "timing settings must be numbers, not '$v'"
+    done
+    [[ $min == default || $min =~ ^[0-9]+$ ]] || die "ZK_MIN_SESSION_TIMEOUT must be a number or default"
+    printf 'tickTime=%s\ninitLimit=%s\nsyncLimit=%s\n' "$tick" "$init" "$sync"
+    [[ $min == default ]] || printf 'minSessionTimeout=%s\n' "$min"
+    printf 'maxSessionTimeout=%s\n' "$max"
+}
+
+proxied() {
+    [[ ${ZK_LINK_PROXY:-0} == 1 ]]
+}
+
+# The index, among the ports, of the proxy of link FROM -> TO of KIND (0
+# quorum, 1 election): after the 9 servers' ports, 6 ordered pairs x 2 kinds.
+link_index() {
+    local from=$1 to=$2 kind=$3 pair
+    # Pairs in order: 1>2 1>3 2>1 2>3 3>1 3>2.
+    pair=$(((from - 1) * 2 + (to > from ? to - 2 : to - 1)))
+    printf '%s\n' $((9 + pair * 2 + kind))
+}
+
+# write_configs DIR PORTS...: client ports 0..2, quorum ports 3..5, election
+# ports 6..8, then (with ZK_LINK_PROXY=1) the links' proxy ports. A proxied
+# server lists itself at its own ports and each peer at the proxy of its link
+# to that peer; DIR/links.conf tells the proxy daemon the links.
 write_configs() {
-    local dir=$1 n i
-    local -a p=("${@:2}") # client ports 0..2, quorum ports 3..5, election ports 6..8
+    local dir=$1 n i m settings
+    local -a p=("${@:2}")
+    settings=$(timing)
+    if proxied; then
+        : >"$dir/links.conf"
+        for n in $SERVERS; do
+            for m in $SERVERS; do
+                ((n != m)) || continue
+                printf '%s %s q %s %s 0\n' "$n" "$m" "${p[$(link_index "$n" "$m" 0)]}" "${p[m + 2]}" \
+                    >>"$dir/links.conf"
+                printf '%s %s e %s %s %s\n' "$n" "$m" "${p[$(link_index "$n" "$m" 1)]}" "${p[m + 5]}" \
+                    "${p[$(link_index "$m" "$n" 1)]}" >>"$dir/links.conf"
+            done
+        done
+    fi
     for n in $SERVERS; do
         i=$((n - 1))
         mkdir -p "$dir/$n/data"
         printf '%s\n' "$n" >"$dir/$n/data/myid"
         printf '%s\n' "${p[i]}" >"$dir/$n/port"
-        cat >"$dir/$n/zoo.cfg" <<EOF
+        {
+            cat <<EOF
 # Written by scripts/zk-ensemble.sh: a private, loopback-only test ensemble.
-tickTime=500
-initLimit=10
-syncLimit=5
-minSessionTimeout=1000
-maxSessionTimeout=60000
+$settings
 dataDir=$dir/$n/data
 clientPort=${p[i]}
 clientPortAddress=127.0.0.1
@@ -118,11 +192,60 @@ maxClientCnxns=0
 admin.enableServer=false
 4lw.commands.whitelist=*
 forceSync=no
-server.1=127.0.0.1:${p[3]}:${p[6]}
-server.2=127.0.0.1:${p[4]}:${p[7]}
-server.3=127.0.0.1:${p[5]}:${p[8]}
+reconfigEnabled=false
 EOF
+            for m in $SERVERS; do
+                if ((m == n)) || ! proxied; then
+                    printf 'server.%s=127.0.0.1:%s:%s\n' "$m" "${p[m + 2]}" "${p[m + 5]}"
+                else
+                    printf 'server.%s=127.0.0.1:%s:%s\n' "$m" "${p[$(link_index "$n" "$m" 0)]}" \
+                        "${p[$(link_index "$n" "$m" 1)]}"
+                fi
+            done
+        } >"$dir/$n/zoo.cfg"
     done
+}
+
+# The live pid of DIR's link proxy daemon, or nothing.
+links_pid() {
+    local dir=$1 pid cmdline
+    [[ -f $dir/links.pid ]] || return 0
+    pid=$(<"$dir/links.pid")
+    [[ $pid =~ ^[0-9]+$ ]] || return 0
+    alive "$pid" || return 0
+    cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 0
+    [[ $cmdline == *"zk-links.py serve $dir "* ]] && printf '%s\n' "$pid"
+    return 0
+}
+
+start_links() {
+    local dir=$1 _
+    command -v python3 >/dev/null 2>&1 || die "python3 not found (run scripts/install-deps.sh)"
+    nohup python3 "$SCRIPTS/zk-links.py" serve "$dir" </dev/null >>"$dir/links.log" 2>&1 &
+    printf '%s\n' "$!" >"$dir/links.pid"
+    for _ in $(seq 1 50); do
+        [[ -S $dir/links.sock ]] && return 0
+        sleep 0.1
+    done
+    die "the link proxy did not start (see $dir/links.log)"
+}
+
+stop_links() {
+    local dir=$1 pid
+    pid=$(links_pid "$dir")
+    if [[ -n $pid ]]; then
+        kill -TERM "$pid" 2>/dev/null || true
+        wait_gone "$pid" 30 || kill -KILL "$pid" 2>/dev/null || true
+    fi
+    rm -f "$dir/links.pid" "$dir/links.sock"
+}
+
+# links_ctl DIR WORDS...: one command to DIR's link proxy daemon; prints its answer.
+links_ctl() {
+    local dir=$1
+    shift
+    [[ -n $(links_pid "$dir") ]] || die "$dir has no link proxy (start it with ZK_LINK_PROXY=1)"
+    python3 "$SCRIPTS/zk-links.py" ctl "$dir" "$@"
 }
 
 # Starts server N in the background and records its pid; does not wait.
@@ -212,7 +335,7 @@ stop_watchdog() {
 }
 
 cmd_start() {
-    local dir=$1 attempt n leaders port mode deadline conn taken
+    local dir=$1 attempt n leaders port mode deadline conn taken nports
     local -a ports
     command -v java >/dev/null 2>&1 || die "java not found (run scripts/install-deps.sh)"
     zk_classpath >/dev/null
@@ -224,10 +347,15 @@ cmd_start() {
     [[ -z ${ZK_OWNER_PID:-} ]] || start_watchdog "$dir" "$ZK_OWNER_PID"
 
     for attempt in 1 2 3; do
-        mapfile -t ports < <(free_ports 9)
-        ((${#ports[@]} == 9)) || die "could not pick free ports"
+        nports=9
+        ! proxied || nports=21
+        mapfile -t ports < <(free_ports "$nports")
+        ((${#ports[@]} == nports)) || die "could not pick free ports"
         rm -rf "$dir/1" "$dir/2" "$dir/3"
+        stop_links "$dir"
+        rm -f "$dir/links.conf"
         write_configs "$dir" "${ports[@]}"
+        ! proxied || start_links "$dir"
         for n in $SERVERS; do
             launch "$dir" "$n"
         done
@@ -265,6 +393,7 @@ cmd_start() {
         for n in $SERVERS; do
             kill_server "$dir" "$n"
         done
+        stop_links "$dir"
         if [[ -n $taken ]]; then
             echo "zk-ensemble: a port of server $taken was taken (attempt $attempt), trying others" >&2
             continue
@@ -290,6 +419,7 @@ cmd_stop() {
     for n in $SERVERS; do
         stop_server "$dir" "$n"
     done
+    stop_links "$dir"
 }
 
 cmd_restart() {
@@ -363,6 +493,25 @@ kill | stop-node | cont | restart)
     cont) cmd_signal "$dir" "$3" CONT ;;
     restart) cmd_restart "$dir" "$3" ;;
     esac
+    ;;
+isolate)
+    (($# == 4)) || usage
+    dir=$(resolve_dir "$2")
+    check_n "$3"
+    links_ctl "$dir" isolate "$3" "$4"
+    ;;
+cut)
+    (($# == 5)) || usage
+    dir=$(resolve_dir "$2")
+    check_n "$3"
+    check_n "$4"
+    [[ $3 != "$4" ]] || die "a link joins two different servers"
+    links_ctl "$dir" set "$3" "$4" "$5"
+    ;;
+heal | links)
+    (($# == 2)) || usage
+    dir=$(resolve_dir "$2")
+    if [[ $cmd == heal ]]; then links_ctl "$dir" heal; else links_ctl "$dir" show; fi
     ;;
 watch)
     (($# == 3)) || usage

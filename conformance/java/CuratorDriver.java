@@ -14,9 +14,12 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.leader.LeaderSelector;
 import org.apache.curator.framework.recipes.leader.LeaderSelectorListenerAdapter;
@@ -89,6 +92,14 @@ import org.apache.curator.utils.ZKPaths;
  *   ELECTORATE <id> selector|latch <path>        getParticipants() -> IDS <id> <n> <participantId>:<isLeader>...
  *   CLOSE <id>                                   closes the ID's session -> CLOSED <id>
  *   QUIT                                         closes everything -> BYE _ and exits
+ *   HOLD_UNTIL_TOLD <id> <connectString> <path> <workMs> <maxMs>
+ *                                                a holder that obeys its connection listener: its
+ *                                                own client on connectString (not the CONNECT one),
+ *                                                a mutex on path -> ACQUIRED <id> <node> <us>; then
+ *                                                WORK <id> <us> every workMs until the listener
+ *                                                sees SUSPENDED or LOST (or maxMs pass) ->
+ *                                                TOLD <id> <state|NONE> <us>; releases (best
+ *                                                effort), closes its client -> DONE <id>
  * Failures: ERROR <id> <exception, one line>.
  */
 public final class CuratorDriver {
@@ -118,6 +129,10 @@ public final class CuratorDriver {
         if (connectString == null) {
             throw new IllegalStateException("CONNECT first");
         }
+        return newClient(connectString);
+    }
+
+    static CuratorFramework newClient(String connectString) throws Exception {
         CuratorFramework client = CuratorFrameworkFactory.builder()
                 .connectString(connectString)
                 .sessionTimeoutMs(sessionTimeoutMs)
@@ -218,6 +233,8 @@ public final class CuratorDriver {
                     NodeMutex m = new NodeMutex(client(), cmd[2]);
                     acquired(m, acquire(m, cmd, 3), m::node);
                 }
+                case "HOLD_UNTIL_TOLD" -> holdUntilTold(cmd[2], cmd[3], Long.parseLong(cmd[4]),
+                        Long.parseLong(cmd[5]));
                 case "REVOCABLE_ACQUIRE" -> {
                     NodeMutex m = new NodeMutex(client(), cmd[2]);
                     m.makeRevocable(revoked -> {
@@ -381,6 +398,42 @@ public final class CuratorDriver {
                 }
                 default -> throw new IllegalArgumentException("unknown command " + cmd[0]);
             }
+        }
+
+        /** HOLD_UNTIL_TOLD: work under the mutex until the connection listener says stop. */
+        private void holdUntilTold(String cs, String path, long workMs, long maxMs) throws Exception {
+            CuratorFramework own = newClient(cs);
+            try {
+                AtomicReference<String> told = new AtomicReference<>();
+                AtomicLong toldAt = new AtomicLong();
+                own.getConnectionStateListenable().addListener((c, state) -> {
+                    if (state == ConnectionState.SUSPENDED || state == ConnectionState.LOST) {
+                        long now = micros();
+                        if (told.compareAndSet(null, state.name())) {
+                            toldAt.set(now);
+                        }
+                    }
+                });
+                NodeMutex m = new NodeMutex(own, path);
+                m.acquire();
+                emit("ACQUIRED " + id + " " + m.node() + " " + micros());
+                long end = System.nanoTime() + maxMs * 1_000_000L;
+                while (told.get() == null && System.nanoTime() < end) {
+                    emit("WORK " + id + " " + micros());
+                    Thread.sleep(workMs);
+                }
+                String state = told.get();
+                emit("TOLD " + id + " " + (state == null ? "NONE" : state) + " "
+                        + (state == null ? micros() : toldAt.get()));
+                try {
+                    m.release();
+                } catch (Exception e) {
+                    // Best effort: the session may be gone.
+                }
+            } finally {
+                own.close();
+            }
+            emit("DONE " + id);
         }
 
         /** One lease of {@code sem} on path cmd[2], timed by cmd[4] if given. */

@@ -54,6 +54,28 @@ impl RawConn {
         self.stream.write_all(&buf).unwrap_or_else(|e| panic!("write: {e}"));
     }
 
+    /// [`RawConn::read_frame`] waiting `within` at most for each read:
+    /// `None` if nothing complete came in time (what was read is kept for
+    /// the next call), else what `read_frame` returns.
+    pub fn read_frame_within(&mut self, within: Duration) -> Option<Option<Bytes>> {
+        self.stream.set_read_timeout(Some(within)).unwrap_or_else(|e| panic!("{e}"));
+        let got = loop {
+            if let Some(frame) = self.decoder.decode(&mut self.rx).unwrap_or_else(|e| panic!("framing: {e}")) {
+                break Some(Some(frame));
+            }
+            let mut chunk = [0u8; 65536];
+            match self.stream.read(&mut chunk) {
+                Ok(0) => break Some(None),
+                Ok(n) => self.rx.extend_from_slice(chunk.get(..n).unwrap_or_default()),
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => break None,
+                Err(e) if e.kind() == ErrorKind::ConnectionReset => break Some(None),
+                Err(e) => panic!("read: {e}"),
+            }
+        };
+        self.stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap_or_else(|e| panic!("{e}"));
+        got
+    }
+
     /// The next frame's payload, or `None` once the server has closed the
     /// connection (a reset counts as closed).
     pub fn read_frame(&mut self) -> Option<Bytes> {

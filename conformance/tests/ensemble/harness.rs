@@ -36,6 +36,12 @@ pub(crate) struct Ensemble {
 
 impl Ensemble {
     pub(crate) fn start(name: &str) -> Result<Ensemble, String> {
+        Ensemble::start_with(name, &[])
+    }
+
+    /// [`Ensemble::start`] with `zk-ensemble.sh`'s settings in `env`
+    /// (`ZK_LINK_PROXY`, `ZK_TIMING`, `ZK_TICK_TIME`, `ZK_MIN_SESSION_TIMEOUT`, ...).
+    pub(crate) fn start_with(name: &str, env: &[(&str, String)]) -> Result<Ensemble, String> {
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("ensemble-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
@@ -44,6 +50,7 @@ impl Ensemble {
             .arg("start")
             .arg(&dir)
             .env("ZK_OWNER_PID", std::process::id().to_string())
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
             .output()
             .map_err(|e| format!("run zk-ensemble.sh: {e}"))?;
         if !out.status.success() {
@@ -66,18 +73,52 @@ impl Ensemble {
 
     /// Runs `zk-ensemble.sh ARGS DIR [N]`; returns stdout, panics on failure.
     fn script(&self, cmd: &str, n: Option<usize>) -> String {
-        let mut c = Command::new("bash");
-        c.arg(workspace_root().join("scripts/zk-ensemble.sh")).arg(cmd).arg(&self.dir);
-        if let Some(n) = n {
-            c.arg(n.to_string());
-        }
-        let out = c.output().expect("run zk-ensemble.sh");
+        let args: Vec<String> = n.iter().map(usize::to_string).collect();
+        self.script_args(cmd, &args)
+    }
+
+    /// Runs `zk-ensemble.sh CMD DIR ARGS...`; returns stdout, panics on failure.
+    fn script_args(&self, cmd: &str, args: &[String]) -> String {
+        let out = Command::new("bash")
+            .arg(workspace_root().join("scripts/zk-ensemble.sh"))
+            .arg(cmd)
+            .arg(&self.dir)
+            .args(args)
+            .output()
+            .expect("run zk-ensemble.sh");
         assert!(
             out.status.success(),
-            "zk-ensemble.sh {cmd} {n:?} failed: {}",
+            "zk-ensemble.sh {cmd} {args:?} failed: {}",
             String::from_utf8_lossy(&out.stderr).trim()
         );
         String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    /// Every link of server `n` to `mode` (`reset` or `silent`); needs
+    /// `ZK_LINK_PROXY=1` at start. Returns when the proxy applied it (Unix µs).
+    pub(crate) fn isolate(&self, n: usize, mode: &str) -> Option<i64> {
+        applied_at(&self.script_args("isolate", &[n.to_string(), mode.to_owned()]))
+    }
+
+    /// The links between servers `a` and `b` to `mode`; returns when the
+    /// proxy applied it (Unix µs).
+    pub(crate) fn cut(&self, a: usize, b: usize, mode: &str) -> Option<i64> {
+        applied_at(&self.script_args("cut", &[a.to_string(), b.to_string(), mode.to_owned()]))
+    }
+
+    /// Every link forwards again.
+    pub(crate) fn heal(&self) {
+        self.script_args("heal", &[]);
+    }
+
+    /// `127.0.0.1:PORT` of server `n`'s client port.
+    pub(crate) fn addr(&self, n: usize) -> String {
+        format!("127.0.0.1:{}", self.ports[n - 1])
+    }
+
+    /// The folder with the servers' logs and the link proxy's.
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
     }
 
     /// SIGKILL server `n`.
@@ -148,6 +189,11 @@ impl Drop for Ensemble {
             let _ = std::fs::remove_dir_all(&self.dir);
         }
     }
+}
+
+/// The time in the link proxy's answer `ok N links MODE at US`.
+fn applied_at(answer: &str) -> Option<i64> {
+    answer.rsplit_once(" at ").and_then(|(_, us)| us.trim().parse().ok())
 }
 
 /// A four-letter word's reply (empty if the server does not answer in 2 s).

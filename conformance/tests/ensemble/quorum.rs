@@ -207,7 +207,7 @@ async fn curator_side(name: &str, java: &JavaSetup) -> Stall {
 /// A Curator contender in a loop: acquire, hold, release, until the
 /// deadline. Curator tells a holder nothing, so every section lasts until
 /// just before its release; the token is the node's sequence number.
-async fn curator_worker(run: Arc<Run>, mut peer: Peer) {
+pub(crate) async fn curator_worker(run: Arc<Run>, mut peer: Peer) {
     let who = peer.id.clone();
     loop {
         let left_ms = (run.deadline - now_us()) / 1000;
