@@ -105,16 +105,20 @@ fn confirmation() -> bool {
 }
 
 /// The options of every holder in these scenarios (the in-process holder and
-/// the frozen child process): `session`, the servers' `tick` and
+/// the frozen child process): `session`, the servers' `tick` when the
+/// client must be told it ([`ServerTiming::client_tick`]) and
 /// [`confirmation`]. The one place where issue 36's driver options are set
 /// for these scenarios; the waiters use `workload.rs`'s options (the
 /// driver's defaults).
-fn holder_options(session: Duration, tick: Duration) -> Options {
-    Options::default()
+fn holder_options(session: Duration, tick: Option<Duration>) -> Options {
+    let options = Options::default()
         .session_timeout(session)
         .connect_timeout(Duration::from_secs(10))
-        .tick_time(tick)
-        .confirm_quorum(confirmation())
+        .confirm_quorum(confirmation());
+    match tick {
+        Some(tick) => options.tick_time(tick),
+        None => options,
+    }
 }
 
 // ---- settings --------------------------------------------------------------------------
@@ -135,6 +139,14 @@ const FAST: ServerTiming =
     ServerTiming { tick: Duration::from_millis(500), sync_limit: 5, min_session: Some(Duration::from_secs(1)) };
 
 impl ServerTiming {
+    /// What the holder is told of the tick: nothing at the server's default
+    /// `minSessionTimeout` (the client's default assumption, half the
+    /// session, holds then), the tick itself when it was lowered (as the
+    /// README asks of such deployments).
+    fn client_tick(&self) -> Option<Duration> {
+        self.min_session.filter(|min| *min < self.tick * 2).map(|_| self.tick)
+    }
+
     fn env(&self) -> Vec<(&'static str, String)> {
         vec![
             ("ZK_LINK_PROXY", "1".to_owned()),
@@ -392,7 +404,7 @@ async fn partition_run(
     let holder = tokio::spawn(obeying_holder(
         ens.addr(target),
         run.path.clone(),
-        holder_options(session, timing.tick).seed(run.seed ^ 0x36e),
+        holder_options(session, timing.client_tick()).seed(run.seed ^ 0x36e),
         held_tx,
         run.deadline,
     ));
@@ -752,8 +764,9 @@ async fn frozen_child(records: PathBuf, long_work: bool) {
     let record = |line: String| {
         out.lock().unwrap().write_all(format!("{line}\n").as_bytes()).expect("record");
     };
-    let client =
-        zoolock_tokio::connect(&var("ZOOLOCK_FROZEN_CONNECT"), holder_options(session, tick)).await.expect("connect");
+    let client = zoolock_tokio::connect(&var("ZOOLOCK_FROZEN_CONNECT"), holder_options(session, Some(tick)))
+        .await
+        .expect("connect");
     let lock = client.mutex(&var("ZOOLOCK_FROZEN_PATH")).await.expect("mutex");
     let guard = lock.acquire().await.expect("acquire");
     let token = guard.fencing_token().0;
