@@ -102,13 +102,16 @@ impl Session {
     }
 
     /// Sends the requests that waited (held-back creates first, as they are
-    /// older), then a ping if the handshake took so long that one is
-    /// already due (a timer handed out already due would never be met on
-    /// time).
+    /// older), then a quorum confirmation if one came due while the
+    /// connection was not serving (it went out on none, or it waited for the
+    /// handshake, SASL or the chroot's root), then a ping if the handshake
+    /// took so long that one is already due (a timer handed out already due
+    /// would never be met on time).
     pub(super) fn flush(&mut self, now: Instant) {
         while let Some(q) = self.parked.pop_front().or_else(|| self.queued.pop_front()) {
             self.send_user(now, q);
         }
+        self.confirm_if_due(now);
         self.ping_if_due(now);
     }
 
@@ -253,7 +256,12 @@ impl Session {
                 self.events.push_back(SessionEvent::Reply { id, result });
             }
             Purpose::SetWatches => {}
-            Purpose::Confirm => self.quorum.settled(),
+            Purpose::Confirm => {
+                self.quorum.settled();
+                // An answer later than the interval: the next one is due now
+                // (its timer would otherwise be handed out in the past).
+                self.confirm_if_due(now);
+            }
             Purpose::Root => self.on_root_reply(now, err),
             Purpose::Sasl => self.handle_sasl(now, err, response),
             Purpose::Close => self.end(End::Closed),
