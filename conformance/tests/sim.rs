@@ -39,6 +39,13 @@ fn env_u64(name: &str) -> Option<u64> {
 ///   third of the timeout; once answered, the session handed out a ping
 ///   deadline already due instead of pinging at once (fixed in the session's
 ///   `ready`).
+/// * 1798 (LeaderLatch; issue 36's faults): a stall held a ping back for
+///   2 s; it reached the server just before the sync sent when the latch
+///   was granted, and the server lost the leader before relaying it. The
+///   session vouched for the ping by its send time (a lookback before the
+///   sync's) and read the hold Held 1.5 s after the leader expired it; it
+///   now vouches only for frames a reply showed had reached the server a
+///   lookback before (core's `QuorumClock::arrived`).
 const REGRESSIONS: &[(u64, LockKind)] = &[
     (17, LockKind::Semaphore),
     (22, LockKind::Semaphore),
@@ -47,6 +54,7 @@ const REGRESSIONS: &[(u64, LockKind)] = &[
     (1602, LockKind::Semaphore),
     (40038, LockKind::SemaphoreMutex),
     (217328, LockKind::SemaphoreMutex),
+    (1798, LockKind::LeaderLatch),
 ];
 
 /// The kind of each seed when this file's seed sets were recorded: `seed %
@@ -274,7 +282,7 @@ fn oracle_catches_a_leader_that_ignores_its_loss() {
         if let Err(failure) = run_with(seed, config) {
             let m = &failure.message;
             assert!(
-                ["exclusi", "no such node", "leader", "still holds", "resign was refused"]
+                ["exclusi", "no such node", "leader", "still holds", "resign was refused", "leads without wanting"]
                     .iter()
                     .any(|s| m.contains(s)),
                 "{m}"
