@@ -196,7 +196,7 @@ impl ZkModel {
             // at once; the reply carries the touch table.
             self.sessions.relay(session, now);
             for frame in held_in {
-                if !self.conns.get(&conn).is_some_and(|c| !c.is_closed()) {
+                if self.conns.get(&conn).is_none_or(|c| c.is_closed()) {
                     break;
                 }
                 self.touch(session, now);

@@ -214,8 +214,7 @@ impl QuorumClock {
     pub(super) fn leader_answered(&mut self, sent: Instant, tick: Duration) {
         let Some(limit) = sent.checked_sub(rule::lookback(tick)) else { return };
         let relayed = self.touches.iter().rposition(|&(_, arrived)| arrived.is_some_and(|a| a <= limit));
-        if let Some(i) = relayed {
-            let (touch, _) = self.touches[i];
+        if let Some((i, &(touch, _))) = relayed.and_then(|i| Some((i, self.touches.get(i)?))) {
             self.leader_touched(touch);
             // Older touches can never beat this one.
             self.touches.drain(..i);
