@@ -31,6 +31,17 @@ pub struct ModelConfig {
     pub seed: u64,
     /// `tickTime`. The session timeout bounds default to 2 and 20 ticks.
     pub tick: Duration,
+    /// The server is a follower of a quorum (`isolation.rs`): its clients'
+    /// touches reach the leader, which alone expires sessions, in its
+    /// replies to the leader's pings (every `tick / 2`, at a phase drawn
+    /// from the seed), and a session expires one timeout after the relay
+    /// that last touched it; a connection can be isolated from the leader
+    /// ([`ZkModel::isolate`](crate::ZkModel::isolate)). Off (the default):
+    /// a standalone server, each packet touching its session at once.
+    pub follower: bool,
+    /// `syncLimit`: an isolated follower gives up (closes its clients'
+    /// connections) `sync_limit × tick` after it lost the leader.
+    pub sync_limit: u32,
     /// `minSessionTimeout`; `None` = 2 × tick.
     pub min_session_timeout: Option<Duration>,
     /// `maxSessionTimeout`; `None` = 20 × tick.
@@ -98,6 +109,8 @@ impl Default for ModelConfig {
         ModelConfig {
             seed: 0x5eed,
             tick: Duration::from_millis(2000),
+            follower: false,
+            sync_limit: 5,
             min_session_timeout: None,
             max_session_timeout: None,
             session_id_base: 0x0100_0000_0000_0000,
@@ -122,6 +135,18 @@ impl ModelConfig {
     /// Sets the seed of the session passwords.
     pub fn with_seed(mut self, seed: u64) -> Self {
         self.seed = seed;
+        self
+    }
+
+    /// Makes the server a follower of a quorum (see [`ModelConfig::follower`]).
+    pub fn with_follower(mut self, follower: bool) -> Self {
+        self.follower = follower;
+        self
+    }
+
+    /// Sets `syncLimit` (in ticks).
+    pub fn with_sync_limit(mut self, sync_limit: u32) -> Self {
+        self.sync_limit = sync_limit;
         self
     }
 

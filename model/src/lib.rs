@@ -105,8 +105,10 @@
 //!
 //! # What is not modelled
 //!
-//! Quorums, leader election, followers and observers (the model is one
-//! standalone server; `sync` just echoes the path); read-only mode; local
+//! Quorums, leader election and observers (the model is one standalone
+//! server, or, with [`ModelConfig::follower`], one follower whose leader
+//! expires sessions from relayed touches and whose connections can be cut
+//! off from it: `isolation.rs`; `sync` just echoes the path); read-only mode; local
 //! sessions; SASL, Kerberos, x509 and the `super` user; quotas; four-letter
 //! words; request throttling and `maxClientCnxns`; the tick rounding of
 //! session expiry; the connection-level `SessionMoved` race; the
@@ -123,6 +125,7 @@
 mod acl;
 mod config;
 mod digest;
+mod isolation;
 mod multi;
 mod ops;
 mod path;
@@ -185,6 +188,10 @@ pub enum CloseReason {
     /// An auth packet with an unknown scheme; the AuthFailed reply went out first.
     #[error("authentication failed")]
     AuthFailed,
+    /// The connection's server lost the leader for `syncLimit × tickTime`
+    /// and shut its clients' connections (a follower only).
+    #[error("the server lost the leader")]
+    LeaderLost,
     /// The bytes could not be framed or decoded.
     #[error("malformed input: {0}")]
     Malformed(DecodeError),
@@ -221,6 +228,9 @@ pub struct ZkModel {
     closing: VecDeque<ConnId>,
     close_reasons: BTreeMap<ConnId, CloseReason>,
     reap_at: Option<Instant>,
+    /// The isolated connection whose request is being answered from its
+    /// server's view (`isolation.rs`).
+    answering: Option<ConnId>,
 }
 
 impl Default for ZkModel {
@@ -244,6 +254,7 @@ impl ZkModel {
             closing: VecDeque::new(),
             close_reasons: BTreeMap::new(),
             reap_at: None,
+            answering: None,
         }
     }
 
@@ -288,7 +299,8 @@ impl ZkModel {
     /// reaper, or a handshake deadline. `None` = nothing scheduled.
     pub fn poll_timeout(&self) -> Option<Instant> {
         let handshakes = self.conns.values().filter_map(|c| c.handshake_deadline());
-        self.sessions.next_deadline().into_iter().chain(self.reap_at).chain(handshakes).min()
+        let quorum = self.quorum_timeout();
+        self.sessions.next_deadline().into_iter().chain(self.reap_at).chain(handshakes).chain(quorum).min()
     }
 
     // ---- inspection ----------------------------------------------------------------

@@ -9,6 +9,7 @@ use zoolock_wire::{
     Response, ServerMessage, WatcherEvent, Xid, encode_frame,
 };
 
+use super::isolation::Isolation;
 use super::tree::Change;
 use super::watches::Fired;
 use super::{CloseReason, ConnId, ZkModel};
@@ -33,6 +34,8 @@ pub(crate) struct Conn {
     pub(crate) queued: bool,
     /// The connection's identities (`ip` first, then what auth packets add).
     pub(crate) auth: Vec<Id>,
+    /// Its server lost the leader (`isolation.rs`).
+    pub(crate) isolated: Option<Box<Isolation>>,
 }
 
 impl Conn {
@@ -66,7 +69,13 @@ impl ZkModel {
         let ip = Id { scheme: "ip".into(), id: self.config.client_ip.clone() };
         self.conns.insert(
             id,
-            Conn { state: ConnState::Handshake { deadline }, out: BytesMut::new(), queued: false, auth: vec![ip] },
+            Conn {
+                state: ConnState::Handshake { deadline },
+                out: BytesMut::new(),
+                queued: false,
+                auth: vec![ip],
+                isolated: None,
+            },
         );
         id
     }
@@ -95,8 +104,11 @@ impl ZkModel {
             };
             match state {
                 ConnState::Handshake { .. } => self.handshake(now, conn, &frame),
+                ConnState::Open { session } if self.is_isolated(conn) => {
+                    self.isolated_frame(now, conn, session, frame);
+                }
                 ConnState::Open { session } => {
-                    self.sessions.touch(session, now);
+                    self.touch(session, now);
                     self.request(now, conn, session, frame);
                 }
                 ConnState::Closed => {}
@@ -115,6 +127,7 @@ impl ZkModel {
     /// Runs whatever is due at `now`: session expiry, the reaper, and the
     /// sessionless-connection timeout.
     pub fn handle_timeout(&mut self, now: Instant) {
+        self.quorum_timers(now);
         for session in self.sessions.expired(now) {
             self.expire(now, session);
         }
@@ -284,6 +297,13 @@ impl ZkModel {
         if c.is_closed() {
             return;
         }
+        if c.isolated.is_some() && self.answering != Some(conn) {
+            let mut bytes = BytesMut::new();
+            if encode_frame(msg, i32::MAX as usize, &mut bytes).is_ok() {
+                self.hold_output(conn, &bytes);
+            }
+            return;
+        }
         // The server sends whatever it must; the client enforces its own limit.
         if encode_frame(msg, i32::MAX as usize, &mut c.out).is_ok() && !c.queued && !c.out.is_empty() {
             c.queued = true;
@@ -337,6 +357,9 @@ impl ZkModel {
 
     /// Closes `conn` from the server side, after the bytes already queued.
     pub(crate) fn close(&mut self, conn: ConnId, reason: CloseReason) {
+        if self.hold_close(conn, &reason) {
+            return;
+        }
         let Some(c) = self.conns.get_mut(&conn) else { return };
         if c.is_closed() {
             return;

@@ -1,6 +1,7 @@
 //! Sessions: ids, passwords, negotiated timeouts and expiry deadlines
 //! (`SessionTrackerImpl`, without its tick buckets: a session expires exactly
-//! one negotiated timeout after the last packet it sent).
+//! one negotiated timeout after the last packet it sent, or, on a follower,
+//! after the relay that last brought the leader a touch of it).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -19,6 +20,9 @@ pub(crate) struct Session {
     pub(crate) deadline: Instant,
     /// The connection currently bound to it.
     pub(crate) conn: Option<ConnId>,
+    /// A follower's: when the oldest touch the leader has not been told of
+    /// arrived (`isolation.rs`).
+    pub(crate) unrelayed: Option<Instant>,
 }
 
 /// Every live session.
@@ -39,7 +43,8 @@ impl Sessions {
     pub(crate) fn create(&mut self, now: Instant, timeout_ms: i32, conn: ConnId) -> i64 {
         self.next += 1;
         let id = self.base.wrapping_add(self.next);
-        self.live.insert(id, Session { timeout_ms, deadline: deadline(now, timeout_ms), conn: Some(conn) });
+        self.live
+            .insert(id, Session { timeout_ms, deadline: deadline(now, timeout_ms), conn: Some(conn), unrelayed: None });
         id
     }
 
@@ -71,6 +76,34 @@ impl Sessions {
         if let Some(s) = self.live.get_mut(&id) {
             s.deadline = deadline(now, s.timeout_ms);
         }
+    }
+
+    /// A follower's touch: recorded until the next relay to the leader.
+    pub(crate) fn touch_later(&mut self, id: i64, now: Instant) {
+        if let Some(s) = self.live.get_mut(&id) {
+            s.unrelayed.get_or_insert(now);
+        }
+    }
+
+    /// The leader hears at `at` of the touches recorded before it.
+    pub(crate) fn relay(&mut self, id: i64, at: Instant) {
+        if let Some(s) = self.live.get_mut(&id) {
+            s.unrelayed = None;
+            s.deadline = s.deadline.max(deadline(at, s.timeout_ms));
+        }
+    }
+
+    /// Touches of the session the leader has not been told of are lost
+    /// (its follower lost the leader).
+    pub(crate) fn forget_touches(&mut self, id: i64) {
+        if let Some(s) = self.live.get_mut(&id) {
+            s.unrelayed = None;
+        }
+    }
+
+    /// Sessions with touches not relayed yet, and the oldest's arrival.
+    pub(crate) fn unrelayed(&self) -> impl Iterator<Item = (i64, Instant)> + '_ {
+        self.live.iter().filter_map(|(id, s)| s.unrelayed.map(|at| (*id, at)))
     }
 
     /// Re-validation on reconnect: the new negotiated timeout applies.

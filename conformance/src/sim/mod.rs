@@ -67,6 +67,21 @@
 //!   dropped, and the connection is reset.
 //! * **slow client link / slow server**: 50 to 400 ms of extra latency each
 //!   way, on one client's traffic or on everyone's, for 1 s to 2T.
+//! * **isolated server** (issue 36; 0 to 2 per run, drawn apart): the server
+//!   of a holder's connection is cut off from the quorum for T/2 to 3T and
+//!   keeps answering its clients. The model runs as a follower
+//!   (`ModelConfig::follower`, tickTime 2 or 3 s, syncLimit 5): only the
+//!   leader expires sessions, one timeout after the relay (every tick/2)
+//!   that last brought it a touch; the isolated connection's pings and
+//!   reads are answered from the server's view when it was cut off, its
+//!   writes and syncs (and what follows them) wait, its touches and the
+//!   ones not yet relayed never reach the leader, and nothing the leader
+//!   does reaches it. It heals, or after syncLimit × tickTime the server
+//!   closes the connection (`isolation.rs` in the model).
+//! * **frozen client** (issue 36; one run in three): a holder's process
+//!   stops for T to 2T: nothing reaches it and no timer fires; what it sent
+//!   still travels, and a reset meanwhile reaches it when it resumes. At
+//!   the resume instant its holds are judged before it gets any input.
 //!
 //! Base latency is 1 to 30 ms per client plus up to 5 ms of jitter, so the
 //! one-way latency stays below T/3 (the premise of the safety argument
@@ -81,8 +96,10 @@
 //!
 //! A task *holds* from its `Acquired` until it releases (the user stops
 //! using the lock when it asks to release), is told `Lost`, or closes; the
-//! hold *counts* while neither the session nor the hold has said
-//! `Suspended` without a later `Reconnected`, and while the client's session
+//! hold *counts* (reads `Held`, as a handle reads it) while neither the
+//! session nor the hold has said `Suspended` without a later
+//! `Reconnected`, while the session's lease (`Session::lease`) is valid at
+//! that instant, and while the client's session
 //! has not been expired by an injected fault whose news is still on its way
 //! (an injected expiry is the server deciding on its own; the timers make a
 //! natural expiry reach the client as `Suspended` first, since the client
@@ -116,7 +133,12 @@
 //!    passed, no node is left under `/sim` (except container parents that
 //!    never had a child, left by an acquire cancelled while it created them;
 //!    ZooKeeper 3.8 never reaps those either) and no session is left.
-//! 5. No panic; no `ApiMisuse` from a command the script believes valid
+//! 5. Lease (issue 36): a counting hold's session is one the leader has not
+//!    expired and cannot have expired yet (the model's leader-side deadline
+//!    is ahead), checked after every step and right after a frozen client
+//!    resumes, before any input. With `SimConfig::confirm_quorum` off, an
+//!    isolated holder is caught (`tests/sim.rs`).
+//! 6. No panic; no `ApiMisuse` from a command the script believes valid
 //!    (acquires queue behind a release still under way); no
 //!    `SessionError` (the model never misbehaves); no acquire ending in
 //!    `Failed` with a server error (NoNode from the reaper and the like must

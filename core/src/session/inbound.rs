@@ -25,6 +25,7 @@ impl Session {
         self.read_only = response.read_only.unwrap_or(false);
         self.phase = Phase::Connected { host };
         self.confirm(self.handshake_sent);
+        self.quorum.arrived(self.handshake_sent, now);
         // Answered once the leader created or revalidated (touched) the
         // session; a read-only server answers without one.
         if !self.read_only {
@@ -174,6 +175,7 @@ impl Session {
                 Xid::PING => {
                     if let Some(sent) = self.pings.pop_front() {
                         self.confirm(sent);
+                        self.quorum.arrived(sent, now);
                     }
                     Ok(())
                 }
@@ -226,6 +228,7 @@ impl Session {
         if err != ErrorCode::SESSION_EXPIRED {
             self.confirm(entry.sent);
         }
+        self.quorum.arrived(entry.sent, now);
         if err.is_ok() && lease::rule::leader_answers(entry.op) {
             let tick = self.tick();
             self.quorum.leader_answered(entry.sent, tick);

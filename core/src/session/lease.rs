@@ -9,10 +9,14 @@
 //!   timeout after the last touch it processed.
 //! - A follower forwards `sync` and every write to the leader, on the same
 //!   stream as its ping replies. So once the reply to such a request sent at
-//!   `s` arrives, every frame this client sent at or before
-//!   `s − tickTime/2 − tickTime/8` has reached the leader as a touch, and
-//!   the leader cannot expire the session before that send time plus the
-//!   session timeout.
+//!   `s` arrives, every frame of this client known to have *reached the
+//!   server* at or before `s − tickTime/2 − tickTime/8` (its own reply, or
+//!   a later frame's, had arrived by then: a connection is in order) has
+//!   reached the leader as a touch, and the leader cannot expire the
+//!   session before that frame's send time plus the session timeout. (A
+//!   frame's send time alone says nothing of when it reached the server: a
+//!   link that stalls delivers it late, just before the request, and the
+//!   server may lose the leader before its next relay.)
 //! - A handshake that succeeds was answered after the leader created or
 //!   revalidated (touched) the session.
 //!
@@ -158,8 +162,9 @@ const MAX_TOUCHES: usize = 128;
 #[derive(Debug, Default)]
 pub(super) struct QuorumClock {
     /// Send instants of recent frames (each touches the session on the
-    /// server that reads it), oldest first, one per grain.
-    touches: VecDeque<Instant>,
+    /// server that reads it), oldest first, one per grain, each with the
+    /// instant a reply showed it had reached the server (`None`: not yet).
+    touches: VecDeque<(Instant, Option<Instant>)>,
     /// The newest instant the leader is known to have a touch from.
     quorum: Option<Instant>,
     /// Something is held: confirm.
@@ -174,13 +179,30 @@ pub(super) struct QuorumClock {
 impl QuorumClock {
     /// A frame went out at `now`.
     pub(super) fn touched(&mut self, now: Instant, t: Duration) {
-        if self.touches.back().is_some_and(|&last| now < last + rule::grain(t)) {
+        if self.touches.back().is_some_and(|&(last, _)| now < last + rule::grain(t)) {
             return;
         }
         if self.touches.len() >= MAX_TOUCHES {
             self.touches.pop_front();
         }
-        self.touches.push_back(now);
+        self.touches.push_back((now, None));
+    }
+
+    /// A reply to a frame sent at `sent` arrived at `now`: that frame, and
+    /// every frame sent before it on this connection, reached the server.
+    pub(super) fn arrived(&mut self, sent: Instant, now: Instant) {
+        for touch in self.touches.iter_mut().rev().skip_while(|(at, _)| *at > sent) {
+            if touch.1.is_some() {
+                break;
+            }
+            touch.1 = Some(now);
+        }
+    }
+
+    /// The connection went: frames not known to have reached the server
+    /// may never have.
+    pub(super) fn disconnected(&mut self) {
+        self.touches.retain(|(_, arrived)| arrived.is_some());
     }
 
     /// The leader touched the session itself at or after `at` (a handshake).
@@ -188,12 +210,12 @@ impl QuorumClock {
         self.quorum = Some(self.quorum.map_or(at, |q| q.max(at)));
     }
 
-    /// The leader answered a request sent at `sent`: every touch sent a
-    /// lookback before it has reached the leader.
+    /// The leader answered a request sent at `sent`: every touch known to
+    /// have reached the server a lookback before it has reached the leader.
     pub(super) fn leader_answered(&mut self, sent: Instant, tick: Duration) {
         let Some(limit) = sent.checked_sub(rule::lookback(tick)) else { return };
-        let relayed = self.touches.iter().rposition(|&touch| touch <= limit);
-        if let Some((i, &touch)) = relayed.and_then(|i| Some((i, self.touches.get(i)?))) {
+        let relayed = self.touches.iter().rposition(|&(_, arrived)| arrived.is_some_and(|a| a <= limit));
+        if let Some((i, &(touch, _))) = relayed.and_then(|i| Some((i, self.touches.get(i)?))) {
             self.leader_touched(touch);
             // Older touches can never beat this one.
             self.touches.drain(..i);
@@ -366,6 +388,7 @@ mod tests {
         let mut q = QuorumClock::default();
         for ms in [0, 500, 1000, 1400, 1600, 2000] {
             q.touched(at(ms), T);
+            q.arrived(at(ms), at(ms));
         }
         // Lookback 1.25 s: a request sent at 2.0 s vouches for 0.5 s.
         q.leader_answered(at(2000), TICK);
@@ -376,6 +399,39 @@ mod tests {
         assert_eq!(q.confirmed(), Some(at(500)));
         q.leader_answered(at(2700), TICK);
         assert_eq!(q.confirmed(), Some(at(1400)));
+    }
+
+    #[test]
+    fn an_answer_vouches_only_for_touches_known_to_have_reached_the_server_a_lookback_before_it() {
+        let mut q = QuorumClock::default();
+        q.touched(at(0), T);
+        q.arrived(at(0), at(20));
+        // A ping sent at 1.0 s on a link that stalls: it reaches the server
+        // (its reply arrives) only at 3.0 s, just before the sync sent then.
+        q.touched(at(1000), T);
+        q.touched(at(3000), T);
+        q.arrived(at(1000), at(3020));
+        q.leader_answered(at(3000), TICK);
+        // Sent 2 s before the sync, but not known to have arrived 1.25 s
+        // before it: the server may not have relayed it yet.
+        assert_eq!(q.confirmed(), Some(at(0)));
+        q.arrived(at(3000), at(3030));
+        q.leader_answered(at(4275), TICK);
+        assert_eq!(q.confirmed(), Some(at(1000)));
+    }
+
+    #[test]
+    fn touches_not_known_to_have_arrived_are_forgotten_with_their_connection() {
+        let mut q = QuorumClock::default();
+        q.touched(at(0), T);
+        q.arrived(at(0), at(10));
+        q.touched(at(500), T);
+        q.disconnected();
+        q.touched(at(3000), T);
+        q.arrived(at(3000), at(3010));
+        // The frame of 0.5 s went with the old connection: the reply of one
+        // sent on the new connection says nothing of it.
+        assert_eq!(q.touches.iter().map(|(t, _)| *t).collect::<alloc::vec::Vec<_>>(), [at(0), at(3000)]);
     }
 
     #[test]
@@ -395,7 +451,7 @@ mod tests {
             q.touched(at(ms), T);
         }
         assert!(q.touches.len() <= MAX_TOUCHES);
-        assert!(q.touches.iter().zip(q.touches.iter().skip(1)).all(|(a, b)| *b >= *a + rule::grain(T)));
+        assert!(q.touches.iter().zip(q.touches.iter().skip(1)).all(|(a, b)| b.0 >= a.0 + rule::grain(T)));
     }
 
     #[test]

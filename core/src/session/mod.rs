@@ -721,6 +721,7 @@ impl Session {
 
     /// The current connection is unusable: fail what it carried and move on.
     fn drop_connection(&mut self, now: Instant) {
+        self.quorum.disconnected();
         match self.phase {
             Phase::Connecting { .. } | Phase::Handshaking { .. } => {
                 self.close_socket();

@@ -5,7 +5,7 @@ use super::*;
 
 impl Sim {
     pub(super) fn fence(&mut self, i: usize, k: usize, h: &Hold) -> Result<(), String> {
-        if !self.clients[i].counts() || self.clients[i].tasks[k].suspended {
+        if !self.reads_held(i) || self.clients[i].tasks[k].suspended {
             return Ok(());
         }
         // A resized semaphore's leases are not ordered either (its limit is
@@ -14,14 +14,15 @@ impl Sim {
         self.fencing.check(&format!("c{i}"), &h.path, &h.node, h.mode, h.token, leases)
     }
 
-    /// Exclusion among every holder that was not told its hold is in doubt
-    /// ([`check_exclusion`]); each counting hold's node exists in the model,
-    /// owned by the holder's current session.
+    /// Exclusion among every hold that reads `Held` ([`Sim::reads_held`]:
+    /// its holder was not told it is in doubt, and its session's lease is
+    /// valid) ([`check_exclusion`]); each such hold's node exists in the
+    /// model, owned by the holder's current session.
     pub(super) fn check_exclusion(&self) -> Result<(), String> {
         let mut holds = Vec::new();
         let mut leases = Vec::new();
         for (i, c) in self.clients.iter().enumerate() {
-            if !c.counts() {
+            if !self.reads_held(i) {
                 continue;
             }
             let session = c.client.session().session_id();

@@ -114,7 +114,7 @@ impl Sim {
         let Some(kind) = self.config.kind.election() else { return Ok(()) };
         let mut leaders = Vec::new();
         for (i, c) in self.clients.iter().enumerate() {
-            if !c.counts() {
+            if !self.reads_held(i) {
                 continue;
             }
             for t in c.tasks.iter().filter(|t| !t.suspended) {

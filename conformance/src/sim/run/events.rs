@@ -10,7 +10,12 @@ impl Sim {
                 self.log(|| format!("c{i} state {state:?}"));
                 let c = &mut self.clients[i];
                 match state {
-                    ConnectionState::Suspended => c.session_suspended = true,
+                    ConnectionState::Suspended => {
+                        c.session_suspended = true;
+                        if c.client.session().suspension() == zoolock_core::Suspension::QuorumUnconfirmed {
+                            self.report.quorum_drops += 1;
+                        }
+                    }
                     ConnectionState::Connected | ConnectionState::Reconnected => c.session_suspended = false,
                     ConnectionState::Lost => {
                         // Holds get their own `Lost`; acquires under way

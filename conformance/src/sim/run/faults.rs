@@ -47,6 +47,9 @@ impl Sim {
                 }
             }
             Fault::OutsideDelete(tries) => self.outside_delete(tries),
+            Fault::Isolate(d, tries) => self.isolate(d, tries),
+            Fault::Heal(i, conn) => self.heal(i, conn),
+            Fault::Freeze(d, tries) => self.freeze(d, tries),
         }
         Ok(())
     }
@@ -65,7 +68,10 @@ impl Sim {
             let Some(link) = c.link.as_ref() else { continue };
             let quiet =
                 link.up.is_empty() && link.to_model.is_empty() && link.down.is_empty() && link.from_model.is_empty();
-            if !c.counts() || !quiet {
+            // An isolated server hears of no delete (nor does its client, so
+            // the news accounting below would not hold), and answers the
+            // client's reads from its old view.
+            if !c.counts() || !quiet || self.model.is_isolated(link.conn) {
                 continue;
             }
             let session = c.client.session().session_id();

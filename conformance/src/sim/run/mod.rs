@@ -2,16 +2,23 @@
 //! script and oracles. See the module docs of [`crate::sim`].
 
 mod checks;
+mod config;
 mod election;
 mod events;
 mod faults;
+mod lease;
 mod net;
+mod partition;
 mod script;
+mod sweep;
 
-use net::{Link, trace_frames};
+use config::{FORK_CLIENTS, FORK_OUTSIDE, FORK_QUORUM, MAX_OUTSIDE_DELETES};
+pub use config::{SimConfig, kind_for_seed};
+use net::{Down, Link, trace_frames};
 use std::collections::{BTreeSet, VecDeque};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Duration;
+pub use sweep::{SweepOutcome, sweep};
 
 use bytes::{Bytes, BytesMut};
 use zoolock_core::recipes::{BoxedLock, ElectionKind, REVOKE_MESSAGE, SemaphoreSize, SemaphoreSpec, count_bytes};
@@ -25,142 +32,6 @@ use super::oracle::{Fencing, Mode, check_exclusion, check_lease_limits};
 use crate::decode::StreamDecoder;
 use crate::trace::Direction;
 use zoolock_model::{ConnId, ModelConfig, ZkModel};
-
-/// The kind a fresh seed runs: [`LockKind::ALL`] in turn. A seed recorded
-/// in a list keeps its kind beside it ([`SimConfig::for_seed_and_kind`]), so
-/// a new kind re-maps fresh seeds only.
-pub fn kind_for_seed(seed: u64) -> LockKind {
-    let kinds = LockKind::ALL;
-    kinds[(seed % kinds.len() as u64) as usize]
-}
-
-/// Knobs of one simulation. [`SimConfig::for_seed`] draws them from the seed.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct SimConfig {
-    /// The lock kind of the run: every client's, except that a multi-lock
-    /// run mixes multi-locks (of a read-write lock's write half and a mutex)
-    /// with plain read-write locks and mutexes on their paths.
-    pub kind: LockKind,
-    /// Number of clients.
-    pub clients: usize,
-    /// Semaphore leases (Semaphore only).
-    pub leases: usize,
-    /// The op plan of every recipe.
-    pub plan: OpPlan,
-    /// The session timeout T.
-    pub session_timeout: Duration,
-    /// Faults are injected in `[0, fault_phase)`.
-    pub fault_phase: Duration,
-    /// Number of faults in the plan.
-    pub faults: usize,
-    /// New acquires start only before this instant.
-    pub active_phase: Duration,
-    /// Longest hold before the script releases.
-    pub max_hold: Duration,
-    /// Livelock guard: the run fails after this many steps.
-    pub max_steps: usize,
-    /// Holders a Mutex role allows: 1 is a mutex; more is a deliberately
-    /// broken predicate, which the exclusion oracle must catch.
-    pub mutex_leases: usize,
-    /// User tasks per client, sharing its one lock handle (a `LockQueue`
-    /// or `LeaseQueue` queue).
-    pub tasks: usize,
-    /// Semaphore only: sized by a shared count (seeded with `leases`) that
-    /// the script sets to 1..=clients now and then.
-    pub resize: bool,
-    /// Resized semaphore only, a deliberately broken sizing the oracle must
-    /// catch: the semaphores read another count than the one the script
-    /// sets, seeded with `clients + 1`.
-    pub wrong_count: bool,
-    /// Semaphore only: revocable leases, which the script revokes now and
-    /// then; a holder asked gives its lease back at once.
-    pub revocable: bool,
-    /// Held nodes are watched ([`LockConfig::watch_held`]); off, a
-    /// deliberately broken configuration the oracle must catch once a held
-    /// node is deleted from outside.
-    pub watch_held: bool,
-    /// Clients connect under the chroot `/sim` and keep it in place
-    /// ([`SessionConfig::create_chroot`]): the container reaper takes it
-    /// whenever every lock is idle, and the sessions make it again. Not with
-    /// `resize` (its count lives outside `/sim`).
-    pub chroot: bool,
-    /// Elections only: the participants' maximum hold of leadership
-    /// ([`LockConfig::max_hold`]), or none.
-    pub election_max_hold: Option<Duration>,
-    /// Selector only: participants re-queue after each term (Curator's
-    /// `autoRequeue`); a latch always does after a loss.
-    pub auto_requeue: bool,
-    /// Elections only, a deliberately broken participant the oracles must
-    /// catch: it goes on believing it leads after it was told `Lost`.
-    pub ignore_loss: bool,
-}
-
-/// Children of a run's seed ([`Rng::fork`]): the configuration, then the
-/// clients (one each, forked again per incarnation).
-const FORK_CONFIG: u64 = 0;
-const FORK_CLIENTS: u64 = 1;
-/// The outside deletes' schedule, drawn apart so that the other faults of
-/// a seed stay what they were before outside deletes existed. (Clients
-/// fork `FORK_CLIENTS + index` with index < 5.)
-const FORK_OUTSIDE: u64 = 1000;
-/// The election knobs, drawn apart so that a seed's other draws stay what
-/// they were before elections existed.
-const FORK_ELECTION: u64 = 1001;
-/// Outside deletes per run: 0 to this many.
-const MAX_OUTSIDE_DELETES: u64 = 3;
-
-impl SimConfig {
-    /// The configuration of a fresh `seed`: its kind is [`kind_for_seed`].
-    pub fn for_seed(seed: u64) -> SimConfig {
-        SimConfig::for_seed_and_kind(seed, kind_for_seed(seed))
-    }
-
-    /// The configuration of `seed` running `kind`: 2 to 5 clients, the
-    /// Curator plan one time in four, T = 6 s, up to 24 faults in the first
-    /// 60 s, new acquires until 70 s.
-    pub fn for_seed_and_kind(seed: u64, kind: LockKind) -> SimConfig {
-        let mut rng = Rng::with_seed(Rng::fork(seed, FORK_CONFIG));
-        let clients = 2 + below(&mut rng, 4) as usize;
-        let leases = 1 + below(&mut rng, (clients - 1) as u64) as usize;
-        let plan = if below(&mut rng, 4) == 0 { OpPlan::Curator } else { OpPlan::Pipelined };
-        let faults = below(&mut rng, 25) as usize;
-        let tasks = 1 + below(&mut rng, 3) as usize;
-        // Drawn last, so the draws above stay what they were for old seeds.
-        let resize = kind == LockKind::Semaphore && below(&mut rng, 2) == 0;
-        let revocable = kind == LockKind::Semaphore && below(&mut rng, 2) == 0;
-        let chroot = !resize && below(&mut rng, 2) == 0;
-        let mut election = Rng::with_seed(Rng::fork(seed, FORK_ELECTION));
-        let elects = kind.election().is_some();
-        let election_max_hold = (elects && below(&mut election, 2) == 0)
-            .then(|| between(&mut election, Duration::from_millis(300), Duration::from_secs(3)));
-        let auto_requeue = kind == LockKind::LeaderSelector && below(&mut election, 4) != 0;
-        // One participant per client: an election has no shared queue.
-        let tasks = if elects { 1 } else { tasks };
-        SimConfig {
-            election_max_hold,
-            auto_requeue,
-            ignore_loss: false,
-            watch_held: true,
-            chroot,
-            wrong_count: false,
-            resize,
-            revocable,
-            mutex_leases: 1,
-            tasks,
-            kind,
-            clients,
-            leases,
-            plan,
-            session_timeout: Duration::from_secs(6),
-            fault_phase: Duration::from_secs(60),
-            faults,
-            active_phase: Duration::from_secs(70),
-            max_hold: Duration::from_secs(2),
-            max_steps: 200_000,
-        }
-    }
-}
 
 /// What a successful run did.
 #[derive(Debug, Clone, Default)]
@@ -189,6 +60,22 @@ pub struct SimReport {
     pub expiries: usize,
     /// Elections: participants that queued again by themselves.
     pub requeues: usize,
+    /// Holders' connections cut off from the leader.
+    pub isolations: usize,
+    /// Holders frozen past their session.
+    pub freezes: usize,
+    /// Frozen clients that resumed holding by their events (their holds
+    /// judged by the lease at the resume instant).
+    pub resumed_holding: usize,
+    /// Steps after which a hold read `Held` on an isolated connection
+    /// (legitimately: the leader's deadline still ahead).
+    pub held_isolated: usize,
+    /// Sessions the leader expired while a hold on them read `Held` by its
+    /// events alone, and `Suspended` by the lease.
+    pub lease_saves: usize,
+    /// Connections a session dropped because the quorum did not confirm it
+    /// in time (`Suspension::QuorumUnconfirmed`).
+    pub quorum_drops: usize,
 }
 
 /// A failed run: the seed, what went wrong, and the newest trace lines.
@@ -244,58 +131,6 @@ pub fn run_with(seed: u64, config: SimConfig) -> Result<SimReport, SimFailure> {
         }
     };
     Err(SimFailure { seed, kind, message, trace: sim.trace.iter().cloned().collect() })
-}
-
-/// The outcome of [`sweep`].
-#[derive(Debug, Clone, Default)]
-#[non_exhaustive]
-pub struct SweepOutcome {
-    /// Runs made.
-    pub runs: u64,
-    /// The failed runs, sorted by seed.
-    pub failures: Vec<SimFailure>,
-    /// The passed runs' reports, summed.
-    pub totals: SimReport,
-}
-
-/// Runs `count` seeds from `start` on `threads` threads.
-pub fn sweep(start: u64, count: u64, threads: usize) -> SweepOutcome {
-    let next = std::sync::atomic::AtomicU64::new(start);
-    let outcome = std::sync::Mutex::new(SweepOutcome::default());
-    std::thread::scope(|s| {
-        for _ in 0..threads.max(1) {
-            s.spawn(|| {
-                loop {
-                    let seed = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    if seed >= start.saturating_add(count) {
-                        break;
-                    }
-                    let result = run_seed(seed);
-                    let mut out = outcome.lock().unwrap_or_else(|e| e.into_inner());
-                    out.runs += 1;
-                    match result {
-                        Ok(r) => {
-                            let t = &mut out.totals;
-                            t.steps += r.steps;
-                            t.holds += r.holds;
-                            t.faults += r.faults;
-                            t.unsuccessful += r.unsuccessful;
-                            t.restarts += r.restarts;
-                            t.resizes += r.resizes;
-                            t.revocations += r.revocations;
-                            t.outside_deletes += r.outside_deletes;
-                            t.expiries += r.expiries;
-                            t.requeues += r.requeues;
-                        }
-                        Err(f) => out.failures.push(f),
-                    }
-                }
-            });
-        }
-    });
-    let mut outcome = outcome.into_inner().unwrap_or_else(|e| e.into_inner());
-    outcome.failures.sort_by_key(|f| f.seed);
-    outcome
 }
 
 // ---- randomness helpers ----------------------------------------------------------------
@@ -378,6 +213,10 @@ struct SimClient {
     /// NoNode replies received since a task's acquire last ended.
     no_node_replies: usize,
     closing: bool,
+    /// Frozen (`partition.rs`): nothing reaches the client before this.
+    frozen_until: Instant,
+    /// It has not been judged at its resume instant yet.
+    resume_pending: bool,
 }
 
 impl SimClient {
@@ -424,6 +263,8 @@ enum Due {
     ModelTimer,
     Action(usize, usize),
     Milestone,
+    /// A frozen client resumes (judged before any input reaches it).
+    Resume(usize),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -439,6 +280,13 @@ enum Fault {
     /// Someone else deletes a held lock node (an operator, a buggy client);
     /// the number of times it was put off for want of a held node.
     OutsideDelete(u32),
+    /// A holder's server is cut off from the leader for this long; the
+    /// times it was put off for want of a holder.
+    Isolate(Duration, u32),
+    /// The isolated connection of a client reaches the leader again.
+    Heal(usize, ConnId),
+    /// A holder is frozen for this long; the times it was put off.
+    Freeze(Duration, u32),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -495,6 +343,9 @@ pub struct Sim {
     /// hold does not count until the news has arrived; after, a holder that
     /// still has it is a failure.
     outside_deleted: std::collections::BTreeMap<String, (usize, ConnId, News)>,
+    /// Sessions whose holds the lease alone kept from reading `Held` after
+    /// the leader expired them.
+    lease_saves: BTreeSet<i64>,
     trace: VecDeque<String>,
 }
 
@@ -512,7 +363,13 @@ impl Sim {
         // default) makes a slow client lose the probe/create race with the
         // reaper on every retry and exhaust its NoNode budget, which is
         // Curator's behaviour too. One second keeps the churn without that.
-        let model = ZkModel::new(ModelConfig::default().with_seed(seed).with_container_delay(Duration::from_secs(1)));
+        let model = ZkModel::new(
+            ModelConfig::default()
+                .with_seed(seed)
+                .with_container_delay(Duration::from_secs(1))
+                .with_tick(config.model_tick)
+                .with_follower(true),
+        );
         let t = config.session_timeout;
         let mut faults = Vec::new();
         for _ in 0..config.faults {
@@ -542,6 +399,16 @@ impl Sim {
             let at = Instant::ZERO + outside.duration_up_to(config.fault_phase);
             faults.push((at, Fault::OutsideDelete(0)));
         }
+        let mut quorum = Rng::with_seed(Rng::fork(Rng::fork(seed, FORK_QUORUM), 1));
+        for _ in 0..config.isolations {
+            let at = Instant::ZERO + quorum.duration_up_to(config.fault_phase);
+            faults.push((at, Fault::Isolate(between(&mut quorum, t / 2, t * 3), 0)));
+        }
+        for _ in 0..config.freezes {
+            let at = Instant::ZERO + quorum.duration_up_to(config.fault_phase);
+            let d = between(&mut quorum, t + Duration::from_millis(1), t * 2);
+            faults.push((at, Fault::Freeze(d, 0)));
+        }
         faults.sort_by_key(|(at, _)| *at);
         let milestone = Instant::ZERO + config.active_phase;
         let mut sim = Sim {
@@ -561,6 +428,7 @@ impl Sim {
             fencing: Fencing::default(),
             count_values: BTreeSet::new(),
             outside_deleted: std::collections::BTreeMap::new(),
+            lease_saves: BTreeSet::new(),
             trace: VecDeque::new(),
         };
         sim.count_values.insert(sim.config.leases);
@@ -647,6 +515,7 @@ impl Sim {
         let root = if self.config.chroot { ROOT } else { "" };
         let cs = ConnectString::parse(&format!("127.0.0.1:2181{root}")).expect("a valid connect string");
         let mut session = SessionConfig::new(cs, seed).with_session_timeout(self.config.session_timeout);
+        session.confirm_quorum = self.config.confirm_quorum;
         if self.config.chroot {
             session = session.with_create_chroot(ChrootPolicy::new(AclPolicy::default()));
         }
@@ -712,6 +581,8 @@ impl Sim {
             doomed: false,
             no_node_replies: 0,
             closing: false,
+            frozen_until: Instant::ZERO,
+            resume_pending: false,
         }
     }
 
@@ -737,23 +608,29 @@ impl Sim {
             due.push((t, Due::ModelTimer));
         }
         for (i, c) in self.clients.iter().enumerate() {
+            // A frozen client takes nothing up before it resumes; what it
+            // sent still travels.
+            let at = |t| self.after_freeze(i, t);
+            if c.resume_pending {
+                due.push((c.frozen_until, Due::Resume(i)));
+            }
             if let Some(t) = c.connecting {
-                due.push((t, Due::Connect(i)));
+                due.push((at(t), Due::Connect(i)));
             }
             if let Some(link) = &c.link {
                 if let Some(t) = link.next_up() {
                     due.push((t, Due::Up(i)));
                 }
                 if let Some(t) = link.next_down() {
-                    due.push((t, Due::Down(i)));
+                    due.push((at(t), Due::Down(i)));
                 }
             }
             if let Some(t) = c.client.poll_timeout() {
-                due.push((t, Due::ClientTimer(i)));
+                due.push((at(t), Due::ClientTimer(i)));
             }
             if self.phase <= Phase::Draining {
                 for (k, t) in c.tasks.iter().enumerate() {
-                    due.push((t.next_action, Due::Action(i, k)));
+                    due.push((at(t.next_action), Due::Action(i, k)));
                 }
             }
         }
@@ -771,7 +648,9 @@ impl Sim {
             return Err("nothing is scheduled".into());
         };
         let ready: Vec<Due> = due.iter().filter(|(at, _)| *at == t).map(|(_, d)| *d).collect();
-        let pick = ready[below(&mut self.rng, ready.len() as u64) as usize];
+        // A client resuming is judged before anything reaches it.
+        let resume = ready.iter().copied().find(|d| matches!(d, Due::Resume(_)));
+        let pick = resume.unwrap_or_else(|| ready[below(&mut self.rng, ready.len() as u64) as usize]);
         if t < self.now {
             let detail = match pick {
                 Due::ClientTimer(i) => format!(
@@ -808,6 +687,7 @@ impl Sim {
                 self.drain_client(i)?;
             }
             Due::Action(i, k) => self.action(i, k)?,
+            Due::Resume(i) => self.resume(i),
         }
         if self.config.chroot {
             let present = self.model.node(ROOT).is_some();
@@ -816,6 +696,7 @@ impl Sim {
             }
             self.root_present = present;
         }
+        self.check_lease()?;
         self.check_exclusion()?;
         self.check_leader_view()
     }

@@ -186,6 +186,10 @@ impl Sim {
 
     /// Reset: both ends learn, the bytes in flight are gone.
     pub(super) fn reset(&mut self, i: usize) -> Result<(), String> {
+        if self.is_frozen(i) {
+            self.reset_frozen(i);
+            return Ok(());
+        }
         if self.clients[i].link.is_some() {
             self.close_link(i);
             let now = self.now;
