@@ -61,26 +61,6 @@ pub(crate) struct Isolation {
     held_close: Option<CloseReason>,
 }
 
-/// Requests a follower forwards to the leader.
-fn forwarded(op: OpCode) -> bool {
-    matches!(
-        op,
-        OpCode::CREATE
-            | OpCode::CREATE2
-            | OpCode::CREATE_CONTAINER
-            | OpCode::CREATE_TTL
-            | OpCode::DELETE
-            | OpCode::DELETE_CONTAINER
-            | OpCode::SET_DATA
-            | OpCode::SET_ACL
-            | OpCode::MULTI
-            | OpCode::SYNC
-            | OpCode::RECONFIG
-            | OpCode::CHECK
-            | OpCode::CLOSE_SESSION
-    )
-}
-
 impl ZkModel {
     /// The leader's ping period.
     fn relay_period(&self) -> Duration {
@@ -213,7 +193,7 @@ impl ZkModel {
         let (xid, op) = (head(0).map(Xid), head(4).map(OpCode));
         let Some(isolation) = self.conns.get_mut(&conn).and_then(|c| c.isolated.as_mut()) else { return };
         let ping = xid == Some(Xid::PING) || op == Some(OpCode::PING);
-        if !ping && (!isolation.held_in.is_empty() || op.is_some_and(forwarded)) {
+        if !ping && (!isolation.held_in.is_empty() || op.is_some_and(OpCode::is_forwarded_to_leader)) {
             isolation.held_in.push_back(frame);
             return;
         }

@@ -185,6 +185,30 @@ wire_code! {
     }
 }
 
+impl OpCode {
+    /// Whether a follower forwards this request to the leader (a write,
+    /// `check`, `sync`, `closeSession`): the leader answers it, while a
+    /// follower answers reads and pings alone.
+    pub const fn is_forwarded_to_leader(self) -> bool {
+        matches!(
+            self,
+            OpCode::CREATE
+                | OpCode::CREATE2
+                | OpCode::CREATE_CONTAINER
+                | OpCode::CREATE_TTL
+                | OpCode::DELETE
+                | OpCode::DELETE_CONTAINER
+                | OpCode::SET_DATA
+                | OpCode::SET_ACL
+                | OpCode::CHECK
+                | OpCode::MULTI
+                | OpCode::SYNC
+                | OpCode::RECONFIG
+                | OpCode::CLOSE_SESSION
+        )
+    }
+}
+
 impl ErrorCode {
     /// True for [`ErrorCode::OK`].
     pub const fn is_ok(self) -> bool {

@@ -229,7 +229,7 @@ impl Session {
             self.confirm(entry.sent);
         }
         self.quorum.arrived(entry.sent, now);
-        if err.is_ok() && lease::rule::leader_answers(entry.op) {
+        if err.is_ok() && entry.op.is_forwarded_to_leader() {
             let tick = self.tick();
             self.quorum.leader_answered(entry.sent, tick);
         }

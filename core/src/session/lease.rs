@@ -29,8 +29,6 @@
 use alloc::collections::VecDeque;
 use core::time::Duration;
 
-use zoolock_wire::OpCode;
-
 use crate::time::Instant;
 
 /// Why holds on a session read `Suspended`: the connection went, the
@@ -132,24 +130,6 @@ pub(crate) mod rule {
     /// Frames sent closer together than this share one recorded touch.
     pub(crate) fn grain(t: Duration) -> Duration {
         t / 48
-    }
-
-    /// Requests a follower forwards to the leader: writes and `sync`.
-    pub(crate) fn leader_answers(op: OpCode) -> bool {
-        matches!(
-            op,
-            OpCode::CREATE
-                | OpCode::CREATE2
-                | OpCode::CREATE_CONTAINER
-                | OpCode::CREATE_TTL
-                | OpCode::DELETE
-                | OpCode::DELETE_CONTAINER
-                | OpCode::SET_DATA
-                | OpCode::SET_ACL
-                | OpCode::MULTI
-                | OpCode::SYNC
-                | OpCode::RECONFIG
-        )
     }
 }
 
@@ -375,6 +355,7 @@ impl super::Session {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use zoolock_wire::OpCode;
 
     fn at(ms: u64) -> Instant {
         Instant::ZERO + Duration::from_millis(ms)
@@ -503,10 +484,10 @@ mod tests {
     #[test]
     fn writes_and_sync_are_answered_by_the_leader_reads_are_not() {
         for op in [OpCode::CREATE2, OpCode::DELETE, OpCode::SET_DATA, OpCode::MULTI, OpCode::SYNC] {
-            assert!(rule::leader_answers(op), "{op:?}");
+            assert!(op.is_forwarded_to_leader(), "{op:?}");
         }
         for op in [OpCode::GET_DATA, OpCode::GET_CHILDREN2, OpCode::EXISTS, OpCode::PING, OpCode::MULTI_READ] {
-            assert!(!rule::leader_answers(op), "{op:?}");
+            assert!(!op.is_forwarded_to_leader(), "{op:?}");
         }
     }
 
