@@ -776,7 +776,8 @@ async fn frozen_child(records: PathBuf, long_work: bool) {
         let work = async {
             while now_us() < end {
                 tokio::time::sleep(Duration::from_millis(10)).await;
-                record(format!("w {} {token}", now_us()));
+                // The status as judged at the write, for a failing run's report.
+                record(format!("w {} {token} {:?}", now_us(), guard.status()));
             }
         };
         tokio::select! {
@@ -792,7 +793,9 @@ async fn frozen_child(records: PathBuf, long_work: bool) {
                     record(format!("told {} {s:?}", now_us()));
                     break;
                 }
-                () = tokio::time::sleep(Duration::from_millis(10)) => record(format!("w {} {token}", now_us())),
+                () = tokio::time::sleep(Duration::from_millis(10)) => {
+                    record(format!("w {} {token} {:?}", now_us(), guard.status()))
+                }
             }
         }
     }
@@ -891,6 +894,18 @@ async fn frozen_run(name: &str, ens: &Arc<Ensemble>, scratch: &Path, run_no: (us
     let token: i64 = recs.iter().find(|r| r.0 == "held").and_then(|r| r.2.parse().ok()).unwrap_or_default();
     let writes: Vec<i64> = recs.iter().filter(|r| r.0 == "w").map(|r| r.1).collect();
     let after = writes.iter().filter(|t| **t >= resumed_at).count();
+    if after > 0 {
+        // What the child recorded around the freeze, for the report.
+        let raw = std::fs::read_to_string(&records).unwrap_or_default();
+        for line in raw.lines().filter(|l| {
+            l.split_whitespace()
+                .nth(1)
+                .and_then(|t| t.parse::<i64>().ok())
+                .is_some_and(|t| (frozen_at - 30_000..=frozen_at + 30_000).contains(&t) || t >= resumed_at - 30_000)
+        }) {
+            eprintln!("  {name} run {}: {line} (stopped at {frozen_at}, resumed at {resumed_at})", run_no.0);
+        }
+    }
     let told = recs.iter().find(|r| r.0 == "told").map(|r| (r.1, r.2.clone()));
     let log = run.log();
     let until = writes.last().copied().unwrap_or(frozen_at);
