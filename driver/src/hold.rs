@@ -99,31 +99,47 @@ pub(crate) fn suspension(inner: &Inner, reported: HoldStatus) -> Option<Suspensi
 
 /// Completes once `status()` reads `Suspended` or `Lost` (or `NotHeld`: a
 /// hold that ended has nothing left to lose); returns it.
+///
+/// `status()` is judged on *every* poll, not only after a wake-up: a task
+/// resumed from a freeze may poll this (first, in a biased `select!`) before
+/// the runtime has fired the lease's timer, and must find it ready then.
 pub(crate) async fn wait_lost(inner: &Inner, changed: &Event, status: impl Fn() -> HoldStatus) -> HoldStatus {
-    loop {
-        let listener = changed.listen();
-        let now = status();
-        if now != HoldStatus::Held {
-            return now;
+    let mut wait: Option<BoxFuture<()>> = None;
+    std::future::poll_fn(|cx| {
+        loop {
+            // Listen before reading, so no change falls between the two.
+            let waiting = wait.get_or_insert_with(|| change(inner, changed));
+            let now = status();
+            if now != HoldStatus::Held {
+                return std::task::Poll::Ready(now);
+            }
+            match waiting.as_mut().poll(cx) {
+                std::task::Poll::Ready(()) => wait = None,
+                std::task::Poll::Pending => return std::task::Poll::Pending,
+            }
         }
-        wait_change(inner, listener).await;
-    }
+    })
+    .await
 }
 
-/// Waits for `listener`, or for the instant the session's lease lapses and
-/// turns a `Held` into `Suspended`, whichever comes first.
-async fn wait_change(inner: &Inner, listener: event_listener::EventListener) {
-    // The client's own changes (the connection, a lease renewed after it
-    // lapsed or moved earlier) wake it too.
-    let client_changed = inner.shared.changed.listen();
+/// Completes on the next change of the hold (`changed`) or of its client
+/// (the connection; a lease renewed after it lapsed, or moved earlier), or
+/// at the instant the session's lease lapses and turns a `Held` into
+/// `Suspended`, whichever comes first. Everything is registered when this
+/// is called, so a status read after it misses nothing.
+fn change(inner: &Inner, changed: &Event) -> BoxFuture<()> {
+    let hold = changed.listen();
+    let client = inner.shared.changed.listen();
     // A lapsed lease has no timer left to wait for: only a change renews it.
-    match inner.shared.lease.lapses_at().filter(|&at| at > inner.runtime.now()) {
-        Some(at) => {
-            let timer = inner.runtime.sleep_until(at);
-            futures_lite::future::or(futures_lite::future::or(listener, client_changed), timer).await;
+    let timer =
+        inner.shared.lease.lapses_at().filter(|&at| at > inner.runtime.now()).map(|at| inner.runtime.sleep_until(at));
+    Box::pin(async move {
+        let changed = futures_lite::future::or(hold, client);
+        match timer {
+            Some(timer) => futures_lite::future::or(changed, timer).await,
+            None => changed.await,
         }
-        None => futures_lite::future::or(listener, client_changed).await,
-    }
+    })
 }
 
 /// The current status of `source`'s hold, then every change, until the
@@ -137,13 +153,13 @@ fn changes(source: Arc<dyn Source>) -> StatusChanges {
             }
             let inner = &source.client().inner;
             loop {
-                let listener = source.changed().listen();
+                let next = change(inner, source.changed());
                 let now = effective(inner, source.reported());
                 if Some(now) != last {
                     let finished = matches!(now, HoldStatus::Lost | HoldStatus::NotHeld);
                     return Some((now, (Some(now), finished)));
                 }
-                wait_change(inner, listener).await;
+                next.await;
             }
         }
     }))
