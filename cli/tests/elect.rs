@@ -216,7 +216,10 @@ async fn elect_takes_locks_options_and_max_hold_stops_cmd() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("held by steady"), "{out:?}");
     let out = zoolock(&addr, &["holders", &path, "--kind", "election"]).output().await.unwrap();
     let listing = String::from_utf8(out.stdout).unwrap();
-    assert!(listing.starts_with(&format!("0 {path}/_c_")) && listing.trim_end().ends_with(" steady"), "{listing}");
+    assert!(
+        listing.starts_with(&format!("0 holding {path}/_c_")) && listing.trim_end().ends_with(" steady"),
+        "{listing}"
+    );
     let out = zoolock(&addr, &["leader", &path, "--json"]).output().await.unwrap();
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!((json[0]["id"].as_str(), json[0]["leader"].as_bool()), (Some("steady"), Some(true)), "{json}");

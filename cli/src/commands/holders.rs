@@ -118,10 +118,18 @@ pub(super) fn held_by(entries: &[Entry]) -> Option<String> {
 pub(super) async fn resolve(client: &Client, path: &str, kind: Option<Kind>) -> Result<Option<Kind>, Failure> {
     use zoolock_tokio::zoolock_core::{RequestError, wire::ErrorCode};
 
-    let children = match client.get_children(path).await {
-        Ok((children, _)) => children,
-        Err(Error::Request(RequestError::Server(code))) if code == ErrorCode::NO_NODE => Vec::new(),
-        Err(e) => return Err(super::request_failed(&format!("cannot list {path}"), &e)),
+    // A lost connection is retried, as the recipe listings are: the session
+    // reconnects (or ends, with the cause the user must see: a server that
+    // misbehaves on every connection, an expired session). Bounded all the
+    // same, so nothing loops forever.
+    let mut attempts = 0;
+    let children = loop {
+        match client.get_children(path).await {
+            Ok((children, _)) => break children,
+            Err(Error::Request(RequestError::Server(code))) if code == ErrorCode::NO_NODE => break Vec::new(),
+            Err(Error::Request(RequestError::ConnectionLoss)) if attempts < 100 => attempts += 1,
+            Err(e) => return Err(super::request_failed(&format!("cannot list {path}"), &e)),
+        }
     };
     let seen = recognise(&children);
     let shows = |seen: &Recognised| match seen {
