@@ -274,11 +274,11 @@ impl super::Session {
     /// is read (so a process resumed from a pause reads it lapsed before
     /// its loop has run). It is the earlier of two bounds:
     ///
-    /// - two thirds of the timeout after [`Session::confirmed_at`] (the
+    /// - two thirds of the timeout after [`Session::confirmed_at`](Self::confirmed_at) (the
     ///   connected server's newest answer), when the session would drop
     ///   the connection anyway;
-    /// - while confirming ([`Session::set_confirming`]), the session timeout
-    ///   (less a twentieth) after [`Session::quorum_confirmed_at`]: the
+    /// - while confirming ([`Session::set_confirming`](Self::set_confirming)), the session timeout
+    ///   (less a twentieth) after [`Session::quorum_confirmed_at`](Self::quorum_confirmed_at): the
     ///   leader cannot expire the session before then.
     ///
     /// Moves only on inputs; `None` before the first answer and once the
@@ -310,7 +310,7 @@ impl super::Session {
 
     /// The newest instant the leader is known to have a touch of this
     /// session from (a handshake, or a frame sent long enough before a
-    /// request the leader answered; see [`Session::lease`]). `None` before.
+    /// request the leader answered; see [`Session::lease`](Self::lease)). `None` before.
     pub fn quorum_confirmed_at(&self) -> Option<Instant> {
         self.quorum.confirmed()
     }
@@ -324,7 +324,7 @@ impl super::Session {
     /// calls it after every input), off when nothing is: a `sync` every
     /// sixth of the timeout, one at a time; the first at once when the
     /// quorum bound would lapse within two of those, else one later.
-    /// Without [`SessionConfig::confirm_quorum`] it stays off. No request
+    /// Without [`SessionConfig::confirm_quorum`](super::SessionConfig::confirm_quorum) it stays off. No request
     /// is sent while it is off.
     pub fn set_confirming(&mut self, now: Instant, on: bool) {
         let on = on && self.config.confirm_quorum;
