@@ -47,8 +47,8 @@
 //! `partition NAME run I/N ...`, with the overlap (holds and ms), the
 //! rejected writes and the timings that explain them.
 //!
-//! In CI, `partition_silent_follower_min_session`, `partition_curator` and the
-//! rig's check are left out (`ZOOLOCK_PARTITION_FULL=1` runs them there too).
+//! In CI, `partition_silent_follower_min_session`, `partition_leader`,
+//! `partition_cut_link`, `partition_curator` and the rig's check are left out (`ZOOLOCK_PARTITION_FULL=1` runs them there too).
 //!
 //! Runs: `ZOOLOCK_PARTITION_RUNS` (default 1) per partition test,
 //! `ZOOLOCK_FROZEN_RUNS` (default 1) for the frozen holder. Enabled like the
@@ -530,9 +530,11 @@ async fn partition_scenario(name: &str, timing: ServerTiming, fault: Fault, sess
     assert!(failed.is_empty(), "{name}: a hold that read Held overlapped another holder: {failed:#?}");
 }
 
-/// Scenarios that CI leaves out to keep `.ci/run` short: the same rule at
-/// another timing (`minSessionTimeout`), Curator's figures (reported, never
-/// asserted) and the rig's own check. They run outside CI, or in CI with
+/// Scenarios that CI leaves out to keep `.ci/run` short (it runs the silent
+/// and reset isolation of the holder's follower and the frozen holder): the
+/// same rule at another timing (`minSessionTimeout`), the isolated leader
+/// and the cut link (no overlap before issue 36 either, or the same rule),
+/// Curator's figures (reported, never asserted) and the rig's own check. They run outside CI, or in CI with
 /// `ZOOLOCK_PARTITION_FULL=1`.
 fn left_out_of_ci(name: &str) -> bool {
     let left_out = zoolock_testkit::in_ci() && std::env::var("ZOOLOCK_PARTITION_FULL").map_or(true, |v| v != "1");
@@ -570,11 +572,17 @@ async fn partition_reset_follower() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn partition_leader() {
+    if left_out_of_ci("partition-leader") {
+        return;
+    }
     partition_scenario("partition-leader", DEBIAN, Fault::IsolateLeader("silent"), &[Duration::from_secs(4)]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn partition_cut_link() {
+    if left_out_of_ci("partition-cut-link") {
+        return;
+    }
     partition_scenario("partition-cut-link", DEBIAN, Fault::CutFromLeader("silent"), &[Duration::from_secs(4)]).await;
 }
 
