@@ -286,10 +286,14 @@ mod tests {
                 beside.await;
                 std::future::pending::<()>().await
             };
-            tokio::select! {
-                e = supervise(child, &mut self.status_rx, std::future::pending(), &mut self.signals_rx, POLICY, &|| None) => e,
-                () = beside => unreachable!("`beside` stays pending once done"),
-            }
+            let supervised = async {
+                tokio::select! {
+                    e = supervise(child, &mut self.status_rx, std::future::pending(), &mut self.signals_rx, POLICY, &|| None) => e,
+                    () = beside => unreachable!("`beside` stays pending once done"),
+                }
+            };
+            // A child that ignores what it is sent must fail the test, not hang it.
+            tokio::time::timeout(Duration::from_secs(20), supervised).await.expect("CMD did not end within 20 s")
         }
     }
 
@@ -409,12 +413,14 @@ mod tests {
     #[tokio::test]
     async fn signals_are_forwarded_and_the_child_decides() {
         let mut r = rig();
-        // The shell traps INT and exits 42: a forwarded signal is not a kill.
-        let mut child = spawn_ready("trap 'exit 42' INT", "while :; do sleep 0.05; done").await;
+        // The shell traps TERM and exits 42: a forwarded signal is not a
+        // kill. (TERM rather than INT: a shell started with INT ignored, as
+        // under a background job of a non-interactive shell, cannot trap it.)
+        let mut child = spawn_ready("trap 'exit 42' TERM", "while :; do sleep 0.05; done").await;
         let signals = r.signals.clone();
         let send = async move {
             tokio::time::sleep(Duration::from_millis(150)).await;
-            signals.send(Received::sent(Signal::SIGINT)).unwrap();
+            signals.send(Received::sent(Signal::SIGTERM)).unwrap();
         };
         let ending = r.supervise_beside(&mut child, send).await.unwrap();
         assert_eq!(ending, Ending::Exited(ExitStatus::from_raw(42 << 8)));
