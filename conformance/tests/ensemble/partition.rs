@@ -12,18 +12,14 @@
 //!   (nothing forwarded, nothing closed), Debian's server timing (tickTime
 //!   2000, syncLimit 5); once per session in `ZOOLOCK_PARTITION_SESSIONS`
 //!   (ms, comma-separated; default `4000`: the acceptance run is
-//!   `4000,6000,9000`);
+//!   `4000,6000,9000`); Curator 5.4 beside it in every run (below);
 //! * `partition_silent_follower_min_session`: the same with
 //!   `minSessionTimeout=1000` and a 3 s session;
 //! * `partition_reset_follower`: the holder's follower isolated with every
-//!   connection closed and new ones refused;
+//!   connection closed and new ones refused; Curator beside it too;
 //! * `partition_leader`: the holder's server is the leader, isolated silently;
 //! * `partition_cut_link`: only the link between the holder's follower and
 //!   the leader is cut (silently); the follower still reaches the other one;
-//! * `partition_curator`: Curator 5.4's `InterProcessMutex` in the silent
-//!   isolation of its follower (and, outside CI, the reset one), its holder
-//!   stopping on its connection listener's SUSPENDED/LOST, its waiters
-//!   Curator too (reported, not asserted: Curator is expected to overlap);
 //! * `partition_frozen_holder`: the holder is a process of its own (this test
 //!   binary, re-run as `partition_frozen_child`) SIGSTOPped past its 3 s
 //!   session for 8 s (servers at the fast timing), then SIGCONTed; it counts
@@ -47,8 +43,16 @@
 //! `partition NAME run I/N ...`, with the overlap (holds and ms), the
 //! rejected writes and the timings that explain them.
 //!
+//! Curator beside it: in every isolation of a follower, Curator 5.4's
+//! `InterProcessMutex` runs under the same fault on a lock path of its own,
+//! its holder on the same server (stopping on its connection listener's
+//! SUSPENDED/LOST) and its waiters on the other two. Each run prints a
+//! second line for it, judged by the same oracle, and the scenario counts
+//! the runs in which Curator overlapped: reported, not asserted.
+//!
 //! In CI, `partition_silent_follower_min_session`, `partition_leader`,
-//! `partition_cut_link`, `partition_curator` and the rig's check are left out (`ZOOLOCK_PARTITION_FULL=1` runs them there too).
+//! `partition_cut_link` and the rig's check are left out
+//! (`ZOOLOCK_PARTITION_FULL=1` runs them there too).
 //!
 //! Runs: `ZOOLOCK_PARTITION_RUNS` (default 1) per partition test,
 //! `ZOOLOCK_FROZEN_RUNS` (default 1) for the frozen holder. Enabled like the
@@ -87,7 +91,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::harness::{Ensemble, now_us};
@@ -383,7 +387,7 @@ async fn partition_run(
     fault: Fault,
     session: Duration,
     run_no: (usize, usize),
-) -> Verdict {
+) -> (Verdict, Option<Verdict>) {
     healthy(ens).await;
     let leader = blocking({
         let ens = ens.clone();
@@ -396,12 +400,27 @@ async fn partition_run(
         _ => follower,
     };
     let others: Vec<usize> = (1..=3).filter(|&n| n != target).collect();
+    let others_connect = others.iter().map(|&n| ens.addr(n)).collect::<Vec<_>>().join(",");
     let fault_after = Duration::from_secs(2);
     let observe = fault_window(timing, session);
+    // Curator beside it when a follower is isolated: its JVM starts first,
+    // so that both runs span the same fault.
+    let curator_driver = match fault {
+        Fault::IsolateFollower(_) => match java_or_skip(name) {
+            Some(java) => Some(Java::start_with_session(java, &others_connect, &[], session).await),
+            None => None,
+        },
+        _ => None,
+    };
     let run_name = format!("{name}-{}ms-{}", session.as_millis(), run_no.0);
-    let mut run = new_run(ens, &run_name, fault_after + observe + Duration::from_secs(1));
-    Arc::get_mut(&mut run).expect("fresh run").connect =
-        others.iter().map(|&n| ens.addr(n)).collect::<Vec<_>>().join(",");
+    let window = fault_after + observe + Duration::from_secs(1);
+    let mut run = new_run(ens, &run_name, window);
+    Arc::get_mut(&mut run).expect("fresh run").connect = others_connect.clone();
+    let curator_run = curator_driver.as_ref().map(|_| {
+        let mut run = new_run(ens, &format!("{run_name}-curator"), window);
+        Arc::get_mut(&mut run).expect("fresh run").connect = others_connect.clone();
+        run
+    });
 
     let (held_tx, held_rx) = tokio::sync::oneshot::channel();
     let holder = tokio::spawn(obeying_holder(
@@ -416,6 +435,10 @@ async fn partition_run(
         .unwrap_or_else(|_| panic!("{name}: the holder did not get the lock"))
         .expect("holder");
     let workers = spawn_workers(&run, CLIENTS - 1, session);
+    let curator = match (&curator_driver, curator_run) {
+        (Some(driver), Some(run)) => Some(CuratorSide::start(driver, ens, run, target).await),
+        _ => None,
+    };
     tokio::time::sleep(fault_after).await;
 
     let stop = Arc::new(AtomicBool::new(false));
@@ -445,6 +468,11 @@ async fn partition_run(
     .await;
     join(workers).await;
     let h = holder.await.expect("holder panicked");
+    let curator = match curator {
+        Some(side) => Some(side.finish(name, run_no, fault_at).await),
+        None => None,
+    };
+    drop(curator_driver);
 
     // The waiters among themselves: the same promise (`oracle.rs`).
     let among = crate::oracle::analyse(&run, &[], &[]);
@@ -489,7 +517,7 @@ async fn partition_run(
         run.seed,
         run.path
     );
-    v
+    (v, curator)
 }
 
 /// Runs `fault` `ZOOLOCK_PARTITION_RUNS` times per session on one ensemble
@@ -506,10 +534,17 @@ async fn partition_scenario(name: &str, timing: ServerTiming, fault: Fault, sess
     let runs = env_count("ZOOLOCK_PARTITION_RUNS");
     let mut failed = Vec::new();
     let mut total = 0;
+    // Curator's runs beside zoolock's: (runs, runs that overlapped, rejected writes).
+    let mut curator = (0, 0, 0);
     for &session in sessions {
         for i in 1..=runs {
-            let v = partition_run(name, &ens, timing, fault, session, (i, runs)).await;
+            let (v, c) = partition_run(name, &ens, timing, fault, session, (i, runs)).await;
             total += 1;
+            if let Some(c) = c {
+                curator.0 += 1;
+                curator.1 += usize::from(c.overlapping > 0 || c.rejected > 0);
+                curator.2 += c.rejected;
+            }
             if !v.clean() {
                 failed.push(format!(
                     "session {} ms run {i}: {} overlapping holds ({:.0} ms), {} rejected writes, {} overlaps among the waiters",
@@ -523,9 +558,13 @@ async fn partition_scenario(name: &str, timing: ServerTiming, fault: Fault, sess
         }
     }
     println!(
-        "partition {name}: {} of {total} runs clean (confirmation {})",
+        "partition {name}: {} of {total} runs clean (confirmation {}); in the same runs Curator 5.4 overlapped in {} of {} \
+         ({} rejected fenced writes)",
         total - failed.len(),
-        if confirmation() { "on" } else { "off" }
+        if confirmation() { "on" } else { "off" },
+        curator.1,
+        curator.0,
+        curator.2
     );
     assert!(failed.is_empty(), "{name}: a hold that read Held overlapped another holder: {failed:#?}");
 }
@@ -533,8 +572,8 @@ async fn partition_scenario(name: &str, timing: ServerTiming, fault: Fault, sess
 /// Scenarios that CI leaves out to keep `.ci/run` short (it runs the silent
 /// and reset isolation of the holder's follower and the frozen holder): the
 /// same rule at another timing (`minSessionTimeout`), the isolated leader
-/// and the cut link (no overlap before issue 36 either, or the same rule),
-/// Curator's figures (reported, never asserted) and the rig's own check. They run outside CI, or in CI with
+/// and the cut link (no overlap before issue 36 either, or the same rule)
+/// and the rig's own check. They run outside CI, or in CI with
 /// `ZOOLOCK_PARTITION_FULL=1`.
 fn left_out_of_ci(name: &str) -> bool {
     let left_out = zoolock_testkit::in_ci() && std::env::var("ZOOLOCK_PARTITION_FULL").map_or(true, |v| v != "1");
@@ -588,149 +627,103 @@ async fn partition_cut_link() {
 
 // ---- Curator beside it ------------------------------------------------------------------
 
-/// Curator's holder on the isolated follower (its own session there, a
-/// connection listener that stops it on SUSPENDED/LOST) and Curator waiters
-/// on the other two servers, in `mode`'s isolation. Reported, not asserted.
-async fn curator_run(name: &str, ens: &Arc<Ensemble>, mode: &'static str, session: Duration) -> Verdict {
-    let java = java_or_skip(name).expect("enabled: Java is installed by scripts/install-deps.sh");
-    healthy(ens).await;
-    let leader = blocking({
-        let ens = ens.clone();
-        move || ens.leader()
-    })
-    .await;
-    let target = (1..=3).find(|&n| n != leader).expect("a follower");
-    let others: Vec<usize> = (1..=3).filter(|&n| n != target).collect();
-    let others_connect = others.iter().map(|&n| ens.addr(n)).collect::<Vec<_>>().join(",");
-    let fault_after = Duration::from_secs(2);
-    let observe = fault_window(DEBIAN, session);
-    let mut run = new_run(ens, &format!("{name}-{mode}"), fault_after + observe + Duration::from_secs(1));
-    Arc::get_mut(&mut run).expect("fresh run").connect = others_connect.clone();
-    let driver = Java::start_with_session(java, &others_connect, &[], session).await;
+/// The Curator holder's writes, and what it was told (state, time).
+type CuratorHolderLog = (Vec<i64>, Option<(String, i64)>);
 
-    let mut holder = driver.peer("holder");
-    let max_ms = (run.deadline - now_us()) / 1000;
-    holder.send("HOLD_UNTIL_TOLD", &format!("{} {} 10 {max_ms}", ens.addr(target), run.path));
-    let acquired = holder.expect("ACQUIRED").await;
-    let token = seq_of(&acquired[2]);
-    let enter = Peer::micros(&acquired, 3);
-    let waiters: Vec<_> = (0..CLIENTS - 1)
-        .map(|i| tokio::spawn(crate::quorum::curator_worker(run.clone(), driver.peer(&format!("c{i}")))))
-        .collect();
-    tokio::time::sleep(fault_after).await;
-    let asked_at = now_us();
-    let fault_at = blocking({
-        let ens = ens.clone();
-        move || ens.isolate(target, mode)
-    })
-    .await
-    .unwrap_or(asked_at);
-    // The holder's WORK lines until TOLD.
-    let last_work = Arc::new(AtomicI64::new(enter));
-    let mut writes = Vec::new();
-    let told = loop {
-        let Some(words) = holder.next_or_error(observe).await else { break None };
-        match words[0].as_str() {
-            "WORK" => {
-                let t = Peer::micros(&words, 2);
-                last_work.store(t, Ordering::Relaxed);
-                writes.push(t);
-            }
-            "TOLD" => break Some((words[2].clone(), Peer::micros(&words, 3))),
-            _ => {
-                println!("  {name}: holder: {}", words.join(" "));
-                break None;
-            }
-        }
-    };
-    let heal_at = fault_at + observe.as_micros() as i64;
-    tokio::time::sleep(Duration::from_micros((heal_at - now_us()).max(0) as u64)).await;
-    let healed_at = now_us();
-    blocking({
-        let ens = ens.clone();
-        move || ens.heal()
-    })
-    .await;
-    join(waiters).await;
-    let _ = holder.next_or_error(Duration::from_secs(10)).await; // DONE
-    drop(driver);
-    let log = run.log();
-    // A Curator waiter writes at both ends of its section.
-    let other_writes: Vec<Write> = log
-        .sections
-        .iter()
-        .flat_map(|s| {
-            [
-                Write { at: s.enter, who: s.who.clone(), token: s.token },
-                Write { at: s.exit, who: s.who.clone(), token: s.token },
-            ]
-        })
-        .collect();
-    let until = told
-        .as_ref()
-        .map_or(last_work.load(Ordering::Relaxed), |(_, t)| *t)
-        .max(writes.last().copied().unwrap_or(enter));
-    let v = judge(&log.sections, &other_writes, token, &writes, until, fault_at);
-    println!(
-        "partition {name} {mode} (Curator 5.4, session {} ms, {}): {mode} isolation of follower {target}, Curator holder there, \
-         {} Curator waiters on {others:?}: overlap {} holds / {:.0} ms while the holder went on; rejected fenced writes from the holder {} of {}; \
-         holder told {}; first other holder {}; healed {}; errors {}",
-        session.as_millis(),
-        DEBIAN.describe(),
-        CLIENTS - 1,
-        v.overlapping,
-        v.overlap_ms,
-        v.rejected,
-        v.writes,
-        told.as_ref().map_or("never".to_owned(), |(s, t)| format!("{s} {}", rel(Some(*t), fault_at))),
-        rel(v.takeover, fault_at),
-        rel(Some(healed_at), fault_at),
-        log.errors.len()
-    );
-    for (t, who, e) in log.errors.iter().take(5) {
-        println!("  {name}: error at {:.1} ms {who}: {e}", run.ms(*t));
+/// Curator 5.4's side of an isolation run, under the same fault as
+/// zoolock's: an `InterProcessMutex` holder on the same isolated server (its
+/// own session there, a connection listener that stops it on
+/// SUSPENDED/LOST) and Curator waiters on the other two servers, on a lock
+/// path of its own. Judged by the same oracle; reported, not asserted
+/// (Curator is expected to overlap).
+struct CuratorSide {
+    run: Arc<crate::workload::Run>,
+    /// The holder's node sequence (its fencing token here) and when it entered.
+    token: i64,
+    enter: i64,
+    /// Reads the holder's `WORK` lines until `TOLD` (or its `DONE`): its
+    /// writes, and what it was told when.
+    holder: tokio::task::JoinHandle<CuratorHolderLog>,
+    waiters: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl CuratorSide {
+    /// Starts the holder on `target` and the waiters; returns once the holder holds.
+    async fn start(driver: &Java, ens: &Ensemble, run: Arc<crate::workload::Run>, target: usize) -> CuratorSide {
+        let mut holder = driver.peer("holder");
+        let max_ms = (run.deadline - now_us()) / 1000;
+        holder.send("HOLD_UNTIL_TOLD", &format!("{} {} 10 {max_ms}", ens.addr(target), run.path));
+        let acquired = holder.expect("ACQUIRED").await;
+        let token = seq_of(&acquired[2]);
+        let enter = Peer::micros(&acquired, 3);
+        let waiters = (0..CLIENTS - 1)
+            .map(|i| tokio::spawn(crate::quorum::curator_worker(run.clone(), driver.peer(&format!("c{i}")))))
+            .collect();
+        let deadline = run.deadline;
+        let holder = tokio::spawn(async move {
+            let mut writes = Vec::new();
+            let told = loop {
+                let left = Duration::from_micros((deadline - now_us()).max(0) as u64) + Duration::from_secs(1);
+                let Some(words) = holder.next_or_error(left).await else { break None };
+                match words[0].as_str() {
+                    "WORK" => writes.push(Peer::micros(&words, 2)),
+                    "TOLD" => break Some((words[2].clone(), Peer::micros(&words, 3))),
+                    _ => {
+                        println!("  Curator holder: {}", words.join(" "));
+                        break None;
+                    }
+                }
+            };
+            let _ = holder.next_or_error(Duration::from_secs(10)).await; // DONE
+            (writes, told)
+        });
+        CuratorSide { run, token, enter, holder, waiters }
     }
-    v
+
+    /// Waits for the waiters and the holder; judges and prints the run.
+    async fn finish(self, name: &str, run_no: (usize, usize), fault_at: i64) -> Verdict {
+        join(self.waiters).await;
+        let (writes, told) = self.holder.await.expect("Curator holder reader");
+        let log = self.run.log();
+        // A Curator waiter writes at both ends of its section.
+        let other_writes: Vec<Write> = log
+            .sections
+            .iter()
+            .flat_map(|s| {
+                [
+                    Write { at: s.enter, who: s.who.clone(), token: s.token },
+                    Write { at: s.exit, who: s.who.clone(), token: s.token },
+                ]
+            })
+            .collect();
+        let until = told.as_ref().map_or(self.enter, |(_, t)| *t).max(writes.last().copied().unwrap_or(self.enter));
+        let v = judge(&log.sections, &other_writes, self.token, &writes, until, fault_at);
+        println!(
+            "partition {name} run {}/{} Curator 5.4 beside it (same fault, its holder on the same server, {} Curator waiters, \
+             path {}): overlap {} holds / {:.0} ms while the holder went on; rejected fenced writes from the holder {} of {}; \
+             holder told {}; first other holder {}; errors {}",
+            run_no.0,
+            run_no.1,
+            CLIENTS - 1,
+            self.run.path,
+            v.overlapping,
+            v.overlap_ms,
+            v.rejected,
+            v.writes,
+            told.as_ref().map_or("never".to_owned(), |(s, t)| format!("{s} {}", rel(Some(*t), fault_at))),
+            rel(v.takeover, fault_at),
+            log.errors.len()
+        );
+        for (t, who, e) in log.errors.iter().take(5) {
+            println!("  {name}: Curator error at {:.1} ms {who}: {e}", self.run.ms(*t));
+        }
+        v
+    }
 }
 
 /// The sequence number of a lock node (Curator's order, its fencing token here).
 fn seq_of(node: &str) -> i64 {
     node.rsplit('-').next().and_then(|s| s.parse().ok()).unwrap_or(0)
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn partition_curator() {
-    let name = "partition-curator";
-    if left_out_of_ci(name) {
-        return;
-    }
-    let _serial = serial().await;
-    if !crate::harness::enabled() {
-        eprintln!("skipped: set ZOOLOCK_TEST_ENSEMBLE=1 (or CI) to run the 3-server ensemble fault tests");
-        return;
-    }
-    if java_or_skip(name).is_none() {
-        return;
-    }
-    let ens = Arc::new(
-        Ensemble::start_with(name, &DEBIAN.env()).unwrap_or_else(|e| panic!("{name}: cannot start the ensemble: {e}")),
-    );
-    let runs = env_count("ZOOLOCK_PARTITION_RUNS");
-    for session in sessions() {
-        for i in 1..=runs {
-            let v = curator_run(name, &ens, "silent", session).await;
-            println!(
-                "  {name}: silent run {i}/{runs}: overlap {} holds / {:.0} ms, {} rejected",
-                v.overlapping, v.overlap_ms, v.rejected
-            );
-        }
-    }
-    // The reset isolation is a before-figure (Curator reads SUSPENDED at
-    // once); left out of CI to keep it short.
-    if !zoolock_testkit::in_ci() {
-        let v = curator_run(name, &ens, "reset", Duration::from_secs(4)).await;
-        println!("  {name}: reset: overlap {} holds / {:.0} ms, {} rejected", v.overlapping, v.overlap_ms, v.rejected);
-    }
 }
 
 // ---- the frozen holder process --------------------------------------------------------
