@@ -557,14 +557,18 @@ async fn partition_scenario(name: &str, timing: ServerTiming, fault: Fault, sess
             }
         }
     }
+    let beside = if curator.0 > 0 {
+        format!(
+            "; in the same runs Curator 5.4 overlapped in {} of {} ({} rejected fenced writes)",
+            curator.1, curator.0, curator.2
+        )
+    } else {
+        String::new()
+    };
     println!(
-        "partition {name}: {} of {total} runs clean (confirmation {}); in the same runs Curator 5.4 overlapped in {} of {} \
-         ({} rejected fenced writes)",
+        "partition {name}: {} of {total} runs clean (confirmation {}){beside}",
         total - failed.len(),
         if confirmation() { "on" } else { "off" },
-        curator.1,
-        curator.0,
-        curator.2
     );
     assert!(failed.is_empty(), "{name}: a hold that read Held overlapped another holder: {failed:#?}");
 }
