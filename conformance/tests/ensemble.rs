@@ -66,6 +66,8 @@
 
 #[path = "ensemble/faults.rs"]
 mod faults;
+#[path = "ensemble/frozen.rs"]
+mod frozen;
 #[path = "ensemble/harness.rs"]
 mod harness;
 #[path = "ensemble/holders.rs"]
@@ -76,6 +78,8 @@ mod oracle;
 mod partition;
 #[path = "ensemble/quorum.rs"]
 mod quorum;
+#[path = "ensemble/rig.rs"]
+mod rig;
 #[path = "ensemble/soak.rs"]
 mod soak;
 #[path = "support_java/mod.rs"]
@@ -111,11 +115,17 @@ pub(crate) async fn serial() -> tokio::sync::MutexGuard<'static, ()> {
 /// The ensemble for `name`, or `None` (with the reason printed) when these
 /// tests are not enabled.
 pub(crate) fn ensemble(name: &str) -> Option<Arc<Ensemble>> {
+    ensemble_with(name, &[])
+}
+
+/// [`ensemble`] with `zk-ensemble.sh`'s settings in `env` (see
+/// [`Ensemble::start_with`]).
+pub(crate) fn ensemble_with(name: &str, env: &[(&str, String)]) -> Option<Arc<Ensemble>> {
     if !harness::enabled() {
         eprintln!("skipped: set ZOOLOCK_TEST_ENSEMBLE=1 (or CI) to run the 3-server ensemble fault tests");
         return None;
     }
-    match Ensemble::start(name) {
+    match Ensemble::start_with(name, env) {
         Ok(e) => Some(Arc::new(e)),
         Err(e) => panic!("{name}: cannot start the ensemble: {e}"),
     }

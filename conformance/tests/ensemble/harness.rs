@@ -35,12 +35,9 @@ pub(crate) struct Ensemble {
 }
 
 impl Ensemble {
-    pub(crate) fn start(name: &str) -> Result<Ensemble, String> {
-        Ensemble::start_with(name, &[])
-    }
-
-    /// [`Ensemble::start`] with `zk-ensemble.sh`'s settings in `env`
-    /// (`ZK_LINK_PROXY`, `ZK_TIMING`, `ZK_TICK_TIME`, `ZK_MIN_SESSION_TIMEOUT`, ...).
+    /// Starts a 3-server ensemble for `name` with `zk-ensemble.sh`'s settings in
+    /// `env` (`ZK_LINK_PROXY`, `ZK_TIMING`, `ZK_TICK_TIME`,
+    /// `ZK_MIN_SESSION_TIMEOUT`, ...; none for the defaults).
     pub(crate) fn start_with(name: &str, env: &[(&str, String)]) -> Result<Ensemble, String> {
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("ensemble-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
