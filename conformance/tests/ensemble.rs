@@ -21,12 +21,13 @@
 //!   stalls are printed (`quorum-loss stall ...`);
 //! * `soak`: every recipe under random faults for `ZOOLOCK_SOAK_SECS`
 //!   (30 s by default), checked by the simulator's oracles (see `soak.rs`);
-//! * `partition_*` (issue 36, `partition.rs`): an ensemble whose
+//! * `partition_*` (issue 36, `partition.rs`, `frozen.rs`, `rig.rs`): an ensemble whose
 //!   server-to-server links go through proxies (`ZK_LINK_PROXY=1`) at
 //!   Debian's timing; a holder pinned to one server works until
 //!   `guard.lost()` completes while that server is isolated silently or by
 //!   resets, is the isolated leader, or is cut from the leader; Curator 5.4
-//!   beside it; and a holder process frozen past its session. Strict
+//!   beside it in the same isolation runs; and a holder process frozen past
+//!   its session. Strict
 //!   oracles: no other holder while the holder reads `Held`, no rejected
 //!   fenced write. `ZOOLOCK_PARTITION_RUNS`, `ZOOLOCK_PARTITION_SESSIONS`
 //!   and `ZOOLOCK_FROZEN_RUNS` repeat them.
