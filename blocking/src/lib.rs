@@ -147,14 +147,14 @@ pub use hold::{Hold, StatusChanges};
 pub use leader::{HolderChanges, LeaderChanges, LeaderLatch, LeaderSelector, Leadership, LeadershipChanges};
 pub use lock::{Guard, Lock, ReadWriteLock};
 pub use semaphore::{Lease, Semaphore};
-/// The sans-IO core, for plain ops ([`zoolock_core::Op`]) and wire types
+/// The sans-IO core, for plain ops and wire types
 /// (named after its crate, as the async crates re-export it).
 pub use zoolock_core;
 pub use zoolock_smol::{
-    AclParseError, AclPolicy, AuthInfo, CloseMode, Compression, ConnectionState, DialError, ElectionKind,
-    ElectionParticipant, Error, FencingToken, HoldStatus, LockKind, LockOptions, LockSpec, LossReason, OpPlan, Options,
-    Participant, QueuePosition, RetryPolicy, SemaphoreOptions, SemaphoreSize, Suspension, TlsError, VersionedCount,
-    parse_acl,
+    AclParseError, AclPolicy, AuthInfo, Bytes, CloseMode, Compression, ConnectionState, DialError, ElectionKind,
+    ElectionParticipant, Error, FencingToken, HoldStatus, LockKind, LockOptions, LockSpec, LossReason, MultiResult, Op,
+    OpPlan, Options, Participant, QueuePosition, RetryPolicy, SemaphoreOptions, SemaphoreSize, Suspension, TlsError,
+    VersionedCount, ZkPath, parse_acl,
 };
 #[cfg(feature = "gssapi")]
 pub use zoolock_smol::{GSSAPI_DEFAULT_SERVICE, GssapiClient};

@@ -275,10 +275,12 @@ impl Hold {
     /// next change, or follow [`Hold::status_changes`].
     ///
     /// ```no_run
-    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
+    /// # async fn example(client: &zoolock_tokio::Client) -> Result<(), zoolock_tokio::Error> {
     /// let guard = client.mutex("/app/lock").await?.acquire().await?;
-    /// let work = async { /* the critical section, passing guard.fencing_token() along */ };
-    /// futures_lite::future::or(async { let _ = guard.lost().await; }, work).await;
+    /// // Await this beside the critical section, polled first (`tokio::select!`
+    /// // with `biased;`, or any race of two futures); stop working when it completes.
+    /// let status = guard.lost().await;
+    /// println!("the hold reads {status:?}: stop");
     /// guard.release().await?;
     /// # Ok(()) }
     /// ```
@@ -335,9 +337,8 @@ impl Hold {
     /// outcome is unknown, as for any ZooKeeper write.
     ///
     /// ```no_run
-    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
-    /// use zoolock_driver::zoolock_core::{Op, ZkPath};
-    /// use zoolock_driver::zoolock_core::wire::Bytes;
+    /// # async fn example(client: &zoolock_tokio::Client) -> Result<(), zoolock_tokio::Error> {
+    /// # use zoolock_tokio::{Bytes, Op, ZkPath};
     /// let guard = client.mutex("/app/lock").await?.acquire().await?;
     /// let config = ZkPath::new("/app/config")?;
     /// guard.fenced(vec![Op::set_data(&config, Bytes::from_static(b"v2"), None)]).await?;
@@ -358,7 +359,7 @@ impl Hold {
     /// Dropping the future after it was first polled does not withdraw the multi:
     /// it may have been queued and may still apply (all ops or none). Dropped
     /// before, nothing is sent.
-    pub async fn fenced(&self, ops: Vec<zoolock_core::Op>) -> Result<Vec<zoolock_core::wire::MultiResult>, Error> {
+    pub async fn fenced(&self, ops: Vec<crate::Op>) -> Result<Vec<crate::MultiResult>, Error> {
         if let Some(reason) = self.suspension() {
             return Err(Error::Suspended { node: self.node.to_string(), reason });
         }

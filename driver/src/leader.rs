@@ -305,11 +305,13 @@ impl Client {
     /// [`LeaderSelector::run`].
     ///
     /// ```no_run
-    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
+    /// # async fn example(client: &zoolock_tokio::Client) -> Result<(), zoolock_tokio::Error> {
     /// let selector = client.leader_selector("/app/leader", "worker-1").await?;
     /// let leadership = selector.leadership().await?; // waits until we lead
-    /// let work = async { /* lead */ };
-    /// futures_lite::future::or(async { let _ = leadership.lost().await; }, work).await;
+    /// // Lead beside this, polled first (`tokio::select!` with `biased;`, or
+    /// // any race of two futures); stop leading when it completes.
+    /// let status = leadership.lost().await;
+    /// println!("leadership reads {status:?}: stop leading");
     /// leadership.release().await?; // the next participant leads
     /// # Ok(()) }
     /// ```
@@ -368,8 +370,8 @@ impl Client {
     /// once the same session is back, without re-queueing.
     ///
     /// ```no_run
-    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
-    /// use zoolock_driver::CloseMode;
+    /// # async fn example(client: &zoolock_tokio::Client) -> Result<(), zoolock_tokio::Error> {
+    /// # use zoolock_tokio::CloseMode;
     /// let latch = client.leader_latch("/app/latch", "worker-1").await?;
     /// latch.leadership().await?; // Curator's await()
     /// assert_eq!(latch.leader().await?.as_deref(), Some("worker-1"));
@@ -539,7 +541,7 @@ impl LeaderSelector {
     /// [`LeaderSelector::auto_requeue`] (drop the future to stop).
     ///
     /// ```no_run
-    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
+    /// # async fn example(client: &zoolock_tokio::Client) -> Result<(), zoolock_tokio::Error> {
     /// let selector = client.leader_selector("/app/leader", "worker-1").await?.auto_requeue(true);
     /// selector
     ///     .run(|leadership| async move {

@@ -66,9 +66,15 @@ mod task;
 #[cfg(feature = "tls")]
 mod tls;
 
+/// Node data, as [`Op`]s carry it.
+pub use bytes::Bytes;
 pub use client::Client;
 pub use count::{SharedCount, VersionedCount};
 pub use error::{DialError, Error, unresolved};
+/// `next()` and the other adapters for the streams the handles return
+/// ([`StatusChanges`], [`LeadershipChanges`], [`HolderChanges`], ...), so a
+/// crate that depends on a face alone can read them.
+pub use futures_lite::StreamExt;
 /// The byte-stream traits a [`Conn`] implements (futures-io's, through futures-lite).
 pub use futures_lite::{AsyncRead, AsyncWrite};
 #[cfg(feature = "gssapi")]
@@ -87,10 +93,13 @@ pub use security::{AclParseError, AclPolicy, AuthInfo, TlsError, parse_acl};
 pub use semaphore::{Lease, Semaphore};
 #[cfg(feature = "tls")]
 pub use tls::{TlsConfigError, TlsConnect, TlsOptions};
-/// The sans-IO core, for plain ops ([`zoolock_core::Op`]) and wire types.
-/// Named after its crate, so it never shadows `::core`.
+/// The sans-IO core, for plain ops and wire types beyond those re-exported
+/// here. Named after its crate, so it never shadows `::core`.
 pub use zoolock_core;
 pub use zoolock_core::recipes::{
     ElectionKind, ElectionParticipant, LockKind, LockName, LockNameError, LockSpec, SemaphoreSize, SortRule,
 };
 pub use zoolock_core::{Compression, ConnectionState, FencingToken, OpPlan, Participant, RetryPolicy, Suspension};
+/// A plain ZooKeeper operation ([`Hold::fenced`]), the path it names, and
+/// its result.
+pub use zoolock_core::{Op, ZkPath, wire::MultiResult};

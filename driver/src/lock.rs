@@ -283,9 +283,9 @@ impl Lock {
     /// task of this process counts against the timeout.
     ///
     /// ```no_run
-    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
+    /// # async fn example(client: &zoolock_tokio::Client) -> Result<(), zoolock_tokio::Error> {
     /// use std::time::Duration;
-    /// use zoolock_driver::Error;
+    /// # use zoolock_tokio::Error;
     /// let lock = client.mutex("/app/lock").await?;
     /// match lock.acquire_timeout(Duration::from_secs(5)).await {
     ///     Ok(guard) => guard.release().await?,
@@ -355,7 +355,7 @@ impl Lock {
     /// the acquire, as for [`Lock::acquire`].
     ///
     /// ```no_run
-    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
+    /// # async fn example(client: &zoolock_tokio::Client) -> Result<(), zoolock_tokio::Error> {
     /// let lock = client.mutex("/app/lock").await?;
     /// let guard = lock
     ///     .acquire_with_progress(None, |q| eprintln!("position {} of {}", q.position, q.total))

@@ -55,9 +55,9 @@ impl Client {
     /// semaphore the holder is the oldest node.
     ///
     /// ```no_run
-    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
-    /// use futures_lite::StreamExt;
-    /// use zoolock_driver::LockKind;
+    /// # async fn example(client: &zoolock_tokio::Client) -> Result<(), zoolock_tokio::Error> {
+    /// # use zoolock_tokio::StreamExt;
+    /// # use zoolock_tokio::LockKind;
     /// let mut holders = client.observe("/app/lock", LockKind::Mutex).await?;
     /// while let Some(holder) = holders.next().await {
     ///     println!("held by {:?}", holder?.map(|p| p.path));
@@ -85,9 +85,9 @@ impl Client {
     /// Curator's `getLeader()` would read it.
     ///
     /// ```no_run
-    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
-    /// use futures_lite::StreamExt;
-    /// use zoolock_driver::ElectionKind;
+    /// # async fn example(client: &zoolock_tokio::Client) -> Result<(), zoolock_tokio::Error> {
+    /// # use zoolock_tokio::StreamExt;
+    /// # use zoolock_tokio::ElectionKind;
     /// let mut leaders = client.observe_leader("/app/leader", ElectionKind::Selector).await?;
     /// while let Some(leader) = leaders.next().await {
     ///     println!("leader: {:?}", leader?);

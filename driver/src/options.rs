@@ -81,7 +81,7 @@ pub struct Options {
     /// Consecutive connections on which the server may break the protocol
     /// (wrong xid, undecodable reply, reply to nothing) before the client
     /// gives up with `RequestError::ServerMisbehaved` (3; see
-    /// [`SessionConfig::max_misbehaving_connections`](zoolock_core::SessionConfig::max_misbehaving_connections)). Such a session is
+    /// the core's `SessionConfig::max_misbehaving_connections`). Such a session is
     /// never renewed.
     pub max_misbehaving_connections: u32,
     /// Watch every held lock and lease node, so that its deletion by anyone
@@ -264,7 +264,7 @@ impl Options {
     /// with the credentials of the Kerberos environment (`KRB5CCNAME`,
     /// `KRB5_CLIENT_KTNAME`, `KRB5_CONFIG`) for the server principal that
     /// `client` names. [`Client::connect`](crate::Client::connect) fails
-    /// at once with [`RequestError::Sasl`](zoolock_core::RequestError::Sasl)
+    /// at once with `RequestError::Sasl`
     /// when there are no credentials, the KDC refuses them or does not
     /// know the server, and with `AuthFailed` when the server refuses us.
     #[cfg(feature = "gssapi")]

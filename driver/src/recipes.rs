@@ -78,7 +78,7 @@ impl Client {
     /// lock's nodes are made by its acquires).
     ///
     /// ```no_run
-    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
+    /// # async fn example(client: &zoolock_tokio::Client) -> Result<(), zoolock_tokio::Error> {
     /// let lock = client.mutex("/app/lock").await?;
     /// let guard = lock.acquire().await?;
     /// println!("holding {} with token {:?}", guard.node(), guard.fencing_token());
@@ -97,7 +97,7 @@ impl Client {
     /// A revocable mutex: its holder gets [`crate::Hold::revocation_requested`].
     ///
     /// ```no_run
-    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
+    /// # async fn example(client: &zoolock_tokio::Client) -> Result<(), zoolock_tokio::Error> {
     /// let lock = client.revocable_mutex("/app/lock").await?;
     /// let guard = lock.acquire().await?;
     /// guard.revocation_requested().await; // another process ran `client.revoke(node)`
@@ -120,7 +120,7 @@ impl Client {
     /// half would wait for itself: `downgrade` is the way.
     ///
     /// ```no_run
-    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
+    /// # async fn example(client: &zoolock_tokio::Client) -> Result<(), zoolock_tokio::Error> {
     /// let rw = client.read_write_lock("/app/rw").await?;
     /// let writing = rw.write.acquire().await?;
     /// let reading = writing.downgrade().await?; // a writer reads by downgrading
@@ -152,7 +152,7 @@ impl Client {
     /// (Curator's `InterProcessSemaphoreMutex`).
     ///
     /// ```no_run
-    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
+    /// # async fn example(client: &zoolock_tokio::Client) -> Result<(), zoolock_tokio::Error> {
     /// let lock = client.semaphore_mutex("/app/once").await?;
     /// if let Some(guard) = lock.try_acquire().await? {
     ///     guard.release().await?;
@@ -167,7 +167,7 @@ impl Client {
     /// reverse.
     ///
     /// ```no_run
-    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
+    /// # async fn example(client: &zoolock_tokio::Client) -> Result<(), zoolock_tokio::Error> {
     /// let both = client.multi_lock(&["/app/a", "/app/b"]).await?;
     /// let guard = both.acquire().await?; // holds /app/a and /app/b, or neither
     /// guard.release().await?;
@@ -183,8 +183,8 @@ impl Client {
     /// other handle's read-write lock).
     ///
     /// ```no_run
-    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
-    /// use zoolock_driver::LockSpec;
+    /// # async fn example(client: &zoolock_tokio::Client) -> Result<(), zoolock_tokio::Error> {
+    /// # use zoolock_tokio::LockSpec;
     /// let lock = client
     ///     .multi_lock_of(vec![LockSpec::Write("/app/table".into()), LockSpec::SemaphoreMutex("/app/job".into())])
     ///     .await?;
@@ -224,7 +224,7 @@ impl Client {
     /// (Curator's `InterProcessSemaphoreV2`).
     ///
     /// ```no_run
-    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
+    /// # async fn example(client: &zoolock_tokio::Client) -> Result<(), zoolock_tokio::Error> {
     /// let pool = client.semaphore("/app/pool", 3).await?;
     /// let lease = pool.acquire_one().await?;
     /// lease.release().await?;
@@ -247,8 +247,8 @@ impl Client {
     /// must hold a 4-byte int ([`Error::CountMalformed`] otherwise).
     ///
     /// ```no_run
-    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
-    /// use zoolock_driver::SemaphoreOptions;
+    /// # async fn example(client: &zoolock_tokio::Client) -> Result<(), zoolock_tokio::Error> {
+    /// # use zoolock_tokio::SemaphoreOptions;
     /// let pool = client.semaphore_with("/app/pool", SemaphoreOptions::sized_by("/app/pool-size", 1)).await?;
     /// client.shared_count("/app/pool-size", 1).await?.set(4).await?; // four leases from now on
     /// # Ok(()) }
@@ -271,7 +271,7 @@ impl Client {
     /// once its value is known.
     ///
     /// ```no_run
-    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
+    /// # async fn example(client: &zoolock_tokio::Client) -> Result<(), zoolock_tokio::Error> {
     /// let count = client.shared_count("/app/pool-size", 1).await?;
     /// let seen = count.get();
     /// if !count.try_set(seen.version, seen.value + 1).await? {
@@ -288,8 +288,8 @@ impl Client {
     /// queue of its own ([`ApiMisuse::NoLayout`]).
     ///
     /// ```no_run
-    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
-    /// use zoolock_driver::LockKind;
+    /// # async fn example(client: &zoolock_tokio::Client) -> Result<(), zoolock_tokio::Error> {
+    /// # use zoolock_tokio::LockKind;
     /// for p in client.participants("/app/lock", LockKind::Mutex).await? {
     ///     println!("{p:?}"); // holder first
     /// }
@@ -314,8 +314,8 @@ impl Client {
     /// [`Options::compression`](crate::Options::compression)).
     ///
     /// ```no_run
-    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
-    /// use zoolock_driver::LockKind;
+    /// # async fn example(client: &zoolock_tokio::Client) -> Result<(), zoolock_tokio::Error> {
+    /// # use zoolock_tokio::LockKind;
     /// if let Some(holder) = client.participants("/app/lock", LockKind::Mutex).await?.first() {
     ///     client.revoke(&holder.path).await?;
     /// }

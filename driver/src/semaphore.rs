@@ -296,7 +296,7 @@ impl Semaphore {
     /// (waiting behind other tasks of this process included).
     ///
     /// ```no_run
-    /// # async fn example(client: &zoolock_driver::Client) -> Result<(), zoolock_driver::Error> {
+    /// # async fn example(client: &zoolock_tokio::Client) -> Result<(), zoolock_tokio::Error> {
     /// use std::time::Duration;
     /// let pool = client.semaphore("/app/pool", 5).await?;
     /// let leases = pool.acquire_timeout(2, Duration::from_secs(1)).await?;

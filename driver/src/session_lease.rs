@@ -19,7 +19,7 @@ pub(crate) struct LeaseCell {
     lapse: AtomicU8,
     /// Why the last connection went.
     dropped: AtomicU8,
-    /// [`zoolock_core::Session::confirmed_at`], encoded as `until`.
+    /// The session's `confirmed_at`, encoded as `until`.
     heard: AtomicU64,
 }
 

@@ -27,7 +27,7 @@
 //! let options = Options::default()
 //!     .auth("digest", "alice:secret")
 //!     .acl(AclPolicy::new(parse_acl("auth::cdrwa")?).with_prefix(
-//!         zoolock_tokio::zoolock_core::ZkPath::new("/shared")?,
+//!         zoolock_tokio::ZkPath::new("/shared")?,
 //!         parse_acl("auth::cdrwa,world:anyone:r")?,
 //!     ))
 //!     .tls(tls)
