@@ -169,7 +169,10 @@ cmd_start() {
 
         deadline=$((SECONDS + timeout))
         while ((SECONDS < deadline)); do
+            # imok says the process runs; srvr's Mode line that it serves
+            # (3.9 answers imok a moment before its first session can start).
             if [[ $(four_letter "$port" ruok) == imok ]] && alive "$pid" &&
+                [[ $(four_letter "$port" srvr) == *"Mode: "* ]] &&
                 { [[ -z $tls_port ]] || tls_ruok "$tls_port" "$dir/tls"; }; then
                 printf '127.0.0.1:%s\n' "$port"
                 return 0
