@@ -3,6 +3,8 @@
 #
 #   Debian packages: zookeeper (3.8, the test server) and libcurator-recipes-java
 #                    (Curator 5.4, for interop), plus python3 and openssl used by the scripts
+#   Debian 13:       ZooKeeper 3.9.3 and Curator 5.7.1 for CI's version matrix, downloaded
+#                    and unpacked into target/debian13, never installed (scripts/zk-debian13.sh)
 #   Kerberos:        krb5-kdc, krb5-admin-server and krb5-user (the private KDC of
 #                    scripts/zk-kerberos.sh, kinit/kdestroy), and
 #                    for the `gssapi` features MIT krb5's development files
@@ -65,6 +67,11 @@ for jar in zookeeper zookeeper-jute slf4j-api slf4j-simple guava curator-client 
 done
 echo "install-deps: zookeeper $(dpkg-query -W -f='${Version}' zookeeper)," \
     "libcurator-recipes-java $(dpkg-query -W -f='${Version}' libcurator-recipes-java)"
+
+# --- ZooKeeper 3.9.3 and Curator 5.7.1 (CI's version matrix) ---------------
+debian13=$(bash "$(dirname "${BASH_SOURCE[0]}")/zk-debian13.sh" fetch) ||
+    die "could not fetch ZooKeeper 3.9.3 and Curator 5.7.1 from Debian 13"
+echo "install-deps: ZooKeeper 3.9.3 and Curator 5.7.1 in $debian13"
 
 # --- Java ------------------------------------------------------------------
 command -v java >/dev/null 2>&1 || die "java not found (the zookeeper package should have pulled in default-jre)"

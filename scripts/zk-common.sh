@@ -8,8 +8,9 @@ JAVA_DIR=${ZK_JAVA_DIR:-/usr/share/java}
 MAIN_CLASS=org.apache.zookeeper.server.quorum.QuorumPeerMain
 
 # Classpath: zookeeper.jar's manifest Class-Path already names its runtime
-# dependencies (jute, netty, jackson, metrics, commons-*, ...) by absolute path,
-# so the JVM pulls them in by itself. The manifest has no SLF4J binding, so add
+# dependencies (jute, netty, jackson, metrics, commons-*, ...) by absolute path
+# (relative to the folder in zk-debian13.sh's copies), so the JVM pulls them in
+# by itself. The manifest has no SLF4J binding, so add
 # slf4j-simple to get a server log instead of SLF4J's silent NOP logger.
 zk_classpath() {
     local jar cp=""

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Throwaway standalone ZooKeeper 3.8 for tests, run from Debian's jars
-# (packages `zookeeper` / `libzookeeper-java`), listening on 127.0.0.1 only.
+# Throwaway standalone ZooKeeper for tests, run from Debian's jars (3.8:
+# packages `zookeeper` / `libzookeeper-java`; 3.9.3: ZK_JAVA_DIR below),
+# listening on 127.0.0.1 only.
 #
 #   scripts/zk-server.sh start DIR    prints 127.0.0.1:PORT once `ruok` says imok
 #   scripts/zk-server.sh stop DIR     TERM, then KILL; waits until the process is gone
@@ -12,7 +13,8 @@
 #   ZK_PORT=N              use port N instead of picking a free one
 #   ZK_FORCE_SYNC=yes|no   ZooKeeper's forceSync (default yes; `no` is faster, less safe)
 #   ZK_START_TIMEOUT=S     seconds to wait for imok (default 20)
-#   ZK_JAVA_DIR=PATH       where the jars live (default /usr/share/java)
+#   ZK_JAVA_DIR=PATH       where the jars live (default /usr/share/java, ZooKeeper 3.8);
+#                          $(scripts/zk-debian13.sh dir) runs ZooKeeper 3.9.3
 #   ZK_JAVA_OPTS="..."     extra JVM options (default: -Xms32m -Xmx512m)
 #   ZK_SECURE=tls|sasl|kerberos  a secured server (see zk-common.sh):
 #                          tls:  Netty, plus a mutual-TLS secureClientPort (port in
@@ -167,7 +169,10 @@ cmd_start() {
 
         deadline=$((SECONDS + timeout))
         while ((SECONDS < deadline)); do
+            # imok says the process runs; srvr's Mode line that it serves
+            # (3.9 answers imok a moment before its first session can start).
             if [[ $(four_letter "$port" ruok) == imok ]] && alive "$pid" &&
+                [[ $(four_letter "$port" srvr) == *"Mode: "* ]] &&
                 { [[ -z $tls_port ]] || tls_ruok "$tls_port" "$dir/tls"; }; then
                 printf '127.0.0.1:%s\n' "$port"
                 return 0

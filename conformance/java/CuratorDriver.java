@@ -25,6 +25,7 @@ import org.apache.curator.framework.recipes.leader.LeaderSelector;
 import org.apache.curator.framework.recipes.leader.LeaderSelectorListenerAdapter;
 import org.apache.curator.framework.recipes.leader.Participant;
 import org.apache.curator.framework.recipes.locks.InterProcessLock;
+import org.apache.curator.framework.recipes.locks.InterProcessMultiLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreMutex;
@@ -55,6 +56,8 @@ import org.apache.curator.utils.ZKPaths;
  *                                                CuratorFrameworkFactory.builder().namespace(it))
  *   MUTEX_ACQUIRE <id> <path> [timeoutMs]        -> ACQUIRED <id> <node> <us> | TIMEOUT <id> <us>
  *   READ_ACQUIRE / WRITE_ACQUIRE <id> <path> [timeoutMs]   (InterProcessReadWriteLock halves)
+ *   MULTI_ACQUIRE <id> <path,path,...> [timeoutMs]         (InterProcessMultiLock of mutexes on the
+ *                                                paths; node = the last path's mutex node)
  *   REVOCABLE_ACQUIRE <id> <path> [timeoutMs]    mutex with makeRevocable; on revocation prints
  *                                                REVOKE_REQUESTED <id> <us>, then releases on the
  *                                                owning thread: RELEASED <id> <exitUs> <doneUs>
@@ -252,6 +255,14 @@ public final class CuratorDriver {
                         });
                     });
                     acquired(m, acquire(m, cmd, 3), m::node);
+                }
+                case "MULTI_ACQUIRE" -> {
+                    List<InterProcessLock> members = new ArrayList<>();
+                    for (String path : cmd[2].split(",")) {
+                        members.add(new NodeMutex(client(), path));
+                    }
+                    InterProcessMultiLock m = new InterProcessMultiLock(members);
+                    acquired(m, acquire(m, cmd, 3), ((NodeMutex) members.get(members.size() - 1))::node);
                 }
                 case "READ_ACQUIRE" -> {
                     NodeRead m = new NodeRead(client(), cmd[2]);

@@ -204,4 +204,9 @@ pub enum ApiMisuse {
     /// A handle used on a client other than the one that made it.
     #[error("the handle belongs to another client")]
     ForeignHandle,
+    /// A compare-and-set at version -1, which the server reads as "any
+    /// version": a node version that wrapped after 2^31 writes, or a value
+    /// never read (ZOOKEEPER-4743; Curator 5.7 refuses it too).
+    #[error("version -1 cannot be compared: the write would apply whatever the version")]
+    VersionOverflowed,
 }

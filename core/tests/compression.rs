@@ -273,7 +273,7 @@ fn shared_count_reads_and_writes_gzip() {
     let Request::Create2(c) = create.op.request() else { panic!("{:?}", create.op) };
     assert_eq!(decompress(c.data.as_deref().unwrap(), 4).unwrap(), [0, 0, 0, 5]);
     count.handle_reply(at(1), create.id, Ok(Response::Empty));
-    let stat = |version| Stat { version, ..Stat::default() };
+    let stat = |version| Stat { version, mzxid: i64::from(version), ..Stat::default() };
     let data = Some(Bytes::from_static(&CURATOR_COUNT_7));
     count.handle_reply(at(1), read.id, Ok(Response::Data { data, stat: stat(3) }));
     assert_eq!(count.poll_event().map(RecipeEvent::from), Some(RecipeEvent::Count { value: 7, version: 3 }));

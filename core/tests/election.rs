@@ -5,7 +5,7 @@ mod transcript;
 
 use zoolock_core::recipes::policy::SortKey;
 use zoolock_core::recipes::{ElectionKind, SortRule, election_leader, election_participants};
-use zoolock_core::wire::{EventType, Request};
+use zoolock_core::wire::{ErrorCode, EventType, Request};
 use zoolock_core::{
     ApiMisuse, ConnectionState, Election, LockConfig, LockName, Mutex, Observer, Participant, RecipeEvent, ZkPath,
 };
@@ -119,6 +119,45 @@ fn after_a_session_expiry_a_latch_queues_again_once_the_new_session_connects() {
     assert!(h.recipe.is_queued());
     h.session(at(7), ConnectionState::Connected);
     assert!(h.sent().iter().any(|s| s.starts_with(&format!("create2 {BASE}/_c_<uuid>-latch- [ES]"))));
+}
+
+/// Curator 5.7 (CURATOR-696): a latch whose session was replaced while its
+/// old node lingers (the server has not yet expired the old session, whose
+/// node still sorts first) must not lead on that node. 5.4 kept the old path
+/// as its own and led beside the next leader; 5.7 reads its node's
+/// ephemeralOwner first. zoolock deletes its old node once the new session
+/// connects, and its node is only ever the one its create in the current
+/// session made: if the old one stays (the delete refused), it waits behind
+/// it like any other.
+#[test]
+fn a_latch_never_leads_on_its_node_from_a_replaced_session() {
+    let mut h = election(ElectionKind::Latch, "a");
+    let old = lead(&mut h, "latch-", 1);
+    h.session(at(5), ConnectionState::Lost);
+    h.events();
+    h.session(at(6), ConnectionState::Connected);
+    let sent = h.sent();
+    assert_eq!(sent[0], format!("delete {}", mask(&old)), "the old node is deleted first: {sent:?}");
+    assert!(sent.iter().any(|s| s.starts_with(&format!("create2 {BASE}/_c_<uuid>-latch- [ES]"))));
+    // The delete is refused (an ACL), so the old node stays until the server
+    // expires the old session.
+    h.answer(at(7), "delete", Answer::Err(ErrorCode::NO_AUTH));
+    h.events();
+    let new = h.answer(at(7), "create2", Answer::Seq(2));
+    h.answer(at(7), "getChildren2", kids(&[name(&old), name(&new)]));
+    assert!(!h.recipe.is_leader(), "led on the old session's node");
+    assert!(!h.events().iter().any(|e| matches!(e, RecipeEvent::Acquired { .. })));
+    let sent = h.sent();
+    assert!(sent.contains(&format!("getData {} w", mask(&old))), "watches the stale node: {sent:?}");
+    // The server expires the old session: its node goes, and the latch leads on its own.
+    h.answer_held_watch(at(8), &new);
+    h.answer(at(8), "getData", Answer::Data(b"a"));
+    h.watch(at(9), EventType::NODE_DELETED, &old);
+    if h.sent().iter().any(|s| s.starts_with("getChildren2")) {
+        h.answer(at(9), "getChildren2", kids(&[name(&new)]));
+    }
+    assert_eq!(h.events(), [acquired(&new, 1002)]);
+    assert!(h.recipe.is_leader());
 }
 
 /// A participant waiting behind a leader (a selector without re-queue).

@@ -46,6 +46,30 @@ fn curator_uncontended_creates_missing_parents_top_down_with_same_uuid() {
     assert_eq!(t.m.poll_timeout(), None);
 }
 
+/// Curator 5.7.1 (CURATOR-715): the same acquire, but mkdirs probes from the
+/// node's parent up to the first ancestor that exists, then makes the missing
+/// ones top-down without probing them again; one request per round trip still.
+#[test]
+fn curator57_probes_missing_parents_bottom_up() {
+    let mut t = T::new(OpPlan::Curator57);
+    t.acquire(None);
+    assert_eq!(t.ops(), ["create2 /app/lock/_c_<U0>-lock- [ES]"]);
+    t.reply("create2 /app/lock/_c_<U0>-lock- [ES]", no_node());
+    assert_eq!(t.ops(), ["exists /app/lock"]);
+    t.reply("exists /app/lock", no_node());
+    assert_eq!(t.ops(), ["exists /app"]);
+    t.reply("exists /app", exists(2));
+    assert_eq!(t.ops(), ["createContainer /app/lock [C]"]);
+    t.reply("createContainer /app/lock [C]", created("/app/lock", 6));
+    assert_eq!(t.ops(), ["create2 /app/lock/_c_<U0>-lock- [ES]"], "same UUID after mkdirs");
+    let own = t.own(0, 0);
+    t.reply("create2 /app/lock/_c_<U0>-lock- [ES]", created(&full(&own), 7));
+    assert_eq!(t.ops(), ["getChildren2 /app/lock"], "no pipelined listing: Curator's sequence");
+    t.reply("getChildren2 /app/lock", children(&[&own]));
+    assert_eq!(t.events(), [acquired(&full(&own), 7)]);
+    t.no_ops();
+}
+
 /// The trace corpus' shape: `/traces` exists, only the base is missing.
 #[test]
 fn curator_mkdirs_skips_existing_ancestors() {

@@ -1066,7 +1066,7 @@ fn an_acquire_right_after_a_cancel_waits_for_the_mutex_release() {
 // ---- sized by a shared count (issue 18) ----------------------------------------------------
 
 fn count_data(n: i32, version: i32) -> Result<Response, RequestError> {
-    Ok(Response::Data { data: Some(count_bytes(n)), stat: Stat { version, ..stat(5) } })
+    Ok(Response::Data { data: Some(count_bytes(n)), stat: Stat { version, mzxid: i64::from(version), ..stat(5) } })
 }
 
 #[test]

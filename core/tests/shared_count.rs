@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use zoolock_core::recipes::{SharedCount, count_bytes, count_value};
 use zoolock_core::wire::{ErrorCode, EventType, Request, Response, Stat};
 use zoolock_core::{
-    ConnectionState, Instant, LockConfig, Recipe, RecipeEvent, RecipeOp, RequestError, WatchEvent, ZkPath,
+    ApiMisuse, ConnectionState, Instant, LockConfig, Recipe, RecipeEvent, RecipeOp, RequestError, WatchEvent, ZkPath,
 };
 
 struct T {
@@ -47,8 +47,14 @@ impl T {
     }
 }
 
+/// A read of `n` at `version`, written by the write at zxid `version` (so
+/// later versions are later writes, as long as no version wraps).
 fn data(n: i32, version: i32) -> Result<Response, RequestError> {
-    Ok(Response::Data { data: Some(count_bytes(n)), stat: Stat { version, ..Stat::default() } })
+    data_at(n, version, i64::from(version))
+}
+
+fn data_at(n: i32, version: i32, mzxid: i64) -> Result<Response, RequestError> {
+    Ok(Response::Data { data: Some(count_bytes(n)), stat: Stat { version, mzxid, ..Stat::default() } })
 }
 
 fn server(code: ErrorCode) -> Result<Response, RequestError> {
@@ -90,7 +96,7 @@ fn writes_report_in_order_and_a_stale_version_is_refused() {
     t.answer(data(1, 3));
     t.cmd(|c| c.set(Instant::ZERO, 2));
     t.cmd(|c| c.try_set(Instant::ZERO, 3, 9));
-    let stat = |version| Ok(Response::Stat(Stat { version, ..Stat::default() }));
+    let stat = |version| Ok(Response::Stat(Stat { version, mzxid: i64::from(version), ..Stat::default() }));
     assert_eq!(
         t.answer(stat(4)),
         vec![RecipeEvent::Count { value: 2, version: 4 }, RecipeEvent::CountWritten(Ok(true))]
@@ -114,4 +120,53 @@ fn writes_report_in_order_and_a_stale_version_is_refused() {
     t.r.handle_session(Instant::ZERO, ConnectionState::Connected);
     t.pull();
     assert_eq!(t.shown(), shown(&[("getData", "/app/n")]));
+}
+
+/// Curator 5.7 (CURATOR-688): after 2^31 writes the node's version wraps to
+/// negative numbers; values are ordered by the write's zxid, so the count
+/// still moves on (5.4 compared versions and stopped updating).
+#[test]
+fn a_wrapped_version_is_still_a_newer_value() {
+    let mut t = T::new();
+    t.answer(server(ErrorCode::NODE_EXISTS));
+    assert_eq!(t.answer(data_at(1, i32::MAX, 1_000)), vec![RecipeEvent::Count { value: 1, version: i32::MAX }]);
+    t.r.handle_watch(Instant::ZERO, &WatchEvent { event_type: EventType::NODE_DATA_CHANGED, path: "/app/n".into() });
+    t.pull();
+    assert_eq!(t.answer(data_at(2, i32::MIN, 1_001)), vec![RecipeEvent::Count { value: 2, version: i32::MIN }]);
+    // An older write read late is still ignored, whatever its version.
+    t.r.handle_watch(Instant::ZERO, &WatchEvent { event_type: EventType::NODE_DATA_CHANGED, path: "/app/n".into() });
+    t.pull();
+    assert_eq!(t.answer(data_at(1, i32::MAX, 1_000)), vec![]);
+    assert_eq!(t.r.value(), Some((2, i32::MIN)));
+}
+
+/// Curator 5.7 (CURATOR-688, ZOOKEEPER-4743): a compare-and-set at version
+/// -1 would be a blind write (the server reads -1 as "any version"); it is
+/// refused without a request, and its outcome keeps call order.
+#[test]
+fn a_compare_and_set_at_version_minus_one_is_refused_in_call_order() {
+    let refused = || RecipeEvent::CountWritten(Err(RequestError::Refused(ApiMisuse::VersionOverflowed)));
+    let mut t = T::new();
+    t.answer(server(ErrorCode::NODE_EXISTS));
+    t.answer(data(1, 3));
+    // Nothing in flight: refused at once, nothing sent.
+    t.cmd(|c| c.try_set(Instant::ZERO, -1, 9));
+    assert!(t.in_flight.is_empty());
+    assert_eq!(std::iter::from_fn(|| t.r.poll_event()).map(RecipeEvent::from).collect::<Vec<_>>(), vec![refused()]);
+    // Behind a write in flight: answered right after it.
+    t.cmd(|c| c.set(Instant::ZERO, 2));
+    t.cmd(|c| c.try_set(Instant::ZERO, -1, 9));
+    assert_eq!(t.shown(), shown(&[("setData", "/app/n")]));
+    assert_eq!(std::iter::from_fn(|| t.r.poll_event()).count(), 0, "not before the write in flight");
+    let stat = Ok(Response::Stat(Stat { version: 4, mzxid: 4, ..Stat::default() }));
+    assert_eq!(
+        t.answer(stat),
+        vec![RecipeEvent::Count { value: 2, version: 4 }, RecipeEvent::CountWritten(Ok(true)), refused()]
+    );
+    // And behind a write the session's end fails.
+    t.cmd(|c| c.set(Instant::ZERO, 3));
+    t.cmd(|c| c.try_set(Instant::ZERO, -1, 9));
+    t.r.handle_session(Instant::ZERO, ConnectionState::Lost);
+    let events: Vec<_> = std::iter::from_fn(|| t.r.poll_event()).map(RecipeEvent::from).collect();
+    assert_eq!(events, vec![RecipeEvent::CountWritten(Err(RequestError::SessionExpired)), refused()]);
 }

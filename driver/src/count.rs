@@ -117,7 +117,10 @@ impl SharedCount {
 
     /// Writes `n` only if the node is still at `version` (from
     /// [`SharedCount::get`]); `Ok(false)` if someone wrote first, and the
-    /// new value arrives shortly after (Curator's `trySetCount`).
+    /// new value arrives shortly after (Curator's `trySetCount`). Version -1
+    /// (a version wrapped after 2^31 writes) fails with
+    /// [`ApiMisuse::VersionOverflowed`](zoolock_core::ApiMisuse::VersionOverflowed),
+    /// as in Curator 5.7: the server would write whatever the version.
     pub async fn try_set(&self, version: i32, n: i32) -> Result<bool, Error> {
         self.write(move |c, now| c.try_set(now, version, n)).await
     }

@@ -1,5 +1,6 @@
 //! Recipe-level replay: zoolock's [`Client`] and lock recipes, in the Curator
-//! op plan ([`OpPlan::Curator`]), driven through a whole recorded scenario.
+//! op plan of the recorded Curator ([`OpPlan::Curator`] for 5.4,
+//! [`OpPlan::Curator57`] for 5.5 to 5.7), driven through a whole recorded scenario.
 //!
 //! For each scenario folder (`zk-trace/1` connection files plus
 //! `summary.json`) every client (`A`, `B`, `C`) is replayed on its own: the
@@ -19,7 +20,7 @@
 //!   `description` (`InterProcessMutex`, `InterProcessReadWriteLock`,
 //!   `InterProcessSemaphoreMutex`, `InterProcessSemaphoreV2 maxLeases=N`,
 //!   `InterProcessMultiLock` over `BASE/...` paths) and its lock path from
-//!   `base_path`. Every recipe runs with [`OpPlan::Curator`] and the node data
+//!   `base_path`. Every recipe runs with the summary's Curator's plan and the node data
 //!   of the client's first recorded create2 with data (Curator's default,
 //!   `127.0.0.1` in this corpus; revocable locks write empty data anyway).
 //! * **Actions.** `CuratorFramework.start` creates the [`Client`] (its first
@@ -91,6 +92,7 @@
 //! summary step) with what was expected and what zoolock did.
 //!
 //! [`OpPlan::Curator`]: zoolock_core::OpPlan::Curator
+//! [`OpPlan::Curator57`]: zoolock_core::OpPlan::Curator57
 //! [`Mutex::make_revocable`]: zoolock_core::Mutex::make_revocable
 //! [`ReadWriteLock`]: zoolock_core::ReadWriteLock
 //! [`Participants`]: zoolock_core::Participants

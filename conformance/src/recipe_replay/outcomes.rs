@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use serde_json::Value;
 use zoolock_core::{
     ApiMisuse, Client, ConnectionState, CoreMachine, Handle, Instant, LockConfig, LockKind, LockRecipe, Machine,
-    MultiLock, Mutex, OpPlan, Part, Participants, ReadWriteLock, RecipeEvent, RecipeId, Revoker, Rng, Semaphore,
+    MultiLock, Mutex, Part, Participants, ReadWriteLock, RecipeEvent, RecipeId, Revoker, Rng, Semaphore,
     SemaphoreMutex, ZkPath,
 };
 
@@ -303,7 +303,7 @@ impl ClientRun<'_> {
 
     fn lock_config(&self) -> LockConfig {
         LockConfig::new(Rng::fork(self.seed, 0))
-            .with_plan(OpPlan::Curator)
+            .with_plan(self.summary.plan)
             .with_data(self.data.clone())
             // Curator does not watch a held node; the traces are its sequences.
             .with_watch_held(false)

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use serde_json::Value;
-use zoolock_core::{ConnectionState, LockKind, Part};
+use zoolock_core::{ConnectionState, LockKind, OpPlan, Part};
 use zoolock_wire::{ConnectRequest, Request, SetWatches};
 
 use super::ENSEMBLE_CONFIG_PATH;
@@ -17,6 +17,18 @@ use crate::trace::{Close, Direction, Entry, Frame, Scenario, Trace};
 
 // ---- summary ---------------------------------------------------------------------------
 
+/// The op plan that reproduces Curator `version`'s wire sequence: 5.4's
+/// [`OpPlan::Curator`], or [`OpPlan::Curator57`] for 5.5 to 5.7 (what those
+/// releases changed on the wire is the same set); `None` for others.
+fn plan_of(version: &str) -> Option<OpPlan> {
+    let mut parts = version.split('.').map(|p| p.parse::<u32>().ok());
+    match (parts.next()??, parts.next()??) {
+        (5, 4) => Some(OpPlan::Curator),
+        (5, 5..=7) => Some(OpPlan::Curator57),
+        _ => None,
+    }
+}
+
 /// The parts of `summary.json` the replay uses.
 #[derive(Debug)]
 pub(super) struct Summary {
@@ -25,6 +37,8 @@ pub(super) struct Summary {
     pub(super) base_path: String,
     pub(super) t0_us: u64,
     pub(super) steps: Vec<Step>,
+    /// The op plan of the recorded Curator (its `curator` version).
+    pub(super) plan: OpPlan,
 }
 
 #[derive(Debug, Clone)]
@@ -55,6 +69,8 @@ impl Summary {
         let base_path =
             summary.get("base_path").and_then(Value::as_str).ok_or_else(|| unsupported("no base_path"))?.to_owned();
         let description = summary.get("description").and_then(Value::as_str).unwrap_or_default().to_owned();
+        let curator = summary.get("curator").and_then(Value::as_str).unwrap_or("5.4.0");
+        let plan = plan_of(curator).ok_or_else(|| unsupported(&format!("no op plan for Curator {curator}")))?;
         let mut steps = Vec::new();
         for step in summary.get("steps").and_then(Value::as_array).ok_or_else(|| unsupported("no steps"))? {
             let seq = step.get("seq").and_then(Value::as_u64);
@@ -74,7 +90,7 @@ impl Summary {
                 result: step.get("result").cloned().unwrap_or(Value::Null),
             });
         }
-        Ok(Summary { path, description, base_path, t0_us, steps })
+        Ok(Summary { path, description, base_path, t0_us, steps, plan })
     }
 
     pub(super) fn location(&self, step: &Step) -> Location {

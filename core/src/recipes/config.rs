@@ -21,6 +21,12 @@ pub enum OpPlan {
     /// Curator 5.4.0's exact sequence, one request per round trip (for
     /// conformance replay against recorded traces).
     Curator,
+    /// Curator 5.7.1's exact sequence: 5.4.0's, except what 5.5 to 5.7
+    /// changed on the wire. Missing parents are probed from the node's
+    /// parent up to the first one that exists (CURATOR-715), and a
+    /// downgrade's read node takes the held write node's sequence
+    /// (CURATOR-621), as the Pipelined plan does both.
+    Curator57,
     /// The default: create2 and getChildren2 go out back to back (an
     /// uncontended acquire is one round trip), release returns once the
     /// delete is queued (it stays guaranteed), and a deleted predecessor is
@@ -40,6 +46,21 @@ pub struct RetryPolicy {
     pub max_retries: u32,
     /// Longest single pause.
     pub max_pause: Duration,
+}
+
+impl OpPlan {
+    /// Missing parents are probed bottom-up (Curator 5.7's mkdirs): an
+    /// ancestor that exists is never read, so a lock under a parent the
+    /// client may not read works where exists checks READ (ZooKeeper 3.9).
+    pub(crate) fn probes_bottom_up(self) -> bool {
+        !matches!(self, OpPlan::Curator)
+    }
+
+    /// A downgrade's read node reuses the write node's sequence (Curator
+    /// 5.5+), so no writer queued meanwhile overtakes it.
+    pub(crate) fn downgrade_keeps_sequence(self) -> bool {
+        !matches!(self, OpPlan::Curator)
+    }
 }
 
 impl RetryPolicy {

@@ -52,7 +52,7 @@ pub(crate) fn member_seed(seed: u64, index: usize) -> u64 {
 ///   With [`OpPlan::Curator`] the read node is an ordinary sequential node,
 ///   exactly as Curator 5.4.0 creates it (so a writer that queued meanwhile
 ///   overtakes the reader once the write half is released, CURATOR-621). With
-///   [`OpPlan::Pipelined`] it is an EPHEMERAL node named with the write node's
+///   [`OpPlan::Pipelined`] and [`OpPlan::Curator57`] it is an EPHEMERAL node named with the write node's
 ///   sequence suffix (Curator 5.5+'s fix), so it stays ahead of every queued
 ///   writer after the write half is released. Either way the read node is
 ///   created after those writers' nodes, so its fencing token (czxid) is
@@ -130,7 +130,9 @@ impl ReadWriteLock {
         }
         let shape = match (self.halves[WRITE].core.held(), self.plan) {
             // Curator 5.5+ (CURATOR-621): reuse the write node's sequence.
-            (Some(write), OpPlan::Pipelined) => Shape::Fixed(String::from(SortKey::ReadWrite.key(write.name()))),
+            (Some(write), plan) if plan.downgrade_keeps_sequence() => {
+                Shape::Fixed(String::from(SortKey::ReadWrite.key(write.name())))
+            }
             // Curator 5.4.0 creates an ordinary sequential node.
             _ => Shape::Sequential,
         };

@@ -8,6 +8,13 @@
 //! `setData(version)`: BadVersion means another writer came first, so the
 //! value is re-read and the write reported as not applied.
 //!
+//! Which value is newer is decided by the node's `mzxid`, not its version
+//! (Curator 5.7, CURATOR-688): a version wraps after 2^31 writes, and a count
+//! ordered by versions would ignore every value after that. A compare-and-set
+//! at version -1 (a wrapped version) is refused, as 5.7 refuses it: the
+//! server reads -1 as "any version" (ZOOKEEPER-4743), so it would be a blind
+//! write.
+//!
 //! Compression (Curator 5.8's `enableCompression()`): a gzip-framed value is
 //! read as the int it holds; [`LockConfig::compression`] says whether ours
 //! are written gzipped.
@@ -21,7 +28,7 @@ use zoolock_wire::{CreateMode, ErrorCode, EventType, OpCode, Response};
 
 use super::config::LockConfig;
 use super::kit::Outbox;
-use crate::error::RequestError;
+use crate::error::{ApiMisuse, RequestError};
 use crate::op::Op;
 use crate::path::ZkPath;
 use crate::recipe::{OpId, Recipe, RecipeEvent, RecipeOp};
@@ -44,7 +51,7 @@ enum Purpose {
 ///
 /// Events ([`CountEvent`], reported by a client as the [`RecipeEvent`] of
 /// the same name): [`RecipeEvent::Count`] whenever a newer value is seen (read or
-/// written; values only move to higher node versions),
+/// written; values only move to later writes, by the node's `mzxid`),
 /// [`RecipeEvent::CountWritten`] once per `set` / `try_set`, in call order,
 /// and [`RecipeEvent::CountMalformed`] if the node holds anything but 4
 /// bytes, plain or gzip-framed (the last good value stays).
@@ -57,6 +64,11 @@ pub struct SharedCount {
     config: LockConfig,
     /// Last value seen and its node version.
     value: Option<(i32, i32)>,
+    /// The `mzxid` of the write that value came from: what orders values.
+    value_zxid: i64,
+    /// Refused writes, by the write in flight before each: answered right
+    /// after it, so outcomes keep call order.
+    refusals: BTreeMap<OpId, u32>,
     /// The newest read (watch set) in flight; one at a time is enough,
     /// except after a create, which needs a read behind it.
     reading: Option<OpId>,
@@ -88,6 +100,8 @@ impl SharedCount {
             seed,
             config,
             value: None,
+            value_zxid: i64::MIN,
+            refusals: BTreeMap::new(),
             reading: None,
             routes: BTreeMap::new(),
             out: Outbox::default(),
@@ -113,8 +127,30 @@ impl SharedCount {
 
     /// Writes `n` only if the node is still at `version` (Curator's
     /// `trySetCount`); reported as `CountWritten(Ok(false))` otherwise.
+    /// Version -1 is refused (`CountWritten(Err(Refused(VersionOverflowed)))`,
+    /// nothing sent): the server would take it as "any version".
     pub fn try_set(&mut self, _now: Instant, version: i32, n: i32) {
+        if version == -1 {
+            return self.refuse();
+        }
         self.send(Op::set_data(&self.path, self.encode(n), Some(version)), Purpose::Write(n));
+    }
+
+    /// Reports a refused write once the writes called before it are.
+    fn refuse(&mut self) {
+        let last = self.routes.iter().rev().find(|(_, p)| matches!(p, Purpose::Write(_))).map(|(id, _)| *id);
+        match last {
+            Some(id) => *self.refusals.entry(id).or_default() += 1,
+            None => self.out.emit(CountEvent::Written(Err(RequestError::Refused(ApiMisuse::VersionOverflowed)))),
+        }
+    }
+
+    /// The outcome of write `op`, then the refusals queued behind it.
+    fn written(&mut self, op: OpId, outcome: Result<bool, RequestError>) {
+        self.out.emit(CountEvent::Written(outcome));
+        for _ in 0..self.refusals.remove(&op).unwrap_or(0) {
+            self.out.emit(CountEvent::Written(Err(RequestError::Refused(ApiMisuse::VersionOverflowed))));
+        }
     }
 
     /// `n` as the node holds it, compressed if the config says so.
@@ -164,13 +200,14 @@ impl SharedCount {
         self.create();
     }
 
-    /// A value read or written at `version`.
-    fn seen(&mut self, data: &[u8], version: i32) {
+    /// A value read or written by the write `mzxid`, at `version`.
+    fn seen(&mut self, data: &[u8], version: i32, mzxid: i64) {
         let Some(n) = count_value(data) else {
             return self.out.emit(CountEvent::Malformed { len: data.len() });
         };
-        if self.value.is_none_or(|(_, v)| version > v) {
+        if self.value.is_none() || mzxid > self.value_zxid {
             self.value = Some((n, version));
+            self.value_zxid = mzxid;
             self.out.emit(CountEvent::Value { value: n, version });
         }
     }
@@ -191,7 +228,9 @@ impl SharedCount {
                     self.reading = None;
                 }
                 match result {
-                    Ok(Response::Data { data, stat }) => self.seen(data.as_deref().unwrap_or_default(), stat.version),
+                    Ok(Response::Data { data, stat }) => {
+                        self.seen(data.as_deref().unwrap_or_default(), stat.version, stat.mzxid)
+                    }
                     // Missing: a create may be on its way (its read follows),
                     // or someone deleted it; wait for it to come back.
                     Err(RequestError::Server(ErrorCode::NO_NODE)) if !self.create_pending() => {
@@ -206,7 +245,7 @@ impl SharedCount {
             (Purpose::Write(n), result) => {
                 let outcome = match result {
                     Ok(Response::Stat(stat)) => {
-                        self.seen(&n.to_be_bytes(), stat.version);
+                        self.seen(&n.to_be_bytes(), stat.version, stat.mzxid);
                         Ok(true)
                     }
                     Err(RequestError::Server(ErrorCode::BAD_VERSION)) => {
@@ -216,7 +255,7 @@ impl SharedCount {
                     Ok(_) => Err(RequestError::UnexpectedResponse { op: OpCode::SET_DATA }),
                     Err(e) => Err(e),
                 };
-                self.out.emit(CountEvent::Written(outcome));
+                self.written(op, outcome);
             }
         }
     }
@@ -266,9 +305,9 @@ impl Recipe for SharedCount {
             state => {
                 if let Some(error) = state.end_error() {
                     self.reading = None;
-                    for purpose in core::mem::take(&mut self.routes).into_values() {
+                    for (id, purpose) in core::mem::take(&mut self.routes) {
                         if let Purpose::Write(_) = purpose {
-                            self.out.emit(CountEvent::Written(Err(error.clone())));
+                            self.written(id, Err(error.clone()));
                         }
                     }
                 }

@@ -45,8 +45,9 @@ pub(crate) const LIST_W: &str = "getChildren2 /app/lock w";
 // ---- harness ---------------------------------------------------------------------------
 
 pub(crate) fn config(plan: OpPlan) -> LockConfig {
-    // Curator's own sequence does not watch a held node.
-    LockConfig::new(7).with_plan(plan).with_data(Bytes::from_static(DATA)).with_watch_held(plan != OpPlan::Curator)
+    // Curator's own sequences do not watch a held node.
+    let curator = matches!(plan, OpPlan::Curator | OpPlan::Curator57);
+    LockConfig::new(7).with_plan(plan).with_data(Bytes::from_static(DATA)).with_watch_held(!curator)
 }
 
 /// Another contender's protected node, rendered as `<F{n}>`.

@@ -150,7 +150,7 @@ impl LockCore {
     }
 
     pub(super) fn bottom_up(&self) -> bool {
-        self.config.plan == OpPlan::Pipelined
+        self.config.plan.probes_bottom_up()
     }
 
     pub(super) fn start_probe(&mut self) {

@@ -74,7 +74,7 @@ enum CreateStep {
     /// create2 in flight.
     Sent,
     /// Checking ancestor `idx` with exists: top-down with the Curator plan
-    /// (5.4's mkdirs), bottom-up with the Pipelined plan (5.7.1, CURATOR-715:
+    /// (5.4's mkdirs), bottom-up with the others (5.7.1, CURATOR-715:
     /// an ancestor that exists is never read, so a lock under a parent
     /// the client may not read still works where exists checks READ).
     Probe(usize),
@@ -470,7 +470,7 @@ impl LockCore {
             self.send(Op::check_watches(&node.path, WatcherType::ANY), Purpose::CheckWatches);
         }
         match self.config.plan {
-            OpPlan::Curator => {
+            OpPlan::Curator | OpPlan::Curator57 => {
                 self.start_delete(node.path.clone());
                 self.state = State::Releasing { path: node.path };
             }
