@@ -6,7 +6,7 @@
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex as StdMutex};
+use std::sync::{Arc, Mutex as StdMutex, RwLock};
 use std::time::Duration;
 
 /// A TCP proxy to the server on 127.0.0.1, on plain threads (so it serves
@@ -32,14 +32,20 @@ enum ProxyMode {
 }
 
 struct ProxyShared {
-    mode: StdMutex<ProxyMode>,
+    /// Pumps hold it (read) from their mode check through their write, so a
+    /// mode change returns only once no pump forwards under the old mode.
+    mode: RwLock<ProxyMode>,
     sockets: StdMutex<Vec<TcpStream>>,
     stop: AtomicBool,
 }
 
 impl ProxyShared {
     fn mode(&self) -> ProxyMode {
-        *self.mode.lock().unwrap()
+        *self.mode.read().unwrap()
+    }
+
+    fn set_mode(&self, mode: ProxyMode) -> ProxyMode {
+        std::mem::replace(&mut *self.mode.write().unwrap(), mode)
     }
 
     fn close_all(&self) {
@@ -56,7 +62,7 @@ impl Proxy {
         listener.set_nonblocking(true).unwrap();
         let addr = listener.local_addr().unwrap().to_string();
         let shared = Arc::new(ProxyShared {
-            mode: StdMutex::new(ProxyMode::Open),
+            mode: RwLock::new(ProxyMode::Open),
             sockets: StdMutex::new(Vec::new()),
             stop: AtomicBool::new(false),
         });
@@ -110,18 +116,20 @@ impl Proxy {
 
     /// Closes every connection and refuses new ones.
     pub fn cut(&self) {
-        *self.shared.mode.lock().unwrap() = ProxyMode::Cut;
+        self.shared.set_mode(ProxyMode::Cut);
         self.shared.close_all();
     }
 
-    /// Stops forwarding without closing anything (a silent network).
+    /// Stops forwarding without closing anything (a silent network): once
+    /// it returns, nothing more reaches either side until [`Proxy::restore`]
+    /// (what the pumps read meanwhile is kept, and forwarded then).
     pub fn freeze(&self) {
-        *self.shared.mode.lock().unwrap() = ProxyMode::Frozen;
+        self.shared.set_mode(ProxyMode::Frozen);
     }
 
     /// Closes every connection and the listening port: dials are refused.
     pub fn down(&self) {
-        *self.shared.mode.lock().unwrap() = ProxyMode::Down;
+        self.shared.set_mode(ProxyMode::Down);
         self.shared.close_all();
     }
 
@@ -131,17 +139,13 @@ impl Proxy {
     /// requests hang and the real server hears nothing of the session.
     /// New connections are accepted and never answered.
     pub fn isolate(&self) {
-        *self.shared.mode.lock().unwrap() = ProxyMode::Isolated;
+        self.shared.set_mode(ProxyMode::Isolated);
     }
 
     /// Forwards again (listening on the same port after `down`). Ends every
     /// connection of an isolation: the requests it swallowed are gone.
     pub fn restore(&self) {
-        let mut mode = self.shared.mode.lock().unwrap();
-        let isolated = *mode == ProxyMode::Isolated;
-        *mode = ProxyMode::Open;
-        drop(mode);
-        if isolated {
+        if self.shared.set_mode(ProxyMode::Open) == ProxyMode::Isolated {
             self.shared.close_all();
         }
     }
@@ -162,6 +166,8 @@ fn pump(mut from: TcpStream, mut to: TcpStream, shared: &ProxyShared, mut back: 
     let mut buf = [0u8; 16 * 1024];
     // Client frames read while isolated, up to a whole frame.
     let mut pending = Vec::new();
+    // Bytes read while (or just as) the proxy froze: forwarded on restore.
+    let mut held = Vec::new();
     while !shared.stop.load(Ordering::SeqCst) {
         let mode = shared.mode();
         match mode {
@@ -174,6 +180,16 @@ fn pump(mut from: TcpStream, mut to: TcpStream, shared: &ProxyShared, mut back: 
                 continue;
             }
             ProxyMode::Cut | ProxyMode::Down => break,
+            ProxyMode::Open if !held.is_empty() => {
+                let mode = shared.mode.read().unwrap();
+                if *mode == ProxyMode::Open {
+                    if to.write_all(&held).is_err() {
+                        break;
+                    }
+                    held.clear();
+                }
+                continue;
+            }
             ProxyMode::Open | ProxyMode::Isolated => {}
         }
         match from.read(&mut buf) {
@@ -187,8 +203,15 @@ fn pump(mut from: TcpStream, mut to: TcpStream, shared: &ProxyShared, mut back: 
                 }
             }
             Ok(n) => {
-                if to.write_all(&buf[..n]).is_err() {
-                    break;
+                // Under the mode's read lock: a freeze that began during the
+                // read keeps these bytes until the restore.
+                let mode = shared.mode.read().unwrap();
+                held.extend_from_slice(&buf[..n]);
+                if *mode == ProxyMode::Open {
+                    if to.write_all(&held).is_err() {
+                        break;
+                    }
+                    held.clear();
                 }
             }
             Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
