@@ -229,13 +229,15 @@ fn a_client_that_never_reads_is_dropped_without_slowing_the_server() {
     }
     hog.write_all(&burst).unwrap();
     thread::sleep(Duration::from_millis(500));
-    // Another client is served promptly meanwhile.
+    // Another client is served meanwhile. A server that blocked on the hog's
+    // writes would never answer it; the bound is generous, for a loaded
+    // machine (this is not a timing measurement).
     let mut other = serve.connect();
     let start = Instant::now();
     handshake(&mut other);
     other.write_all(&ping()).unwrap();
     assert_eq!(reply(&mut other).0, -2);
-    assert!(start.elapsed() < Duration::from_secs(1), "the server was slowed: {:?}", start.elapsed());
+    assert!(start.elapsed() < Duration::from_secs(10), "the server was held up: {:?}", start.elapsed());
     // The hog was dropped: what it can still read ends well short of 180 MB.
     let mut total = 0usize;
     let mut buf = vec![0; 1 << 20];

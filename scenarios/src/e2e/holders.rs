@@ -15,6 +15,8 @@ pub async fn revocation(env: &Env) {
     // Still seen after it came (it belongs to this hold).
     env.within(Duration::from_millis(100), "revocation seen again", ga.revocation_requested()).await;
     ga.release().await.unwrap();
+    // Another client finds it free once the server has the (pipelined) delete.
+    la.settled().await.unwrap();
     let gb = b.mutex(&path).await.unwrap().try_acquire().await.unwrap().expect("free after revoked release");
     drop(gb);
     // A new hold does not see the old request.

@@ -415,6 +415,9 @@ pub async fn mutex_reentrancy(env: &Env) {
         assert_eq!(g1.status(), HoldStatus::Held);
         g1.release().await.unwrap();
         assert_eq!(la.status(), HoldStatus::NotHeld);
+        // A pipelined release completes once its delete is queued: another
+        // client sees the lock free once the server has applied it.
+        la.settled().await.unwrap();
         let gb = lb.try_acquire().await.unwrap().expect("free after the last hold");
         drop(gb);
 
@@ -632,6 +635,8 @@ pub async fn rwlock(env: &Env) {
     gw.release().await.unwrap();
     assert_eq!(rc.status(), HoldStatus::Held);
     assert_eq!(wc.status(), HoldStatus::NotHeld);
+    // Another client's reader joins once the server has the (pipelined) delete.
+    wc.settled().await.unwrap();
     let ga = ra.try_acquire().await.unwrap().expect("a reader joins after the downgrade");
     assert!(wb.try_acquire().await.unwrap().is_none(), "writer excluded by readers");
     assert!(gr.fencing_token() > wtoken, "the read node is younger than the write node");
@@ -713,6 +718,7 @@ pub async fn semaphore_mutex(env: &Env) {
     let gb = env.within(Duration::from_secs(5), "semaphore mutex hand-over", waiting).await.unwrap();
     assert!(gb.fencing_token() > t);
     gb.release().await.unwrap();
+    lb.settled().await.unwrap(); // the (pipelined) delete applied, for the other client
     let ga = la.try_acquire().await.unwrap().expect("free again");
     ga.release().await.unwrap();
     finish_semaphore(env, &a, &path, &[&a, &b]).await;
