@@ -635,8 +635,10 @@ pub async fn rwlock(env: &Env) {
     gw.release().await.unwrap();
     assert_eq!(rc.status(), HoldStatus::Held);
     assert_eq!(wc.status(), HoldStatus::NotHeld);
-    // Another client's reader joins once the server has the (pipelined) delete.
-    wc.settled().await.unwrap();
+    // Another client's reader joins once the server has the (pipelined)
+    // delete: only the downgrade's read node is left. (Not `wc.settled()`:
+    // the pair still holds a read.)
+    wait_children(env, &a, &path, 1).await;
     let ga = ra.try_acquire().await.unwrap().expect("a reader joins after the downgrade");
     assert!(wb.try_acquire().await.unwrap().is_none(), "writer excluded by readers");
     assert!(gr.fencing_token() > wtoken, "the read node is younger than the write node");
