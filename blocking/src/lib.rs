@@ -152,9 +152,9 @@ pub use semaphore::{Lease, Semaphore};
 pub use zoolock_core;
 pub use zoolock_smol::{
     AclParseError, AclPolicy, AuthInfo, CloseMode, Compression, ConnectionState, DialError, ElectionKind,
-    ElectionParticipant, Error, FencingToken, HoldStatus, LockKind, LockOptions, LockSpec, LossReason, OpPlan, Options,
-    Participant, QueuePosition, RetryPolicy, SemaphoreOptions, SemaphoreSize, Suspension, TlsError, VersionedCount,
-    parse_acl,
+    ElectionParticipant, Error, FencingToken, HoldStatus, LeadershipPolicy, LockKind, LockOptions, LockSpec,
+    LossReason, OpPlan, Options, Participant, QueuePosition, RetryPolicy, SemaphoreOptions, SemaphoreSize, Suspension,
+    TlsError, VersionedCount, parse_acl,
 };
 #[cfg(feature = "gssapi")]
 pub use zoolock_smol::{GSSAPI_DEFAULT_SERVICE, GssapiClient};

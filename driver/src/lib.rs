@@ -51,6 +51,7 @@ mod error;
 #[cfg(feature = "gssapi")]
 mod gssapi;
 mod hold;
+mod latch;
 mod leader;
 mod lock;
 mod lock_tickets;
@@ -74,7 +75,8 @@ pub use futures_lite::{AsyncRead, AsyncWrite};
 #[cfg(feature = "gssapi")]
 pub use gssapi::{DEFAULT_SERVICE as GSSAPI_DEFAULT_SERVICE, GssapiClient};
 pub use hold::{Hold, HoldStatus, LossReason, QueuePosition, StatusChanges};
-pub use leader::{CloseMode, LeaderLatch, LeaderSelector, Leadership, LeadershipChanges};
+pub use latch::{CloseMode, LeaderLatch, LeadershipChanges};
+pub use leader::{LeaderSelector, Leadership};
 pub use lock::{Guard, Lock, ReadWriteLock};
 pub use observe::{HolderChanges, LeaderChanges};
 pub use options::{LockOptions, Options};
@@ -91,6 +93,7 @@ pub use tls::{TlsConfigError, TlsConnect, TlsOptions};
 /// Named after its crate, so it never shadows `::core`.
 pub use zoolock_core;
 pub use zoolock_core::recipes::{
-    ElectionKind, ElectionParticipant, LockKind, LockName, LockNameError, LockSpec, SemaphoreSize, SortRule,
+    ElectionKind, ElectionParticipant, LeadershipPolicy, LockKind, LockName, LockNameError, LockSpec, SemaphoreSize,
+    SortRule,
 };
 pub use zoolock_core::{Compression, ConnectionState, FencingToken, OpPlan, Participant, RetryPolicy, Suspension};
