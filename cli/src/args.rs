@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use zoolock_tokio::LockKind;
+use zoolock_tokio::{LeadershipPolicy, LockKind};
 
 use crate::exit;
 
@@ -386,6 +386,21 @@ pub(crate) struct ElectionArgs {
     /// start to close) rather than LeaderSelector's.
     #[arg(long)]
     pub(crate) latch: bool,
+    /// What ends the term: `standard` (a connection suspended past --grace,
+    /// or the session's loss) or `session` (only the session's loss or the
+    /// node's deletion, as Curator's SessionConnectionStateErrorPolicy).
+    ///
+    /// Under `session`, CMD keeps running while the connection is down, and
+    /// the server may expire the session and elect another leader before
+    /// zoolock hears of it: CMD must fence its writes with
+    /// ZOOLOCK_FENCING_TOKEN. --grace does not apply (a usage error).
+    #[arg(long, value_name = "POLICY", default_value = "standard", value_parser = leadership_policy)]
+    pub(crate) policy: LeadershipPolicy,
+}
+
+/// A leadership policy by its name (`standard`, `session`).
+fn leadership_policy(s: &str) -> Result<LeadershipPolicy, String> {
+    LeadershipPolicy::from_name(s).ok_or_else(|| format!("`{s}` is not a policy: standard or session"))
 }
 
 /// How many leases a semaphore has.
@@ -649,6 +664,21 @@ mod tests {
         // The id is the node data: both at once is a usage error.
         assert!(Cli::try_parse_from(["zoolock", "elect", "/e", "--id", "a", "--data", "b", "--", "true"]).is_err());
         assert!(Cli::try_parse_from(["zoolock", "elect", "/e"]).is_err());
+    }
+
+    #[test]
+    fn elect_takes_a_leadership_policy() {
+        let policy_of = |args: &[&str]| {
+            let cli = Cli::try_parse_from(args.iter().copied()).expect("parses");
+            let Command::Elect { election, .. } = cli.command else { panic!("not elect") };
+            election.policy
+        };
+        assert_eq!(policy_of(&["zoolock", "elect", "/e", "-c", "true"]), LeadershipPolicy::Standard);
+        let session = policy_of(&["zoolock", "elect", "/e", "--policy", "session", "-c", "true"]);
+        assert_eq!(session, LeadershipPolicy::Session);
+        let standard = ["zoolock", "elect", "/e", "--policy", "standard", "--grace", "1s", "-c", "true"];
+        assert_eq!(policy_of(&standard), LeadershipPolicy::Standard);
+        assert!(Cli::try_parse_from(["zoolock", "elect", "/e", "--policy", "lenient", "-c", "true"]).is_err());
     }
 
     #[test]

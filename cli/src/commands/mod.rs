@@ -34,7 +34,8 @@ pub(crate) async fn run(cli: Cli) -> Outcome {
         }
         Command::Elect { hold, election } => {
             let id = election.id.unwrap_or_else(leader::default_id);
-            lock::run(global, hold, lock::Recipe::Elect { id, election: election_of(election.latch) }).await
+            let recipe = lock::Recipe::Elect { id, election: election_of(election.latch), policy: election.policy };
+            lock::run(global, hold, recipe).await
         }
         Command::Leader { path, latch, json } => leader::run(global, &path, election_of(latch), json).await,
         Command::Count { action } => count::run(global, action).await,
