@@ -227,9 +227,16 @@ pub(crate) enum Command {
         /// The LeaderLatch layout (`latch-` nodes) rather than LeaderSelector's.
         #[arg(long)]
         latch: bool,
-        /// Print the participants as JSON.
+        /// Print the participants as JSON (with --watch, one object per
+        /// change: `{"path","id","node","token","held_for_ms"}`).
         #[arg(long)]
         json: bool,
+        /// Print the leader now and at each change, until Ctrl-C (exit 0):
+        /// one line `id=ID node=NODE token=CZXID held_for=D` (`id=-` and
+        /// `-` fields when nobody leads). Driven by a watch: nothing is
+        /// sent between changes.
+        #[arg(long)]
+        watch: bool,
     },
     /// Read or write a shared count (Curator's SharedCount: a node holding a
     /// 4-byte big-endian int), e.g. the size of a semaphore run with
@@ -269,6 +276,15 @@ pub(crate) enum Command {
         /// `kind` is null when PATH has no nodes and no --kind was given).
         #[arg(long)]
         json: bool,
+        /// Print the holder now and at each change, until Ctrl-C (exit 0):
+        /// one line `data=DATA node=NODE token=CZXID held_for=D` (with
+        /// --json, `{"path","data","node","token","held_for_ms"}`; an
+        /// election's data is its `id`). The holder is the first node in
+        /// queue order (the oldest lease of a semaphore). Driven by a
+        /// watch: nothing is sent between changes. A PATH with no nodes
+        /// needs --kind.
+        #[arg(long, conflicts_with_all = ["leases", "leases_from"])]
+        watch: bool,
     },
     /// Ask the holder of a revocable mutex (or, with --node, of a revocable
     /// semaphore lease) to give it up (Curator's Revoker). Exits 1 if PATH
@@ -698,7 +714,14 @@ mod tests {
             assert_eq!(hold.max_hold, Some(Duration::from_secs(2)));
         }
         let cli = Cli::try_parse_from(["zoolock", "leader", "/e", "--latch", "--json"]).expect("parses");
-        assert!(matches!(cli.command, Command::Leader { ref path, latch: true, json: true } if path == "/e"));
+        assert!(
+            matches!(cli.command, Command::Leader { ref path, latch: true, json: true, watch: false } if path == "/e")
+        );
+        let cli = Cli::try_parse_from(["zoolock", "leader", "/e", "--watch"]).expect("parses");
+        assert!(matches!(cli.command, Command::Leader { watch: true, json: false, .. }));
+        let cli = Cli::try_parse_from(["zoolock", "holders", "/e", "--watch", "--json"]).expect("parses");
+        assert!(matches!(cli.command, Command::Holders { watch: true, json: true, .. }));
+        assert!(Cli::try_parse_from(["zoolock", "holders", "/e", "--watch", "--leases", "2"]).is_err());
         assert!(Cli::try_parse_from(["zoolock", "leader", "e"]).is_err());
         let cli = Cli::try_parse_from(["zoolock", "holders", "/e", "--kind", "latch"]).expect("parses");
         assert!(matches!(cli.command, Command::Holders { kind: Some(Kind::Latch), .. }));

@@ -207,8 +207,11 @@ fn a_waiting_participant_leads_when_the_leader_goes() {
     assert_eq!(h.events(), [acquired(&node, 1002)]);
 }
 
+/// A participant as the listing reports it: a node whose data was read has
+/// its stat (the transcript answers with a zeroed one).
 fn participant(path: &str, data: Option<&'static [u8]>) -> Participant {
-    Participant { path: path.into(), data: data.map(bytes::Bytes::from_static) }
+    let stat = data.map(|_| zoolock_core::wire::Stat::default());
+    Participant { path: path.into(), data: data.map(bytes::Bytes::from_static), stat }
 }
 
 #[test]
