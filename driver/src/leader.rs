@@ -23,7 +23,7 @@ use crate::client::{Client, Owner, Registration};
 use crate::error::Error;
 use crate::hold::{self, Hold, HoldStatus, LossReason, QueuePosition};
 use crate::latch::CloseMode;
-use crate::metrics::Labels;
+use crate::metrics::{Gauge, Labels};
 use crate::options::LockOptions;
 use crate::runtime::BoxFuture;
 use crate::task::{Command, Sink};
@@ -54,14 +54,37 @@ pub(crate) struct ElectionState {
     pub(crate) failure: Option<Error>,
     /// A latch closed by its owner, and how.
     pub(crate) closed: Option<CloseMode>,
+    /// Whether the participant leads, as the metrics last said.
+    leading: bool,
+    /// The current term's hold gauge (and duration), while it lasts.
+    held: Option<Gauge>,
 }
 
 pub(crate) type Shared = Watched<ElectionState>;
 
-/// Carries one election event to the tasks. Every failure ends the wait:
-/// core reports none it recovers from (a wait cut by a session expiry is
-/// queued again on the renewed session without one).
-fn on_event(shared: &Shared, path: &str, labels: &Labels<'_>, event: RecipeEvent) {
+/// Carries one election event to the tasks, then tells the metrics whether
+/// the participant leads under `policy`. Every failure ends the wait: core
+/// reports none it recovers from (a wait cut by a session expiry is queued
+/// again on the renewed session without one).
+fn on_event(shared: &Shared, path: &str, labels: &Labels<'_>, policy: LeadershipPolicy, event: RecipeEvent) {
+    carry(shared, path, labels, event);
+    shared.with(|s| {
+        let leads = s.term.as_ref().is_some_and(|t| leads(policy, t.status));
+        if leads != s.leading {
+            s.leading = leads;
+            crate::metrics::leading(labels, leads);
+        }
+        let ended = s.term.as_ref().is_none_or(|t| t.status == HoldStatus::Lost);
+        match (&s.held, ended) {
+            (None, false) => s.held = Some(Gauge::held(labels)),
+            (Some(_), true) => s.held = None,
+            _ => {}
+        }
+    });
+}
+
+/// [`on_event`]'s first part: the event into the shared state.
+fn carry(shared: &Shared, path: &str, labels: &Labels<'_>, event: RecipeEvent) {
     match event {
         RecipeEvent::Acquired { node, token } => {
             tracing::debug!(%path, %node, token = token.0, "leadership gained");
@@ -185,10 +208,11 @@ impl Participant {
         let shared = Arc::new(Shared::default());
         let path: Arc<str> = path.into();
         let path_label = client.inner.options.metrics_path_label;
-        let (sink_shared, sink_path) = (shared.clone(), path.clone());
+        let (sink_shared, sink_path, policy) = (shared.clone(), path.clone(), options.leadership);
         let sink = move |handle: Handle<CoreElection>| -> (Handle<CoreElection>, Sink) {
             let sink = move |event| {
-                on_event(&sink_shared, &sink_path, &Labels::new("election", &sink_path, path_label), event);
+                let labels = Labels::new("election", &sink_path, path_label);
+                on_event(&sink_shared, &sink_path, &labels, policy, event);
             };
             (handle, Arc::new(sink))
         };

@@ -21,16 +21,19 @@
 //! | `zoolock_acquire_wait_seconds` | histogram | seconds | from the call to the grant |
 //! | `zoolock_acquire_timeouts_total` | counter | count | acquires that ended at their deadline |
 //! | `zoolock_acquires_waiting` | gauge | count | acquires under way now (queued in the process or on ZooKeeper) |
-//! | `zoolock_holds` | gauge | count | holds the process has now: guards and leases not yet released (lost ones included until let go) |
+//! | `zoolock_holds` | gauge | count | holds the process has now: guards, leases and terms of leadership not yet released (lost ones included until let go) |
+//! | `zoolock_hold_seconds` | histogram | seconds | how long each hold (guard, lease, term of leadership) lasted: one sample as it ends (released or lost) |
 //! | `zoolock_holds_suspended_total` | counter | count | holds told `Suspended` |
 //! | `zoolock_holds_lost_total` | counter | count | holds told `Lost` |
+//! | `zoolock_is_leader` | gauge | count | 1 while the process's participant of the election leads under its leadership policy, else 0 |
+//! | `zoolock_leadership_changes_total` | counter | count | times that participant gained or lost leadership |
 //! | `zoolock_cleanup_failures_total` | counter | count | abandoned nodes that could not be deleted |
 //! | `zoolock_connected` | gauge | count | clients with a live connection (1 per connected client, 0 while it has none) |
 //! | `zoolock_session_renewals_total` | counter | count | sessions started after an expiry |
 //!
 //! The per-lock series carry `kind` (`mutex`, `rwlock`, `semaphore_mutex`,
-//! `multi`, `semaphore`; `election` for the suspended and lost counts of
-//! leadership) and `path` (the lock path; a multi-lock's paths
+//! `multi`, `semaphore`; `election` for a term's hold, suspended and lost
+//! counts and the leadership series) and `path` (the lock path; a multi-lock's paths
 //! joined with `,`). Services that make a lock per entity (`/orders/1234`)
 //! turn `path` off with [`Options::metrics_path_label`](crate::Options::metrics_path_label),
 //! so the number of series stays bounded; `kind` is always there.
