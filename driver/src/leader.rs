@@ -260,6 +260,7 @@ impl Participant {
         progress: &mut (dyn FnMut(QueuePosition) + Send),
     ) -> Result<TermState, Error> {
         let failures = self.shared.peek(|s| s.failures);
+        let span = acquire::acquire_span(&self.path);
         let term = async {
             loop {
                 let listener = self.shared.changed.listen();
@@ -292,7 +293,11 @@ impl Participant {
             }
         });
         let position = || self.shared.peek(|s| s.position);
-        acquire::with_progress(&self.shared.changed, position, progress, bounded).await
+        let term = acquire::with_progress(&self.shared.changed, position, progress, bounded).await;
+        if let Ok(t) = &term {
+            acquire::record_grant(&span, &t.node, t.token);
+        }
+        term
     }
 
     /// The status the loop reported for term `n` (`Lost` once it is
@@ -628,6 +633,10 @@ struct TermHold {
 impl hold::Source for TermHold {
     fn client(&self) -> &Client {
         self.participant.client()
+    }
+
+    fn path(&self) -> &str {
+        &self.participant.path
     }
 
     fn changed(&self) -> &event_listener::Event {

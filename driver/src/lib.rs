@@ -46,6 +46,12 @@
 //! grants (with the time waited), releases and cancellations at `debug`,
 //! and single requests and recipe events at `trace`. Every lock event
 //! carries the lock path (`path`) and, once there is one, the node (`node`).
+//! Each acquire is an `info` span `zoolock.acquire` (`path`; `node` and
+//! `token` once granted) open while it waits, and each hold (a guard, a
+//! lease, a term of leadership) a span `zoolock.hold` (`path`, `node`,
+//! `token`) open until it is released or dropped, so a trace view shows
+//! the wait and the hold. Without a subscriber that wants them they are
+//! disabled spans (a static interest check).
 
 mod acquire;
 mod client;
