@@ -152,9 +152,9 @@ pub use semaphore::{Lease, Semaphore};
 pub use zoolock_core;
 pub use zoolock_smol::{
     AclParseError, AclPolicy, AuthInfo, Bytes, CloseMode, Compression, ConnectionState, DialError, ElectionKind,
-    ElectionParticipant, Error, FencingToken, HoldStatus, LockKind, LockOptions, LockSpec, LossReason, MultiResult, Op,
-    OpPlan, Options, Participant, QueuePosition, RetryPolicy, SemaphoreOptions, SemaphoreSize, Suspension, TlsError,
-    VersionedCount, ZkPath, parse_acl,
+    ElectionParticipant, Error, FencingToken, HoldStatus, LeadershipPolicy, LockKind, LockOptions, LockSpec,
+    LossReason, MultiResult, Op, OpPlan, Options, Participant, QueuePosition, RetryPolicy, SemaphoreOptions,
+    SemaphoreSize, Suspension, TlsError, VersionedCount, ZkPath, parse_acl,
 };
 #[cfg(feature = "gssapi")]
 pub use zoolock_smol::{GSSAPI_DEFAULT_SERVICE, GssapiClient};

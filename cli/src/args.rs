@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use zoolock_tokio::LockKind;
+use zoolock_tokio::{LeadershipPolicy, LockKind};
 
 use crate::exit;
 
@@ -227,9 +227,16 @@ pub(crate) enum Command {
         /// The LeaderLatch layout (`latch-` nodes) rather than LeaderSelector's.
         #[arg(long)]
         latch: bool,
-        /// Print the participants as JSON.
+        /// Print the participants as JSON (with --watch, one object per
+        /// change: `{"path","id","node","token","held_for_ms"}`).
         #[arg(long)]
         json: bool,
+        /// Print the leader now and at each change, until Ctrl-C (exit 0):
+        /// one line `id=ID node=NODE token=CZXID held_for=D` (`id=-` and
+        /// `-` fields when nobody leads). Driven by a watch: nothing is
+        /// sent between changes.
+        #[arg(long)]
+        watch: bool,
     },
     /// Read or write a shared count (Curator's SharedCount: a node holding a
     /// 4-byte big-endian int), e.g. the size of a semaphore run with
@@ -269,6 +276,15 @@ pub(crate) enum Command {
         /// `kind` is null when PATH has no nodes and no --kind was given).
         #[arg(long)]
         json: bool,
+        /// Print the holder now and at each change, until Ctrl-C (exit 0):
+        /// one line `data=DATA node=NODE token=CZXID held_for=D` (with
+        /// --json, `{"path","data","node","token","held_for_ms"}`; an
+        /// election's data is its `id`). The holder is the first node in
+        /// queue order (the oldest lease of a semaphore). Driven by a
+        /// watch: nothing is sent between changes. A PATH with no nodes
+        /// needs --kind.
+        #[arg(long, conflicts_with_all = ["leases", "leases_from"])]
+        watch: bool,
     },
     /// Ask the holder of a revocable mutex (or, with --node, of a revocable
     /// semaphore lease) to give it up (Curator's Revoker). Exits 1 if PATH
@@ -386,6 +402,21 @@ pub(crate) struct ElectionArgs {
     /// start to close) rather than LeaderSelector's.
     #[arg(long)]
     pub(crate) latch: bool,
+    /// What ends the term: `standard` (a connection suspended past --grace,
+    /// or the session's loss) or `session` (only the session's loss or the
+    /// node's deletion, as Curator's SessionConnectionStateErrorPolicy).
+    ///
+    /// Under `session`, CMD keeps running while the connection is down, and
+    /// the server may expire the session and elect another leader before
+    /// zoolock hears of it: CMD must fence its writes with
+    /// ZOOLOCK_FENCING_TOKEN. --grace does not apply (a usage error).
+    #[arg(long, value_name = "POLICY", default_value = "standard", value_parser = leadership_policy)]
+    pub(crate) policy: LeadershipPolicy,
+}
+
+/// A leadership policy by its name (`standard`, `session`).
+fn leadership_policy(s: &str) -> Result<LeadershipPolicy, String> {
+    LeadershipPolicy::from_name(s).ok_or_else(|| format!("`{s}` is not a policy: standard or session"))
 }
 
 /// How many leases a semaphore has.
@@ -652,6 +683,21 @@ mod tests {
     }
 
     #[test]
+    fn elect_takes_a_leadership_policy() {
+        let policy_of = |args: &[&str]| {
+            let cli = Cli::try_parse_from(args.iter().copied()).expect("parses");
+            let Command::Elect { election, .. } = cli.command else { panic!("not elect") };
+            election.policy
+        };
+        assert_eq!(policy_of(&["zoolock", "elect", "/e", "-c", "true"]), LeadershipPolicy::Standard);
+        let session = policy_of(&["zoolock", "elect", "/e", "--policy", "session", "-c", "true"]);
+        assert_eq!(session, LeadershipPolicy::Session);
+        let standard = ["zoolock", "elect", "/e", "--policy", "standard", "--grace", "1s", "-c", "true"];
+        assert_eq!(policy_of(&standard), LeadershipPolicy::Standard);
+        assert!(Cli::try_parse_from(["zoolock", "elect", "/e", "--policy", "lenient", "-c", "true"]).is_err());
+    }
+
+    #[test]
     fn max_hold_is_on_every_holding_command_and_leader_takes_latch_and_json() {
         for cmd in
             [&["lock", "/x"][..], &["read-lock", "/x"], &["write-lock", "/x"], &["semaphore", "/x", "--leases", "2"]]
@@ -668,7 +714,14 @@ mod tests {
             assert_eq!(hold.max_hold, Some(Duration::from_secs(2)));
         }
         let cli = Cli::try_parse_from(["zoolock", "leader", "/e", "--latch", "--json"]).expect("parses");
-        assert!(matches!(cli.command, Command::Leader { ref path, latch: true, json: true } if path == "/e"));
+        assert!(
+            matches!(cli.command, Command::Leader { ref path, latch: true, json: true, watch: false } if path == "/e")
+        );
+        let cli = Cli::try_parse_from(["zoolock", "leader", "/e", "--watch"]).expect("parses");
+        assert!(matches!(cli.command, Command::Leader { watch: true, json: false, .. }));
+        let cli = Cli::try_parse_from(["zoolock", "holders", "/e", "--watch", "--json"]).expect("parses");
+        assert!(matches!(cli.command, Command::Holders { watch: true, json: true, .. }));
+        assert!(Cli::try_parse_from(["zoolock", "holders", "/e", "--watch", "--leases", "2"]).is_err());
         assert!(Cli::try_parse_from(["zoolock", "leader", "e"]).is_err());
         let cli = Cli::try_parse_from(["zoolock", "holders", "/e", "--kind", "latch"]).expect("parses");
         assert!(matches!(cli.command, Command::Holders { kind: Some(Kind::Latch), .. }));

@@ -22,8 +22,10 @@ use crate::signals::Received;
 /// How long a suspension is tolerated, and how long CMD gets after SIGTERM.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Policy {
-    /// A `Suspended` hold that is not `Held` again within this counts as lost.
-    pub(crate) grace: Duration,
+    /// A `Suspended` hold that is not `Held` again within this counts as
+    /// lost; `None`: a suspension ends nothing, only `Lost` does (`elect
+    /// --policy session`).
+    pub(crate) grace: Option<Duration>,
     /// After a SIGTERM sent because of a loss or a revocation, SIGKILL
     /// follows if CMD is still running this much later.
     pub(crate) kill_after: Duration,
@@ -157,9 +159,10 @@ pub(crate) async fn supervise(
         if let Some(s) = current.take() {
             match s {
                 HoldStatus::Held => grace_deadline = None,
+                HoldStatus::Suspended if policy.grace.is_none() => {}
                 HoldStatus::Suspended => {
                     grace_deadline.get_or_insert_with(|| {
-                        let noticed = Instant::now() + policy.grace;
+                        let noticed = Instant::now() + policy.grace.unwrap_or_default();
                         match last_heard() {
                             Some(heard) => noticed.min(Instant::from_std(heard) + policy.stale_after),
                             None => noticed,
@@ -255,11 +258,10 @@ mod tests {
         child
     }
 
-    const POLICY: Policy = Policy {
-        grace: Duration::from_millis(300),
-        kill_after: Duration::from_millis(300),
-        stale_after: Duration::from_secs(2),
-    };
+    const GRACE: Duration = Duration::from_millis(300);
+
+    const POLICY: Policy =
+        Policy { grace: Some(GRACE), kill_after: Duration::from_millis(300), stale_after: Duration::from_secs(2) };
 
     struct Rig {
         status: watch::Sender<HoldStatus>,
@@ -357,14 +359,37 @@ mod tests {
         let heard = std::time::Instant::now().checked_sub(Duration::from_secs(10));
         let (ending, took) = supervise_sleeper_after(HoldStatus::Suspended, heard).await;
         assert_eq!(ending, terminated(Loss::SuspendedTooLong));
-        assert!(took < POLICY.grace, "{took:?}");
+        assert!(took < GRACE, "{took:?}");
+    }
+
+    #[tokio::test]
+    async fn without_grace_a_suspension_ends_nothing_and_a_loss_ends_cmd() {
+        // `elect --policy session`: suspended from the start, the server
+        // silent for long, and CMD still runs to its end.
+        let mut r = rig();
+        let mut child = spawn("sleep 0.5; exit 3");
+        r.status.send_replace(HoldStatus::Suspended);
+        let heard = std::time::Instant::now().checked_sub(Duration::from_secs(10));
+        let policy = Policy { grace: None, ..POLICY };
+        let ending =
+            supervise(&mut child, &mut r.status_rx, std::future::pending(), &mut r.signals_rx, policy, &|| heard)
+                .await
+                .unwrap();
+        assert_eq!(ending, Ending::Exited(ExitStatus::from_raw(3 << 8)));
+        let mut child = spawn("exec sleep 30");
+        r.status.send_replace(HoldStatus::Lost);
+        let ending =
+            supervise(&mut child, &mut r.status_rx, std::future::pending(), &mut r.signals_rx, policy, &|| heard)
+                .await
+                .unwrap();
+        assert_eq!(ending, terminated(Loss::Lost));
     }
 
     #[tokio::test]
     async fn suspension_past_grace_terminates() {
         let (ending, took) = supervise_sleeper_after(HoldStatus::Suspended, None).await;
         assert_eq!(ending, terminated(Loss::SuspendedTooLong));
-        assert!(took >= POLICY.grace && took < Duration::from_secs(5), "{took:?}");
+        assert!(took >= GRACE && took < Duration::from_secs(5), "{took:?}");
     }
 
     #[tokio::test]
@@ -379,7 +404,7 @@ mod tests {
         };
         let ending = r.supervise_beside(&mut child, lose).await.unwrap();
         assert_eq!(ending, terminated(Loss::Lost));
-        assert!(started.elapsed() < POLICY.grace, "{:?}", started.elapsed());
+        assert!(started.elapsed() < GRACE, "{:?}", started.elapsed());
     }
 
     #[tokio::test]

@@ -650,6 +650,10 @@ fn usage_errors_exit_64_and_unreachable_servers_69() {
     assert_eq!(code(out.status), 64, "{out:?}");
     let out = output(Command::new(BIN).args(["lock", "/x", "--grace", "10s", "--", "true"]));
     assert_eq!(code(out.status), 64, "grace not below the session timeout: {out:?}");
+    let out = output(Command::new(BIN).args(["elect", "/x", "--policy", "session", "--grace", "1s", "--", "true"]));
+    assert_eq!(code(out.status), 64, "a grace under the session policy: {out:?}");
+    let out = output(Command::new(BIN).args(["elect", "/x", "--policy", "lenient", "--", "true"]));
+    assert_eq!(code(out.status), 64, "an unknown policy: {out:?}");
     let out = output(Command::new(BIN).arg("--help"));
     assert!(out.status.success());
     assert!(String::from_utf8(out.stdout).unwrap().contains("Exit codes:"));

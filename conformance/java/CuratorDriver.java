@@ -20,6 +20,7 @@ import java.util.concurrent.atomic.AtomicReference;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.state.ConnectionState;
+import org.apache.curator.framework.state.SessionConnectionStateErrorPolicy;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.leader.LeaderSelector;
 import org.apache.curator.framework.recipes.leader.LeaderSelectorListenerAdapter;
@@ -80,7 +81,10 @@ import org.apache.curator.utils.ZKPaths;
  *   GZIP_GET <id> <path>                         getData().decompressed() -> DATA <id> x<hex>
  *   PARTICIPANTS <id> mutex|read|write|semaphore <path>
  *                                                -> NODES <id> <n> <node>... (Curator's order)
- *   SELECTOR_START <id> <path> <participantId> <holdMs>
+ *   SELECTOR_START <id> <path> <participantId> <holdMs> [session]
+ *                                                (session: the ID's client, made now, has
+ *                                                SessionConnectionStateErrorPolicy -> POLICY <id> <its
+ *                                                policy's class name>, before anything else)
  *                                                a LeaderSelector with setId(participantId) and
  *                                                autoRequeue(); each term prints LEADER <id> <us>,
  *                                                holds holdMs, then prints RESIGN <id> <us> just before
@@ -136,13 +140,21 @@ public final class CuratorDriver {
     }
 
     static CuratorFramework newClient(String connectString) throws Exception {
-        CuratorFramework client = CuratorFrameworkFactory.builder()
+        return newClient(connectString, false);
+    }
+
+    /** sessionPolicy: only LOST is an error state for the recipes (SessionConnectionStateErrorPolicy). */
+    static CuratorFramework newClient(String connectString, boolean sessionPolicy) throws Exception {
+        CuratorFrameworkFactory.Builder builder = CuratorFrameworkFactory.builder()
                 .connectString(connectString)
                 .sessionTimeoutMs(sessionTimeoutMs)
                 .namespace(namespace)
                 .connectionTimeoutMs(Math.min(15_000, sessionTimeoutMs))
-                .retryPolicy(new ExponentialBackoffRetry(100, 5))
-                .build();
+                .retryPolicy(new ExponentialBackoffRetry(100, 5));
+        if (sessionPolicy) {
+            builder.connectionStateErrorPolicy(new SessionConnectionStateErrorPolicy());
+        }
+        CuratorFramework client = builder.build();
         client.start();
         if (!client.blockUntilConnected(20, TimeUnit.SECONDS)) {
             client.close();
@@ -337,6 +349,13 @@ public final class CuratorDriver {
                 }
                 case "SELECTOR_START" -> {
                     long hold = Long.parseLong(cmd[4]);
+                    if (cmd.length > 5 && cmd[5].equals("session")) {
+                        if (client != null) {
+                            throw new IllegalStateException("the session policy needs a fresh client");
+                        }
+                        client = newClient(connectString, true);
+                        emit("POLICY " + id + " " + client.getConnectionStateErrorPolicy().getClass().getSimpleName());
+                    }
                     LeaderSelector s = new LeaderSelector(client(), cmd[2], new LeaderSelectorListenerAdapter() {
                         @Override
                         public void takeLeadership(CuratorFramework c) throws Exception {

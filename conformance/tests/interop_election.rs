@@ -4,7 +4,10 @@
 //! and zoolock [`LeaderLatch`]es; no two terms overlap, everyone leads
 //! repeatedly, and each side's `leader()` names the other side's ids. Also
 //! the maximum hold: a zoolock holder that never lets go is `Lost` at its
-//! `max_hold` and a Curator waiter gets the lock.
+//! `max_hold` and a Curator waiter gets the lock. And (issue 39) a Curator
+//! selector with `SessionConnectionStateErrorPolicy` and a zoolock selector
+//! under the session policy take turns, the zoolock leader riding out a cut
+//! connection within its term.
 //!
 //! Terms lie on one time line as in `interop.rs`: both sides report
 //! wall-clock microseconds. A Curator term runs from `takeLeadership` (or
@@ -23,8 +26,10 @@ use tokio::sync::Mutex as AsyncMutex;
 use tokio::task::JoinHandle;
 use tokio::time::sleep;
 use zoolock_conformance::sim::Mode;
+use zoolock_testkit::proxy::Proxy;
 use zoolock_tokio::{
-    Client, CloseMode, ElectionKind, HoldStatus, LeaderSelector, Leadership, LockOptions, OpPlan, Options,
+    Client, CloseMode, ElectionKind, HoldStatus, LeaderSelector, Leadership, LeadershipPolicy, LockOptions, OpPlan,
+    Options,
 };
 
 mod holds;
@@ -290,6 +295,92 @@ async fn interop_leader_selector() {
     for c in clients {
         c.close().await.unwrap();
     }
+    observer.close().await.unwrap();
+    let mut terms = terms.lock().unwrap().clone();
+    check_terms(test, &mut terms, started);
+}
+
+// ---- SessionConnectionStateErrorPolicy ------------------------------------------------------
+
+/// Waits until `leadership` reads `want`.
+async fn until_status(leadership: &Leadership, want: HoldStatus) {
+    let mut changes = leadership.status_changes();
+    while let Some(status) = changes.next().await {
+        if status == want {
+            return;
+        }
+    }
+    panic!("the status stream ended before {want:?}");
+}
+
+/// Curator's session policy and zoolock's take turns on one path with no
+/// overlap. The zoolock participant connects through a proxy, which is cut
+/// for 1 s (its session is 10 s) in its first term: the term goes on,
+/// reading `Suspended` and then `Held`, and Curator does not lead
+/// meanwhile (the exclusion check covers the cut: it is inside the term).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn interop_session_policy_selectors() {
+    let test = "interop_session_policy_selectors";
+    let Some(addr) = zoolock_testkit::real_server(test) else { return };
+    let Some(java) = java_or_skip(test) else { return };
+    let started = Instant::now();
+    let jv = Java::start(java, &addr).await;
+    let path = base_path("session-policy");
+    let observer = connect(&addr, OpPlan::default()).await;
+    let terms: Terms = Arc::default();
+
+    let mut peer = jv.peer("cs");
+    peer.send("SELECTOR_START", &format!("{path} c-erin {CURATOR_TERM_MS} session"));
+    let policy = within("Curator's policy", peer.expect("POLICY")).await;
+    assert_eq!(policy[2], "SessionConnectionStateErrorPolicy");
+    let follower = tokio::spawn(follow_curator(
+        peer,
+        "c-erin".to_owned(),
+        observer.clone(),
+        path.clone(),
+        ElectionKind::Selector,
+        terms.clone(),
+    ));
+
+    let proxy = Arc::new(Proxy::start(&addr));
+    let client = connect(&proxy.addr, OpPlan::default()).await;
+    let options = LockOptions::default().leadership(LeadershipPolicy::Session);
+    let selector = client.election_participant(&path, ElectionKind::Selector, "z-frank", options).await.unwrap();
+    let kept = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let zoolock = {
+        let (terms, proxy, kept) = (terms.clone(), proxy.clone(), kept.clone());
+        tokio::spawn(async move {
+            let selector = selector.auto_requeue(true);
+            let run = selector.run(|leadership: Leadership| {
+                let (terms, proxy, kept) = (terms.clone(), proxy.clone(), kept.clone());
+                async move {
+                    let term =
+                        Term { who: "z-frank".into(), node: leadership.node().to_owned(), enter: now_us(), terms };
+                    assert_eq!(leadership.status(), HoldStatus::Held);
+                    if !kept.load(std::sync::atomic::Ordering::SeqCst) {
+                        proxy.cut();
+                        within("Suspended on the cut", until_status(&leadership, HoldStatus::Suspended)).await;
+                        sleep(Duration::from_secs(1)).await;
+                        proxy.restore();
+                        within("Held after the reconnect", until_status(&leadership, HoldStatus::Held)).await;
+                        kept.store(true, std::sync::atomic::Ordering::SeqCst);
+                    }
+                    sleep(ZOOLOCK_TERM).await;
+                    drop(term);
+                    leadership.release().await.unwrap();
+                }
+            });
+            run.await.expect("zoolock selector");
+        })
+    };
+
+    until_everyone_led(&terms, &["c-erin".to_owned(), "z-frank".to_owned()]).await;
+    assert!(kept.load(std::sync::atomic::Ordering::SeqCst), "the cut term went on");
+    zoolock.abort();
+    assert!(within("zoolock participant", zoolock).await.unwrap_err().is_cancelled());
+    jv.send("SELECTOR_STOP cs");
+    assert!(within("Curator participant", follower).await.unwrap() >= TERMS);
+    client.close().await.unwrap();
     observer.close().await.unwrap();
     let mut terms = terms.lock().unwrap().clone();
     check_terms(test, &mut terms, started);

@@ -15,6 +15,7 @@
 
 use zoolock_conformance::sim::{SimConfig, kind_for_seed, run_seed, run_with, sweep};
 use zoolock_core::LockKind;
+use zoolock_core::recipes::LeadershipPolicy;
 
 fn env_u64(name: &str) -> Option<u64> {
     std::env::var(name).ok().and_then(|s| s.trim().parse().ok())
@@ -293,6 +294,30 @@ fn oracle_catches_a_leader_that_ignores_its_loss() {
     }
     println!("the election oracles caught {caught} of {runs} runs with a leader that ignores its loss");
     assert!(caught * 2 > runs, "the election oracles caught only {caught} of {runs} broken runs");
+}
+
+/// Both leadership policies under the election oracles (exclusion, the
+/// leader view and each participant's own `leads()`): the same election
+/// seeds run under each, and each policy's case happens: under the standard
+/// policy a term ends on `Suspended`, under the session policy a suspended
+/// term comes back and goes on.
+#[test]
+fn elections_hold_under_both_leadership_policies() {
+    let seeds: Vec<u64> = (0..400u64).filter(|s| SimConfig::for_seed(*s).kind.election().is_some()).take(24).collect();
+    for policy in LeadershipPolicy::ALL {
+        let (mut ended, mut kept) = (0, 0);
+        for &seed in &seeds {
+            let mut config = SimConfig::for_seed(seed);
+            config.election_policy = policy;
+            let report = run_with(seed, config).unwrap_or_else(|f| panic!("{} policy: {f}", policy.name()));
+            (ended, kept) = (ended + report.terms_ended_suspended, kept + report.terms_kept_suspended);
+        }
+        println!("{} policy: {ended} terms ended on Suspended, {kept} kept through it", policy.name());
+        match policy {
+            LeadershipPolicy::Standard => assert!(ended > 0 && kept == 0, "standard: {ended} ended, {kept} kept"),
+            _ => assert!(kept > 0 && ended == 0, "session: {ended} ended, {kept} kept"),
+        }
+    }
 }
 
 /// Issue 36, the lease oracle is not vacuous: a holder's server cut off from

@@ -64,7 +64,10 @@ pub use machine::{ClientRecipe, CoreMachine, Machine, Machines};
 pub use op::Op;
 pub use path::{PathError, PathProblem, ZkPath};
 pub use recipe::{FencingToken, OpId, Participant, Recipe, RecipeEvent, RecipeOp};
-pub use recipes::{Election, ElectionKind, LockName, MultiLock, Observer, Participants, ReadWriteLock, Revoker};
+pub use recipes::Revoker;
+pub use recipes::{
+    Election, ElectionKind, LeadershipPolicy, LockName, MultiLock, Observer, Participants, ReadWriteLock,
+};
 pub use recipes::{LeaseQueue, LockEvent, LockQueue, LockRecipe, OnePartLock, Part, PartEvent, QueueEvent, Ticket};
 pub use recipes::{LockConfig, Mutex, OpPlan, RetryPolicy, SharedLockConfig};
 pub use recipes::{LockKind, LockSpec};

@@ -226,6 +226,10 @@ pub struct Participant {
     /// Its data (Curator writes the holder's address), decompressed if it
     /// was gzip-framed; `None` if it vanished before it could be read.
     pub data: Option<bytes::Bytes>,
+    /// Its node's stat, read with its data (`None` when the data was not
+    /// read): the czxid is the holder's fencing token, the ctime when it
+    /// queued, so a watcher can show both without another request.
+    pub stat: Option<zoolock_wire::Stat>,
 }
 
 /// A poll-driven recipe. Inputs are `handle_*`, outputs are `poll_*`; drain

@@ -312,9 +312,21 @@ fn participants_data_is_decompressed() {
     assert_eq!(
         h.events(),
         vec![RecipeEvent::Participants(vec![
-            Participant { path: format!("{BASE}/{a}"), data: data(b"10.1.2.3") },
-            Participant { path: format!("{BASE}/{b}"), data: data(b"10.0.0.2") },
-            Participant { path: format!("{BASE}/{c}"), data: data(truncated) },
+            Participant {
+                path: format!("{BASE}/{a}"),
+                data: data(b"10.1.2.3"),
+                stat: Some(zoolock_core::wire::Stat::default())
+            },
+            Participant {
+                path: format!("{BASE}/{b}"),
+                data: data(b"10.0.0.2"),
+                stat: Some(zoolock_core::wire::Stat::default())
+            },
+            Participant {
+                path: format!("{BASE}/{c}"),
+                data: data(truncated),
+                stat: Some(zoolock_core::wire::Stat::default())
+            },
         ])]
     );
 }

@@ -7,7 +7,8 @@ use zoolock_core::recipes::policy::SortKey;
 use zoolock_core::recipes::{ElectionKind, SortRule, election_leader, election_participants};
 use zoolock_core::wire::{ErrorCode, EventType, Request};
 use zoolock_core::{
-    ApiMisuse, ConnectionState, Election, LockConfig, LockName, Mutex, Observer, Participant, RecipeEvent, ZkPath,
+    ApiMisuse, ConnectionState, Election, LeadershipPolicy, LockConfig, LockName, Mutex, Observer, Participant,
+    RecipeEvent, ZkPath,
 };
 
 use transcript::{Answer, Harness, acquired, at, held_watch, kids, listing, mask, name};
@@ -158,6 +159,37 @@ fn a_latch_never_leads_on_its_node_from_a_replaced_session() {
     }
     assert_eq!(h.events(), [acquired(&new, 1002)]);
     assert!(h.recipe.is_leader());
+
+/// A blip (Suspended, then the same session back with the node): the
+/// events are the same under both policies, and the node is kept; only
+/// whether the suspended term leads differs (Curator's standard policy
+/// counts `SUSPENDED` as an error state, its session policy only `LOST`).
+#[test]
+fn the_policy_decides_whether_a_suspended_term_leads() {
+    for policy in LeadershipPolicy::ALL {
+        for kind in [ElectionKind::Selector, ElectionKind::Latch] {
+            let e = Election::new(ZkPath::new(BASE).unwrap(), LockConfig::new(1), kind, "a");
+            let mut h = Harness::new(e.leadership_policy(policy));
+            assert_eq!(h.recipe.policy(), policy);
+            let node_name = if kind == ElectionKind::Latch { "latch-" } else { "lock-" };
+            lead(&mut h, node_name, 1);
+            assert!(h.recipe.leads());
+            h.session(at(5), ConnectionState::Suspended);
+            assert_eq!(h.events(), [RecipeEvent::Suspended]);
+            assert!(h.recipe.is_leader(), "{policy:?} {kind:?}: the node is kept");
+            assert_eq!(h.recipe.leads(), policy == LeadershipPolicy::Session, "{policy:?} {kind:?}");
+            h.session(at(6), ConnectionState::Lost);
+            assert_eq!(h.events(), [RecipeEvent::Lost]);
+            assert!(!h.recipe.leads(), "{policy:?} {kind:?}: a lost session ends the term");
+        }
+    }
+    assert_eq!(Election::new(ZkPath::new(BASE).unwrap(), LockConfig::new(1), ElectionKind::Latch, "").policy(), {
+        LeadershipPolicy::Standard
+    });
+    for policy in LeadershipPolicy::ALL {
+        assert_eq!(LeadershipPolicy::from_name(policy.name()), Some(policy));
+    }
+    assert_eq!(LeadershipPolicy::from_name("Session"), None);
 }
 
 /// A participant waiting behind a leader (a selector without re-queue).
@@ -213,8 +245,11 @@ fn a_waiting_participant_leads_when_the_leader_goes() {
     assert_eq!(h.events(), [acquired(&node, 1002)]);
 }
 
+/// A participant as the listing reports it: a node whose data was read has
+/// its stat (the transcript answers with a zeroed one).
 fn participant(path: &str, data: Option<&'static [u8]>) -> Participant {
-    Participant { path: path.into(), data: data.map(bytes::Bytes::from_static) }
+    let stat = data.map(|_| zoolock_core::wire::Stat::default());
+    Participant { path: path.into(), data: data.map(bytes::Bytes::from_static), stat }
 }
 
 #[test]

@@ -30,7 +30,9 @@ fn p(path: &str) -> ZkPath {
 /// The `Participants` event of a listing without data: `names` under `dir`,
 /// in this order.
 fn listed_without_data(dir: &str, names: &[&str]) -> RecipeEvent {
-    RecipeEvent::Participants(names.iter().map(|n| Participant { path: format!("{dir}/{n}"), data: None }).collect())
+    RecipeEvent::Participants(
+        names.iter().map(|n| Participant { path: format!("{dir}/{n}"), data: None, stat: None }).collect(),
+    )
 }
 
 /// Trace `revocation/A.conn1`: a revocable holder creates its node with empty
@@ -246,9 +248,17 @@ fn participants_with_data() {
     assert_eq!(
         h.events(),
         vec![RecipeEvent::Participants(vec![
-            Participant { path: format!("{BASE}/{a}"), data: Some(Bytes::from_static(b"10.0.0.1")) },
-            Participant { path: format!("{BASE}/{b}"), data: None },
-            Participant { path: format!("{BASE}/zzz-foreign"), data: Some(Bytes::new()) },
+            Participant {
+                path: format!("{BASE}/{a}"),
+                data: Some(Bytes::from_static(b"10.0.0.1")),
+                stat: Some(Default::default())
+            },
+            Participant { path: format!("{BASE}/{b}"), data: None, stat: None },
+            Participant {
+                path: format!("{BASE}/zzz-foreign"),
+                data: Some(Bytes::new()),
+                stat: Some(Default::default())
+            },
         ])]
     );
     // Once more on request.
@@ -325,8 +335,16 @@ fn participants_survive_a_reconnect() {
     assert_eq!(
         h.events(),
         vec![RecipeEvent::Participants(vec![
-            Participant { path: format!("{BASE}/{a}"), data: Some(Bytes::from_static(b"1")) },
-            Participant { path: format!("{BASE}/{b}"), data: Some(Bytes::from_static(b"2")) },
+            Participant {
+                path: format!("{BASE}/{a}"),
+                data: Some(Bytes::from_static(b"1")),
+                stat: Some(Default::default())
+            },
+            Participant {
+                path: format!("{BASE}/{b}"),
+                data: Some(Bytes::from_static(b"2")),
+                stat: Some(Default::default())
+            },
         ])]
     );
 

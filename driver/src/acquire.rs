@@ -287,6 +287,9 @@ pub(crate) struct Acquire<'a, 'p, S: Tickets> {
     began: std::time::Instant,
     last: Option<Packed>,
     progress: Option<Progress<'p>>,
+    /// The `zoolock.acquire` span (path; node and token once granted),
+    /// open while the acquire waits.
+    span: tracing::Span,
 }
 
 /// Queues an acquire of `owner`'s recipe with `command`, which returns the
@@ -329,7 +332,27 @@ pub(crate) fn acquire<'a, 'p, S: Tickets>(
         }
     })))?;
     let began = owner.client.inner.runtime.now();
-    Ok(Acquire { owner, answer: Some(answer), began, last: None, progress })
+    let span = acquire_span(&owner.recipe.path);
+    Ok(Acquire { owner, answer: Some(answer), began, last: None, progress, span })
+}
+
+/// The span of one acquire of `path` (a lock, a semaphore, an election's
+/// term), its node and token recorded by [`record_grant`].
+pub(crate) fn acquire_span(path: &str) -> tracing::Span {
+    tracing::info_span!("zoolock.acquire", path, node = tracing::field::Empty, token = tracing::field::Empty)
+}
+
+/// Records the node and token an acquire was granted in its span.
+pub(crate) fn record_grant(span: &tracing::Span, node: &str, token: zoolock_core::FencingToken) {
+    span.record("node", node);
+    span.record("token", token.0);
+}
+
+impl<S: Tickets> Acquire<'_, '_, S> {
+    /// Its `zoolock.acquire` span.
+    pub(crate) fn span(&self) -> &tracing::Span {
+        &self.span
+    }
 }
 
 impl<S: Tickets> Future for Acquire<'_, '_, S> {

@@ -119,7 +119,7 @@ impl SharedCount {
     /// [`SharedCount::get`]); `Ok(false)` if someone wrote first, and the
     /// new value arrives shortly after (Curator's `trySetCount`). Version -1
     /// (a version wrapped after 2^31 writes) fails with
-    /// [`ApiMisuse::VersionOverflowed`](zoolock_core::ApiMisuse::VersionOverflowed),
+    /// `ApiMisuse::VersionOverflowed`,
     /// as in Curator 5.7: the server would write whatever the version.
     pub async fn try_set(&self, version: i32, n: i32) -> Result<bool, Error> {
         self.write(move |c, now| c.try_set(now, version, n)).await

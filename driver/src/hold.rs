@@ -172,6 +172,8 @@ fn changes(source: Arc<dyn Source>) -> StatusChanges {
 pub(crate) trait Source: Send + Sync + std::fmt::Debug {
     /// The client the hold belongs to.
     fn client(&self) -> &Client;
+    /// The lock, semaphore or election path (for the hold's span).
+    fn path(&self) -> &str;
     /// Notified on every change of the handle's state.
     fn changed(&self) -> &Event;
     /// The status the event loop reported for this hold, before the
@@ -208,6 +210,9 @@ pub struct Hold {
     /// `zoolock_holds` for a hold that counts by itself (a lease; a lock's
     /// hold counts once for all its re-entries, in the lock's state).
     _held: Option<Gauge>,
+    /// The `zoolock.hold` span (path, node, token), open while the hold
+    /// lives; a disabled span (no subscriber wants it) costs nothing more.
+    _span: tracing::Span,
 }
 
 impl std::fmt::Debug for Hold {
@@ -218,7 +223,8 @@ impl std::fmt::Debug for Hold {
 
 impl Hold {
     pub(crate) fn new(node: Arc<str>, token: FencingToken, source: Arc<dyn Source>, held: Option<Gauge>) -> Hold {
-        Hold { node, token, source, released: false, _held: held }
+        let span = tracing::info_span!("zoolock.hold", path = source.path(), node = &*node, token = token.0);
+        Hold { node, token, source, released: false, _held: held, _span: span }
     }
 
     /// The hold's node (for a multi-lock, one member's).

@@ -15,53 +15,76 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_lite::Stream;
-use zoolock_core::recipes::{Election as CoreElection, ElectionKind, ElectionParticipant};
+use zoolock_core::recipes::{Election as CoreElection, ElectionKind, ElectionParticipant, LeadershipPolicy};
 use zoolock_core::{ApiMisuse, FencingToken, Handle, RecipeEvent, ZkPath};
 
 use crate::acquire::{self, Watched};
 use crate::client::{Client, Owner, Registration};
 use crate::error::Error;
 use crate::hold::{self, Hold, HoldStatus, LossReason, QueuePosition};
-use crate::metrics::Labels;
+use crate::latch::CloseMode;
+use crate::metrics::{Gauge, Labels};
 use crate::options::LockOptions;
 use crate::runtime::BoxFuture;
 use crate::task::{Command, Sink};
 
 /// One term as the tasks see it.
 #[derive(Debug, Clone)]
-struct TermState {
+pub(crate) struct TermState {
     /// Its number: terms of one participant count up from 1.
-    n: u64,
+    pub(crate) n: u64,
     node: String,
     token: FencingToken,
-    status: HoldStatus,
+    pub(crate) status: HoldStatus,
     /// Why it was (or is being) lost: core's `Expired` comes before `Lost`.
     loss: Option<LossReason>,
 }
 
 /// What a participant's handles and its event sink share.
 #[derive(Debug, Default)]
-struct ElectionState {
+pub(crate) struct ElectionState {
     /// The number of the last term granted.
     granted: u64,
     /// The current term (kept once lost, until the next one).
-    term: Option<TermState>,
+    pub(crate) term: Option<TermState>,
     /// Where the wait stands in the queue.
     position: Option<QueuePosition>,
     /// Failures so far, and the last one.
-    failures: u64,
-    failure: Option<Error>,
+    pub(crate) failures: u64,
+    pub(crate) failure: Option<Error>,
     /// A latch closed by its owner, and how.
-    closed: Option<CloseMode>,
+    pub(crate) closed: Option<CloseMode>,
+    /// Whether the participant leads, as the metrics last said.
+    leading: bool,
+    /// The current term's hold gauge (and duration), while it lasts.
+    held: Option<Gauge>,
 }
 
-type Shared = Watched<ElectionState>;
+pub(crate) type Shared = Watched<ElectionState>;
 
-/// Carries one election event to the tasks. Every failure ends the wait:
-/// core reports none it recovers from (a wait cut by a session expiry is
-/// queued again on the renewed session without one).
-fn on_event(shared: &Shared, path: &str, labels: &Labels<'_>, event: RecipeEvent) {
+/// Carries one election event to the tasks, then tells the metrics whether
+/// the participant leads under `policy`. Every failure ends the wait: core
+/// reports none it recovers from (a wait cut by a session expiry is queued
+/// again on the renewed session without one).
+fn on_event(shared: &Shared, path: &str, labels: &Labels<'_>, policy: LeadershipPolicy, event: RecipeEvent) {
+    carry(shared, path, labels, event);
+    shared.with(|s| {
+        let leads = s.term.as_ref().is_some_and(|t| leads(policy, t.status));
+        if leads != s.leading {
+            s.leading = leads;
+            crate::metrics::leading(labels, leads);
+        }
+        let ended = s.term.as_ref().is_none_or(|t| t.status == HoldStatus::Lost);
+        match (&s.held, ended) {
+            (None, false) => s.held = Some(Gauge::held(labels)),
+            (Some(_), true) => s.held = None,
+            _ => {}
+        }
+    });
+}
+
+/// [`on_event`]'s first part: the event into the shared state.
+fn carry(shared: &Shared, path: &str, labels: &Labels<'_>, event: RecipeEvent) {
     match event {
         RecipeEvent::Acquired { node, token } => {
             tracing::debug!(%path, %node, token = token.0, "leadership gained");
@@ -125,11 +148,13 @@ fn on_event(shared: &Shared, path: &str, labels: &Labels<'_>, event: RecipeEvent
 
 /// A registered core election: one participant. Dropping the last handle
 /// closes it (its node is deleted) and drops the machine.
-struct Participant {
+pub(crate) struct Participant {
     recipe: Owner<Registration>,
     handle: Handle<CoreElection>,
-    shared: Arc<Shared>,
-    path: Arc<str>,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) path: Arc<str>,
+    /// Whether a suspended term still leads.
+    pub(crate) policy: LeadershipPolicy,
     /// A selector's claim on its one participant, given back on drop.
     _claim: Option<Claim>,
 }
@@ -137,7 +162,7 @@ struct Participant {
 /// A [`LeaderSelector`]'s claim to queue: one participant per selector
 /// (and its clones) at a time, as Curator refuses a second `start()`.
 #[derive(Debug)]
-struct Claim(Arc<std::sync::atomic::AtomicBool>);
+pub(crate) struct Claim(Arc<std::sync::atomic::AtomicBool>);
 
 impl Claim {
     /// Takes `busy`, or fails with `AcquireInProgress` while another call
@@ -165,7 +190,7 @@ impl std::fmt::Debug for Participant {
 
 impl Participant {
     /// Registers a participant `id` of `kind` at `path`, started at once.
-    async fn start(
+    pub(crate) async fn start(
         client: &Client,
         path: &str,
         kind: ElectionKind,
@@ -178,14 +203,16 @@ impl Participant {
         let config = client.inner.lock_config_with(options);
         let machine = CoreElection::new(base, config, kind, id)
             .auto_requeue(requeue)
-            .renewing(client.inner.options.renew_session);
+            .renewing(client.inner.options.renew_session)
+            .leadership_policy(options.leadership);
         let shared = Arc::new(Shared::default());
         let path: Arc<str> = path.into();
         let path_label = client.inner.options.metrics_path_label;
-        let (sink_shared, sink_path) = (shared.clone(), path.clone());
+        let (sink_shared, sink_path, policy) = (shared.clone(), path.clone(), options.leadership);
         let sink = move |handle: Handle<CoreElection>| -> (Handle<CoreElection>, Sink) {
             let sink = move |event| {
-                on_event(&sink_shared, &sink_path, &Labels::new("election", &sink_path, path_label), event);
+                let labels = Labels::new("election", &sink_path, path_label);
+                on_event(&sink_shared, &sink_path, &labels, policy, event);
             };
             (handle, Arc::new(sink))
         };
@@ -195,18 +222,19 @@ impl Participant {
             handle,
             shared,
             path,
+            policy: options.leadership,
             _claim: claim,
         });
         participant.command(|e, now| e.start(now))?;
         Ok(participant)
     }
 
-    fn client(&self) -> &Client {
+    pub(crate) fn client(&self) -> &Client {
         &self.recipe.client
     }
 
     /// Queues `command` on the event loop; a refusal fails the waits.
-    fn command(
+    pub(crate) fn command(
         &self,
         command: impl FnOnce(&mut CoreElection, zoolock_core::Instant) -> Result<(), ApiMisuse> + Send + 'static,
     ) -> Result<(), Error> {
@@ -232,6 +260,7 @@ impl Participant {
         progress: &mut (dyn FnMut(QueuePosition) + Send),
     ) -> Result<TermState, Error> {
         let failures = self.shared.peek(|s| s.failures);
+        let span = acquire::acquire_span(&self.path);
         let term = async {
             loop {
                 let listener = self.shared.changed.listen();
@@ -264,7 +293,11 @@ impl Participant {
             }
         });
         let position = || self.shared.peek(|s| s.position);
-        acquire::with_progress(&self.shared.changed, position, progress, bounded).await
+        let term = acquire::with_progress(&self.shared.changed, position, progress, bounded).await;
+        if let Ok(t) = &term {
+            acquire::record_grant(&span, &t.node, t.token);
+        }
+        term
     }
 
     /// The status the loop reported for term `n` (`Lost` once it is
@@ -276,6 +309,11 @@ impl Participant {
         })
     }
 
+    /// Whether term `n` still leads, judged now (the lease included).
+    pub(crate) fn leads(&self, n: u64) -> bool {
+        leads(self.policy, hold::effective(&self.client().inner, self.term_status(n)))
+    }
+
     /// Ends term `n` if it is still the current one.
     fn resign(&self, n: u64) -> Result<(), Error> {
         let shared = self.shared.clone();
@@ -283,6 +321,17 @@ impl Participant {
             let current = shared.peek(|s| s.term.as_ref().is_some_and(|t| t.n == n));
             if current && e.is_leader() { e.resign(now) } else { Ok(()) }
         })
+    }
+}
+
+/// Whether a term with `status` leads under `policy` (core's rule,
+/// [`LeadershipPolicy::leads`]): a suspended one only under the session
+/// policy, an ended one never.
+pub(crate) fn leads(policy: LeadershipPolicy, status: HoldStatus) -> bool {
+    match status {
+        HoldStatus::Held => true,
+        HoldStatus::Suspended => policy.leads(true),
+        HoldStatus::Lost | HoldStatus::NotHeld => false,
     }
 }
 
@@ -359,51 +408,6 @@ impl Client {
             auto_requeue: false,
             busy: Arc::default(),
         })
-    }
-
-    /// Starts a participant `id` of the `LeaderLatch` election at `path`
-    /// (Curator's `LeaderLatch(client, path, id)` and `start()`): it queues
-    /// at once and leads while its node is the lowest, until
-    /// [`LeaderLatch::close`] (or until the latch is dropped, which closes
-    /// it silently). A lost term queues again with a new node, as Curator's
-    /// latch resets; a term suspended by a dropped connection leads again
-    /// once the same session is back, without re-queueing.
-    ///
-    /// ```no_run
-    /// # async fn example(client: &zoolock_tokio::Client) -> Result<(), zoolock_tokio::Error> {
-    /// # use zoolock_tokio::CloseMode;
-    /// let latch = client.leader_latch("/app/latch", "worker-1").await?;
-    /// latch.leadership().await?; // Curator's await()
-    /// assert_eq!(latch.leader().await?.as_deref(), Some("worker-1"));
-    /// latch.close(CloseMode::NotifyLeader).await?;
-    /// # Ok(()) }
-    /// ```
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Path`] for an invalid path; [`Error::ClientClosed`] once the
-    /// client is closed.
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel-safe: a latch dropped before it was returned closes silently.
-    pub async fn leader_latch(&self, path: &str, id: &str) -> Result<LeaderLatch, Error> {
-        self.leader_latch_with(path, id, LockOptions::default()).await
-    }
-
-    /// [`Client::leader_latch`] with lock settings ([`LockOptions::max_hold`]
-    /// bounds each term; the latch then queues again).
-    ///
-    /// # Errors
-    ///
-    /// As [`Client::leader_latch`].
-    ///
-    /// # Cancel safety
-    ///
-    /// As [`Client::leader_latch`].
-    pub async fn leader_latch_with(&self, path: &str, id: &str, options: LockOptions) -> Result<LeaderLatch, Error> {
-        let participant = Participant::start(self, path, ElectionKind::Latch, id, &options, true, None).await?;
-        Ok(LeaderLatch { participant, id: id.into() })
     }
 
     /// The id of the election's leader at `path` now (Curator's
@@ -535,9 +539,12 @@ impl LeaderSelector {
     /// Runs `lead` for each term (Curator's `takeLeadership`): waits for
     /// leadership and runs the future `lead` makes of it. The term ends
     /// when that future completes (dropping the [`Leadership`] in it gives
-    /// leadership up), or as soon as the leadership reads `Suspended` or
-    /// `Lost`: then the future is dropped, as Curator's listener adapter
-    /// cancels a term. Returns after one term, or never with
+    /// leadership up), or as soon as it no longer leads under the
+    /// selector's [`LockOptions::leadership`]: when it reads `Suspended` or
+    /// `Lost` under the standard policy, `Lost` alone under the session
+    /// policy (a suspended term goes on, its status reading `Suspended`
+    /// until the connection is back). Then the future is dropped, as
+    /// Curator's listener adapter cancels a term. Returns after one term, or never with
     /// [`LeaderSelector::auto_requeue`] (drop the future to stop).
     ///
     /// ```no_run
@@ -576,10 +583,11 @@ impl LeaderSelector {
             let n = term.n;
             after = n;
             let p = &participant;
-            let status = || hold::effective(&p.client().inner, p.term_status(n));
-            let lost = hold::wait_lost(&p.client().inner, &p.shared.changed, status);
+            // Reads `Held` while the term leads under the policy.
+            let leading = || if p.leads(n) { HoldStatus::Held } else { HoldStatus::Lost };
+            let ended = hold::wait_lost(&p.client().inner, &p.shared.changed, leading);
             futures_lite::future::or(lead(Leadership::new(p.clone(), term)), async {
-                let _ = lost.await;
+                let _ = ended.await;
             })
             .await;
             if !requeue {
@@ -627,6 +635,10 @@ struct TermHold {
 impl hold::Source for TermHold {
     fn client(&self) -> &Client {
         self.participant.client()
+    }
+
+    fn path(&self) -> &str {
+        &self.participant.path
     }
 
     fn changed(&self) -> &event_listener::Event {
@@ -726,157 +738,5 @@ impl Leadership {
     /// Cancel-safe: the term ends whether or not the future is awaited.
     pub async fn release(self) -> Result<(), Error> {
         self.hold.release().await
-    }
-}
-
-/// How [`LeaderLatch::close`] ends a latch (Curator's `CloseMode`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub enum CloseMode {
-    /// No last leadership change is reported (Curator's default).
-    #[default]
-    Silent,
-    /// A leading latch reports `false` on [`LeaderLatch::leadership_changes`]
-    /// as it closes (Curator's `NOTIFY_LEADER`: `notLeader()` is called).
-    NotifyLeader,
-}
-
-/// A latch's leadership changes ([`LeaderLatch::leadership_changes`]).
-pub type LeadershipChanges = std::pin::Pin<Box<dyn Stream<Item = bool> + Send>>;
-
-/// A started participant of a `LeaderLatch` election (from
-/// [`Client::leader_latch`]). It stays queued, re-queued by core after a
-/// lost term, until closed or dropped.
-#[derive(Debug)]
-pub struct LeaderLatch {
-    participant: Arc<Participant>,
-    id: Arc<str>,
-}
-
-impl LeaderLatch {
-    /// Its participant id (its node data).
-    pub fn id(&self) -> &str {
-        &self.id
-    }
-
-    /// Whether this latch leads now, certainly (Curator's
-    /// `hasLeadership()`; a suspended term does not count).
-    pub fn has_leadership(&self) -> bool {
-        let p = &self.participant;
-        let n = p.shared.peek(|s| s.term.as_ref().filter(|_| s.closed.is_none()).map(|t| t.n));
-        n.is_some_and(|n| hold::effective(&p.client().inner, p.term_status(n)) == HoldStatus::Held)
-    }
-
-    /// Completes once this latch leads (Curator's `await()`); at once if it
-    /// does.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Misuse`] (`ElectionClosed`) once the latch is closed; the
-    /// session's end, or the server's refusal of the latch's requests.
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel-safe: it only waits; the latch stays queued.
-    pub async fn leadership(&self) -> Result<(), Error> {
-        let shared = &self.participant.shared;
-        let failures = shared.peek(|s| s.failures);
-        loop {
-            let listener = shared.changed.listen();
-            let ready = shared.peek(|s| match (&s.closed, &s.term) {
-                (Some(_), _) => Some(Err(Error::Misuse(ApiMisuse::ElectionClosed))),
-                (None, Some(t)) if t.status == HoldStatus::Held => Some(Ok(())),
-                _ if s.failures > failures => Some(Err(s.failure.clone().unwrap_or(Error::ClientClosed))),
-                _ => None,
-            });
-            if let Some(ready) = ready {
-                return ready;
-            }
-            listener.await;
-        }
-    }
-
-    /// Whether it leads, now and at every change (Curator's
-    /// `LeaderLatchListener`: `true` is `isLeader()`, `false` `notLeader()`).
-    /// Ends once the latch is closed, after a last `false` with
-    /// [`CloseMode::NotifyLeader`] if it led.
-    pub fn leadership_changes(&self) -> LeadershipChanges {
-        let shared = self.participant.shared.clone();
-        Box::pin(futures_lite::stream::unfold((shared, None::<bool>), |(shared, last)| async move {
-            loop {
-                let listener = shared.changed.listen();
-                let (leading, closed) =
-                    shared.peek(|s| (s.term.as_ref().is_some_and(|t| t.status == HoldStatus::Held), s.closed));
-                let next = match closed {
-                    Some(CloseMode::NotifyLeader) if last == Some(true) => Some(false),
-                    Some(_) => return None,
-                    None if last != Some(leading) => Some(leading),
-                    None => None,
-                };
-                if let Some(next) = next {
-                    return Some((next, (shared, Some(next))));
-                }
-                listener.await;
-            }
-        }))
-    }
-
-    /// The current leader's id (Curator's `getLeader()`), `None` when nobody
-    /// is queued.
-    ///
-    /// # Errors
-    ///
-    /// The listing's failure.
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel-safe: it only reads.
-    pub async fn leader(&self) -> Result<Option<String>, Error> {
-        self.participant.client().leader(&self.participant.path, ElectionKind::Latch).await
-    }
-
-    /// The participants in queue order, the leader first (Curator's
-    /// `getParticipants()`).
-    ///
-    /// # Errors
-    ///
-    /// The listing's failure.
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel-safe: it only reads.
-    pub async fn participants(&self) -> Result<Vec<ElectionParticipant>, Error> {
-        self.participant.client().election(&self.participant.path, ElectionKind::Latch).await
-    }
-
-    /// Leaves the election (Curator's `close(mode)`): the node's delete is
-    /// queued (guaranteed) and the next participant leads.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::ClientClosed`] once the client's event loop has ended (the
-    /// session's end deletes the node then).
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel-safe: the latch is closed whether or not the future is
-    /// awaited.
-    pub async fn close(self, mode: CloseMode) -> Result<(), Error> {
-        self.participant.shared.with(|s| s.closed = Some(mode));
-        self.participant.command(|e, now| {
-            e.close(now);
-            Ok(())
-        })?;
-        self.participant.client().inner.run(|_, _| ()).await
-    }
-}
-
-impl Drop for LeaderLatch {
-    fn drop(&mut self) {
-        // Closed silently (unless closed already); the participant's drop
-        // closes the machine.
-        self.participant.shared.with(|s| {
-            s.closed.get_or_insert(CloseMode::Silent);
-        });
     }
 }

@@ -21,16 +21,19 @@
 //! | `zoolock_acquire_wait_seconds` | histogram | seconds | from the call to the grant |
 //! | `zoolock_acquire_timeouts_total` | counter | count | acquires that ended at their deadline |
 //! | `zoolock_acquires_waiting` | gauge | count | acquires under way now (queued in the process or on ZooKeeper) |
-//! | `zoolock_holds` | gauge | count | holds the process has now: guards and leases not yet released (lost ones included until let go) |
+//! | `zoolock_holds` | gauge | count | holds the process has now: guards, leases and terms of leadership not yet released (lost ones included until let go) |
+//! | `zoolock_hold_seconds` | histogram | seconds | how long each hold (guard, lease, term of leadership) lasted: one sample as it ends (released or lost) |
 //! | `zoolock_holds_suspended_total` | counter | count | holds told `Suspended` |
 //! | `zoolock_holds_lost_total` | counter | count | holds told `Lost` |
+//! | `zoolock_is_leader` | gauge | count | 1 while the process's participant of the election leads under its leadership policy, else 0 |
+//! | `zoolock_leadership_changes_total` | counter | count | times that participant gained or lost leadership |
 //! | `zoolock_cleanup_failures_total` | counter | count | abandoned nodes that could not be deleted |
 //! | `zoolock_connected` | gauge | count | clients with a live connection (1 per connected client, 0 while it has none) |
 //! | `zoolock_session_renewals_total` | counter | count | sessions started after an expiry |
 //!
 //! The per-lock series carry `kind` (`mutex`, `rwlock`, `semaphore_mutex`,
-//! `multi`, `semaphore`; `election` for the suspended and lost counts of
-//! leadership) and `path` (the lock path; a multi-lock's paths
+//! `multi`, `semaphore`; `election` for a term's hold, suspended and lost
+//! counts and the leadership series) and `path` (the lock path; a multi-lock's paths
 //! joined with `,`). Services that make a lock per entity (`/orders/1234`)
 //! turn `path` off with [`Options::metrics_path_label`](crate::Options::metrics_path_label),
 //! so the number of series stays bounded; `kind` is always there.
@@ -43,6 +46,12 @@
 //! grants (with the time waited), releases and cancellations at `debug`,
 //! and single requests and recipe events at `trace`. Every lock event
 //! carries the lock path (`path`) and, once there is one, the node (`node`).
+//! Each acquire is an `info` span `zoolock.acquire` (`path`; `node` and
+//! `token` once granted) open while it waits, and each hold (a guard, a
+//! lease, a term of leadership) a span `zoolock.hold` (`path`, `node`,
+//! `token`) open until it is released or dropped, so a trace view shows
+//! the wait and the hold. Without a subscriber that wants them they are
+//! disabled spans (a static interest check).
 
 mod acquire;
 mod client;
@@ -51,6 +60,7 @@ mod error;
 #[cfg(feature = "gssapi")]
 mod gssapi;
 mod hold;
+mod latch;
 mod leader;
 mod lock;
 mod lock_tickets;
@@ -80,7 +90,8 @@ pub use futures_lite::{AsyncRead, AsyncWrite};
 #[cfg(feature = "gssapi")]
 pub use gssapi::{DEFAULT_SERVICE as GSSAPI_DEFAULT_SERVICE, GssapiClient};
 pub use hold::{Hold, HoldStatus, LossReason, QueuePosition, StatusChanges};
-pub use leader::{CloseMode, LeaderLatch, LeaderSelector, Leadership, LeadershipChanges};
+pub use latch::{CloseMode, LeaderLatch, LeadershipChanges};
+pub use leader::{LeaderSelector, Leadership};
 pub use lock::{Guard, Lock, ReadWriteLock};
 pub use observe::{HolderChanges, LeaderChanges};
 pub use options::{LockOptions, Options};
@@ -97,7 +108,8 @@ pub use tls::{TlsConfigError, TlsConnect, TlsOptions};
 /// here. Named after its crate, so it never shadows `::core`.
 pub use zoolock_core;
 pub use zoolock_core::recipes::{
-    ElectionKind, ElectionParticipant, LockKind, LockName, LockNameError, LockSpec, SemaphoreSize, SortRule,
+    ElectionKind, ElectionParticipant, LeadershipPolicy, LockKind, LockName, LockNameError, LockSpec, SemaphoreSize,
+    SortRule,
 };
 pub use zoolock_core::{Compression, ConnectionState, FencingToken, OpPlan, Participant, RetryPolicy, Suspension};
 /// A plain ZooKeeper operation ([`Hold::fenced`]), the path it names, and

@@ -472,6 +472,7 @@ impl Future for Acquiring<'_, '_> {
         let this = self.get_mut();
         let Poll::Ready(granted) = Pin::new(&mut this.acquire).poll(cx) else { return Poll::Pending };
         let acquire::Granted { ticket, grant: (node, token), waited } = granted?;
+        acquire::record_grant(this.acquire.span(), &node, token);
         let path = &this.lock.owner.recipe.path;
         tracing::debug!(%path, %node, token = token.0, ?waited, "lock granted");
         let lock = Lock { owner: this.lock.owner.clone(), part: this.part };
@@ -489,6 +490,10 @@ struct TicketHold {
 impl hold::Source for TicketHold {
     fn client(&self) -> &Client {
         self.lock.client()
+    }
+
+    fn path(&self) -> &str {
+        &self.lock.owner.recipe.path
     }
 
     fn changed(&self) -> &event_listener::Event {

@@ -33,11 +33,15 @@ impl<'a> Labels<'a> {
     }
 }
 
-/// A gauge raised while this value lives: a waiting acquire or a hold.
+/// A gauge raised while this value lives: a waiting acquire or a hold. A
+/// hold's also records, when it goes, how long the hold lasted.
 #[derive(Debug)]
 pub(crate) struct Gauge {
     #[cfg(feature = "metrics")]
     gauge: metrics::Gauge,
+    /// A hold's duration histogram and its start.
+    #[cfg(feature = "metrics")]
+    lasted: Option<(metrics::Histogram, std::time::Instant)>,
 }
 
 impl Gauge {
@@ -47,7 +51,7 @@ impl Gauge {
         {
             let gauge = metrics::gauge!(name, labels.map(Labels::get).unwrap_or_default());
             gauge.increment(1.0);
-            Gauge { gauge }
+            Gauge { gauge, lasted: None }
         }
         #[cfg(not(feature = "metrics"))]
         Gauge {}
@@ -58,9 +62,17 @@ impl Gauge {
         Gauge::raise("zoolock_acquires_waiting", Some(labels))
     }
 
-    /// A hold, until dropped.
+    /// A hold (a guard, a lease, a term of leadership), until dropped;
+    /// then its duration is one sample of `zoolock_hold_seconds`.
     pub(crate) fn held(labels: &Labels<'_>) -> Gauge {
-        Gauge::raise("zoolock_holds", Some(labels))
+        #[cfg_attr(not(feature = "metrics"), allow(unused_mut))]
+        let mut gauge = Gauge::raise("zoolock_holds", Some(labels));
+        #[cfg(feature = "metrics")]
+        {
+            let lasted = metrics::histogram!("zoolock_hold_seconds", labels.get());
+            gauge.lasted = Some((lasted, std::time::Instant::now()));
+        }
+        gauge
     }
 
     /// A client's live connection, until dropped.
@@ -73,7 +85,12 @@ impl Gauge {
 impl Drop for Gauge {
     fn drop(&mut self) {
         #[cfg(feature = "metrics")]
-        self.gauge.decrement(1.0);
+        {
+            self.gauge.decrement(1.0);
+            if let Some((lasted, since)) = self.lasted.take() {
+                lasted.record(since.elapsed().as_secs_f64());
+            }
+        }
     }
 }
 
@@ -102,6 +119,21 @@ fn describe() {
                 "Abandoned nodes that could not be deleted"
             );
             describe_gauge!("zoolock_connected", Unit::Count, "Clients with a live connection");
+            describe_histogram!(
+                "zoolock_hold_seconds",
+                Unit::Seconds,
+                "How long holds (guards, leases, terms of leadership) lasted, one sample as each ends"
+            );
+            describe_gauge!(
+                "zoolock_is_leader",
+                Unit::Count,
+                "1 while this process's participant of the election leads (under its policy), else 0"
+            );
+            describe_counter!(
+                "zoolock_leadership_changes_total",
+                Unit::Count,
+                "Times this process's participant gained or lost leadership"
+            );
             describe_counter!("zoolock_session_renewals_total", Unit::Count, "Sessions started after an expiry");
         });
     }
@@ -142,6 +174,15 @@ pub(crate) fn lost(labels: &Labels<'_>) {
 /// An abandoned node that could not be deleted.
 pub(crate) fn cleanup_failed(labels: &Labels<'_>) {
     count("zoolock_cleanup_failures_total", labels);
+}
+
+/// A participant of an election started or stopped leading (under its
+/// policy): `zoolock_is_leader` follows, and the change is counted.
+#[cfg_attr(not(feature = "metrics"), allow(unused_variables))]
+pub(crate) fn leading(labels: &Labels<'_>, leads: bool) {
+    count("zoolock_leadership_changes_total", labels);
+    #[cfg(feature = "metrics")]
+    metrics::gauge!("zoolock_is_leader", labels.get()).set(if leads { 1.0 } else { 0.0 });
 }
 
 /// A session started after an expiry.

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use zoolock_core::recipes::LockName;
+use zoolock_core::recipes::{LeadershipPolicy, LockName};
 use zoolock_core::{Compression, OpPlan, RetryPolicy, SaslConfig};
 
 use crate::security::{AclPolicy, AuthInfo};
@@ -297,6 +297,14 @@ pub struct LockOptions {
     /// `LeaderLatch`, or a name of your own for a foreign layout. The
     /// read-write lock and the semaphore keep Curator's names.
     pub name: LockName,
+    /// Elections only: whether a suspended term still leads (Curator's
+    /// `ConnectionStateErrorPolicy`): [`LeadershipPolicy::Standard`] (the
+    /// default) ends [`crate::LeaderSelector::run`]'s term and a latch's
+    /// leadership on a dropped connection, [`LeadershipPolicy::Session`]
+    /// only on `Lost`. A term's [`crate::Hold::status`] reads `Suspended`
+    /// under both; see [`LeadershipPolicy`] for what the session policy
+    /// risks and why it wants fenced writes.
+    pub leadership: LeadershipPolicy,
 }
 
 impl LockOptions {
@@ -321,6 +329,12 @@ impl LockOptions {
     /// Sets the node name and sort rule ([`LockOptions::name`]).
     pub fn name(mut self, name: LockName) -> Self {
         self.name = name;
+        self
+    }
+
+    /// Sets an election's policy ([`LockOptions::leadership`]).
+    pub fn leadership(mut self, policy: LeadershipPolicy) -> Self {
+        self.leadership = policy;
         self
     }
 }

@@ -398,6 +398,10 @@ impl hold::Source for NodeHold {
         &self.sem.owner.client
     }
 
+    fn path(&self) -> &str {
+        &self.sem.owner.recipe.path
+    }
+
     fn changed(&self) -> &event_listener::Event {
         &self.shared().changed
     }

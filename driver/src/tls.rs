@@ -8,8 +8,8 @@
 
 use std::fmt;
 use std::io;
-use std::path::Path;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
@@ -71,10 +71,43 @@ pub enum TlsConfigError {
 /// optional client certificate and key (mutual TLS), or from a rustls
 /// `ClientConfig`. The name checked against the server's certificate is the
 /// host of the connect string unless [`TlsOptions::server_name`] overrides it.
+/// Made with [`TlsOptions::reloading_files`], the files are read again at
+/// each new connection, so certificates that rotate on disk are presented
+/// without a restart. Clones share the files and what was last read.
 #[derive(Clone)]
 pub struct TlsOptions {
     config: Arc<rustls::ClientConfig>,
     server_name: Option<ServerName<'static>>,
+    files: Option<Arc<TlsFiles>>,
+}
+
+/// PEM files read again at each new connection, and the last configuration
+/// they gave.
+#[derive(Debug)]
+struct TlsFiles {
+    ca: PathBuf,
+    cert: Option<PathBuf>,
+    key: Option<PathBuf>,
+    /// The last good configuration, and why the last read failed (if it did).
+    last: Mutex<(Arc<rustls::ClientConfig>, Option<TlsConfigError>)>,
+}
+
+impl TlsFiles {
+    /// The configuration for a new connection: the files as they are now,
+    /// or, when one fails to load, the last good configuration (the failure
+    /// is kept for [`TlsOptions::reload_error`] and logged).
+    fn current(&self) -> Arc<rustls::ClientConfig> {
+        let loaded = TlsOptions::from_files(&self.ca, self.cert.as_deref(), self.key.as_deref());
+        let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
+        match loaded {
+            Ok(options) => *last = (options.config, None),
+            Err(error) => {
+                tracing::warn!(%error, "TLS files did not load: the connection uses the last good configuration");
+                last.1 = Some(error);
+            }
+        }
+        last.0.clone()
+    }
 }
 
 impl fmt::Debug for TlsOptions {
@@ -82,6 +115,7 @@ impl fmt::Debug for TlsOptions {
         f.debug_struct("TlsOptions")
             .field("client_auth", &self.config.client_auth_cert_resolver.has_certs())
             .field("server_name", &self.server_name)
+            .field("reloading", &self.files.as_ref().map(|f| &f.ca))
             .finish()
     }
 }
@@ -145,13 +179,43 @@ impl TlsOptions {
                 builder.with_client_auth_cert(chain, key).map_err(|e| TlsConfigError::ClientIdentity(e.to_string()))?
             }
         };
-        Ok(TlsOptions { config: Arc::new(config), server_name: None })
+        Ok(TlsOptions { config: Arc::new(config), server_name: None, files: None })
+    }
+
+    /// From PEM files (as [`TlsOptions::from_files`]) that are read again
+    /// at each new connection (each reconnect, each new client), so a
+    /// certificate, key or CA bundle rotated on disk is used from the next
+    /// connection on. A read that fails (a file missing, half written, not
+    /// PEM) leaves the last good configuration in use for that connection;
+    /// [`TlsOptions::reload_error`] then names the file and the reason.
+    ///
+    /// # Errors
+    ///
+    /// As [`TlsOptions::from_files`], when the files do not load now.
+    pub fn reloading_files(ca: &Path, cert: Option<&Path>, key: Option<&Path>) -> Result<TlsOptions, TlsConfigError> {
+        let first = Self::from_files(ca, cert, key)?;
+        let files = TlsFiles {
+            ca: ca.to_path_buf(),
+            cert: cert.map(Path::to_path_buf),
+            key: key.map(Path::to_path_buf),
+            last: Mutex::new((first.config.clone(), None)),
+        };
+        Ok(TlsOptions { files: Some(Arc::new(files)), ..first })
+    }
+
+    /// Why the files of [`TlsOptions::reloading_files`] failed to load at
+    /// the last new connection, naming the file (that connection used the
+    /// last good configuration); `None` when they loaded, or when these
+    /// options do not reload.
+    pub fn reload_error(&self) -> Option<TlsConfigError> {
+        let files = self.files.as_ref()?;
+        files.last.lock().unwrap_or_else(PoisonError::into_inner).1.clone()
     }
 
     /// From a ready rustls configuration (custom verifiers, protocol
     /// versions, a crypto provider of the application's choosing, ...).
     pub fn from_config(config: Arc<rustls::ClientConfig>) -> TlsOptions {
-        TlsOptions { config, server_name: None }
+        TlsOptions { config, server_name: None, files: None }
     }
 
     /// Checks the servers' certificates against `name` instead of the host
@@ -171,7 +235,11 @@ impl TlsOptions {
                 io::Error::new(io::ErrorKind::InvalidInput, format!("invalid TLS server name `{host}`"))
             })?,
         };
-        Ok(TlsConnect { config: self.config.clone(), server_name })
+        let config = match &self.files {
+            Some(files) => files.current(),
+            None => self.config.clone(),
+        };
+        Ok(TlsConnect { config, server_name })
     }
 }
 
@@ -261,6 +329,48 @@ mod tests {
         assert_eq!(e, TlsConfigError::NoCertificate { what: "CA bundle".into() });
         let e = TlsOptions::from_files(Path::new("/nonexistent/ca.pem"), None, None).unwrap_err();
         assert!(matches!(e, TlsConfigError::Read { path, .. } if path == "/nonexistent/ca.pem"));
+    }
+
+    /// A self-signed CA certificate (P-256), for the PEM parsing only.
+    const TEST_CA: &str = "\
+-----BEGIN CERTIFICATE-----
+MIIBlTCCATugAwIBAgIUcN/Arpeb4a9X8D2nBptc4pt54g8wCgYIKoZIzj0EAwIw
+HzEdMBsGA1UEAwwUem9vbG9jayB1bml0IHRlc3QgQ0EwIBcNMjYxMTI3MjIwNjI4
+WhgPMjEyNjExMDMyMjA2MjhaMB8xHTAbBgNVBAMMFHpvb2xvY2sgdW5pdCB0ZXN0
+IENBMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE/lVE+BHSSv/wUejYDvg0uykz
+5ecxeR5uu1/2lDE9lbdObdnMBmUk5XBkHguuKX6urXUXLw4wuN9AKi1IVInCY6NT
+MFEwHQYDVR0OBBYEFIezgQZUtJo02v0ud10Ngfj9e9EKMB8GA1UdIwQYMBaAFIez
+gQZUtJo02v0ud10Ngfj9e9EKMA8GA1UdEwEB/wQFMAMBAf8wCgYIKoZIzj0EAwID
+SAAwRQIgMytvwCnMxDTcgXkPWDtAJTdaVbNQyFEQzjSppCDg/cMCIQDdBzicmA89
+wJB0CIL55etww6f/tB7lNIOcOVzLcqWuyA==
+-----END CERTIFICATE-----
+";
+
+    /// The files are read at each new connection; one that fails to load
+    /// is named, and the last good configuration serves meanwhile.
+    #[cfg(any(feature = "ring", feature = "aws-lc-rs"))]
+    #[test]
+    fn reloading_files_keep_the_last_good_configuration() {
+        let dir = std::env::temp_dir().join(format!("zoolock-tls-reload-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ca = dir.join("ca.pem");
+        std::fs::write(&ca, "not pem").unwrap();
+        let e = TlsOptions::reloading_files(&ca, None, None).unwrap_err();
+        assert_eq!(e, TlsConfigError::NoCertificate { what: ca.display().to_string() });
+        std::fs::write(&ca, TEST_CA).unwrap();
+        let options = TlsOptions::reloading_files(&ca, None, None).unwrap();
+        let first = options.connect_to("localhost").unwrap().config;
+        assert_eq!(options.reload_error(), None);
+        std::fs::write(&ca, "half written").unwrap();
+        let kept = options.clone().connect_to("localhost").unwrap().config;
+        assert!(Arc::ptr_eq(&first, &kept), "the last good configuration");
+        assert_eq!(options.reload_error(), Some(TlsConfigError::NoCertificate { what: ca.display().to_string() }));
+        std::fs::write(&ca, TEST_CA).unwrap();
+        let again = options.connect_to("localhost").unwrap().config;
+        assert!(!Arc::ptr_eq(&first, &again), "read again");
+        assert_eq!(options.reload_error(), None);
+        assert_eq!(TlsOptions::from_pem(TEST_CA.as_bytes(), None).unwrap().reload_error(), None);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[cfg(not(any(feature = "ring", feature = "aws-lc-rs")))]

@@ -5,7 +5,7 @@
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex as StdMutex, RwLock};
 use std::time::Duration;
 
@@ -14,7 +14,9 @@ use std::time::Duration;
 /// `freeze` stops forwarding without closing anything (a silent network);
 /// `isolate` plays a server cut off from the quorum; `down` closes every
 /// connection and the listening port, so dials are refused, until `restore`
-/// listens on the same port again.
+/// listens on the same port again. It counts the requests clients send
+/// through it ([`Proxy::requests`]), so a test can tell that a client sends
+/// nothing while idle.
 pub struct Proxy {
     /// Where to connect: `127.0.0.1:PORT`.
     pub addr: String,
@@ -37,6 +39,8 @@ struct ProxyShared {
     mode: RwLock<ProxyMode>,
     sockets: StdMutex<Vec<TcpStream>>,
     stop: AtomicBool,
+    /// Client frames forwarded to the server, pings left out.
+    requests: AtomicU64,
 }
 
 impl ProxyShared {
@@ -65,6 +69,7 @@ impl Proxy {
             mode: RwLock::new(ProxyMode::Open),
             sockets: StdMutex::new(Vec::new()),
             stop: AtomicBool::new(false),
+            requests: AtomicU64::new(0),
         });
         let (s, upstream) = (shared.clone(), upstream.to_owned());
         let at = addr.clone();
@@ -107,8 +112,9 @@ impl Proxy {
                 // A connection made while isolated is never served (a
                 // follower cut off from the leader cannot revalidate it).
                 let served = s.mode() != ProxyMode::Isolated;
-                std::thread::spawn(move || pump(down, up, &s1, served.then_some(back)));
-                std::thread::spawn(move || pump(u2, d2, &s2, None));
+                let upward = Direction::Up { to: up, back: served.then_some(back) };
+                std::thread::spawn(move || pump(down, upward, &s1));
+                std::thread::spawn(move || pump(u2, Direction::Down(d2), &s2));
             }
         });
         Proxy { addr, shared }
@@ -142,6 +148,13 @@ impl Proxy {
         self.shared.set_mode(ProxyMode::Isolated);
     }
 
+    /// The request frames clients have sent to the server through the
+    /// proxy so far (connect handshakes included), pings left out: what a
+    /// server would count as work asked of it.
+    pub fn requests(&self) -> u64 {
+        self.shared.requests.load(Ordering::SeqCst)
+    }
+
     /// Forwards again (listening on the same port after `down`). Ends every
     /// connection of an isolation: the requests it swallowed are gone.
     pub fn restore(&self) {
@@ -158,16 +171,32 @@ impl Drop for Proxy {
     }
 }
 
-/// Moves bytes `from` → `to`. `back` is the client's socket, for the
-/// client-to-server direction of a connection made before any isolation:
-/// while isolated, that direction answers pings through it.
-fn pump(mut from: TcpStream, mut to: TcpStream, shared: &ProxyShared, mut back: Option<TcpStream>) {
+/// Where a pump's bytes go.
+enum Direction {
+    /// Client to server: `to` is the server. `back` is the client's socket
+    /// for a connection made before any isolation: while isolated, this
+    /// direction answers pings through it.
+    Up { to: TcpStream, back: Option<TcpStream> },
+    /// Server to client.
+    Down(TcpStream),
+}
+
+/// Moves bytes `from` → the direction's destination, counting the client's
+/// requests on the way up.
+fn pump(mut from: TcpStream, direction: Direction, shared: &ProxyShared) {
+    let up = matches!(direction, Direction::Up { .. });
+    let (mut to, mut back) = match direction {
+        Direction::Up { to, back } => (to, back),
+        Direction::Down(to) => (to, None),
+    };
     let _ = from.set_read_timeout(Some(Duration::from_millis(10)));
     let mut buf = [0u8; 16 * 1024];
     // Client frames read while isolated, up to a whole frame.
     let mut pending = Vec::new();
     // Bytes read while (or just as) the proxy froze: forwarded on restore.
     let mut held = Vec::new();
+    // Client frames forwarded, up to a whole frame, for the count.
+    let mut counted = Vec::new();
     while !shared.stop.load(Ordering::SeqCst) {
         let mode = shared.mode();
         match mode {
@@ -203,6 +232,10 @@ fn pump(mut from: TcpStream, mut to: TcpStream, shared: &ProxyShared, mut back: 
                 }
             }
             Ok(n) => {
+                if up {
+                    counted.extend_from_slice(&buf[..n]);
+                    shared.requests.fetch_add(count_requests(&mut counted), Ordering::SeqCst);
+                }
                 // Under the mode's read lock: a freeze that began during the
                 // read keeps these bytes until the restore.
                 let mode = shared.mode.read().unwrap();
@@ -222,10 +255,28 @@ fn pump(mut from: TcpStream, mut to: TcpStream, shared: &ProxyShared, mut back: 
     let _ = to.shutdown(Shutdown::Both);
 }
 
+/// The request frame's xid that marks a ping.
+const PING_XID: i32 = -2;
+
+/// Consumes the whole frames at the front of `pending` and counts those that
+/// are not pings.
+fn count_requests(pending: &mut Vec<u8>) -> u64 {
+    let mut n = 0;
+    while pending.len() >= 4 {
+        let len = u32::from_be_bytes([pending[0], pending[1], pending[2], pending[3]]) as usize;
+        if pending.len() < 4 + len {
+            break;
+        }
+        let frame: Vec<u8> = pending.drain(..4 + len).collect();
+        let xid = (len >= 4).then(|| i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]));
+        n += u64::from(xid != Some(PING_XID));
+    }
+    n
+}
+
 /// Consumes the whole request frames at the front of `pending`, answering
 /// each ping (xid -2) on `client` as a server does and dropping the rest.
 fn answer_pings(pending: &mut Vec<u8>, client: &mut TcpStream) -> std::io::Result<()> {
-    const PING_XID: i32 = -2;
     while pending.len() >= 4 {
         let len = u32::from_be_bytes([pending[0], pending[1], pending[2], pending[3]]) as usize;
         if pending.len() < 4 + len {

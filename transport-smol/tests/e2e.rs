@@ -270,6 +270,11 @@ fn election_run_requeues() {
 }
 
 #[test]
+fn election_policy_on_a_short_cut() {
+    run::<Rt>(e2e::election_policy_on_a_short_cut);
+}
+
+#[test]
 fn election_latch() {
     run::<Rt>(e2e::election_latch);
 }

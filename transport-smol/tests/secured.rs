@@ -57,6 +57,12 @@ fn tls_server_checks() {
     run::<Smol>(secured::tls_server_checks);
 }
 
+#[cfg(feature = "tls")]
+#[test]
+fn tls_rotation() {
+    run::<Smol>(secured::tls_rotation);
+}
+
 #[cfg(feature = "gssapi")]
 #[test]
 fn kerberos_recipes() {

@@ -243,6 +243,11 @@ fn election_run_requeues() {
 }
 
 #[test]
+fn election_policy_on_a_short_cut() {
+    run::<Tokio>(e2e::election_policy_on_a_short_cut);
+}
+
+#[test]
 fn election_latch() {
     run::<Tokio>(e2e::election_latch);
 }

@@ -1,7 +1,10 @@
 //! The driver's metrics (feature `metrics`) against the embedded in-memory
 //! ZooKeeper: grants with their wait, time-outs, lost holds and session
 //! renewals are counted with the lock path and kind as labels; the waiting,
-//! holding and connection gauges follow the acquires, holds and sessions.
+//! holding and connection gauges follow the acquires, holds and sessions;
+//! each hold that ends is one sample of the hold-duration histogram; an
+//! election's `is_leader` gauge goes to 1 and back to 0 across a term, and
+//! each change is counted (issue 39).
 
 use std::time::Duration;
 
@@ -131,6 +134,21 @@ async fn acquires_waits_timeouts_losses_and_renewals_are_counted() {
     let again = tokio::time::timeout(Duration::from_secs(10), lock.acquire()).await.unwrap().unwrap();
     assert_eq!(totals.get("zoolock_acquires_total", Some("/metrics/lock")), 4);
     again.release().await.unwrap();
+    // Four holds of the mutex ended (one of them lost): four durations.
+    totals.gauge_reaches("zoolock_holds", MUTEX, 0.0).await;
+    assert_eq!(totals.get("zoolock_hold_seconds", Some("/metrics/lock")), 4);
+    assert_eq!(totals.units.get("zoolock_hold_seconds"), Some(&Unit::Seconds));
+
+    // A term of leadership: is_leader 1, then 0; two changes; one duration
+    // (the term's hold, released).
+    const ELECTION: &str = "kind=election,path=/metrics/leader";
+    let selector = b.leader_selector("/metrics/leader", "b").await.unwrap();
+    let term = selector.leadership().await.unwrap();
+    totals.gauge_reaches("zoolock_is_leader", ELECTION, 1.0).await;
+    term.release().await.unwrap();
+    totals.gauge_reaches("zoolock_is_leader", ELECTION, 0.0).await;
+    assert_eq!(totals.get("zoolock_leadership_changes_total", Some("/metrics/leader")), 2);
+    assert_eq!(totals.get("zoolock_hold_seconds", Some("/metrics/leader")), 1);
 
     // Per-entity locks: without the path label, every lock of a kind is one series.
     let c = zoolock_tokio::connect(server.connect_string(), options().metrics_path_label(false)).await.unwrap();

@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use futures_lite::StreamExt;
 use tokio::sync::watch;
-use zoolock_tokio::{Client, ElectionKind, Error, Hold, HoldStatus, LockOptions, LossReason, SemaphoreOptions};
+use zoolock_tokio::{
+    Client, ElectionKind, Error, Hold, HoldStatus, LeadershipPolicy, LockOptions, LossReason, SemaphoreOptions,
+};
 
 use crate::args::{Global, HoldArgs, Kind};
 use crate::exit::{self, Failure, Outcome};
@@ -35,8 +37,9 @@ pub(super) enum Recipe {
     Write,
     /// One lease of a semaphore, optionally revocable.
     Semaphore { size: Size, revocable: bool },
-    /// One term of leadership of an election, as participant `id`.
-    Elect { id: String, election: ElectionKind },
+    /// One term of leadership of an election, as participant `id`, ended
+    /// as `policy` says.
+    Elect { id: String, election: ElectionKind, policy: LeadershipPolicy },
 }
 
 /// Reports `hold`'s status on `tx` until dropped; never completes. Every
@@ -51,9 +54,19 @@ async fn watch(hold: &Hold, tx: &watch::Sender<HoldStatus>) -> Infallible {
     std::future::pending().await
 }
 
-/// The supervision policy from the options, checked against the session timeout.
-fn policy(global: &Global, hold: &HoldArgs) -> Result<Policy, Failure> {
+/// The supervision policy from the options, checked against the session
+/// timeout. An election under the session policy has no grace: a
+/// suspension ends nothing.
+fn policy(global: &Global, hold: &HoldArgs, recipe: &Recipe) -> Result<Policy, Failure> {
     let session = global.session_timeout;
+    if let Recipe::Elect { policy: LeadershipPolicy::Session, .. } = recipe {
+        if hold.grace.is_some() {
+            let message = "--grace does not apply under --policy session: a suspension ends nothing";
+            return Err(Failure::new(exit::USAGE, message));
+        }
+        let kill_after = hold.kill_after.unwrap_or(session / 6);
+        return Ok(Policy { grace: None, kill_after, stale_after: session * 2 / 3 });
+    }
     let grace = hold.grace.unwrap_or(session / 6);
     let kill_after = hold.kill_after.unwrap_or(session / 6);
     if grace >= session {
@@ -66,12 +79,12 @@ fn policy(global: &Global, hold: &HoldArgs) -> Result<Policy, Failure> {
             ),
         ));
     }
-    Ok(Policy { grace, kill_after, stale_after: session * 2 / 3 })
+    Ok(Policy { grace: Some(grace), kill_after, stale_after: session * 2 / 3 })
 }
 
 /// Waits for the lock, then runs CMD under [`supervise::supervise`].
 pub(super) async fn run(global: &Global, hold: HoldArgs, recipe: Recipe) -> Outcome {
-    let policy = policy(global, &hold)?;
+    let policy = policy(global, &hold, &recipe)?;
     let argv = hold.argv();
     let Some((program, args)) = argv.split_first() else {
         return Err(Failure::new(exit::USAGE, "no command to run"));
@@ -185,7 +198,10 @@ async fn finish(
                 (Loss::Lost, Some(d)) => format!("it was held for --max-hold {}", humantime::format_duration(d)),
                 (Loss::Lost, None) => "the session expired or the lock node was deleted".to_owned(),
                 (Loss::SuspendedTooLong, _) => {
-                    format!("the connection was suspended longer than {}", humantime::format_duration(policy.grace))
+                    format!(
+                        "the connection was suspended longer than {}",
+                        humantime::format_duration(policy.grace.unwrap_or_default())
+                    )
                 }
             };
             Err(Failure::new(
@@ -253,8 +269,8 @@ async fn acquire(client: &Client, hold: &HoldArgs, recipe: Recipe, progress: &Pr
             let mut leases = semaphore.acquire_with_progress(1, hold.wait_limit(), progress.recorder()).await?;
             return leases.pop().map(Hold::from).ok_or(Error::ClientClosed);
         }
-        Recipe::Elect { id, election } => {
-            let participant = client.election_participant(path, election, &id, options).await?;
+        Recipe::Elect { id, election, policy } => {
+            let participant = client.election_participant(path, election, &id, options.leadership(policy)).await?;
             let term = participant.leadership_with_progress(hold.wait_limit(), progress.recorder()).await?;
             return Ok(term.into());
         }

@@ -10,6 +10,7 @@ mod lock;
 mod revoke;
 mod security;
 pub(crate) mod serve;
+mod watch;
 
 use std::time::Duration;
 
@@ -34,11 +35,21 @@ pub(crate) async fn run(cli: Cli) -> Outcome {
         }
         Command::Elect { hold, election } => {
             let id = election.id.unwrap_or_else(leader::default_id);
-            lock::run(global, hold, lock::Recipe::Elect { id, election: election_of(election.latch) }).await
+            let recipe = lock::Recipe::Elect { id, election: election_of(election.latch), policy: election.policy };
+            lock::run(global, hold, recipe).await
         }
-        Command::Leader { path, latch, json } => leader::run(global, &path, election_of(latch), json).await,
+        Command::Leader { path, latch, json, watch: true } => {
+            let kind = if latch { crate::args::Kind::Latch } else { crate::args::Kind::Election };
+            watch::run(global, &path, Some(kind), json).await
+        }
+        Command::Leader { path, latch, json, watch: false } => {
+            leader::run(global, &path, election_of(latch), json).await
+        }
         Command::Count { action } => count::run(global, action).await,
-        Command::Holders { path, kind, size, json } => holders::run(global, &path, kind, size, json).await,
+        Command::Holders { path, kind, json, watch: true, .. } => watch::run(global, &path, kind, json).await,
+        Command::Holders { path, kind, size, json, watch: false } => {
+            holders::run(global, &path, kind, size, json).await
+        }
         Command::Revoke { path, node } => revoke::run(global, path.as_deref(), node.as_deref()).await,
         Command::Serve(args) => serve::run(args).await,
         Command::Demo(args) => demo::run(global, args).await,

@@ -27,8 +27,10 @@ pub(crate) fn apply(security: &Security, mut options: Options) -> Result<Options
         return Ok(options);
     };
     let tls_failed = |e| Failure::new(exit::UNAVAILABLE, format!("TLS: {e}"));
-    let mut tls =
-        TlsOptions::from_files(ca, security.tls_cert.as_deref(), security.tls_key.as_deref()).map_err(tls_failed)?;
+    // Read again at each new connection: a holder that runs for days
+    // presents the certificate rotated on disk at its next reconnect.
+    let mut tls = TlsOptions::reloading_files(ca, security.tls_cert.as_deref(), security.tls_key.as_deref())
+        .map_err(tls_failed)?;
     if let Some(name) = &security.tls_server_name {
         tls = tls.server_name(name).map_err(tls_failed)?;
     }

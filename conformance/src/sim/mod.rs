@@ -30,7 +30,10 @@
 //!   maximum hold of leadership (0.3 to 3 s), selectors re-queueing after
 //!   their terms three times in four. A leader resigns after a random term
 //!   (and closes, once acquires stop); a participant queues again by itself
-//!   when its layout says so.
+//!   when its layout says so. Each seed draws a leadership policy: under
+//!   the standard one a leader told `Suspended` ends its term at once (as
+//!   the driver's `LeaderSelector::run`), under the session one it rides
+//!   the suspension out until `Reconnected` or `Lost`.
 //! * Per-connection byte pipes with seeded latency and jitter. Delivery is in
 //!   order (TCP); faults act on whole connections. Connecting takes one
 //!   latency too, and is refused while the server is down or the client is
@@ -118,7 +121,9 @@
 //!    election's oracle: at most one participant believes it leads at any
 //!    instant once the previous leader's loss was signalled. Beside it,
 //!    Curator's `getLeader` read from the model (the first node in the
-//!    layout's order, its data as the id) names that participant.
+//!    layout's order, its data as the id) names that participant, and each
+//!    participant's own `Election::leads` is what its events say under the
+//!    seed's policy (a suspended term leads only under the session policy).
 //! 2. Fencing: per path, an exclusive (or write, or lease) hold's token is
 //!    greater than every earlier hold's; a read hold's is greater than every
 //!    earlier write hold's.

@@ -66,6 +66,62 @@ impl ElectionKind {
     }
 }
 
+/// When a term of leadership ends by itself: Curator's
+/// `ConnectionStateErrorPolicy`, as a participant's setting.
+///
+/// Either way the term's hold reports the connection as it is (`Suspended`
+/// when it drops, then `Reconnected` or `Lost`); the policy decides whether
+/// a suspended term still *leads* ([`Election::leads`]), so whether a
+/// runner of terms (the driver's `LeaderSelector::run`, a latch's
+/// leadership reports) ends or keeps it.
+///
+/// The risk of [`LeadershipPolicy::Session`]: while the connection is down
+/// the participant cannot know that its session lives. The server may
+/// expire it (and grant the next term) before this participant hears
+/// `Lost`, so for that window two participants lead. Only fencing closes
+/// it: a resource that refuses a write carrying an older token than one it
+/// has seen (the term's [`FencingToken`]) turns the old leader's late
+/// writes away. Choose it when leadership churn costs more than that, and
+/// the writes are fenced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum LeadershipPolicy {
+    /// Curator's `StandardConnectionStateErrorPolicy`, its default: a
+    /// dropped connection (`Suspended`) ends leadership, as the session's
+    /// loss does.
+    #[default]
+    Standard,
+    /// Curator's `SessionConnectionStateErrorPolicy`: only the session's
+    /// loss (`Lost`: an expiry, the node deleted, the maximum hold) ends
+    /// leadership; a suspended leader still leads until then.
+    Session,
+}
+
+impl LeadershipPolicy {
+    /// Both policies, for parsers and tests.
+    pub const ALL: [LeadershipPolicy; 2] = [LeadershipPolicy::Standard, LeadershipPolicy::Session];
+
+    /// Whether a term that has not ended still leads, `suspended` when its
+    /// connection dropped and has not come back.
+    pub fn leads(self, suspended: bool) -> bool {
+        !suspended || self == LeadershipPolicy::Session
+    }
+
+    /// Its name on command lines and in reports: `standard` or `session`.
+    pub fn name(self) -> &'static str {
+        match self {
+            LeadershipPolicy::Standard => "standard",
+            LeadershipPolicy::Session => "session",
+        }
+    }
+
+    /// The policy named `name` ([`LeadershipPolicy::name`]), `None` for
+    /// any other name.
+    pub fn from_name(name: &str) -> Option<LeadershipPolicy> {
+        LeadershipPolicy::ALL.into_iter().find(|p| p.name() == name)
+    }
+}
+
 /// One participant of an election, as Curator's `Participant`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ElectionParticipant {
@@ -120,6 +176,9 @@ pub struct Election {
     closed: bool,
     /// A re-queue waits for the session to come back.
     parked: bool,
+    policy: LeadershipPolicy,
+    /// The term under way was told `Suspended` and not yet answered.
+    suspended: bool,
     gate: SessionGate,
     events: alloc::collections::VecDeque<LockEvent>,
 }
@@ -144,6 +203,8 @@ impl Election {
             wanted: false,
             closed: false,
             parked: false,
+            policy: LeadershipPolicy::Standard,
+            suspended: false,
             gate: SessionGate::new(true),
             events: alloc::collections::VecDeque::new(),
         }
@@ -162,6 +223,18 @@ impl Election {
     pub fn renewing(mut self, renew: bool) -> Election {
         self.gate = SessionGate::new(renew);
         self
+    }
+
+    /// Whether a suspended term still leads ([`LeadershipPolicy`];
+    /// [`LeadershipPolicy::Standard`] by default).
+    pub fn leadership_policy(mut self, policy: LeadershipPolicy) -> Election {
+        self.policy = policy;
+        self
+    }
+
+    /// The policy it was made with.
+    pub fn policy(&self) -> LeadershipPolicy {
+        self.policy
     }
 
     /// The layout.
@@ -222,6 +295,13 @@ impl Election {
         self.mutex.holder().is_some()
     }
 
+    /// Whether this participant leads under its [`LeadershipPolicy`]: it
+    /// holds the first node and, under the standard policy, its connection
+    /// has not dropped since the grant (or came back with the node).
+    pub fn leads(&self) -> bool {
+        self.is_leader() && self.policy.leads(self.suspended)
+    }
+
     /// Whether it waits in the queue (or for a session to queue in).
     pub fn is_queued(&self) -> bool {
         self.wanted && !self.is_leader()
@@ -261,6 +341,13 @@ impl Election {
     /// Reacts to the mutex's events and passes them on.
     fn drain(&mut self, now: Instant) {
         while let Some(event) = self.mutex.poll_event().map(|e| e.event) {
+            match &event {
+                LockEvent::Suspended => self.suspended = true,
+                LockEvent::Reconnected | LockEvent::Acquired { .. } | LockEvent::Released | LockEvent::Lost => {
+                    self.suspended = false
+                }
+                _ => {}
+            }
             let then = match &event {
                 LockEvent::Released | LockEvent::Lost => Some(true),
                 // A wait the session's expiry ended queues again on the

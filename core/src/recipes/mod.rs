@@ -26,7 +26,9 @@ pub(crate) mod spec;
 pub use crate::recipe::Ticket;
 pub use capability::{BoxedLock, LockRecipe, OnePartLock, Part};
 pub use config::{LockConfig, OpPlan, RetryPolicy, SharedLockConfig};
-pub use election::{Election, ElectionKind, ElectionParticipant, election_leader, election_participants};
+pub use election::{
+    Election, ElectionKind, ElectionParticipant, LeadershipPolicy, election_leader, election_participants,
+};
 pub use kit::Outbox;
 pub use lease_queue::LeaseQueue;
 pub use lock_core::REVOKE_MESSAGE;

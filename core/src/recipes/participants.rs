@@ -7,7 +7,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use bytes::Bytes;
-use zoolock_wire::{ErrorCode, OpCode, Response};
+use zoolock_wire::{ErrorCode, OpCode, Response, Stat};
 
 use super::kit::Outbox;
 use super::policy::SortKey;
@@ -27,7 +27,7 @@ enum Step {
     /// far (`None` = not yet answered), and which op reads which child.
     Reading {
         paths: Vec<String>,
-        data: Vec<Option<Option<Bytes>>>,
+        data: Vec<Option<Option<(Bytes, Stat)>>>,
         pending: BTreeMap<OpId, usize>,
     },
     Done,
@@ -204,7 +204,7 @@ impl Participants {
         let prefix = if self.base.is_root() { "" } else { self.base.as_str() };
         let paths: Vec<String> = children.iter().map(|c| format!("{prefix}/{c}")).collect();
         if !self.with_data || paths.is_empty() {
-            let list = paths.into_iter().map(|path| Participant { path, data: None }).collect();
+            let list = paths.into_iter().map(|path| Participant { path, data: None, stat: None }).collect();
             return self.finish(ParticipantsEvent::Listed(list));
         }
         let mut pending = BTreeMap::new();
@@ -229,7 +229,7 @@ impl Participants {
         let Step::Reading { paths, data, pending } = &mut self.step else { return };
         let Some(idx) = pending.remove(&op) else { return };
         let value = match result {
-            Ok(Response::Data { data, .. }) => Some(plain(data.unwrap_or_default())),
+            Ok(Response::Data { data, stat }) => Some((plain(data.unwrap_or_default()), stat)),
             Ok(_) | Err(RequestError::Server(ErrorCode::NO_NODE)) => None,
             Err(RequestError::ConnectionLoss) => {
                 if let Some(zk) = paths.get(idx).and_then(|p| ZkPath::new(p).ok()) {
@@ -253,7 +253,14 @@ impl Participants {
         }
         let paths = core::mem::take(paths);
         let data = core::mem::take(data);
-        let list = paths.into_iter().zip(data).map(|(path, data)| Participant { path, data: data.flatten() }).collect();
+        let list = paths
+            .into_iter()
+            .zip(data)
+            .map(|(path, read)| {
+                let (data, stat) = read.flatten().unzip();
+                Participant { path, data, stat }
+            })
+            .collect();
         self.finish(ParticipantsEvent::Listed(list));
     }
 

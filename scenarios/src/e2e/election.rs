@@ -1,17 +1,18 @@
 //! Leader election, the maximum hold and observing (issue 27). Curator's
 //! side of the same elections is in `conformance/tests/interop_election.rs`.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex as StdMutex};
 use std::time::{Duration, Instant};
 
 use futures_lite::{StreamExt, future};
 use zoolock_driver::zoolock_core::ApiMisuse;
 use zoolock_driver::{
-    CloseMode, ElectionKind, Error, HoldStatus, Leadership, LockKind, LockOptions, LossReason, SemaphoreOptions,
+    CloseMode, ElectionKind, Error, HoldStatus, Leadership, LeadershipPolicy, LockKind, LockOptions, LossReason,
+    SemaphoreOptions,
 };
 
-use super::{Env, children, finish, wait_children};
+use super::{Env, Proxy, children, finish, wait_children};
 
 /// Longest wait for one step.
 const STEP: Duration = Duration::from_secs(20);
@@ -227,4 +228,84 @@ pub async fn observe(env: &Env) {
     assert_eq!(env.within(STEP, "released", holders.next()).await.unwrap().unwrap(), None);
     finish(env, &watcher, &lock_path, &[]).await;
     finish(env, &watcher, &path, &[&a, &b, &watcher]).await;
+}
+
+/// A cut shorter than the session (issue 39), through a proxy the test
+/// controls, with a second participant queued behind the leader: under the
+/// session policy the term goes on (its status reads `Suspended`, then
+/// `Held`) and the second never leads; under the standard policy the same
+/// cut ends the term and the second leads.
+pub async fn election_policy_on_a_short_cut(env: &Env) {
+    for policy in LeadershipPolicy::ALL {
+        let path = env.path(&format!("election-policy-{}", policy.name()));
+        let proxy = Proxy::start(&env.addr);
+        let a = env.client_at(&proxy.addr, Env::options().session_timeout(Duration::from_secs(6))).await;
+        let b = env.client().await;
+        let options = LockOptions::default().leadership(policy);
+        let first = a.election_participant(&path, ElectionKind::Selector, "a", options.clone()).await.unwrap();
+        let second = b.election_participant(&path, ElectionKind::Selector, "b", options).await.unwrap();
+        let statuses = Arc::new(StdMutex::new(Vec::new()));
+        let terms = AtomicUsize::new(0);
+        let lead = |leadership: Leadership| {
+            let (statuses, terms) = (statuses.clone(), &terms);
+            async move {
+                terms.fetch_add(1, Ordering::SeqCst);
+                let mut changes = leadership.status_changes();
+                while let Some(status) = changes.next().await {
+                    statuses.lock().unwrap().push(status);
+                }
+                future::pending::<()>().await
+            }
+        };
+        let ran = AtomicUsize::new(0);
+        let run = async {
+            first.run(lead).await.unwrap();
+            ran.fetch_add(1, Ordering::SeqCst);
+            future::pending::<()>().await
+        };
+        let last = || statuses.lock().unwrap().last().copied();
+        let until = |want: HoldStatus| async move {
+            while last() != Some(want) {
+                env.sleep(Duration::from_millis(10)).await;
+            }
+        };
+        let body = async {
+            env.within(STEP, "a leads", until(HoldStatus::Held)).await;
+            let mut next = std::pin::pin!(second.leadership());
+            assert!(env.timeout(Duration::from_millis(200), next.as_mut()).await.is_none(), "b waits");
+            wait_children(env, &b, &path, 2).await;
+            proxy.cut();
+            // (Under the standard policy the term may end before its lead
+            // future sees the status.)
+            let suspended = async {
+                while last() != Some(HoldStatus::Suspended) && ran.load(Ordering::SeqCst) == 0 {
+                    env.sleep(Duration::from_millis(10)).await;
+                }
+            };
+            env.within(STEP, "a reads Suspended", suspended).await;
+            env.sleep(Duration::from_millis(500)).await;
+            proxy.restore();
+            match policy {
+                LeadershipPolicy::Session => {
+                    env.within(STEP, "a reads Held again", until(HoldStatus::Held)).await;
+                    assert!(env.timeout(Duration::from_millis(300), next.as_mut()).await.is_none(), "b led");
+                    assert_eq!(b.leader(&path, ElectionKind::Selector).await.unwrap().as_deref(), Some("a"));
+                    let seen = statuses.lock().unwrap().clone();
+                    assert_eq!(seen, [HoldStatus::Held, HoldStatus::Suspended, HoldStatus::Held]);
+                    assert_eq!(ran.load(Ordering::SeqCst), 0, "the term ended");
+                }
+                _ => {
+                    let term = env.within(STEP, "b leads", next.as_mut()).await.unwrap();
+                    assert_eq!(ran.load(Ordering::SeqCst), 1, "a's run ended with its term");
+                    let seen = statuses.lock().unwrap().clone();
+                    assert!(seen[0] == HoldStatus::Held && !seen[1..].contains(&HoldStatus::Held), "{seen:?}");
+                    drop(term);
+                }
+            }
+            assert_eq!(terms.load(Ordering::SeqCst), 1);
+        };
+        future::or(run, body).await;
+        drop((first, second));
+        finish(env, &b, &path, &[&a, &b]).await;
+    }
 }

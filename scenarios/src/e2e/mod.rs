@@ -51,8 +51,8 @@ pub use connect_errors::{
     refusals_after_a_session_keep_trying,
 };
 pub use election::{
-    election_cancelled_wait, election_latch, election_node_deleted, election_run_requeues, election_selector, max_hold,
-    observe,
+    election_cancelled_wait, election_latch, election_node_deleted, election_policy_on_a_short_cut,
+    election_run_requeues, election_selector, max_hold, observe,
 };
 pub use holders::{fenced_writes, participants, queue_positions, revocation};
 pub use loss::{

@@ -3,11 +3,13 @@
 //! `ZK_SECURE=tls` (`ZOOLOCK_TEST_TLS_DIR`, `ZOOLOCK_TEST_TLS13_DIR`), what a
 //! misconfiguration fails with, and what the client checks of the server.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use futures_lite::StreamExt;
 use zoolock_driver::zoolock_core::wire::CreateMode;
-use zoolock_driver::{Error, Options, TlsError, TlsOptions};
+use zoolock_driver::{ConnectionState, Error, Options, TlsConfigError, TlsError, TlsOptions};
+use zoolock_testkit::proxy::Proxy;
 
 use super::{CONNECT_TIMEOUT, Rt, env_var, port};
 
@@ -167,4 +169,59 @@ pub async fn tls_server_checks(rt: &Rt) {
     let _ = s_server.wait();
     assert!(matches!(&result, Err(Error::Tls(TlsError::ServerCertificate(m))) if m.contains("Expired")), "{result:?}");
     assert!(start.elapsed() < CONNECT_TIMEOUT);
+}
+
+/// Certificates that rotate (issue 39): options from files read again at
+/// each new connection ([`TlsOptions::reloading_files`]). The CA and the
+/// client certificate rotate between connections, and each connection
+/// presents the files as they are then: a CA that did not sign the server
+/// is refused, then (the CA rotated in) a client certificate the server
+/// does not trust, then (the certificate rotated in) the session opens.
+/// Within the session, a key file that no longer loads is named by
+/// [`TlsOptions::reload_error`], and the reconnect after a cut uses the
+/// last good configuration.
+pub async fn tls_rotation(rt: &Rt) {
+    let Some(server) = TlsServer::from_env("ZOOLOCK_TEST_TLS_DIR") else { return };
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    let dir = std::env::temp_dir().join(format!("zoolock-tls-rotation-{}-{nanos}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (ca, cert, key) = (dir.join("ca.pem"), dir.join("client.pem"), dir.join("client.key"));
+    let put = |to: &Path, from: &str| {
+        std::fs::copy(server.file(from), to).unwrap();
+    };
+    put(&ca, "other-ca.pem");
+    put(&cert, "client.pem");
+    put(&key, "client.key");
+    let tls = TlsOptions::reloading_files(&ca, Some(&cert), Some(&key)).expect("the files load");
+    let options = || Options::default().tls(tls.clone()).session_timeout(Duration::from_secs(10));
+
+    let refused = rt.within("connect", rt.connect(&server.tls_addr, options())).await;
+    assert!(
+        matches!(&refused, Err(Error::Tls(TlsError::ServerCertificate(m))) if m.contains("UnknownIssuer")),
+        "{refused:?}"
+    );
+    put(&ca, "ca.pem");
+    put(&cert, "other-client.pem");
+    put(&key, "other-client.key");
+    let refused = rt.within("connect", rt.connect(&server.tls_addr, options())).await;
+    assert!(matches!(&refused, Err(Error::Tls(TlsError::Rejected(_)))), "{refused:?}");
+    put(&cert, "client.pem");
+    put(&key, "client.key");
+    let proxy = Proxy::start(&server.tls_addr);
+    let client = rt.within("connect", rt.connect(&proxy.addr, options())).await.expect("the rotated files");
+    assert_eq!(tls.reload_error(), None);
+
+    std::fs::write(&key, "half written").unwrap();
+    let mut states = client.state_changes().unwrap();
+    assert_eq!(states.next().await, Some(ConnectionState::Connected));
+    proxy.cut();
+    assert_eq!(rt.within("suspended", states.next()).await, Some(ConnectionState::Suspended));
+    proxy.restore();
+    assert_eq!(rt.within("reconnected", states.next()).await, Some(ConnectionState::Reconnected));
+    assert_eq!(tls.reload_error(), Some(TlsConfigError::NoKey { what: key.display().to_string() }));
+    let path = format!("/zoolock-tls-rotation-{}-{nanos}", std::process::id());
+    let (created, _) = client.create(&path, b"x", CreateMode::EPHEMERAL).await.expect("over the new connection");
+    assert_eq!(created, path);
+    client.close().await.unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -67,6 +67,11 @@ pub struct SimConfig {
     /// Selector only: participants re-queue after each term (Curator's
     /// `autoRequeue`); a latch always does after a loss.
     pub auto_requeue: bool,
+    /// Elections only: whether a suspended term still leads. The runner of
+    /// terms (the script, as the driver's `LeaderSelector::run`) ends a
+    /// term on `Suspended` under the standard policy and rides it out
+    /// under the session policy.
+    pub election_policy: LeadershipPolicy,
     /// Elections only, a deliberately broken participant the oracles must
     /// catch: it goes on believing it leads after it was told `Lost`.
     pub ignore_loss: bool,
@@ -131,6 +136,10 @@ impl SimConfig {
         let election_max_hold = (elects && below(&mut election, 2) == 0)
             .then(|| between(&mut election, Duration::from_millis(300), Duration::from_secs(3)));
         let auto_requeue = kind == LockKind::LeaderSelector && below(&mut election, 4) != 0;
+        let election_policy = match elects && below(&mut election, 2) == 0 {
+            true => LeadershipPolicy::Session,
+            false => LeadershipPolicy::Standard,
+        };
         // One participant per client: an election has no shared queue.
         let tasks = if elects { 1 } else { tasks };
         let mut quorum = Rng::with_seed(Rng::fork(seed, FORK_QUORUM));
@@ -145,6 +154,7 @@ impl SimConfig {
             judge_lease: true,
             election_max_hold,
             auto_requeue,
+            election_policy,
             ignore_loss: false,
             watch_held: true,
             chroot,

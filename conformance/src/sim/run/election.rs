@@ -70,8 +70,18 @@ impl Sim {
     }
 
     /// A participant's event: the lock's bookkeeping, then whether it
-    /// queued again by itself.
+    /// queued again by itself. A leader told `Suspended` under the standard
+    /// policy ends its term at once, as the driver's `run` does.
     pub(super) fn election_event(&mut self, i: usize, event: RecipeEvent) -> Result<(), String> {
+        let leading = !self.clients[i].tasks[0].holds.is_empty();
+        match (&event, self.config.election_policy) {
+            (RecipeEvent::Suspended, LeadershipPolicy::Standard) if leading => {
+                self.report.terms_ended_suspended += 1;
+                self.clients[i].tasks[0].next_action = self.now;
+            }
+            (RecipeEvent::Reconnected, LeadershipPolicy::Session) if leading => self.report.terms_kept_suspended += 1,
+            _ => {}
+        }
         if let RecipeEvent::Acquired { .. } = &event {
             if self.clients[i].tasks[0].pending.is_none() {
                 return Err(format!("c{i}: leads without wanting to ({event:?})"));
@@ -109,9 +119,25 @@ impl Sim {
 
     /// Curator's `getLeader` on the model: when exactly one participant
     /// counts as leader (its node existing), the first node in the layout's
-    /// order is its node, and that node's data is its id.
-    pub(super) fn check_leader_view(&self) -> Result<(), String> {
+    /// order is its node, and that node's data is its id. And each
+    /// participant's own view ([`Election::leads`]) is its events' under
+    /// the run's policy: a term told `Suspended` leads only under the
+    /// session policy.
+    pub(super) fn check_leader_view(&mut self) -> Result<(), String> {
         let Some(kind) = self.config.kind.election() else { return Ok(()) };
+        let (now, policy) = (self.now, self.config.election_policy);
+        for i in 0..self.clients.len() {
+            let c = &mut self.clients[i];
+            let (Shared::Election(h), false, Some(task)) = (c.shared, c.closing, c.tasks.first()) else { continue };
+            let expected = !task.holds.is_empty() && policy.leads(task.suspended);
+            let leads = c.client.with(now, h, |e, _| e.leads()).unwrap_or(false);
+            if leads != expected && !self.config.ignore_loss {
+                return Err(format!(
+                    "leader view: c{i} says it leads: {leads}, its events say {expected} under the {} policy",
+                    policy.name()
+                ));
+            }
+        }
         let mut leaders = Vec::new();
         for (i, c) in self.clients.iter().enumerate() {
             if !self.reads_held(i) {

@@ -21,7 +21,9 @@ use std::time::Duration;
 pub use sweep::{SweepOutcome, sweep};
 
 use bytes::{Bytes, BytesMut};
-use zoolock_core::recipes::{BoxedLock, ElectionKind, REVOKE_MESSAGE, SemaphoreSize, SemaphoreSpec, count_bytes};
+use zoolock_core::recipes::{
+    BoxedLock, ElectionKind, LeadershipPolicy, REVOKE_MESSAGE, SemaphoreSize, SemaphoreSpec, count_bytes,
+};
 use zoolock_core::{
     AclPolicy, ApiMisuse, ChrootPolicy, Client, ClientEvent, ConnectString, ConnectionState, Election, Handle, Instant,
     IoCommand, LeaseQueue, LockConfig, LockKind, LockQueue, LockSpec, Mutex, OpPlan, Part, RecipeEvent, RequestError,
@@ -76,6 +78,12 @@ pub struct SimReport {
     /// Connections a session dropped because the quorum did not confirm it
     /// in time (`Suspension::QuorumUnconfirmed`).
     pub quorum_drops: usize,
+    /// Elections under the standard policy: terms their runner ended on
+    /// `Suspended`.
+    pub terms_ended_suspended: usize,
+    /// Elections under the session policy: terms that read `Suspended`,
+    /// then `Reconnected`, and went on.
+    pub terms_kept_suspended: usize,
 }
 
 /// A failed run: the seed, what went wrong, and the newest trace lines.
@@ -549,7 +557,9 @@ impl Sim {
                 let id = format!("c{index}.{incarnation}");
                 let requeue = kind == ElectionKind::Latch || self.config.auto_requeue;
                 let path = ZkPath::new(self.client_path(LOCK)).expect("a valid path");
-                let election = Election::new(path, config, kind, &id).auto_requeue(requeue);
+                let election = Election::new(path, config, kind, &id)
+                    .auto_requeue(requeue)
+                    .leadership_policy(self.config.election_policy);
                 Shared::Election(client.add(self.now, election))
             }
         };
