@@ -159,6 +159,7 @@ fn a_latch_never_leads_on_its_node_from_a_replaced_session() {
     }
     assert_eq!(h.events(), [acquired(&new, 1002)]);
     assert!(h.recipe.is_leader());
+}
 
 /// A blip (Suspended, then the same session back with the node): the
 /// events are the same under both policies, and the node is kept; only
