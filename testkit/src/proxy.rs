@@ -210,12 +210,8 @@ fn pump(mut from: TcpStream, direction: Direction, shared: &ProxyShared) {
             }
             ProxyMode::Cut | ProxyMode::Down => break,
             ProxyMode::Open if !held.is_empty() => {
-                let mode = shared.mode.read().unwrap();
-                if *mode == ProxyMode::Open {
-                    if to.write_all(&held).is_err() {
-                        break;
-                    }
-                    held.clear();
+                if forward_held(shared, &mut to, &mut held).is_err() {
+                    break;
                 }
                 continue;
             }
@@ -236,15 +232,9 @@ fn pump(mut from: TcpStream, direction: Direction, shared: &ProxyShared) {
                     counted.extend_from_slice(&buf[..n]);
                     shared.requests.fetch_add(count_requests(&mut counted), Ordering::SeqCst);
                 }
-                // Under the mode's read lock: a freeze that began during the
-                // read keeps these bytes until the restore.
-                let mode = shared.mode.read().unwrap();
                 held.extend_from_slice(&buf[..n]);
-                if *mode == ProxyMode::Open {
-                    if to.write_all(&held).is_err() {
-                        break;
-                    }
-                    held.clear();
+                if forward_held(shared, &mut to, &mut held).is_err() {
+                    break;
                 }
             }
             Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
@@ -255,6 +245,30 @@ fn pump(mut from: TcpStream, direction: Direction, shared: &ProxyShared) {
     let _ = to.shutdown(Shutdown::Both);
 }
 
+/// Writes `held` to `to` if the proxy is open, under the mode's read lock: a
+/// freeze that began meanwhile keeps the bytes until the restore.
+fn forward_held(shared: &ProxyShared, to: &mut TcpStream, held: &mut Vec<u8>) -> std::io::Result<()> {
+    let mode = shared.mode.read().unwrap();
+    if *mode == ProxyMode::Open {
+        to.write_all(held)?;
+        held.clear();
+    }
+    Ok(())
+}
+
+/// Takes the whole request frame at the front of `pending` off it and
+/// returns its xid (`Some(None)` for a frame too short to have one), or
+/// `None` while the frame is incomplete.
+fn take_frame(pending: &mut Vec<u8>) -> Option<Option<i32>> {
+    let len = u32::from_be_bytes(pending.get(..4)?.try_into().ok()?) as usize;
+    if pending.len() < 4 + len {
+        return None;
+    }
+    let xid = pending.get(4..8).filter(|_| len >= 4).map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+    pending.drain(..4 + len);
+    Some(xid)
+}
+
 /// The request frame's xid that marks a ping.
 const PING_XID: i32 = -2;
 
@@ -262,13 +276,7 @@ const PING_XID: i32 = -2;
 /// are not pings.
 fn count_requests(pending: &mut Vec<u8>) -> u64 {
     let mut n = 0;
-    while pending.len() >= 4 {
-        let len = u32::from_be_bytes([pending[0], pending[1], pending[2], pending[3]]) as usize;
-        if pending.len() < 4 + len {
-            break;
-        }
-        let frame: Vec<u8> = pending.drain(..4 + len).collect();
-        let xid = (len >= 4).then(|| i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]));
+    while let Some(xid) = take_frame(pending) {
         n += u64::from(xid != Some(PING_XID));
     }
     n
@@ -277,13 +285,7 @@ fn count_requests(pending: &mut Vec<u8>) -> u64 {
 /// Consumes the whole request frames at the front of `pending`, answering
 /// each ping (xid -2) on `client` as a server does and dropping the rest.
 fn answer_pings(pending: &mut Vec<u8>, client: &mut TcpStream) -> std::io::Result<()> {
-    while pending.len() >= 4 {
-        let len = u32::from_be_bytes([pending[0], pending[1], pending[2], pending[3]]) as usize;
-        if pending.len() < 4 + len {
-            break;
-        }
-        let frame: Vec<u8> = pending.drain(..4 + len).collect();
-        let xid = (len >= 4).then(|| i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]));
+    while let Some(xid) = take_frame(pending) {
         if xid == Some(PING_XID) {
             // Reply header: length 16, xid, zxid, err 0.
             let mut reply = Vec::with_capacity(20);
