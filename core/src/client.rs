@@ -9,7 +9,9 @@
 use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
 use alloc::vec::Vec;
 
-use core::sync::atomic::{AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use alloc::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use zoolock_wire::Response;
@@ -25,7 +27,7 @@ use crate::session::{
 use crate::time::Instant;
 
 /// Identifies a recipe registered with a [`Client`]. Never reused by that
-/// client; issued by [`Client::add`] only.
+/// client; issued by [`Client::add`] and [`Reserver::reserve`] only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct RecipeId(u64);
 
@@ -44,8 +46,9 @@ impl core::fmt::Display for RecipeId {
 }
 
 /// A recipe registered with [`Client::add`], typed: [`Client::with`] reaches
-/// it as an `R`. Only `add` makes one, and it names its client too, so a
-/// handle used on another client is refused ([`ApiMisuse::ForeignHandle`]).
+/// it as an `R`. Only `add` and a [`Reserver`] make one, and it names its
+/// client too, so a handle used on another client is refused
+/// ([`ApiMisuse::ForeignHandle`]).
 pub struct Handle<R> {
     id: RecipeId,
     client: usize,
@@ -56,6 +59,63 @@ impl<R> Handle<R> {
     /// The recipe's id, as its events carry it ([`ClientEvent::Recipe`]).
     pub fn id(&self) -> RecipeId {
         self.id
+    }
+}
+
+/// A handle taken before its recipe is added ([`Reserver::reserve`]): the
+/// handle is usable at once (commands through it wait behind the add, in a
+/// driver whose commands run in order), and the reservation is spent by
+/// the one add it allows ([`Reserved::with`], [`Client::add_new`]). Lets a
+/// driver make a recipe's handle on the caller's side, with no round trip
+/// to the task that owns the client.
+#[derive(Debug)]
+#[must_use = "a reservation adds nothing until it is given to `Client::add_new`"]
+pub struct Reserved<R> {
+    handle: Handle<R>,
+}
+
+impl<R> Reserved<R> {
+    /// The handle the recipe will have.
+    pub fn handle(&self) -> Handle<R> {
+        self.handle
+    }
+
+    /// The recipe to add under this reservation, in the client's stored form.
+    pub fn with<M>(self, recipe: R) -> NewRecipe<M>
+    where
+        R: Machine<M>,
+    {
+        NewRecipe { id: self.handle.id, client: self.handle.client, machine: recipe.into_machine() }
+    }
+}
+
+/// A recipe bound to its reserved handle, ready for [`Client::add_new`].
+#[derive(Debug)]
+pub struct NewRecipe<M> {
+    id: RecipeId,
+    client: usize,
+    machine: M,
+}
+
+impl<M> NewRecipe<M> {
+    /// The id it will have.
+    pub fn id(&self) -> RecipeId {
+        self.id
+    }
+}
+
+/// Reserves handles of one [`Client`] from any thread ([`Client::reserver`]).
+#[derive(Debug, Clone)]
+pub struct Reserver {
+    client: usize,
+    next: Arc<AtomicU64>,
+}
+
+impl Reserver {
+    /// A handle for a recipe of type `R`, to be added with [`Client::add_new`].
+    pub fn reserve<R>(&self) -> Reserved<R> {
+        let id = RecipeId(self.next.fetch_add(1, Ordering::Relaxed));
+        Reserved { handle: Handle { id, client: self.client, kind: core::marker::PhantomData } }
     }
 }
 
@@ -177,7 +237,8 @@ pub struct Client<M: Machines = CoreMachine> {
     /// thousand mutexes stored inline cost a read-write lock's size each
     /// and more.
     recipes: BTreeMap<RecipeId, alloc::boxed::Box<M>>,
-    next_recipe: u64,
+    /// The next recipe id, shared with the [`Reserver`]s.
+    next_recipe: Arc<AtomicU64>,
     /// Where each request's reply goes, by ascending id: requests are
     /// numbered in order and answered in order, so a reply's route is almost
     /// always the first, and the queue keeps its memory between requests.
@@ -234,7 +295,7 @@ impl<M: Machines> Client<M> {
             auth: alloc::vec::Vec::new(),
             generation: 0,
             recipes: BTreeMap::new(),
-            next_recipe: 0,
+            next_recipe: Arc::new(AtomicU64::new(0)),
             routes: VecDeque::new(),
             events: VecDeque::new(),
             dirty: Vec::new(),
@@ -318,15 +379,38 @@ impl<M: Machines> Client<M> {
 
     /// Registers a recipe and sends whatever it already wants to send;
     /// returns its typed handle, so commands reach it through
-    /// [`Client::with`] without naming its type again. The only way to add a
-    /// recipe, and the only source of handles.
+    /// [`Client::with`] without naming its type again.
     pub fn add<R: Machine<M>>(&mut self, now: Instant, recipe: R) -> Handle<R> {
-        let id = RecipeId(self.next_recipe);
-        self.next_recipe += 1;
-        self.recipes.insert(id, alloc::boxed::Box::new(recipe.into_machine()));
+        let reserved = self.reserver().reserve::<R>();
+        let handle = reserved.handle();
+        self.insert(now, reserved.with(recipe));
+        handle
+    }
+
+    /// Reserves handles of this client from elsewhere (a handle made on
+    /// the caller's side of a driver; see [`Reserved`]).
+    pub fn reserver(&self) -> Reserver {
+        Reserver { client: self.identity, next: self.next_recipe.clone() }
+    }
+
+    /// Registers a recipe under the handle reserved for it, as
+    /// [`Client::add`] does. Fails with [`ApiMisuse::ForeignHandle`] (the
+    /// recipe is not added) if the reservation came from another client.
+    pub fn add_new(&mut self, now: Instant, recipe: NewRecipe<M>) -> Result<RecipeId, ApiMisuse> {
+        if recipe.client != self.identity {
+            return Err(ApiMisuse::ForeignHandle);
+        }
+        let id = recipe.id;
+        self.insert(now, recipe);
+        Ok(id)
+    }
+
+    /// Stores a recipe under its (reserved, so unused) id.
+    fn insert(&mut self, now: Instant, recipe: NewRecipe<M>) {
+        let id = recipe.id;
+        self.recipes.insert(id, alloc::boxed::Box::new(recipe.machine));
         self.dirty.push(id);
         self.pump(now);
-        Handle { id, client: self.identity, kind: core::marker::PhantomData }
     }
 
     /// Runs a command on the recipe behind `handle`, then sends the ops it

@@ -55,7 +55,7 @@ mod slack;
 mod time;
 
 pub use acl::{AclParseError, AclPolicy, parse_acl};
-pub use client::{Client, ClientEvent, Handle, IN_FLIGHT_WINDOW, RecipeId};
+pub use client::{Client, ClientEvent, Handle, IN_FLIGHT_WINDOW, NewRecipe, RecipeId, Reserved, Reserver};
 pub use connect_string::{ConnectString, ConnectStringError, DEFAULT_PORT, HostAddr};
 pub use error::{ApiMisuse, Misbehavior, RequestError, SessionError};
 pub use gzip::{Compression, GzipError};

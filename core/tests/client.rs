@@ -428,6 +428,29 @@ fn a_handle_of_another_client_is_refused() {
     assert_eq!(other.with(t(3), b, |p, _| p.path.to_string()), Ok("/b".to_string()));
 }
 
+/// A handle reserved elsewhere (a driver's caller side) reaches its recipe
+/// once added; reserved ids and added ones never collide; a reservation of
+/// another client adds nothing.
+#[test]
+fn a_reserved_handle_reaches_its_recipe_once_added() {
+    let (mut client, _server) = connected_client();
+    let (other, _other_server) = connected_client();
+    let reserver = client.reserver();
+    let early = reserver.reserve::<Probe>();
+    let handle = early.handle();
+    assert!(
+        matches!(client.with(t(3), handle, |p, _| p.path.to_string()), Err(ApiMisuse::UnknownRecipe(_))),
+        "not added yet: the command does not run"
+    );
+    let added = client.add(t(3), Probe::new("/added"));
+    assert_ne!(added.id(), handle.id(), "add and reserve share one counter");
+    assert_eq!(client.add_new(t(3), early.with(Probe::new("/reserved"))), Ok(handle.id()));
+    assert_eq!(client.with(t(3), handle, |p, _| p.path.to_string()), Ok("/reserved".to_string()));
+    assert_eq!(client.with(t(3), added, |p, _| p.path.to_string()), Ok("/added".to_string()));
+    let foreign = other.reserver().reserve::<Probe>();
+    assert_eq!(client.add_new(t(3), foreign.with(Probe::new("/foreign"))), Err(ApiMisuse::ForeignHandle));
+}
+
 #[test]
 fn plain_requests_are_validated() {
     let (mut client, _server) = connected_client();

@@ -15,8 +15,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 
 use event_listener::Event;
-use zoolock_core::recipes::{LeaseQueue, LockKind, LockQueue, Ticket};
-use zoolock_core::{ApiMisuse, CoreMachine, Handle, Instant, Machine, RecipeEvent, RecipeId};
+use std::time::Duration;
+
+use zoolock_core::recipes::{LeaseQueue, LockKind, LockQueue, Part, Ticket};
+use zoolock_core::{ApiMisuse, Client as CoreClient, CoreMachine, Handle, Instant, Machine, RecipeEvent, RecipeId};
 
 use crate::client::{Owned, Owner};
 use crate::error::Error;
@@ -121,12 +123,22 @@ struct AnswerState<G> {
     position: Option<Packed>,
     /// Boxed: an error is rare, and the answer lives as long as the wait.
     outcome: Option<Result<G, Box<Error>>>,
+    /// The event loop dropped the acquire's command or waiter unanswered:
+    /// it has ended, and the acquire fails as the client's other calls do.
+    loop_gone: bool,
     waker: Option<Waker>,
 }
 
 impl<G> Answer<G> {
     fn new() -> Answer<G> {
-        let state = AnswerState { ticket: None, abandoned: false, position: None, outcome: None, waker: None };
+        let state = AnswerState {
+            ticket: None,
+            abandoned: false,
+            position: None,
+            outcome: None,
+            loop_gone: false,
+            waker: None,
+        };
         Answer { state: Mutex::new(state) }
     }
 
@@ -169,7 +181,7 @@ fn wake<G>(mut state: MutexGuard<'_, AnswerState<G>>) {
 
 /// The event loop's side of an [`Answer`] (in the acquire's command, then
 /// its [`Waiter`]): answering consumes it. Dropped unanswered (the event
-/// loop went away with the command or the waiter), it answers
+/// loop went away with the command or the waiter), it ends the acquire with
 /// [`Error::ClientClosed`], as a dropped channel would.
 #[derive(Debug)]
 pub(crate) struct Responder<G>(Option<Arc<Answer<G>>>);
@@ -192,7 +204,11 @@ impl<G> Responder<G> {
 impl<G> Drop for Responder<G> {
     fn drop(&mut self) {
         if let Some(answer) = self.0.take() {
-            answer.answer(Err(Error::ClientClosed));
+            let mut state = answer.lock();
+            if !state.abandoned && state.outcome.is_none() {
+                state.loop_gone = true;
+                wake(state);
+            }
         }
     }
 }
@@ -210,21 +226,68 @@ pub(crate) struct Waiter<G, X> {
 
 /// A core ticket queue the driver drives.
 pub(crate) trait TicketQueue: Machine<CoreMachine> + 'static {
+    /// What an acquire asks of it (data, carried to the event loop).
+    type Request: Send + 'static;
+
+    /// Issues a ticket for `request`, or refuses it.
+    fn issue(&mut self, now: Instant, request: Self::Request) -> Result<Ticket, ApiMisuse>;
+
     /// Abandons `ticket` wherever it is (queued, acquiring, granted): core
     /// gives back what it got.
     fn cancel(&mut self, now: Instant, ticket: Ticket);
 }
 
+/// What a lock's acquire asks for.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum LockRequest {
+    /// `part`, waiting at most `timeout` from when the loop takes it.
+    Part { part: Part, timeout: Option<Duration> },
+    /// A read hold granted at once to the holder of write ticket `writer`.
+    Downgrade { writer: Ticket },
+}
+
 impl TicketQueue for LockQueue {
+    type Request = LockRequest;
+
+    fn issue(&mut self, now: Instant, request: LockRequest) -> Result<Ticket, ApiMisuse> {
+        match request {
+            LockRequest::Part { part, timeout } => Ok(self.acquire(now, part, timeout.map(|d| now + d))),
+            LockRequest::Downgrade { writer } => self.downgrade(now, writer),
+        }
+    }
+
     fn cancel(&mut self, now: Instant, ticket: Ticket) {
         LockQueue::cancel(self, now, ticket);
     }
 }
 
+/// What a semaphore's acquire asks for: `qty` leases, waiting at most
+/// `timeout` from when the loop takes it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LeaseRequest {
+    pub(crate) qty: usize,
+    pub(crate) timeout: Option<Duration>,
+}
+
 impl TicketQueue for LeaseQueue {
+    type Request = LeaseRequest;
+
+    fn issue(&mut self, now: Instant, request: LeaseRequest) -> Result<Ticket, ApiMisuse> {
+        self.acquire(now, request.qty, request.timeout.map(|d| now + d))
+    }
+
     fn cancel(&mut self, now: Instant, ticket: Ticket) {
         LeaseQueue::cancel(self, now, ticket);
     }
+}
+
+/// A ticket command of one queue, as the event loop runs it ([`run`]).
+pub(crate) enum TicketCommand<S: Tickets> {
+    /// Issue a ticket for `request` and file a waiter keeping `of` under
+    /// it, answering through `answer`.
+    Acquire { request: <S::Queue as TicketQueue>::Request, of: S::Waiting, answer: Responder<S::Grant> },
+    /// Abandon the ticket wherever it is (its acquire was dropped).
+    Cancel(Ticket),
 }
 
 /// What the driver keeps of one recipe's tickets: their waiters, and
@@ -249,6 +312,9 @@ pub(crate) trait Tickets: Send + Sized + 'static {
     /// Forgets ticket `t`, whose acquire was dropped: its waiter and any
     /// hold recorded for it.
     fn forget(&mut self, t: Ticket);
+
+    /// The loop's command carrying `command` to `recipe`.
+    fn command(recipe: Arc<Recipe<Self>>, command: TicketCommand<Self>) -> Command;
 }
 
 /// An acquire's outcome: its ticket, its grant and how long it waited.
@@ -292,12 +358,44 @@ pub(crate) struct Acquire<'a, 'p, S: Tickets> {
     span: tracing::Span,
 }
 
-/// Queues an acquire of `owner`'s recipe with `command`, which returns the
-/// ticket core issued for it; a waiter keeping `of` is filed under it
+/// Runs a ticket command on the event loop. An acquire gets the ticket
+/// core issues for its request, and a waiter keeping `of` is filed under it
 /// (before any event of the ticket is delivered: events are delivered after
 /// the command). Core issues tickets in command order, so grants follow
-/// call order. A command the recipe refuses answers with the refusal; a
-/// command whose acquire was dropped before it ran does nothing.
+/// call order. A request the recipe refuses answers with the refusal; an
+/// acquire dropped before its command ran does nothing. A cancel takes the
+/// ticket out wherever it is, and core gives back what it got.
+pub(crate) fn run<S: Tickets>(client: &mut CoreClient, now: Instant, recipe: &Recipe<S>, command: TicketCommand<S>) {
+    match command {
+        TicketCommand::Acquire { request, of, answer } => {
+            let Some(cell) = answer.0.clone() else { return };
+            // Held until the ticket is filed: a drop of the acquire meanwhile
+            // waits, then finds the ticket to cancel.
+            let mut state = cell.lock();
+            if state.abandoned {
+                return;
+            }
+            match client.with(now, recipe.handle, |q, now| q.issue(now, request)) {
+                Ok(Ok(ticket)) => {
+                    state.ticket = Some(ticket);
+                    let waiter = Waiter { answer, of, _waiting: Gauge::waiting(&recipe.labels()) };
+                    recipe.shared.with(|s| s.insert_waiter(ticket, waiter));
+                }
+                Ok(Err(e)) | Err(e) => {
+                    drop(state);
+                    answer.answer(Err(e.into()));
+                }
+            }
+        }
+        TicketCommand::Cancel(t) => {
+            recipe.shared.with(|s| s.forget(t));
+            let _ = client.with(now, recipe.handle, |q, now| q.cancel(now, t));
+        }
+    }
+}
+
+/// Queues an acquire of `owner`'s recipe for `request` (see [`run`]); a
+/// waiter keeping `of` is filed under its ticket.
 ///
 /// # Errors
 ///
@@ -306,31 +404,12 @@ pub(crate) struct Acquire<'a, 'p, S: Tickets> {
 pub(crate) fn acquire<'a, 'p, S: Tickets>(
     owner: &'a Owner<Recipe<S>>,
     of: S::Waiting,
-    command: impl FnOnce(&mut S::Queue, Instant) -> Result<Ticket, ApiMisuse> + Send + 'static,
+    request: <S::Queue as TicketQueue>::Request,
     progress: Option<Progress<'p>>,
 ) -> Result<Acquire<'a, 'p, S>, Error> {
     let answer = Arc::new(Answer::new());
-    let (recipe, sent) = (owner.recipe.clone(), Responder(Some(answer.clone())));
-    owner.client.inner.send(Command::Run(Box::new(move |client, now| {
-        let Some(cell) = sent.0.clone() else { return };
-        // Held until the ticket is filed: a drop of the acquire meanwhile
-        // waits, then finds the ticket to cancel.
-        let mut state = cell.lock();
-        if state.abandoned {
-            return;
-        }
-        match client.with(now, recipe.handle, command) {
-            Ok(Ok(ticket)) => {
-                state.ticket = Some(ticket);
-                let waiter = Waiter { answer: sent, of, _waiting: Gauge::waiting(&recipe.labels()) };
-                recipe.shared.with(|s| s.insert_waiter(ticket, waiter));
-            }
-            Ok(Err(e)) | Err(e) => {
-                drop(state);
-                sent.answer(Err(e.into()));
-            }
-        }
-    })))?;
+    let command = TicketCommand::Acquire { request, of, answer: Responder(Some(answer.clone())) };
+    owner.client.inner.send(S::command(owner.recipe.clone(), command))?;
     let began = owner.client.inner.runtime.now();
     let span = acquire_span(&owner.recipe.path);
     Ok(Acquire { owner, answer: Some(answer), began, last: None, progress, span })
@@ -360,15 +439,21 @@ impl<S: Tickets> Future for Acquire<'_, '_, S> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
-        let Some(answer) = this.answer.as_ref() else { return Poll::Ready(Err(Error::ClientClosed)) };
+        let inner = &this.owner.client.inner;
+        let Some(answer) = this.answer.as_ref() else { return Poll::Ready(Err(inner.shared.closed())) };
         let mut state = answer.lock();
+        if state.loop_gone {
+            drop(state);
+            this.answer = None;
+            return Poll::Ready(Err(inner.shared.closed()));
+        }
         if let Some(outcome) = state.outcome.take() {
             let ticket = state.ticket;
             drop(state);
             this.answer = None;
-            let grant = outcome.map_err(|e| *e)?;
+            let grant = outcome.map_err(|e| inner.named(*e))?;
             // Granted through the waiter filed under the ticket: it is set.
-            let ticket = ticket.ok_or(Error::ClientClosed)?;
+            let ticket = ticket.ok_or_else(|| inner.shared.closed())?;
             let waited = this.owner.client.inner.runtime.now().saturating_duration_since(this.began);
             crate::metrics::acquired(&this.owner.recipe.labels(), waited);
             return Poll::Ready(Ok(Granted { ticket, grant, waited }));
@@ -403,14 +488,8 @@ impl<S: Tickets> Drop for Acquire<'_, '_, S> {
         // nothing (commands run in order, and it holds the answer while it
         // runs, so it cannot issue the ticket behind this back).
         let Some(t) = ticket else { return };
-        let recipe = self.owner.recipe.clone();
         // Commands run in order: this runs after the acquire's own command.
-        let _ = self.owner.client.inner.send(Command::Run(Box::new(move |client, now| {
-            // Wherever the ticket is (queued, acquiring, granted), core takes
-            // it out and gives back what it got.
-            recipe.shared.with(|s| s.forget(t));
-            let _ = client.with(now, recipe.handle, |q, now| q.cancel(now, t));
-        })));
+        let _ = self.owner.client.inner.send(S::command(self.owner.recipe.clone(), TicketCommand::Cancel(t)));
     }
 }
 
@@ -489,7 +568,7 @@ mod tests {
     fn an_answer_its_event_loop_dropped_says_client_closed() {
         let answer = Arc::new(Answer::<u8>::new());
         drop(Responder(Some(answer.clone())));
-        assert!(matches!(answer.lock().outcome.take(), Some(Err(e)) if *e == Error::ClientClosed));
+        assert!(answer.lock().loop_gone, "the acquire fails as the client's calls do once the loop is gone");
     }
 
     #[test]
@@ -497,7 +576,7 @@ mod tests {
         let answer = Arc::new(Answer::<u8>::new());
         assert!(Responder(Some(answer.clone())).answer(Ok(7)));
         assert!(matches!(answer.lock().outcome.take(), Some(Ok(7))));
-        assert!(answer.lock().outcome.is_none(), "answering consumed the responder: no ClientClosed after it");
+        assert!(!answer.lock().loop_gone, "answering consumed the responder: no ClientClosed after it");
     }
 
     #[test]

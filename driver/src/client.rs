@@ -21,6 +21,8 @@ use crate::task::{Command, DriverTask, Shared};
 
 pub(crate) struct Inner {
     pub(crate) commands: mpsc::UnboundedSender<Command>,
+    /// Makes recipe handles here, on the caller's side ([`Client::register`]).
+    pub(crate) reserver: zoolock_core::Reserver,
     pub(crate) shared: Arc<Shared>,
     pub(crate) options: Options,
     /// The client's seed; each lock's is forked from it.
@@ -35,19 +37,21 @@ pub(crate) struct Inner {
 
 impl Inner {
     pub(crate) fn send(&self, command: Command) -> Result<(), Error> {
-        self.commands.unbounded_send(command).map_err(|_| Error::ClientClosed)
+        self.commands.unbounded_send(command).map_err(|_| self.shared.closed())
     }
 
-    /// Runs `f` on the driver task and returns its result.
-    pub(crate) async fn run<T: Send + 'static>(
-        &self,
-        f: impl FnOnce(&mut CoreClient, zoolock_core::Instant) -> T + Send + 'static,
-    ) -> Result<T, Error> {
+    /// `e`, naming this client if it is a [`Error::ClientClosed`] that does
+    /// not yet: every error that reaches a caller from the event loop
+    /// passes here.
+    pub(crate) fn named(&self, e: Error) -> Error {
+        e.named(|| self.shared.name())
+    }
+
+    /// Completes once the event loop has run every command sent before.
+    pub(crate) async fn flush(&self) -> Result<(), Error> {
         let (tx, rx) = oneshot::channel();
-        self.send(Command::Run(Box::new(move |client, now| {
-            let _ = tx.send(f(client, now));
-        })))?;
-        rx.await.map_err(|_| Error::ClientClosed)
+        self.send(Command::Flush(tx))?;
+        rx.await.map_err(|_| self.shared.closed())
     }
 
     /// The ACL [`Options::acl`] gives a node created at `path`
@@ -180,8 +184,9 @@ impl Client {
             let _ = core.add_auth(zoolock_core::Instant::ZERO, &auth.scheme, auth.credentials.clone());
         }
         core.set_renew_session(options.renew_session);
+        let reserver = core.reserver();
         let (commands, rx) = mpsc::unbounded();
-        let shared = Arc::new(Shared::new(origin));
+        let shared = Arc::new(Shared::new(origin, connect_string));
         let span = tracing::info_span!("zoolock", hosts = %connect_string, session = tracing::field::Empty);
         let mut task = DriverTask::new(core, runtime.clone(), origin, shared.clone(), rx, span);
         #[cfg(feature = "tls")]
@@ -194,6 +199,7 @@ impl Client {
         let client = Client {
             inner: Arc::new(Inner {
                 commands,
+                reserver,
                 shared,
                 options,
                 seed,
@@ -238,7 +244,7 @@ impl Client {
                 .inner
                 .shared
                 .read(|s| ((s.connection, s.finished), s.fatal.clone(), s.unreachable.clone()))
-                .ok_or(Error::ClientClosed)?;
+                .ok_or_else(|| self.inner.shared.closed())?;
             if let Some(e) = fatal {
                 return Err(Error::Tls(e));
             }
@@ -246,7 +252,7 @@ impl Client {
                 return Err(Error::Unreachable(e));
             }
             match state {
-                (_, true) => return Err(Error::ClientClosed),
+                (_, true) => return Err(self.inner.shared.closed()),
                 (Some(ConnectionState::Connected | ConnectionState::ConnectedReadOnly), _) => return Ok(()),
                 // Expired, refused, or given up on a misbehaving server.
                 (
@@ -337,7 +343,8 @@ impl Client {
     async fn call(&self, op: Op) -> Result<Response, Error> {
         let (reply, rx) = oneshot::channel();
         self.inner.send(Command::Submit { op: Box::new(op), reply })?;
-        Ok(rx.await.map_err(|_| Error::ClientClosed)??)
+        let reply = rx.await.map_err(|_| self.inner.shared.closed())?;
+        reply.map_err(|e| self.inner.named(e.into()))
     }
 
     /// Creates a node with the ACL [`Options::acl`] gives its path (as lock
@@ -508,8 +515,10 @@ impl<T: Owned> Owner<T> {
     /// [`Command::Settle`]). One `async fn` over the answer, so awaiting it
     /// adds a few words to the caller's task.
     pub(crate) async fn settled(&self) -> Result<(), Error> {
+        let inner = &self.client.inner;
         let answer = settle(&self.client, self.id())?;
-        Ok(answer.await.map_err(|_| Error::ClientClosed)??)
+        let settled = answer.await.map_err(|_| inner.shared.closed())?;
+        settled.map_err(|e| inner.named(e.into()))
     }
 }
 
@@ -522,7 +531,7 @@ impl<T: Owned> Clone for Owner<T> {
 impl<T: Owned> Drop for Owner<T> {
     fn drop(&mut self) {
         if self.recipe.owners().fetch_sub(1, Ordering::AcqRel) == 1 {
-            let _ = self.client.inner.send(Command::DropRecipe(self.id()));
+            let _ = self.client.inner.send(Command::Retire(self.id()));
         }
     }
 }

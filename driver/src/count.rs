@@ -10,12 +10,12 @@ use std::sync::Arc;
 use futures_channel::oneshot;
 use futures_lite::Stream;
 use zoolock_core::recipes::SharedCount as CoreCount;
-use zoolock_core::{Handle, RecipeEvent, ZkPath};
+use zoolock_core::{Client as CoreClient, Handle, Instant, RecipeEvent, ZkPath};
 
 use crate::acquire::Watched;
 use crate::client::{Client, Owner, Registration};
 use crate::error::Error;
-use crate::task::{Command, Sink};
+use crate::task::{Command, RecipeSink};
 
 /// A count's value and the node version it was read at (the version to
 /// give [`SharedCount::try_set`]).
@@ -53,6 +53,47 @@ impl std::fmt::Debug for SharedCount {
     }
 }
 
+/// A count's sink: its handles' shared state, and its path for the log.
+struct CountSink {
+    shared: Arc<Watched<State>>,
+    path: Arc<str>,
+}
+
+impl RecipeSink for CountSink {
+    fn deliver(&self, event: RecipeEvent) {
+        on_event(&self.shared, &self.path, event);
+    }
+}
+
+/// A write a count's handles ask of the event loop ([`run`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum CountWrite {
+    /// Write `n` whatever the version.
+    Set(i32),
+    /// Write `n` if the node is still at `version`.
+    TrySet { version: i32, n: i32 },
+}
+
+/// A count's command: the write, to the count behind `handle`, whose
+/// outcome `shared` waits for (the waiter is dropped if the count is gone).
+pub(crate) struct CountCommand {
+    handle: Handle<CoreCount>,
+    shared: Arc<Watched<State>>,
+    write: CountWrite,
+}
+
+/// Runs a count's command on the event loop.
+pub(crate) fn run(client: &mut CoreClient, now: Instant, command: CountCommand) {
+    let CountCommand { handle, shared, write } = command;
+    let written = client.with(now, handle, |c, now| match write {
+        CountWrite::Set(n) => c.set(now, n),
+        CountWrite::TrySet { version, n } => c.try_set(now, version, n),
+    });
+    if written.is_err() {
+        shared.with(|s| s.writes.pop_back());
+    }
+}
+
 fn on_event(shared: &Watched<State>, path: &str, event: RecipeEvent) {
     match event {
         RecipeEvent::Count { value, version } => {
@@ -78,11 +119,10 @@ impl SharedCount {
         let config = client.inner.lock_config().to_config();
         let shared = Arc::new(Watched::<State>::default());
         let label: Arc<str> = path.as_str().into();
-        let (sink_shared, sink_path) = (shared.clone(), label.clone());
-        let sink = move |handle: Handle<CoreCount>| -> (Handle<CoreCount>, Sink) {
-            (handle, Arc::new(move |event| on_event(&sink_shared, &sink_path, event)))
-        };
-        let typed = client.add_recipe(CoreCount::new(path, seed, config), sink).await?;
+        let sink = Arc::new(CountSink { shared: shared.clone(), path: label.clone() });
+        let reserved = client.reserve::<CoreCount>();
+        let typed = reserved.handle();
+        client.register(reserved, CoreCount::new(path, seed, config), sink)?;
         let handle = Owner::new(client, Registration::new(typed.id()));
         let count = SharedCount { handle, typed, shared, path: label };
         count.first_value().await?;
@@ -97,9 +137,18 @@ impl SharedCount {
                 (None, Some(len)) => return Err(Error::CountMalformed { path: self.path.to_string(), len }),
                 (None, None) => {}
             }
-            let closed = self.handle.client.inner.shared.changed.listen();
-            if self.handle.client.inner.shared.read(|s| s.finished || s.ended).unwrap_or(true) {
-                return Err(Error::ClientClosed);
+            let inner = &self.handle.client.inner;
+            let closed = inner.shared.changed.listen();
+            let ended = inner.shared.read(|s| (s.finished || s.ended).then_some((s.closed, s.connection)));
+            match ended {
+                // The server ended the session (expired, refused): its reason.
+                Some(Some((false, Some(state)))) if state.end_error().is_some() => {
+                    return Err(
+                        inner.named(Error::from(state.end_error().unwrap_or(zoolock_core::RequestError::Closed)))
+                    );
+                }
+                Some(None) => {}
+                _ => return Err(inner.shared.closed()),
             }
             futures_lite::future::or(listener, closed).await;
         }
@@ -112,7 +161,7 @@ impl SharedCount {
 
     /// Writes `n`, whatever the current version (Curator's `setCount`).
     pub async fn set(&self, n: i32) -> Result<(), Error> {
-        self.write(move |c, now| c.set(now, n)).await.map(|_| ())
+        self.write(CountWrite::Set(n)).await.map(|_| ())
     }
 
     /// Writes `n` only if the node is still at `version` (from
@@ -122,25 +171,19 @@ impl SharedCount {
     /// `ApiMisuse::VersionOverflowed`,
     /// as in Curator 5.7: the server would write whatever the version.
     pub async fn try_set(&self, version: i32, n: i32) -> Result<bool, Error> {
-        self.write(move |c, now| c.try_set(now, version, n)).await
+        self.write(CountWrite::TrySet { version, n }).await
     }
 
-    async fn write(
-        &self,
-        f: impl FnOnce(&mut CoreCount, zoolock_core::Instant) + Send + 'static,
-    ) -> Result<bool, Error> {
+    async fn write(&self, write: CountWrite) -> Result<bool, Error> {
         let (tx, rx) = oneshot::channel();
-        let (shared, typed) = (self.shared.clone(), self.typed);
+        let command = CountCommand { handle: self.typed, shared: self.shared.clone(), write };
         // The waiter and the command under one lock: outcomes come in call order.
         self.shared.with(|s| {
             s.writes.push_back(tx);
-            self.handle.client.inner.send(Command::Run(Box::new(move |c, now| {
-                if c.with(now, typed, |count, now| f(count, now)).is_err() {
-                    shared.with(|s| s.writes.pop_back());
-                }
-            })))
+            self.handle.client.inner.send(Command::Count(command))
         })?;
-        rx.await.map_err(|_| Error::ClientClosed)?
+        let inner = &self.handle.client.inner;
+        rx.await.map_err(|_| inner.shared.closed())?.map_err(|e| inner.named(e))
     }
 
     /// The current value, then every newer one.

@@ -1,6 +1,7 @@
 //! The async API's error type, and why a connection attempt failed.
 
 use std::io;
+use std::sync::Arc;
 
 use zoolock_core::{ApiMisuse, ConnectStringError, PathError, RequestError};
 
@@ -45,8 +46,9 @@ pub enum Error {
     /// acquires under way at the close. Releasing a hold is not among them
     /// (the close ended the hold; releasing it is not an error). A session
     /// the server ended (expired, refused) is [`Error::Request`] instead.
-    #[error("the client is closed")]
-    ClientClosed,
+    /// Carries which client it was: its connect string and last session.
+    #[error("the client of {0} is closed")]
+    ClientClosed(ClientName),
     /// A fenced write was refused without a request: the hold read
     /// `Suspended` when it was asked ([`crate::Hold::suspension`]).
     #[error("the hold on {node} is suspended ({reason}); nothing was written")]
@@ -88,11 +90,66 @@ pub enum Error {
 impl From<RequestError> for Error {
     /// A request's end as the caller sees it: [`RequestError::Closed`]
     /// (the session this client closed) is [`Error::ClientClosed`], the
-    /// rest [`Error::Request`].
+    /// rest [`Error::Request`]. The client is named where the error leaves
+    /// the driver ([`Error::named`]), which knows which client it is.
     fn from(e: RequestError) -> Error {
         match e {
-            RequestError::Closed => Error::ClientClosed,
+            RequestError::Closed => Error::ClientClosed(ClientName::UNNAMED),
             e => Error::Request(e),
+        }
+    }
+}
+
+impl Error {
+    /// Names `client` in a [`Error::ClientClosed`] that does not name its
+    /// client yet (one raised where only the session's end was known);
+    /// every other error is returned as it is.
+    pub(crate) fn named(self, client: impl FnOnce() -> ClientName) -> Error {
+        match self {
+            Error::ClientClosed(name) if name.is_unnamed() => Error::ClientClosed(client()),
+            other => other,
+        }
+    }
+}
+
+/// Which client an [`Error::ClientClosed`] came from: the connect string
+/// it was made with, and its session when it was closed (0 if it never had
+/// one). An application with several clients tells them apart by it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientName {
+    hosts: Option<Arc<str>>,
+    session_id: i64,
+}
+
+impl ClientName {
+    /// Not named yet (see [`Error::named`]).
+    pub(crate) const UNNAMED: ClientName = ClientName { hosts: None, session_id: 0 };
+
+    pub(crate) fn new(hosts: Arc<str>, session_id: i64) -> ClientName {
+        ClientName { hosts: Some(hosts), session_id }
+    }
+
+    fn is_unnamed(&self) -> bool {
+        self.hosts.is_none()
+    }
+
+    /// The connect string the client was made with (empty if unknown).
+    pub fn connect_string(&self) -> &str {
+        self.hosts.as_deref().unwrap_or("")
+    }
+
+    /// The client's session when it was closed; 0 if it never had one.
+    pub fn session_id(&self) -> i64 {
+        self.session_id
+    }
+}
+
+impl std::fmt::Display for ClientName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (&self.hosts, self.session_id) {
+            (None, _) => f.write_str("this client"),
+            (Some(hosts), 0) => write!(f, "{hosts} (no session)"),
+            (Some(hosts), id) => write!(f, "{hosts} (session {id:#x})"),
         }
     }
 }

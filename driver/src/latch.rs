@@ -10,7 +10,7 @@ use zoolock_core::recipes::{ElectionKind, ElectionParticipant};
 
 use crate::client::Client;
 use crate::error::Error;
-use crate::leader::{Participant, leads};
+use crate::leader::{ElectionOp, Participant, leads};
 use crate::options::LockOptions;
 
 impl Client {
@@ -114,17 +114,18 @@ impl LeaderLatch {
     /// Cancel-safe: it only waits; the latch stays queued.
     pub async fn leadership(&self) -> Result<(), Error> {
         let (shared, policy) = (&self.participant.shared, self.participant.policy);
+        let inner = &self.participant.client().inner;
         let failures = shared.peek(|s| s.failures);
         loop {
             let listener = shared.changed.listen();
             let ready = shared.peek(|s| match (&s.closed, &s.term) {
                 (Some(_), _) => Some(Err(Error::Misuse(ApiMisuse::ElectionClosed))),
                 (None, Some(t)) if leads(policy, t.status) => Some(Ok(())),
-                _ if s.failures > failures => Some(Err(s.failure.clone().unwrap_or(Error::ClientClosed))),
+                _ if s.failures > failures => Some(Err(s.failure.clone().unwrap_or_else(|| inner.shared.closed()))),
                 _ => None,
             });
             if let Some(ready) = ready {
-                return ready;
+                return ready.map_err(|e| inner.named(e));
             }
             listener.await;
         }
@@ -200,11 +201,8 @@ impl LeaderLatch {
     /// awaited.
     pub async fn close(self, mode: CloseMode) -> Result<(), Error> {
         self.participant.shared.with(|s| s.closed = Some(mode));
-        self.participant.command(|e, now| {
-            e.close(now);
-            Ok(())
-        })?;
-        self.participant.client().inner.run(|_, _| ()).await
+        self.participant.command(ElectionOp::Close)?;
+        self.participant.client().inner.flush().await
     }
 }
 

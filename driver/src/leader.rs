@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use zoolock_core::recipes::{Election as CoreElection, ElectionKind, ElectionParticipant, LeadershipPolicy};
-use zoolock_core::{ApiMisuse, FencingToken, Handle, RecipeEvent, ZkPath};
+use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Handle, Instant, RecipeEvent, ZkPath};
 
 use crate::acquire::{self, Watched};
 use crate::client::{Client, Owner, Registration};
@@ -26,7 +26,7 @@ use crate::latch::CloseMode;
 use crate::metrics::{Gauge, Labels};
 use crate::options::LockOptions;
 use crate::runtime::BoxFuture;
-use crate::task::{Command, Sink};
+use crate::task::{Command, RecipeSink};
 
 /// One term as the tasks see it.
 #[derive(Debug, Clone)]
@@ -61,6 +61,66 @@ pub(crate) struct ElectionState {
 }
 
 pub(crate) type Shared = Watched<ElectionState>;
+
+/// A participant's sink: its handles' shared state, with what the log and
+/// the metrics name it by, and the policy its leading is judged under.
+struct ElectionSink {
+    shared: Arc<Shared>,
+    path: Arc<str>,
+    path_label: bool,
+    policy: LeadershipPolicy,
+}
+
+impl RecipeSink for ElectionSink {
+    fn deliver(&self, event: RecipeEvent) {
+        let labels = Labels::new("election", &self.path, self.path_label);
+        on_event(&self.shared, &self.path, &labels, self.policy, event);
+    }
+}
+
+/// What a participant's handles ask of its machine.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum ElectionOp {
+    /// Queue for leadership.
+    Start,
+    /// End term `n` if it is still the current one.
+    Resign { term: u64 },
+    /// Close the participant: leave the queue, end any term.
+    Close,
+}
+
+/// A participant's command: `op`, to the machine behind `handle`, whose
+/// refusal `shared`'s waits fail with.
+pub(crate) struct ElectionCommand {
+    handle: Handle<CoreElection>,
+    shared: Arc<Shared>,
+    op: ElectionOp,
+}
+
+/// Runs a participant's command on the event loop; a refusal fails the
+/// waits.
+pub(crate) fn run(client: &mut CoreClient, now: Instant, command: ElectionCommand) {
+    let ElectionCommand { handle, shared, op } = command;
+    let done = client.with(now, handle, |e, now| match op {
+        ElectionOp::Start => e.start(now),
+        ElectionOp::Resign { term } => {
+            let current = shared.peek(|s| s.term.as_ref().is_some_and(|t| t.n == term));
+            if current && e.is_leader() { e.resign(now) } else { Ok(()) }
+        }
+        ElectionOp::Close => {
+            e.close(now);
+            Ok(())
+        }
+    });
+    let refused = match done {
+        Ok(Ok(())) => return,
+        Ok(Err(e)) | Err(e) => e,
+    };
+    shared.with(|s| {
+        s.failures += 1;
+        s.failure = Some(Error::Misuse(refused));
+    });
+}
 
 /// Carries one election event to the tasks, then tells the metrics whether
 /// the participant leads under `policy`. Every failure ends the wait: core
@@ -208,15 +268,10 @@ impl Participant {
         let shared = Arc::new(Shared::default());
         let path: Arc<str> = path.into();
         let path_label = client.inner.options.metrics_path_label;
-        let (sink_shared, sink_path, policy) = (shared.clone(), path.clone(), options.leadership);
-        let sink = move |handle: Handle<CoreElection>| -> (Handle<CoreElection>, Sink) {
-            let sink = move |event| {
-                let labels = Labels::new("election", &sink_path, path_label);
-                on_event(&sink_shared, &sink_path, &labels, policy, event);
-            };
-            (handle, Arc::new(sink))
-        };
-        let handle = client.add_recipe(machine, sink).await?;
+        let sink = ElectionSink { shared: shared.clone(), path: path.clone(), path_label, policy: options.leadership };
+        let reserved = client.reserve::<CoreElection>();
+        let handle = reserved.handle();
+        client.register(reserved, machine, Arc::new(sink))?;
         let participant = Arc::new(Participant {
             recipe: Owner::new(client.clone(), Registration::new(handle.id())),
             handle,
@@ -225,7 +280,7 @@ impl Participant {
             policy: options.leadership,
             _claim: claim,
         });
-        participant.command(|e, now| e.start(now))?;
+        participant.command(ElectionOp::Start)?;
         Ok(participant)
     }
 
@@ -233,22 +288,10 @@ impl Participant {
         &self.recipe.client
     }
 
-    /// Queues `command` on the event loop; a refusal fails the waits.
-    pub(crate) fn command(
-        &self,
-        command: impl FnOnce(&mut CoreElection, zoolock_core::Instant) -> Result<(), ApiMisuse> + Send + 'static,
-    ) -> Result<(), Error> {
-        let (shared, handle) = (self.shared.clone(), self.handle);
-        self.client().inner.send(Command::Run(Box::new(move |client, now| {
-            let refused = match client.with(now, handle, |e, now| command(e, now)) {
-                Ok(Ok(())) => return,
-                Ok(Err(e)) | Err(e) => e,
-            };
-            shared.with(|s| {
-                s.failures += 1;
-                s.failure = Some(Error::Misuse(refused));
-            });
-        })))
+    /// Queues `op` on the event loop; a refusal fails the waits.
+    pub(crate) fn command(&self, op: ElectionOp) -> Result<(), Error> {
+        let command = ElectionCommand { handle: self.handle, shared: self.shared.clone(), op };
+        self.client().inner.send(Command::Election(command))
     }
 
     /// Waits for a term after term `after` (whatever its status by then),
@@ -260,18 +303,19 @@ impl Participant {
         progress: &mut (dyn FnMut(QueuePosition) + Send),
     ) -> Result<TermState, Error> {
         let failures = self.shared.peek(|s| s.failures);
+        let inner = &self.client().inner;
         let span = acquire::acquire_span(&self.path);
         let term = async {
             loop {
                 let listener = self.shared.changed.listen();
                 let ready = self.shared.peek(|s| match &s.term {
                     Some(t) if t.n > after => Some(Ok(t.clone())),
-                    _ if s.failures > failures => Some(Err(s.failure.clone().unwrap_or(Error::ClientClosed))),
+                    _ if s.failures > failures => Some(Err(s.failure.clone().unwrap_or_else(|| inner.shared.closed()))),
                     _ if s.closed.is_some() => Some(Err(Error::Misuse(ApiMisuse::ElectionClosed))),
                     _ => None,
                 });
                 if let Some(ready) = ready {
-                    return ready;
+                    return ready.map_err(|e| inner.named(e));
                 }
                 listener.await;
             }
@@ -316,11 +360,7 @@ impl Participant {
 
     /// Ends term `n` if it is still the current one.
     fn resign(&self, n: u64) -> Result<(), Error> {
-        let shared = self.shared.clone();
-        self.command(move |e, now| {
-            let current = shared.peek(|s| s.term.as_ref().is_some_and(|t| t.n == n));
-            if current && e.is_leader() { e.resign(now) } else { Ok(()) }
-        })
+        self.command(ElectionOp::Resign { term: n })
     }
 }
 
@@ -339,10 +379,7 @@ impl Drop for Participant {
     fn drop(&mut self) {
         // Before the recipe handle's own drop: commands run in order, so the
         // machine is closed (its node deleted) before it is dropped.
-        let _ = self.command(|e, now| {
-            e.close(now);
-            Ok(())
-        });
+        let _ = self.command(ElectionOp::Close);
     }
 }
 
@@ -674,7 +711,7 @@ impl hold::Source for TermHold {
         Box::pin(async move {
             resigned?;
             // Answered once the command has run.
-            inner.run(|_, _| ()).await
+            inner.flush().await
         })
     }
 

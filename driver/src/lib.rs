@@ -80,7 +80,7 @@ mod tls;
 pub use bytes::Bytes;
 pub use client::Client;
 pub use count::{SharedCount, VersionedCount};
-pub use error::{DialError, Error, unresolved};
+pub use error::{ClientName, DialError, Error, unresolved};
 /// `next()` and the other adapters for the streams the handles return
 /// ([`StatusChanges`], [`LeadershipChanges`], [`HolderChanges`], ...), so a
 /// crate that depends on a face alone can read them.

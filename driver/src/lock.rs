@@ -18,20 +18,52 @@ use std::time::Duration;
 
 use futures_channel::oneshot;
 use zoolock_core::recipes::{BoxedLock, LockKind, LockQueue, Part, Ticket};
-use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Handle, Instant, RecipeEvent};
+use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Instant, RecipeEvent};
 
-use crate::acquire::{self, Recipe, Tickets as _};
+use crate::acquire::{self, LockRequest, Recipe, TicketCommand, Tickets as _};
 use crate::client::{Client, Owner};
 use crate::error::Error;
 use crate::hold::{self, Hold, HoldStatus, LossReason, QueuePosition};
 use crate::lock_tickets::{HoldState, TicketState, Tickets, Waiting};
 use crate::metrics::Gauge;
 use crate::runtime::BoxFuture;
-use crate::task::{Command, RecipeSink, Sink};
+use crate::task::{Command, RecipeSink};
 
 /// The registered lock recipe a [`Lock`] and its clones share (with its
 /// event sink).
-type LockRecipe = Recipe<Tickets>;
+pub(crate) type LockRecipe = Recipe<Tickets>;
+
+/// What a lock's handles ask of the event loop ([`run`]).
+pub(crate) enum LockCommand {
+    /// Acquire, or cancel an acquire.
+    Ticket(TicketCommand<Tickets>),
+    /// Release one hold of `ticket` (counting a re-entry off), answering
+    /// `reply` (if any) once done, or once the server has the delete in the
+    /// Curator plan.
+    Release { ticket: Ticket, reply: Option<oneshot::Sender<Result<(), Error>>> },
+    /// Count one more re-entry of `ticket`'s hold.
+    Reenter { ticket: Ticket, reply: oneshot::Sender<Result<(), ApiMisuse>> },
+    /// The nodes `ticket` holds (none once lost), for a fenced write.
+    HoldNodes { ticket: Ticket, reply: oneshot::Sender<Result<Option<Vec<String>>, ApiMisuse>> },
+}
+
+/// Runs a lock's command on the event loop.
+pub(crate) fn run(client: &mut CoreClient, now: Instant, recipe: &LockRecipe, command: LockCommand) {
+    match command {
+        LockCommand::Ticket(command) => acquire::run(client, now, recipe, command),
+        LockCommand::Release { ticket, mut reply } => {
+            if let (Some(result), Some(reply)) = (release_job(client, now, recipe, ticket, &mut reply), reply) {
+                let _ = reply.send(result);
+            }
+        }
+        LockCommand::Reenter { ticket, reply } => {
+            let _ = reply.send(client.with(now, recipe.handle, |q, _| q.reenter(ticket)).and_then(|r| r));
+        }
+        LockCommand::HoldNodes { ticket, reply } => {
+            let _ = reply.send(client.with(now, recipe.handle, |q, _| q.hold_nodes(ticket)));
+        }
+    }
+}
 
 impl LockRecipe {
     fn hold_status(&self, ticket: Ticket) -> HoldStatus {
@@ -226,27 +258,24 @@ impl Lock {
     /// Registers `recipe` behind a shared queue and returns one handle per
     /// part (one, or the read and write halves).
     /// `kind` gives the metrics label `kind`.
-    pub(crate) async fn register(
-        client: Client,
-        recipe: BoxedLock,
-        path: String,
-        kind: LockKind,
-    ) -> Result<Vec<Lock>, Error> {
-        let parts = recipe.parts();
+    pub(crate) fn register(client: Client, lock: BoxedLock, path: String, kind: LockKind) -> Result<Vec<Lock>, Error> {
+        let parts = lock.parts();
         let renew = client.inner.options.renew_session;
         let path_label = client.inner.options.metrics_path_label;
-        let path = path.into_boxed_str();
+        let reserved = client.reserve::<LockQueue>();
         // The recipe's shared state is its own sink: one allocation.
-        let register = move |handle: Handle<LockQueue>| -> (Arc<LockRecipe>, Sink) {
-            let recipe = Arc::new(Recipe::new(handle, Tickets::default(), path, kind, path_label));
-            (recipe.clone(), recipe)
-        };
-        let recipe = client.add_recipe(LockQueue::new(recipe, renew), register).await?;
+        let recipe = Arc::new(Recipe::new(reserved.handle(), Tickets::default(), path.into(), kind, path_label));
+        client.register(reserved, LockQueue::new(lock, renew), recipe.clone())?;
         Ok(parts.iter().map(|&part| Lock { owner: Owner::new(client.clone(), recipe.clone()), part }).collect())
     }
 
     fn client(&self) -> &Client {
         &self.owner.client
+    }
+
+    /// Sends `command` to this lock on the event loop.
+    fn command(&self, command: LockCommand) -> Result<(), Error> {
+        self.client().inner.send(Command::Lock(self.owner.recipe.clone(), command))
     }
 
     fn recipe(&self) -> &Arc<LockRecipe> {
@@ -399,21 +428,21 @@ impl Lock {
         progress: Option<acquire::Progress<'p>>,
     ) -> Result<Acquiring<'a, 'p>, Error> {
         let part = self.part;
-        self.start(part, move |q, now| Ok(q.acquire(now, part, timeout.map(|d| now + d))), progress)
+        self.start(part, LockRequest::Part { part, timeout }, progress)
     }
 
-    /// Queues an acquire of `part` for a new ticket with `command`; the
+    /// Queues an acquire of `part` for a new ticket for `request`; the
     /// returned future waits for its grant. Dropping it cancels the ticket
     /// wherever it is.
     fn start<'a, 'p>(
         &'a self,
         part: Part,
-        command: impl FnOnce(&mut LockQueue, Instant) -> Result<Ticket, ApiMisuse> + Send + 'static,
+        request: LockRequest,
         progress: Option<acquire::Progress<'p>>,
     ) -> Result<Acquiring<'a, 'p>, Error> {
         tracing::trace!(path = %self.owner.recipe.path, ?part, "acquire");
         let of = Waiting { part, revoked: false };
-        let acquire = acquire::acquire(&self.owner, of, command, progress)?;
+        let acquire = acquire::acquire(&self.owner, of, request, progress)?;
         Ok(Acquiring { lock: self, part, acquire })
     }
 
@@ -518,30 +547,28 @@ impl hold::Source for TicketHold {
     }
 
     fn fence_nodes(&self) -> BoxFuture<Result<Option<Vec<String>>, Error>> {
-        let (inner, handle, t) = (self.lock.client().inner.clone(), self.lock.recipe().handle, self.ticket);
         // Core knows the hold: its nodes, or none once it was lost.
-        Box::pin(
-            async move { Ok(inner.run(move |client, now| client.with(now, handle, |q, _| q.hold_nodes(t))).await??) },
-        )
+        let (reply, rx) = oneshot::channel();
+        let sent = self.lock.command(LockCommand::HoldNodes { ticket: self.ticket, reply });
+        let inner = self.lock.client().inner.clone();
+        Box::pin(async move {
+            sent?;
+            Ok(rx.await.map_err(|_| inner.shared.closed())??)
+        })
     }
 
     fn release(&self) -> BoxFuture<Result<(), Error>> {
-        let (tx, rx) = oneshot::channel();
-        let (inner, recipe, t) = (self.lock.client().inner.clone(), self.lock.recipe().clone(), self.ticket);
+        let (reply, rx) = oneshot::channel();
+        let sent = self.lock.command(LockCommand::Release { ticket: self.ticket, reply: Some(reply) });
+        let inner = self.lock.client().inner.clone();
         Box::pin(async move {
-            let immediate = inner.run(move |client, now| release_job(client, now, &recipe, t, Some(tx))).await?;
-            match immediate {
-                Some(result) => result,
-                None => rx.await.unwrap_or(Err(Error::ClientClosed)),
-            }
+            sent?;
+            rx.await.unwrap_or_else(|_| Err(inner.shared.closed())).map_err(|e| inner.named(e))
         })
     }
 
     fn release_in_background(&self) {
-        let (recipe, t) = (self.lock.recipe().clone(), self.ticket);
-        let _ = self.lock.client().inner.send(Command::Run(Box::new(move |client, now| {
-            let _ = release_job(client, now, &recipe, t, None);
-        })));
+        let _ = self.lock.command(LockCommand::Release { ticket: self.ticket, reply: None });
     }
 }
 
@@ -608,7 +635,7 @@ impl Guard {
     /// is deleted; the write guard is untouched.
     pub async fn downgrade(&self) -> Result<Guard, Error> {
         let writer = self.of.ticket;
-        let mut acquiring = self.of.lock.start(Part::Read, move |q, now| q.downgrade(now, writer), None)?;
+        let mut acquiring = self.of.lock.start(Part::Read, LockRequest::Downgrade { writer }, None)?;
         (&mut acquiring).await
     }
 
@@ -628,9 +655,11 @@ impl Guard {
     /// with no guard to lower it: the node then stays until this guard's hold
     /// ends (its release, or the session's end). Await it to completion.
     pub async fn reenter(&self) -> Result<Guard, Error> {
-        let (handle, t) = (self.of.lock.recipe().handle, self.of.ticket);
-        self.of.lock.client().inner.run(move |client, now| client.with(now, handle, |q, _| q.reenter(t))).await???;
-        Ok(Guard::new(self.of.lock.clone(), t, self.hold.shared_node(), self.fencing_token()))
+        let (lock, t) = (&self.of.lock, self.of.ticket);
+        let (reply, rx) = oneshot::channel();
+        lock.command(LockCommand::Reenter { ticket: t, reply })?;
+        rx.await.map_err(|_| lock.client().inner.shared.closed())??;
+        Ok(Guard::new(lock.clone(), t, self.hold.shared_node(), self.fencing_token()))
     }
 
     /// Releases (with re-entries, counts this guard off): [`Hold::release`].
@@ -654,13 +683,13 @@ impl Guard {
 }
 
 /// Releases one hold of ticket `t` on the event loop. `Some(result)` when it
-/// is done; `None` when `reply` was parked for the server's answer.
+/// is done; `None` when `reply` was taken, parked for the server's answer.
 fn release_job(
     client: &mut CoreClient,
     now: Instant,
     recipe: &LockRecipe,
     t: Ticket,
-    reply: Option<oneshot::Sender<Result<(), Error>>>,
+    reply: &mut Option<oneshot::Sender<Result<(), Error>>>,
 ) -> Option<Result<(), Error>> {
     let shared = &recipe.shared;
     match client.with(now, recipe.handle, |q, now| {
@@ -682,12 +711,12 @@ fn release_job(
             Some(h) => {
                 h.releasing = true;
                 if reply.is_some() {
-                    h.release = reply;
+                    h.release = reply.take();
                 }
                 None
             }
             // No record to answer through: the delete is under way.
-            None => reply.map(|_| Ok(())),
+            None => Some(Ok(())),
         }),
         // Nothing held under this ticket any more: the hold was lost and
         // let go, or released by a racing cancel.

@@ -12,7 +12,9 @@ use zoolock_core::recipes::{LockQueue, Part, Ticket};
 use crate::acquire::{self, Waiter};
 use crate::error::Error;
 use crate::hold::{HoldStatus, LossReason};
+use crate::lock::LockCommand;
 use crate::metrics::Gauge;
+use crate::task::Command;
 
 /// A lock node and its fencing token; the node is shared by the hold's
 /// record here and the [`crate::Hold`] (one copy per held lock).
@@ -162,6 +164,10 @@ impl acquire::Tickets for Tickets {
 
     fn forget(&mut self, t: Ticket) {
         self.remove_if(t, |_| true);
+    }
+
+    fn command(recipe: Arc<acquire::Recipe<Self>>, command: acquire::TicketCommand<Self>) -> Command {
+        Command::Lock(recipe, LockCommand::Ticket(command))
     }
 }
 

@@ -10,11 +10,11 @@ use futures_channel::mpsc;
 use futures_lite::{Stream, StreamExt};
 use zoolock_core::ApiMisuse;
 use zoolock_core::recipes::{ElectionKind, LockKind, Observer, election_participants};
-use zoolock_core::{Handle, Participant, RecipeEvent, ZkPath};
+use zoolock_core::{Participant, RecipeEvent, ZkPath};
 
 use crate::client::{Client, Owner, Registration};
 use crate::error::Error;
-use crate::task::Sink;
+use crate::task::RecipeSink;
 
 /// The holder of an observed lock path at each change
 /// ([`Client::observe`]): `Some(participant)` (its node and data) or `None`
@@ -34,11 +34,30 @@ impl std::fmt::Debug for HolderChanges {
     }
 }
 
+/// An observer's sink: passes each holder (or the failure that ends the
+/// observation) to its stream.
+struct HolderSink(mpsc::UnboundedSender<Result<Option<Participant>, Error>>);
+
+impl RecipeSink for HolderSink {
+    fn deliver(&self, event: RecipeEvent) {
+        let item = match event {
+            RecipeEvent::Holder(holder) => Ok(holder),
+            RecipeEvent::Failed(e) => Err(Error::from(e)),
+            other => {
+                tracing::trace!(?other, "observer event");
+                return;
+            }
+        };
+        let _ = self.0.unbounded_send(item);
+    }
+}
+
 impl Stream for HolderChanges {
     type Item = Result<Option<Participant>, Error>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        Pin::new(&mut self.rx).poll_next(cx)
+        let item = std::task::ready!(Pin::new(&mut self.rx).poll_next(cx));
+        Poll::Ready(item.map(|item| item.map_err(|e| self._recipe.client.inner.named(e))))
     }
 }
 
@@ -111,21 +130,9 @@ impl Client {
 
     async fn observe_with(&self, observer: Observer) -> Result<HolderChanges, Error> {
         let (tx, rx) = mpsc::unbounded();
-        let sink = move |handle: Handle<Observer>| -> (Handle<Observer>, Sink) {
-            let sink = move |event: RecipeEvent| {
-                let item = match event {
-                    RecipeEvent::Holder(holder) => Ok(holder),
-                    RecipeEvent::Failed(e) => Err(Error::from(e)),
-                    other => {
-                        tracing::trace!(?other, "observer event");
-                        return;
-                    }
-                };
-                let _ = tx.unbounded_send(item);
-            };
-            (handle, std::sync::Arc::new(sink))
-        };
-        let id = self.add_recipe(observer, sink).await?.id();
+        let reserved = self.reserve::<Observer>();
+        let id = reserved.handle().id();
+        self.register(reserved, observer, std::sync::Arc::new(HolderSink(tx)))?;
         Ok(HolderChanges { rx, _recipe: Owner::new(self.clone(), Registration::new(id)) })
     }
 }

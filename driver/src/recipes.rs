@@ -7,8 +7,7 @@ use std::sync::Arc;
 use futures_channel::oneshot;
 use zoolock_core::recipes::{LockKind, LockSpec, SemaphoreSize, SemaphoreSpec};
 use zoolock_core::{
-    ApiMisuse, Client as CoreClient, CoreMachine, Handle, Machine, Participant, Participants, RecipeEvent, RecipeId,
-    ZkPath,
+    ApiMisuse, CoreMachine, Machine, Participant, Participants, RecipeEvent, RecipeId, Reserved, ZkPath,
 };
 
 use crate::client::Client;
@@ -17,7 +16,7 @@ use crate::error::Error;
 use crate::lock::{Lock, ReadWriteLock};
 use crate::options::LockOptions;
 use crate::semaphore::Semaphore;
-use crate::task::{Command, Sink};
+use crate::task::{Command, RecipeSink, Sink};
 
 /// Settings of a semaphore ([`Client::semaphore_with`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -141,10 +140,10 @@ impl Client {
     pub async fn read_write_lock_with(&self, path: &str, options: LockOptions) -> Result<ReadWriteLock, Error> {
         let spec = LockSpec::Read(path.into());
         let (rw, _) = spec.build(self.inner.lock_config_with(&options), options.revocable).map_err(spec_error)?;
-        let mut halves = Lock::register(self.clone(), rw, spec.label(), spec.kind()).await?.into_iter();
+        let mut halves = Lock::register(self.clone(), rw, spec.label(), spec.kind())?.into_iter();
         match (halves.next(), halves.next()) {
             (Some(read), Some(write)) => Ok(ReadWriteLock { read, write }),
-            _ => Err(Error::ClientClosed),
+            _ => Err(self.inner.shared.closed()),
         }
     }
 
@@ -213,11 +212,10 @@ impl Client {
     pub async fn lock_of(&self, spec: LockSpec, options: LockOptions) -> Result<Lock, Error> {
         let (recipe, part) =
             spec.build(self.inner.lock_config_with(&options), options.revocable).map_err(spec_error)?;
-        Lock::register(self.clone(), recipe, spec.label(), spec.kind())
-            .await?
+        Lock::register(self.clone(), recipe, spec.label(), spec.kind())?
             .into_iter()
             .nth(part.index())
-            .ok_or(Error::ClientClosed)
+            .ok_or_else(|| self.inner.shared.closed())
     }
 
     /// A counting semaphore with `leases` leases on `path`
@@ -263,7 +261,7 @@ impl Client {
             drop(self.shared_count(path, *seed).await?);
         }
         let semaphore = spec.build(config).map_err(spec_error)?;
-        Semaphore::new(self.clone(), semaphore).await
+        Semaphore::new(self.clone(), semaphore)
     }
 
     /// A shared count (Curator's `SharedCount`): the node at `path` holding
@@ -304,8 +302,8 @@ impl Client {
     pub(crate) async fn participants_by(&self, recipe: Participants) -> Result<Vec<Participant>, Error> {
         match self.one_shot(recipe).await? {
             RecipeEvent::Participants(list) => Ok(list),
-            RecipeEvent::Failed(e) => Err(e.into()),
-            _ => Err(Error::ClientClosed),
+            RecipeEvent::Failed(e) => Err(self.inner.named(e.into())),
+            _ => Err(self.inner.shared.closed()),
         }
     }
 
@@ -326,49 +324,57 @@ impl Client {
         let revoker = zoolock_core::recipes::Revoker::with_compression(node, self.inner.options.compression);
         match self.one_shot(revoker).await? {
             RecipeEvent::RevokeSent => Ok(()),
-            RecipeEvent::Failed(e) => Err(e.into()),
-            _ => Err(Error::ClientClosed),
+            RecipeEvent::Failed(e) => Err(self.inner.named(e.into())),
+            _ => Err(self.inner.shared.closed()),
         }
     }
 
     /// Runs a one-shot recipe to its first event, then drops it.
     async fn one_shot<R: Machine<CoreMachine> + 'static>(&self, recipe: R) -> Result<RecipeEvent, Error> {
         let (tx, rx) = oneshot::channel();
-        let tx = std::sync::Mutex::new(Some(tx));
-        let sink = move |handle: Handle<R>| -> (Handle<R>, Sink) {
-            let sink = move |event: RecipeEvent| {
-                if let Some(tx) = tx.lock().ok().and_then(|mut tx| tx.take()) {
-                    let _ = tx.send(event);
-                }
-            };
-            (handle, Arc::new(sink))
-        };
-        let handle = self.add_recipe(recipe, sink).await?;
+        let reserved = self.reserve::<R>();
+        let id = reserved.handle().id();
+        self.register(reserved, recipe, Arc::new(FirstEvent(std::sync::Mutex::new(Some(tx)))))?;
         // Dropped with the future too, so an abandoned call leaves nothing.
-        let _drop = DropOnExit { client: self, id: handle.id() };
-        rx.await.map_err(|_| Error::ClientClosed)
+        let _drop = DropOnExit { client: self, id };
+        rx.await.map_err(|_| self.inner.shared.closed())
     }
 
-    /// Registers `recipe` on the event loop; `register` makes, on the event
-    /// loop, what the caller gets back and the recipe's sink from its handle
-    /// (the only way the driver gets one).
-    pub(crate) async fn add_recipe<R: Machine<CoreMachine> + 'static, T: Send + 'static>(
+    /// A handle for a recipe of type `R`, made here, to be registered with
+    /// [`Client::register`].
+    pub(crate) fn reserve<R>(&self) -> Reserved<R> {
+        self.inner.reserver.reserve()
+    }
+
+    /// Registers `recipe` on the event loop under the handle reserved for
+    /// it, with `sink` for its events (before any is delivered). Commands
+    /// through the handle may follow at once: the loop runs them in order.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ClientClosed`] once the client is closed: every handle is
+    /// made here, and none after `close`.
+    pub(crate) fn register<R: Machine<CoreMachine>>(
         &self,
+        reserved: Reserved<R>,
         recipe: R,
-        register: impl FnOnce(Handle<R>) -> (T, Sink) + Send + 'static,
-    ) -> Result<T, Error> {
-        // Every handle is made here: none after `close`.
+        sink: Sink,
+    ) -> Result<(), Error> {
         if self.inner.shared.read(|s| s.closed).unwrap_or(true) {
-            return Err(Error::ClientClosed);
+            return Err(self.inner.shared.closed());
         }
-        let (reply, rx) = oneshot::channel();
-        self.inner.send(Command::AddRecipe(Box::new(move |client: &mut CoreClient, now| {
-            let handle = client.add(now, recipe);
-            let (made, sink) = register(handle);
-            let taken = reply.send(made).is_ok();
-            (handle.id(), sink, taken)
-        })))?;
-        rx.await.map_err(|_| Error::ClientClosed)
+        self.inner.send(Command::Register { recipe: Box::new(reserved.with(recipe)), sink })
+    }
+}
+
+/// The sink of a one-shot recipe: passes on its first event.
+struct FirstEvent(std::sync::Mutex<Option<oneshot::Sender<RecipeEvent>>>);
+
+impl RecipeSink for FirstEvent {
+    fn deliver(&self, event: RecipeEvent) {
+        if let Some(tx) = self.0.lock().ok().and_then(|mut tx| tx.take()) {
+            let _ = tx.send(event);
+        }
     }
 }
 
@@ -389,6 +395,6 @@ struct DropOnExit<'a> {
 
 impl Drop for DropOnExit<'_> {
     fn drop(&mut self) {
-        let _ = self.client.inner.send(Command::DropRecipe(self.id));
+        let _ = self.client.inner.send(Command::Retire(self.id));
     }
 }

@@ -7,29 +7,31 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use zoolock_core::recipes::{LeaseQueue, Semaphore as CoreSemaphore, Ticket};
-use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Handle, Instant, RecipeEvent};
+use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Instant, RecipeEvent};
 
-use crate::acquire::{self, Recipe, Waiter};
+use futures_channel::oneshot;
+
+use crate::acquire::{self, LeaseRequest, Recipe, TicketCommand, Waiter};
 use crate::client::{Client, Owner};
 use crate::error::Error;
 use crate::hold::{self, Hold, HoldStatus, LossReason, QueuePosition};
 use crate::metrics::Gauge;
 use crate::runtime::BoxFuture;
-use crate::task::{Command, RecipeSink, Sink};
+use crate::task::{Command, RecipeSink};
 
 /// Lease nodes and their fencing tokens; each node is shared by its
 /// [`Lease`]'s hold and the hold's source.
-type Grant = Vec<(Arc<str>, FencingToken)>;
+pub(crate) type Grant = Vec<(Arc<str>, FencingToken)>;
 
 /// The leases an acquire has got so far, and how many it wants.
 #[derive(Debug)]
-struct Waiting {
+pub(crate) struct Waiting {
     qty: usize,
     got: Grant,
 }
 
 #[derive(Debug, Default)]
-struct State {
+pub(crate) struct State {
     waiters: HashMap<Ticket, Waiter<Grant, Waiting>>,
     /// The connection dropped while leases were held (until `Reconnected`).
     suspended: bool,
@@ -50,7 +52,7 @@ type SemShared = acquire::Watched<State>;
 
 /// The registered semaphore a [`Semaphore`] and its clones share (with its
 /// event sink).
-type SemRecipe = Recipe<State>;
+pub(crate) type SemRecipe = Recipe<State>;
 
 impl RecipeSink for SemRecipe {
     fn deliver(&self, event: RecipeEvent) {
@@ -77,6 +79,32 @@ impl acquire::Tickets for State {
 
     fn forget(&mut self, t: Ticket) {
         self.waiters.remove(&t);
+    }
+
+    fn command(recipe: Arc<Recipe<Self>>, command: TicketCommand<Self>) -> Command {
+        Command::Lease(recipe, LeaseCommand::Ticket(command))
+    }
+}
+
+/// What a semaphore's handles ask of the event loop ([`run`]).
+pub(crate) enum LeaseCommand {
+    /// Acquire leases, or cancel an acquire.
+    Ticket(TicketCommand<State>),
+    /// Return the lease on `node`, answering `reply` (if any) once the
+    /// return is under way.
+    Return { node: Arc<str>, reply: Option<oneshot::Sender<Result<(), Error>>> },
+}
+
+/// Runs a semaphore's command on the event loop.
+pub(crate) fn run(client: &mut CoreClient, now: Instant, recipe: &SemRecipe, command: LeaseCommand) {
+    match command {
+        LeaseCommand::Ticket(command) => acquire::run(client, now, recipe, command),
+        LeaseCommand::Return { node, reply } => {
+            let returned = return_lease(client, now, recipe, &node);
+            if let Some(reply) = reply {
+                let _ = reply.send(returned);
+            }
+        }
     }
 }
 
@@ -204,18 +232,16 @@ fn on_event(recipe: &SemRecipe, event: RecipeEvent) {
 
 impl Semaphore {
     /// Carries `semaphore`, built by [`crate::Client::semaphore_with`].
-    pub(crate) async fn new(client: Client, semaphore: CoreSemaphore) -> Result<Semaphore, Error> {
+    pub(crate) fn new(client: Client, semaphore: CoreSemaphore) -> Result<Semaphore, Error> {
         let renew = client.inner.options.renew_session;
         let path_label = client.inner.options.metrics_path_label;
         let path: Box<str> = semaphore.base().as_str().into();
         let state = State { size: semaphore.max_leases(), ..State::default() };
         let kind = zoolock_core::LockKind::Semaphore;
         // The semaphore's shared state is its own sink: one allocation.
-        let register = move |handle: Handle<LeaseQueue>| -> (Arc<SemRecipe>, Sink) {
-            let recipe = Arc::new(Recipe::new(handle, state, path, kind, path_label));
-            (recipe.clone(), recipe)
-        };
-        let recipe = client.add_recipe(LeaseQueue::new(semaphore, renew), register).await?;
+        let reserved = client.reserve::<LeaseQueue>();
+        let recipe = Arc::new(Recipe::new(reserved.handle(), state, path, kind, path_label));
+        client.register(reserved, LeaseQueue::new(semaphore, renew), recipe.clone())?;
         Ok(Semaphore { owner: Owner::new(client, recipe) })
     }
 
@@ -275,8 +301,24 @@ impl Semaphore {
     /// for a single lease. Fails as `acquire` does; dropping the future
     /// cancels the acquire, as for `acquire`.
     pub async fn acquire_one(&self) -> Result<Lease, Error> {
-        let mut leases = self.acquire(1).await?;
-        leases.pop().ok_or(Error::ClientClosed)
+        self.one(self.acquire(1).await?)
+    }
+
+    /// Takes one lease, as [`Semaphore::acquire_with_progress`] takes
+    /// `qty`: waiting at most `timeout` (`None`: as long as needed), with
+    /// each new queue position given to `progress`. Fails and cancels as
+    /// that does.
+    pub async fn acquire_one_with_progress(
+        &self,
+        timeout: Option<Duration>,
+        mut progress: impl FnMut(QueuePosition) + Send,
+    ) -> Result<Lease, Error> {
+        self.one(self.acquire_inner(1, timeout, Some(&mut progress)).await?)
+    }
+
+    /// The one lease of a grant of one (a grant is of the quantity asked).
+    fn one(&self, mut leases: Vec<Lease>) -> Result<Lease, Error> {
+        leases.pop().ok_or_else(|| self.owner.client.inner.shared.closed())
     }
 
     /// Takes `qty` leases only if that needs no waiting (also not behind
@@ -362,10 +404,9 @@ impl Semaphore {
         timeout: Option<Duration>,
         progress: Option<acquire::Progress<'_>>,
     ) -> Result<Vec<Lease>, Error> {
-        let acquire = move |s: &mut LeaseQueue, now: Instant| s.acquire(now, qty, timeout.map(|d| now + d));
         let of = Waiting { qty, got: Vec::new() };
         // Named and awaited through a borrow: kept once in this future.
-        let mut acquiring = acquire::acquire(&self.owner, of, acquire, progress)?;
+        let mut acquiring = acquire::acquire(&self.owner, of, LeaseRequest { qty, timeout }, progress)?;
         let acquire::Granted { grant, waited, .. } = (&mut acquiring).await?;
         let recipe = &self.owner.recipe;
         tracing::debug!(path = %recipe.path, leases = grant.len(), ?waited, "semaphore leases granted");
@@ -390,6 +431,11 @@ struct NodeHold {
 impl NodeHold {
     fn shared(&self) -> &SemShared {
         &self.sem.owner.recipe.shared
+    }
+
+    /// Sends `command` to the semaphore on the event loop.
+    fn send(&self, command: LeaseCommand) -> Result<(), Error> {
+        self.sem.owner.client.inner.send(Command::Lease(self.sem.owner.recipe.clone(), command))
     }
 }
 
@@ -428,22 +474,21 @@ impl hold::Source for NodeHold {
     /// plan, it does not wait for the delete's reply).
     fn release(&self) -> BoxFuture<Result<(), Error>> {
         self.shared().with(|s| s.revoked.remove(&*self.node));
-        let (inner, recipe, node) =
-            (self.sem.owner.client.inner.clone(), self.sem.owner.recipe.clone(), self.node.clone());
+        let (reply, rx) = oneshot::channel();
+        let sent = self.send(LeaseCommand::Return { node: self.node.clone(), reply: Some(reply) });
+        let inner = self.sem.owner.client.inner.clone();
         Box::pin(async move {
-            match inner.run(move |c, now| return_lease(c, now, &recipe, &node)).await? {
+            sent?;
+            match rx.await.map_err(|_| inner.shared.closed())? {
                 Err(Error::Misuse(ApiMisuse::NotHeld)) => Ok(()),
-                other => other,
+                other => other.map_err(|e| inner.named(e)),
             }
         })
     }
 
     fn release_in_background(&self) {
         self.shared().with(|s| s.revoked.remove(&*self.node));
-        let (recipe, node) = (self.sem.owner.recipe.clone(), self.node.clone());
-        let _ = self.sem.owner.client.inner.send(Command::Run(Box::new(move |c, now| {
-            let _ = return_lease(c, now, &recipe, &node);
-        })));
+        let _ = self.send(LeaseCommand::Return { node: self.node.clone(), reply: None });
     }
 }
 

@@ -15,11 +15,15 @@ use futures_channel::{mpsc, oneshot};
 use futures_lite::Stream;
 use zoolock_core::wire::Response;
 use zoolock_core::{
-    Client as CoreClient, ClientEvent, ConnectionState, Instant, IoCommand, Op, RecipeEvent, RecipeId, RequestError,
-    RequestId,
+    Client as CoreClient, ClientEvent, ConnectionState, CoreMachine, Instant, IoCommand, NewRecipe, Op, RecipeEvent,
+    RecipeId, RequestError, RequestId,
 };
 
+use crate::count::CountCommand;
+use crate::leader::ElectionCommand;
+use crate::lock::{LockCommand, LockRecipe};
 use crate::runtime::{BoxFuture, Conn, Runtime};
+use crate::semaphore::{LeaseCommand, SemRecipe};
 use crate::session_lease::LeaseCell;
 
 /// Receives a recipe's events on the driver task and carries them to the
@@ -28,30 +32,17 @@ use crate::session_lease::LeaseCell;
 /// the client while its events are drained.
 pub(crate) type Sink = Arc<dyn RecipeSink>;
 
-/// Where a recipe's events go (see [`Sink`]): a closure, or the state a
-/// recipe's handles share, which then serves as its own sink without a box
-/// of its own.
+/// Where a recipe's events go (see [`Sink`]): the state a recipe's handles
+/// share, which then serves as its own sink without a box of its own, or a
+/// small type that passes the events on.
 pub(crate) trait RecipeSink: Send + Sync {
     /// Takes one event of the recipe.
     fn deliver(&self, event: RecipeEvent);
 }
 
-impl<F: Fn(RecipeEvent) + Send + Sync> RecipeSink for F {
-    fn deliver(&self, event: RecipeEvent) {
-        self(event);
-    }
-}
-
-/// Registers a recipe on the driver task: adds it to the client, hands its
-/// typed handle to the caller, and returns its id, its sink, and whether the
-/// caller took the handle (if not, nobody will drop the recipe: it is
-/// dropped once idle).
-pub(crate) type Adder = Box<dyn FnOnce(&mut CoreClient, Instant) -> (RecipeId, Sink, bool) + Send>;
-
-/// A closure run on the driver task with the client and the current time.
-pub(crate) type Job = Box<dyn FnOnce(&mut CoreClient, Instant) + Send>;
-
-/// Work a handle asks the loop to do.
+/// Work a handle asks the loop to do: data only, matched in one place
+/// ([`DriverTask::apply`]). A recipe's own commands are run by its module's
+/// `run`; every command is applied in the order it was sent.
 pub(crate) enum Command {
     /// A plain request. The op is boxed: every command waits in the channel
     /// in a node of the largest command's size, and with thousands of
@@ -60,11 +51,24 @@ pub(crate) enum Command {
         op: Box<Op>,
         reply: oneshot::Sender<Result<Response, RequestError>>,
     },
-    /// Register a recipe (see [`Adder`]).
-    AddRecipe(Adder),
-    Run(Job),
+    /// Add a recipe under the handle reserved for it (boxed, as `Submit`'s
+    /// op), with the sink its events go to.
+    Register {
+        recipe: Box<NewRecipe<CoreMachine>>,
+        sink: Sink,
+    },
     /// Drop the recipe once it owes the server nothing.
-    DropRecipe(RecipeId),
+    Retire(RecipeId),
+    /// A lock's acquire, cancel, release, re-entry or hold listing.
+    Lock(Arc<LockRecipe>, LockCommand),
+    /// A semaphore's acquire, cancel or lease return.
+    Lease(Arc<SemRecipe>, LeaseCommand),
+    /// An election participant's start, resignation or close.
+    Election(ElectionCommand),
+    /// A shared count's write.
+    Count(CountCommand),
+    /// Answered once every command sent before it has run.
+    Flush(oneshot::Sender<()>),
     Subscribe(mpsc::UnboundedSender<ConnectionState>),
     /// Answer once the recipe owes the server nothing (is quiescent): its
     /// releases' deletes have been applied. Fails if the session ends first.
@@ -105,17 +109,32 @@ pub(crate) struct Shared {
     pub(crate) recipes: std::sync::atomic::AtomicUsize,
     /// The session's lease, judged when a hold is read.
     pub(crate) lease: LeaseCell,
+    /// The connect string, naming the client in its errors.
+    hosts: Arc<str>,
 }
 
 impl Shared {
-    /// The state of a loop whose clock starts at `origin`.
-    pub(crate) fn new(origin: std::time::Instant) -> Shared {
+    /// The state of a loop of the client of `hosts` whose clock starts at
+    /// `origin`.
+    pub(crate) fn new(origin: std::time::Instant, hosts: &str) -> Shared {
         Shared {
             state: StdMutex::default(),
             changed: Event::new(),
             recipes: Default::default(),
             lease: LeaseCell::new(origin),
+            hosts: hosts.into(),
         }
+    }
+
+    /// This client, as its errors name it: the connect string and the
+    /// latest session.
+    pub(crate) fn name(&self) -> crate::ClientName {
+        crate::ClientName::new(self.hosts.clone(), self.read(|s| s.session_id).unwrap_or(0))
+    }
+
+    /// [`Error::ClientClosed`](crate::Error::ClientClosed), naming this client.
+    pub(crate) fn closed(&self) -> crate::Error {
+        crate::Error::ClientClosed(self.name())
     }
 
     pub(crate) fn update(&self, f: impl FnOnce(&mut SharedState)) {
@@ -231,21 +250,22 @@ impl DriverTask {
                     }
                 }
             }
-            Command::AddRecipe(add) => {
-                let (id, sink, taken) = add(&mut self.client, now);
-                // Nobody took the handle (the future that asked was dropped):
-                // no handle will ever drop the recipe, so drop it once it is
-                // idle.
-                let dropping = !taken;
-                tracing::trace!(?id, dropping, "recipe added");
-                self.slots.insert(id, sink);
-                self.shared.recipes.store(self.slots.len(), std::sync::atomic::Ordering::Relaxed);
-                if dropping {
-                    let _ = self.client.retire(now, id);
+            Command::Register { recipe, sink } => {
+                // Reserved by this client's own handles: never foreign.
+                if let Ok(id) = self.client.add_new(now, *recipe) {
+                    tracing::trace!(?id, "recipe added");
+                    self.slots.insert(id, sink);
+                    self.shared.recipes.store(self.slots.len(), std::sync::atomic::Ordering::Relaxed);
                 }
             }
-            Command::Run(f) => f(&mut self.client, now),
-            Command::DropRecipe(id) => {
+            Command::Lock(recipe, command) => crate::lock::run(&mut self.client, now, &recipe, command),
+            Command::Lease(recipe, command) => crate::semaphore::run(&mut self.client, now, &recipe, command),
+            Command::Election(command) => crate::leader::run(&mut self.client, now, command),
+            Command::Count(command) => crate::count::run(&mut self.client, now, command),
+            Command::Flush(reply) => {
+                let _ = reply.send(());
+            }
+            Command::Retire(id) => {
                 if self.slots.contains_key(&id) {
                     // The core removes it once it owes the server nothing
                     // ([`ClientEvent::Retired`] drops the sink); retiring

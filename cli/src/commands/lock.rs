@@ -266,8 +266,8 @@ async fn acquire(client: &Client, hold: &HoldArgs, recipe: Recipe, progress: &Pr
                 options = options.max_hold(max_hold);
             }
             let semaphore = client.semaphore_with(path, options.revocable(revocable)).await?;
-            let mut leases = semaphore.acquire_with_progress(1, hold.wait_limit(), progress.recorder()).await?;
-            return leases.pop().map(Hold::from).ok_or(Error::ClientClosed);
+            let lease = semaphore.acquire_one_with_progress(hold.wait_limit(), progress.recorder()).await?;
+            return Ok(Hold::from(lease));
         }
         Recipe::Elect { id, election, policy } => {
             let participant = client.election_participant(path, election, &id, options.leadership(policy)).await?;

@@ -122,7 +122,7 @@ fn request_failed(what: &str, e: &Error) -> Failure {
             | RequestError::ChrootUnavailable(_)
             | RequestError::Refused(_),
         ) => exit::FAILURE,
-        Error::Request(_) | Error::ClientClosed | Error::ConnectTimeout(_) => exit::UNAVAILABLE,
+        Error::Request(_) | Error::ClientClosed(_) | Error::ConnectTimeout(_) => exit::UNAVAILABLE,
         _ => exit::FAILURE,
     };
     Failure::new(code, format!("{what}: {e}"))

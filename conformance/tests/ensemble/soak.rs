@@ -285,7 +285,7 @@ async fn soak_worker(soak: Arc<Soak>, i: usize) {
         };
         match got {
             Ok(()) | Err(Error::TimedOut) => {}
-            Err(Error::ClientClosed) => break,
+            Err(Error::ClientClosed(_)) => break,
             Err(e) => {
                 run.error(&who, format!("acquire: {e}"));
                 tokio::time::sleep(Duration::from_millis(20)).await;

@@ -171,7 +171,7 @@ pub(crate) async fn worker(run: Arc<Run>, i: usize, session: Duration) {
                 Err(Error::TimedOut) => break,
                 Err(e) => {
                     run.error(&who, format!("acquire: {e}"));
-                    if matches!(e, Error::ClientClosed) {
+                    if matches!(e, Error::ClientClosed(_)) {
                         break;
                     }
                     tokio::time::sleep(Duration::from_millis(20)).await;

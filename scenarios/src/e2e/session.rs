@@ -134,10 +134,23 @@ pub async fn close_session(env: &Env) {
     let lo = a.mutex(&other).await.unwrap();
     let pending = env.spawn(async move { lo.acquire().await });
     wait_children(env, &observer, &other, 2).await;
+    let session = a.session_id();
+    // Each closed-session error names this client: its connect string and
+    // its session, in the value and in the message.
+    let names_a = |e: &Error| match e {
+        Error::ClientClosed(name) => {
+            let message = e.to_string();
+            name.connect_string() == env.addr
+                && name.session_id() == session
+                && message.contains(&env.addr)
+                && message.contains(&format!("{session:#x}"))
+        }
+        _ => false,
+    };
     env.within(Duration::from_secs(5), "close", a.close()).await.unwrap();
     let failed = env.within(Duration::from_secs(1), "acquire under way at close", pending).await;
     // You closed it: ClientClosed, not a session end the server chose.
-    assert!(matches!(failed, Err(Error::ClientClosed)), "{failed:?}");
+    assert!(failed.as_ref().is_err_and(names_a), "{failed:?}");
     assert_eq!(children(&observer, &other).await.len(), 1);
     drop(go);
     assert_empty(env, &observer, &other).await;
@@ -150,13 +163,15 @@ pub async fn close_session(env: &Env) {
     // ClientClosed (Error::ClientClosed's docs); releases succeed, the close
     // having ended the holds (Hold::release's docs).
     let got = a.get_data(&eph).await;
-    assert!(matches!(got, Err(Error::ClientClosed)), "{got:?}");
+    assert!(got.as_ref().is_err_and(names_a), "{got:?}");
     let acquired = la.acquire().await;
-    assert!(matches!(acquired, Err(Error::ClientClosed)), "{acquired:?}");
+    assert!(acquired.as_ref().is_err_and(names_a), "{acquired:?}");
     let made = a.mutex(&path).await;
-    assert!(matches!(made, Err(Error::ClientClosed)), "{made:?}");
+    assert!(made.as_ref().is_err_and(names_a), "{made:?}");
     let made = a.semaphore(&sem, 2).await;
-    assert!(matches!(made, Err(Error::ClientClosed)), "{made:?}");
+    assert!(made.as_ref().is_err_and(names_a), "{made:?}");
+    let made = a.shared_count(&env.path("close-count"), 1).await;
+    assert!(made.as_ref().is_err_and(names_a), "{made:?}");
     assert_eq!(ga.release().await, Ok(())); // nothing left to release: not an error
     let lease = lease.pop().unwrap();
     assert_eq!(lease.status(), HoldStatus::Lost);
