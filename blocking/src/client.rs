@@ -4,12 +4,12 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use futures_lite::StreamExt;
-use zoolock_core::wire::{Acl, Bytes, CreateMode, MultiResult, Stat};
-use zoolock_core::{Op, Participant};
+use zoolock_smol::{Acl, Bytes, CreateMode, MultiResult, Stat};
 use zoolock_smol::{
     ConnectionState, ElectionKind, ElectionParticipant, Error, LockKind, LockOptions, LockSpec, Options,
     SemaphoreOptions,
 };
+use zoolock_smol::{Op, Participant};
 
 use crate::{
     HolderChanges, LeaderChanges, LeaderLatch, LeaderSelector, Lock, ReadWriteLock, Semaphore, SharedCount, wait,

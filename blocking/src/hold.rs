@@ -8,8 +8,8 @@
 use std::time::Duration;
 
 use futures_lite::StreamExt;
-use zoolock_core::Op;
-use zoolock_core::wire::MultiResult;
+use zoolock_smol::MultiResult;
+use zoolock_smol::Op;
 use zoolock_smol::{Error, FencingToken, HoldStatus, LossReason};
 
 use crate::{wait, wait_timeout};

@@ -147,14 +147,16 @@ pub use hold::{Hold, StatusChanges};
 pub use leader::{HolderChanges, LeaderChanges, LeaderLatch, LeaderSelector, Leadership, LeadershipChanges};
 pub use lock::{Guard, Lock, ReadWriteLock};
 pub use semaphore::{Lease, Semaphore};
-/// The sans-IO core, for plain ops and wire types
-/// (named after its crate, as the async crates re-export it).
-pub use zoolock_core;
+/// The sans-IO core beneath this crate: an advanced module (see
+/// `zoolock_smol::sans_io`), for what the handles do not cover.
+pub use zoolock_smol::sans_io;
 pub use zoolock_smol::{
-    AclParseError, AclPolicy, AuthInfo, Bytes, CloseMode, Compression, ConnectionState, DialError, ElectionKind,
-    ElectionParticipant, Error, FencingToken, HoldStatus, LeadershipPolicy, LockKind, LockOptions, LockSpec,
-    LossReason, MultiResult, Op, OpPlan, Options, Participant, QueuePosition, RetryPolicy, SemaphoreOptions,
-    SemaphoreSize, Suspension, TlsError, VersionedCount, ZkPath, parse_acl,
+    Acl, AclParseError, AclPolicy, ApiMisuse, AuthInfo, Bytes, ClientName, CloseMode, Compression, ConnectStringError,
+    ConnectionState, CreateMode, DialError, ElectionKind, ElectionParticipant, Error, ErrorCode, FencingToken,
+    HoldStatus, LeadershipPolicy, LockKind, LockOptions, LockSpec, LossReason, Misbehavior, MultiResult, Op, OpPlan,
+    Options, Participant, PathError, PathProblem, QueuePosition, RequestError, RetryPolicy, SaslConfig, SaslError,
+    SaslMechanism, SemaphoreOptions, SemaphoreSize, SessionError, Stat, Suspension, TlsError, VersionedCount, ZkPath,
+    parse_acl,
 };
 #[cfg(feature = "gssapi")]
 pub use zoolock_smol::{GSSAPI_DEFAULT_SERVICE, GssapiClient};

@@ -139,7 +139,7 @@ fn auth(s: &str) -> Result<zoolock_tokio::AuthInfo, String> {
 
 /// A parsed `--acl`.
 #[derive(Debug, Clone)]
-pub(crate) struct AclSpec(pub(crate) Vec<zoolock_tokio::zoolock_core::wire::Acl>);
+pub(crate) struct AclSpec(pub(crate) Vec<zoolock_tokio::Acl>);
 
 fn acl(s: &str) -> Result<AclSpec, String> {
     zoolock_tokio::parse_acl(s).map(AclSpec).map_err(|e| e.to_string())
@@ -520,7 +520,7 @@ fn wait_duration(s: &str) -> Result<Duration, String> {
 }
 
 fn zk_path(s: &str) -> Result<String, String> {
-    zoolock_tokio::zoolock_core::ZkPath::new(s).map(|p| p.as_str().to_owned()).map_err(|e| e.to_string())
+    zoolock_tokio::ZkPath::new(s).map(|p| p.as_str().to_owned()).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

@@ -165,12 +165,12 @@ fn compress_gzips_lock_data_and_counts() {
     };
     assert_eq!(list[0]["data"], json!("worker-1"), "decompressed by a plain zoolock");
     let node = raw(list[0]["node"].as_str().unwrap());
-    assert!(zoolock_tokio::zoolock_core::gzip::is_gzip(&node), "{node:?}");
+    assert!(zoolock_tokio::sans_io::gzip::is_gzip(&node), "{node:?}");
     stop(holder);
 
     stdout(&output(zoolock(addr).args(["--compress", "count", "set", "/gz-count", "5"])));
     let count = raw("/gz-count");
-    assert_eq!(zoolock_tokio::zoolock_core::gzip::decompress(&count, 4).unwrap(), [0, 0, 0, 5]);
+    assert_eq!(zoolock_tokio::sans_io::gzip::decompress(&count, 4).unwrap(), [0, 0, 0, 5]);
     assert_eq!(stdout(&output(zoolock(addr).args(["count", "get", "/gz-count"]))), "5\n");
 }
 

@@ -106,7 +106,7 @@ fn gives_up(args: &[&str]) {
         "{args:?}: not the typed error: {stderr}"
     );
     let n = connections.load(Ordering::SeqCst);
-    let max = usize::try_from(zoolock_tokio::zoolock_core::DEFAULT_MAX_MISBEHAVING_CONNECTIONS).unwrap();
+    let max = usize::try_from(zoolock_tokio::sans_io::DEFAULT_MAX_MISBEHAVING_CONNECTIONS).unwrap();
     assert!((1..=max).contains(&n), "{args:?}: {n} connections");
 }
 

@@ -9,9 +9,9 @@ use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use zoolock_tokio::ErrorCode;
 use zoolock_tokio::Options;
-use zoolock_tokio::zoolock_core::RequestError;
-use zoolock_tokio::zoolock_core::wire::ErrorCode;
+use zoolock_tokio::RequestError;
 
 fn zoolock(addr: &str) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_zoolock"));

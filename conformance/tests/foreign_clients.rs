@@ -45,9 +45,7 @@ async fn connect(addr: &str) -> Client {
 async fn children(client: &Client, path: &str) -> Vec<String> {
     match client.get_children(path).await {
         Ok((names, _)) => names,
-        Err(Error::Request(zoolock_tokio::zoolock_core::RequestError::Server(code)))
-            if code == zoolock_tokio::zoolock_core::wire::ErrorCode::NO_NODE =>
-        {
+        Err(Error::Request(zoolock_tokio::RequestError::Server(code))) if code == zoolock_tokio::ErrorCode::NO_NODE => {
             Vec::new()
         }
         Err(e) => panic!("getChildren {path}: {e}"),

@@ -56,9 +56,7 @@ async fn children(client: &Client, path: &str) -> Vec<String> {
             names.sort_by_key(|n| seq(n));
             names
         }
-        Err(Error::Request(zoolock_tokio::zoolock_core::RequestError::Server(code)))
-            if code == zoolock_tokio::zoolock_core::wire::ErrorCode::NO_NODE =>
-        {
+        Err(Error::Request(zoolock_tokio::RequestError::Server(code))) if code == zoolock_tokio::ErrorCode::NO_NODE => {
             Vec::new()
         }
         Err(e) => panic!("getChildren {path}: {e}"),

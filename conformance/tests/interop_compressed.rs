@@ -67,7 +67,7 @@ async fn interop_gzip_node_data() {
     let count = gz.shared_count(&count_path, 5).await.unwrap();
     assert_eq!(curator_read(&mut curator, &count_path).await, [0, 0, 0, 5]);
     let other = format!("{root}/count2");
-    plain.create(&other, &[0, 0, 0, 1], zoolock_tokio::zoolock_core::wire::CreateMode::PERSISTENT).await.unwrap();
+    plain.create(&other, &[0, 0, 0, 1], zoolock_tokio::CreateMode::PERSISTENT).await.unwrap();
     curator.send("GZIP_SET", &format!("{other} x{}", hex(&[0, 0, 0, 9])));
     curator.expect("SET").await;
     assert_eq!(plain.shared_count(&other, 0).await.unwrap().get().value, 9);
@@ -75,7 +75,7 @@ async fn interop_gzip_node_data() {
 
     // Plain data is what Curator's decompressing read refuses.
     let plain_node = format!("{root}/plain");
-    plain.create(&plain_node, b"__REVOKE__", zoolock_tokio::zoolock_core::wire::CreateMode::PERSISTENT).await.unwrap();
+    plain.create(&plain_node, b"__REVOKE__", zoolock_tokio::CreateMode::PERSISTENT).await.unwrap();
     curator.send("GZIP_GET", &plain_node);
     let refused = curator.next_or_error(Duration::from_secs(10)).await.expect("a reply");
     assert_eq!(refused[0], "ERROR", "Curator decompressed plain data: {refused:?}");

@@ -78,6 +78,5 @@ pub use session::{
     ROOT_RETRIES, RequestId, SaslClient, SaslConfig, SaslError, SaslMechanism, Session, SessionConfig, SessionEvent,
     SessionLease, SessionStatus, Suspension, WatchEvent, WatchKind, WatcherId,
 };
-pub use slack::shrink_buf;
 pub use time::Instant;
 pub use zoolock_wire as wire;

@@ -40,8 +40,8 @@ pub(crate) fn shrink_vec<T>(v: &mut Vec<T>) {
 }
 
 /// Frees an empty buffer grown past 64 KiB (a burst's frames): for the
-/// session's own and a transport's send buffers, called once they are empty.
-pub fn shrink_buf(buf: &mut BytesMut) {
+/// session's own send buffer, called once it is empty.
+pub(crate) fn shrink_buf(buf: &mut BytesMut) {
     if buf.is_empty() && buf.capacity() > 64 * KEEP {
         *buf = BytesMut::new();
     }

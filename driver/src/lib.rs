@@ -94,8 +94,7 @@ pub use latch::{CloseMode, LeaderLatch, LeadershipChanges};
 pub use leader::{LeaderSelector, Leadership};
 pub use lock::{Guard, Lock, ReadWriteLock};
 pub use observe::{HolderChanges, LeaderChanges};
-pub use options::{LockOptions, Options};
-pub use recipes::SemaphoreOptions;
+pub use options::{LockOptions, Options, SemaphoreOptions};
 pub use runtime::{BoxFuture, Conn, IoConn, Runtime};
 /// rustls, as the driver uses it (for [`TlsOptions::from_config`] and transports).
 #[cfg(feature = "tls")]
@@ -104,9 +103,26 @@ pub use security::{AclParseError, AclPolicy, AuthInfo, TlsError, parse_acl};
 pub use semaphore::{Lease, Semaphore};
 #[cfg(feature = "tls")]
 pub use tls::{TlsConfigError, TlsConnect, TlsOptions};
-/// The sans-IO core, for plain ops and wire types beyond those re-exported
-/// here. Named after its crate, so it never shadows `::core`.
-pub use zoolock_core;
+/// What the errors carry: why a request failed and who is to blame
+/// ([`Error::Request`]), an API misuse ([`Error::Misuse`]), a bad path or
+/// connect string, the server's result codes.
+pub use zoolock_core::wire::ErrorCode;
+/// What the plain operations take and return ([`Client::create`],
+/// [`Client::get_data`], ...) and the SASL settings of [`Options::sasl`].
+pub use zoolock_core::wire::{Acl, CreateMode, Stat};
+pub use zoolock_core::{
+    ApiMisuse, ConnectStringError, Misbehavior, PathError, PathProblem, RequestError, SaslError, SessionError,
+};
+pub use zoolock_core::{SaslConfig, SaslMechanism};
+
+/// The sans-IO core beneath this crate: an advanced module, for what the
+/// handles do not cover (the wire codec, node layouts and naming policy,
+/// the session and recipe machines). Everything a handle's signature or
+/// error names is also at this crate's root; reach here only for the rest.
+/// Its API is `zoolock-core`'s, which follows its own version.
+pub mod sans_io {
+    pub use zoolock_core::*;
+}
 pub use zoolock_core::recipes::{
     ElectionKind, ElectionParticipant, LeadershipPolicy, LockKind, LockName, LockNameError, LockSpec, SemaphoreSize,
     SortRule,

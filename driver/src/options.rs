@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use zoolock_core::recipes::{LeadershipPolicy, LockName};
+use zoolock_core::recipes::{LeadershipPolicy, LockName, SemaphoreSize};
 use zoolock_core::{Compression, OpPlan, RetryPolicy, SaslConfig};
 
 use crate::security::{AclPolicy, AuthInfo};
@@ -335,6 +335,49 @@ impl LockOptions {
     /// Sets an election's policy ([`LockOptions::leadership`]).
     pub fn leadership(mut self, policy: LeadershipPolicy) -> Self {
         self.leadership = policy;
+        self
+    }
+}
+
+/// Settings of a semaphore ([`Client::semaphore_with`](crate::Client::semaphore_with)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SemaphoreOptions {
+    /// Its size.
+    pub size: SemaphoreSize,
+    /// Revocable: each lease's holder is told when someone asks for the
+    /// lease back ([`crate::Hold::revocation_requested`]); lease nodes
+    /// have empty data.
+    pub revocable: bool,
+    /// The longest each lease may be held ([`LockOptions::max_hold`]).
+    pub max_hold: Option<std::time::Duration>,
+}
+
+impl SemaphoreOptions {
+    /// `n` leases.
+    pub fn leases(n: usize) -> Self {
+        SemaphoreOptions { size: SemaphoreSize::Leases(n), revocable: false, max_hold: None }
+    }
+
+    /// Sized by the shared count at `count_path` (seeded with `seed`).
+    pub fn sized_by(count_path: &str, seed: i32) -> Self {
+        SemaphoreOptions {
+            size: SemaphoreSize::Count { path: count_path.into(), seed },
+            revocable: false,
+            max_hold: None,
+        }
+    }
+
+    /// Makes the leases revocable.
+    pub fn revocable(mut self, revocable: bool) -> Self {
+        self.revocable = revocable;
+        self
+    }
+
+    /// Sets the longest each lease may be held: past it, the lease reads
+    /// `Lost` and its node is deleted ([`LockOptions::max_hold`]).
+    pub fn max_hold(mut self, max_hold: std::time::Duration) -> Self {
+        self.max_hold = Some(max_hold);
         self
     }
 }

@@ -14,52 +14,9 @@ use crate::client::Client;
 use crate::count::SharedCount;
 use crate::error::Error;
 use crate::lock::{Lock, ReadWriteLock};
-use crate::options::LockOptions;
+use crate::options::{LockOptions, SemaphoreOptions};
 use crate::semaphore::Semaphore;
 use crate::task::{Command, RecipeSink, Sink};
-
-/// Settings of a semaphore ([`Client::semaphore_with`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct SemaphoreOptions {
-    /// Its size.
-    pub size: SemaphoreSize,
-    /// Revocable: each lease's holder is told when someone asks for the
-    /// lease back ([`crate::Hold::revocation_requested`]); lease nodes
-    /// have empty data.
-    pub revocable: bool,
-    /// The longest each lease may be held ([`LockOptions::max_hold`]).
-    pub max_hold: Option<std::time::Duration>,
-}
-
-impl SemaphoreOptions {
-    /// `n` leases.
-    pub fn leases(n: usize) -> Self {
-        SemaphoreOptions { size: SemaphoreSize::Leases(n), revocable: false, max_hold: None }
-    }
-
-    /// Sized by the shared count at `count_path` (seeded with `seed`).
-    pub fn sized_by(count_path: &str, seed: i32) -> Self {
-        SemaphoreOptions {
-            size: SemaphoreSize::Count { path: count_path.into(), seed },
-            revocable: false,
-            max_hold: None,
-        }
-    }
-
-    /// Makes the leases revocable.
-    pub fn revocable(mut self, revocable: bool) -> Self {
-        self.revocable = revocable;
-        self
-    }
-
-    /// Sets the longest each lease may be held: past it, the lease reads
-    /// `Lost` and its node is deleted ([`LockOptions::max_hold`]).
-    pub fn max_hold(mut self, max_hold: std::time::Duration) -> Self {
-        self.max_hold = Some(max_hold);
-        self
-    }
-}
 
 impl Client {
     /// A fair mutex on `path` (Curator's `InterProcessMutex` layout). Unlike

@@ -554,7 +554,10 @@ impl DriverTask {
                 Poll::Pending => return progress,
             }
         }
-        zoolock_core::shrink_buf(&mut self.tx);
+        // A burst's frames grew it past a read's chunk: free it once sent.
+        if self.tx.is_empty() && self.tx.capacity() > READ_CHUNK {
+            self.tx = BytesMut::new();
+        }
         let _ = Pin::new(&mut **conn).poll_flush(cx);
         progress
     }

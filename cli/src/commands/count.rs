@@ -20,7 +20,7 @@ pub(super) async fn run(global: &Global, action: CountAction) -> Outcome {
 
 /// Reads without creating: a missing count is an error, not a seed.
 pub(super) async fn get(client: &zoolock_tokio::Client, path: &str) -> Result<i32, Failure> {
-    use zoolock_tokio::zoolock_core::{RequestError, recipes::count_value, wire::ErrorCode};
+    use zoolock_tokio::sans_io::{RequestError, recipes::count_value, wire::ErrorCode};
     match client.get_data(path).await {
         Ok((data, _)) => count_value(&data).ok_or_else(|| {
             Failure::new(exit::FAILURE, format!("{path} does not hold a shared count ({} bytes, not 4)", data.len()))

@@ -4,8 +4,8 @@
 use std::io::Write;
 use std::time::Duration;
 
-use zoolock_tokio::zoolock_core::recipes::policy::{self, PositionRule};
-use zoolock_tokio::zoolock_core::recipes::{Recognised, recognise};
+use zoolock_tokio::sans_io::recipes::policy::{self, PositionRule};
+use zoolock_tokio::sans_io::recipes::{Recognised, recognise};
 use zoolock_tokio::{Client, Error};
 
 use crate::args::{Global, HoldersSize, Kind};
@@ -60,7 +60,7 @@ pub(super) async fn holder(
     kind: Kind,
     leases: Option<usize>,
 ) -> Result<Option<String>, Error> {
-    use zoolock_tokio::zoolock_core::{RequestError, ZkPath, gzip, wire::ErrorCode};
+    use zoolock_tokio::sans_io::{RequestError, ZkPath, gzip, wire::ErrorCode};
 
     let Some(layout) = kind.lock_kind().layout() else { return Ok(None) };
     let base = layout.queue(&ZkPath::new(path)?)?.as_str().to_owned();
@@ -116,7 +116,7 @@ pub(super) fn held_by(entries: &[Entry]) -> Option<String> {
 /// Exit 1 when the nodes contradict `kind`, or, without `kind`, when they
 /// show several layouts or none; the listing's failure.
 pub(super) async fn resolve(client: &Client, path: &str, kind: Option<Kind>) -> Result<Option<Kind>, Failure> {
-    use zoolock_tokio::zoolock_core::{RequestError, wire::ErrorCode};
+    use zoolock_tokio::sans_io::{RequestError, wire::ErrorCode};
 
     // A lost connection is retried, as the recipe listings are: the session
     // reconnects (or ends, with the cause the user must see: a server that

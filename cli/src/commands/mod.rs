@@ -79,7 +79,7 @@ async fn connect_with(global: &Global, data: Option<&str>, options: Options) -> 
     tracing::debug!(connect, "connecting");
     zoolock_tokio::connect(connect, options).await.map_err(|e| match e {
         Error::ConnectString(e) => Failure::new(exit::USAGE, format!("bad --connect {connect:?}: {e}")),
-        Error::Request(zoolock_tokio::zoolock_core::RequestError::AuthFailed) => {
+        Error::Request(zoolock_tokio::RequestError::AuthFailed) => {
             let gssapi = global.security.sasl_mechanism == Some(crate::args::SaslMechanism::Gssapi);
             let which = match &global.security.sasl_user {
                 _ if gssapi => "the server refused our Kerberos (SASL GSSAPI) authentication".to_owned(),
@@ -109,7 +109,7 @@ fn election_of(latch: bool) -> ElectionKind {
 
 /// A request failed after connecting.
 fn request_failed(what: &str, e: &Error) -> Failure {
-    use zoolock_tokio::zoolock_core::RequestError;
+    use zoolock_tokio::RequestError;
     let code = match e {
         Error::Path(_) => exit::USAGE,
         // The server's answer to a request (NoNode, NoAuth, ...), or a

@@ -23,7 +23,7 @@ pub(crate) struct ServeArgs {
     /// Largest frame a client may send, in bytes (ZooKeeper's
     /// jute.maxbuffer, 1 MiB). A longer length prefix closes the connection
     /// before anything is read or allocated for the frame.
-    #[arg(long, value_name = "BYTES", default_value_t = zoolock_tokio::zoolock_core::wire::JUTE_MAXBUFFER,
+    #[arg(long, value_name = "BYTES", default_value_t = zoolock_tokio::sans_io::wire::JUTE_MAXBUFFER,
           value_parser = frame_len)]
     pub(crate) max_frame: usize,
     /// Connections one client address may hold open at once (ZooKeeper's

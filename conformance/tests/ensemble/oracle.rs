@@ -180,8 +180,8 @@ pub(crate) async fn assert_no_leak(ens: &Ensemble, name: &str, path: &str, limit
                 return started.elapsed();
             }
             Ok((children, _)) => last = children,
-            Err(Error::Request(zoolock_tokio::zoolock_core::RequestError::Server(code)))
-                if code == zoolock_tokio::zoolock_core::wire::ErrorCode::NO_NODE =>
+            Err(Error::Request(zoolock_tokio::RequestError::Server(code)))
+                if code == zoolock_tokio::ErrorCode::NO_NODE =>
             {
                 let _ = client.close().await;
                 return started.elapsed();

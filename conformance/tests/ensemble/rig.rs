@@ -7,7 +7,7 @@ use crate::partition::{DEBIAN, healthy, left_out_of_ci};
 use crate::workload::blocking;
 use crate::{ensemble_with, serial};
 use zoolock_testkit::raw::RawConn;
-use zoolock_tokio::zoolock_core::wire::{Bytes, PathRequest, PathWatchRequest, Request, RequestFrame, Xid};
+use zoolock_tokio::sans_io::wire::{Bytes, PathRequest, PathWatchRequest, Request, RequestFrame, Xid};
 
 /// Sends `request` on `conn` (with the next xid; a ping with its own) and
 /// waits `within` for a reply with that xid (other frames are skipped): the

@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use zoolock_conformance::sim::{Fencing, Mode, check_exclusion};
-use zoolock_tokio::zoolock_core::{Rng, ZkPath};
+use zoolock_tokio::sans_io::{Rng, ZkPath};
 use zoolock_tokio::{Client, Error, Hold, HoldStatus, Lock, LockKind, LockOptions, LockSpec};
 
 use crate::harness::{Ensemble, now_us};

@@ -6,11 +6,11 @@ use super::*;
 /// Core's seeded PRNG with the draws the cancellation runs make;
 /// reproducible from the printed seed.
 #[derive(Clone)]
-struct Rng(zoolock_driver::zoolock_core::Rng);
+struct Rng(zoolock_driver::sans_io::Rng);
 
 impl Rng {
     fn new(seed: u64) -> Rng {
-        Rng(zoolock_driver::zoolock_core::Rng::with_seed(seed))
+        Rng(zoolock_driver::sans_io::Rng::with_seed(seed))
     }
 
     fn next(&mut self) -> u64 {
@@ -272,7 +272,7 @@ async fn cancellation_run(
     for lane in 0..lanes {
         let c = env.client().await;
         let acquire = make(c.clone()).await;
-        let rng = Rng::new(zoolock_driver::zoolock_core::Rng::fork(seed, lane as u64 + 1));
+        let rng = Rng::new(zoolock_driver::sans_io::Rng::fork(seed, lane as u64 + 1));
         let per_lane = drops / lanes + usize::from(lane < drops % lanes);
         droppers.push(env.spawn(dropper_lane(env.clone(), acquire, rng, shared.clone(), per_lane)));
         clients.push(c);
@@ -282,7 +282,7 @@ async fn cancellation_run(
     let holder = env.spawn(holder_lane(
         env.clone(),
         acquire,
-        Rng::new(zoolock_driver::zoolock_core::Rng::fork(seed, 0)),
+        Rng::new(zoolock_driver::sans_io::Rng::fork(seed, 0)),
         shared.clone(),
         stop.clone(),
     ));

@@ -5,9 +5,9 @@
 
 use std::time::Duration;
 
-use zoolock_driver::zoolock_core::wire::{Acl, Bytes, CreateMode, ErrorCode};
-use zoolock_driver::zoolock_core::{Op, RequestError, ZkPath};
+use zoolock_driver::{Acl, Bytes, CreateMode, ErrorCode};
 use zoolock_driver::{Client, Error};
+use zoolock_driver::{Op, RequestError, ZkPath};
 
 use super::{Env, children, close_all, held, remove_tree};
 

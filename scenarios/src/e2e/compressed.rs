@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use futures_lite::StreamExt;
-use zoolock_driver::zoolock_core::gzip;
-use zoolock_driver::zoolock_core::wire::Bytes;
+use zoolock_driver::Bytes;
+use zoolock_driver::sans_io::gzip;
 use zoolock_driver::{Compression, LockKind, LockOptions};
 
 use super::{Env, close_all, remove_tree};

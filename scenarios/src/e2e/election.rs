@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex as StdMutex};
 use std::time::{Duration, Instant};
 
 use futures_lite::{StreamExt, future};
-use zoolock_driver::zoolock_core::ApiMisuse;
+use zoolock_driver::ApiMisuse;
 use zoolock_driver::{
     CloseMode, ElectionKind, Error, HoldStatus, Leadership, LeadershipPolicy, LockKind, LockOptions, LossReason,
     SemaphoreOptions,

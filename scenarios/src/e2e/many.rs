@@ -1,6 +1,6 @@
 //! Many distinct locks on one session at once (issue 29): a burst of first
 //! acquires several times larger than the requests the client lets be in
-//! flight ([`IN_FLIGHT_WINDOW`](zoolock_driver::zoolock_core::IN_FLIGHT_WINDOW))
+//! flight ([`IN_FLIGHT_WINDOW`](zoolock_driver::sans_io::IN_FLIGHT_WINDOW))
 //! all get through, and every node goes with its release.
 
 use std::time::Duration;

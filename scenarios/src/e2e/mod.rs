@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 
 use futures_channel::oneshot;
 use futures_lite::{StreamExt, future};
-use zoolock_driver::zoolock_core::wire::{Acl, Bytes, CreateMode, ErrorCode, MultiResult};
-use zoolock_driver::zoolock_core::{ApiMisuse, Op, RequestError, ZkPath};
+use zoolock_driver::{Acl, Bytes, CreateMode, ErrorCode, MultiResult};
+use zoolock_driver::{ApiMisuse, Op, RequestError, ZkPath};
 use zoolock_driver::{
     Client, ConnectionState, Error, Guard, Hold, HoldStatus, Lock, LockKind, OpPlan, Options, ReadWriteLock, Runtime,
     Suspension,

@@ -77,7 +77,7 @@ pub async fn shared_count(env: &Env) {
     assert_eq!(cb.get().value, 10);
 
     let bad = format!("{}/bad", env.path("count"));
-    a.create(&bad, b"xy", zoolock_driver::zoolock_core::wire::CreateMode::PERSISTENT).await.unwrap();
+    a.create(&bad, b"xy", zoolock_driver::CreateMode::PERSISTENT).await.unwrap();
     assert!(matches!(a.shared_count(&bad, 1).await, Err(Error::CountMalformed { len: 2, .. })));
     let sized = zoolock_driver::SemaphoreOptions::sized_by(&bad, 1);
     let sem = a.semaphore_with(&format!("{}/sem", env.path("count")), sized).await;

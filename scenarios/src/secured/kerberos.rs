@@ -12,8 +12,8 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use zoolock_driver::zoolock_core::{RequestError, SaslError};
 use zoolock_driver::{ConnectionState, Error, GssapiClient, Options};
+use zoolock_driver::{RequestError, SaslError};
 
 use super::{CONNECT_TIMEOUT, Rt, env_var};
 use zoolock_testkit::proxy::Proxy;

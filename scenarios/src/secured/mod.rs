@@ -25,9 +25,9 @@ pub use kerberos::{kerberos_failures, kerberos_recipes, kerberos_renewal};
 pub use tls::{tls_failures, tls_rotation, tls_server_checks, tls12_recipes, tls13_recipes};
 
 use futures_lite::future;
-use zoolock_driver::zoolock_core::RequestError;
-use zoolock_driver::zoolock_core::wire::{CreateMode, ErrorCode};
+use zoolock_driver::RequestError;
 use zoolock_driver::{AclPolicy, Client, Error, Options, ReadWriteLock, Runtime, parse_acl};
+use zoolock_driver::{CreateMode, ErrorCode};
 
 use crate::TestRuntime;
 
@@ -151,10 +151,8 @@ pub async fn digest_acl(rt: &Rt) {
 pub async fn acl_prefix(rt: &Rt) {
     let Some(addr) = zoolock_testkit::real_server("secured") else { return };
     let private = rt.path("private");
-    let policy = AclPolicy::default().with_prefix(
-        zoolock_driver::zoolock_core::ZkPath::new(&private).unwrap(),
-        parse_acl("auth::cdrwa,world:anyone:r").unwrap(),
-    );
+    let policy = AclPolicy::default()
+        .with_prefix(zoolock_driver::ZkPath::new(&private).unwrap(), parse_acl("auth::cdrwa,world:anyone:r").unwrap());
     let a = rt.connect(&addr, Options::default().auth("digest", "carol:pw").acl(policy)).await.unwrap();
     let anonymous = rt.connect(&addr, Options::default()).await.unwrap();
     let open = a.mutex(&rt.path("open")).await.unwrap().acquire().await.unwrap();
@@ -211,7 +209,7 @@ pub async fn plain_create_acl(rt: &Rt) {
     let write = anonymous.set_data(&explicit, b"x", None).await;
     assert!(is_server(&write, ErrorCode::NO_AUTH), "explicit read-only: {write:?}");
     let open = format!("{top}/open");
-    let acl = zoolock_driver::zoolock_core::wire::Acl::open_unsafe();
+    let acl = zoolock_driver::Acl::open_unsafe();
     a.create_with_acl(&open, b"", CreateMode::PERSISTENT, acl).await.unwrap();
     anonymous.set_data(&open, b"anyone", None).await.expect("explicit open ACL: anyone writes");
     let delete = anonymous.delete(&open, None).await;

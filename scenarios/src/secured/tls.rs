@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use futures_lite::StreamExt;
-use zoolock_driver::zoolock_core::wire::CreateMode;
+use zoolock_driver::CreateMode;
 use zoolock_driver::{ConnectionState, Error, Options, TlsConfigError, TlsError, TlsOptions};
 use zoolock_testkit::proxy::Proxy;
 

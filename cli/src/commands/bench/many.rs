@@ -20,9 +20,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use tokio::sync::{Notify, watch};
-use zoolock_tokio::zoolock_core::RequestError;
-use zoolock_tokio::zoolock_core::wire::{CreateMode, ErrorCode};
+use zoolock_tokio::RequestError;
 use zoolock_tokio::{Client, Error};
+use zoolock_tokio::{CreateMode, ErrorCode};
 
 use super::report::Report;
 use super::single::give_back;

@@ -68,6 +68,6 @@ fn join(parent: &str, name: &str) -> String {
 }
 
 fn is_no_node(e: &Error) -> bool {
-    use zoolock_tokio::zoolock_core::{RequestError, wire::ErrorCode};
+    use zoolock_tokio::sans_io::{RequestError, wire::ErrorCode};
     matches!(e, Error::Request(RequestError::Server(code)) if *code == ErrorCode::NO_NODE)
 }

@@ -11,7 +11,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use zoolock_tokio::LockKind;
-use zoolock_tokio::zoolock_core::recipes::policy::{LOCK_NAME, SortKey};
+use zoolock_tokio::sans_io::recipes::policy::{LOCK_NAME, SortKey};
 
 /// A recipe the demo runs: one of three lock kinds.
 pub(crate) type Recipe = LockKind;

@@ -10,10 +10,10 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use zoolock_tokio::zoolock_core::RequestError;
-use zoolock_tokio::zoolock_core::recipes::{SEMAPHORE_LEASES, SEMAPHORE_LOCKS};
-use zoolock_tokio::zoolock_core::wire::{CreateMode, ErrorCode};
+use zoolock_tokio::RequestError;
+use zoolock_tokio::sans_io::recipes::{SEMAPHORE_LEASES, SEMAPHORE_LOCKS};
 use zoolock_tokio::{Client, Error};
+use zoolock_tokio::{CreateMode, ErrorCode};
 
 use super::board::Recipe;
 
