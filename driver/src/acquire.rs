@@ -1,12 +1,12 @@
 //! The driver's side of core's ticket queues ([`LockQueue`] behind a
 //! [`crate::Lock`], [`LeaseQueue`] behind a [`crate::Semaphore`]). Each
-//! registered queue is one [`Recipe`], shared by its handles ([`Owner`]s),
+//! registered queue is one [`RegisteredQueue`], shared by its handles ([`Owner`]s),
 //! their acquires and holds, and its event sink. An acquire ([`Acquire`])
 //! queues its command on the event loop, learns the ticket core issues for
 //! it, follows its queue position and waits for the grant, all through one
 //! [`Answer`]; dropping it abandons the ticket, and core gives back whatever
 //! the ticket got. Both handles acquire this way; what differs (the grant,
-//! what a waiter keeps, how holds are recorded) is in their [`Tickets`] impl.
+//! what a waiter keeps, how holds are recorded) is in their [`TicketRecords`] impl.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -27,14 +27,14 @@ use crate::metrics::{Gauge, Labels};
 use crate::task::Command;
 
 /// State shared by a recipe's handles and its event sink: every change
-/// wakes whoever waits on [`Watched::changed`].
+/// wakes whoever waits on [`Signalled::changed`].
 #[derive(Debug, Default)]
-pub(crate) struct Watched<T> {
+pub(crate) struct Signalled<T> {
     state: Mutex<T>,
     pub(crate) changed: Event,
 }
 
-impl<T> Watched<T> {
+impl<T> Signalled<T> {
     /// Changes the state and wakes everyone waiting on it.
     pub(crate) fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
         let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
@@ -60,9 +60,9 @@ impl<T> Watched<T> {
 /// its sink share, its path and metrics labels, in one allocation. It holds
 /// no [`Client`]: the event loop keeps the sink (this) until the recipe is
 /// gone, and a client kept there would keep the session open.
-pub(crate) struct Recipe<S: Tickets> {
+pub(crate) struct RegisteredQueue<S: TicketRecords> {
     pub(crate) handle: Handle<S::Queue>,
-    pub(crate) shared: Watched<S>,
+    pub(crate) shared: Signalled<S>,
     /// The lock or semaphore path (paths, for a multi-lock), for the log
     /// and the metrics labels.
     pub(crate) path: Box<str>,
@@ -74,7 +74,7 @@ pub(crate) struct Recipe<S: Tickets> {
     owners: AtomicUsize,
 }
 
-impl<S: Tickets> Recipe<S> {
+impl<S: TicketRecords> RegisteredQueue<S> {
     /// The shared part of the recipe registered as `handle`, with `state`.
     pub(crate) fn new(
         handle: Handle<S::Queue>,
@@ -82,9 +82,9 @@ impl<S: Tickets> Recipe<S> {
         path: Box<str>,
         kind: LockKind,
         path_label: bool,
-    ) -> Recipe<S> {
-        let shared = Watched { state: Mutex::new(state), changed: Event::new() };
-        Recipe { handle, shared, path, kind, path_label, owners: AtomicUsize::new(0) }
+    ) -> RegisteredQueue<S> {
+        let shared = Signalled { state: Mutex::new(state), changed: Event::new() };
+        RegisteredQueue { handle, shared, path, kind, path_label, owners: AtomicUsize::new(0) }
     }
 
     /// Its metrics labels.
@@ -93,7 +93,7 @@ impl<S: Tickets> Recipe<S> {
     }
 }
 
-impl<S: Tickets> Owned for Recipe<S> {
+impl<S: TicketRecords> Owned for RegisteredQueue<S> {
     fn id(&self) -> RecipeId {
         self.handle.id()
     }
@@ -225,7 +225,7 @@ pub(crate) struct Waiter<G, X> {
 }
 
 /// A core ticket queue the driver drives.
-pub(crate) trait TicketQueue: Machine<CoreMachine> + 'static {
+pub(crate) trait DrivenQueue: Machine<CoreMachine> + 'static {
     /// What an acquire asks of it (data, carried to the event loop).
     type Request: Send + 'static;
 
@@ -246,7 +246,7 @@ pub(crate) enum LockRequest {
     Downgrade { writer: Ticket },
 }
 
-impl TicketQueue for LockQueue {
+impl DrivenQueue for LockQueue {
     type Request = LockRequest;
 
     fn issue(&mut self, now: Instant, request: LockRequest) -> Result<Ticket, ApiMisuse> {
@@ -269,7 +269,7 @@ pub(crate) struct LeaseRequest {
     pub(crate) timeout: Option<Duration>,
 }
 
-impl TicketQueue for LeaseQueue {
+impl DrivenQueue for LeaseQueue {
     type Request = LeaseRequest;
 
     fn issue(&mut self, now: Instant, request: LeaseRequest) -> Result<Ticket, ApiMisuse> {
@@ -282,23 +282,23 @@ impl TicketQueue for LeaseQueue {
 }
 
 /// A ticket command of one queue, as the event loop runs it ([`run`]).
-pub(crate) enum TicketCommand<S: Tickets> {
+pub(crate) enum TicketCommand<S: TicketRecords> {
     /// Issue a ticket for `request` and file a waiter keeping `of` under
     /// it, answering through `answer`.
-    Acquire { request: <S::Queue as TicketQueue>::Request, of: S::Waiting, answer: Responder<S::Grant> },
+    Acquire { request: <S::Queue as DrivenQueue>::Request, of: S::Waiting, answer: Responder<S::Grant> },
     /// Abandon the ticket wherever it is (its acquire was dropped).
     Cancel(Ticket),
 }
 
 /// What the driver keeps of one recipe's tickets: their waiters, and
 /// whatever the kind records of its holds.
-pub(crate) trait Tickets: Send + Sized + 'static {
+pub(crate) trait TicketRecords: Send + Sized + 'static {
     /// What a granted acquire receives.
     type Grant: Send + 'static;
     /// What a waiter of this kind keeps beside its answer.
     type Waiting: Send + 'static;
     /// The core queue behind the recipe.
-    type Queue: TicketQueue;
+    type Queue: DrivenQueue;
 
     /// The acquire waiting under ticket `t`.
     fn waiter(&self, t: Ticket) -> Option<&Waiter<Self::Grant, Self::Waiting>>;
@@ -314,7 +314,7 @@ pub(crate) trait Tickets: Send + Sized + 'static {
     fn forget(&mut self, t: Ticket);
 
     /// The loop's command carrying `command` to `recipe`.
-    fn command(recipe: Arc<Recipe<Self>>, command: TicketCommand<Self>) -> Command;
+    fn command(recipe: Arc<RegisteredQueue<Self>>, command: TicketCommand<Self>) -> Command;
 }
 
 /// An acquire's outcome: its ticket, its grant and how long it waited.
@@ -346,8 +346,8 @@ pub(crate) type Progress<'p> = &'p mut (dyn FnMut(QueuePosition) + Send + 'p);
 /// wherever it is. Its state is small (the caller's task keeps it inline):
 /// a borrow of the handle, the [`Answer`], the start time and the last
 /// position reported.
-pub(crate) struct Acquire<'a, 'p, S: Tickets> {
-    owner: &'a Owner<Recipe<S>>,
+pub(crate) struct Acquire<'a, 'p, S: TicketRecords> {
+    owner: &'a Owner<RegisteredQueue<S>>,
     /// `None` once answered.
     answer: Option<Arc<Answer<S::Grant>>>,
     began: std::time::Instant,
@@ -365,7 +365,12 @@ pub(crate) struct Acquire<'a, 'p, S: Tickets> {
 /// call order. A request the recipe refuses answers with the refusal; an
 /// acquire dropped before its command ran does nothing. A cancel takes the
 /// ticket out wherever it is, and core gives back what it got.
-pub(crate) fn run<S: Tickets>(client: &mut CoreClient, now: Instant, recipe: &Recipe<S>, command: TicketCommand<S>) {
+pub(crate) fn run<S: TicketRecords>(
+    client: &mut CoreClient,
+    now: Instant,
+    recipe: &RegisteredQueue<S>,
+    command: TicketCommand<S>,
+) {
     match command {
         TicketCommand::Acquire { request, of, answer } => {
             let Some(cell) = answer.0.clone() else { return };
@@ -401,10 +406,10 @@ pub(crate) fn run<S: Tickets>(client: &mut CoreClient, now: Instant, recipe: &Re
 ///
 /// [`Error::ClientClosed`] when the event loop has ended (nothing was
 /// queued).
-pub(crate) fn acquire<'a, 'p, S: Tickets>(
-    owner: &'a Owner<Recipe<S>>,
+pub(crate) fn acquire<'a, 'p, S: TicketRecords>(
+    owner: &'a Owner<RegisteredQueue<S>>,
     of: S::Waiting,
-    request: <S::Queue as TicketQueue>::Request,
+    request: <S::Queue as DrivenQueue>::Request,
     progress: Option<Progress<'p>>,
 ) -> Result<Acquire<'a, 'p, S>, Error> {
     let answer = Arc::new(Answer::new());
@@ -427,14 +432,14 @@ pub(crate) fn record_grant(span: &tracing::Span, node: &str, token: zoolock_core
     span.record("token", token.0);
 }
 
-impl<S: Tickets> Acquire<'_, '_, S> {
+impl<S: TicketRecords> Acquire<'_, '_, S> {
     /// Its `zoolock.acquire` span.
     pub(crate) fn span(&self) -> &tracing::Span {
         &self.span
     }
 }
 
-impl<S: Tickets> Future for Acquire<'_, '_, S> {
+impl<S: TicketRecords> Future for Acquire<'_, '_, S> {
     type Output = Result<Granted<S::Grant>, Error>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
@@ -473,7 +478,7 @@ impl<S: Tickets> Future for Acquire<'_, '_, S> {
     }
 }
 
-impl<S: Tickets> Drop for Acquire<'_, '_, S> {
+impl<S: TicketRecords> Drop for Acquire<'_, '_, S> {
     fn drop(&mut self) {
         let Some(answer) = self.answer.take() else { return };
         let ticket = {
@@ -537,7 +542,7 @@ pub(crate) fn acquire_end(event: &RecipeEvent) -> Option<Error> {
 /// time-out counts in the metrics). `Err(error)` when no acquire waits under
 /// `t` (for a lock: the ticket's release failed); `Ok(())` otherwise, and
 /// for an event that ends no acquire.
-pub(crate) fn end<S: Tickets>(recipe: &Recipe<S>, t: Ticket, event: &RecipeEvent) -> Result<(), Error> {
+pub(crate) fn end<S: TicketRecords>(recipe: &RegisteredQueue<S>, t: Ticket, event: &RecipeEvent) -> Result<(), Error> {
     let Some(error) = acquire_end(event) else { return Ok(()) };
     if error == Error::TimedOut {
         crate::metrics::timed_out(&recipe.labels());
@@ -552,7 +557,7 @@ pub(crate) fn end<S: Tickets>(recipe: &Recipe<S>, t: Ticket, event: &RecipeEvent
 }
 
 /// Sink side: ticket `t`'s acquire now stands at `position` of `total`.
-pub(crate) fn queued<S: Tickets>(recipe: &Recipe<S>, t: Ticket, position: usize, total: usize) {
+pub(crate) fn queued<S: TicketRecords>(recipe: &RegisteredQueue<S>, t: Ticket, position: usize, total: usize) {
     recipe.shared.peek(|s| {
         if let Some(w) = s.waiter(t) {
             w.answer.queued(QueuePosition { position, total });

@@ -17,13 +17,13 @@ use zoolock_core::{
 use crate::error::Error;
 use crate::options::{LockOptions, Options};
 use crate::runtime::Runtime;
-use crate::task::{Command, DriverTask, Shared};
+use crate::task::{Command, DriverTask, LoopShared};
 
 pub(crate) struct Inner {
     pub(crate) commands: mpsc::UnboundedSender<Command>,
     /// Makes recipe handles here, on the caller's side ([`Client::register`]).
     pub(crate) reserver: zoolock_core::Reserver,
-    pub(crate) shared: Arc<Shared>,
+    pub(crate) shared: Arc<LoopShared>,
     pub(crate) options: Options,
     /// The client's seed; each lock's is forked from it.
     pub(crate) seed: u64,
@@ -186,7 +186,7 @@ impl Client {
         core.set_renew_session(options.renew_session);
         let reserver = core.reserver();
         let (commands, rx) = mpsc::unbounded();
-        let shared = Arc::new(Shared::new(origin, connect_string));
+        let shared = Arc::new(LoopShared::new(origin, connect_string));
         let span = tracing::info_span!("zoolock", hosts = %connect_string, session = tracing::field::Empty);
         let mut task = DriverTask::new(core, runtime.clone(), origin, shared.clone(), rx, span);
         #[cfg(feature = "tls")]

@@ -12,7 +12,7 @@ use futures_lite::Stream;
 use zoolock_core::recipes::SharedCount as CoreCount;
 use zoolock_core::{Client as CoreClient, Handle, Instant, RecipeEvent, ZkPath};
 
-use crate::acquire::Watched;
+use crate::acquire::Signalled;
 use crate::client::{Client, Owner, Registration};
 use crate::error::Error;
 use crate::task::{Command, RecipeSink};
@@ -43,7 +43,7 @@ struct State {
 pub struct SharedCount {
     handle: Owner<Registration>,
     typed: Handle<CoreCount>,
-    shared: Arc<Watched<State>>,
+    shared: Arc<Signalled<State>>,
     path: Arc<str>,
 }
 
@@ -55,7 +55,7 @@ impl std::fmt::Debug for SharedCount {
 
 /// A count's sink: its handles' shared state, and its path for the log.
 struct CountSink {
-    shared: Arc<Watched<State>>,
+    shared: Arc<Signalled<State>>,
     path: Arc<str>,
 }
 
@@ -78,7 +78,7 @@ pub(crate) enum CountWrite {
 /// outcome `shared` waits for (the waiter is dropped if the count is gone).
 pub(crate) struct CountCommand {
     handle: Handle<CoreCount>,
-    shared: Arc<Watched<State>>,
+    shared: Arc<Signalled<State>>,
     write: CountWrite,
 }
 
@@ -94,7 +94,7 @@ pub(crate) fn run(client: &mut CoreClient, now: Instant, command: CountCommand) 
     }
 }
 
-fn on_event(shared: &Watched<State>, path: &str, event: RecipeEvent) {
+fn on_event(shared: &Signalled<State>, path: &str, event: RecipeEvent) {
     match event {
         RecipeEvent::Count { value, version } => {
             tracing::debug!(%path, value, version, "shared count changed");
@@ -117,7 +117,7 @@ impl SharedCount {
     /// Creates the node with `seed` if absent and waits for its first value.
     pub(crate) async fn new(client: Client, path: ZkPath, seed: i32) -> Result<SharedCount, Error> {
         let config = client.inner.lock_config().to_config();
-        let shared = Arc::new(Watched::<State>::default());
+        let shared = Arc::new(Signalled::<State>::default());
         let label: Arc<str> = path.as_str().into();
         let sink = Arc::new(CountSink { shared: shared.clone(), path: label.clone() });
         let reserved = client.reserve::<CoreCount>();

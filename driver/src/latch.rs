@@ -10,7 +10,7 @@ use zoolock_core::recipes::{ElectionKind, ElectionParticipant};
 
 use crate::client::Client;
 use crate::error::Error;
-use crate::leader::{ElectionOp, Participant, leads};
+use crate::leader::{Candidate, ElectionOp, leads};
 use crate::options::LockOptions;
 
 impl Client {
@@ -56,7 +56,7 @@ impl Client {
     ///
     /// As [`Client::leader_latch`].
     pub async fn leader_latch_with(&self, path: &str, id: &str, options: LockOptions) -> Result<LeaderLatch, Error> {
-        let participant = Participant::start(self, path, ElectionKind::Latch, id, &options, true, None).await?;
+        let participant = Candidate::start(self, path, ElectionKind::Latch, id, &options, true, None).await?;
         Ok(LeaderLatch { participant, id: id.into() })
     }
 }
@@ -81,7 +81,7 @@ pub type LeadershipChanges = std::pin::Pin<Box<dyn Stream<Item = bool> + Send>>;
 /// lost term, until closed or dropped.
 #[derive(Debug)]
 pub struct LeaderLatch {
-    participant: Arc<Participant>,
+    participant: Arc<Candidate>,
     id: Arc<str>,
 }
 

@@ -18,7 +18,7 @@ use std::time::Duration;
 use zoolock_core::recipes::{Election as CoreElection, ElectionKind, ElectionParticipant, LeadershipPolicy};
 use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Handle, Instant, RecipeEvent, ZkPath};
 
-use crate::acquire::{self, Watched};
+use crate::acquire::{self, Signalled};
 use crate::client::{Client, Owner, Registration};
 use crate::error::Error;
 use crate::hold::{self, Hold, HoldStatus, LossReason, QueuePosition};
@@ -60,12 +60,12 @@ pub(crate) struct ElectionState {
     held: Option<Gauge>,
 }
 
-pub(crate) type Shared = Watched<ElectionState>;
+pub(crate) type ElectionShared = Signalled<ElectionState>;
 
 /// A participant's sink: its handles' shared state, with what the log and
 /// the metrics name it by, and the policy its leading is judged under.
 struct ElectionSink {
-    shared: Arc<Shared>,
+    shared: Arc<ElectionShared>,
     path: Arc<str>,
     path_label: bool,
     policy: LeadershipPolicy,
@@ -93,7 +93,7 @@ pub(crate) enum ElectionOp {
 /// refusal `shared`'s waits fail with.
 pub(crate) struct ElectionCommand {
     handle: Handle<CoreElection>,
-    shared: Arc<Shared>,
+    shared: Arc<ElectionShared>,
     op: ElectionOp,
 }
 
@@ -126,7 +126,7 @@ pub(crate) fn run(client: &mut CoreClient, now: Instant, command: ElectionComman
 /// the participant leads under `policy`. Every failure ends the wait: core
 /// reports none it recovers from (a wait cut by a session expiry is queued
 /// again on the renewed session without one).
-fn on_event(shared: &Shared, path: &str, labels: &Labels<'_>, policy: LeadershipPolicy, event: RecipeEvent) {
+fn on_event(shared: &ElectionShared, path: &str, labels: &Labels<'_>, policy: LeadershipPolicy, event: RecipeEvent) {
     carry(shared, path, labels, event);
     shared.with(|s| {
         let leads = s.term.as_ref().is_some_and(|t| leads(policy, t.status));
@@ -144,7 +144,7 @@ fn on_event(shared: &Shared, path: &str, labels: &Labels<'_>, policy: Leadership
 }
 
 /// [`on_event`]'s first part: the event into the shared state.
-fn carry(shared: &Shared, path: &str, labels: &Labels<'_>, event: RecipeEvent) {
+fn carry(shared: &ElectionShared, path: &str, labels: &Labels<'_>, event: RecipeEvent) {
     match event {
         RecipeEvent::Acquired { node, token } => {
             tracing::debug!(%path, %node, token = token.0, "leadership gained");
@@ -208,10 +208,10 @@ fn carry(shared: &Shared, path: &str, labels: &Labels<'_>, event: RecipeEvent) {
 
 /// A registered core election: one participant. Dropping the last handle
 /// closes it (its node is deleted) and drops the machine.
-pub(crate) struct Participant {
+pub(crate) struct Candidate {
     recipe: Owner<Registration>,
     handle: Handle<CoreElection>,
-    pub(crate) shared: Arc<Shared>,
+    pub(crate) shared: Arc<ElectionShared>,
     pub(crate) path: Arc<str>,
     /// Whether a suspended term still leads.
     pub(crate) policy: LeadershipPolicy,
@@ -242,13 +242,13 @@ impl Drop for Claim {
     }
 }
 
-impl std::fmt::Debug for Participant {
+impl std::fmt::Debug for Candidate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Participant").field("path", &self.path).field("recipe", &self.recipe.id()).finish()
+        f.debug_struct("Candidate").field("path", &self.path).field("recipe", &self.recipe.id()).finish()
     }
 }
 
-impl Participant {
+impl Candidate {
     /// Registers a participant `id` of `kind` at `path`, started at once.
     pub(crate) async fn start(
         client: &Client,
@@ -258,21 +258,21 @@ impl Participant {
         options: &LockOptions,
         requeue: bool,
         claim: Option<Claim>,
-    ) -> Result<Arc<Participant>, Error> {
+    ) -> Result<Arc<Candidate>, Error> {
         let base = ZkPath::new(path)?;
         let config = client.inner.lock_config_with(options);
         let machine = CoreElection::new(base, config, kind, id)
             .auto_requeue(requeue)
             .renewing(client.inner.options.renew_session)
             .leadership_policy(options.leadership);
-        let shared = Arc::new(Shared::default());
+        let shared = Arc::new(ElectionShared::default());
         let path: Arc<str> = path.into();
         let path_label = client.inner.options.metrics_path_label;
         let sink = ElectionSink { shared: shared.clone(), path: path.clone(), path_label, policy: options.leadership };
         let reserved = client.reserve::<CoreElection>();
         let handle = reserved.handle();
         client.register(reserved, machine, Arc::new(sink))?;
-        let participant = Arc::new(Participant {
+        let participant = Arc::new(Candidate {
             recipe: Owner::new(client.clone(), Registration::new(handle.id())),
             handle,
             shared,
@@ -375,7 +375,7 @@ pub(crate) fn leads(policy: LeadershipPolicy, status: HoldStatus) -> bool {
     }
 }
 
-impl Drop for Participant {
+impl Drop for Candidate {
     fn drop(&mut self) {
         // Before the recipe handle's own drop: commands run in order, so the
         // machine is closed (its node deleted) before it is dropped.
@@ -567,8 +567,7 @@ impl LeaderSelector {
     ) -> Result<Leadership, Error> {
         let claim = Claim::take(&self.busy)?;
         let participant =
-            Participant::start(&self.client, &self.path, self.kind, &self.id, &self.options, false, Some(claim))
-                .await?;
+            Candidate::start(&self.client, &self.path, self.kind, &self.id, &self.options, false, Some(claim)).await?;
         let term = participant.next_term(0, timeout, &mut progress).await?;
         Ok(Leadership::new(participant, term))
     }
@@ -612,7 +611,7 @@ impl LeaderSelector {
         let requeue = self.auto_requeue;
         let claim = Claim::take(&self.busy)?;
         let participant =
-            Participant::start(&self.client, &self.path, self.kind, &self.id, &self.options, requeue, Some(claim))
+            Candidate::start(&self.client, &self.path, self.kind, &self.id, &self.options, requeue, Some(claim))
                 .await?;
         let mut after = 0;
         loop {
@@ -665,7 +664,7 @@ impl LeaderSelector {
 /// What a [`Leadership`]'s [`Hold`] asks of its participant: term `n`.
 #[derive(Debug)]
 struct TermHold {
-    participant: Arc<Participant>,
+    participant: Arc<Candidate>,
     n: u64,
 }
 
@@ -756,7 +755,7 @@ impl From<Leadership> for Hold {
 }
 
 impl Leadership {
-    fn new(participant: Arc<Participant>, term: TermState) -> Leadership {
+    fn new(participant: Arc<Candidate>, term: TermState) -> Leadership {
         let source = Arc::new(TermHold { participant, n: term.n });
         Leadership { hold: Hold::new(term.node.into(), term.token, source, None) }
     }

@@ -63,7 +63,7 @@ mod hold;
 mod latch;
 mod leader;
 mod lock;
-mod lock_tickets;
+mod lock_records;
 mod metrics;
 mod observe;
 mod options;

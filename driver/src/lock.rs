@@ -20,23 +20,23 @@ use futures_channel::oneshot;
 use zoolock_core::recipes::{BoxedLock, LockKind, LockQueue, Part, Ticket};
 use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Instant, RecipeEvent};
 
-use crate::acquire::{self, LockRequest, Recipe, TicketCommand, Tickets as _};
+use crate::acquire::{self, LockRequest, RegisteredQueue, TicketCommand, TicketRecords as _};
 use crate::client::{Client, Owner};
 use crate::error::Error;
 use crate::hold::{self, Hold, HoldStatus, LossReason, QueuePosition};
-use crate::lock_tickets::{HoldState, TicketState, Tickets, Waiting};
+use crate::lock_records::{HoldState, LockRecords, TicketState, Waiting};
 use crate::metrics::Gauge;
 use crate::runtime::BoxFuture;
 use crate::task::{Command, RecipeSink};
 
 /// The registered lock recipe a [`Lock`] and its clones share (with its
 /// event sink).
-pub(crate) type LockRecipe = Recipe<Tickets>;
+pub(crate) type RegisteredLock = RegisteredQueue<LockRecords>;
 
 /// What a lock's handles ask of the event loop ([`run`]).
 pub(crate) enum LockCommand {
     /// Acquire, or cancel an acquire.
-    Ticket(TicketCommand<Tickets>),
+    Ticket(TicketCommand<LockRecords>),
     /// Release one hold of `ticket` (counting a re-entry off), answering
     /// `reply` (if any) once done, or once the server has the delete in the
     /// Curator plan.
@@ -48,7 +48,7 @@ pub(crate) enum LockCommand {
 }
 
 /// Runs a lock's command on the event loop.
-pub(crate) fn run(client: &mut CoreClient, now: Instant, recipe: &LockRecipe, command: LockCommand) {
+pub(crate) fn run(client: &mut CoreClient, now: Instant, recipe: &RegisteredLock, command: LockCommand) {
     match command {
         LockCommand::Ticket(command) => acquire::run(client, now, recipe, command),
         LockCommand::Release { ticket, mut reply } => {
@@ -65,13 +65,13 @@ pub(crate) fn run(client: &mut CoreClient, now: Instant, recipe: &LockRecipe, co
     }
 }
 
-impl LockRecipe {
+impl RegisteredLock {
     fn hold_status(&self, ticket: Ticket) -> HoldStatus {
         self.shared.peek(|t| t.hold(ticket).map_or(HoldStatus::NotHeld, |s| s.status))
     }
 }
 
-impl RecipeSink for LockRecipe {
+impl RecipeSink for RegisteredLock {
     fn deliver(&self, event: RecipeEvent) {
         on_event(self, event);
     }
@@ -100,7 +100,7 @@ impl RecipeSink for LockRecipe {
 /// or bound the wait with [`Lock::acquire_timeout`].
 #[derive(Clone)]
 pub struct Lock {
-    owner: Owner<Recipe<Tickets>>,
+    owner: Owner<RegisteredQueue<LockRecords>>,
     part: Part,
 }
 
@@ -148,7 +148,7 @@ impl std::fmt::Debug for Lock {
 }
 
 /// Carries one lock event to the tasks.
-fn on_event(recipe: &LockRecipe, event: RecipeEvent) {
+fn on_event(recipe: &RegisteredLock, event: RecipeEvent) {
     let (shared, path) = (&recipe.shared, &*recipe.path);
     let RecipeEvent::Ticket { ticket, event } = event else {
         match event {
@@ -264,7 +264,8 @@ impl Lock {
         let path_label = client.inner.options.metrics_path_label;
         let reserved = client.reserve::<LockQueue>();
         // The recipe's shared state is its own sink: one allocation.
-        let recipe = Arc::new(Recipe::new(reserved.handle(), Tickets::default(), path.into(), kind, path_label));
+        let recipe =
+            Arc::new(RegisteredQueue::new(reserved.handle(), LockRecords::default(), path.into(), kind, path_label));
         client.register(reserved, LockQueue::new(lock, renew), recipe.clone())?;
         Ok(parts.iter().map(|&part| Lock { owner: Owner::new(client.clone(), recipe.clone()), part }).collect())
     }
@@ -278,7 +279,7 @@ impl Lock {
         self.client().inner.send(Command::Lock(self.owner.recipe.clone(), command))
     }
 
-    fn recipe(&self) -> &Arc<LockRecipe> {
+    fn recipe(&self) -> &Arc<RegisteredLock> {
         &self.owner.recipe
     }
 
@@ -491,7 +492,7 @@ impl Lock {
 struct Acquiring<'a, 'p> {
     lock: &'a Lock,
     part: Part,
-    acquire: acquire::Acquire<'a, 'p, Tickets>,
+    acquire: acquire::Acquire<'a, 'p, LockRecords>,
 }
 
 impl Future for Acquiring<'_, '_> {
@@ -687,7 +688,7 @@ impl Guard {
 fn release_job(
     client: &mut CoreClient,
     now: Instant,
-    recipe: &LockRecipe,
+    recipe: &RegisteredLock,
     t: Ticket,
     reply: &mut Option<oneshot::Sender<Result<(), Error>>>,
 ) -> Option<Result<(), Error>> {

@@ -11,7 +11,7 @@ use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Instant, Recip
 
 use futures_channel::oneshot;
 
-use crate::acquire::{self, LeaseRequest, Recipe, TicketCommand, Waiter};
+use crate::acquire::{self, LeaseRequest, RegisteredQueue, TicketCommand, Waiter};
 use crate::client::{Client, Owner};
 use crate::error::Error;
 use crate::hold::{self, Hold, HoldStatus, LossReason, QueuePosition};
@@ -31,7 +31,7 @@ pub(crate) struct Waiting {
 }
 
 #[derive(Debug, Default)]
-pub(crate) struct State {
+pub(crate) struct LeaseRecords {
     waiters: HashMap<Ticket, Waiter<Grant, Waiting>>,
     /// The connection dropped while leases were held (until `Reconnected`).
     suspended: bool,
@@ -48,19 +48,19 @@ pub(crate) struct State {
 }
 
 /// State shared by a semaphore's handles and its event sink.
-type SemShared = acquire::Watched<State>;
+type SemShared = acquire::Signalled<LeaseRecords>;
 
 /// The registered semaphore a [`Semaphore`] and its clones share (with its
 /// event sink).
-pub(crate) type SemRecipe = Recipe<State>;
+pub(crate) type RegisteredSemaphore = RegisteredQueue<LeaseRecords>;
 
-impl RecipeSink for SemRecipe {
+impl RecipeSink for RegisteredSemaphore {
     fn deliver(&self, event: RecipeEvent) {
         on_event(self, event);
     }
 }
 
-impl acquire::Tickets for State {
+impl acquire::TicketRecords for LeaseRecords {
     type Grant = Grant;
     type Waiting = Waiting;
     type Queue = LeaseQueue;
@@ -81,7 +81,7 @@ impl acquire::Tickets for State {
         self.waiters.remove(&t);
     }
 
-    fn command(recipe: Arc<Recipe<Self>>, command: TicketCommand<Self>) -> Command {
+    fn command(recipe: Arc<RegisteredQueue<Self>>, command: TicketCommand<Self>) -> Command {
         Command::Lease(recipe, LeaseCommand::Ticket(command))
     }
 }
@@ -89,14 +89,14 @@ impl acquire::Tickets for State {
 /// What a semaphore's handles ask of the event loop ([`run`]).
 pub(crate) enum LeaseCommand {
     /// Acquire leases, or cancel an acquire.
-    Ticket(TicketCommand<State>),
+    Ticket(TicketCommand<LeaseRecords>),
     /// Return the lease on `node`, answering `reply` (if any) once the
     /// return is under way.
     Return { node: Arc<str>, reply: Option<oneshot::Sender<Result<(), Error>>> },
 }
 
 /// Runs a semaphore's command on the event loop.
-pub(crate) fn run(client: &mut CoreClient, now: Instant, recipe: &SemRecipe, command: LeaseCommand) {
+pub(crate) fn run(client: &mut CoreClient, now: Instant, recipe: &RegisteredSemaphore, command: LeaseCommand) {
     match command {
         LeaseCommand::Ticket(command) => acquire::run(client, now, recipe, command),
         LeaseCommand::Return { node, reply } => {
@@ -127,7 +127,7 @@ impl SemShared {
 /// earlier acquires stay held meanwhile.
 #[derive(Clone)]
 pub struct Semaphore {
-    owner: Owner<Recipe<State>>,
+    owner: Owner<RegisteredQueue<LeaseRecords>>,
 }
 
 impl std::fmt::Debug for Semaphore {
@@ -139,7 +139,7 @@ impl std::fmt::Debug for Semaphore {
 
 /// Returns the lease on `node` (on the driver task, so no loss of it can be
 /// reported after its entry in `lost` is forgotten here).
-fn return_lease(client: &mut CoreClient, now: Instant, recipe: &SemRecipe, node: &str) -> Result<(), Error> {
+fn return_lease(client: &mut CoreClient, now: Instant, recipe: &RegisteredSemaphore, node: &str) -> Result<(), Error> {
     let shared = &recipe.shared;
     tracing::debug!(%node, "returning lease");
     if shared.peek(|s| s.lost.contains_key(node) || s.expired.contains(node)) {
@@ -162,7 +162,7 @@ fn expired(shared: &SemShared, path: &str, node: String) {
 }
 
 /// Carries one semaphore event to the tasks.
-fn on_event(recipe: &SemRecipe, event: RecipeEvent) {
+fn on_event(recipe: &RegisteredSemaphore, event: RecipeEvent) {
     let (shared, path, labels) = (&recipe.shared, &*recipe.path, &recipe.labels());
     let (ticket, event) = match event {
         RecipeEvent::Ticket { ticket, event } => (ticket, *event),
@@ -236,11 +236,11 @@ impl Semaphore {
         let renew = client.inner.options.renew_session;
         let path_label = client.inner.options.metrics_path_label;
         let path: Box<str> = semaphore.base().as_str().into();
-        let state = State { size: semaphore.max_leases(), ..State::default() };
+        let state = LeaseRecords { size: semaphore.max_leases(), ..LeaseRecords::default() };
         let kind = zoolock_core::LockKind::Semaphore;
         // The semaphore's shared state is its own sink: one allocation.
         let reserved = client.reserve::<LeaseQueue>();
-        let recipe = Arc::new(Recipe::new(reserved.handle(), state, path, kind, path_label));
+        let recipe = Arc::new(RegisteredQueue::new(reserved.handle(), state, path, kind, path_label));
         client.register(reserved, LeaseQueue::new(semaphore, renew), recipe.clone())?;
         Ok(Semaphore { owner: Owner::new(client, recipe) })
     }

@@ -21,9 +21,9 @@ use zoolock_core::{
 
 use crate::count::CountCommand;
 use crate::leader::ElectionCommand;
-use crate::lock::{LockCommand, LockRecipe};
+use crate::lock::{LockCommand, RegisteredLock};
 use crate::runtime::{BoxFuture, Conn, Runtime};
-use crate::semaphore::{LeaseCommand, SemRecipe};
+use crate::semaphore::{LeaseCommand, RegisteredSemaphore};
 use crate::session_lease::LeaseCell;
 
 /// Receives a recipe's events on the driver task and carries them to the
@@ -60,9 +60,9 @@ pub(crate) enum Command {
     /// Drop the recipe once it owes the server nothing.
     Retire(RecipeId),
     /// A lock's acquire, cancel, release, re-entry or hold listing.
-    Lock(Arc<LockRecipe>, LockCommand),
+    Lock(Arc<RegisteredLock>, LockCommand),
     /// A semaphore's acquire, cancel or lease return.
-    Lease(Arc<SemRecipe>, LeaseCommand),
+    Lease(Arc<RegisteredSemaphore>, LeaseCommand),
     /// An election participant's start, resignation or close.
     Election(ElectionCommand),
     /// A shared count's write.
@@ -81,7 +81,7 @@ pub(crate) enum Command {
 
 /// What handles can see of the loop.
 #[derive(Debug, Default)]
-pub(crate) struct SharedState {
+pub(crate) struct LoopState {
     pub(crate) connection: Option<ConnectionState>,
     pub(crate) local_ip: Option<IpAddr>,
     pub(crate) session_id: i64,
@@ -101,8 +101,8 @@ pub(crate) struct SharedState {
 }
 
 #[derive(Debug)]
-pub(crate) struct Shared {
-    pub(crate) state: StdMutex<SharedState>,
+pub(crate) struct LoopShared {
+    pub(crate) state: StdMutex<LoopState>,
     pub(crate) changed: Event,
     /// How many recipes the loop keeps (set as they come and go; nobody
     /// waits on it, so it is apart from `state` and wakes no one).
@@ -113,11 +113,11 @@ pub(crate) struct Shared {
     hosts: Arc<str>,
 }
 
-impl Shared {
+impl LoopShared {
     /// The state of a loop of the client of `hosts` whose clock starts at
     /// `origin`.
-    pub(crate) fn new(origin: std::time::Instant, hosts: &str) -> Shared {
-        Shared {
+    pub(crate) fn new(origin: std::time::Instant, hosts: &str) -> LoopShared {
+        LoopShared {
             state: StdMutex::default(),
             changed: Event::new(),
             recipes: Default::default(),
@@ -137,14 +137,14 @@ impl Shared {
         crate::Error::ClientClosed(self.name())
     }
 
-    pub(crate) fn update(&self, f: impl FnOnce(&mut SharedState)) {
+    pub(crate) fn update(&self, f: impl FnOnce(&mut LoopState)) {
         if let Ok(mut s) = self.state.lock() {
             f(&mut s);
         }
         self.changed.notify(usize::MAX);
     }
 
-    pub(crate) fn read<T>(&self, f: impl FnOnce(&SharedState) -> T) -> Option<T> {
+    pub(crate) fn read<T>(&self, f: impl FnOnce(&LoopState) -> T) -> Option<T> {
         self.state.lock().ok().map(|s| f(&s))
     }
 }
@@ -154,7 +154,7 @@ pub(crate) struct DriverTask {
     client: CoreClient,
     runtime: Arc<dyn Runtime>,
     origin: std::time::Instant,
-    shared: Arc<Shared>,
+    shared: Arc<LoopShared>,
     commands: mpsc::UnboundedReceiver<Command>,
     handles_gone: bool,
     conn: Option<Box<dyn Conn>>,
@@ -193,7 +193,7 @@ impl DriverTask {
         client: CoreClient,
         runtime: Arc<dyn Runtime>,
         origin: std::time::Instant,
-        shared: Arc<Shared>,
+        shared: Arc<LoopShared>,
         commands: mpsc::UnboundedReceiver<Command>,
         span: tracing::Span,
     ) -> Self {

@@ -28,7 +28,7 @@ pub(super) enum Size {
 
 /// Which lock to take.
 #[derive(Debug, Clone)]
-pub(super) enum Recipe {
+pub(super) enum Target {
     /// A mutex, optionally revocable.
     Mutex { revocable: bool },
     /// The read half of a read-write lock.
@@ -57,9 +57,9 @@ async fn watch(hold: &Hold, tx: &watch::Sender<HoldStatus>) -> Infallible {
 /// The supervision policy from the options, checked against the session
 /// timeout. An election under the session policy has no grace: a
 /// suspension ends nothing.
-fn policy(global: &Global, hold: &HoldArgs, recipe: &Recipe) -> Result<Policy, Failure> {
+fn policy(global: &Global, hold: &HoldArgs, recipe: &Target) -> Result<Policy, Failure> {
     let session = global.session_timeout;
-    if let Recipe::Elect { policy: LeadershipPolicy::Session, .. } = recipe {
+    if let Target::Elect { policy: LeadershipPolicy::Session, .. } = recipe {
         if hold.grace.is_some() {
             let message = "--grace does not apply under --policy session: a suspension ends nothing";
             return Err(Failure::new(exit::USAGE, message));
@@ -83,7 +83,7 @@ fn policy(global: &Global, hold: &HoldArgs, recipe: &Recipe) -> Result<Policy, F
 }
 
 /// Waits for the lock, then runs CMD under [`supervise::supervise`].
-pub(super) async fn run(global: &Global, hold: HoldArgs, recipe: Recipe) -> Outcome {
+pub(super) async fn run(global: &Global, hold: HoldArgs, recipe: Target) -> Outcome {
     let policy = policy(global, &hold, &recipe)?;
     let argv = hold.argv();
     let Some((program, args)) = argv.split_first() else {
@@ -222,14 +222,14 @@ async fn release(held: Hold, limit: Duration) {
 
 /// The queue layout of `recipe` for [`super::holders::list`], and a
 /// semaphore's size when it is fixed.
-fn queue_of(recipe: &Recipe) -> (Kind, Option<usize>) {
+fn queue_of(recipe: &Target) -> (Kind, Option<usize>) {
     match recipe {
-        Recipe::Mutex { .. } => (Kind::Mutex, None),
-        Recipe::Read | Recipe::Write => (Kind::Rwlock, None),
-        Recipe::Semaphore { size: Size::Leases(n), .. } => (Kind::Semaphore, Some(*n as usize)),
-        Recipe::Semaphore { size: Size::Count(_), .. } => (Kind::Semaphore, None),
-        Recipe::Elect { election: ElectionKind::Latch, .. } => (Kind::Latch, None),
-        Recipe::Elect { .. } => (Kind::Election, None),
+        Target::Mutex { .. } => (Kind::Mutex, None),
+        Target::Read | Target::Write => (Kind::Rwlock, None),
+        Target::Semaphore { size: Size::Leases(n), .. } => (Kind::Semaphore, Some(*n as usize)),
+        Target::Semaphore { size: Size::Count(_), .. } => (Kind::Semaphore, None),
+        Target::Elect { election: ElectionKind::Latch, .. } => (Kind::Latch, None),
+        Target::Elect { .. } => (Kind::Election, None),
     }
 }
 
@@ -247,17 +247,17 @@ async fn held_by(client: &Client, path: &str, kind: Kind, leases: Option<usize>)
 
 /// Creates the lock and waits for it (at most `--timeout`; not at all with
 /// `--nonblock`), reporting the queue position to `progress`.
-async fn acquire(client: &Client, hold: &HoldArgs, recipe: Recipe, progress: &Progress) -> Result<Hold, Error> {
+async fn acquire(client: &Client, hold: &HoldArgs, recipe: Target, progress: &Progress) -> Result<Hold, Error> {
     let path = hold.path.as_str();
     let mut options = LockOptions::default();
     if let Some(max_hold) = hold.max_hold {
         options = options.max_hold(max_hold);
     }
     let lock = match recipe {
-        Recipe::Mutex { revocable } => client.mutex_with(path, options.revocable(revocable)).await?,
-        Recipe::Read => client.read_write_lock_with(path, options).await?.read,
-        Recipe::Write => client.read_write_lock_with(path, options).await?.write,
-        Recipe::Semaphore { size, revocable } => {
+        Target::Mutex { revocable } => client.mutex_with(path, options.revocable(revocable)).await?,
+        Target::Read => client.read_write_lock_with(path, options).await?.read,
+        Target::Write => client.read_write_lock_with(path, options).await?.write,
+        Target::Semaphore { size, revocable } => {
             let mut options = match size {
                 Size::Leases(n) => SemaphoreOptions::leases(n as usize),
                 Size::Count(count) => SemaphoreOptions::sized_by(&count, 1),
@@ -269,7 +269,7 @@ async fn acquire(client: &Client, hold: &HoldArgs, recipe: Recipe, progress: &Pr
             let lease = semaphore.acquire_one_with_progress(hold.wait_limit(), progress.recorder()).await?;
             return Ok(Hold::from(lease));
         }
-        Recipe::Elect { id, election, policy } => {
+        Target::Elect { id, election, policy } => {
             let participant = client.election_participant(path, election, &id, options.leadership(policy)).await?;
             let term = participant.leadership_with_progress(hold.wait_limit(), progress.recorder()).await?;
             return Ok(term.into());

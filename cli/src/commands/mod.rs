@@ -23,19 +23,19 @@ use crate::exit::{self, Failure, Outcome};
 pub(crate) async fn run(cli: Cli) -> Outcome {
     let global = &cli.global;
     match cli.command {
-        Command::Lock { hold, revocable } => lock::run(global, hold, lock::Recipe::Mutex { revocable }).await,
-        Command::ReadLock { hold } => lock::run(global, hold, lock::Recipe::Read).await,
-        Command::WriteLock { hold } => lock::run(global, hold, lock::Recipe::Write).await,
+        Command::Lock { hold, revocable } => lock::run(global, hold, lock::Target::Mutex { revocable }).await,
+        Command::ReadLock { hold } => lock::run(global, hold, lock::Target::Read).await,
+        Command::WriteLock { hold } => lock::run(global, hold, lock::Target::Write).await,
         Command::Semaphore { hold, size, revocable } => {
             let size = match (size.leases, size.leases_from) {
                 (_, Some(count)) => lock::Size::Count(count),
                 (leases, None) => lock::Size::Leases(leases.unwrap_or(1)),
             };
-            lock::run(global, hold, lock::Recipe::Semaphore { size, revocable }).await
+            lock::run(global, hold, lock::Target::Semaphore { size, revocable }).await
         }
         Command::Elect { hold, election } => {
             let id = election.id.unwrap_or_else(leader::default_id);
-            let recipe = lock::Recipe::Elect { id, election: election_of(election.latch), policy: election.policy };
+            let recipe = lock::Target::Elect { id, election: election_of(election.latch), policy: election.policy };
             lock::run(global, hold, recipe).await
         }
         Command::Leader { path, latch, json, watch: true } => {

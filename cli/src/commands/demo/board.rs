@@ -13,14 +13,11 @@ use std::time::Duration;
 use zoolock_tokio::LockKind;
 use zoolock_tokio::sans_io::recipes::policy::{LOCK_NAME, SortKey};
 
-/// A recipe the demo runs: one of three lock kinds.
-pub(crate) type Recipe = LockKind;
-
 /// The recipes the demo runs, in display order.
-pub(crate) const RECIPES: [Recipe; 3] = [LockKind::Mutex, LockKind::ReadWriteLock, LockKind::Semaphore];
+pub(crate) const RECIPES: [LockKind; 3] = [LockKind::Mutex, LockKind::ReadWriteLock, LockKind::Semaphore];
 
 /// A recipe's place in [`RECIPES`] (and in the tallies).
-fn slot(recipe: Recipe) -> usize {
+fn slot(recipe: LockKind) -> usize {
     RECIPES.iter().position(|r| *r == recipe).unwrap_or(0)
 }
 
@@ -39,11 +36,11 @@ pub(crate) enum Role {
 
 impl Role {
     /// The recipe this role uses.
-    pub(crate) fn recipe(self) -> Recipe {
+    pub(crate) fn recipe(self) -> LockKind {
         match self {
-            Role::Mutex => Recipe::Mutex,
-            Role::Reader | Role::Writer => Recipe::ReadWriteLock,
-            Role::Lease => Recipe::Semaphore,
+            Role::Mutex => LockKind::Mutex,
+            Role::Reader | Role::Writer => LockKind::ReadWriteLock,
+            Role::Lease => LockKind::Semaphore,
         }
     }
 
@@ -257,7 +254,7 @@ impl Board {
 
     /// A holder of `recipe` writes to its protected resource with `token`;
     /// false if the resource refused it as stale.
-    pub(crate) fn write(&self, recipe: Recipe, token: i64) -> bool {
+    pub(crate) fn write(&self, recipe: LockKind, token: i64) -> bool {
         self.with(|t| t[slot(recipe)].resource.write(token))
     }
 
@@ -297,10 +294,10 @@ mod tests {
         let (a, b) = (w(Role::Mutex, 1), w(Role::Mutex, 2));
         let board = Board::new(2, &[a.clone(), b.clone()]);
         board.granted(&a, MS, 10, "/d/mutex/_c_x-lock-0000000000");
-        assert!(board.write(Recipe::Mutex, 10));
+        assert!(board.write(LockKind::Mutex, 10));
         board.releasing(&a);
         board.granted(&b, MS, 12, "/d/mutex/_c_y-lock-0000000001");
-        assert!(board.write(Recipe::Mutex, 12));
+        assert!(board.write(LockKind::Mutex, 12));
         let t = &board.tallies()[0];
         assert_eq!((t.acquisitions, t.overlaps, t.token_regressions, t.fifo_violations), (2, 0, 0, 0));
         assert_eq!(t.resource.rejected, 0);
@@ -313,8 +310,8 @@ mod tests {
         let board = Board::new(2, &[a.clone(), b.clone()]);
         board.granted(&a, MS, 12, "/d/mutex/_c_x-lock-0000000005");
         board.granted(&b, MS, 10, "/d/mutex/_c_y-lock-0000000004");
-        assert!(board.write(Recipe::Mutex, 12));
-        assert!(!board.write(Recipe::Mutex, 10));
+        assert!(board.write(LockKind::Mutex, 12));
+        assert!(!board.write(LockKind::Mutex, 10));
         let t = &board.tallies()[0];
         assert_eq!((t.overlaps, t.token_regressions, t.fifo_violations, t.resource.rejected), (1, 1, 1, 1));
     }

@@ -20,7 +20,7 @@ use tokio::sync::watch;
 use tokio::time::MissedTickBehavior;
 use zoolock_tokio::{Client, LockKind};
 
-use super::board::{Board, Live, RECIPES, Recipe};
+use super::board::{Board, Live, RECIPES};
 use super::tree::Tree;
 use super::workers::stopped;
 
@@ -34,7 +34,7 @@ const RATE_WINDOW: Duration = Duration::from_secs(1);
 /// One recipe's row at one moment.
 #[derive(Debug, Clone, PartialEq)]
 struct Row {
-    recipe: Recipe,
+    recipe: LockKind,
     live: Live,
     /// Waiting participants, `None` if the listing failed.
     queue: Option<usize>,
@@ -209,9 +209,9 @@ mod tests {
     fn rows() -> Vec<Row> {
         let live = |h: &[&str], n| Live { holders: h.iter().map(|s| s.to_string()).collect(), acquisitions: n };
         vec![
-            Row { recipe: Recipe::Mutex, live: live(&["m2"], 412), queue: Some(3), rate: 81.25 },
-            Row { recipe: Recipe::ReadWriteLock, live: live(&["r1", "r3"], 900), queue: None, rate: 0.0 },
-            Row { recipe: Recipe::Semaphore, live: live(&[], 5), queue: Some(0), rate: 2.0 },
+            Row { recipe: LockKind::Mutex, live: live(&["m2"], 412), queue: Some(3), rate: 81.25 },
+            Row { recipe: LockKind::ReadWriteLock, live: live(&["r1", "r3"], 900), queue: None, rate: 0.0 },
+            Row { recipe: LockKind::Semaphore, live: live(&[], 5), queue: Some(0), rate: 2.0 },
         ]
     }
 

@@ -7,7 +7,8 @@
 
 use std::time::Duration;
 
-use super::board::{RECIPES, Recipe, Role, Tally};
+use super::board::{RECIPES, Role, Tally};
+use zoolock_tokio::LockKind;
 
 /// Below this many grants per worker on average, fairness is not judged:
 /// a short or interrupted run says too little.
@@ -107,7 +108,7 @@ fn table(tallies: &[Tally; 3], elapsed: Duration) -> Vec<String> {
         for (role, waits) in roles(tally) {
             let counts = counts(tally, role);
             let label = match recipe {
-                Recipe::Semaphore => format!("{} ({} leases)", role.label(), tally.leases),
+                LockKind::Semaphore => format!("{} ({} leases)", role.label(), tally.leases),
                 _ => role.label().to_owned(),
             };
             let mut sorted = waits.to_vec();

@@ -15,7 +15,7 @@ use zoolock_tokio::sans_io::recipes::{SEMAPHORE_LEASES, SEMAPHORE_LOCKS};
 use zoolock_tokio::{Client, Error};
 use zoolock_tokio::{CreateMode, ErrorCode};
 
-use super::board::Recipe;
+use zoolock_tokio::LockKind;
 
 /// Where every demo run puts its base path.
 pub(crate) const ROOT: &str = "/zoolock-demo";
@@ -35,27 +35,27 @@ impl Tree {
     }
 
     /// The lock path of a recipe.
-    pub(crate) fn path(&self, recipe: Recipe) -> String {
+    pub(crate) fn path(&self, recipe: LockKind) -> String {
         format!("{}/{}", self.base, recipe.label())
     }
 
     /// Where a recipe's waiters queue: the lock path, or for the semaphore
     /// its internal mutex (`locks/`), where everyone waiting for a lease
     /// queues (only the mutex holder waits on `leases/` itself).
-    pub(crate) fn queue_path(&self, recipe: Recipe) -> String {
+    pub(crate) fn queue_path(&self, recipe: LockKind) -> String {
         match recipe {
-            Recipe::Semaphore => format!("{}/{SEMAPHORE_LOCKS}", self.path(recipe)),
+            LockKind::Semaphore => format!("{}/{SEMAPHORE_LOCKS}", self.path(recipe)),
             _ => self.path(recipe),
         }
     }
 
     /// Every parent node, parents before children.
     fn parents(&self) -> Vec<String> {
-        let sem = self.path(Recipe::Semaphore);
+        let sem = self.path(LockKind::Semaphore);
         vec![
             self.base.clone(),
-            self.path(Recipe::Mutex),
-            self.path(Recipe::ReadWriteLock),
+            self.path(LockKind::Mutex),
+            self.path(LockKind::ReadWriteLock),
             sem.clone(),
             format!("{sem}/{SEMAPHORE_LOCKS}"),
             format!("{sem}/{SEMAPHORE_LEASES}"),
@@ -125,9 +125,9 @@ mod tests {
     #[test]
     fn paths() {
         let tree = Tree { base: "/zoolock-demo/1-2".into() };
-        assert_eq!(tree.path(Recipe::Mutex), "/zoolock-demo/1-2/mutex");
-        assert_eq!(tree.queue_path(Recipe::ReadWriteLock), "/zoolock-demo/1-2/rwlock");
-        assert_eq!(tree.queue_path(Recipe::Semaphore), "/zoolock-demo/1-2/semaphore/locks");
+        assert_eq!(tree.path(LockKind::Mutex), "/zoolock-demo/1-2/mutex");
+        assert_eq!(tree.queue_path(LockKind::ReadWriteLock), "/zoolock-demo/1-2/rwlock");
+        assert_eq!(tree.queue_path(LockKind::Semaphore), "/zoolock-demo/1-2/semaphore/locks");
         assert!(Tree::fresh().base.starts_with("/zoolock-demo/"));
     }
 }

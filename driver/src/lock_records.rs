@@ -1,4 +1,4 @@
-//! The driver's record of one lock's tickets ([`Tickets`]): each
+//! The driver's record of one lock's tickets ([`LockRecords`]): each
 //! ticket's acquire waiting for its grant, then its hold, until the hold
 //! has ended and been let go. Core keeps the tickets themselves; this is
 //! only where their answers and statuses go.
@@ -42,7 +42,7 @@ pub(crate) struct HoldState {
     pub(crate) release: Option<oneshot::Sender<Result<(), Error>>>,
     /// Its last hold was let go and its delete is under way: set on the
     /// event loop before the delete is written, so that once the server can
-    /// have handed the lock on, [`Tickets::holder`] no longer reports it.
+    /// have handed the lock on, [`LockRecords::holder`] no longer reports it.
     pub(crate) releasing: bool,
     /// `zoolock_holds`, raised while the hold lasts.
     pub(crate) _held: Gauge,
@@ -63,7 +63,7 @@ pub(crate) enum TicketState {
 /// few tickets at once, searched by bisection so that many stay cheap. A
 /// part's holder is its hold that is not lost.
 #[derive(Debug, Default)]
-pub(crate) struct Tickets {
+pub(crate) struct LockRecords {
     tickets: Vec<(Ticket, TicketState)>,
 }
 
@@ -71,7 +71,7 @@ pub(crate) struct Tickets {
 /// as few as it needs), past it by doubling.
 const FEW_TICKETS: usize = 4;
 
-impl Tickets {
+impl LockRecords {
     fn find(&self, t: Ticket) -> Result<usize, usize> {
         self.tickets.binary_search_by_key(&t, |(k, _)| *k)
     }
@@ -139,7 +139,7 @@ impl Tickets {
     }
 }
 
-impl acquire::Tickets for Tickets {
+impl acquire::TicketRecords for LockRecords {
     type Grant = Grant;
     type Waiting = Waiting;
     type Queue = LockQueue;
@@ -166,7 +166,7 @@ impl acquire::Tickets for Tickets {
         self.remove_if(t, |_| true);
     }
 
-    fn command(recipe: Arc<acquire::Recipe<Self>>, command: acquire::TicketCommand<Self>) -> Command {
+    fn command(recipe: Arc<acquire::RegisteredQueue<Self>>, command: acquire::TicketCommand<Self>) -> Command {
         Command::Lock(recipe, LockCommand::Ticket(command))
     }
 }
@@ -202,7 +202,7 @@ mod tests {
     #[test]
     fn many_tickets_are_found_whatever_order_they_came_in() {
         let tickets = issued(40);
-        let mut record = Tickets::default();
+        let mut record = LockRecords::default();
         for (i, &t) in tickets.iter().enumerate().rev() {
             record.insert(t, held(&format!("n{i}")));
         }
@@ -218,7 +218,7 @@ mod tests {
     #[test]
     fn one_ticket_takes_room_for_one() {
         let tickets = issued(2);
-        let mut record = Tickets::default();
+        let mut record = LockRecords::default();
         record.insert(tickets[0], held("a"));
         assert_eq!(record.tickets.capacity(), 1);
         record.insert(tickets[1], held("b"));
