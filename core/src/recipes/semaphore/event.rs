@@ -5,7 +5,7 @@ use super::super::shared_count::CountEvent;
 use crate::error::{ApiMisuse, RequestError};
 use crate::recipe::{FencingToken, RecipeEvent};
 
-/// What a [`Semaphore`] reports; a client reports each as the
+/// What a [`Semaphore`](super::Semaphore) reports; a client reports each as the
 /// [`RecipeEvent`] of the same name (a count's as the count's).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
