@@ -712,9 +712,6 @@ fn serve_runs_the_model_until_sigterm() {
 
 // ---- foreign clients through zoolock serve (no real server needed) ----------------------
 
-#[path = "../../conformance/tests/support_java/mod.rs"]
-mod support_java;
-
 /// `zoolock serve --port 0`, stopped with SIGTERM on drop.
 struct Served {
     child: Child,
@@ -745,18 +742,18 @@ impl Drop for Served {
     }
 }
 
-/// Curator 5.4.0 (conformance/java/CuratorDriver.java) takes and releases an
+/// Curator 5.4.0 (testkit/java/CuratorDriver.java) takes and releases an
 /// InterProcessMutex from 2 sessions, 10 times each, and a 2-lease
 /// InterProcessSemaphoreV2 from 3, against `zoolock serve`; no hold conflicts
 /// and nothing is left behind.
 #[test]
 fn curator_locks_through_zoolock_serve() {
     let test = "curator_locks_through_zoolock_serve";
-    let Some(java) = support_java::java_or_skip(test) else { return };
+    let Some(java) = zoolock_testkit::java::java_or_skip(test) else { return };
     let served = Served::start();
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     rt.block_on(async {
-        let jv = support_java::Java::start(java, &served.addr).await;
+        let jv = zoolock_testkit::java::Java::start(java, &served.addr).await;
         for (path, verbs, args, cycles, limit) in [
             ("/curator-mutex", ("MUTEX_ACQUIRE", "MUTEX_RELEASE"), "/curator-mutex".to_owned(), 10, 1),
             ("/curator-sem", ("SEM_ACQUIRE", "SEM_RETURN"), "/curator-sem 2".to_owned(), 5, 2),
@@ -779,7 +776,7 @@ fn curator_locks_through_zoolock_serve() {
             }
             let mut events = Vec::new();
             for task in tasks {
-                let holds = support_java::within("contender", task).await.unwrap();
+                let holds = zoolock_testkit::java::within("contender", task).await.unwrap();
                 assert_eq!(holds.len(), cycles);
                 events.extend(holds.into_iter().flat_map(|(enter, exit)| [(enter, 1), (exit, -1)]));
             }
@@ -806,7 +803,7 @@ fn kazoo_locks_through_zoolock_serve() {
     let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
     let importable = Command::new(&python).args(["-c", "import kazoo"]).output().is_ok_and(|o| o.status.success());
     if !importable {
-        assert!(!support_java::in_ci(), "{test}: kazoo is not importable (scripts/install-deps.sh installs it)");
+        assert!(!zoolock_testkit::in_ci(), "{test}: kazoo is not importable (scripts/install-deps.sh installs it)");
         eprintln!("skipped {test}: `{python} -c 'import kazoo'` failed");
         return;
     }

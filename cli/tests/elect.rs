@@ -16,10 +16,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 mod common;
 
-#[path = "../../conformance/tests/support_java/mod.rs"]
-mod support_java;
-
-use support_java::{Java, Peer, STEP, java_or_skip, within};
+use zoolock_testkit::java::{Java, Peer, STEP, java_or_skip, within};
 
 const BIN: &str = env!("CARGO_BIN_EXE_zoolock");
 /// zoolock terms per zoolock participant.

@@ -15,9 +15,6 @@ mod common;
 
 use common::Served;
 
-#[path = "../../conformance/tests/support_java/mod.rs"]
-mod support_java;
-
 const BIN: &str = env!("CARGO_BIN_EXE_zoolock");
 
 fn zoolock(addr: &str) -> Command {
@@ -194,19 +191,19 @@ fn empty_foreign_and_mixed_paths_are_not_guessed() {
     stop([holder]);
 }
 
-/// Nodes written by Curator 5 (conformance/java/CuratorDriver.java through
+/// Nodes written by Curator 5 (testkit/java/CuratorDriver.java through
 /// `zoolock serve`): two InterProcessReadWriteLock readers holding and a
 /// writer waiting, an InterProcessMutex with a waiter, and a 2-lease
 /// InterProcessSemaphoreV2 read as zoolock's own.
 #[test]
 fn nodes_written_by_curator_are_recognised() {
     let test = "nodes_written_by_curator_are_recognised";
-    let Some(java) = support_java::java_or_skip(test) else { return };
+    let Some(java) = zoolock_testkit::java::java_or_skip(test) else { return };
     let server = Served::start();
     let addr = server.addr.clone();
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     rt.block_on(async {
-        let jv = support_java::Java::start(java, &addr).await;
+        let jv = zoolock_testkit::java::Java::start(java, &addr).await;
         let mut peers: Vec<_> = (0..3).map(|i| jv.peer(&format!("rw{i}"))).collect();
         peers[0].acquire("READ_ACQUIRE", "/curator-rw").await;
         peers[1].acquire("READ_ACQUIRE", "/curator-rw").await;

@@ -2,7 +2,7 @@
 //! and kazoo (Python) take and release their own locks against
 //! [`TestingServer`], the in-memory model that `zoolock serve` runs.
 //!
-//! Curator: `conformance/java/CuratorDriver.java` via `support_java`. Two
+//! Curator: `testkit/java/CuratorDriver.java` via `zoolock_testkit::java`. Two
 //! contenders loop over an `InterProcessMutex` 10 times each; a read-write
 //! lock is shown to let readers share and keep the writer exclusive, then
 //! contended; `InterProcessSemaphoreV2` with 2 leases hands out at most 2 and
@@ -19,7 +19,6 @@
 //! tools fail the test (`scripts/install-deps.sh` installs them).
 
 mod holds;
-mod support_java;
 
 use holds::{Hold, check_exclusion, max_concurrent};
 use zoolock_conformance::sim::Mode;
@@ -33,7 +32,8 @@ use tokio::time::sleep;
 use zoolock_model::TestingServer;
 use zoolock_tokio::{Client, Error, Options};
 
-use support_java::{Java, Peer, STEP, in_ci, java_or_skip, within};
+use zoolock_testkit::in_ci;
+use zoolock_testkit::java::{Java, Peer, STEP, java_or_skip, within};
 
 // ---- helpers -----------------------------------------------------------------------------
 

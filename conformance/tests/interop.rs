@@ -1,9 +1,10 @@
 //! Interop with Apache Curator 5.4.0: Curator and zoolock clients contend on
 //! the same paths against the real ZooKeeper from `ZOOLOCK_TEST_CONNECT`.
 //!
-//! The Curator side is `conformance/java/CuratorDriver.java`, compiled here
-//! with `javac` against Debian's jars (`/usr/share/java`, or `ZK_JAVA_DIR`)
-//! and driven over stdin/stdout with a line protocol (see the Java file).
+//! The Curator side is `testkit/java/CuratorDriver.java`, compiled by
+//! `zoolock_testkit::java` with `javac` against Debian's jars
+//! (`/usr/share/java`, or `ZK_JAVA_DIR`) and driven over stdin/stdout with a
+//! line protocol (see the Java file).
 //! Every Curator contender id is its own ZooKeeper session on its own thread.
 //!
 //! Clock: both sides report wall-clock microseconds since the Unix epoch
@@ -28,12 +29,11 @@ use tokio::time::sleep;
 use zoolock_tokio::{Client, Error, Guard, Lock, LockKind, OpPlan, Options};
 
 mod holds;
-mod support_java;
 
 use holds::{Hold, check_exclusion, max_concurrent, seq};
 use zoolock_conformance::sim::Mode;
 
-use support_java::{Java, Peer, STEP, java_or_skip, now_us, within};
+use zoolock_testkit::java::{Java, Peer, STEP, java_or_skip, now_us, within};
 
 fn base_path(test: &str) -> String {
     format!("/zoolock-interop/{test}-{}-{}", std::process::id(), now_us())

@@ -10,9 +10,7 @@ use std::time::Duration;
 
 use zoolock_tokio::{Client, Compression, LockOptions, Options};
 
-mod support_java;
-
-use support_java::{Java, Peer, java_or_skip, within};
+use zoolock_testkit::java::{Java, Peer, java_or_skip, within};
 
 async fn connect(addr: &str, compression: Compression) -> Client {
     let options = Options::default().connect_timeout(Duration::from_secs(15)).compression(compression);

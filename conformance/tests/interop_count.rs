@@ -11,9 +11,7 @@ use std::time::Duration;
 use tokio::time::sleep;
 use zoolock_tokio::{Client, Options, SemaphoreOptions};
 
-mod support_java;
-
-use support_java::{Java, Peer, java_or_skip, within};
+use zoolock_testkit::java::{Java, Peer, java_or_skip, within};
 
 async fn connect(addr: &str) -> Client {
     let options = Options::default().connect_timeout(Duration::from_secs(15));

@@ -33,10 +33,9 @@ use zoolock_tokio::{
 };
 
 mod holds;
-mod support_java;
 
 use holds::{Hold, check_exclusion, max_concurrent};
-use support_java::{Java, Peer, STEP, java_or_skip, now_us, within};
+use zoolock_testkit::java::{Java, Peer, STEP, java_or_skip, now_us, within};
 
 /// Terms each participant leads at least.
 const TERMS: usize = 3;

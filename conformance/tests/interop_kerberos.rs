@@ -16,9 +16,7 @@ use std::time::Duration;
 
 use zoolock_tokio::{GssapiClient, Options};
 
-mod support_java;
-
-use support_java::{Java, java_or_skip, now_us, within};
+use zoolock_testkit::java::{Java, java_or_skip, now_us, within};
 
 const TEST: &str = "kerberos_mutex_with_curator";
 /// Set in the child that runs the scenario.

@@ -11,10 +11,9 @@ use zoolock_conformance::sim::Mode;
 use zoolock_tokio::{Client, Lock, OpPlan, Options};
 
 mod holds;
-mod support_java;
 
 use holds::{Hold, check_exclusion, max_concurrent};
-use support_java::{Java, Peer, java_or_skip, now_us, within};
+use zoolock_testkit::java::{Java, Peer, java_or_skip, now_us, within};
 
 const CYCLES: usize = 6;
 

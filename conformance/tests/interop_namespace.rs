@@ -17,9 +17,7 @@ use std::time::{Duration, Instant};
 use tokio::time::sleep;
 use zoolock_tokio::{Client, Lock, Options};
 
-mod support_java;
-
-use support_java::{Java, Peer, STEP, java_or_skip, within};
+use zoolock_testkit::java::{Java, Peer, STEP, java_or_skip, within};
 
 /// A private ZooKeeper with a fast container reaper; stopped on drop.
 struct Server {

@@ -2,12 +2,12 @@
 //! over the runtime under test.
 //!
 //! A transport's test file implements [`TestRuntime`] for its runtime and
-//! lists one `#[test]` per scenario, each a line such as
-//! `e2e::run::<Tokio>(e2e::mutex_exclusion)`:
+//! runs the scenarios:
 //!
 //! * [`e2e`]: locks, sessions, loss signals and cancellation against the
 //!   server of [`zoolock_testkit::any_server`] (the real ZooKeeper from
-//!   `ZOOLOCK_TEST_CONNECT`, else the in-process model server).
+//!   `ZOOLOCK_TEST_CONNECT`, else the in-process model server), one
+//!   `#[test]` each from the one list, [`e2e_tests!`]`(Tokio)`.
 //! * [`secured`]: digest auth and ACLs, SASL, and (with the `tls` and
 //!   `gssapi` features, which the transports' features of the same names
 //!   turn on) mutual TLS and Kerberos, each against its own secured server;

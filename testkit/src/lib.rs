@@ -13,9 +13,13 @@
 //! * [`proxy::Proxy`]: a TCP proxy a test can cut, freeze or take down.
 //! * [`raw::RawConn`]: a connection that speaks frames only, for tests that
 //!   check what the server sends.
+//! * `java` (feature `java`): Curator in a JVM, compiled from
+//!   `java/CuratorDriver.java` and driven line by line, for the interop tests.
 //!
 //! [`TestingServer`]: zoolock_model::TestingServer
 
+#[cfg(feature = "java")]
+pub mod java;
 pub mod proxy;
 pub mod raw;
 

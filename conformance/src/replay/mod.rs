@@ -71,6 +71,8 @@
 
 mod error;
 pub(crate) mod harness;
+mod plan;
+mod report;
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
@@ -89,154 +91,12 @@ use zoolock_wire::{
 pub use error::{Location, MismatchKind, ReplayError};
 pub use harness::Chunking;
 use harness::{Rules, Wire, WrittenFrame, describe};
+pub(crate) use plan::blackhole_start;
+use plan::{Step, plan};
+pub use report::{ConnectionReport, LoggedEvent, ReplayConfig, ReplayReport, Submitted};
 
-use crate::decode::{DecodedFrame, StreamDecoder};
-use crate::trace::{Close, Direction, Entry, Frame, Trace};
-
-/// How a [`SessionReplay`] builds and drives its session.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct ReplayConfig {
-    /// The session's connect string; the recorded traffic ignores it.
-    pub connect_string: String,
-    /// Seed of the session (host order, reconnect jitter).
-    pub seed: u64,
-    /// Upper bound of the session's reconnect pause.
-    pub reconnect_jitter: Duration,
-    /// Watcher given to every submitted request.
-    pub watcher: WatcherId,
-    /// How server bytes are fed.
-    pub chunking: Chunking,
-    /// Slack allowed between a recorded client-side close and the session's.
-    pub close_tolerance: Duration,
-    /// Between connections, wait at least as long as the recording did
-    /// (from the headers' `t0_unix_us`) before the next one starts.
-    pub follow_recorded_gaps: bool,
-    /// Virtual time at which the session is created.
-    pub start: Instant,
-}
-
-impl Default for ReplayConfig {
-    fn default() -> Self {
-        ReplayConfig {
-            connect_string: String::from("127.0.0.1:2181"),
-            seed: 1,
-            reconnect_jitter: Duration::from_millis(10),
-            watcher: WatcherId(1),
-            chunking: Chunking::Whole,
-            close_tolerance: Duration::from_millis(100),
-            follow_recorded_gaps: true,
-            start: Instant::from_millis(1_000),
-        }
-    }
-}
-
-impl ReplayConfig {
-    /// The defaults: `127.0.0.1:2181`, seed 1, 10 ms jitter, watcher 1, whole
-    /// frames, 100 ms close tolerance, recorded gaps followed, start at 1 s.
-    pub fn new() -> Self {
-        ReplayConfig::default()
-    }
-
-    /// Sets how server bytes are fed.
-    pub fn with_chunking(mut self, chunking: Chunking) -> Self {
-        self.chunking = chunking;
-        self
-    }
-
-    /// Sets the session seed.
-    pub fn with_seed(mut self, seed: u64) -> Self {
-        self.seed = seed;
-        self
-    }
-
-    /// Sets the watcher given to submitted requests.
-    pub fn with_watcher(mut self, watcher: WatcherId) -> Self {
-        self.watcher = watcher;
-        self
-    }
-}
-
-/// Something the session reported, with when and during which connection.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LoggedEvent {
-    /// Virtual time.
-    pub at: Instant,
-    /// Index into [`ReplayReport::connections`] of the connection being
-    /// replayed (or last replayed), `None` before the first.
-    pub connection: Option<usize>,
-    /// The event.
-    pub event: SessionEvent,
-}
-
-/// A request the harness submitted.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Submitted {
-    /// The session's id for it.
-    pub id: RequestId,
-    /// The recorded request (line 0 when submitted through
-    /// [`SessionReplay::submit`]).
-    pub at: Location,
-    /// Its opcode.
-    pub op: OpCode,
-}
-
-/// What happened on one replayed connection.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConnectionReport {
-    /// The trace file.
-    pub file: PathBuf,
-    /// Virtual time of the connection's `t_us = 0`.
-    pub base: Instant,
-    /// When [`Session::handle_connected`] was called.
-    pub connected_at: Option<Instant>,
-    /// The recorded ConnectResponse, once fed.
-    pub handshake: Option<ConnectResponse>,
-    /// When bytes (recorded or a synthetic ping reply) were last fed.
-    pub last_received_at: Option<Instant>,
-    /// When the socket went away.
-    pub closed_at: Option<Instant>,
-    /// True when the session closed it ([`IoCommand::Close`](zoolock_core::IoCommand::Close)), false when the
-    /// harness reported the peer's close.
-    pub closed_by_session: bool,
-    /// Recorded client frames matched (ConnectRequest included).
-    pub frames_matched: usize,
-    /// Pings the session wrote.
-    pub pings_sent: usize,
-    /// Pings answered with a synthetic reply.
-    pub pings_answered: usize,
-}
-
-/// The outcome of a whole replay.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReplayReport {
-    /// Every event the session reported, in order.
-    pub events: Vec<LoggedEvent>,
-    /// One per replayed connection, in order.
-    pub connections: Vec<ConnectionReport>,
-    /// Every submitted request, in order.
-    pub submitted: Vec<Submitted>,
-    /// Submitted requests with no reply yet (the session is still alive).
-    pub unanswered: Vec<RequestId>,
-}
-
-impl ReplayReport {
-    /// The connection-state events, in order.
-    pub fn states(&self) -> Vec<ConnectionState> {
-        self.events
-            .iter()
-            .filter_map(|e| match e.event {
-                SessionEvent::State(s) => Some(s),
-                _ => None,
-            })
-            .collect()
-    }
-
-    /// The reply reported for `id`.
-    pub fn reply(&self, id: RequestId) -> Option<&LoggedEvent> {
-        self.events.iter().find(|e| matches!(&e.event, SessionEvent::Reply { id: got, .. } if *got == id))
-    }
-}
+use crate::decode::DecodedFrame;
+use crate::trace::{Direction, Frame, Trace};
 
 /// Replays the connection files of one client session in order, then
 /// [`SessionReplay::finish`]es. The session timeout is taken from the first
@@ -805,94 +665,6 @@ impl SessionReplay {
         let base = self.wire.link.as_ref().map_or(self.wire.now, |l| l.base);
         (base + Duration::from_micros(t_us)).max(self.wire.now)
     }
-}
-
-/// One unit of replay work.
-#[derive(Debug)]
-enum Step {
-    /// A client frame (pings excluded).
-    Client(Frame, DecodedFrame),
-    /// Server frames fed together: same timestamp, consecutive, delivered.
-    Server(Vec<(Frame, DecodedFrame)>),
-    /// The close event.
-    Close(Close),
-}
-
-/// Decodes `trace` and groups it into steps; pings, ping replies and dropped
-/// server frames are left out.
-fn plan(trace: &Trace) -> Result<Vec<Step>, ReplayError> {
-    let mut decoder = StreamDecoder::new();
-    let mut steps: Vec<Step> = Vec::new();
-    // Whether the last step may take more server frames.
-    let mut open_group = false;
-    for entry in &trace.entries {
-        match entry {
-            Entry::Frame(frame) => {
-                let decoded = decoder.decode_frame(&trace.path, frame)?;
-                let ping = match &decoded {
-                    DecodedFrame::Request(r) => r.header.op == OpCode::PING,
-                    DecodedFrame::Server { message, .. } => message.header().xid == Xid::PING,
-                    _ => false,
-                };
-                if ping || (frame.dir == Direction::S2c && frame.dropped) {
-                    continue;
-                }
-                match frame.dir {
-                    Direction::C2s => {
-                        open_group = false;
-                        steps.push(Step::Client(frame.clone(), decoded));
-                    }
-                    Direction::S2c => {
-                        let handshake = matches!(decoded, DecodedFrame::ConnectResponse(_));
-                        // A checkWatches reply ends its group: the client
-                        // forgets the watch before it reads the next frame.
-                        let ends_group =
-                            matches!(&decoded, DecodedFrame::Server { reply_to: Some(OpCode::CHECK_WATCHES), .. });
-                        let joined = match steps.last_mut() {
-                            Some(Step::Server(group))
-                                if open_group
-                                    && !handshake
-                                    && group.first().is_some_and(|(f, _)| f.t_us == frame.t_us) =>
-                            {
-                                group.push((frame.clone(), decoded.clone()));
-                                true
-                            }
-                            _ => false,
-                        };
-                        if !joined {
-                            steps.push(Step::Server(vec![(frame.clone(), decoded)]));
-                        }
-                        open_group = !handshake && !ends_group;
-                    }
-                }
-            }
-            Entry::Close(close) => {
-                open_group = false;
-                steps.push(Step::Close(close.clone()));
-            }
-            Entry::Raw(raw) => {
-                return Err(ReplayError::Unsupported {
-                    at: Location { file: trace.path.clone(), line: raw.line },
-                    reason: String::from("raw (unframed) chunk"),
-                });
-            }
-            Entry::Other { .. } => {}
-        }
-    }
-    Ok(steps)
-}
-
-/// In a trace with dropped frames: `t_us` of the last frame forwarded before
-/// the first dropped one (0 if none was).
-pub(crate) fn blackhole_start(trace: &Trace) -> Option<u64> {
-    let mut last = 0;
-    for frame in trace.frames() {
-        if frame.dropped {
-            return Some(last);
-        }
-        last = frame.t_us;
-    }
-    None
 }
 
 /// Xids that are mapped between trace and session: all but the fixed ones.

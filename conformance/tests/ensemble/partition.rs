@@ -86,9 +86,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::harness::{Ensemble, now_us};
-use crate::support_java::{Java, Peer, java_or_skip};
 use crate::workload::{Section, Write, blocking, join, new_run, spawn_workers};
 use crate::{CLIENTS, ensemble_with, serial};
+use zoolock_testkit::java::{Java, Peer, java_or_skip};
 use zoolock_tokio::{HoldStatus, Options};
 
 // ---- the one place for issue 36's driver options -----------------------------------------

@@ -6,7 +6,7 @@
 //! zoolock must keep exclusion (no overlapping holds among holders that were
 //! not told, no hold on a node of an old session) and come back with no user
 //! code. The same schedule then runs with Curator 5.4.0's `InterProcessMutex`
-//! (`conformance/java/CuratorDriver.java`) on a fresh ensemble, and the test
+//! (`testkit/java/CuratorDriver.java`) on a fresh ensemble, and the test
 //! prints both stalls side by side: how long the lock stood still, and how
 //! long after the followers resumed the first hold began.
 
@@ -15,9 +15,9 @@ use std::time::Duration;
 
 use crate::harness::{Ensemble, now_us};
 use crate::oracle::{Analysis, analyse, assert_every_client_cycles, assert_no_leak, check_common};
-use crate::support_java::{Java, JavaSetup, Peer, java_or_skip};
 use crate::workload::{Run, Section, at, blocking, join, new_run_holding, spawn_workers};
 use crate::{CLIENTS, SESSION, ensemble, serial};
+use zoolock_testkit::java::{Java, JavaSetup, Peer, java_or_skip};
 use zoolock_tokio::ConnectionState;
 
 /// Each critical section: long enough that a hold on an old session's node

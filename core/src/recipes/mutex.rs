@@ -77,7 +77,9 @@ impl Mutex {
     }
 
     /// Releases one hold; the last one deletes the node.
-    pub fn release(&mut self, now: Instant) -> Result<(), ApiMisuse> {
+    ///
+    /// `now` is taken as every command takes it; a release needs no clock.
+    pub fn release(&mut self, _now: Instant) -> Result<(), ApiMisuse> {
         let holds = self.hold_count();
         if holds == 0 {
             return Err(ApiMisuse::NotHeld);
@@ -88,7 +90,7 @@ impl Mutex {
             return Ok(());
         }
         self.counted = None;
-        self.core.release(now)
+        self.core.release()
     }
 
     /// Abandons an acquire in progress; no node is left behind.

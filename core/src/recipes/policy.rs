@@ -261,7 +261,6 @@ pub fn sorted(children: &[String], key: &SortKey) -> Vec<String> {
 mod tests {
     use super::*;
     use alloc::string::ToString;
-    use alloc::vec;
 
     fn names(v: &[&str]) -> Vec<String> {
         v.iter().map(|s| s.to_string()).collect()
@@ -402,7 +401,6 @@ mod tests {
                 assert_eq!(semaphore(&children, "missing", max), None);
             }
         }
-        let _ = vec![0];
     }
 
     #[test]

@@ -162,14 +162,18 @@ impl ReadWriteLock {
     }
 
     /// Releases one hold of the read half; the last one deletes its node.
-    pub fn release_read(&mut self, now: Instant) -> Result<(), ApiMisuse> {
-        self.release_half(now, READ)
+    ///
+    /// `now` is taken as every command takes it; a release needs no clock.
+    pub fn release_read(&mut self, _now: Instant) -> Result<(), ApiMisuse> {
+        self.release_half(READ)
     }
 
     /// Releases one hold of the write half; the last one deletes its node. A
     /// read hold taken meanwhile (downgrade) continues.
-    pub fn release_write(&mut self, now: Instant) -> Result<(), ApiMisuse> {
-        self.release_half(now, WRITE)
+    ///
+    /// `now` is taken as every command takes it; a release needs no clock.
+    pub fn release_write(&mut self, _now: Instant) -> Result<(), ApiMisuse> {
+        self.release_half(WRITE)
     }
 
     /// A held half is acquired again: count it and report it at once.
@@ -182,7 +186,7 @@ impl ReadWriteLock {
         true
     }
 
-    fn release_half(&mut self, now: Instant, part: usize) -> Result<(), ApiMisuse> {
+    fn release_half(&mut self, part: usize) -> Result<(), ApiMisuse> {
         let Some(half) = self.halves.get_mut(part) else { return Err(ApiMisuse::NotHeld) };
         if half.core.held().is_none() || half.holds == 0 {
             return Err(ApiMisuse::NotHeld);
@@ -191,7 +195,7 @@ impl ReadWriteLock {
         if half.holds > 0 {
             return Ok(());
         }
-        let result = half.core.release(now);
+        let result = half.core.release();
         self.collect();
         result
     }

@@ -1,5 +1,6 @@
 //! The scenarios every transport runs end to end: a transport's
-//! `tests/e2e.rs` lists one `#[test]` per scenario, each calling
+//! `tests/e2e.rs` makes one `#[test]` per scenario with
+//! [`e2e_tests!`](crate::e2e_tests) (the list, in `list.rs`), each calling
 //! [`run`] with its [`TestRuntime`] and the scenario.
 //!
 //! Every scenario takes an [`Env`]: the server (the real one from
@@ -34,6 +35,7 @@ mod compressed;
 mod connect_errors;
 mod election;
 mod holders;
+mod list;
 mod loss;
 mod many;
 mod resized;

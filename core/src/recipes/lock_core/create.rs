@@ -222,7 +222,7 @@ impl LockCore {
         }
     }
 
-    pub(super) fn on_recover(&mut self, now: Instant, result: Result<Response, RequestError>) {
+    pub(super) fn on_recover(&mut self, result: Result<Response, RequestError>) {
         let State::Creating(c) = &mut self.state else { return };
         match result {
             Ok(Response::Children(names)) | Ok(Response::Children2 { children: names, .. }) => {
@@ -242,7 +242,6 @@ impl LockCore {
             Err(RequestError::ConnectionLoss) => c.step = CreateStep::AwaitReconnect,
             Err(e) => self.fail(e),
         }
-        let _ = now;
     }
 
     pub(super) fn on_adopt_stat(&mut self, now: Instant, result: Result<Response, RequestError>) {

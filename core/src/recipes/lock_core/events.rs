@@ -84,7 +84,7 @@ impl LockCore {
         }
     }
 
-    pub(super) fn on_session(&mut self, now: Instant, state: ConnectionState) {
+    pub(super) fn on_session(&mut self, state: ConnectionState) {
         match state {
             ConnectionState::Suspended => match core::mem::replace(&mut self.state, State::Idle) {
                 State::Held { node } => {
@@ -123,7 +123,6 @@ impl LockCore {
                     self.send_delete(path);
                 }
                 self.find_orphans();
-                let _ = now;
             }
             ConnectionState::Lost
             | ConnectionState::Closed

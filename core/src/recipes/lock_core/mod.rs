@@ -10,6 +10,7 @@
 
 mod create;
 mod events;
+mod hold;
 mod janitor;
 mod listing;
 mod node;
@@ -457,11 +458,10 @@ impl LockCore {
     /// Gives the lock up: delete our node (guaranteed). In the Curator plan
     /// `Released` follows the delete's reply; in the Pipelined plan it is
     /// reported at once.
-    pub(crate) fn release(&mut self, now: Instant) -> Result<(), ApiMisuse> {
+    pub(crate) fn release(&mut self) -> Result<(), ApiMisuse> {
         let State::Held { node } = core::mem::replace(&mut self.state, State::Idle) else {
             return Err(ApiMisuse::NotHeld);
         };
-        let _ = now;
         if let Some(rare) = self.rare.as_mut() {
             rare.hold_until = None;
         }
@@ -588,7 +588,7 @@ impl LockCore {
             Purpose::Create => self.on_create(now, result),
             Purpose::Probe => self.on_probe(now, result),
             Purpose::MakeParent => self.on_make_parent(now, result),
-            Purpose::Recover => self.on_recover(now, result),
+            Purpose::Recover => self.on_recover(result),
             Purpose::AdoptStat => self.on_adopt_stat(now, result),
             Purpose::List { watch } => self.on_list(now, result, watch),
             Purpose::WatchPred => self.on_watch_pred(now, result),
@@ -631,8 +631,8 @@ impl Recipe for LockCore {
         self.tidy();
     }
 
-    fn handle_session(&mut self, now: Instant, state: ConnectionState) {
-        self.on_session(now, state);
+    fn handle_session(&mut self, _now: Instant, state: ConnectionState) {
+        self.on_session(state);
         self.tidy();
     }
 
@@ -711,87 +711,6 @@ impl LockCore {
         self.state = State::Idle;
         self.attempt += 1;
         self.out.emit(LockEvent::Failed(error));
-    }
-
-    /// The reply to a Verify (`Reconnected` on success) or to the held
-    /// node's watch (nothing to tell on success).
-    fn on_verify(&mut self, purpose_is_verify: bool, result: Result<Response, RequestError>) {
-        if !purpose_is_verify && self.waiting_node().is_some() {
-            // The waiting node's own watch: not armed if the node is gone
-            // (look again and start over) or the connection dropped (the
-            // grant arms it).
-            match result {
-                Ok(_) => {}
-                Err(RequestError::Server(ErrorCode::NO_NODE)) => self.waiting_node_gone(),
-                Err(_) => self.own_watched = false,
-            }
-            return;
-        }
-        if !matches!(self.state, State::Held { .. }) {
-            return;
-        }
-        match (purpose_is_verify, result) {
-            (true, Ok(_)) => self.out.emit(LockEvent::Reconnected),
-            (false, Ok(_)) => {}
-            (_, Err(RequestError::Server(ErrorCode::NO_NODE))) => self.hold_gone(),
-            // Dropped: the next Reconnected verifies again, and re-arms.
-            (_, Err(_)) => {}
-        }
-    }
-
-    /// Our held node is gone (deleted by someone else, seen by its watch or
-    /// by a read): the hold is `Lost`, at once and for good. Nothing is left
-    /// to delete.
-    fn hold_gone(&mut self) {
-        if !matches!(self.state, State::Held { .. }) {
-            return;
-        }
-        let State::Held { node } = core::mem::replace(&mut self.state, State::Idle) else { return };
-        self.rare_mut().lost = Some(node.path);
-        self.attempt += 1;
-        self.revoke_armed = false;
-        self.out.emit(LockEvent::Lost);
-    }
-
-    /// The hold reached [`LockConfig::max_hold`]: it is `Lost` (told as
-    /// `Expired` first) and its node deleted, so the next in line gets it.
-    fn expire(&mut self) {
-        let State::Held { node } = core::mem::replace(&mut self.state, State::Idle) else { return };
-        if let Some(rare) = self.rare.as_mut() {
-            rare.hold_until = None;
-        }
-        if core::mem::take(&mut self.revoke_armed) {
-            self.send(Op::check_watches(&node.path, WatcherType::ANY), Purpose::CheckWatches);
-        }
-        self.start_delete(node.path.clone());
-        self.out.emit(LockEvent::Expired { node: node.path_string() });
-        self.rare_mut().lost = Some(node.path);
-        self.attempt += 1;
-        self.out.emit(LockEvent::Lost);
-    }
-
-    fn on_revoke_read(&mut self, current: bool, result: Result<Response, RequestError>) {
-        match result {
-            Ok(Response::Data { data: Some(data), .. }) if super::revoker::is_revoke_message(&data) => {
-                self.out.emit(LockEvent::RevocationRequested);
-            }
-            // Dropped before the watch was set: read again (the request waits
-            // in the session for the reconnect), or revocation is lost.
-            Err(RequestError::ConnectionLoss) if self.revoke_armed => {
-                if let State::Held { node }
-                | State::Listing { node }
-                | State::Watching { node, .. }
-                | State::Waiting { node, .. } = &self.state
-                {
-                    let path = node.path.clone();
-                    self.send(Op::get_data(&path, true), Purpose::RevokeRead);
-                }
-            }
-            // NoNode: our node is gone and the watch was not set; a hold
-            // through it (this attempt's node) is lost.
-            Err(RequestError::Server(ErrorCode::NO_NODE)) if current => self.hold_gone(),
-            _ => {}
-        }
     }
 
     /// Leaves the queue: delete our node and report `event`.

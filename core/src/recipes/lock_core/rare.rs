@@ -165,7 +165,7 @@ mod tests {
         answer(&mut core, now);
         assert!(core.held().is_some());
         assert!(core.rare.is_none(), "{:?}", core.rare);
-        core.release(now).unwrap();
+        core.release().unwrap();
         assert_eq!(answer(&mut core, now), [OpCode::DELETE]);
         assert!(core.is_quiescent() && core.rare.is_none() && core.deleting.capacity() == 0);
     }

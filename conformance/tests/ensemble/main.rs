@@ -65,27 +65,15 @@
 //! ZOOLOCK_TEST_ENSEMBLE=1 cargo test -p zoolock-conformance --test ensemble -- --nocapture
 //! ```
 
-#[path = "ensemble/faults.rs"]
 mod faults;
-#[path = "ensemble/frozen.rs"]
 mod frozen;
-#[path = "ensemble/harness.rs"]
 mod harness;
-#[path = "ensemble/holders.rs"]
 mod holders;
-#[path = "ensemble/oracle.rs"]
 mod oracle;
-#[path = "ensemble/partition.rs"]
 mod partition;
-#[path = "ensemble/quorum.rs"]
 mod quorum;
-#[path = "ensemble/rig.rs"]
 mod rig;
-#[path = "ensemble/soak.rs"]
 mod soak;
-#[path = "support_java/mod.rs"]
-mod support_java;
-#[path = "ensemble/workload.rs"]
 mod workload;
 
 use std::sync::Arc;

@@ -1,6 +1,6 @@
 //! How a [`Semaphore`] reacts to the events of its cores: the internal
-//! mutex and each lease (split from `semaphore.rs` to keep one concern per
-//! file: the reactions, not the commands or the plumbing).
+//! mutex and each lease (the reactions, apart from the commands in `mod.rs`
+//! and the plumbing in `drive.rs`).
 
 use zoolock_wire::ErrorCode;
 
@@ -20,7 +20,7 @@ impl Semaphore {
                 Some(Phase::Mutex) => self.start_lease_node(now),
                 // Nobody wants it any more.
                 _ => {
-                    self.release_mutex(now);
+                    self.release_mutex();
                 }
             },
             LockEvent::TimedOut if phase == Some(Phase::Mutex) => self.fail_acquire(now, SemaphoreEvent::TimedOut),
@@ -78,7 +78,7 @@ impl Semaphore {
                     if let Some(acq) = self.acquiring.as_mut() {
                         acq.phase = Phase::Unlocking { slot };
                     }
-                    if !self.release_mutex(now) {
+                    if !self.release_mutex() {
                         // The mutex node was lost on a reconnect: nothing to release.
                         self.commit(now, slot);
                     }
@@ -88,7 +88,7 @@ impl Semaphore {
                 LockEvent::Queued { total, .. } => self.out.emit(SemaphoreEvent::Queued { position: 1, total }),
                 LockEvent::TimedOut => {
                     self.check_lease_watch();
-                    self.release_mutex(now);
+                    self.release_mutex();
                     self.fail_acquire(now, SemaphoreEvent::TimedOut);
                 }
                 LockEvent::Failed(RequestError::Server(ErrorCode::NO_NODE) | RequestError::NodeVanished)
@@ -99,11 +99,11 @@ impl Semaphore {
                     if self.cores.get(&slot).is_some_and(|c| c.has_cleanup()) {
                         self.check_lease_watch();
                     }
-                    self.release_mutex(now);
+                    self.release_mutex();
                     self.retry_lease(now);
                 }
                 LockEvent::Failed(e) if !still_acquiring => {
-                    self.release_mutex(now);
+                    self.release_mutex();
                     self.fail_acquire(now, SemaphoreEvent::Failed(e));
                 }
                 _ => {}

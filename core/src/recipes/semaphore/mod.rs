@@ -44,29 +44,33 @@
 //! Vanished lease (Curator's MISSING_NODE): the lease node is deleted, the
 //! watch checked off, the mutex node deleted, and after the retry policy's
 //! pause the lease starts over with a new mutex node and a new lease node.
+//!
+//! [`RecipeEvent::Acquired`]: crate::recipe::RecipeEvent::Acquired
+//! [`RecipeEvent::LeaseRevocationRequested`]: crate::recipe::RecipeEvent::LeaseRevocationRequested
 
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::vec::Vec;
 
-use zoolock_wire::{Response, WatcherType};
+use zoolock_wire::WatcherType;
 
 use super::config::SharedLockConfig;
 use super::kit::{OpRouter, Outbox};
 use super::lock_core::{LockCore, Rule, Shape};
-use super::lock_event::LockEvent;
 use super::naming::LockName;
 use super::policy::{LEASE_NAME, LOCK_NAME, SortKey};
 use super::shared_count::{CountEvent, SharedCount};
 use crate::error::{ApiMisuse, RequestError};
 use crate::op::Op;
 use crate::path::ZkPath;
-use crate::recipe::{FencingToken, OpId, Recipe, RecipeEvent, RecipeOp};
+use crate::recipe::{FencingToken, Recipe};
 use crate::rng::Rng;
-use crate::session::{ConnectionState, WatchEvent};
 use crate::time::Instant;
 
-#[path = "semaphore_events.rs"]
-mod events;
+mod drive;
+mod event;
+mod reactions;
+
+pub use event::SemaphoreEvent;
 
 /// Curator's `LOCK_PARENT`: the internal mutex's path under the semaphore.
 pub const SEMAPHORE_LOCKS: &str = "locks";
@@ -148,6 +152,10 @@ struct Acquiring {
 /// Curator's order: after a lease is held, checkWatches on `leases` before the
 /// mutex node's delete), then [`Recipe::poll_event`], then
 /// [`Recipe::poll_timeout`].
+///
+/// [`RecipeEvent::Released`]: crate::recipe::RecipeEvent::Released
+/// [`RecipeEvent::Queued`]: crate::recipe::RecipeEvent::Queued
+/// [`RecipeEvent::LeaseLost`]: crate::recipe::RecipeEvent::LeaseLost
 #[derive(Debug)]
 pub struct Semaphore {
     base: ZkPath,
@@ -299,7 +307,7 @@ impl Semaphore {
             .copied()
             .find(|s| self.cores.get(s).and_then(|c| c.held()).is_some_and(|n| n.path.as_str() == lease))
             .ok_or(ApiMisuse::NotHeld)?;
-        self.return_slot(now, slot);
+        self.return_slot(slot);
         self.pump(now);
         Ok(())
     }
@@ -307,7 +315,7 @@ impl Semaphore {
     /// Returns every held lease, in the order they were obtained.
     pub fn return_all(&mut self, now: Instant) {
         for slot in self.held.clone() {
-            self.return_slot(now, slot);
+            self.return_slot(slot);
         }
         self.pump(now);
     }
@@ -334,7 +342,7 @@ impl Semaphore {
             }
             Phase::Lease { slot } | Phase::Unlocking { slot } => {
                 self.on_core(slot, |c| c.cancel(now));
-                self.release_mutex(now);
+                self.release_mutex();
             }
             Phase::Pause { .. } => {}
         }
@@ -427,15 +435,15 @@ impl Semaphore {
         self.cores.insert(slot, core);
         self.drain(slot);
         if let Err(refused) = started {
-            self.release_mutex(now);
+            self.release_mutex();
             self.fail_acquire(now, SemaphoreEvent::Refused(refused));
         }
     }
 
     /// Deletes the internal mutex node if it is held (Curator's `finally`).
     /// True if a release was started.
-    fn release_mutex(&mut self, now: Instant) -> bool {
-        let released = self.mutex.held().is_some() && self.mutex.release(now).is_ok();
+    fn release_mutex(&mut self) -> bool {
+        let released = self.mutex.held().is_some() && self.mutex.release().is_ok();
         self.drain(MUTEX_SLOT);
         released
     }
@@ -450,12 +458,12 @@ impl Semaphore {
         self.out.send(op);
     }
 
-    fn return_slot(&mut self, now: Instant, slot: u64) {
+    fn return_slot(&mut self, slot: u64) {
         self.held.retain(|s| *s != slot);
         if self.verifying.remove(&slot) {
             self.finish_verify();
         }
-        if self.on_core(slot, |c| c.release(now).is_ok()) == Some(true) {
+        if self.on_core(slot, |c| c.release().is_ok()) == Some(true) {
             self.returning.insert(slot);
         }
     }
@@ -593,314 +601,9 @@ impl Semaphore {
     fn in_got(&self, slot: u64) -> bool {
         self.acquiring.as_ref().is_some_and(|a| a.got.contains(&slot))
     }
-
-    /// Moves the cores' ops out (mutex first, then leases by slot) and reacts
-    /// to their events, until neither has more. Ops a core queued before an
-    /// event are sent before anything the reaction queues.
-    fn pump(&mut self, now: Instant) {
-        loop {
-            self.drain_ops();
-            if let Some(event) = self.mutex.poll_event() {
-                self.on_mutex_event(now, event);
-                continue;
-            }
-            let next = self.cores.iter_mut().find_map(|(slot, core)| core.poll_event().map(|e| (*slot, e)));
-            if let Some((slot, event)) = next {
-                self.on_lease_event(now, slot, event);
-                continue;
-            }
-            if self.phase() == Some(Phase::MutexBusy) && self.can_start() {
-                self.start_lease(now);
-                continue;
-            }
-            break;
-        }
-        self.revoke_pending.retain(|s| self.cores.contains_key(s));
-        self.collect();
-    }
-
-    /// Moves every core's queued ops out (mutex first, then leases by slot).
-    fn drain_ops(&mut self) {
-        self.drain(MUTEX_SLOT);
-        let slots: Vec<u64> = self.cores.keys().copied().collect();
-        for slot in slots {
-            self.drain(slot);
-        }
-    }
-
-    /// Moves one core's queued ops out, in order. Called right after every
-    /// command or input given to a core, so ops leave in the order they were
-    /// made across cores.
-    fn drain(&mut self, slot: u64) {
-        loop {
-            let op = match slot {
-                MUTEX_SLOT => self.mutex.poll_op(),
-                _ => self.cores.get_mut(&slot).and_then(|c| c.poll_op()),
-            };
-            let Some(op) = op else { return };
-            self.router.forward(&mut self.out, Member::Core(slot), op);
-        }
-    }
-
-    /// Runs `f` on the lease core in `slot` (if any), then moves its ops out.
-    fn on_core<X>(&mut self, slot: u64, f: impl FnOnce(&mut LockCore) -> X) -> Option<X> {
-        let out = self.cores.get_mut(&slot).map(f);
-        self.drain(slot);
-        out
-    }
-
-    /// Forgets lease cores that hold nothing and owe nothing.
-    fn collect(&mut self) {
-        let current = match self.phase() {
-            Some(Phase::Lease { slot } | Phase::Unlocking { slot }) => Some(slot),
-            _ => None,
-        };
-        let keep: BTreeSet<u64> = self
-            .held
-            .iter()
-            .chain(self.returning.iter())
-            .chain(self.acquiring.iter().flat_map(|a| a.got.iter()))
-            .chain(current.iter())
-            .copied()
-            .collect();
-        self.cores.retain(|slot, core| keep.contains(slot) || !core.is_idle() || core.has_cleanup());
-    }
-
-    /// Session expiry or close: every ephemeral node is gone.
-    fn end_session(&mut self, now: Instant, state: ConnectionState) {
-        // A `Suspended` that was reported is answered with `Lost` even when
-        // every lease was returned meanwhile: the handle reports the status
-        // of its leases from these events, and would stay suspended.
-        let had_leases = !self.held.is_empty() || self.suspended;
-        let was_acquiring = self.acquiring.take().is_some();
-        for slot in core::mem::take(&mut self.held) {
-            if let Some(node) = self.cores.get(&slot).and_then(|c| c.held()) {
-                self.out.emit(SemaphoreEvent::LeaseLost { node: node.path_string() });
-            }
-        }
-        self.verifying.clear();
-        self.suspended = false;
-        self.mutex.handle_session(now, state);
-        while self.mutex.poll_event().is_some() {}
-        for (slot, core) in self.cores.iter_mut() {
-            core.handle_session(now, state);
-            while let Some(event) = core.poll_event() {
-                if event == LockEvent::Released && self.returning.remove(slot) {
-                    self.out.emit(SemaphoreEvent::Released);
-                }
-            }
-        }
-        self.returning.clear();
-        self.router.clear();
-        if had_leases {
-            self.out.emit(SemaphoreEvent::Lost);
-        }
-        if was_acquiring {
-            let error = state.end_error().unwrap_or(RequestError::Closed);
-            self.out.emit(SemaphoreEvent::Failed(error));
-        }
-        self.pump(now);
-    }
-}
-
-impl Recipe for Semaphore {
-    type Event = SemaphoreEvent;
-
-    fn handle_reply(&mut self, now: Instant, op: OpId, result: Result<Response, RequestError>) {
-        match self.router.take(op) {
-            Some((Member::Core(MUTEX_SLOT), inner)) => self.mutex.handle_reply(now, inner, result),
-            Some((Member::Core(slot), inner)) => {
-                self.on_core(slot, |c| c.handle_reply(now, inner, result));
-            }
-            Some((Member::Count, inner)) => {
-                if let Some(c) = self.count.as_mut() {
-                    c.handle_reply(now, inner, result);
-                }
-                self.take_count_ops();
-                self.take_count_events(now);
-            }
-            None => return,
-        }
-        self.pump(now);
-    }
-
-    fn handle_watch(&mut self, now: Instant, event: &WatchEvent) {
-        if let Some(c) = self.count.as_mut() {
-            c.handle_watch(now, event);
-            self.take_count_ops();
-        }
-        self.mutex.handle_watch(now, event);
-        self.drain(MUTEX_SLOT);
-        for slot in self.slots() {
-            self.on_core(slot, |c| c.handle_watch(now, event));
-        }
-        self.pump(now);
-    }
-
-    fn handle_session(&mut self, now: Instant, state: ConnectionState) {
-        if let Some(c) = self.count.as_mut() {
-            c.handle_session(now, state);
-            self.take_count_ops();
-        }
-        match state {
-            ConnectionState::Lost
-            | ConnectionState::Closed
-            | ConnectionState::AuthFailed
-            | ConnectionState::SaslFailed(_)
-            | ConnectionState::ServerMisbehaved(_)
-            | ConnectionState::Unreachable
-            | ConnectionState::ChrootUnavailable(_) => {
-                return self.end_session(now, state);
-            }
-            ConnectionState::Suspended if !self.held.is_empty() => self.report_suspended(),
-            ConnectionState::Reconnected => {
-                self.verifying = self
-                    .held
-                    .iter()
-                    .copied()
-                    .filter(|s| self.cores.get(s).is_some_and(|c| c.held().is_some()))
-                    .collect();
-            }
-            _ => {}
-        }
-        self.mutex.handle_session(now, state);
-        self.drain(MUTEX_SLOT);
-        for slot in self.slots() {
-            self.on_core(slot, |c| c.handle_session(now, state));
-        }
-        self.pump(now);
-        if state == ConnectionState::Reconnected {
-            self.finish_verify();
-        }
-    }
-
-    fn handle_timeout(&mut self, now: Instant) {
-        if self.mutex.poll_timeout().is_some_and(|t| t <= now) {
-            self.mutex.handle_timeout(now);
-            self.drain(MUTEX_SLOT);
-        }
-        for slot in self.slots() {
-            self.on_core(slot, |c| {
-                if c.poll_timeout().is_some_and(|t| t <= now) {
-                    c.handle_timeout(now);
-                }
-            });
-        }
-        if let Some(Phase::Pause { until }) = self.phase() {
-            if now >= until {
-                self.start_lease(now);
-            }
-        }
-        self.pump(now);
-    }
-
-    fn poll_op(&mut self) -> Option<RecipeOp> {
-        self.out.poll_op()
-    }
-
-    fn poll_event(&mut self) -> Option<SemaphoreEvent> {
-        self.out.poll_event()
-    }
-
-    fn poll_timeout(&self) -> Option<Instant> {
-        let pause = match self.phase() {
-            Some(Phase::Pause { until }) => Some(until),
-            _ => None,
-        };
-        self.cores.values().filter_map(|c| c.poll_timeout()).chain(self.mutex.poll_timeout()).chain(pause).min()
-    }
-
-    fn is_quiescent(&self) -> bool {
-        Semaphore::is_quiescent(self)
-    }
-
-    fn holds(&self) -> bool {
-        !self.held.is_empty()
-    }
 }
 
 /// `base/name`; both parts are valid, so this cannot fail in practice.
 fn child(base: &ZkPath, name: &str) -> ZkPath {
     base.join(name).unwrap_or_else(|_| base.clone())
-}
-
-/// What a [`Semaphore`] reports; a client reports each as the
-/// [`RecipeEvent`] of the same name (a count's as the count's).
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum SemaphoreEvent {
-    /// A lease is held through `node` ([`RecipeEvent::Acquired`]).
-    Acquired {
-        /// The lease node.
-        node: alloc::string::String,
-        /// Its czxid.
-        token: FencingToken,
-    },
-    /// Where a waiting acquire stands ([`RecipeEvent::Queued`]).
-    Queued {
-        /// Nodes ahead.
-        position: usize,
-        /// Nodes listed, ours included.
-        total: usize,
-    },
-    /// The acquire deadline passed.
-    TimedOut,
-    /// A returned lease's node is deleted.
-    Released,
-    /// The connection dropped.
-    Suspended,
-    /// The same session is back.
-    Reconnected,
-    /// No lease is left ([`RecipeEvent::Lost`]).
-    Lost,
-    /// Lease `node` reached its maximum hold ([`RecipeEvent::Expired`]);
-    /// `LeaseLost` follows.
-    Expired {
-        /// The lease node.
-        node: alloc::string::String,
-    },
-    /// Lease `node` is gone ([`RecipeEvent::LeaseLost`]).
-    LeaseLost {
-        /// The lease node.
-        node: alloc::string::String,
-    },
-    /// Lease `node` was asked back ([`RecipeEvent::LeaseRevocationRequested`]).
-    LeaseRevocationRequested {
-        /// The lease node.
-        node: alloc::string::String,
-    },
-    /// An error it cannot recover from.
-    Failed(RequestError),
-    /// The acquire was refused before anything was sent.
-    Refused(ApiMisuse),
-    /// Deleting an abandoned node failed for good.
-    CleanupFailed {
-        /// The node.
-        path: alloc::string::String,
-        /// Why.
-        error: RequestError,
-    },
-    /// An event of the count that sizes it.
-    Count(CountEvent),
-}
-
-impl From<SemaphoreEvent> for RecipeEvent {
-    fn from(event: SemaphoreEvent) -> RecipeEvent {
-        match event {
-            SemaphoreEvent::Acquired { node, token } => RecipeEvent::Acquired { node, token },
-            SemaphoreEvent::Queued { position, total } => RecipeEvent::Queued { position, total },
-            SemaphoreEvent::TimedOut => RecipeEvent::TimedOut,
-            SemaphoreEvent::Released => RecipeEvent::Released,
-            SemaphoreEvent::Suspended => RecipeEvent::Suspended,
-            SemaphoreEvent::Reconnected => RecipeEvent::Reconnected,
-            SemaphoreEvent::Lost => RecipeEvent::Lost,
-            SemaphoreEvent::Expired { node } => RecipeEvent::Expired { node },
-            SemaphoreEvent::LeaseLost { node } => RecipeEvent::LeaseLost { node },
-            SemaphoreEvent::LeaseRevocationRequested { node } => RecipeEvent::LeaseRevocationRequested { node },
-            SemaphoreEvent::Failed(error) => RecipeEvent::Failed(error),
-            SemaphoreEvent::Refused(misuse) => RecipeEvent::Refused(misuse),
-            SemaphoreEvent::CleanupFailed { path, error } => RecipeEvent::CleanupFailed { path, error },
-            SemaphoreEvent::Count(event) => event.into(),
-        }
-    }
 }

@@ -7,17 +7,11 @@
 //! `zoolock-wire`, feeds them to the model, and decodes what the model
 //! transmits, in order.
 
-#[path = "model/multi.rs"]
 mod multi;
-#[path = "model/ops.rs"]
 mod ops;
-#[path = "model/recipes.rs"]
 mod recipes;
-#[path = "model/server.rs"]
 mod server;
-#[path = "model/sessions.rs"]
 mod sessions;
-#[path = "model/watches.rs"]
 mod watches;
 
 use std::collections::{BTreeSet, HashMap};

@@ -1,14 +1,11 @@
-//! The Curator side of the interop tests, shared by `interop.rs` and
-//! `foreign_clients.rs`: compiles `conformance/java/CuratorDriver.java` with
+//! The Curator side of the interop tests (feature `java`), shared by the
+//! conformance and CLI tests: compiles `testkit/java/CuratorDriver.java` with
 //! `javac` against Debian's jars (`/usr/share/java`, or `ZK_JAVA_DIR`) and
 //! drives it over stdin/stdout with its line protocol (see the Java file).
 //! Every Curator contender id is its own ZooKeeper session on its own thread.
 //!
 //! Timestamps are wall-clock microseconds since the Unix epoch, as in the
 //! Java driver, so both sides lie on one time line.
-
-// Each test crate that includes this module uses a different part of it.
-#![allow(dead_code)]
 
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -21,11 +18,13 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::mpsc;
 use tokio::time::timeout;
 
+use crate::in_ci;
+
 /// Longest wait for any single step; generous, failures should not hang.
-pub(crate) const STEP: Duration = Duration::from_secs(30);
+pub const STEP: Duration = Duration::from_secs(30);
 /// The jars named on the classpath; their manifests pull in the rest
 /// (netty, jackson, commons-*, ...).
-pub(crate) const JARS: &[&str] = &[
+const JARS: &[&str] = &[
     "curator-recipes",
     "curator-framework",
     "curator-client",
@@ -36,7 +35,7 @@ pub(crate) const JARS: &[&str] = &[
     "slf4j-simple",
 ];
 /// Netty jars added when present (see [`java_setup`]).
-pub(crate) const NETTY_JARS: &[&str] = &[
+const NETTY_JARS: &[&str] = &[
     "netty-handler",
     "netty-codec",
     "netty-transport",
@@ -46,30 +45,32 @@ pub(crate) const NETTY_JARS: &[&str] = &[
     "netty-transport-native-unix-common",
     "netty-transport-native-epoll",
 ];
-pub(crate) const DRIVER_SOURCE: &str = include_str!("../../java/CuratorDriver.java");
+/// The Java driver's source, compiled on first use.
+const DRIVER_SOURCE: &str = include_str!("../java/CuratorDriver.java");
 
-pub(crate) fn now_us() -> i64 {
+/// Wall-clock microseconds since the Unix epoch (the Java driver's time line).
+pub fn now_us() -> i64 {
     let d = SystemTime::now().duration_since(UNIX_EPOCH).expect("clock before 1970");
     i64::try_from(d.as_micros()).expect("clock overflow")
 }
 
-pub(crate) use zoolock_testkit::in_ci;
-
-pub(crate) async fn within<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
+/// `f`'s result, or a panic naming `what` after [`STEP`].
+pub async fn within<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
     timeout(STEP, f).await.unwrap_or_else(|_| panic!("{what}: no result within {STEP:?}"))
 }
 
 // ---- the Java side -------------------------------------------------------------------
 
-pub(crate) struct JavaSetup {
+/// Where the compiled driver and its jars are: what [`Java::start`] runs.
+pub struct JavaSetup {
     classpath: String,
 }
 
-pub(crate) fn java_dir() -> PathBuf {
+fn java_dir() -> PathBuf {
     PathBuf::from(std::env::var("ZK_JAVA_DIR").unwrap_or_else(|_| "/usr/share/java".into()))
 }
 
-pub(crate) fn tool_works(tool: &str) -> Result<(), String> {
+fn tool_works(tool: &str) -> Result<(), String> {
     match Command::new(tool).arg("-version").stdout(Stdio::null()).stderr(Stdio::null()).status() {
         Ok(s) if s.success() => Ok(()),
         Ok(s) => Err(format!("`{tool} -version` failed ({s})")),
@@ -79,7 +80,7 @@ pub(crate) fn tool_works(tool: &str) -> Result<(), String> {
 
 /// Finds the jars, checks java/javac, and compiles the driver once per
 /// source and jar set (cached under the target folder).
-pub(crate) fn java_setup() -> &'static Result<JavaSetup, String> {
+pub fn java_setup() -> &'static Result<JavaSetup, String> {
     static SETUP: OnceLock<Result<JavaSetup, String>> = OnceLock::new();
     SETUP.get_or_init(|| {
         let dir = java_dir();
@@ -107,7 +108,7 @@ pub(crate) fn java_setup() -> &'static Result<JavaSetup, String> {
                 meta.modified().ok().hash(&mut hasher);
             }
         }
-        let classes = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("interop-java-{:016x}", hasher.finish()));
+        let classes = scratch_dir().join(format!("interop-java-{:016x}", hasher.finish()));
         if !classes.join("CuratorDriver.class").is_file() {
             compile(&classes, &jar_cp)?;
         }
@@ -115,9 +116,21 @@ pub(crate) fn java_setup() -> &'static Result<JavaSetup, String> {
     })
 }
 
+/// Where compiled classes are kept: the target folder's `tmp` (what cargo
+/// names `CARGO_TARGET_TMPDIR` for a test crate), found from the running test
+/// binary (`<target>/<profile>/deps/<test>`), else the system's temp folder.
+fn scratch_dir() -> PathBuf {
+    let exe = std::env::current_exe().ok();
+    let deps = exe.as_deref().and_then(Path::parent).filter(|d| d.ends_with("deps"));
+    match deps.and_then(Path::parent).and_then(Path::parent) {
+        Some(target) => target.join("tmp"),
+        None => std::env::temp_dir(),
+    }
+}
+
 /// Compiles into a scratch folder, then renames it into place, so parallel
 /// test runs never see a half-written class folder.
-pub(crate) fn compile(classes: &Path, jar_cp: &str) -> Result<(), String> {
+fn compile(classes: &Path, jar_cp: &str) -> Result<(), String> {
     let scratch = classes.with_extension(format!("tmp-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&scratch);
     std::fs::create_dir_all(&scratch).map_err(|e| format!("create {}: {e}", scratch.display()))?;
@@ -147,15 +160,16 @@ pub(crate) fn compile(classes: &Path, jar_cp: &str) -> Result<(), String> {
     }
 }
 
-pub(crate) type Line = Vec<String>;
+/// One reply of the Java driver, split into words.
+pub type Line = Vec<String>;
 
-pub(crate) struct JavaShared {
+struct JavaShared {
     stdin: Mutex<Option<ChildStdin>>,
     routes: Mutex<HashMap<String, mpsc::UnboundedSender<Line>>>,
 }
 
 impl JavaShared {
-    pub(crate) fn send(&self, line: &str) {
+    fn send(&self, line: &str) {
         let mut stdin = self.stdin.lock().unwrap();
         let stdin = stdin.as_mut().expect("java driver already closed");
         writeln!(stdin, "{line}").and_then(|()| stdin.flush()).expect("write to the java driver");
@@ -163,7 +177,7 @@ impl JavaShared {
 }
 
 /// The Curator driver process; killed (after a polite QUIT) on drop.
-pub(crate) struct Java {
+pub struct Java {
     child: Child,
     shared: Arc<JavaShared>,
     /// Receives the replies without an id (`READY`, `CONNECTED`, `BYE`).
@@ -171,29 +185,25 @@ pub(crate) struct Java {
 }
 
 impl Java {
-    pub(crate) async fn start(java: &JavaSetup, addr: &str) -> Java {
+    /// Starts the driver and connects its Curator clients to `addr`.
+    pub async fn start(java: &JavaSetup, addr: &str) -> Java {
         Java::start_with(java, addr, &[]).await
     }
 
     /// [`Java::start`] with extra JVM options (`-D...` for ZooKeeper's
     /// client, such as its TLS settings).
-    pub(crate) async fn start_with(java: &JavaSetup, addr: &str, jvm_options: &[String]) -> Java {
+    pub async fn start_with(java: &JavaSetup, addr: &str, jvm_options: &[String]) -> Java {
         Java::start_with_session(java, addr, jvm_options, Duration::from_secs(10)).await
     }
 
     /// [`Java::start_with`] with every Curator session's timeout set to `session`.
-    pub(crate) async fn start_with_session(
-        java: &JavaSetup,
-        addr: &str,
-        jvm_options: &[String],
-        session: Duration,
-    ) -> Java {
+    pub async fn start_with_session(java: &JavaSetup, addr: &str, jvm_options: &[String], session: Duration) -> Java {
         Java::start_full(java, addr, jvm_options, session, None).await
     }
 
     /// [`Java::start`] with every Curator client built with
     /// `.namespace(namespace)`: its paths live under `/namespace`.
-    pub(crate) async fn start_in_namespace(java: &JavaSetup, addr: &str, namespace: &str) -> Java {
+    pub async fn start_in_namespace(java: &JavaSetup, addr: &str, namespace: &str) -> Java {
         Java::start_full(java, addr, &[], Duration::from_secs(10), Some(namespace)).await
     }
 
@@ -259,12 +269,12 @@ impl Java {
 
     /// Sends one command line as is (for an id whose [`Peer`] is busy
     /// reading elsewhere).
-    pub(crate) fn send(&self, line: &str) {
+    pub fn send(&self, line: &str) {
         self.shared.send(line);
     }
 
     /// A Curator contender (or a one-shot requester) with its own reply queue.
-    pub(crate) fn peer(&self, id: &str) -> Peer {
+    pub fn peer(&self, id: &str) -> Peer {
         let (tx, rx) = mpsc::unbounded_channel();
         let old = self.shared.routes.lock().unwrap().insert(id.to_owned(), tx);
         assert!(old.is_none(), "java peer id {id} used twice");
@@ -291,18 +301,21 @@ impl Drop for Java {
 }
 
 /// One id on the Java side.
-pub(crate) struct Peer {
-    pub(crate) id: String,
+pub struct Peer {
+    /// The id the Java side knows it by.
+    pub id: String,
     shared: Arc<JavaShared>,
     rx: mpsc::UnboundedReceiver<Line>,
 }
 
 impl Peer {
-    pub(crate) fn send(&self, verb: &str, args: &str) {
+    /// Sends `verb <id> args`.
+    pub fn send(&self, verb: &str, args: &str) {
         self.shared.send(&format!("{verb} {} {args}", self.id));
     }
 
-    pub(crate) async fn next(&mut self) -> Line {
+    /// The next reply within [`STEP`]; an `ERROR` reply panics.
+    pub async fn next(&mut self) -> Line {
         let words =
             self.next_or_error(STEP).await.unwrap_or_else(|| panic!("java {}: no result within {STEP:?}", self.id));
         assert_ne!(words[0], "ERROR", "java {}: {}", self.id, words.join(" "));
@@ -311,33 +324,35 @@ impl Peer {
 
     /// The next reply within `bound`, `ERROR` included: for callers that
     /// expect Curator to fail or to block for a while now and then (faults).
-    pub(crate) async fn next_or_error(&mut self, bound: Duration) -> Option<Line> {
+    pub async fn next_or_error(&mut self, bound: Duration) -> Option<Line> {
         let words = timeout(bound, self.rx.recv()).await.ok()?;
         Some(words.unwrap_or_else(|| panic!("java {}: the driver exited", self.id)))
     }
 
     /// A reply that is already there, if any.
-    pub(crate) fn try_next(&mut self) -> Option<Line> {
+    pub fn try_next(&mut self) -> Option<Line> {
         self.rx.try_recv().ok()
     }
 
-    pub(crate) async fn expect(&mut self, word: &str) -> Line {
+    /// The next reply, which must start with `word`.
+    pub async fn expect(&mut self, word: &str) -> Line {
         let words = self.next().await;
         assert_eq!(words[0], word, "java {}: expected {word}, got {}", self.id, words.join(" "));
         words
     }
 
-    pub(crate) fn micros(words: &Line, i: usize) -> i64 {
+    /// Word `i` of a reply, as a time in microseconds.
+    pub fn micros(words: &Line, i: usize) -> i64 {
         words[i].parse().unwrap_or_else(|_| panic!("bad time in {}", words.join(" ")))
     }
 
     /// Sends an acquire; use [`Peer::acquired`] for the reply.
-    pub(crate) fn start_acquire(&self, verb: &str, args: &str) {
+    pub fn start_acquire(&self, verb: &str, args: &str) {
         self.send(verb, args);
     }
 
     /// The reply to an acquire: `Some((node, enter))`, or `None` on timeout.
-    pub(crate) async fn acquired(&mut self) -> Option<(String, i64)> {
+    pub async fn acquired(&mut self) -> Option<(String, i64)> {
         let words = self.next().await;
         match words[0].as_str() {
             "ACQUIRED" => Some((words[2].clone(), Self::micros(&words, 3))),
@@ -346,23 +361,26 @@ impl Peer {
         }
     }
 
-    pub(crate) async fn acquire(&mut self, verb: &str, args: &str) -> (String, i64) {
+    /// Acquires with `verb` and waits for it: `(node, enter)`.
+    pub async fn acquire(&mut self, verb: &str, args: &str) -> (String, i64) {
         self.start_acquire(verb, args);
         self.acquired().await.unwrap_or_else(|| panic!("java {}: {verb} timed out", self.id))
     }
 
     /// Releases; returns (exit, done): just before release() and after it.
-    pub(crate) async fn release(&mut self, verb: &str) -> (i64, i64) {
+    pub async fn release(&mut self, verb: &str) -> (i64, i64) {
         self.send(verb, "");
         self.released().await
     }
 
-    pub(crate) async fn released(&mut self) -> (i64, i64) {
+    /// The reply to a release: (exit, done).
+    pub async fn released(&mut self) -> (i64, i64) {
         let words = self.expect("RELEASED").await;
         (Self::micros(&words, 2), Self::micros(&words, 3))
     }
 
-    pub(crate) async fn participants(&mut self, kind: &str, path: &str) -> Vec<String> {
+    /// Curator's participant nodes of the `kind` recipe on `path`.
+    pub async fn participants(&mut self, kind: &str, path: &str) -> Vec<String> {
         self.send("PARTICIPANTS", &format!("{kind} {path}"));
         let words = self.expect("NODES").await;
         let n: usize = words[2].parse().unwrap();
@@ -373,7 +391,7 @@ impl Peer {
 
 /// The Java setup, or `None` (with the reason printed) to skip `test`; with
 /// `CI` set a missing toolchain or jar fails instead.
-pub(crate) fn java_or_skip(test: &str) -> Option<&'static JavaSetup> {
+pub fn java_or_skip(test: &str) -> Option<&'static JavaSetup> {
     match java_setup() {
         Ok(java) => Some(java),
         Err(reason) if in_ci() => panic!("{test}: {reason} (CI is set: .ci/run installs java and the jars)"),

@@ -39,7 +39,8 @@ import org.apache.curator.utils.ZKPaths;
 
 /**
  * zoolock's interop driver: Curator lock recipes driven over a line protocol
- * on stdin/stdout by conformance/tests/interop.rs.
+ * on stdin/stdout by zoolock-testkit's java module (testkit/src/java.rs), for
+ * the interop tests (conformance/tests/interop*.rs and others).
  *
  * Every command after CONNECT is "VERB ID ARGS..." and every reply is
  * "WORD ID ...", so the caller routes replies by ID. Each ID is one Curator
