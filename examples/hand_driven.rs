@@ -26,8 +26,8 @@ use std::time::Duration;
 
 use zoolock_core::wire::{Bytes, BytesMut};
 use zoolock_core::{
-    Client, ClientEvent, ConnectString, ConnectionState, Instant, IoCommand, LockConfig, Mutex, RecipeEvent,
-    SessionConfig, ZkPath,
+    Client, ClientEvent, ConnectString, ConnectionState, Instant, IoCommand, RecipeEvent, SessionConfig, ZkPath,
+    recipes::{LockConfig, Mutex},
 };
 
 /// How long any one step may take before the example gives up.

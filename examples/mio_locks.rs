@@ -33,8 +33,9 @@ use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 use zoolock_core::wire::BytesMut;
 use zoolock_core::{
-    Client, ClientEvent, ConnectString, ConnectionState, FencingToken, Handle, Instant, IoCommand, LockConfig, Mutex,
-    RecipeEvent, RecipeId, SessionConfig, ZkPath,
+    Client, ClientEvent, ConnectString, ConnectionState, FencingToken, Handle, Instant, IoCommand, RecipeEvent,
+    RecipeId, SessionConfig, ZkPath,
+    recipes::{LockConfig, Mutex},
 };
 
 const SOCKET: Token = Token(0);

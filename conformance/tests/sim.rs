@@ -14,8 +14,8 @@
 //! ```
 
 use zoolock_conformance::sim::{SimConfig, kind_for_seed, run_seed, run_with, sweep};
-use zoolock_core::LockKind;
 use zoolock_core::recipes::LeadershipPolicy;
+use zoolock_core::recipes::LockKind;
 
 fn env_u64(name: &str) -> Option<u64> {
     std::env::var(name).ok().and_then(|s| s.trim().parse().ok())

@@ -18,8 +18,8 @@ use zoolock_core::wire::{
     ServerMessage, Stat, WatcherEvent, Xid, encode_frame,
 };
 use zoolock_core::{
-    Client, ClientEvent, ConnectString, Handle, Instant, IoCommand, LockConfig, Mutex, OpPlan, RecipeEvent,
-    SessionConfig, ZkPath,
+    Client, ClientEvent, ConnectString, Handle, Instant, IoCommand, RecipeEvent, SessionConfig, ZkPath,
+    recipes::{LockConfig, Mutex, OpPlan},
 };
 
 /// The lock path.

@@ -206,7 +206,7 @@ enum Route {
 /// itself, by a match on the stored value (no run-time type check).
 ///
 /// ```
-/// use zoolock_core::{Client, ConnectString, Instant, LockConfig, Mutex, SessionConfig, ZkPath};
+/// use zoolock_core::{Client, ConnectString, Instant, SessionConfig, ZkPath, recipes::{LockConfig, Mutex}};
 /// let config = SessionConfig::new(ConnectString::parse("127.0.0.1:2181").unwrap(), 7);
 /// let now = Instant::ZERO;
 /// let mut client = Client::new(config, now);

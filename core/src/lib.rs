@@ -4,8 +4,8 @@
 //! [`Client`] is the entry point: feed it bytes ([`Client::handle_bytes`]),
 //! connection events and the time, and drain what it wants done
 //! ([`Client::poll_io`], [`Client::poll_transmit`], [`Client::poll_timeout`])
-//! and what happened ([`Client::poll_event`]). Recipes ([`Mutex`],
-//! [`ReadWriteLock`], [`Semaphore`], ...) are added to it with [`Client::add`]
+//! and what happened ([`Client::poll_event`]). Recipes ([`Mutex`](crate::recipes::Mutex),
+//! [`ReadWriteLock`](crate::recipes::ReadWriteLock), [`Semaphore`](crate::recipes::Semaphore), ...) are added to it with [`Client::add`]
 //! and commanded with [`Client::with`]. The drive-loop contract is on
 //! [`Session`] and [`Client`]. In the repository, `examples/hand_driven.rs`
 //! drives it over a blocking socket and `examples/mio_locks.rs` over a mio
@@ -13,7 +13,7 @@
 //! blocking crates use.
 //!
 //! ```
-//! use zoolock_core::{Client, ConnectString, Instant, IoCommand, LockConfig, Mutex, SessionConfig, ZkPath};
+//! use zoolock_core::{Client, ConnectString, Instant, IoCommand, SessionConfig, ZkPath, recipes::{LockConfig, Mutex}};
 //!
 //! let now = Instant::from_millis(0);
 //! let config = SessionConfig::new(ConnectString::parse("127.0.0.1:2181").unwrap(), 42);
@@ -64,14 +64,6 @@ pub use machine::{ClientRecipe, CoreMachine, Machine, Machines};
 pub use op::Op;
 pub use path::{PathError, PathProblem, ZkPath};
 pub use recipe::{FencingToken, OpId, Participant, Recipe, RecipeEvent, RecipeOp};
-pub use recipes::Revoker;
-pub use recipes::{
-    Election, ElectionKind, LeadershipPolicy, LockName, MultiLock, Observer, Participants, ReadWriteLock,
-};
-pub use recipes::{LeaseQueue, LockEvent, LockQueue, LockRecipe, OnePartLock, Part, PartEvent, QueueEvent, Ticket};
-pub use recipes::{LockConfig, Mutex, OpPlan, RetryPolicy, SharedLockConfig};
-pub use recipes::{LockKind, LockSpec};
-pub use recipes::{Semaphore, SemaphoreMutex};
 pub use rng::Rng;
 pub use session::{
     ChrootPolicy, ConnectionState, DEFAULT_MAX_MISBEHAVING_CONNECTIONS, DigestMd5Client, HostId, IoCommand,

@@ -26,8 +26,8 @@ impl OpId {
     }
 }
 
-/// Names one acquire through a per-process queue ([`LockQueue`](crate::LockQueue),
-/// [`LeaseQueue`](crate::LeaseQueue)). Issued by the queue's acquire, in
+/// Names one acquire through a per-process queue ([`LockQueue`](crate::recipes::LockQueue),
+/// [`LeaseQueue`](crate::recipes::LeaseQueue)). Issued by the queue's acquire, in
 /// increasing order, never reused by that queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Ticket(u64);
@@ -128,7 +128,7 @@ pub enum RecipeEvent {
     /// deleted (by someone else, or found missing after a reconnect).
     Lost,
     /// The hold (the lease `node`, for a semaphore) reached its
-    /// [`LockConfig::max_hold`](crate::LockConfig::max_hold): its node is
+    /// [`LockConfig::max_hold`](crate::recipes::LockConfig::max_hold): its node is
     /// being deleted, and `Lost` (`LeaseLost` for a lease) follows at once.
     /// Tells why the loss came.
     Expired {

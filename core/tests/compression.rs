@@ -156,7 +156,8 @@ use transcript::{Answer, Harness, acquired, at, kids, other};
 use zoolock_core::recipes::{SharedCount, count_value};
 use zoolock_core::wire::{EventType, Request, Response, Stat};
 use zoolock_core::{
-    LockConfig, LockKind, Mutex, OpPlan, Participant, Participants, Recipe, RecipeEvent, Revoker, ZkPath,
+    Participant, Recipe, RecipeEvent, ZkPath,
+    recipes::{LockConfig, LockKind, Mutex, OpPlan, Participants, Revoker},
 };
 
 const BASE: &str = "/traces/revocation";

@@ -7,8 +7,8 @@ use zoolock_core::recipes::policy::SortKey;
 use zoolock_core::recipes::{ElectionKind, SortRule, election_leader, election_participants};
 use zoolock_core::wire::{ErrorCode, EventType, Request};
 use zoolock_core::{
-    ApiMisuse, ConnectionState, Election, LeadershipPolicy, LockConfig, LockName, Mutex, Observer, Participant,
-    RecipeEvent, ZkPath,
+    ApiMisuse, ConnectionState, Participant, RecipeEvent, ZkPath,
+    recipes::{Election, LeadershipPolicy, LockConfig, LockName, Mutex, Observer},
 };
 
 use transcript::{Answer, Harness, acquired, at, held_watch, kids, listing, mask, name};

@@ -23,11 +23,11 @@
 
 mod transcript;
 
-use zoolock_core::Part;
+use zoolock_core::recipes::Part;
 use zoolock_core::wire::{ErrorCode, EventType};
 use zoolock_core::{
-    ApiMisuse, ConnectionState, LockConfig, MultiLock, Mutex, OpPlan, ReadWriteLock, Recipe, RecipeEvent, RequestError,
-    Semaphore, ZkPath,
+    ApiMisuse, ConnectionState, Recipe, RecipeEvent, RequestError, ZkPath,
+    recipes::{LockConfig, MultiLock, Mutex, OpPlan, ReadWriteLock, Semaphore},
 };
 
 use transcript::{Answer, Harness, acquired, at, held_watch, kids, listing, mask, member, name, other};

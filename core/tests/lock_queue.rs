@@ -8,8 +8,8 @@ mod transcript;
 
 use zoolock_core::recipes::LeaseQueue;
 use zoolock_core::{
-    ApiMisuse, ConnectionState, LockConfig, LockQueue, Mutex, OpPlan, Part, ReadWriteLock, RecipeEvent, RequestError,
-    Semaphore, SemaphoreMutex, Ticket, ZkPath,
+    ApiMisuse, ConnectionState, RecipeEvent, RequestError, ZkPath,
+    recipes::{LockConfig, LockQueue, Mutex, OpPlan, Part, ReadWriteLock, Semaphore, SemaphoreMutex, Ticket},
 };
 
 use transcript::{Answer, Harness, acquired, at, held_watch, kids, listing, mask, name};

@@ -6,7 +6,10 @@
 mod transcript;
 
 use zoolock_core::wire::{OpCode, Response, Stat};
-use zoolock_core::{LockConfig, Mutex, OpPlan, Recipe, RecipeEvent, RequestError, ZkPath};
+use zoolock_core::{
+    Recipe, RecipeEvent, RequestError, ZkPath,
+    recipes::{LockConfig, Mutex, OpPlan},
+};
 
 use transcript::{Answer, Harness, at, kids};
 

@@ -7,7 +7,10 @@ mod transcript;
 use std::time::Duration;
 
 use zoolock_core::wire::EventType;
-use zoolock_core::{Election, ElectionKind, LockConfig, Mutex, Recipe, RecipeEvent, Semaphore, ZkPath};
+use zoolock_core::{
+    Recipe, RecipeEvent, ZkPath,
+    recipes::{Election, ElectionKind, LockConfig, Mutex, Semaphore},
+};
 
 use transcript::{Answer, Harness, acquired, at, held_watch, kids, listing, mask, name};
 

@@ -27,8 +27,9 @@ use proptest::prelude::*;
 use support::connect_response;
 use zoolock_core::wire::{BytesMut, DEFAULT_MAX_FRAME_LEN};
 use zoolock_core::{
-    Client, ClientEvent, ConnectString, Instant, IoCommand, LockConfig, Mutex, RecipeEvent, RequestError,
-    SessionConfig, SessionError, SessionStatus, ZkPath,
+    Client, ClientEvent, ConnectString, Instant, IoCommand, RecipeEvent, RequestError, SessionConfig, SessionError,
+    SessionStatus, ZkPath,
+    recipes::{LockConfig, Mutex},
 };
 
 /// An xid no request of this test ever has: special ones, negatives and

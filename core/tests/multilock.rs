@@ -5,7 +5,8 @@ mod transcript;
 
 use zoolock_core::wire::{ErrorCode, EventType};
 use zoolock_core::{
-    ApiMisuse, ConnectionState, LockConfig, MultiLock, OpPlan, Recipe, RecipeEvent, RequestError, ZkPath,
+    ApiMisuse, ConnectionState, Recipe, RecipeEvent, RequestError, ZkPath,
+    recipes::{LockConfig, MultiLock, OpPlan},
 };
 
 use transcript::{Answer, Harness, acquired, at, held_watch, kids, listing, member, name, other, uuid_of};

@@ -5,7 +5,10 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use zoolock_core::wire::{ErrorCode, EventType};
-use zoolock_core::{ApiMisuse, ConnectionState, FencingToken, OpPlan, Recipe, RecipeEvent, RequestError, RetryPolicy};
+use zoolock_core::{
+    ApiMisuse, ConnectionState, FencingToken, Recipe, RecipeEvent, RequestError,
+    recipes::{OpPlan, RetryPolicy},
+};
 
 mod mutex_harness;
 mod transcript;

@@ -3,7 +3,7 @@
 
 use zoolock_core::recipes::REVOKE_MESSAGE;
 use zoolock_core::wire::EventType;
-use zoolock_core::{ConnectionState, OpPlan, Recipe, RecipeEvent, RequestError};
+use zoolock_core::{ConnectionState, Recipe, RecipeEvent, RequestError, recipes::OpPlan};
 
 mod mutex_harness;
 mod transcript;

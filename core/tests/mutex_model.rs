@@ -8,7 +8,8 @@ use bytes::Bytes;
 use zoolock_core::recipes::REVOKE_MESSAGE;
 use zoolock_core::wire::{CreateMode, ErrorCode, EventType, Request, Response, Stat};
 use zoolock_core::{
-    ConnectionState, Instant, Mutex, OpId, OpPlan, Recipe, RecipeEvent, RequestError, RetryPolicy, WatchEvent, ZkPath,
+    ConnectionState, Instant, OpId, Recipe, RecipeEvent, RequestError, WatchEvent, ZkPath,
+    recipes::{Mutex, OpPlan, RetryPolicy},
 };
 
 mod mutex_harness;

@@ -3,7 +3,7 @@
 
 use bytes::Bytes;
 use zoolock_core::wire::{ErrorCode, EventType, Response};
-use zoolock_core::{ConnectionState, OpPlan, Recipe, RecipeEvent, RequestError};
+use zoolock_core::{ConnectionState, Recipe, RecipeEvent, RequestError, recipes::OpPlan};
 
 mod mutex_harness;
 mod transcript;

@@ -6,8 +6,8 @@ mod transcript;
 use zoolock_core::recipes::policy::SortKey;
 use zoolock_core::wire::{Bytes, ErrorCode, EventType, Request};
 use zoolock_core::{
-    ApiMisuse, ConnectionState, LockConfig, LockKind, Mutex, OpPlan, Participant, Participants, RecipeEvent,
-    RequestError, Revoker, ZkPath,
+    ApiMisuse, ConnectionState, Participant, RecipeEvent, RequestError, ZkPath,
+    recipes::{LockConfig, LockKind, Mutex, OpPlan, Participants, Revoker},
 };
 
 use transcript::{Answer, Harness, acquired, at, kids, name, other};

@@ -5,8 +5,8 @@ mod transcript;
 
 use zoolock_core::wire::{Bytes, ErrorCode, EventType, Request};
 use zoolock_core::{
-    ApiMisuse, Client, ConnectString, LockConfig, OpPlan, Part, ReadWriteLock, Recipe, RecipeEvent, SessionConfig,
-    ZkPath,
+    ApiMisuse, Client, ConnectString, Recipe, RecipeEvent, SessionConfig, ZkPath,
+    recipes::{LockConfig, OpPlan, Part, ReadWriteLock},
 };
 
 use transcript::{Answer, Harness, acquired, at, held_watch, kids, listing, member, name, other, uuid_of};

@@ -9,8 +9,8 @@ use std::time::Duration;
 use zoolock_core::recipes::{REVOKE_MESSAGE, SharedCount, count_bytes};
 use zoolock_core::wire::{Bytes, ErrorCode, EventType, Request, Response, Stat};
 use zoolock_core::{
-    ApiMisuse, ConnectionState, FencingToken, Instant, LockConfig, OpPlan, Recipe, RecipeEvent, RecipeOp, RequestError,
-    Semaphore, SemaphoreMutex, WatchEvent, ZkPath,
+    ApiMisuse, ConnectionState, FencingToken, Instant, Recipe, RecipeEvent, RecipeOp, RequestError, WatchEvent, ZkPath,
+    recipes::{LockConfig, OpPlan, Semaphore, SemaphoreMutex},
 };
 
 mod transcript;

@@ -6,7 +6,8 @@ use std::collections::VecDeque;
 use zoolock_core::recipes::{SharedCount, count_bytes, count_value};
 use zoolock_core::wire::{ErrorCode, EventType, Request, Response, Stat};
 use zoolock_core::{
-    ApiMisuse, ConnectionState, Instant, LockConfig, Recipe, RecipeEvent, RecipeOp, RequestError, WatchEvent, ZkPath,
+    ApiMisuse, ConnectionState, Instant, Recipe, RecipeEvent, RecipeOp, RequestError, WatchEvent, ZkPath,
+    recipes::LockConfig,
 };
 
 struct T {

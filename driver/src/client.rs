@@ -10,8 +10,8 @@ use futures_channel::{mpsc, oneshot};
 use futures_lite::future;
 use zoolock_core::wire::{Acl, CreateMode, Response, Stat};
 use zoolock_core::{
-    ChrootPolicy, Client as CoreClient, ConnectString, ConnectionState, LockConfig, Op, RecipeId, SessionConfig,
-    SharedLockConfig, ZkPath,
+    ChrootPolicy, Client as CoreClient, ConnectString, ConnectionState, Op, RecipeId, SessionConfig, ZkPath,
+    recipes::{LockConfig, SharedLockConfig},
 };
 
 use crate::error::Error;

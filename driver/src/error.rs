@@ -91,7 +91,7 @@ impl From<RequestError> for Error {
     /// A request's end as the caller sees it: [`RequestError::Closed`]
     /// (the session this client closed) is [`Error::ClientClosed`], the
     /// rest [`Error::Request`]. The client is named where the error leaves
-    /// the driver ([`Error::named`]), which knows which client it is.
+    /// the driver (`Error::named`), which knows which client it is.
     fn from(e: RequestError) -> Error {
         match e {
             RequestError::Closed => Error::ClientClosed(ClientName::UNNAMED),

@@ -127,7 +127,10 @@ pub use zoolock_core::recipes::{
     ElectionKind, ElectionParticipant, LeadershipPolicy, LockKind, LockName, LockNameError, LockSpec, SemaphoreSize,
     SortRule,
 };
-pub use zoolock_core::{Compression, ConnectionState, FencingToken, OpPlan, Participant, RetryPolicy, Suspension};
+pub use zoolock_core::{
+    Compression, ConnectionState, FencingToken, Participant, Suspension,
+    recipes::{OpPlan, RetryPolicy},
+};
 /// A plain ZooKeeper operation ([`Hold::fenced`]), the path it names, and
 /// its result.
 pub use zoolock_core::{Op, ZkPath, wire::MultiResult};

@@ -174,7 +174,7 @@ impl acquire::TicketRecords for LockRecords {
 #[cfg(test)]
 mod tests {
     use zoolock_core::recipes::LockSpec;
-    use zoolock_core::{Instant, LockConfig};
+    use zoolock_core::{Instant, recipes::LockConfig};
 
     use super::*;
     use crate::metrics::Labels;

@@ -6,7 +6,10 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use zoolock_core::recipes::{LeadershipPolicy, LockName, SemaphoreSize};
-use zoolock_core::{Compression, OpPlan, RetryPolicy, SaslConfig};
+use zoolock_core::{
+    Compression, SaslConfig,
+    recipes::{OpPlan, RetryPolicy},
+};
 
 use crate::security::{AclPolicy, AuthInfo};
 #[cfg(feature = "tls")]

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use futures_channel::oneshot;
 use zoolock_core::recipes::{LockKind, LockSpec, SemaphoreSize, SemaphoreSpec};
 use zoolock_core::{
-    ApiMisuse, CoreMachine, Machine, Participant, Participants, RecipeEvent, RecipeId, Reserved, ZkPath,
+    ApiMisuse, CoreMachine, Machine, Participant, RecipeEvent, RecipeId, Reserved, ZkPath, recipes::Participants,
 };
 
 use crate::client::Client;

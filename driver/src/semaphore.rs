@@ -237,7 +237,7 @@ impl Semaphore {
         let path_label = client.inner.options.metrics_path_label;
         let path: Box<str> = semaphore.base().as_str().into();
         let state = LeaseRecords { size: semaphore.max_leases(), ..LeaseRecords::default() };
-        let kind = zoolock_core::LockKind::Semaphore;
+        let kind = zoolock_core::recipes::LockKind::Semaphore;
         // The semaphore's shared state is its own sink: one allocation.
         let reserved = client.reserve::<LeaseQueue>();
         let recipe = Arc::new(RegisteredQueue::new(reserved.handle(), state, path, kind, path_label));

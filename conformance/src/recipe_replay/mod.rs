@@ -91,12 +91,12 @@
 //! Mismatches are [`ReplayError`]s naming the trace file and line (or the
 //! summary step) with what was expected and what zoolock did.
 //!
-//! [`OpPlan::Curator`]: zoolock_core::OpPlan::Curator
-//! [`OpPlan::Curator57`]: zoolock_core::OpPlan::Curator57
-//! [`Mutex::make_revocable`]: zoolock_core::Mutex::make_revocable
-//! [`ReadWriteLock`]: zoolock_core::ReadWriteLock
-//! [`Participants`]: zoolock_core::Participants
-//! [`Revoker`]: zoolock_core::Revoker
+//! [`OpPlan::Curator`]: zoolock_core::recipes::OpPlan::Curator
+//! [`OpPlan::Curator57`]: zoolock_core::recipes::OpPlan::Curator57
+//! [`Mutex::make_revocable`]: zoolock_core::recipes::Mutex::make_revocable
+//! [`ReadWriteLock`]: zoolock_core::recipes::ReadWriteLock
+//! [`Participants`]: zoolock_core::recipes::Participants
+//! [`Revoker`]: zoolock_core::recipes::Revoker
 
 mod outcomes;
 mod scenario;

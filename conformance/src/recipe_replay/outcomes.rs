@@ -6,9 +6,11 @@ use std::collections::VecDeque;
 
 use serde_json::Value;
 use zoolock_core::{
-    ApiMisuse, Client, ConnectionState, CoreMachine, Handle, Instant, LockConfig, LockKind, LockRecipe, Machine,
-    MultiLock, Mutex, Part, Participants, ReadWriteLock, RecipeEvent, RecipeId, Revoker, Rng, Semaphore,
-    SemaphoreMutex, ZkPath,
+    ApiMisuse, Client, ConnectionState, CoreMachine, Handle, Instant, Machine, RecipeEvent, RecipeId, Rng, ZkPath,
+    recipes::{
+        LockConfig, LockKind, LockRecipe, MultiLock, Mutex, Part, Participants, ReadWriteLock, Revoker, Semaphore,
+        SemaphoreMutex,
+    },
 };
 
 use super::scenario::{Action, Step, parse_action, parse_state};

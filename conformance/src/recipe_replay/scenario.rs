@@ -7,7 +7,10 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use serde_json::Value;
-use zoolock_core::{ConnectionState, LockKind, OpPlan, Part};
+use zoolock_core::{
+    ConnectionState,
+    recipes::{LockKind, OpPlan, Part},
+};
 use zoolock_wire::{ConnectRequest, Request, SetWatches};
 
 use super::ENSEMBLE_CONFIG_PATH;

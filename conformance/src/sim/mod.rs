@@ -9,7 +9,7 @@
 //!   scheduler, and one seeded PRNG that owns every random choice.
 //! * One [`ZkModel`](zoolock_model::ZkModel).
 //! * N simulated clients: a [`zoolock_core::Client`] with one lock handle
-//!   each, of the seed's [`LockKind`](zoolock_core::LockKind) ([`kind_for_seed`]: Mutex; ReadWriteLock, read or write
+//!   each, of the seed's [`LockKind`](zoolock_core::recipes::LockKind) ([`kind_for_seed`]: Mutex; ReadWriteLock, read or write
 //!   at random per acquire; Semaphore with N leases; SemaphoreMutex; a mixed
 //!   MultiLock of a read-write lock's write half and a mutex, beside plain
 //!   read-write locks and mutexes on its two paths; an election participant,

@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use zoolock_core::{
-    Client, ClientEvent, ConnectString, ConnectionState, FencingToken, Handle, Instant, IoCommand, LockConfig, Mutex,
-    OpPlan, RecipeEvent, Semaphore, SessionConfig, ZkPath,
+    Client, ClientEvent, ConnectString, ConnectionState, FencingToken, Handle, Instant, IoCommand, RecipeEvent,
+    SessionConfig, ZkPath,
+    recipes::{LockConfig, Mutex, OpPlan, Semaphore},
 };
 use zoolock_model::{ConnId, ModelConfig, ZkModel};
 

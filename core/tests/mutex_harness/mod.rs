@@ -24,8 +24,8 @@ use std::collections::VecDeque;
 use bytes::Bytes;
 use zoolock_core::wire::{Acl, CreateMode, ErrorCode, EventType, Request, Response, Stat};
 use zoolock_core::{
-    ConnectionState, FencingToken, Instant, LockConfig, Mutex, OpId, OpPlan, Recipe, RecipeEvent, RequestError,
-    WatchEvent, ZkPath,
+    ConnectionState, FencingToken, Instant, OpId, Recipe, RecipeEvent, RequestError, WatchEvent, ZkPath,
+    recipes::{LockConfig, Mutex, OpPlan},
 };
 
 use crate::transcript::{at, mask_with};

@@ -25,9 +25,9 @@ use zoolock_core::recipes::{
     BoxedLock, ElectionKind, LeadershipPolicy, REVOKE_MESSAGE, SemaphoreSize, SemaphoreSpec, count_bytes,
 };
 use zoolock_core::{
-    AclPolicy, ApiMisuse, ChrootPolicy, Client, ClientEvent, ConnectString, ConnectionState, Election, Handle, Instant,
-    IoCommand, LeaseQueue, LockConfig, LockKind, LockQueue, LockSpec, Mutex, OpPlan, Part, RecipeEvent, RequestError,
-    Rng, SessionConfig, Ticket, ZkPath,
+    AclPolicy, ApiMisuse, ChrootPolicy, Client, ClientEvent, ConnectString, ConnectionState, Handle, Instant,
+    IoCommand, RecipeEvent, RequestError, Rng, SessionConfig, ZkPath,
+    recipes::{Election, LeaseQueue, LockConfig, LockKind, LockQueue, LockSpec, Mutex, OpPlan, Part, Ticket},
 };
 
 use super::oracle::{Fencing, Mode, check_exclusion, check_lease_limits};
