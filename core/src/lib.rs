@@ -43,6 +43,7 @@ mod client;
 mod connect_string;
 mod error;
 pub mod gzip;
+mod hold_status;
 mod io;
 mod machine;
 mod op;
@@ -59,6 +60,7 @@ pub use client::{Client, ClientEvent, Handle, IN_FLIGHT_WINDOW, NewRecipe, Recip
 pub use connect_string::{ConnectString, ConnectStringError, DEFAULT_PORT, HostAddr};
 pub use error::{ApiMisuse, Misbehavior, RequestError, SessionError};
 pub use gzip::{Compression, GzipError};
+pub use hold_status::{HoldStatus, LossReason};
 pub use io::Endpoint;
 pub use machine::{ClientRecipe, CoreMachine, Machine, Machines};
 pub use op::Op;

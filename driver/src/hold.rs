@@ -13,43 +13,12 @@ use std::sync::Arc;
 use event_listener::Event;
 use futures_lite::Stream;
 
-use zoolock_core::{FencingToken, Suspension};
+use zoolock_core::{FencingToken, HoldStatus, LossReason, Suspension};
 
 use crate::client::{Client, Inner};
 use crate::error::Error;
 use crate::metrics::Gauge;
 use crate::runtime::BoxFuture;
-
-/// The state of a hold, as the holder should act on it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum HoldStatus {
-    /// Held, and the session is connected.
-    Held,
-    /// The connection dropped: the hold is uncertain. Stop the critical
-    /// section until it is `Held` again.
-    Suspended,
-    /// The session expired, or the node was deleted (by anyone else, or found
-    /// missing after a reconnect): the lock is gone, for good.
-    Lost,
-    /// Not held (released, or never acquired).
-    NotHeld,
-}
-
-/// Why a hold was lost ([`Hold::loss`]): only the causes core's events tell
-/// apart, so a program can say "held past its maximum" without guessing
-/// from the time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum LossReason {
-    /// The hold reached its maximum ([`crate::LockOptions::max_hold`],
-    /// [`crate::SemaphoreOptions::max_hold`]): its own client deleted the
-    /// node.
-    MaxHold,
-    /// The session expired, or the node was deleted (by someone else, or
-    /// found missing after a reconnect): core reports these alike.
-    SessionOrNode,
-}
 
 /// Where an acquire under way stands in the queue on ZooKeeper
 /// ([`crate::Lock::acquire_with_progress`],

@@ -21,12 +21,13 @@ use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Handle, Instan
 use crate::acquire::{self, Signalled};
 use crate::client::{Client, Owner, Registration};
 use crate::error::Error;
-use crate::hold::{self, Hold, HoldStatus, LossReason, QueuePosition};
+use crate::hold::{self, Hold, QueuePosition};
 use crate::latch::CloseMode;
 use crate::metrics::{Gauge, Labels};
 use crate::options::LockOptions;
 use crate::runtime::BoxFuture;
 use crate::task::{Command, RecipeSink};
+use crate::{HoldStatus, LossReason};
 
 /// One term as the tasks see it.
 #[derive(Debug, Clone)]
@@ -159,11 +160,7 @@ fn carry(shared: &ElectionShared, path: &str, labels: &Labels<'_>, event: Recipe
             shared.with(|s| s.term = None);
         }
         status @ (RecipeEvent::Suspended | RecipeEvent::Reconnected | RecipeEvent::Lost) => {
-            let new = match status {
-                RecipeEvent::Suspended => HoldStatus::Suspended,
-                RecipeEvent::Reconnected => HoldStatus::Held,
-                _ => HoldStatus::Lost,
-            };
+            let Some(new) = HoldStatus::on(&status) else { return };
             match new {
                 HoldStatus::Lost => tracing::warn!(%path, "leadership lost"),
                 HoldStatus::Suspended => tracing::info!(%path, "leadership suspended: the connection dropped"),
@@ -371,7 +368,8 @@ pub(crate) fn leads(policy: LeadershipPolicy, status: HoldStatus) -> bool {
     match status {
         HoldStatus::Held => true,
         HoldStatus::Suspended => policy.leads(true),
-        HoldStatus::Lost | HoldStatus::NotHeld => false,
+        // Lost, not held, and any status a later core adds: no lead.
+        _ => false,
     }
 }
 

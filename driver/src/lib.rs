@@ -89,7 +89,7 @@ pub use futures_lite::StreamExt;
 pub use futures_lite::{AsyncRead, AsyncWrite};
 #[cfg(feature = "gssapi")]
 pub use gssapi::{DEFAULT_SERVICE as GSSAPI_DEFAULT_SERVICE, GssapiClient};
-pub use hold::{Hold, HoldStatus, LossReason, QueuePosition, StatusChanges};
+pub use hold::{Hold, QueuePosition, StatusChanges};
 pub use latch::{CloseMode, LeaderLatch, LeadershipChanges};
 pub use leader::{LeaderSelector, Leadership};
 pub use lock::{Guard, Lock, ReadWriteLock};
@@ -113,6 +113,8 @@ pub use zoolock_core::wire::{Acl, CreateMode, Stat};
 pub use zoolock_core::{
     ApiMisuse, ConnectStringError, Misbehavior, PathError, PathProblem, RequestError, SaslError, SessionError,
 };
+/// A hold's status and why it was lost (decided in core).
+pub use zoolock_core::{HoldStatus, LossReason};
 pub use zoolock_core::{SaslConfig, SaslMechanism};
 
 /// The sans-IO core beneath this crate: an advanced module, for what the

@@ -23,11 +23,12 @@ use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Instant, Recip
 use crate::acquire::{self, LockRequest, RegisteredQueue, TicketCommand, TicketRecords as _};
 use crate::client::{Client, Owner};
 use crate::error::Error;
-use crate::hold::{self, Hold, HoldStatus, LossReason, QueuePosition};
+use crate::hold::{self, Hold, QueuePosition};
 use crate::lock_records::{HoldState, LockRecords, TicketState, Waiting};
 use crate::metrics::Gauge;
 use crate::runtime::BoxFuture;
 use crate::task::{Command, RecipeSink};
+use crate::{HoldStatus, LossReason};
 
 /// The registered lock recipe a [`Lock`] and its clones share (with its
 /// event sink).
@@ -204,11 +205,7 @@ fn on_event(recipe: &RegisteredLock, event: RecipeEvent) {
             }
         }
         status @ (RecipeEvent::Suspended | RecipeEvent::Reconnected | RecipeEvent::Lost) => {
-            let new = match status {
-                RecipeEvent::Suspended => HoldStatus::Suspended,
-                RecipeEvent::Reconnected => HoldStatus::Held,
-                _ => HoldStatus::Lost,
-            };
+            let Some(new) = HoldStatus::on(&status) else { return };
             let node = shared.peek(|s| s.hold(t).map(|h| h.node.clone())).unwrap_or_default();
             match new {
                 HoldStatus::Lost => {

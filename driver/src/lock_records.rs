@@ -11,10 +11,10 @@ use zoolock_core::recipes::{LockQueue, Part, Ticket};
 
 use crate::acquire::{self, Waiter};
 use crate::error::Error;
-use crate::hold::{HoldStatus, LossReason};
 use crate::lock::LockCommand;
 use crate::metrics::Gauge;
 use crate::task::Command;
+use crate::{HoldStatus, LossReason};
 
 /// A lock node and its fencing token; the node is shared by the hold's
 /// record here and the [`crate::Hold`] (one copy per held lock).

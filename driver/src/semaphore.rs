@@ -14,10 +14,11 @@ use futures_channel::oneshot;
 use crate::acquire::{self, LeaseRequest, RegisteredQueue, TicketCommand, Waiter};
 use crate::client::{Client, Owner};
 use crate::error::Error;
-use crate::hold::{self, Hold, HoldStatus, LossReason, QueuePosition};
+use crate::hold::{self, Hold, QueuePosition};
 use crate::metrics::Gauge;
 use crate::runtime::BoxFuture;
 use crate::task::{Command, RecipeSink};
+use crate::{HoldStatus, LossReason};
 
 /// Lease nodes and their fencing tokens; each node is shared by its
 /// [`Lease`]'s hold and the hold's source.
@@ -166,14 +167,17 @@ fn on_event(recipe: &RegisteredSemaphore, event: RecipeEvent) {
     let (shared, path, labels) = (&recipe.shared, &*recipe.path, &recipe.labels());
     let (ticket, event) = match event {
         RecipeEvent::Ticket { ticket, event } => (ticket, *event),
-        RecipeEvent::Suspended => {
-            crate::metrics::suspended(labels);
-            tracing::info!(%path, "hold suspended: the connection dropped (semaphore leases)");
-            return shared.with(|s| s.suspended = true);
-        }
-        RecipeEvent::Reconnected => {
-            tracing::info!(%path, "hold confirmed after the reconnect (semaphore leases)");
-            return shared.with(|s| s.suspended = false);
+        // Every lease shares the connection's status (each one's loss comes
+        // as its own `LeaseLost`); `Lost` says no lease is left.
+        status @ (RecipeEvent::Suspended | RecipeEvent::Reconnected | RecipeEvent::Lost) => {
+            let suspended = HoldStatus::on(&status) == Some(HoldStatus::Suspended);
+            if suspended {
+                crate::metrics::suspended(labels);
+                tracing::info!(%path, "hold suspended: the connection dropped (semaphore leases)");
+            } else if status == RecipeEvent::Reconnected {
+                tracing::info!(%path, "hold confirmed after the reconnect (semaphore leases)");
+            }
+            return shared.with(|s| s.suspended = suspended);
         }
         RecipeEvent::LeaseLost { node } => {
             crate::metrics::lost(labels);
@@ -184,8 +188,6 @@ fn on_event(recipe: &RegisteredSemaphore, event: RecipeEvent) {
             });
         }
         RecipeEvent::Expired { node } => return expired(shared, path, node),
-        // No lease is left: answers a `Suspended` (each was reported lost).
-        RecipeEvent::Lost => return shared.with(|s| s.suspended = false),
         RecipeEvent::LeaseRevocationRequested { node } => {
             tracing::debug!(%path, %node, "lease revocation requested");
             return shared.with(|s| {
