@@ -41,6 +41,7 @@ extern crate std;
 mod acl;
 mod client;
 mod connect_string;
+mod ensemble;
 mod error;
 pub mod gzip;
 mod io;
@@ -57,6 +58,7 @@ mod time;
 pub use acl::{AclParseError, AclPolicy, parse_acl};
 pub use client::{Client, ClientEvent, Handle, IN_FLIGHT_WINDOW, RecipeId};
 pub use connect_string::{ConnectString, ConnectStringError, DEFAULT_PORT, HostAddr};
+pub use ensemble::{CONFIG_PATH, EnsembleConfig, EnsembleConfigError, Member, MemberRole};
 pub use error::{ApiMisuse, Misbehavior, RequestError, SessionError};
 pub use gzip::{Compression, GzipError};
 pub use io::Endpoint;
@@ -74,7 +76,7 @@ pub use recipes::{LockKind, LockSpec};
 pub use recipes::{Semaphore, SemaphoreMutex};
 pub use rng::Rng;
 pub use session::{
-    ChrootPolicy, ConnectionState, DEFAULT_MAX_MISBEHAVING_CONNECTIONS, DigestMd5Client, HostId, IoCommand,
+    ChrootPolicy, ConnectionState, DEFAULT_MAX_MISBEHAVING_CONNECTIONS, DigestMd5Client, EnsembleUpdate, HostId, IoCommand,
     ROOT_RETRIES, RequestId, SaslClient, SaslConfig, SaslError, SaslMechanism, Session, SessionConfig, SessionEvent,
     SessionLease, SessionStatus, Suspension, WatchEvent, WatchKind, WatcherId,
 };

@@ -49,6 +49,7 @@
 
 mod chroot;
 mod config;
+mod ensemble;
 mod events;
 mod inbound;
 mod lease;
@@ -67,6 +68,7 @@ use zoolock_wire::{
     encode_frame,
 };
 
+pub use ensemble::EnsembleUpdate;
 pub use config::{ChrootPolicy, DEFAULT_MAX_MISBEHAVING_CONNECTIONS, SessionConfig};
 pub use events::{ConnectionState, HostId, IoCommand, RequestId, SessionEvent, SessionStatus, WatchEvent};
 pub use lease::{SessionLease, Suspension};
@@ -149,6 +151,8 @@ enum Purpose {
     SetWatches,
     /// A quorum confirmation (`sync`, see [`Session::lease`]).
     Confirm,
+    /// The membership read (`ensemble.rs`).
+    Ensemble,
     Close,
 }
 
@@ -275,6 +279,9 @@ pub struct Session {
     /// report once it succeeds. Nothing else goes out until then.
     sasl: Option<(alloc::boxed::Box<dyn SaslMechanism>, ConnectionState)>,
     watches: WatchTable,
+    /// Following the membership (`ensemble.rs`) and its last outcome.
+    follow: ensemble::Follow,
+    ensemble_update: Option<EnsembleUpdate>,
     queued: VecDeque<Queued>,
     in_flight: VecDeque<InFlight>,
     outbound: BytesMut,
@@ -290,6 +297,7 @@ impl Session {
         rng.shuffle(&mut hosts);
         let chroot = config.connect_string.chroot().map(|c| String::from(c.as_str()));
         let root = config.create_chroot.clone().and_then(|policy| Some(RootKeeper::new(chroot.as_deref()?, policy)));
+        let follow = if config.follow_ensemble { ensemble::Follow::Owed } else { ensemble::Follow::Off };
         Session {
             decoder: FrameDecoder::new(config.max_frame_len),
             config,
@@ -327,6 +335,8 @@ impl Session {
             auth: Vec::new(),
             sasl: None,
             watches: WatchTable::default(),
+            follow,
+            ensemble_update: None,
             queued: VecDeque::new(),
             in_flight: VecDeque::new(),
             outbound: BytesMut::new(),
@@ -483,6 +493,7 @@ impl Session {
     pub fn close(&mut self, now: Instant) {
         match self.phase {
             Phase::Connected { .. } => {
+                self.stop_following();
                 self.send(now, Request::CloseSession, Purpose::Close);
                 let deadline = now + self.timeout() * 2 / 3;
                 self.phase = Phase::Closing { deadline };
@@ -733,6 +744,7 @@ impl Session {
                 self.quorum.settled();
                 self.close_socket();
                 self.fail_in_flight(RequestError::ConnectionLoss);
+                self.ensemble_interrupted();
                 self.disconnected_at.get_or_insert(now);
                 if let Some(root) = self.root.as_mut() {
                     root.interrupted();
@@ -846,6 +858,11 @@ impl Session {
         let root = self.chroot.clone();
         let mut current = SetWatches { relative_zxid: self.last_zxid, ..SetWatches::default() };
         let mut size = 0;
+        if self.ensemble_armed() {
+            // A server path: the chroot never applies to it.
+            current.data_watches.push(String::from(crate::ensemble::CONFIG_PATH));
+            size += crate::ensemble::CONFIG_PATH.len();
+        }
         let lists = [(0, armed.data), (1, armed.exist), (2, armed.child)];
         for (which, paths) in lists {
             for path in paths {
