@@ -234,10 +234,7 @@ mod tests {
         let config = EnsembleConfig::parse(data.as_bytes()).unwrap();
         assert_eq!(config.version(), Some(0x2000_000a));
         let roles: Vec<_> = config.members().iter().map(|m| (m.id, m.role)).collect();
-        assert_eq!(
-            roles,
-            [(1, MemberRole::Participant), (2, MemberRole::Participant), (3, MemberRole::Observer)]
-        );
+        assert_eq!(roles, [(1, MemberRole::Participant), (2, MemberRole::Participant), (3, MemberRole::Observer)]);
         assert_eq!(hosts(data), ["10.0.0.1:2181", "10.0.0.2:2182", "10.0.0.3:2181"]);
     }
 

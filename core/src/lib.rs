@@ -76,9 +76,9 @@ pub use recipes::{LockKind, LockSpec};
 pub use recipes::{Semaphore, SemaphoreMutex};
 pub use rng::Rng;
 pub use session::{
-    ChrootPolicy, ConnectionState, DEFAULT_MAX_MISBEHAVING_CONNECTIONS, DigestMd5Client, EnsembleUpdate, HostId, IoCommand,
-    ROOT_RETRIES, RequestId, SaslClient, SaslConfig, SaslError, SaslMechanism, Session, SessionConfig, SessionEvent,
-    SessionLease, SessionStatus, Suspension, WatchEvent, WatchKind, WatcherId,
+    ChrootPolicy, ConnectionState, DEFAULT_MAX_MISBEHAVING_CONNECTIONS, DigestMd5Client, EnsembleUpdate, HostId,
+    IoCommand, ROOT_RETRIES, RequestId, SaslClient, SaslConfig, SaslError, SaslMechanism, Session, SessionConfig,
+    SessionEvent, SessionLease, SessionStatus, Suspension, WatchEvent, WatchKind, WatcherId,
 };
 pub use slack::shrink_buf;
 pub use time::Instant;

@@ -25,10 +25,7 @@ fn following(connect: &str) -> SessionConfig {
 }
 
 fn read_config(xid: i32) -> RequestFrame {
-    RequestFrame::new(
-        Xid(xid),
-        Request::GetData(PathWatchRequest { path: "/zookeeper/config".into(), watch: true }),
-    )
+    RequestFrame::new(Xid(xid), Request::GetData(PathWatchRequest { path: "/zookeeper/config".into(), watch: true }))
 }
 
 fn config_data(xid: i32, zxid: i64, text: &str) -> zoolock_core::wire::BytesMut {

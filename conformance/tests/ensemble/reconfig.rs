@@ -53,7 +53,8 @@ async fn members(admin: &Client) -> Option<BTreeSet<u64>> {
 fn send_reconfig(addr: &str, joining: Option<String>, leaving: Option<String>) -> Result<(), String> {
     let (mut conn, _, _) = RawConn::connect(addr, 0, Bytes::from_static(&[0; 16]));
     let xid = conn.next_xid();
-    let request = ReconfigRequest { joining_servers: joining, leaving_servers: leaving, new_members: None, cur_config_id: -1 };
+    let request =
+        ReconfigRequest { joining_servers: joining, leaving_servers: leaving, new_members: None, cur_config_id: -1 };
     conn.write(&RequestFrame::new(xid, Request::Reconfig(request)));
     loop {
         let frame = match conn.read_frame_within(Duration::from_secs(15)) {

@@ -68,8 +68,8 @@ use zoolock_wire::{
     encode_frame,
 };
 
-pub use ensemble::EnsembleUpdate;
 pub use config::{ChrootPolicy, DEFAULT_MAX_MISBEHAVING_CONNECTIONS, SessionConfig};
+pub use ensemble::EnsembleUpdate;
 pub use events::{ConnectionState, HostId, IoCommand, RequestId, SessionEvent, SessionStatus, WatchEvent};
 pub use lease::{SessionLease, Suspension};
 pub use sasl::{DigestMd5Client, SaslClient, SaslConfig, SaslError, SaslMechanism};
