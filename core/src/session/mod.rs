@@ -42,6 +42,12 @@
 //! root cannot be made, the held creates fail with
 //! [`RequestError::ChrootUnavailable`] and the session goes on.
 //!
+//! With [`SessionConfig::follow_ensemble`] the session reads the ensemble's
+//! membership (`/zookeeper/config`, outside the chroot) with a watch once
+//! per session and dials only its members from then on; a connection to a
+//! member that left moves to one that remains, with the same session
+//! (`ensemble.rs`, [`Session::update_hosts`]).
+//!
 //! Watches are re-armed after a reconnect with setWatches (101). The table
 //! holds only data, exist and child watches, which every server since 3.0
 //! accepts in setWatches, so setWatches2 (105, 3.6+) is never needed and an
