@@ -22,7 +22,7 @@
 //! * `reconfig_replaces_every_server_under_a_hold` (issue 37, `reconfig.rs`):
 //!   an ensemble started with `ZK_RECONFIG=1` whose three servers are
 //!   replaced one by one with `reconfig` while a client holds a lock and
-//!   another waits; the holder keeps its session and its hold, and both
+//!   two others wait; the holder keeps its session and its hold, and both
 //!   end up dialling only the new members;
 //! * `soak`: every recipe under random faults for `ZOOLOCK_SOAK_SECS`
 //!   (30 s by default), checked by the simulator's oracles (see `soak.rs`);

@@ -3,7 +3,7 @@
 //!
 //! The ensemble starts with `ZK_RECONFIG=1` (`reconfigEnabled=true`,
 //! `skipACL=yes`, each member's client address in its dynamic config). The
-//! holder and the waiter connect with a chroot and follow the membership
+//! holder and two waiters connect with a chroot and follow the membership
 //! (`Options::follow_ensemble`, on by default). Three times: a new server
 //! (4, 5, 6) starts and is added with an incremental `reconfig`, then an
 //! original one (1, 2, 3) is removed with `reconfig` and stopped. The
@@ -13,10 +13,11 @@
 //! * the holder's session is the one it began with, and its hold reads
 //!   `Held` again (a move to a remaining member suspends it while the
 //!   session reconnects), never `Lost`;
-//! * the waiter has not acquired meanwhile (no overlap);
+//! * no waiter has acquired meanwhile (no overlap);
 //! * both clients dial only the new members, with their chroot;
 //! * a client given only the new servers sees the held lock node;
-//! * released, the lock goes to the waiter, and then back to the holder.
+//! * released, the lock goes to each waiter in turn (their sections do
+//!   not overlap), and then back to the holder.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -33,6 +34,10 @@ use crate::{ensemble_with, serial};
 /// Long enough for the leader changes a removal causes.
 const SESSION: Duration = Duration::from_secs(8);
 const CHROOT: &str = "/reconfig";
+/// Clients queued behind the holder.
+const WAITERS: usize = 2;
+/// How long each waiter holds once it acquires.
+const WAITER_HOLD: Duration = Duration::from_millis(100);
 
 /// The client port in a `server.N=...;127.0.0.1:PORT` line.
 fn client_addr(line: &str) -> String {
@@ -114,16 +119,35 @@ async fn reconfig_replaces_every_server_under_a_hold() {
     let admin = zoolock_tokio::connect(&ens.connect, options()).await.expect("admin connects");
     let chrooted = format!("{}{CHROOT}", ens.connect);
     let holder = zoolock_tokio::connect(&chrooted, options()).await.expect("holder connects");
-    let waiter = zoolock_tokio::connect(&chrooted, options()).await.expect("waiter connects");
     let session = holder.session_id();
     let lock = holder.mutex("/lock").await.expect("mutex");
     let guard = lock.acquire().await.expect("holder acquires");
     let node = guard.node().to_owned();
-    let waiting = waiter.mutex("/lock").await.expect("waiter's mutex");
-    let wait = tokio::spawn(async move {
-        let g = waiting.acquire().await;
-        (Instant::now(), g)
-    });
+    let mut waiters = Vec::new();
+    let mut sections = Vec::new();
+    for _ in 0..WAITERS {
+        let waiter = zoolock_tokio::connect(&chrooted, options()).await.expect("waiter connects");
+        let waiting = waiter.mutex("/lock").await.expect("waiter's mutex");
+        sections.push(tokio::spawn(async move {
+            let g = waiting.acquire().await.expect("the waiter's acquire");
+            let enter = Instant::now();
+            tokio::time::sleep(WAITER_HOLD).await;
+            let exit = Instant::now();
+            g.release().await.expect("waiter releases");
+            (enter, exit)
+        }));
+        waiters.push(waiter);
+    }
+    // Every waiter's node is queued before the first server goes.
+    let queued = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (children, _) = admin.get_children(&format!("{CHROOT}/lock")).await.expect("list the lock");
+        if children.len() == 1 + WAITERS {
+            break;
+        }
+        assert!(Instant::now() < queued, "waiters not queued: {children:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 
     let mut want: BTreeSet<u64> = [1, 2, 3].into();
     let mut new_addrs = Vec::new();
@@ -144,14 +168,18 @@ async fn reconfig_replaces_every_server_under_a_hold() {
         new_addrs.push(addr);
         let status = held_again(|| guard.status()).await;
         assert_eq!(status, HoldStatus::Held, "the hold after server {old} was replaced by {new}");
-        assert!(!wait.is_finished(), "the waiter acquired while the holder held (server {old} replaced)");
+        assert!(
+            sections.iter().all(|w| !w.is_finished()),
+            "a waiter acquired while the holder held (server {old} replaced)"
+        );
         eprintln!("reconfig: server {old} replaced by {new} at {:?}", started.elapsed());
     }
 
     assert_eq!(holder.session_id(), session, "the holder kept its session");
     assert_eq!(guard.status(), HoldStatus::Held);
     let current: BTreeSet<String> = new_addrs.iter().cloned().collect();
-    for (who, client) in [("holder", &holder), ("waiter", &waiter), ("admin", &admin)] {
+    let clients = [("holder", &holder), ("admin", &admin)].into_iter().chain(waiters.iter().map(|w| ("waiter", w)));
+    for (who, client) in clients {
         let dials: BTreeSet<String> = client.servers().await.expect("servers").into_iter().collect();
         assert_eq!(dials, current, "the {who} dials only the current members");
     }
@@ -163,20 +191,26 @@ async fn reconfig_replaces_every_server_under_a_hold() {
     let name = node.rsplit('/').next().unwrap_or_default();
     assert!(children.iter().any(|c| c == name), "{name} not among {children:?}");
 
-    // The lock still moves: to the waiter, then back to the holder.
+    // The lock still moves: to each waiter in turn, then back to the holder.
     let released = Instant::now();
     guard.release().await.expect("release");
-    let (got_at, g) = tokio::time::timeout(SESSION, wait).await.expect("the waiter acquires").expect("waiter task");
-    let g = g.expect("the waiter's acquire");
-    assert!(got_at >= released, "the waiter acquired before the release");
-    g.release().await.expect("waiter releases");
+    let mut held = Vec::new();
+    for w in sections {
+        held.push(tokio::time::timeout(SESSION * 2, w).await.expect("the waiter acquires").expect("waiter task"));
+    }
+    held.sort();
+    let mut free_from = released;
+    for (enter, exit) in &held {
+        assert!(*enter >= free_from, "a waiter entered before the previous holder left");
+        free_from = *exit;
+    }
     let again = tokio::time::timeout(SESSION, lock.acquire()).await.expect("the holder acquires again");
     again.expect("acquire").release().await.expect("release again");
     eprintln!(
         "scenario reconfig: 3 servers replaced in {:?}, session kept, hold Held after each round, 0 overlaps",
         started.elapsed()
     );
-    for client in [fresh, waiter, holder, admin] {
+    for client in waiters.into_iter().chain([fresh, holder, admin]) {
         let _ = tokio::time::timeout(Duration::from_secs(5), client.close()).await;
     }
 }
