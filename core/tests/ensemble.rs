@@ -229,3 +229,20 @@ fn update_servers_keeps_the_chroot_and_refuses_another() {
     let same_root = ConnectString::parse("d:4,c:3/app").unwrap();
     assert_eq!(client.update_servers(Instant::ZERO, &same_root), Ok(false));
 }
+
+#[test]
+fn a_dial_to_a_removed_host_is_dropped_and_a_member_dialled() {
+    let mut sim = Sim::new(following("a:1"));
+    sim.tick_at(0);
+    assert_eq!(dialled(&mut sim), host("a:1"));
+    // Still dialling when the list changes (update_servers, before any session).
+    assert!(sim.s.update_hosts(sim.now, vec![host("c:3"), host("c:3")]));
+    assert_eq!(sim.s.hosts(), [host("c:3")]);
+    assert_eq!(sim.io(), [IoCommand::Close]);
+    sim.tick_at(0);
+    assert_eq!(dialled(&mut sim), host("c:3"));
+    // The same list again changes nothing; an empty one is refused.
+    assert!(!sim.s.update_hosts(sim.now, vec![host("c:3")]));
+    assert!(!sim.s.update_hosts(sim.now, vec![]));
+    sim.assert_quiet();
+}

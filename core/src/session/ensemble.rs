@@ -102,9 +102,16 @@ impl Session {
                 }
                 self.next_host = (at + 1) % self.hosts.len();
             }
-            None => {
+            None if matches!(self.phase, Phase::Connected { .. }) => {
                 self.why_drop = Some(Suspension::ServerRemoved);
                 self.drop_connection(now);
+            }
+            // A dial or handshake under way to a host that left: not a
+            // failure of the new list's cycle; its first host is dialled now.
+            None => {
+                self.quorum.disconnected();
+                self.close_socket();
+                self.phase = Phase::Idle { at: now };
             }
         }
         true
