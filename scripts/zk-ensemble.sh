@@ -11,6 +11,16 @@
 #   scripts/zk-ensemble.sh restart DIR N   (kill and) start server N again, wait until it serves
 #   scripts/zk-ensemble.sh leader DIR      print the N of the server whose `srvr` says Mode: leader
 #   scripts/zk-ensemble.sh status DIR      one line per server: N PORT PID MODE CONNECTIONS
+#   scripts/zk-ensemble.sh join DIR N      (ZK_RECONFIG=1 ensembles, N in 4..9) start a new server N
+#                                          whose membership is the current one plus itself, wait
+#                                          until it serves, print its line (server.N=...;client);
+#                                          a `reconfig` add of that line makes it a member
+#
+# With ZK_RECONFIG=1 at start, the servers allow dynamic reconfiguration
+# (reconfigEnabled=true, standaloneEnabled=false, skipACL=yes so that any
+# client may run `reconfig`; loopback only) and keep their membership, with
+# each server's client address, in a dynamic config file (DIR/N/zoo.cfg.dynamic,
+# rewritten by the servers at each reconfig). Not with ZK_LINK_PROXY.
 #
 # With ZK_LINK_PROXY=1 at start, each server reaches each peer through a TCP
 # proxy per link (scripts/zk-links.py, one daemon per ensemble: DIR/links.*),
@@ -59,7 +69,7 @@ die() {
 
 usage() {
     echo "usage: $0 start|stop|leader|status DIR" >&2
-    echo "       $0 kill|stop-node|cont|restart DIR N" >&2
+    echo "       $0 kill|stop-node|cont|restart|join DIR N" >&2
     echo "       $0 isolate DIR N reset|silent" >&2
     echo "       $0 cut DIR A B reset|silent" >&2
     echo "       $0 heal|links DIR" >&2
@@ -113,7 +123,19 @@ mode_of() {
 }
 
 check_n() {
-    [[ $1 =~ ^[123]$ ]] || die "server number must be 1, 2 or 3, not '$1'"
+    [[ $1 =~ ^[1-9]$ ]] || die "server number must be 1 to 9, not '$1'"
+}
+
+reconfigurable() {
+    [[ ${ZK_RECONFIG:-0} == 1 ]]
+}
+
+# The numbers of DIR's servers (1..3, and those that joined), one per line.
+servers_of() {
+    local dir=$1 n
+    for n in 1 2 3 4 5 6 7 8 9; do
+        [[ ! -f $dir/$n/zoo.cfg ]] || printf '%s\n' "$n"
+    done
 }
 
 resolve_dir() {
@@ -176,6 +198,22 @@ write_configs() {
             done
         done
     fi
+    if reconfigurable; then
+        ! proxied || die "ZK_RECONFIG and ZK_LINK_PROXY do not go together"
+        : >"$dir/reconfig"
+        for n in $SERVERS; do
+            i=$((n - 1))
+            mkdir -p "$dir/$n/data"
+            printf '%s\n' "$n" >"$dir/$n/data/myid"
+            printf '%s\n' "${p[i]}" >"$dir/$n/port"
+            static_config "$dir" "$n" "$settings" >"$dir/$n/zoo.cfg"
+            for m in $SERVERS; do
+                printf 'server.%s=127.0.0.1:%s:%s:participant;127.0.0.1:%s\n' "$m" "${p[m + 2]}" "${p[m + 5]}" \
+                    "${p[m - 1]}"
+            done >"$dir/$n/zoo.cfg.dynamic"
+        done
+        return 0
+    fi
     for n in $SERVERS; do
         i=$((n - 1))
         mkdir -p "$dir/$n/data"
@@ -204,6 +242,53 @@ EOF
             done
         } >"$dir/$n/zoo.cfg"
     done
+}
+
+# static_config DIR N SETTINGS: zoo.cfg of a reconfigurable server N (its
+# membership and client address are in DIR/N/zoo.cfg.dynamic).
+static_config() {
+    local dir=$1 n=$2 settings=$3
+    cat <<EOF
+# Written by scripts/zk-ensemble.sh: a private, loopback-only test ensemble
+# that allows reconfig (ZK_RECONFIG=1).
+$settings
+dataDir=$dir/$n/data
+maxClientCnxns=0
+admin.enableServer=false
+4lw.commands.whitelist=*
+forceSync=no
+reconfigEnabled=true
+standaloneEnabled=false
+skipACL=yes
+dynamicConfigFile=$dir/$n/zoo.cfg.dynamic
+EOF
+}
+
+# Starts server N (4..9) of a reconfigurable DIR with the membership a
+# running member last wrote plus itself; prints its server line.
+cmd_join() {
+    local dir=$1 n=$2 m src="" line
+    local -a ports
+    [[ -f $dir/reconfig ]] || die "join needs an ensemble started with ZK_RECONFIG=1"
+    [[ $n =~ ^[4-9]$ ]] || die "a joining server is numbered 4 to 9, not '$n'"
+    [[ ! -e $dir/$n ]] || die "server $n of $dir exists already"
+    for m in $(servers_of "$dir"); do
+        [[ -n $(server_pid "$dir" "$m") ]] || continue
+        src=$(sed -n 's/^dynamicConfigFile=//p' "$dir/$m/zoo.cfg" | tail -n 1)
+        [[ -f $src ]] && break
+        src=""
+    done
+    [[ -n $src ]] || die "no running member of $dir to copy the membership from"
+    mapfile -t ports < <(free_ports 3)
+    mkdir -p "$dir/$n/data"
+    printf '%s\n' "$n" >"$dir/$n/data/myid"
+    printf '%s\n' "${ports[0]}" >"$dir/$n/port"
+    line="server.$n=127.0.0.1:${ports[1]}:${ports[2]}:participant;127.0.0.1:${ports[0]}"
+    { grep '^server\.' "$src"; printf '%s\n' "$line"; } >"$dir/$n/zoo.cfg.dynamic"
+    static_config "$dir" "$n" "$(timing)" >"$dir/$n/zoo.cfg"
+    launch "$dir" "$n"
+    wait_serving "$dir" "$n" || die "server $n did not start serving (see $dir/$n/server.log)"
+    printf '%s\n' "$line"
 }
 
 # The live pid of DIR's link proxy daemon, or nothing.
@@ -351,7 +436,7 @@ cmd_start() {
         ! proxied || nports=21
         mapfile -t ports < <(free_ports "$nports")
         ((${#ports[@]} == nports)) || die "could not pick free ports"
-        rm -rf "$dir/1" "$dir/2" "$dir/3"
+        rm -rf "$dir/1" "$dir/2" "$dir/3" "$dir/reconfig"
         stop_links "$dir"
         rm -f "$dir/links.conf"
         write_configs "$dir" "${ports[@]}"
@@ -416,7 +501,7 @@ cmd_stop() {
     [[ -d $dir ]] || return 0
     dir=$(cd "$dir" && pwd -P)
     stop_watchdog "$dir"
-    for n in $SERVERS; do
+    for n in $(servers_of "$dir"); do
         stop_server "$dir" "$n"
     done
     stop_links "$dir"
@@ -438,7 +523,7 @@ cmd_signal() {
 
 cmd_leader() {
     local dir=$1 n port
-    for n in $SERVERS; do
+    for n in $(servers_of "$dir"); do
         [[ -f $dir/$n/port ]] || continue
         port=$(<"$dir/$n/port")
         if [[ -n $(server_pid "$dir" "$n") && $(mode_of "$port") == leader ]]; then
@@ -451,7 +536,7 @@ cmd_leader() {
 
 cmd_status() {
     local dir=$1 n port pid srvr mode conns
-    for n in $SERVERS; do
+    for n in $(servers_of "$dir"); do
         [[ -f $dir/$n/port ]] || continue
         port=$(<"$dir/$n/port")
         pid=$(server_pid "$dir" "$n")
@@ -493,6 +578,11 @@ kill | stop-node | cont | restart)
     cont) cmd_signal "$dir" "$3" CONT ;;
     restart) cmd_restart "$dir" "$3" ;;
     esac
+    ;;
+join)
+    (($# == 3)) || usage
+    dir=$(resolve_dir "$2")
+    cmd_join "$dir" "$3"
     ;;
 isolate)
     (($# == 4)) || usage

@@ -86,6 +86,18 @@ impl Client {
         wait(self.inner.close())
     }
 
+    /// Replaces the servers the client dials, keeping its session and
+    /// chroot (see `zoolock_smol::Client::update_servers`); returns whether
+    /// the list changed. A different chroot is [`Error::Misuse`].
+    pub fn update_servers(&self, connect_string: &str) -> Result<bool, Error> {
+        wait(self.inner.update_servers(connect_string))
+    }
+
+    /// The servers the session dials now (see `zoolock_smol::Client::servers`).
+    pub fn servers(&self) -> Result<Vec<String>, Error> {
+        wait(self.inner.servers())
+    }
+
     /// A mutex (Curator's `InterProcessMutex`) at `path`. Clones of the
     /// returned [`Lock`] share one queue: they are granted in call order.
     /// Fails with [`Error::Path`] for an invalid path (naming it) and

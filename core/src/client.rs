@@ -16,6 +16,7 @@ use alloc::sync::Arc;
 use bytes::{Bytes, BytesMut};
 use zoolock_wire::Response;
 
+use crate::connect_string::ConnectString;
 use crate::error::{ApiMisuse, RequestError, SessionError};
 use crate::machine::{ClientRecipe, CoreMachine, Machine, Machines};
 use crate::op::Op;
@@ -362,9 +363,34 @@ impl<M: Machines> Client<M> {
         Ok(())
     }
 
+    /// Replaces the servers the session dials with the hosts of
+    /// `servers`, keeping the session and the chroot (see
+    /// [`Session::update_hosts`]: a connection to a removed host moves to a
+    /// remaining one). For callers that learn of membership changes another
+    /// way than [`SessionConfig::follow_ensemble`]. A chroot in `servers`
+    /// must be the client's own (or none): a different one is
+    /// [`ApiMisuse::ChrootChanged`] and nothing changes. Returns whether
+    /// the list changed (false when it names the hosts in use already). A
+    /// renewed session starts from the list in use, not the original one.
+    pub fn update_servers(&mut self, now: Instant, servers: &ConnectString) -> Result<bool, ApiMisuse> {
+        if servers.chroot().is_some_and(|c| Some(c) != self.config.connect_string.chroot()) {
+            return Err(ApiMisuse::ChrootChanged);
+        }
+        if self.session.is_ended() {
+            return Err(ApiMisuse::SessionEnded);
+        }
+        let changed = self.session.update_hosts(now, servers.hosts().to_vec());
+        self.pump(now);
+        Ok(changed)
+    }
+
     fn replace_session(&mut self, now: Instant) {
         self.generation += 1;
         let mut config = self.config.clone();
+        // The membership may have changed since the client began.
+        if let Some(current) = config.connect_string.with_hosts(self.session.hosts().to_vec()) {
+            config.connect_string = current;
+        }
         config.seed = Rng::fork(config.seed, self.generation);
         // The client had a session: a renewed one keeps trying through an
         // outage, however long, as a reconnect does.

@@ -93,6 +93,13 @@ impl ConnectString {
     pub fn chroot(&self) -> Option<&ZkPath> {
         self.chroot.as_ref()
     }
+
+    /// The same chroot with other hosts (a membership change keeps the
+    /// chroot: Curator's EnsembleTracker dropped it, CURATOR-593/611).
+    /// `None` when `hosts` is empty.
+    pub fn with_hosts(&self, hosts: Vec<HostAddr>) -> Option<ConnectString> {
+        (!hosts.is_empty()).then(|| ConnectString { hosts, chroot: self.chroot.clone() })
+    }
 }
 
 fn parse_port(entry: &str, port: &str) -> Result<u16, ConnectStringError> {

@@ -179,6 +179,11 @@ pub enum ApiMisuse {
     /// A multi-lock with no member.
     #[error("a multi-lock needs at least one member")]
     EmptyMultiLock,
+    /// A new server list (`update_servers`) names a chroot other than the
+    /// client's: the chroot is fixed for the client's life, and the list
+    /// was not applied.
+    #[error("the server list's chroot differs from the client's")]
+    ChrootChanged,
     /// A multi-lock acquire after a member's hold was lost: release first.
     #[error("a member's hold was lost: release before acquiring again")]
     MemberLost,

@@ -41,6 +41,7 @@ extern crate std;
 mod acl;
 mod client;
 mod connect_string;
+mod ensemble;
 mod error;
 pub mod gzip;
 mod hold_status;
@@ -58,6 +59,7 @@ mod time;
 pub use acl::{AclParseError, AclPolicy, parse_acl};
 pub use client::{Client, ClientEvent, Handle, IN_FLIGHT_WINDOW, NewRecipe, RecipeId, Reserved, Reserver};
 pub use connect_string::{ConnectString, ConnectStringError, DEFAULT_PORT, HostAddr};
+pub use ensemble::{CONFIG_PATH, EnsembleConfig, EnsembleConfigError, Member, MemberRole};
 pub use error::{ApiMisuse, Misbehavior, RequestError, SessionError};
 pub use gzip::{Compression, GzipError};
 pub use hold_status::{HoldStatus, LossReason};
@@ -68,9 +70,9 @@ pub use path::{PathError, PathProblem, ZkPath};
 pub use recipe::{FencingToken, OpId, Participant, Recipe, RecipeEvent, RecipeOp};
 pub use rng::Rng;
 pub use session::{
-    ChrootPolicy, ConnectionState, DEFAULT_MAX_MISBEHAVING_CONNECTIONS, DigestMd5Client, HostId, IoCommand,
-    ROOT_RETRIES, RequestId, SaslClient, SaslConfig, SaslError, SaslMechanism, Session, SessionConfig, SessionEvent,
-    SessionLease, SessionStatus, Suspension, WatchEvent, WatchKind, WatcherId,
+    ChrootPolicy, ConnectionState, DEFAULT_MAX_MISBEHAVING_CONNECTIONS, DigestMd5Client, EnsembleUpdate, HostId,
+    IoCommand, ROOT_RETRIES, RequestId, SaslClient, SaslConfig, SaslError, SaslMechanism, Session, SessionConfig,
+    SessionEvent, SessionLease, SessionStatus, Suspension, WatchEvent, WatchKind, WatcherId,
 };
 pub use time::Instant;
 pub use zoolock_wire as wire;

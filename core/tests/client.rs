@@ -500,6 +500,35 @@ fn a_renewed_session_keeps_trying_through_failed_dials() {
 }
 
 #[test]
+fn a_renewed_session_dials_the_updated_servers() {
+    let cs = ConnectString::parse("127.0.0.1:2181/app").unwrap();
+    let mut client = TestClient::for_machines(SessionConfig::new(cs, 1), t(0));
+    client.set_renew_session(true);
+    let servers = ConnectString::parse("10.0.0.9:2181").unwrap();
+    assert_eq!(client.update_servers(t(0), &servers), Ok(true));
+    let resp = ConnectResponse {
+        protocol_version: 0,
+        timeout_ms: 10_000,
+        session_id: 0x1234,
+        passwd: Some(Bytes::from_static(&[7; 16])),
+        read_only: Some(false),
+    };
+    let mut server = handshake(&mut client, &resp);
+    client.submit(t(3), Op::sync(&ZkPath::new("/a").unwrap())).unwrap();
+    let frames = server.take(&mut client);
+    Server::reply(&mut client, t(4), frames[0].header.xid, 3, ErrorCode::SESSION_EXPIRED, None);
+    let _ = drain(&mut client);
+    assert_eq!(client.renewals(), 1);
+    // The new session starts from the list in use, not the connect string's.
+    let at = client.poll_timeout().unwrap();
+    client.handle_timeout(at);
+    match client.poll_io() {
+        Some(IoCommand::Connect { addr, .. }) => assert_eq!(addr.to_string(), "10.0.0.9:2181"),
+        other => panic!("expected a dial, got {other:?}"),
+    }
+}
+
+#[test]
 fn the_session_confirms_the_quorum_while_any_recipe_holds_and_only_then() {
     let (mut client, mut server) = connected_client();
     let a = client.add(t(3), Probe::new("/a"));

@@ -168,6 +168,7 @@ impl Client {
             .with_max_misbehaving_connections(options.max_misbehaving_connections)
             .with_give_up_unreachable(true);
         config = config.with_confirm_quorum(options.confirm_quorum);
+        config = config.with_follow_ensemble(options.follow_ensemble);
         if let Some(tick) = options.tick_time {
             config = config.with_tick_time(tick);
         }
@@ -271,6 +272,36 @@ impl Client {
                 _ => listener.await,
             }
         }
+    }
+
+    /// Replaces the servers the client dials, for callers that learn of
+    /// membership changes another way than [`Options::follow_ensemble`]
+    /// (ZooKeeper's `updateServerList`). `connect_string` is parsed as at
+    /// [`Client::connect`]; its chroot must be the client's own or absent
+    /// (the chroot is fixed for the client's life): another one is
+    /// [`Error::Misuse`] with [`ApiMisuse::ChrootChanged`](zoolock_core::ApiMisuse)
+    /// and nothing changes. The session is kept: a connection to a server
+    /// that is not in the new list moves to one that is, with the same
+    /// session (holds read `Suspended`, then `Held` again once it is back,
+    /// within the session timeout). A membership read later (with
+    /// following on) replaces the list again. Returns whether the list
+    /// changed. Fails with [`Error::ConnectString`] on a malformed string,
+    /// and [`Error::ClientClosed`] once the client is closed; cancelling it
+    /// may leave the change applied or not.
+    pub async fn update_servers(&self, connect_string: &str) -> Result<bool, Error> {
+        let servers = Box::new(ConnectString::parse(connect_string)?);
+        let (reply, rx) = oneshot::channel();
+        self.inner.send(Command::UpdateServers { servers, reply })?;
+        Ok(rx.await.map_err(|_| self.inner.shared.closed())??)
+    }
+
+    /// The servers the session dials now, in the order it tries them
+    /// (`host:port`; the connect string's hosts until the membership or
+    /// [`Client::update_servers`] changes them).
+    pub async fn servers(&self) -> Result<Vec<String>, Error> {
+        let (reply, rx) = oneshot::channel();
+        self.inner.send(Command::Servers(reply))?;
+        rx.await.map_err(|_| self.inner.shared.closed())
     }
 
     /// The latest connection state.

@@ -113,6 +113,16 @@ pub struct Options {
     /// `minSessionTimeout` is at its default (2 × tickTime). Set it when
     /// that is lowered (or the session timeout is below 2 × tickTime).
     pub tick_time: Option<Duration>,
+    /// Follow the ensemble's membership, as Curator's `EnsembleTracker`
+    /// does (on by default): after each new session, read
+    /// `/zookeeper/config` (outside the chroot) with a watch, and whenever
+    /// the servers change, dial only current members, keeping the chroot.
+    /// A connection to a server that left moves to a remaining one with the
+    /// same session. Off: the client dials the connect string's hosts until
+    /// [`Client::update_servers`](crate::Client::update_servers) says
+    /// otherwise (for clients behind a load balancer or a virtual IP, whose
+    /// members' own addresses they cannot reach).
+    pub follow_ensemble: bool,
 }
 
 impl Default for Options {
@@ -122,6 +132,7 @@ impl Default for Options {
             connect_timeout: Duration::from_secs(15),
             confirm_quorum: true,
             tick_time: None,
+            follow_ensemble: true,
             max_misbehaving_connections: zoolock_core::DEFAULT_MAX_MISBEHAVING_CONNECTIONS,
             plan: OpPlan::Pipelined,
             lock_data: None,
@@ -158,6 +169,12 @@ impl Options {
     /// Sets [`Options::tick_time`].
     pub fn tick_time(mut self, tick_time: Duration) -> Self {
         self.tick_time = Some(tick_time);
+        self
+    }
+
+    /// Sets [`Options::follow_ensemble`].
+    pub fn follow_ensemble(mut self, follow_ensemble: bool) -> Self {
+        self.follow_ensemble = follow_ensemble;
         self
     }
 

@@ -32,6 +32,7 @@ fn code(s: Suspension) -> u8 {
     match s {
         Suspension::ServerSilent => 1,
         Suspension::QuorumUnconfirmed => 2,
+        Suspension::ServerRemoved => 3,
         _ => 0,
     }
 }
@@ -40,6 +41,7 @@ fn suspension(code: u8) -> Suspension {
     match code {
         1 => Suspension::ServerSilent,
         2 => Suspension::QuorumUnconfirmed,
+        3 => Suspension::ServerRemoved,
         _ => Suspension::Disconnected,
     }
 }

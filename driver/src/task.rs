@@ -15,8 +15,8 @@ use futures_channel::{mpsc, oneshot};
 use futures_lite::Stream;
 use zoolock_core::wire::Response;
 use zoolock_core::{
-    Client as CoreClient, ClientEvent, ConnectionState, CoreMachine, Instant, IoCommand, NewRecipe, Op, RecipeEvent,
-    RecipeId, RequestError, RequestId,
+    ApiMisuse, Client as CoreClient, ClientEvent, ConnectString, ConnectionState, CoreMachine, Instant, IoCommand,
+    NewRecipe, Op, RecipeEvent, RecipeId, RequestError, RequestId,
 };
 
 use crate::count::CountCommand;
@@ -69,6 +69,13 @@ pub(crate) enum Command {
     Count(CountCommand),
     /// Answered once every command sent before it has run.
     Flush(oneshot::Sender<()>),
+    /// Replace the servers the session dials (boxed, as `Submit`'s op).
+    UpdateServers {
+        servers: Box<ConnectString>,
+        reply: oneshot::Sender<Result<bool, ApiMisuse>>,
+    },
+    /// The servers the session dials now.
+    Servers(oneshot::Sender<Vec<String>>),
     Subscribe(mpsc::UnboundedSender<ConnectionState>),
     /// Answer once the recipe owes the server nothing (is quiescent): its
     /// releases' deletes have been applied. Fails if the session ends first.
@@ -264,6 +271,12 @@ impl DriverTask {
             Command::Count(command) => crate::count::run(&mut self.client, now, command),
             Command::Flush(reply) => {
                 let _ = reply.send(());
+            }
+            Command::UpdateServers { servers, reply } => {
+                let _ = reply.send(self.client.update_servers(now, &servers));
+            }
+            Command::Servers(reply) => {
+                let _ = reply.send(self.client.session().hosts().iter().map(ToString::to_string).collect());
             }
             Command::Retire(id) => {
                 if self.slots.contains_key(&id) {

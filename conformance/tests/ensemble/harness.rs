@@ -123,6 +123,14 @@ impl Ensemble {
         self.script("kill", Some(n));
     }
 
+    /// Starts server `n` (4..=9) of a `ZK_RECONFIG=1` ensemble with the
+    /// current membership plus itself, waits until it serves, and returns
+    /// its `server.N=...;127.0.0.1:PORT` line (not a member until a
+    /// `reconfig` adds that line).
+    pub(crate) fn join(&self, n: usize) -> String {
+        self.script("join", Some(n))
+    }
+
     /// SIGSTOP server `n`.
     pub(crate) fn freeze(&self, n: usize) {
         self.script("stop-node", Some(n));

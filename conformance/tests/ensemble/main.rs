@@ -19,6 +19,11 @@
 //!   reads its node's owner: none may be a node of an old session
 //!   (CURATOR-604). Then the same schedule with Curator 5.4.0, and both
 //!   stalls are printed (`quorum-loss stall ...`);
+//! * `reconfig_replaces_every_server_under_a_hold` (issue 37, `reconfig.rs`):
+//!   an ensemble started with `ZK_RECONFIG=1` whose three servers are
+//!   replaced one by one with `reconfig` while a client holds a lock and
+//!   two others wait; the holder keeps its session and its hold, and both
+//!   end up dialling only the new members;
 //! * `soak`: every recipe under random faults for `ZOOLOCK_SOAK_SECS`
 //!   (30 s by default), checked by the simulator's oracles (see `soak.rs`);
 //! * `partition_*` (issue 36, `partition.rs`, `frozen.rs`, `rig.rs`): an ensemble whose
@@ -72,6 +77,7 @@ mod holders;
 mod oracle;
 mod partition;
 mod quorum;
+mod reconfig;
 mod rig;
 mod soak;
 mod workload;

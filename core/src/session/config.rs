@@ -74,6 +74,14 @@ pub struct SessionConfig {
     /// Set it when the servers' `minSessionTimeout` is lowered below
     /// 2 × tickTime.
     pub tick_time: Option<Duration>,
+    /// Follow the ensemble's membership: read `/zookeeper/config` (outside
+    /// the chroot) with a watch once per session, and replace the host list
+    /// with its members whenever it changes, keeping the chroot (see
+    /// [`Session::update_hosts`](super::Session::update_hosts)). Off by
+    /// default here, so a session sends only what it is asked to; the
+    /// async driver turns it on (`Options::follow_ensemble`), as Curator's
+    /// `EnsembleTracker` is on by default.
+    pub follow_ensemble: bool,
 }
 
 /// How a missing chroot is created: each missing level, top-down, with the
@@ -121,6 +129,7 @@ impl SessionConfig {
             create_chroot: None,
             confirm_quorum: true,
             tick_time: None,
+            follow_ensemble: false,
         }
     }
 
@@ -139,6 +148,12 @@ impl SessionConfig {
     /// Sets [`SessionConfig::tick_time`].
     pub fn with_tick_time(mut self, tick_time: Duration) -> Self {
         self.tick_time = Some(tick_time);
+        self
+    }
+
+    /// Sets [`SessionConfig::follow_ensemble`].
+    pub fn with_follow_ensemble(mut self, follow_ensemble: bool) -> Self {
+        self.follow_ensemble = follow_ensemble;
         self
     }
 

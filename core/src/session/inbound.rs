@@ -88,9 +88,10 @@ impl Session {
         for (scheme, auth) in self.auth.clone() {
             self.send_auth(now, &scheme, auth);
         }
-        if !self.watches.is_empty() {
+        if !self.watches.is_empty() || self.ensemble_armed() {
             self.send_set_watches(now);
         }
+        self.read_ensemble_if_owed(now);
         if !self.start_root_check(now, state) {
             self.announce_state(state);
             self.flush(now);
@@ -157,6 +158,9 @@ impl Session {
         };
         match message {
             ServerMessage::Notification { event, .. } => {
+                if event.path == crate::ensemble::CONFIG_PATH {
+                    self.ensemble_notified(now, event.event_type);
+                }
                 let path = to_client_path(self.chroot.as_deref(), &event.path);
                 for watcher in self.watches.fire(&path, event.event_type) {
                     let event = WatchEvent { event_type: event.event_type, path: path.clone() };
@@ -266,6 +270,7 @@ impl Session {
                 self.confirm_if_due(now);
             }
             Purpose::Root => self.on_root_reply(now, err),
+            Purpose::Ensemble => self.on_ensemble_reply(now, err, response),
             Purpose::Sasl => self.handle_sasl(now, err, response),
             Purpose::Close => self.end(End::Closed),
         }

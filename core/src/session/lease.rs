@@ -47,6 +47,10 @@ pub enum Suspension {
     /// server may be cut off from the leader, which may expire the session
     /// while that server still answers pings.
     QuorumUnconfirmed,
+    /// The connected server left the ensemble's membership (a reconfig, or
+    /// [`Session::update_hosts`](super::Session::update_hosts)): the
+    /// session moves to a remaining member.
+    ServerRemoved,
 }
 
 impl Suspension {
@@ -56,6 +60,7 @@ impl Suspension {
             Suspension::Disconnected => "disconnected",
             Suspension::ServerSilent => "server silent",
             Suspension::QuorumUnconfirmed => "quorum unconfirmed",
+            Suspension::ServerRemoved => "server removed",
         }
     }
 }

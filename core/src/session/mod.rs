@@ -42,6 +42,12 @@
 //! root cannot be made, the held creates fail with
 //! [`RequestError::ChrootUnavailable`] and the session goes on.
 //!
+//! With [`SessionConfig::follow_ensemble`] the session reads the ensemble's
+//! membership (`/zookeeper/config`, outside the chroot) with a watch once
+//! per session and dials only its members from then on; a connection to a
+//! member that left moves to one that remains, with the same session
+//! (`ensemble.rs`, [`Session::update_hosts`]).
+//!
 //! Watches are re-armed after a reconnect with setWatches (101). The table
 //! holds only data, exist and child watches, which every server since 3.0
 //! accepts in setWatches, so setWatches2 (105, 3.6+) is never needed and an
@@ -49,6 +55,7 @@
 
 mod chroot;
 mod config;
+mod ensemble;
 mod events;
 mod inbound;
 mod lease;
@@ -68,6 +75,7 @@ use zoolock_wire::{
 };
 
 pub use config::{ChrootPolicy, DEFAULT_MAX_MISBEHAVING_CONNECTIONS, SessionConfig};
+pub use ensemble::EnsembleUpdate;
 pub use events::{ConnectionState, HostId, IoCommand, RequestId, SessionEvent, SessionStatus, WatchEvent};
 pub use lease::{SessionLease, Suspension};
 pub use sasl::{DigestMd5Client, SaslClient, SaslConfig, SaslError, SaslMechanism};
@@ -149,6 +157,8 @@ enum Purpose {
     SetWatches,
     /// A quorum confirmation (`sync`, see [`Session::lease`]).
     Confirm,
+    /// The membership read (`ensemble.rs`).
+    Ensemble,
     Close,
 }
 
@@ -275,6 +285,9 @@ pub struct Session {
     /// report once it succeeds. Nothing else goes out until then.
     sasl: Option<(alloc::boxed::Box<dyn SaslMechanism>, ConnectionState)>,
     watches: WatchTable,
+    /// Following the membership (`ensemble.rs`) and its last outcome.
+    follow: ensemble::Follow,
+    ensemble_update: Option<EnsembleUpdate>,
     queued: VecDeque<Queued>,
     in_flight: VecDeque<InFlight>,
     outbound: BytesMut,
@@ -290,6 +303,7 @@ impl Session {
         rng.shuffle(&mut hosts);
         let chroot = config.connect_string.chroot().map(|c| String::from(c.as_str()));
         let root = config.create_chroot.clone().and_then(|policy| Some(RootKeeper::new(chroot.as_deref()?, policy)));
+        let follow = if config.follow_ensemble { ensemble::Follow::Owed } else { ensemble::Follow::Off };
         Session {
             decoder: FrameDecoder::new(config.max_frame_len),
             config,
@@ -327,6 +341,8 @@ impl Session {
             auth: Vec::new(),
             sasl: None,
             watches: WatchTable::default(),
+            follow,
+            ensemble_update: None,
             queued: VecDeque::new(),
             in_flight: VecDeque::new(),
             outbound: BytesMut::new(),
@@ -483,6 +499,7 @@ impl Session {
     pub fn close(&mut self, now: Instant) {
         match self.phase {
             Phase::Connected { .. } => {
+                self.stop_following();
                 self.send(now, Request::CloseSession, Purpose::Close);
                 let deadline = now + self.timeout() * 2 / 3;
                 self.phase = Phase::Closing { deadline };
@@ -733,6 +750,7 @@ impl Session {
                 self.quorum.settled();
                 self.close_socket();
                 self.fail_in_flight(RequestError::ConnectionLoss);
+                self.ensemble_interrupted();
                 self.disconnected_at.get_or_insert(now);
                 if let Some(root) = self.root.as_mut() {
                     root.interrupted();
@@ -846,6 +864,11 @@ impl Session {
         let root = self.chroot.clone();
         let mut current = SetWatches { relative_zxid: self.last_zxid, ..SetWatches::default() };
         let mut size = 0;
+        if self.ensemble_armed() {
+            // A server path: the chroot never applies to it.
+            current.data_watches.push(String::from(crate::ensemble::CONFIG_PATH));
+            size += crate::ensemble::CONFIG_PATH.len();
+        }
         let lists = [(0, armed.data), (1, armed.exist), (2, armed.child)];
         for (which, paths) in lists {
             for path in paths {
