@@ -75,8 +75,8 @@ pub use recipes::{Semaphore, SemaphoreMutex};
 pub use rng::Rng;
 pub use session::{
     ChrootPolicy, ConnectionState, DEFAULT_MAX_MISBEHAVING_CONNECTIONS, DigestMd5Client, HostId, IoCommand,
-    ROOT_RETRIES, RequestId, SaslClient, SaslConfig, SaslError, SaslMechanism, Session, SessionConfig, SessionEvent,
-    SessionLease, SessionStatus, Suspension, WatchEvent, WatchKind, WatcherId,
+    ROOT_RETRIES, RequestId, RequestTiming, SaslClient, SaslConfig, SaslError, SaslMechanism, Session, SessionConfig,
+    SessionEvent, SessionLease, SessionStatus, Suspension, TIMINGS_KEPT, WatchEvent, WatchKind, WatcherId,
 };
 pub use slack::shrink_buf;
 pub use time::Instant;

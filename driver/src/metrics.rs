@@ -135,6 +135,11 @@ fn describe() {
                 "Times this process's participant gained or lost leadership"
             );
             describe_counter!("zoolock_session_renewals_total", Unit::Count, "Sessions started after an expiry");
+            describe_histogram!(
+                "zoolock_request_seconds",
+                Unit::Seconds,
+                "Time from a request's send to its reply, by operation (pings included as op=ping)"
+            );
         });
     }
 }
@@ -189,4 +194,94 @@ pub(crate) fn leading(labels: &Labels<'_>, leads: bool) {
 pub(crate) fn renewed() {
     #[cfg(feature = "metrics")]
     metrics::counter!("zoolock_session_renewals_total").increment(1);
+}
+
+/// An answered request: one sample of `zoolock_request_seconds`, labelled
+/// `op` with ZooKeeper's name of its opcode ([`OpCode::name`]). The opcodes
+/// a client sends have static keys, so a sample allocates nothing; any
+/// other (a request built with `Op::from_request`) is labelled by name too,
+/// through an allocated key.
+///
+/// [`OpCode::name`]: zoolock_core::wire::OpCode::name
+#[cfg(feature = "metrics")]
+pub(crate) fn answered(timing: &zoolock_core::RequestTiming) {
+    use metrics::histogram;
+    use zoolock_core::wire::OpCode;
+    const NAME: &str = "zoolock_request_seconds";
+    describe();
+    let histogram = match timing.op {
+        OpCode::CREATE => histogram!(NAME, "op" => "create"),
+        OpCode::CREATE2 => histogram!(NAME, "op" => "create2"),
+        OpCode::CREATE_CONTAINER => histogram!(NAME, "op" => "createContainer"),
+        OpCode::CREATE_TTL => histogram!(NAME, "op" => "createTTL"),
+        OpCode::DELETE => histogram!(NAME, "op" => "delete"),
+        OpCode::EXISTS => histogram!(NAME, "op" => "exists"),
+        OpCode::GET_DATA => histogram!(NAME, "op" => "getData"),
+        OpCode::SET_DATA => histogram!(NAME, "op" => "setData"),
+        OpCode::GET_ACL => histogram!(NAME, "op" => "getACL"),
+        OpCode::SET_ACL => histogram!(NAME, "op" => "setACL"),
+        OpCode::GET_CHILDREN => histogram!(NAME, "op" => "getChildren"),
+        OpCode::GET_CHILDREN2 => histogram!(NAME, "op" => "getChildren2"),
+        OpCode::SYNC => histogram!(NAME, "op" => "sync"),
+        OpCode::PING => histogram!(NAME, "op" => "ping"),
+        OpCode::MULTI => histogram!(NAME, "op" => "multi"),
+        OpCode::MULTI_READ => histogram!(NAME, "op" => "multiRead"),
+        OpCode::CHECK_WATCHES => histogram!(NAME, "op" => "checkWatches"),
+        OpCode::REMOVE_WATCHES => histogram!(NAME, "op" => "removeWatches"),
+        OpCode::SET_WATCHES => histogram!(NAME, "op" => "setWatches"),
+        OpCode::SASL => histogram!(NAME, "op" => "sasl"),
+        OpCode::CLOSE_SESSION => histogram!(NAME, "op" => "closeSession"),
+        op => histogram!(NAME, "op" => op.name().unwrap_or("unknown")),
+    };
+    histogram.record(timing.latency().as_secs_f64());
+}
+
+#[cfg(all(test, feature = "metrics"))]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use metrics::{Counter, Gauge, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit};
+    use zoolock_core::wire::OpCode;
+    use zoolock_core::{Instant, RequestTiming};
+
+    /// Keeps the keys of the histograms registered through it.
+    #[derive(Default)]
+    struct Keys(Arc<Mutex<Vec<Key>>>);
+
+    impl Recorder for Keys {
+        fn describe_counter(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn describe_gauge(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn register_counter(&self, _: &Key, _: &Metadata<'_>) -> Counter {
+            Counter::noop()
+        }
+        fn register_gauge(&self, _: &Key, _: &Metadata<'_>) -> Gauge {
+            Gauge::noop()
+        }
+        fn register_histogram(&self, key: &Key, _: &Metadata<'_>) -> Histogram {
+            self.0.lock().unwrap().push(key.clone());
+            Histogram::noop()
+        }
+    }
+
+    /// Every opcode is labelled with wire's name for it, whether its key is
+    /// one of the static ones or built.
+    #[test]
+    fn the_op_label_is_the_opcode_name() {
+        let keys = Keys::default();
+        let seen = keys.0.clone();
+        let ops: Vec<OpCode> = (-20..200).map(OpCode).filter(|op| op.name().is_some()).collect();
+        metrics::with_local_recorder(&keys, || {
+            for &op in &ops {
+                super::answered(&RequestTiming { op, sent: Instant::ZERO, answered: Instant::from_millis(1) });
+            }
+        });
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), ops.len());
+        for (op, key) in ops.iter().zip(seen.iter()) {
+            assert_eq!(key.name(), "zoolock_request_seconds");
+            let labels: Vec<_> = key.labels().map(|l| (l.key().to_owned(), l.value().to_owned())).collect();
+            assert_eq!(labels, [("op".to_owned(), op.name().unwrap().to_owned())], "{op:?}");
+        }
+    }
 }

@@ -546,6 +546,11 @@ impl DriverTask {
             self.dispatch(event);
             progress = true;
         }
+        // Only with the feature does the session time requests at all.
+        #[cfg(feature = "metrics")]
+        while let Some(timing) = self.client.poll_timing() {
+            crate::metrics::answered(&timing);
+        }
         progress
     }
 

@@ -74,6 +74,12 @@ pub struct SessionConfig {
     /// Set it when the servers' `minSessionTimeout` is lowered below
     /// 2 × tickTime.
     pub tick_time: Option<Duration>,
+    /// Keep each answered request's send and reply instants for
+    /// [`Session::poll_timing`](super::Session::poll_timing) (a latency
+    /// histogram by operation; see [`RequestTiming`](super::RequestTiming)
+    /// for what is timed). Off by default: nothing is kept. The driver turns
+    /// it on with its `metrics` feature.
+    pub request_timings: bool,
 }
 
 /// How a missing chroot is created: each missing level, top-down, with the
@@ -121,6 +127,7 @@ impl SessionConfig {
             create_chroot: None,
             confirm_quorum: true,
             tick_time: None,
+            request_timings: false,
         }
     }
 
@@ -139,6 +146,12 @@ impl SessionConfig {
     /// Sets [`SessionConfig::tick_time`].
     pub fn with_tick_time(mut self, tick_time: Duration) -> Self {
         self.tick_time = Some(tick_time);
+        self
+    }
+
+    /// Sets [`SessionConfig::request_timings`].
+    pub fn with_request_timings(mut self, request_timings: bool) -> Self {
+        self.request_timings = request_timings;
         self
     }
 
