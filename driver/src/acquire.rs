@@ -21,7 +21,7 @@ use zoolock_core::{ApiMisuse, CoreMachine, Handle, Instant, Machine, RecipeEvent
 use crate::client::{Owned, Owner};
 use crate::error::Error;
 use crate::hold::QueuePosition;
-use crate::metrics::{Gauge, Labels};
+use crate::metrics::{Gauge, Labels, Series};
 use crate::task::Command;
 
 /// State shared by a recipe's handles and its event sink: every change
@@ -68,6 +68,8 @@ pub(crate) struct Recipe<S: Tickets> {
     /// the path.
     kind: LockKind,
     path_label: bool,
+    /// Its metrics series, registered as they are first used.
+    series: Series,
     /// The [`Owner`]s alive.
     owners: AtomicUsize,
 }
@@ -82,12 +84,12 @@ impl<S: Tickets> Recipe<S> {
         path_label: bool,
     ) -> Recipe<S> {
         let shared = Watched { state: Mutex::new(state), changed: Event::new() };
-        Recipe { handle, shared, path, kind, path_label, owners: AtomicUsize::new(0) }
+        Recipe { handle, shared, path, kind, path_label, series: Series::default(), owners: AtomicUsize::new(0) }
     }
 
     /// Its metrics labels.
     pub(crate) fn labels(&self) -> Labels<'_> {
-        Labels::new(self.kind.label(), &self.path, self.path_label)
+        Labels::new(self.kind.label(), &self.path, self.path_label, &self.series)
     }
 }
 

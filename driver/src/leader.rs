@@ -23,7 +23,7 @@ use crate::client::{Client, Owner, Registration};
 use crate::error::Error;
 use crate::hold::{self, Hold, HoldStatus, LossReason, QueuePosition};
 use crate::latch::CloseMode;
-use crate::metrics::{Gauge, Labels};
+use crate::metrics::{Gauge, Labels, Series};
 use crate::options::LockOptions;
 use crate::runtime::BoxFuture;
 use crate::task::{Command, Sink};
@@ -210,8 +210,9 @@ impl Participant {
         let path_label = client.inner.options.metrics_path_label;
         let (sink_shared, sink_path, policy) = (shared.clone(), path.clone(), options.leadership);
         let sink = move |handle: Handle<CoreElection>| -> (Handle<CoreElection>, Sink) {
+            let series = Series::default();
             let sink = move |event| {
-                let labels = Labels::new("election", &sink_path, path_label);
+                let labels = Labels::new("election", &sink_path, path_label, &series);
                 on_event(&sink_shared, &sink_path, &labels, policy, event);
             };
             (handle, Arc::new(sink))

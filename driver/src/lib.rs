@@ -13,6 +13,11 @@
 //!   exporter, say). Without it, no metrics code is built. Series are
 //!   described (unit and meaning) once per process, when the first client
 //!   connects or the first lock is made: install the recorder before that.
+//!   Each lock (and each client, for `zoolock_request_seconds`) registers a
+//!   series with the recorder on its first use and keeps the handle, so an
+//!   event builds no labels and allocates nothing, and with no recorder
+//!   installed it updates the facade's no-op handle (BENCHMARKS.md, "Metrics
+//!   and spans: what observing costs").
 //!   `zoolock-tokio` and `zoolock-smol` forward the feature.
 //!
 //! | name | kind | unit | labels | what |

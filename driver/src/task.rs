@@ -159,6 +159,9 @@ pub(crate) struct DriverTask {
     subscribers: Vec<mpsc::UnboundedSender<ConnectionState>>,
     /// Raises `zoolock_connected` while the connection is live.
     connected: Option<crate::metrics::Gauge>,
+    /// The `zoolock_request_seconds` series, by operation.
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    requests: crate::metrics::RequestSeries,
     /// Entered on every poll, so everything the loop logs carries the session.
     span: tracing::Span,
     pub(crate) security: crate::security::ConnSecurity,
@@ -198,6 +201,7 @@ impl DriverTask {
             settling: HashMap::new(),
             subscribers: Vec::new(),
             connected: None,
+            requests: crate::metrics::RequestSeries::default(),
             span,
             security: Default::default(),
         }
@@ -549,7 +553,7 @@ impl DriverTask {
         // Only with the feature does the session time requests at all.
         #[cfg(feature = "metrics")]
         while let Some(timing) = self.client.poll_timing() {
-            crate::metrics::answered(&timing);
+            self.requests.answered(&timing);
         }
         progress
     }

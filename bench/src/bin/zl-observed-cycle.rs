@@ -2,8 +2,9 @@
 //! The uncontended mutex cycle of `zoolock bench --workload
 //! mutex-uncontended` (acquire, then the guard dropped and `Lock::settled`
 //! awaited: an acknowledged release) through the async API on a
-//! current-thread tokio runtime, built with the driver's `metrics` feature,
-//! with one of three observers installed for the whole process:
+//! current-thread tokio runtime, built with the driver's `metrics` feature
+//! (this crate's `metrics`) or without it, with one of three observers
+//! installed for the whole process:
 //!
 //! - `none`: no metrics recorder and no tracing subscriber (the facades'
 //!   no-op defaults);
@@ -18,9 +19,17 @@
 //! observer is one run of this binary; `scripts/bench-observability.sh`
 //! interleaves them. `--json` prints one line with the keys of `zoolock
 //! bench` (`workload`, `cycles`, `seconds`, `cycles_per_sec`, `p50_us`,
-//! `p99_us`) plus `observe` and, for the recorder, `request_samples` (the
-//! samples of `zoolock_request_seconds` it received, a check that it was
-//! used). Any error exits 1 with a message.
+//! `p99_us`) plus `observe`, `metrics` (whether the driver was built with
+//! the feature), `cpu_us_per_cycle` and, for the recorder,
+//! `request_samples` (the samples of `zoolock_request_seconds` it received,
+//! a check that it was used). Any error exits 1 with a message.
+//!
+//! `cpu_us_per_cycle` is the CPU time the process's one thread (the runtime
+//! runs the event loop and the cycles on it) spent on the counted cycles,
+//! from the kernel's `/proc/thread-self/schedstat`: what an observer adds
+//! is CPU work in this process, and on a shared machine that figure moves
+//! far less than the wall time, which waits for the server and for the
+//! other processes' turns on the cores. Absent where the file is not.
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -76,18 +85,25 @@ fn main() -> ExitCode {
         }
     };
     match runtime.block_on(run(&args)) {
-        Ok(timing) => {
+        Ok((timing, cpu)) => {
+            #[allow(clippy::cast_precision_loss)]
+            let cpu = cpu.map(|c| c.as_secs_f64() * 1e6 / args.cycles as f64);
             let samples = snapshotter.map(|s| request_samples(&s));
             let observe = format!("{:?}", args.observe).to_lowercase();
             if args.json {
                 let samples = samples.map(|n| format!(",\"request_samples\":{n}")).unwrap_or_default();
+                let cpu = cpu.map(|c| format!(",\"cpu_us_per_cycle\":{c:.2}")).unwrap_or_default();
                 println!(
-                    "{{\"workload\":\"mutex-uncontended\",\"api\":\"async\",\"observe\":\"{observe}\",{}{samples}}}",
+                    "{{\"workload\":\"mutex-uncontended\",\"api\":\"async\",\"observe\":\"{observe}\",\
+                     \"metrics\":{},{}{cpu}{samples}}}",
+                    cfg!(feature = "metrics"),
                     timing.json_members()
                 );
             } else {
                 let samples = samples.map(|n| format!(", {n} request samples recorded")).unwrap_or_default();
-                println!("mutex-uncontended, observed by {observe}: {timing}{samples}");
+                let cpu = cpu.map(|c| format!(", {c:.1} µs of CPU per cycle")).unwrap_or_default();
+                let built = if cfg!(feature = "metrics") { "with" } else { "without" };
+                println!("mutex-uncontended, {built} metrics, observed by {observe}: {timing}{cpu}{samples}");
             }
             ExitCode::SUCCESS
         }
@@ -130,7 +146,14 @@ fn request_samples(snapshotter: &Snapshotter) -> usize {
         .sum()
 }
 
-async fn run(args: &Args) -> Result<Timing, Error> {
+/// CPU time this thread has run, from the kernel's scheduler statistics.
+fn thread_cpu() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    Some(Duration::from_nanos(stat.split_whitespace().next()?.parse().ok()?))
+}
+
+/// The counted cycles' timing and the CPU time they took.
+async fn run(args: &Args) -> Result<(Timing, Option<Duration>), Error> {
     let client = zoolock_tokio::connect(&args.connect, Options::default()).await?;
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
     let base = format!("/zoolock-bench/mutex-observed-{}-{nanos}", std::process::id());
@@ -140,6 +163,7 @@ async fn run(args: &Args) -> Result<Timing, Error> {
         lock.settled().await?;
     }
     let mut samples = Vec::with_capacity(usize::try_from(args.cycles).unwrap_or(0));
+    let cpu_start = thread_cpu();
     let start = Instant::now();
     for _ in 0..args.cycles {
         let t = Instant::now();
@@ -147,9 +171,11 @@ async fn run(args: &Args) -> Result<Timing, Error> {
         lock.settled().await?;
         samples.push(t.elapsed());
     }
-    let timing = Timing::new(&mut samples, start.elapsed());
+    let elapsed = start.elapsed();
+    let cpu = thread_cpu().zip(cpu_start).map(|(end, start)| end.saturating_sub(start));
+    let timing = Timing::new(&mut samples, elapsed);
     drop(lock);
     let _ = tokio::time::timeout(Duration::from_secs(5), client.delete(&base, None)).await;
     client.close().await?;
-    Ok(timing)
+    Ok((timing, cpu))
 }
