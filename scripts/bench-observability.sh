@@ -20,9 +20,10 @@
 # 2. Instructions (if valgrind is installed; BENCH_CALLGRIND=0 skips): each
 #    observer under callgrind at 300 and at 1,300 counted cycles; the
 #    difference of the totals over 1,000 is the user-space instructions per
-#    cycle (start-up, connect and warm-up cancel out). Deterministic to a
-#    fraction of a percent, so it shows what the wall figures cannot on a
-#    shared machine.
+#    cycle (start-up, connect and warm-up cancel out). Not the CPU's load:
+#    only what the code does, though that moves a little too (how many
+#    event-loop turns find nothing ready depends on timing), so it runs
+#    BENCH_CALLGRIND_RUNS rounds and prints the median and each round.
 #
 #   bash scripts/bench-observability.sh
 #
@@ -30,6 +31,7 @@
 #   BENCH_RUNS=N          rounds (default 7)
 #   BENCH_CYCLES=N        counted cycles per run (default 3000, after 200 warm-up)
 #   BENCH_CALLGRIND=0|1   the instruction counts (default 1 when valgrind is there)
+#   BENCH_CALLGRIND_RUNS=N  rounds of them (default 3; medians)
 #   BENCH_CONNECT=H:P     an existing server instead of a private one
 #   BENCH_OUT=DIR         runs.jsonl, callgrind.txt, build.log, zk-server.log (default: a temp dir)
 #   CARGO_TARGET_DIR      as cargo reads it (default: target/ in the tree)
@@ -41,6 +43,7 @@ CYCLES=${BENCH_CYCLES:-3000}
 OUT=${BENCH_OUT:-$(mktemp -d /tmp/bench-observability.XXXXXX)}
 TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 CALLGRIND=${BENCH_CALLGRIND:-$(command -v valgrind >/dev/null && echo 1 || echo 0)}
+CALLGRIND_RUNS=${BENCH_CALLGRIND_RUNS:-3}
 mkdir -p "$OUT"
 
 die() {
@@ -141,26 +144,32 @@ EOF
 
 if [[ $CALLGRIND == 1 ]]; then
     : >"$OUT/callgrind.txt"
-    for observer in "${OBSERVERS[@]}"; do
-        for n in 300 1300; do
-            observe valgrind --tool=callgrind --callgrind-out-file="$OUT/callgrind-$observer-$n.out" -- \
-                "$observer" --cycles "$n" --json >>"$OUT/callgrind-runs.jsonl" 2>>"$OUT/callgrind.log" ||
-                die "callgrind run failed, see $OUT/callgrind.log"
-            echo "$observer $n $(sed -n 's/^totals: //p' "$OUT/callgrind-$observer-$n.out")" >>"$OUT/callgrind.txt"
+    for ((rep = 0; rep < CALLGRIND_RUNS; rep++)); do
+        for observer in "${OBSERVERS[@]}"; do
+            for n in 300 1300; do
+                out=$OUT/callgrind-$observer-$n-$rep.out
+                observe valgrind --tool=callgrind --callgrind-out-file="$out" -- \
+                    "$observer" --cycles "$n" --json >>"$OUT/callgrind-runs.jsonl" 2>>"$OUT/callgrind.log" ||
+                    die "callgrind run failed, see $OUT/callgrind.log"
+                echo "$rep $observer $n $(sed -n 's/^totals: //p' "$out")" >>"$OUT/callgrind.txt"
+            done
         done
     done
     python3 - "$OUT/callgrind.txt" <<'EOF'
-import sys
+import statistics, sys
 ir = {}
 for line in open(sys.argv[1]):
-    observer, n, total = line.split()
-    ir.setdefault(observer, {})[int(n)] = int(total)
-per = {o: (v[1300] - v[300]) / 1000 for o, v in ir.items()}
+    rep, observer, n, total = line.split()
+    ir.setdefault(observer, {}).setdefault(rep, {})[int(n)] = int(total)
+per = {o: sorted((v[1300] - v[300]) / 1000 for v in reps.values()) for o, reps in ir.items()}
+base = statistics.median(per["none"])
 print()
-print("| observer | instructions per cycle | ÷ none | − none |")
-print("|---|---:|---:|---:|")
+print("| observer | instructions per cycle (median) | ÷ none | − none | each round |")
+print("|---|---:|---:|---:|---|")
 for name in ["off", "none", "recorder", "subscriber"]:
     if name in per:
-        print(f"| {name} | {per[name]:,.0f} | {per[name] / per['none']:.3f}× | {per[name] - per['none']:+,.0f} |")
+        m = statistics.median(per[name])
+        each = ", ".join(f"{x:,.0f}" for x in per[name])
+        print(f"| {name} | {m:,.0f} | {m / base:.3f}× | {m - base:+,.0f} | {each} |")
 EOF
 fi
