@@ -75,8 +75,9 @@ zk_launch() {
 
 # zk_tls_certs DIR: a test PKI under DIR, made with the openssl CLI: a CA and
 # an unrelated CA, a server certificate for 127.0.0.1/localhost, client
-# certificates (key as PKCS#8, and the same key as PKCS#1), one from the
-# unrelated CA and one that has expired; plus the server's PKCS12 key and
+# certificates (key as PKCS#8, and the same key as PKCS#1), a second one of
+# the same CA (rotated-client), one from the unrelated CA and one that has
+# expired; plus the server's PKCS12 key and
 # trust stores (password in DIR/store.pass).
 zk_tls_certs() {
     local d=$1 pass
@@ -115,6 +116,8 @@ zk_tls_certs() {
         }
         issue server ca localhost serverAuth,clientAuth || exit 1
         issue client ca zoolock-client clientAuth || exit 1
+        # A second valid client of the same CA, to rotate to.
+        issue rotated-client ca zoolock-rotated-client clientAuth || exit 1
         issue other-client other-ca zoolock-other-client clientAuth || exit 1
         issue expired-client ca zoolock-expired-client clientAuth \
             -startdate 20200101000000Z -enddate 20200201000000Z || exit 1

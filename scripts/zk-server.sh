@@ -21,7 +21,8 @@
 #                                DIR/tls_port; test PKI in DIR/tls/: ca.pem, client.pem,
 #                                client.key (PKCS#8), client-pkcs1.key, other-ca.pem,
 #                                client.p12 + trust.p12 (Java stores, password in store.pass),
-#                                other-client.*, expired-client.*, expired-server.*);
+#                                other-client.*, rotated-client.* (a second client of ca),
+#                                expired-client.*, expired-server.*);
 #                                ZK_TLS_PROTOCOLS
 #                                (e.g. TLSv1.3) replaces 3.8's TLSv1.2-only default
 #                          sasl: DIGEST-MD5 required of every session; users and

@@ -395,7 +395,8 @@ impl<M: Machines> Client<M> {
         // The client had a session: a renewed one keeps trying through an
         // outage, however long, as a reconnect does.
         config.give_up_unreachable = false;
-        self.session = Session::new(config, now);
+        let mut old = core::mem::replace(&mut self.session, Session::new(config, now));
+        self.session.inherit_timings(&mut old);
         for (scheme, auth) in &self.auth {
             let _ = self.session.add_auth(now, scheme, auth.clone());
         }
@@ -587,6 +588,16 @@ impl<M: Machines> Client<M> {
     #[must_use]
     pub fn poll_event(&mut self) -> Option<ClientEvent> {
         self.events.pop_front()
+    }
+
+    /// The next answered request's timing (see [`Session::poll_timing`]);
+    /// `None` unless [`SessionConfig::request_timings`] is on. A session
+    /// renewed after an expiry hands its undrained timings to the new one.
+    ///
+    /// [`SessionConfig::request_timings`]: crate::SessionConfig::request_timings
+    #[must_use]
+    pub fn poll_timing(&mut self) -> Option<crate::RequestTiming> {
+        self.session.poll_timing()
     }
 
     /// The earliest of the session's and the recipes' deadlines.

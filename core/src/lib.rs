@@ -71,8 +71,9 @@ pub use recipe::{FencingToken, OpId, Participant, Recipe, RecipeEvent, RecipeOp}
 pub use rng::Rng;
 pub use session::{
     ChrootPolicy, ConnectionState, DEFAULT_MAX_MISBEHAVING_CONNECTIONS, DigestMd5Client, EnsembleUpdate, HostId,
-    IoCommand, ROOT_RETRIES, RequestId, SaslClient, SaslConfig, SaslError, SaslMechanism, Session, SessionConfig,
-    SessionEvent, SessionLease, SessionStatus, Suspension, WatchEvent, WatchKind, WatcherId,
+    IoCommand, ROOT_RETRIES, RequestId, RequestTiming, SaslClient, SaslConfig, SaslError, SaslMechanism, Session,
+    SessionConfig, SessionEvent, SessionLease, SessionStatus, Suspension, TIMINGS_KEPT, WatchEvent, WatchKind,
+    WatcherId,
 };
 pub use time::Instant;
 pub use zoolock_wire as wire;

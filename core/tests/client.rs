@@ -556,3 +556,36 @@ fn the_session_confirms_the_quorum_while_any_recipe_holds_and_only_then() {
     client.handle_timeout(t(9_000));
     assert!(server.take(&mut client).iter().all(|f| f.header.op != OpCode::SYNC), "no sync once nothing is held");
 }
+
+#[test]
+fn request_timings_pass_through_the_client_and_survive_a_renewal() {
+    let cs = ConnectString::parse("127.0.0.1:2181").unwrap();
+    let config = SessionConfig::new(cs, 1).with_session_timeout(Duration::from_secs(10)).with_request_timings(true);
+    let mut client = TestClient::for_machines(config, t(0));
+    client.set_renew_session(true);
+    let resp = ConnectResponse {
+        protocol_version: 0,
+        timeout_ms: 10_000,
+        session_id: 0x1234,
+        passwd: Some(Bytes::from_static(&[7; 16])),
+        read_only: Some(false),
+    };
+    let mut server = handshake(&mut client, &resp);
+    client.submit(t(3), Op::get_data(&ZkPath::new("/a").unwrap(), false)).unwrap();
+    client.submit(t(4), Op::sync(&ZkPath::new("/s").unwrap())).unwrap();
+    let frames = server.take(&mut client);
+    assert_eq!(frames.len(), 2);
+    Server::reply(&mut client, t(9), frames[0].header.xid, 3, ErrorCode::NO_NODE, None);
+    // The sync's answer expires the session; the client renews it at once,
+    // within this input, and the timing is not lost with the old session.
+    Server::reply(&mut client, t(15), frames[1].header.xid, 3, ErrorCode::SESSION_EXPIRED, None);
+    assert_eq!(client.renewals(), 1);
+    let timings: Vec<_> = std::iter::from_fn(|| client.poll_timing()).collect();
+    assert_eq!(
+        timings,
+        [
+            zoolock_core::RequestTiming { op: OpCode::GET_DATA, sent: t(3), answered: t(9) },
+            zoolock_core::RequestTiming { op: OpCode::SYNC, sent: t(4), answered: t(15) },
+        ]
+    );
+}

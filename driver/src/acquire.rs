@@ -23,7 +23,7 @@ use zoolock_core::{ApiMisuse, Client as CoreClient, CoreMachine, Handle, Instant
 use crate::client::{Owned, Owner};
 use crate::error::Error;
 use crate::hold::QueuePosition;
-use crate::metrics::{Gauge, Labels};
+use crate::metrics::{Gauge, Labels, Series};
 use crate::task::Command;
 
 /// State shared by a recipe's handles and its event sink: every change
@@ -70,6 +70,8 @@ pub(crate) struct RegisteredQueue<S: TicketRecords> {
     /// the path.
     kind: LockKind,
     path_label: bool,
+    /// Its metrics series, registered as they are first used.
+    series: Series,
     /// The [`Owner`]s alive.
     owners: AtomicUsize,
 }
@@ -84,12 +86,20 @@ impl<S: TicketRecords> RegisteredQueue<S> {
         path_label: bool,
     ) -> RegisteredQueue<S> {
         let shared = Signalled { state: Mutex::new(state), changed: Event::new() };
-        RegisteredQueue { handle, shared, path, kind, path_label, owners: AtomicUsize::new(0) }
+        RegisteredQueue {
+            handle,
+            shared,
+            path,
+            kind,
+            path_label,
+            series: Series::default(),
+            owners: AtomicUsize::new(0),
+        }
     }
 
     /// Its metrics labels.
     pub(crate) fn labels(&self) -> Labels<'_> {
-        Labels::new(self.kind.label(), &self.path, self.path_label)
+        Labels::new(self.kind.label(), &self.path, self.path_label, &self.series)
     }
 }
 

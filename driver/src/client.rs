@@ -166,7 +166,8 @@ impl Client {
         let mut config = SessionConfig::new(cs, seed)
             .with_session_timeout(options.session_timeout)
             .with_max_misbehaving_connections(options.max_misbehaving_connections)
-            .with_give_up_unreachable(true);
+            .with_give_up_unreachable(true)
+            .with_request_timings(cfg!(feature = "metrics"));
         config = config.with_confirm_quorum(options.confirm_quorum);
         config = config.with_follow_ensemble(options.follow_ensemble);
         if let Some(tick) = options.tick_time {

@@ -23,7 +23,7 @@ use crate::client::{Client, Owner, Registration};
 use crate::error::Error;
 use crate::hold::{self, Hold, QueuePosition};
 use crate::latch::CloseMode;
-use crate::metrics::{Gauge, Labels};
+use crate::metrics::{Gauge, Labels, Series};
 use crate::options::LockOptions;
 use crate::runtime::BoxFuture;
 use crate::task::{Command, RecipeSink};
@@ -70,11 +70,13 @@ struct ElectionSink {
     path: Arc<str>,
     path_label: bool,
     policy: LeadershipPolicy,
+    /// Its metric handles, registered on first use.
+    series: Series,
 }
 
 impl RecipeSink for ElectionSink {
     fn deliver(&self, event: RecipeEvent) {
-        let labels = Labels::new("election", &self.path, self.path_label);
+        let labels = Labels::new("election", &self.path, self.path_label, &self.series);
         on_event(&self.shared, &self.path, &labels, self.policy, event);
     }
 }
@@ -265,7 +267,13 @@ impl Candidate {
         let shared = Arc::new(ElectionShared::default());
         let path: Arc<str> = path.into();
         let path_label = client.inner.options.metrics_path_label;
-        let sink = ElectionSink { shared: shared.clone(), path: path.clone(), path_label, policy: options.leadership };
+        let sink = ElectionSink {
+            shared: shared.clone(),
+            path: path.clone(),
+            path_label,
+            policy: options.leadership,
+            series: Series::default(),
+        };
         let reserved = client.reserve::<CoreElection>();
         let handle = reserved.handle();
         client.register(reserved, machine, Arc::new(sink))?;

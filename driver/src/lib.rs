@@ -13,23 +13,29 @@
 //!   exporter, say). Without it, no metrics code is built. Series are
 //!   described (unit and meaning) once per process, when the first client
 //!   connects or the first lock is made: install the recorder before that.
+//!   Each lock (and each client, for `zoolock_request_seconds`) registers a
+//!   series with the recorder on its first use and keeps the handle, so an
+//!   event builds no labels and allocates nothing, and with no recorder
+//!   installed it updates the facade's no-op handle (BENCHMARKS.md, "Metrics
+//!   and spans: what observing costs").
 //!   `zoolock-tokio` and `zoolock-smol` forward the feature.
 //!
-//! | name | kind | unit | what |
-//! |---|---|---|---|
-//! | `zoolock_acquires_total` | counter | count | grants (a semaphore acquire counts once) |
-//! | `zoolock_acquire_wait_seconds` | histogram | seconds | from the call to the grant |
-//! | `zoolock_acquire_timeouts_total` | counter | count | acquires that ended at their deadline |
-//! | `zoolock_acquires_waiting` | gauge | count | acquires under way now (queued in the process or on ZooKeeper) |
-//! | `zoolock_holds` | gauge | count | holds the process has now: guards, leases and terms of leadership not yet released (lost ones included until let go) |
-//! | `zoolock_hold_seconds` | histogram | seconds | how long each hold (guard, lease, term of leadership) lasted: one sample as it ends (released or lost) |
-//! | `zoolock_holds_suspended_total` | counter | count | holds told `Suspended` |
-//! | `zoolock_holds_lost_total` | counter | count | holds told `Lost` |
-//! | `zoolock_is_leader` | gauge | count | 1 while the process's participant of the election leads under its leadership policy, else 0 |
-//! | `zoolock_leadership_changes_total` | counter | count | times that participant gained or lost leadership |
-//! | `zoolock_cleanup_failures_total` | counter | count | abandoned nodes that could not be deleted |
-//! | `zoolock_connected` | gauge | count | clients with a live connection (1 per connected client, 0 while it has none) |
-//! | `zoolock_session_renewals_total` | counter | count | sessions started after an expiry |
+//! | name | kind | unit | labels | what |
+//! |---|---|---|---|---|
+//! | `zoolock_acquires_total` | counter | count | `kind`, `path` | grants (a semaphore acquire counts once) |
+//! | `zoolock_acquire_wait_seconds` | histogram | seconds | `kind`, `path` | from the call to the grant |
+//! | `zoolock_acquire_timeouts_total` | counter | count | `kind`, `path` | acquires that ended at their deadline |
+//! | `zoolock_acquires_waiting` | gauge | count | `kind`, `path` | acquires under way now (queued in the process or on ZooKeeper) |
+//! | `zoolock_holds` | gauge | count | `kind`, `path` | holds the process has now: guards, leases and terms of leadership not yet released (lost ones included until let go) |
+//! | `zoolock_hold_seconds` | histogram | seconds | `kind`, `path` | how long each hold (guard, lease, term of leadership) lasted: one sample as it ends (released or lost) |
+//! | `zoolock_holds_suspended_total` | counter | count | `kind`, `path` | holds told `Suspended` |
+//! | `zoolock_holds_lost_total` | counter | count | `kind`, `path` | holds told `Lost` |
+//! | `zoolock_is_leader` | gauge | count | `kind`, `path` | 1 while the process's participant of the election leads under its leadership policy, else 0 |
+//! | `zoolock_leadership_changes_total` | counter | count | `kind`, `path` | times that participant gained or lost leadership |
+//! | `zoolock_cleanup_failures_total` | counter | count | `kind`, `path` | abandoned nodes that could not be deleted |
+//! | `zoolock_connected` | gauge | count | none | clients with a live connection (1 per connected client, 0 while it has none) |
+//! | `zoolock_session_renewals_total` | counter | count | none | sessions started after an expiry |
+//! | `zoolock_request_seconds` | histogram | seconds | `op` | from a request's send to its reply, one sample per reply (errors included; not requests failed by a lost connection), labelled with ZooKeeper's name of the operation: `create2`, `getChildren2`, `getData`, `exists`, `delete`, `setData`, `multi`, `sync` (the quorum confirmations among them), `setWatches`, `closeSession`, ...; pings as `ping`, the server's bare round trip |
 //!
 //! The per-lock series carry `kind` (`mutex`, `rwlock`, `semaphore_mutex`,
 //! `multi`, `semaphore`; `election` for a term's hold, suspended and lost
@@ -37,6 +43,11 @@
 //! joined with `,`). Services that make a lock per entity (`/orders/1234`)
 //! turn `path` off with [`Options::metrics_path_label`](crate::Options::metrics_path_label),
 //! so the number of series stays bounded; `kind` is always there.
+//! `zoolock_request_seconds` has only `op`: the session times each answered
+//! request from the `now` values it is given (`zoolock_core`'s
+//! `SessionConfig::request_timings`, which this feature turns on, and
+//! `Client::poll_timing`), and the event loop records them after each
+//! turn's events; without the feature the session keeps no timings.
 //!
 //! # Tracing
 //!

@@ -177,7 +177,7 @@ mod tests {
     use zoolock_core::{Instant, recipes::LockConfig};
 
     use super::*;
-    use crate::metrics::Labels;
+    use crate::metrics::{Labels, Series};
 
     /// `n` tickets, as core issues them.
     fn issued(n: usize) -> Vec<Ticket> {
@@ -195,7 +195,7 @@ mod tests {
             node: node.into(),
             releasing: false,
             release: None,
-            _held: Gauge::held(&Labels::new("mutex", "/t", false)),
+            _held: Gauge::held(&Labels::new("mutex", "/t", false, &Series::default())),
         })
     }
 

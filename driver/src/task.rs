@@ -185,6 +185,9 @@ pub(crate) struct DriverTask {
     subscribers: Vec<mpsc::UnboundedSender<ConnectionState>>,
     /// Raises `zoolock_connected` while the connection is live.
     connected: Option<crate::metrics::Gauge>,
+    /// The `zoolock_request_seconds` series, by operation.
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    requests: crate::metrics::RequestSeries,
     /// Entered on every poll, so everything the loop logs carries the session.
     span: tracing::Span,
     pub(crate) security: crate::security::ConnSecurity,
@@ -224,6 +227,7 @@ impl DriverTask {
             settling: HashMap::new(),
             subscribers: Vec::new(),
             connected: None,
+            requests: crate::metrics::RequestSeries::default(),
             span,
             security: Default::default(),
         }
@@ -581,6 +585,11 @@ impl DriverTask {
         while let Some(event) = self.client.poll_event() {
             self.dispatch(event);
             progress = true;
+        }
+        // Only with the feature does the session time requests at all.
+        #[cfg(feature = "metrics")]
+        while let Some(timing) = self.client.poll_timing() {
+            self.requests.answered(&timing);
         }
         progress
     }

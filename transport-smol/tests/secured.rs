@@ -63,6 +63,12 @@ fn tls_rotation() {
     run::<Smol>(secured::tls_rotation);
 }
 
+#[cfg(feature = "tls")]
+#[test]
+fn tls_rotation_within_session() {
+    run::<Smol>(secured::tls_rotation_within_session);
+}
+
 #[cfg(feature = "gssapi")]
 #[test]
 fn kerberos_recipes() {

@@ -4,7 +4,8 @@
 //! holding and connection gauges follow the acquires, holds and sessions;
 //! each hold that ends is one sample of the hold-duration histogram; an
 //! election's `is_leader` gauge goes to 1 and back to 0 across a term, and
-//! each change is counted (issue 39).
+//! each change is counted; every answered request is one sample of the
+//! request-latency histogram, labelled by its operation (issue 39).
 
 use std::time::Duration;
 
@@ -22,6 +23,8 @@ struct Totals {
     gauges: std::collections::BTreeMap<(String, String), f64>,
     /// The unit each series was described with.
     units: std::collections::BTreeMap<String, Unit>,
+    /// Samples by name and `op` label, for the series that have one.
+    ops: std::collections::BTreeMap<(String, String), u64>,
 }
 
 impl Totals {
@@ -40,6 +43,9 @@ impl Totals {
                     0
                 }
             };
+            if let Some(op) = key.key().labels().find(|l| l.key() == "op") {
+                *self.ops.entry((name.clone(), op.value().to_owned())).or_default() += n;
+            }
             let label = key.key().labels().find(|l| l.key() == "path").map(|l| l.value().to_owned());
             self.seen.push((name, label, n));
         }
@@ -52,6 +58,12 @@ impl Totals {
             .filter(|(n, label, _)| n == name && path.is_none_or(|p| label.as_deref() == Some(p)))
             .map(|(_, _, v)| v)
             .sum()
+    }
+
+    /// Samples of `name` labelled `op`.
+    fn by_op(&mut self, name: &str, op: &str) -> u64 {
+        self.take();
+        self.ops.get(&(name.to_owned(), op.to_owned())).copied().unwrap_or(0)
     }
 
     /// The gauge `name` with exactly these labels (0 if never set).
@@ -81,6 +93,7 @@ async fn acquires_waits_timeouts_losses_and_renewals_are_counted() {
         seen: Vec::new(),
         gauges: Default::default(),
         units: Default::default(),
+        ops: Default::default(),
     };
     recorder.install().expect("the only recorder of this test binary");
     let server = TestingServer::start().await;
@@ -107,6 +120,17 @@ async fn acquires_waits_timeouts_losses_and_renewals_are_counted() {
     totals.gauge_reaches("zoolock_acquires_waiting", MUTEX, 0.0).await;
     totals.gauge_reaches("zoolock_holds", MUTEX, 0.0).await;
     assert_eq!(totals.get("zoolock_acquires_total", Some("/metrics/lock")), 2);
+    // Each answered request is timed under its operation: two grants
+    // created two lock nodes and two releases deleted them (a release
+    // completes once its delete is queued: the replies follow).
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while totals.by_op("zoolock_request_seconds", "create2") < 2
+        || totals.by_op("zoolock_request_seconds", "delete") < 2
+    {
+        assert!(tokio::time::Instant::now() < deadline, "requests not timed: {:?}", totals.ops);
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(totals.units.get("zoolock_request_seconds"), Some(&Unit::Seconds));
 
     let guard = lock.acquire().await.unwrap();
     assert!(matches!(other.acquire_timeout(Duration::from_millis(50)).await, Err(Error::TimedOut)));

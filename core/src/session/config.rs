@@ -82,6 +82,12 @@ pub struct SessionConfig {
     /// async driver turns it on (`Options::follow_ensemble`), as Curator's
     /// `EnsembleTracker` is on by default.
     pub follow_ensemble: bool,
+    /// Keep each answered request's send and reply instants for
+    /// [`Session::poll_timing`](super::Session::poll_timing) (a latency
+    /// histogram by operation; see [`RequestTiming`](super::RequestTiming)
+    /// for what is timed). Off by default: nothing is kept. The driver turns
+    /// it on with its `metrics` feature.
+    pub request_timings: bool,
 }
 
 /// How a missing chroot is created: each missing level, top-down, with the
@@ -130,6 +136,7 @@ impl SessionConfig {
             confirm_quorum: true,
             tick_time: None,
             follow_ensemble: false,
+            request_timings: false,
         }
     }
 
@@ -154,6 +161,12 @@ impl SessionConfig {
     /// Sets [`SessionConfig::follow_ensemble`].
     pub fn with_follow_ensemble(mut self, follow_ensemble: bool) -> Self {
         self.follow_ensemble = follow_ensemble;
+        self
+    }
+
+    /// Sets [`SessionConfig::request_timings`].
+    pub fn with_request_timings(mut self, request_timings: bool) -> Self {
+        self.request_timings = request_timings;
         self
     }
 

@@ -178,6 +178,7 @@ impl Session {
             ServerMessage::Reply { header, response } => match header.xid {
                 Xid::PING => {
                     if let Some(sent) = self.pings.pop_front() {
+                        self.timings.answered(OpCode::PING, sent, now);
                         self.confirm(sent);
                         self.quorum.arrived(sent, now);
                     }
@@ -226,6 +227,7 @@ impl Session {
         let Some(entry) = self.in_flight.pop_front() else {
             return Ok(());
         };
+        self.timings.answered(entry.op, entry.sent, now);
         // A reply to the request it answers: the server is behaving.
         self.misbehaved = 0;
         self.misbehaving_since = None;

@@ -8,6 +8,8 @@
 //! (dial or drop the socket), [`Session::poll_transmit`] (bytes to write),
 //! [`Session::poll_event`] (state changes, replies, watch notifications), and
 //! last [`Session::poll_timeout`], since handling events may queue work.
+//! With [`SessionConfig::request_timings`], [`Session::poll_timing`] gives
+//! each answered request's send and reply instants (`timing.rs`).
 //!
 //! Timers follow the Java client, from the negotiated timeout T: a ping after
 //! T/3 without sending, the connection declared dead after 2T/3 without
@@ -60,6 +62,7 @@ mod events;
 mod inbound;
 mod lease;
 mod sasl;
+mod timing;
 mod watches;
 
 use alloc::collections::VecDeque;
@@ -79,6 +82,7 @@ pub use ensemble::EnsembleUpdate;
 pub use events::{ConnectionState, HostId, IoCommand, RequestId, SessionEvent, SessionStatus, WatchEvent};
 pub use lease::{SessionLease, Suspension};
 pub use sasl::{DigestMd5Client, SaslClient, SaslConfig, SaslError, SaslMechanism};
+pub use timing::{RequestTiming, TIMINGS_KEPT};
 pub use watches::{WatchKind, WatcherId};
 
 use crate::connect_string::HostAddr;
@@ -293,6 +297,7 @@ pub struct Session {
     outbound: BytesMut,
     io: VecDeque<IoCommand>,
     events: VecDeque<SessionEvent>,
+    timings: timing::Timings,
 }
 
 impl Session {
@@ -306,6 +311,7 @@ impl Session {
         let follow = if config.follow_ensemble { ensemble::Follow::Owed } else { ensemble::Follow::Off };
         Session {
             decoder: FrameDecoder::new(config.max_frame_len),
+            timings: timing::Timings::new(config.request_timings),
             config,
             hosts,
             chroot,

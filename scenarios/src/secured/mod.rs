@@ -22,7 +22,9 @@ mod tls;
 #[cfg(feature = "gssapi")]
 pub use kerberos::{kerberos_failures, kerberos_recipes, kerberos_renewal};
 #[cfg(feature = "tls")]
-pub use tls::{tls_failures, tls_rotation, tls_server_checks, tls12_recipes, tls13_recipes};
+pub use tls::{
+    tls_failures, tls_rotation, tls_rotation_within_session, tls_server_checks, tls12_recipes, tls13_recipes,
+};
 
 use futures_lite::future;
 use zoolock_driver::RequestError;

@@ -225,3 +225,66 @@ pub async fn tls_rotation(rt: &Rt) {
     client.close().await.unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Rotation within one session (issue 39): the client's certificate, key
+/// and CA files are replaced with a different valid set while the client
+/// is connected, and the session's next connection presents them. The
+/// server's x509 provider names each connection by its certificate's
+/// subject: a node readable only by `CN=zoolock-rotated-client` (the test
+/// PKI's second client of the server's CA) answers NoAuth over the first
+/// connection and its data after the cut, on the same session. The CA file
+/// becomes a bundle of an unrelated CA and the server's, so it too is a
+/// different file that still verifies the server.
+pub async fn tls_rotation_within_session(rt: &Rt) {
+    use zoolock_driver::sans_io::wire::{Id, Perms};
+    use zoolock_driver::{Acl, ErrorCode};
+    let Some(server) = TlsServer::from_env("ZOOLOCK_TEST_TLS_DIR") else { return };
+    if !server.file("rotated-client.pem").exists() {
+        // A server started before the test PKI had a second client.
+        eprintln!("tls_rotation_within_session: no rotated-client.pem in the test PKI; skipped");
+        return;
+    }
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    let dir = std::env::temp_dir().join(format!("zoolock-tls-rotation-session-{}-{nanos}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (ca, cert, key) = (dir.join("ca.pem"), dir.join("client.pem"), dir.join("client.key"));
+    let put = |to: &Path, from: &str| {
+        std::fs::copy(server.file(from), to).unwrap();
+    };
+    put(&ca, "ca.pem");
+    put(&cert, "client.pem");
+    put(&key, "client.key");
+    let tls = TlsOptions::reloading_files(&ca, Some(&cert), Some(&key)).expect("the files load");
+    let options = Options::default().tls(tls.clone()).session_timeout(Duration::from_secs(10));
+    let proxy = Proxy::start(&server.tls_addr);
+    let client = rt.within("connect", rt.connect(&proxy.addr, options)).await.expect("the first certificate");
+    let session = client.session_id();
+
+    let path = format!("/zoolock-tls-rotation-session-{}-{nanos}", std::process::id());
+    let rotated = Id { scheme: "x509".into(), id: "CN=zoolock-rotated-client".into() };
+    let acl = vec![Acl { perms: Perms::ALL, id: rotated }];
+    client.create_with_acl(&path, b"x", CreateMode::PERSISTENT, acl).await.expect("an x509 ACL");
+    let first = client.get_data(&path).await;
+    assert!(super::is_server(&first, ErrorCode::NO_AUTH), "the first certificate is not the rotated one: {first:?}");
+
+    // Rotate: a CA bundle (an unrelated CA, then the server's) and the
+    // second client's certificate and key.
+    let mut bundle = std::fs::read(server.file("other-ca.pem")).unwrap();
+    bundle.extend(std::fs::read(server.file("ca.pem")).unwrap());
+    std::fs::write(&ca, bundle).unwrap();
+    put(&cert, "rotated-client.pem");
+    put(&key, "rotated-client.key");
+    let mut states = client.state_changes().unwrap();
+    assert_eq!(states.next().await, Some(ConnectionState::Connected));
+    proxy.cut();
+    assert_eq!(rt.within("suspended", states.next()).await, Some(ConnectionState::Suspended));
+    proxy.restore();
+    assert_eq!(rt.within("reconnected", states.next()).await, Some(ConnectionState::Reconnected));
+    assert_eq!(tls.reload_error(), None);
+    assert_eq!(client.session_id(), session, "the same session");
+    let (data, _) = client.get_data(&path).await.expect("the rotated certificate reads the node");
+    assert_eq!(&data[..], b"x");
+    client.delete(&path, None).await.unwrap();
+    client.close().await.unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
