@@ -7,79 +7,114 @@
 //! each change is counted; every answered request is one sample of the
 //! request-latency histogram, labelled by its operation (issue 39).
 
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use metrics::Unit;
-use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
+use metrics::{Counter, Gauge, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit};
+use metrics_util::registry::{AtomicStorage, Registry};
 use zoolock_model::TestingServer;
 use zoolock_tokio::{Error, HoldStatus, Options};
 
-/// Running totals: a snapshot drains the recorder's counters, so they are
-/// added up here (histograms count their samples).
-struct Totals {
-    snapshotter: Snapshotter,
-    seen: Vec<(String, Option<String>, u64)>,
-    /// Each gauge's latest value by name and labels (`kind=..,path=..`).
-    gauges: std::collections::BTreeMap<(String, String), f64>,
-    /// The unit each series was described with.
-    units: std::collections::BTreeMap<String, Unit>,
-    /// Samples by name and `op` label, for the series that have one.
-    ops: std::collections::BTreeMap<(String, String), u64>,
+/// A recorder that keeps every series' absolute value, read without
+/// resetting it (the debugging recorder's snapshot zeroes counters and
+/// gauges, so two readers of one gauge would see different values).
+#[derive(Clone)]
+struct Absolute {
+    registry: Arc<Registry<Key, AtomicStorage>>,
+    units: Arc<Mutex<BTreeMap<String, Unit>>>,
 }
 
-impl Totals {
-    fn take(&mut self) {
-        for (key, unit, _, value) in self.snapshotter.snapshot().into_vec() {
-            let name = key.key().name().to_owned();
-            if let Some(unit) = unit {
-                self.units.insert(name.clone(), unit);
-            }
-            let n = match value {
-                DebugValue::Counter(n) => n,
-                DebugValue::Histogram(samples) => samples.len() as u64,
-                DebugValue::Gauge(g) => {
-                    let labels: Vec<_> = key.key().labels().map(|l| format!("{}={}", l.key(), l.value())).collect();
-                    self.gauges.insert((name.clone(), labels.join(",")), g.into_inner());
-                    0
-                }
-            };
-            if let Some(op) = key.key().labels().find(|l| l.key() == "op") {
-                *self.ops.entry((name.clone(), op.value().to_owned())).or_default() += n;
-            }
-            let label = key.key().labels().find(|l| l.key() == "path").map(|l| l.value().to_owned());
-            self.seen.push((name, label, n));
+impl Absolute {
+    fn new() -> Absolute {
+        Absolute { registry: Arc::new(Registry::atomic()), units: Arc::default() }
+    }
+
+    fn describe(&self, key: KeyName, unit: Option<Unit>) {
+        if let (Some(unit), Ok(mut units)) = (unit, self.units.lock()) {
+            units.insert(key.as_str().to_owned(), unit);
         }
     }
 
-    fn get(&mut self, name: &str, path: Option<&str>) -> u64 {
-        self.take();
-        self.seen
-            .iter()
-            .filter(|(n, label, _)| n == name && path.is_none_or(|p| label.as_deref() == Some(p)))
-            .map(|(_, _, v)| v)
-            .sum()
+    /// `key`'s labels as `k=v,k=v`, and its `path` and `op` labels.
+    fn labels(key: &Key) -> (String, Option<String>, Option<String>) {
+        let all: Vec<_> = key.labels().map(|l| format!("{}={}", l.key(), l.value())).collect();
+        let find = |k: &str| key.labels().find(|l| l.key() == k).map(|l| l.value().to_owned());
+        (all.join(","), find("path"), find("op"))
+    }
+
+    /// The counters' values and the histograms' sample counts named `name`
+    /// whose labels pass `keep`, added up.
+    fn total(&self, name: &str, keep: impl Fn(&Key) -> bool) -> u64 {
+        let counters: u64 = (self.registry.get_counter_handles().into_iter())
+            .filter(|(k, _)| k.name() == name && keep(k))
+            .map(|(_, c)| c.load(Ordering::SeqCst))
+            .sum();
+        let samples: usize = (self.registry.get_histogram_handles().into_iter())
+            .filter(|(k, _)| k.name() == name && keep(k))
+            .map(|(_, h)| h.data().len())
+            .sum();
+        counters + samples as u64
+    }
+
+    fn get(&self, name: &str, path: Option<&str>) -> u64 {
+        self.total(name, |k| path.is_none_or(|p| Absolute::labels(k).1.as_deref() == Some(p)))
     }
 
     /// Samples of `name` labelled `op`.
-    fn by_op(&mut self, name: &str, op: &str) -> u64 {
-        self.take();
-        self.ops.get(&(name.to_owned(), op.to_owned())).copied().unwrap_or(0)
+    fn by_op(&self, name: &str, op: &str) -> u64 {
+        self.total(name, |k| Absolute::labels(k).2.as_deref() == Some(op))
     }
 
     /// The gauge `name` with exactly these labels (0 if never set).
-    fn gauge(&mut self, name: &str, labels: &str) -> f64 {
-        self.take();
-        self.gauges.get(&(name.to_owned(), labels.to_owned())).copied().unwrap_or(0.0)
+    fn gauge(&self, name: &str, labels: &str) -> f64 {
+        (self.registry.get_gauge_handles().into_iter())
+            .find(|(k, _)| k.name() == name && Absolute::labels(k).0 == labels)
+            .map_or(0.0, |(_, g)| f64::from_bits(g.load(Ordering::SeqCst)))
+    }
+
+    fn unit(&self, name: &str) -> Option<Unit> {
+        self.units.lock().ok().and_then(|u| u.get(name).copied())
     }
 
     /// Waits up to 10 s for the gauge to read `want`.
-    async fn gauge_reaches(&mut self, name: &str, labels: &str, want: f64) {
+    async fn gauge_reaches(&self, name: &str, labels: &str, want: f64) {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        while self.gauge(name, labels) != want {
+        loop {
             let now = self.gauge(name, labels);
+            if now == want {
+                return;
+            }
             assert!(tokio::time::Instant::now() < deadline, "{name}{{{labels}}} stays {now}, not {want}");
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
+    }
+}
+
+impl Recorder for Absolute {
+    fn describe_counter(&self, key: KeyName, unit: Option<Unit>, _: SharedString) {
+        self.describe(key, unit);
+    }
+
+    fn describe_gauge(&self, key: KeyName, unit: Option<Unit>, _: SharedString) {
+        self.describe(key, unit);
+    }
+
+    fn describe_histogram(&self, key: KeyName, unit: Option<Unit>, _: SharedString) {
+        self.describe(key, unit);
+    }
+
+    fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
+        self.registry.get_or_create_counter(key, |c| Counter::from_arc(c.clone()))
+    }
+
+    fn register_gauge(&self, key: &Key, _: &Metadata<'_>) -> Gauge {
+        self.registry.get_or_create_gauge(key, |g| Gauge::from_arc(g.clone()))
+    }
+
+    fn register_histogram(&self, key: &Key, _: &Metadata<'_>) -> Histogram {
+        self.registry.get_or_create_histogram(key, |h| Histogram::from_arc(h.clone()))
     }
 }
 
@@ -87,15 +122,8 @@ const MUTEX: &str = "kind=mutex,path=/metrics/lock";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acquires_waits_timeouts_losses_and_renewals_are_counted() {
-    let recorder = DebuggingRecorder::new();
-    let mut totals = Totals {
-        snapshotter: recorder.snapshotter(),
-        seen: Vec::new(),
-        gauges: Default::default(),
-        units: Default::default(),
-        ops: Default::default(),
-    };
-    recorder.install().expect("the only recorder of this test binary");
+    let totals = Absolute::new();
+    metrics::set_global_recorder(totals.clone()).unwrap_or_else(|_| panic!("the only recorder of this test binary"));
     let server = TestingServer::start().await;
     let options = || Options::default().session_timeout(Duration::from_secs(2)).connect_timeout(Duration::from_secs(5));
     let a = zoolock_tokio::connect(server.connect_string(), options()).await.unwrap();
@@ -127,10 +155,10 @@ async fn acquires_waits_timeouts_losses_and_renewals_are_counted() {
     while totals.by_op("zoolock_request_seconds", "create2") < 2
         || totals.by_op("zoolock_request_seconds", "delete") < 2
     {
-        assert!(tokio::time::Instant::now() < deadline, "requests not timed: {:?}", totals.ops);
+        assert!(tokio::time::Instant::now() < deadline, "requests not timed");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    assert_eq!(totals.units.get("zoolock_request_seconds"), Some(&Unit::Seconds));
+    assert_eq!(totals.unit("zoolock_request_seconds"), Some(Unit::Seconds));
 
     let guard = lock.acquire().await.unwrap();
     assert!(matches!(other.acquire_timeout(Duration::from_millis(50)).await, Err(Error::TimedOut)));
@@ -138,8 +166,8 @@ async fn acquires_waits_timeouts_losses_and_renewals_are_counted() {
     totals.gauge_reaches("zoolock_acquires_waiting", MUTEX, 0.0).await;
     assert_eq!(totals.get("zoolock_acquires_total", Some("/metrics/lock")), 3);
     assert_eq!(totals.get("zoolock_acquire_wait_seconds", Some("/metrics/lock")), 3);
-    assert_eq!(totals.units.get("zoolock_acquire_wait_seconds"), Some(&Unit::Seconds));
-    assert_eq!(totals.units.get("zoolock_acquires_waiting"), Some(&Unit::Count));
+    assert_eq!(totals.unit("zoolock_acquire_wait_seconds"), Some(Unit::Seconds));
+    assert_eq!(totals.unit("zoolock_acquires_waiting"), Some(Unit::Count));
     assert_eq!(totals.get("zoolock_acquire_timeouts_total", Some("/metrics/lock")), 1);
 
     // The server expires a's session: the hold is lost and the client renews.
@@ -161,7 +189,7 @@ async fn acquires_waits_timeouts_losses_and_renewals_are_counted() {
     // Four holds of the mutex ended (one of them lost): four durations.
     totals.gauge_reaches("zoolock_holds", MUTEX, 0.0).await;
     assert_eq!(totals.get("zoolock_hold_seconds", Some("/metrics/lock")), 4);
-    assert_eq!(totals.units.get("zoolock_hold_seconds"), Some(&Unit::Seconds));
+    assert_eq!(totals.unit("zoolock_hold_seconds"), Some(Unit::Seconds));
 
     // A term of leadership: is_leader 1, then 0; two changes; one duration
     // (the term's hold, released).
