@@ -20,16 +20,39 @@ pub enum HoldStatus {
     NotHeld,
 }
 
+/// A change under a hold that every recipe reports alike (a lock's
+/// [`LockEvent`](crate::recipes::LockEvent), a semaphore's
+/// [`SemaphoreEvent`](crate::recipes::SemaphoreEvent), an election's
+/// [`RecipeEvent`]); each event type says which it is with `hold_change`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HoldChange {
+    /// The connection dropped.
+    Suspended,
+    /// The same session is back; the hold continues.
+    Reconnected,
+    /// The hold is gone for good.
+    Lost,
+}
+
 impl HoldStatus {
-    /// The status a held ticket or term takes on `event`, one of the
-    /// connection events core reports to what it holds: `Suspended` (the
-    /// connection dropped), `Reconnected` (confirmed after it came back),
-    /// `Lost`. `None` for every other event.
-    pub fn on(event: &RecipeEvent) -> Option<HoldStatus> {
-        match event {
-            RecipeEvent::Suspended => Some(HoldStatus::Suspended),
-            RecipeEvent::Reconnected => Some(HoldStatus::Held),
-            RecipeEvent::Lost => Some(HoldStatus::Lost),
+    /// The status a held ticket, lease or term takes after `change`: the
+    /// one mapping every handle shares.
+    pub fn after(change: HoldChange) -> HoldStatus {
+        match change {
+            HoldChange::Suspended => HoldStatus::Suspended,
+            HoldChange::Reconnected => HoldStatus::Held,
+            HoldChange::Lost => HoldStatus::Lost,
+        }
+    }
+}
+
+impl RecipeEvent {
+    /// The change under a hold this event is, if it is one.
+    pub fn hold_change(&self) -> Option<HoldChange> {
+        match self {
+            RecipeEvent::Suspended => Some(HoldChange::Suspended),
+            RecipeEvent::Reconnected => Some(HoldChange::Reconnected),
+            RecipeEvent::Lost => Some(HoldChange::Lost),
             _ => None,
         }
     }
@@ -52,12 +75,21 @@ pub enum LossReason {
 mod tests {
     use super::*;
 
+    use crate::recipes::{LockEvent, SemaphoreEvent};
+
     #[test]
-    fn connection_events_map_to_statuses_and_nothing_else_does() {
-        assert_eq!(HoldStatus::on(&RecipeEvent::Suspended), Some(HoldStatus::Suspended));
-        assert_eq!(HoldStatus::on(&RecipeEvent::Reconnected), Some(HoldStatus::Held));
-        assert_eq!(HoldStatus::on(&RecipeEvent::Lost), Some(HoldStatus::Lost));
-        assert_eq!(HoldStatus::on(&RecipeEvent::Released), None);
-        assert_eq!(HoldStatus::on(&RecipeEvent::TimedOut), None);
+    fn every_recipes_connection_events_map_to_the_same_statuses() {
+        let status = |c: Option<HoldChange>| c.map(HoldStatus::after);
+        for (recipe, lock, semaphore, expected) in [
+            (RecipeEvent::Suspended, LockEvent::Suspended, SemaphoreEvent::Suspended, Some(HoldStatus::Suspended)),
+            (RecipeEvent::Reconnected, LockEvent::Reconnected, SemaphoreEvent::Reconnected, Some(HoldStatus::Held)),
+            (RecipeEvent::Lost, LockEvent::Lost, SemaphoreEvent::Lost, Some(HoldStatus::Lost)),
+            (RecipeEvent::Released, LockEvent::Released, SemaphoreEvent::Released, None),
+            (RecipeEvent::TimedOut, LockEvent::TimedOut, SemaphoreEvent::TimedOut, None),
+        ] {
+            assert_eq!(status(recipe.hold_change()), expected, "{recipe:?}");
+            assert_eq!(status(lock.hold_change()), expected, "{lock:?}");
+            assert_eq!(status(semaphore.hold_change()), expected, "{semaphore:?}");
+        }
     }
 }

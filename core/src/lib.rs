@@ -62,7 +62,7 @@ pub use connect_string::{ConnectString, ConnectStringError, DEFAULT_PORT, HostAd
 pub use ensemble::{CONFIG_PATH, EnsembleConfig, EnsembleConfigError, Member, MemberRole};
 pub use error::{ApiMisuse, Misbehavior, RequestError, SessionError};
 pub use gzip::{Compression, GzipError};
-pub use hold_status::{HoldStatus, LossReason};
+pub use hold_status::{HoldChange, HoldStatus, LossReason};
 pub use io::Endpoint;
 pub use machine::{ClientRecipe, CoreMachine, Machine, Machines};
 pub use op::Op;

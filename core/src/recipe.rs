@@ -143,17 +143,16 @@ pub enum RecipeEvent {
     /// read→write upgrade, or a lock that is not reentrant): the caller's
     /// mistake, not the server's.
     Refused(crate::error::ApiMisuse),
-    /// An event of one acquire through a per-process lock or lease queue
-    /// ([`LockQueue`](crate::recipes::LockQueue),
-    /// [`LeaseQueue`](crate::recipes::LeaseQueue)): its grant,
+    /// What a per-process lock queue ([`LockQueue`](crate::recipes::LockQueue))
+    /// reports, typed: an acquire's ticket and its lock's event (its grant,
     /// time-out, failure, refusal, release, and the status changes of its
-    /// hold (`Suspended`, `Reconnected`, `Lost`, `RevocationRequested`).
-    Ticket {
-        /// The acquire's ticket.
-        ticket: Ticket,
-        /// What happened to it.
-        event: alloc::boxed::Box<RecipeEvent>,
-    },
+    /// hold), or an event no ticket owns. Boxed, as events are rare next
+    /// to their size.
+    Lock(alloc::boxed::Box<crate::recipes::QueueEvent>),
+    /// What a per-process lease queue ([`LeaseQueue`](crate::recipes::LeaseQueue))
+    /// reports, typed: an acquire's ticket and its semaphore's event, the
+    /// semaphore's own events, and its capacity. Boxed, as `Lock`.
+    Leases(alloc::boxed::Box<crate::recipes::LeaseQueueEvent>),
     /// An event of one member of a composite recipe (the read or write half of
     /// a read-write lock, one lock of a multi-lock).
     Member {
@@ -182,14 +181,6 @@ pub enum RecipeEvent {
     LeaseRevocationRequested {
         /// The lease node.
         node: String,
-    },
-    /// A shared semaphore's capacity changed: the limit in force, and the
-    /// leases its last listing left free (`None` before its first listing).
-    Capacity {
-        /// The limit in force.
-        limit: usize,
-        /// Free at the last listing.
-        available: Option<usize>,
     },
     /// A shared count's value, newer than the last one reported.
     Count {

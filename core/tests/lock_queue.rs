@@ -6,7 +6,7 @@
 
 mod transcript;
 
-use zoolock_core::recipes::LeaseQueue;
+use zoolock_core::recipes::{LeaseQueue, LeaseQueueEvent, LockEvent, QueueEvent, SemaphoreEvent};
 use zoolock_core::{
     ApiMisuse, ConnectionState, RecipeEvent, RequestError, ZkPath,
     recipes::{LockConfig, LockQueue, Mutex, OpPlan, Part, ReadWriteLock, Semaphore, SemaphoreMutex, Ticket},
@@ -21,8 +21,28 @@ fn shared_mutex(renew: bool) -> Harness<LockQueue> {
     Harness::new(LockQueue::new(Box::new(m), renew))
 }
 
+/// A lock queue's event of `ticket`, from the plain event of the same name.
 fn ticket(ticket: Ticket, event: RecipeEvent) -> RecipeEvent {
-    RecipeEvent::Ticket { ticket, event: Box::new(event) }
+    let event = match event {
+        RecipeEvent::Acquired { node, token } => LockEvent::Acquired { node, token },
+        RecipeEvent::Queued { position, total } => LockEvent::Queued { position, total },
+        RecipeEvent::Released => LockEvent::Released,
+        RecipeEvent::TimedOut => LockEvent::TimedOut,
+        RecipeEvent::Lost => LockEvent::Lost,
+        RecipeEvent::Failed(e) => LockEvent::Failed(e),
+        other => panic!("not a lock ticket's event: {other:?}"),
+    };
+    RecipeEvent::Lock(Box::new(QueueEvent::Ticket { ticket, event }))
+}
+
+/// A lease queue's event of `ticket`, from the plain event of the same name.
+fn lease_ticket(ticket: Ticket, event: RecipeEvent) -> RecipeEvent {
+    let event = match event {
+        RecipeEvent::Acquired { node, token } => SemaphoreEvent::Acquired { node, token },
+        RecipeEvent::Failed(e) => SemaphoreEvent::Failed(e),
+        other => panic!("not a lease ticket's event: {other:?}"),
+    };
+    RecipeEvent::Leases(Box::new(LeaseQueueEvent::Ticket { ticket, event }))
 }
 
 /// Grants ticket `t` its node (sequence `seq`), uncontended. The mutex is
@@ -161,7 +181,12 @@ fn renewal_parks_the_acquire_and_loses_the_hold_for_good() {
     h.session(at(3), ConnectionState::Lost);
     let events = h.events();
     assert!(events.contains(&ticket(t1, RecipeEvent::Lost)), "{events:?}");
-    assert!(!events.iter().any(|e| matches!(e, RecipeEvent::Ticket { ticket, .. } if *ticket == t2)), "{events:?}");
+    assert!(
+        !events.iter().any(
+            |e| matches!(e, RecipeEvent::Lock(q) if matches!(**q, QueueEvent::Ticket { ticket, .. } if ticket == t2))
+        ),
+        "{events:?}"
+    );
     assert!(!h.sent().iter().any(|op| op.starts_with("create2")), "nothing starts on an expired session");
     assert_eq!(h.run(|q| q.release(at(3), t1)), Ok(true), "releasing a lost hold is no error");
     h.session(at(4), ConnectionState::Connected);
@@ -204,7 +229,7 @@ fn a_server_given_up_on_fails_queued_acquires_even_with_renewal() {
     let t1 = h.run(|q| q.acquire(at(0), 1, None)).unwrap();
     h.session(at(1), ConnectionState::ServerMisbehaved(cause));
     let events = h.events();
-    assert!(events.contains(&ticket(t1, RecipeEvent::Failed(gave_up.clone()))), "{events:?}");
+    assert!(events.contains(&lease_ticket(t1, RecipeEvent::Failed(gave_up.clone()))), "{events:?}");
 }
 
 #[test]
@@ -225,7 +250,7 @@ fn semaphore_tickets_each_get_their_own_leases() {
         listing.push(name(&lease));
         h.answer(at(1), &transcript::listing(&format!("{BASE}/leases"), true), kids(&listing));
         let events = h.events();
-        assert!(events.contains(&ticket(t, acquired(&lease, 1000 + i64::from(seq)))), "{events:?}");
+        assert!(events.contains(&lease_ticket(t, acquired(&lease, 1000 + i64::from(seq)))), "{events:?}");
         // The held lease is watched by that listing's child watch (no
         // checkWatches, no exists; the internal mutex node is not watched),
         // and that node is let go.
@@ -278,7 +303,7 @@ fn grant_leases(h: &mut Harness<LeaseQueue>, qty: usize, seq: i32) -> (Ticket, V
     let events = h.events();
     for lease in &leases {
         let token = 1000 + i64::from(seq) + i64::try_from(leases.iter().position(|l| l == lease).unwrap()).unwrap();
-        assert!(events.contains(&ticket(t, acquired(lease, token))), "{events:?}");
+        assert!(events.contains(&lease_ticket(t, acquired(lease, token))), "{events:?}");
     }
     h.sent();
     (t, leases)
@@ -296,7 +321,10 @@ fn cancel_racing_a_complete_semaphore_grant_returns_its_leases() {
     let deletes: Vec<String> = leases.iter().map(|l| format!("delete {}", mask(l))).collect();
     assert_eq!(h.sent(), deletes, "both leases are returned");
     let events = h.events();
-    assert!(!events.iter().any(|e| matches!(e, RecipeEvent::Ticket { .. })), "nothing is reported for it: {events:?}");
+    assert!(
+        !events.iter().any(|e| matches!(e, RecipeEvent::Leases(l) if matches!(**l, LeaseQueueEvent::Ticket { .. }))),
+        "nothing is reported for it: {events:?}"
+    );
     for lease in &leases {
         h.answer(at(4), &format!("delete {}", mask(lease)), Answer::Empty);
     }
@@ -321,7 +349,12 @@ fn cancel_returns_only_the_leases_the_ticket_still_holds() {
     // The second lease's node is deleted by someone else: lost.
     h.watch(at(4), zoolock_core::wire::EventType::NODE_DELETED, &leases[1]);
     let events = h.events();
-    assert!(events.contains(&RecipeEvent::LeaseLost { node: leases[1].clone() }), "{events:?}");
+    assert!(
+        events.contains(&RecipeEvent::Leases(Box::new(LeaseQueueEvent::Semaphore(SemaphoreEvent::LeaseLost {
+            node: leases[1].clone()
+        })))),
+        "{events:?}"
+    );
     h.sent();
     h.run(|q| q.cancel(at(5), t));
     assert_eq!(h.sent(), vec![format!("delete {}", mask(&leases[2]))], "only the lease still held");
@@ -344,8 +377,11 @@ fn the_lease_queue_reports_its_capacity_when_it_changes() {
     let lease = h.answer(at(6), &format!("create2 {BASE}/leases/"), Answer::Seq(1));
     h.answer(at(6), &listing(&format!("{BASE}/leases"), true), kids(&["_c_x-lease-0000000000", &name(&lease)]));
     let events = h.events();
-    assert!(events.contains(&RecipeEvent::Capacity { limit: 4, available: Some(2) }), "{events:?}");
-    assert!(events.contains(&ticket(t, acquired(&lease, 1001))), "{events:?}");
+    assert!(
+        events.contains(&RecipeEvent::Leases(Box::new(LeaseQueueEvent::Capacity { limit: 4, available: Some(2) }))),
+        "{events:?}"
+    );
+    assert!(events.contains(&lease_ticket(t, acquired(&lease, 1001))), "{events:?}");
 }
 
 /// A lock grant racing its cancel: the node is deleted, nothing is
@@ -364,7 +400,12 @@ fn cancel_racing_a_lock_grant_deletes_the_node_and_moves_on() {
     let sent = h.sent();
     assert_eq!(sent.first(), Some(&format!("delete {}", mask(&first))), "{sent:?}");
     let events = h.events();
-    assert!(events.iter().all(|e| !matches!(e, RecipeEvent::Ticket { ticket, .. } if *ticket == t1)), "{events:?}");
+    assert!(
+        events.iter().all(
+            |e| !matches!(e, RecipeEvent::Lock(q) if matches!(**q, QueueEvent::Ticket { ticket, .. } if ticket == t1))
+        ),
+        "{events:?}"
+    );
     h.answer(at(3), &format!("delete {}", mask(&first)), Answer::Empty);
     let second = grant(&mut h, 1);
     assert_eq!(h.events(), vec![ticket(t2, acquired(&second, 1001))]);
@@ -385,7 +426,9 @@ fn the_capacity_comes_before_the_grant_it_was_listed_for() {
     let lease = h.answer(at(1), &format!("create2 {BASE}/leases/"), Answer::Seq(0));
     h.answer(at(1), &listing(&format!("{BASE}/leases"), true), kids(&[name(&lease)]));
     let events = h.events();
-    let capacity = events.iter().position(|e| *e == RecipeEvent::Capacity { limit: 4, available: Some(3) });
-    let granted = events.iter().position(|e| *e == ticket(t, acquired(&lease, 1000)));
+    let capacity = events
+        .iter()
+        .position(|e| *e == RecipeEvent::Leases(Box::new(LeaseQueueEvent::Capacity { limit: 4, available: Some(3) })));
+    let granted = events.iter().position(|e| *e == lease_ticket(t, acquired(&lease, 1000)));
     assert!(capacity.is_some() && capacity < granted, "{events:?}");
 }

@@ -548,12 +548,10 @@ pub(crate) fn acquire_end(event: &RecipeEvent) -> Option<Error> {
     }
 }
 
-/// Sink side: ends ticket `t`'s acquire with the error `event` carries (a
-/// time-out counts in the metrics). `Err(error)` when no acquire waits under
-/// `t` (for a lock: the ticket's release failed); `Ok(())` otherwise, and
-/// for an event that ends no acquire.
-pub(crate) fn end<S: TicketRecords>(recipe: &RegisteredQueue<S>, t: Ticket, event: &RecipeEvent) -> Result<(), Error> {
-    let Some(error) = acquire_end(event) else { return Ok(()) };
+/// Sink side: ends ticket `t`'s acquire with `error` (a time-out counts
+/// in the metrics). `Err(error)` when no acquire waits under `t` (for a
+/// lock: the ticket's release failed).
+pub(crate) fn end<S: TicketRecords>(recipe: &RegisteredQueue<S>, t: Ticket, error: Error) -> Result<(), Error> {
     if error == Error::TimedOut {
         crate::metrics::timed_out(&recipe.labels());
     }

@@ -162,7 +162,7 @@ fn carry(shared: &ElectionShared, path: &str, labels: &Labels<'_>, event: Recipe
             shared.with(|s| s.term = None);
         }
         status @ (RecipeEvent::Suspended | RecipeEvent::Reconnected | RecipeEvent::Lost) => {
-            let Some(new) = HoldStatus::on(&status) else { return };
+            let Some(new) = status.hold_change().map(HoldStatus::after) else { return };
             match new {
                 HoldStatus::Lost => tracing::warn!(%path, "leadership lost"),
                 HoldStatus::Suspended => tracing::info!(%path, "leadership suspended: the connection dropped"),

@@ -17,7 +17,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures_channel::oneshot;
-use zoolock_core::recipes::{BoxedLock, LockKind, LockQueue, Part, Ticket};
+use zoolock_core::recipes::{BoxedLock, LockEvent, LockKind, LockQueue, Part, QueueEvent, Ticket};
 use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Instant, RecipeEvent};
 
 use crate::acquire::{self, LockRequest, RegisteredQueue, TicketCommand, TicketRecords as _};
@@ -148,22 +148,21 @@ impl std::fmt::Debug for Lock {
     }
 }
 
-/// Carries one lock event to the tasks.
+/// Carries one lock event to the tasks: the queue's own typed event, each
+/// of a ticket's [`LockEvent`]s matched by name.
 fn on_event(recipe: &RegisteredLock, event: RecipeEvent) {
     let (shared, path) = (&recipe.shared, &*recipe.path);
-    let RecipeEvent::Ticket { ticket, event } = event else {
-        match event {
-            RecipeEvent::CleanupFailed { path: node, error } => {
-                crate::metrics::cleanup_failed(&recipe.labels());
-                tracing::warn!(%path, %node, %error, "lock node clean-up failed");
-            }
-            other => tracing::trace!(%path, ?other, "lock event"),
+    let RecipeEvent::Lock(queued) = event else { return tracing::trace!(%path, ?event, "lock event") };
+    let (t, event) = match *queued {
+        QueueEvent::Ticket { ticket, event } => (ticket, event),
+        QueueEvent::Untagged { event: LockEvent::CleanupFailed { path: node, error }, .. } => {
+            crate::metrics::cleanup_failed(&recipe.labels());
+            return tracing::warn!(%path, %node, %error, "lock node clean-up failed");
         }
-        return;
+        other @ QueueEvent::Untagged { .. } => return tracing::trace!(%path, ?other, "lock event"),
     };
-    let t = ticket;
-    match *event {
-        RecipeEvent::Acquired { node, token } => {
+    match event {
+        LockEvent::Acquired { node, token } => {
             let node: Arc<str> = node.into();
             let waiter = shared.with(|s| {
                 let waiter = s.take_waiter(t)?;
@@ -188,24 +187,18 @@ fn on_event(recipe: &RegisteredLock, event: RecipeEvent) {
                 shared.with(|s| s.forget_hold(t));
             }
         }
-        RecipeEvent::Released => {
+        LockEvent::Released => {
             let node = shared.peek(|s| s.hold(t).map(|h| h.node.clone())).unwrap_or_default();
             tracing::debug!(%path, %node, "lock released");
             if let Some(r) = shared.with(|s| s.forget_hold(t)) {
                 let _ = r.send(Ok(()));
             }
         }
-        end @ (RecipeEvent::TimedOut | RecipeEvent::Failed(_) | RecipeEvent::Refused(_)) => {
-            tracing::debug!(%path, %t, ?end, "lock acquire or release ended");
-            // Not an acquire: the release of this ticket failed.
-            if let Err(error) = acquire::end(recipe, t, &end) {
-                if let Some(r) = shared.with(|s| s.forget_hold(t)) {
-                    let _ = r.send(Err(error));
-                }
-            }
-        }
-        status @ (RecipeEvent::Suspended | RecipeEvent::Reconnected | RecipeEvent::Lost) => {
-            let Some(new) = HoldStatus::on(&status) else { return };
+        LockEvent::TimedOut => ended(recipe, t, Error::TimedOut),
+        LockEvent::Failed(e) => ended(recipe, t, Error::from(e)),
+        LockEvent::Refused(e) => ended(recipe, t, Error::Misuse(e)),
+        change @ (LockEvent::Suspended | LockEvent::Reconnected | LockEvent::Lost) => {
+            let Some(new) = change.hold_change().map(HoldStatus::after) else { return };
             let node = shared.peek(|s| s.hold(t).map(|h| h.node.clone())).unwrap_or_default();
             match new {
                 HoldStatus::Lost => {
@@ -227,11 +220,11 @@ fn on_event(recipe: &RegisteredLock, event: RecipeEvent) {
                 }
             });
         }
-        RecipeEvent::Queued { position, total } => {
+        LockEvent::Queued { position, total } => {
             tracing::trace!(%path, %t, position, total, "queued");
             acquire::queued(recipe, t, position, total);
         }
-        RecipeEvent::Expired { node } => {
+        LockEvent::Expired { node } => {
             tracing::warn!(%path, %node, "hold reached its max hold: lost");
             shared.with(|s| {
                 if let Some(h) = s.hold_mut(t) {
@@ -239,7 +232,7 @@ fn on_event(recipe: &RegisteredLock, event: RecipeEvent) {
                 }
             });
         }
-        RecipeEvent::RevocationRequested => {
+        LockEvent::RevocationRequested => {
             tracing::debug!(%path, %t, "revocation requested");
             shared.with(|s| match s.get_mut(t) {
                 Some(TicketState::Held(h)) => h.revoked = true,
@@ -247,7 +240,23 @@ fn on_event(recipe: &RegisteredLock, event: RecipeEvent) {
                 None => {}
             });
         }
-        other => tracing::trace!(%path, %t, ?other, "lock ticket event"),
+        // A semaphore mutex's lease node is gone: `Lost` follows.
+        LockEvent::LeaseLost { node } => tracing::debug!(%path, %t, %node, "lease node gone"),
+        LockEvent::CleanupFailed { path: node, error } => {
+            crate::metrics::cleanup_failed(&recipe.labels());
+            tracing::warn!(%path, %node, %error, "lock node clean-up failed");
+        }
+    }
+}
+
+/// Ends ticket `t`'s acquire with `error`; with no acquire waiting under
+/// it, the ticket's release failed: its waiting release gets the error.
+fn ended(recipe: &RegisteredLock, t: Ticket, error: Error) {
+    tracing::debug!(path = %recipe.path, %t, %error, "lock acquire or release ended");
+    if let Err(error) = acquire::end(recipe, t, error) {
+        if let Some(r) = recipe.shared.with(|s| s.forget_hold(t)) {
+            let _ = r.send(Err(error));
+        }
     }
 }
 

@@ -6,7 +6,9 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use zoolock_core::recipes::{LeaseQueue, Semaphore as CoreSemaphore, Ticket};
+use zoolock_core::recipes::{
+    CountEvent, LeaseQueue, LeaseQueueEvent, Semaphore as CoreSemaphore, SemaphoreEvent, Ticket,
+};
 use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Instant, RecipeEvent};
 
 use futures_channel::oneshot;
@@ -162,53 +164,28 @@ fn expired(shared: &SemShared, path: &str, node: String) {
     });
 }
 
-/// Carries one semaphore event to the tasks.
+/// Carries one semaphore event to the tasks: the lease queue's own typed
+/// event, each [`SemaphoreEvent`] matched by name.
 fn on_event(recipe: &RegisteredSemaphore, event: RecipeEvent) {
-    let (shared, path, labels) = (&recipe.shared, &*recipe.path, &recipe.labels());
-    let (ticket, event) = match event {
-        RecipeEvent::Ticket { ticket, event } => (ticket, *event),
-        // Every lease shares the connection's status (each one's loss comes
-        // as its own `LeaseLost`); `Lost` says no lease is left.
-        status @ (RecipeEvent::Suspended | RecipeEvent::Reconnected | RecipeEvent::Lost) => {
-            let suspended = HoldStatus::on(&status) == Some(HoldStatus::Suspended);
-            if suspended {
-                crate::metrics::suspended(labels);
-                tracing::info!(%path, "hold suspended: the connection dropped (semaphore leases)");
-            } else if status == RecipeEvent::Reconnected {
-                tracing::info!(%path, "hold confirmed after the reconnect (semaphore leases)");
-            }
-            return shared.with(|s| s.suspended = suspended);
+    let (shared, path) = (&recipe.shared, &*recipe.path);
+    let RecipeEvent::Leases(event) = event else { return tracing::trace!(%path, ?event, "semaphore event") };
+    match *event {
+        LeaseQueueEvent::Ticket { ticket, event } => on_ticket(recipe, ticket, event),
+        LeaseQueueEvent::Semaphore(event) => on_semaphore(recipe, event),
+        LeaseQueueEvent::Capacity { limit, available } => {
+            shared.with(|s| (s.size, s.available) = (limit, available));
         }
-        RecipeEvent::LeaseLost { node } => {
-            crate::metrics::lost(labels);
-            tracing::warn!(%path, %node, "lease lost: its node is gone");
-            return shared.with(|s| {
-                let reason = if s.expired.remove(&node) { LossReason::MaxHold } else { LossReason::SessionOrNode };
-                s.lost.insert(node, reason);
-            });
-        }
-        RecipeEvent::Expired { node } => return expired(shared, path, node),
-        RecipeEvent::LeaseRevocationRequested { node } => {
-            tracing::debug!(%path, %node, "lease revocation requested");
-            return shared.with(|s| {
-                s.revoked.insert(node);
-            });
-        }
-        RecipeEvent::Capacity { limit, available } => {
-            return shared.with(|s| (s.size, s.available) = (limit, available));
-        }
-        RecipeEvent::Count { value, .. } => return tracing::debug!(%path, value, "semaphore resized"),
-        RecipeEvent::CountMalformed { len } => {
-            return tracing::warn!(%path, len, "the semaphore's count node does not hold a 4-byte int");
-        }
-        RecipeEvent::CleanupFailed { path: node, error } => {
-            crate::metrics::cleanup_failed(labels);
-            return tracing::warn!(%path, %node, %error, "lease node clean-up failed");
-        }
-        other => return tracing::trace!(%path, ?other, "semaphore event"),
+    }
+}
+
+/// One event of acquire `ticket`.
+fn on_ticket(recipe: &RegisteredSemaphore, ticket: Ticket, event: SemaphoreEvent) {
+    let (shared, path) = (&recipe.shared, &*recipe.path);
+    let end = |error| {
+        let _ = acquire::end(recipe, ticket, error);
     };
     match event {
-        RecipeEvent::Acquired { node, token } => {
+        SemaphoreEvent::Acquired { node, token } => {
             let done = shared.with(|s| {
                 let w = s.waiters.get_mut(&ticket)?;
                 w.of.got.push((node.as_str().into(), token));
@@ -223,12 +200,65 @@ fn on_event(recipe: &RegisteredSemaphore, event: RecipeEvent) {
                 tracing::debug!(%path, ?nodes, "leases granted to a dropped acquire");
             }
         }
-        end @ (RecipeEvent::TimedOut | RecipeEvent::Failed(_) | RecipeEvent::Refused(_)) => {
-            let _ = acquire::end(recipe, ticket, &end);
+        SemaphoreEvent::TimedOut => end(Error::TimedOut),
+        SemaphoreEvent::Failed(e) => end(Error::from(e)),
+        SemaphoreEvent::Refused(e) => end(Error::Misuse(e)),
+        SemaphoreEvent::Queued { position, total } => acquire::queued(recipe, ticket, position, total),
+        // What a ticket's acquire reports is the above; anything else is
+        // the semaphore's own.
+        other => on_semaphore(recipe, other),
+    }
+}
+
+/// One of the semaphore's own events: the held leases' status, a lease's
+/// loss, expiry or revocation, its count's changes.
+fn on_semaphore(recipe: &RegisteredSemaphore, event: SemaphoreEvent) {
+    let (shared, path, labels) = (&recipe.shared, &*recipe.path, &recipe.labels());
+    match event {
+        // Every lease shares the connection's status (each one's loss comes
+        // as its own `LeaseLost`); `Lost` says no lease is left.
+        change @ (SemaphoreEvent::Suspended | SemaphoreEvent::Reconnected | SemaphoreEvent::Lost) => {
+            let suspended = change.hold_change().map(HoldStatus::after) == Some(HoldStatus::Suspended);
+            if suspended {
+                crate::metrics::suspended(labels);
+                tracing::info!(%path, "hold suspended: the connection dropped (semaphore leases)");
+            } else if change == SemaphoreEvent::Reconnected {
+                tracing::info!(%path, "hold confirmed after the reconnect (semaphore leases)");
+            }
+            shared.with(|s| s.suspended = suspended);
         }
-        RecipeEvent::Queued { position, total } => acquire::queued(recipe, ticket, position, total),
-        RecipeEvent::Expired { node } => expired(shared, path, node),
-        other => tracing::trace!(%path, %ticket, ?other, "semaphore ticket event"),
+        SemaphoreEvent::LeaseLost { node } => {
+            crate::metrics::lost(labels);
+            tracing::warn!(%path, %node, "lease lost: its node is gone");
+            shared.with(|s| {
+                let reason = if s.expired.remove(&node) { LossReason::MaxHold } else { LossReason::SessionOrNode };
+                s.lost.insert(node, reason);
+            });
+        }
+        SemaphoreEvent::Expired { node } => expired(shared, path, node),
+        SemaphoreEvent::LeaseRevocationRequested { node } => {
+            tracing::debug!(%path, %node, "lease revocation requested");
+            shared.with(|s| {
+                s.revoked.insert(node);
+            });
+        }
+        SemaphoreEvent::Count(CountEvent::Value { value, .. }) => tracing::debug!(%path, value, "semaphore resized"),
+        SemaphoreEvent::Count(CountEvent::Malformed { len }) => {
+            tracing::warn!(%path, len, "the semaphore's count node does not hold a 4-byte int");
+        }
+        // The count's writes are its own handle's, not the semaphore's.
+        SemaphoreEvent::Count(other) => tracing::trace!(%path, ?other, "semaphore count event"),
+        SemaphoreEvent::CleanupFailed { path: node, error } => {
+            crate::metrics::cleanup_failed(labels);
+            tracing::warn!(%path, %node, %error, "lease node clean-up failed");
+        }
+        SemaphoreEvent::Released => tracing::trace!(%path, "lease returned"),
+        // A ticket's events, seen without one (its acquire was cancelled).
+        event @ (SemaphoreEvent::Acquired { .. }
+        | SemaphoreEvent::Queued { .. }
+        | SemaphoreEvent::TimedOut
+        | SemaphoreEvent::Failed(_)
+        | SemaphoreEvent::Refused(_)) => tracing::trace!(%path, ?event, "semaphore event of no acquire"),
     }
 }
 

@@ -3,7 +3,6 @@
 //! its own leases; one acquire works on the semaphore at a time, while the
 //! leases of earlier ones stay held.
 
-use alloc::boxed::Box;
 use alloc::collections::{BTreeMap, VecDeque};
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -25,7 +24,7 @@ struct Want {
 
 /// The per-process ticket queue of a [`Semaphore`]: its acquires, each getting its own leases.
 ///
-/// Events: [`RecipeEvent::Ticket`] with one `Acquired` per lease (the
+/// Events ([`LeaseQueueEvent`]): `Ticket` with one `Acquired` per lease (the
 /// acquire is complete after `qty` of them), or `TimedOut` / `Failed` /
 /// `Refused` (the leases of that acquire are returned). The leases of a
 /// complete acquire stay its ticket's until each is returned or lost, so
@@ -45,11 +44,43 @@ pub struct LeaseQueue {
     granted: BTreeMap<Ticket, Vec<String>>,
     /// The capacity last reported (`Capacity`): limit and free leases.
     capacity: (usize, Option<usize>),
-    events: VecDeque<RecipeEvent>,
+    events: VecDeque<LeaseQueueEvent>,
 }
 
-fn ticket_event(ticket: Ticket, event: RecipeEvent) -> RecipeEvent {
-    RecipeEvent::Ticket { ticket, event: Box::new(event) }
+/// What a [`LeaseQueue`] reports, typed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+// Exhaustive on purpose: the handles that carry it match every
+// variant, so a new one is handled where it is delivered.
+pub enum LeaseQueueEvent {
+    /// An event of the acquire `ticket`: one `Acquired` per lease, then
+    /// (or instead) `TimedOut`, `Failed`, `Refused`; `Queued` while it waits.
+    Ticket {
+        /// The acquire's ticket.
+        ticket: Ticket,
+        /// What happened to it.
+        event: SemaphoreEvent,
+    },
+    /// The semaphore's own event, no ticket's: a returned lease's
+    /// `Released`, the held leases' `Suspended` / `Reconnected` / `Lost`, a
+    /// lease's `Expired`, `LeaseLost` or revocation, its count's changes.
+    Semaphore(SemaphoreEvent),
+    /// The limit in force or the free leases changed.
+    Capacity {
+        /// The limit.
+        limit: usize,
+        /// Leases free at the last listing; `None` before the first.
+        available: Option<usize>,
+    },
+}
+
+impl From<LeaseQueueEvent> for RecipeEvent {
+    fn from(event: LeaseQueueEvent) -> RecipeEvent {
+        RecipeEvent::Leases(alloc::boxed::Box::new(event))
+    }
+}
+
+fn ticket_event(ticket: Ticket, event: SemaphoreEvent) -> LeaseQueueEvent {
+    LeaseQueueEvent::Ticket { ticket, event }
 }
 
 impl LeaseQueue {
@@ -83,7 +114,7 @@ impl LeaseQueue {
         }
         let ticket = self.tickets.issue();
         if let Some(error) = self.gate.ended() {
-            self.events.push_back(ticket_event(ticket, RecipeEvent::Failed(error)));
+            self.events.push_back(ticket_event(ticket, SemaphoreEvent::Failed(error)));
             return Ok(ticket);
         }
         self.queue.push(ticket, deadline, Want { qty, got: Vec::new() });
@@ -159,7 +190,7 @@ impl LeaseQueue {
             head.entry.what.got.clear();
             if let Err(e) = self.inner.acquire(now, qty, deadline) {
                 self.queue.head = None;
-                self.events.push_back(ticket_event(ticket, RecipeEvent::Refused(e)));
+                self.events.push_back(ticket_event(ticket, SemaphoreEvent::Refused(e)));
             }
             self.collect(now);
         }
@@ -175,7 +206,7 @@ impl LeaseQueue {
             }
             let head = self.queue.head.as_mut().filter(|h| h.started);
             let Some(head) = head else {
-                self.events.push_back(event.into());
+                self.events.push_back(LeaseQueueEvent::Semaphore(event));
                 continue;
             };
             let ticket = head.entry.ticket;
@@ -189,21 +220,21 @@ impl LeaseQueue {
                         self.queue.head = None;
                         self.granted.insert(ticket, got);
                     }
-                    self.events.push_back(ticket_event(ticket, RecipeEvent::Acquired { node, token }));
+                    self.events.push_back(ticket_event(ticket, SemaphoreEvent::Acquired { node, token }));
                 }
                 SemaphoreEvent::Failed(e) if self.gate.parks(&e) => {
                     // It starts again on the next session, unless its
                     // deadline has passed meanwhile.
                     if let Some(ticket) = self.queue.park_head(now) {
-                        self.events.push_back(ticket_event(ticket, RecipeEvent::TimedOut));
+                        self.events.push_back(ticket_event(ticket, SemaphoreEvent::TimedOut));
                     }
                 }
                 event @ (SemaphoreEvent::TimedOut | SemaphoreEvent::Failed(_) | SemaphoreEvent::Refused(_)) => {
                     self.queue.head = None;
-                    self.events.push_back(ticket_event(ticket, event.into()));
+                    self.events.push_back(ticket_event(ticket, event));
                 }
-                event @ SemaphoreEvent::Queued { .. } => self.events.push_back(ticket_event(ticket, event.into())),
-                other => self.events.push_back(other.into()),
+                event @ SemaphoreEvent::Queued { .. } => self.events.push_back(ticket_event(ticket, event)),
+                other => self.events.push_back(LeaseQueueEvent::Semaphore(other)),
             }
         }
         self.report_capacity();
@@ -215,7 +246,7 @@ impl LeaseQueue {
         let capacity = (self.inner.max_leases(), self.inner.available());
         if capacity != self.capacity {
             self.capacity = capacity;
-            self.events.push_back(RecipeEvent::Capacity { limit: capacity.0, available: capacity.1 });
+            self.events.push_back(LeaseQueueEvent::Capacity { limit: capacity.0, available: capacity.1 });
         }
     }
 }
@@ -229,7 +260,7 @@ impl LeaseQueue {
             self.inner.cancel(now);
         }
         for ticket in self.queue.take_all() {
-            self.events.push_back(ticket_event(ticket, RecipeEvent::Failed(error.clone())));
+            self.events.push_back(ticket_event(ticket, SemaphoreEvent::Failed(error.clone())));
         }
         self.collect(now);
     }
@@ -237,7 +268,7 @@ impl LeaseQueue {
     /// Tickets whose deadline passed leave the queue with `TimedOut`.
     fn expire(&mut self, now: Instant) {
         for ticket in self.queue.take_expired(now) {
-            self.events.push_back(ticket_event(ticket, RecipeEvent::TimedOut));
+            self.events.push_back(ticket_event(ticket, SemaphoreEvent::TimedOut));
         }
     }
 
@@ -250,7 +281,7 @@ impl LeaseQueue {
 /// The queue's part of every input; see [`TicketQueued`].
 impl TicketQueued for LeaseQueue {
     type Inner = Semaphore;
-    type Event = RecipeEvent;
+    type Event = LeaseQueueEvent;
 
     fn inner_recipe(&self) -> &Semaphore {
         &self.inner
@@ -284,7 +315,7 @@ impl TicketQueued for LeaseQueue {
         LeaseQueue::queue_deadline(self)
     }
 
-    fn next_event(&mut self) -> Option<RecipeEvent> {
+    fn next_event(&mut self) -> Option<LeaseQueueEvent> {
         self.events.pop_front()
     }
 

@@ -18,7 +18,8 @@ use crate::recipe::{FencingToken, RecipeEvent, Ticket};
 /// One event of one lock (a mutex, a read-write lock's half, a semaphore
 /// mutex, a multi-lock). Each maps to the [`RecipeEvent`] of the same name.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
+// Exhaustive on purpose: the handles that carry it match every
+// variant, so a new one is handled where it is delivered.
 pub enum LockEvent {
     /// Held through `node`, whose czxid is `token`.
     Acquired {
@@ -71,6 +72,18 @@ pub enum LockEvent {
     },
 }
 
+impl LockEvent {
+    /// The change under a hold this event is, if it is one.
+    pub fn hold_change(&self) -> Option<crate::HoldChange> {
+        match self {
+            LockEvent::Suspended => Some(crate::HoldChange::Suspended),
+            LockEvent::Reconnected => Some(crate::HoldChange::Reconnected),
+            LockEvent::Lost => Some(crate::HoldChange::Lost),
+            _ => None,
+        }
+    }
+}
+
 /// A lock recipe's event: which part it belongs to, and, when a multi-lock
 /// passes on one of its members' own events, that member.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -102,7 +115,8 @@ impl PartEvent {
 /// acquire's ticket, or one of the lock's events that no ticket owns (a
 /// multi-lock member's, one of a hold nobody asked for), passed on as is.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
+// Exhaustive on purpose: the handles that carry it match every
+// variant, so a new one is handled where it is delivered.
 pub enum QueueEvent {
     /// An event of the acquire `ticket`.
     Ticket {
@@ -163,7 +177,12 @@ impl From<PartEvent> for RecipeEvent {
 impl From<QueueEvent> for RecipeEvent {
     fn from(event: QueueEvent) -> RecipeEvent {
         match event {
-            QueueEvent::Ticket { ticket, event } => RecipeEvent::Ticket { ticket, event: Box::new(event.into()) },
+            QueueEvent::Ticket { .. } => RecipeEvent::Lock(Box::new(event)),
+            QueueEvent::Untagged { member, event } if member.is_empty() => {
+                RecipeEvent::Lock(Box::new(QueueEvent::Untagged { member, event }))
+            }
+            // A multi-lock member's event keeps the shape a multi-lock's own
+            // events have.
             QueueEvent::Untagged { member, event } => through_members(member, event),
         }
     }

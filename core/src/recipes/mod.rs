@@ -30,7 +30,7 @@ pub use election::{
     Election, ElectionKind, ElectionParticipant, LeadershipPolicy, election_leader, election_participants,
 };
 pub use kit::Outbox;
-pub use lease_queue::LeaseQueue;
+pub use lease_queue::{LeaseQueue, LeaseQueueEvent};
 pub use lock_core::REVOKE_MESSAGE;
 pub use lock_event::{LockEvent, PartEvent, QueueEvent};
 pub use lock_queue::LockQueue;

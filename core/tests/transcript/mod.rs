@@ -5,6 +5,7 @@
 
 use std::collections::VecDeque;
 
+use zoolock_core::recipes::{LeaseQueueEvent, LockEvent, QueueEvent, SemaphoreEvent};
 use zoolock_core::wire::{Bytes, CreateMode, ErrorCode, EventType, Request, Response, Stat};
 use zoolock_core::{ConnectionState, Instant, Recipe, RecipeEvent, RecipeOp, RequestError, WatchEvent};
 
@@ -150,12 +151,22 @@ pub(crate) struct Harness<R: Recipe> {
     now: Instant,
 }
 
-/// The `(position, total)` of a `Queued` event, also inside `Member` or
-/// `Ticket`.
+/// The `(position, total)` of a `Queued` event, also inside `Member` or a
+/// queue's ticket event.
 pub(crate) fn queued_of(event: &RecipeEvent) -> Option<(usize, usize)> {
     match event {
         RecipeEvent::Queued { position, total } => Some((*position, *total)),
-        RecipeEvent::Member { event, .. } | RecipeEvent::Ticket { event, .. } => queued_of(event),
+        RecipeEvent::Member { event, .. } => queued_of(event),
+        RecipeEvent::Lock(queued) => match &**queued {
+            QueueEvent::Ticket { event: LockEvent::Queued { position, total }, .. } => Some((*position, *total)),
+            _ => None,
+        },
+        RecipeEvent::Leases(leases) => match &**leases {
+            LeaseQueueEvent::Ticket { event: SemaphoreEvent::Queued { position, total }, .. } => {
+                Some((*position, *total))
+            }
+            _ => None,
+        },
         _ => None,
     }
 }

@@ -1,6 +1,8 @@
 //! The clients' events: holds granted, lost, released, refused, each fed
 //! to the oracles' bookkeeping.
 
+use zoolock_core::recipes::{LeaseQueueEvent, QueueEvent};
+
 use super::*;
 
 impl Sim {
@@ -41,26 +43,26 @@ impl Sim {
                 }
                 Ok(())
             }
-            ClientEvent::Recipe { event: RecipeEvent::Ticket { ticket, event }, .. } => {
-                match self.clients[i].task_of(ticket) {
-                    Some(k) => self.ticket_event(i, k, *event),
+            ClientEvent::Recipe { event, .. } if matches!(self.clients[i].shared, Shared::Election(_)) => {
+                self.election_event(i, event)
+            }
+            ClientEvent::Recipe { event, .. } => match ticket_of(event) {
+                Err(event) => self.handle_event(i, untagged(event)),
+                Ok((ticket, event)) => match self.clients[i].task_of(ticket) {
+                    Some(k) => self.ticket_event(i, k, event),
                     None => {
                         // A cancelled acquire reports nothing; anything else
                         // for a ticket no task owns is a bug.
                         self.log(|| format!("c{i} {ticket:?} (no task) {event:?}"));
-                        match *event {
+                        match event {
                             RecipeEvent::Acquired { node, .. } => {
                                 Err(format!("c{i}: {ticket:?} was granted {node} after it was cancelled"))
                             }
                             _ => Ok(()),
                         }
                     }
-                }
-            }
-            ClientEvent::Recipe { event, .. } if matches!(self.clients[i].shared, Shared::Election(_)) => {
-                self.election_event(i, event)
-            }
-            ClientEvent::Recipe { event, .. } => self.handle_event(i, event),
+                },
+            },
             _ => Ok(()),
         }
     }
@@ -256,5 +258,37 @@ impl Sim {
             }
             _ => Ok(()),
         }
+    }
+}
+
+/// A queue's ticket event as the oracles read it: the ticket and its event
+/// as a plain [`RecipeEvent`]; any other event back as it came.
+fn ticket_of(event: RecipeEvent) -> Result<(Ticket, RecipeEvent), RecipeEvent> {
+    match event {
+        RecipeEvent::Lock(queued) => match *queued {
+            QueueEvent::Ticket { ticket, event } => Ok((ticket, event.into())),
+            other => Err(RecipeEvent::Lock(Box::new(other))),
+        },
+        RecipeEvent::Leases(leases) => match *leases {
+            LeaseQueueEvent::Ticket { ticket, event } => Ok((ticket, event.into())),
+            other => Err(RecipeEvent::Leases(Box::new(other))),
+        },
+        other => Err(other),
+    }
+}
+
+/// A queue's event no ticket owns, as the oracles read it: a plain
+/// [`RecipeEvent`].
+fn untagged(event: RecipeEvent) -> RecipeEvent {
+    match event {
+        RecipeEvent::Lock(queued) => match *queued {
+            QueueEvent::Untagged { member, event } if member.is_empty() => event.into(),
+            other => RecipeEvent::Lock(Box::new(other)),
+        },
+        RecipeEvent::Leases(leases) => match *leases {
+            LeaseQueueEvent::Semaphore(event) => event.into(),
+            other => RecipeEvent::Leases(Box::new(other)),
+        },
+        other => other,
     }
 }

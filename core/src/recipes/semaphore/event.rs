@@ -8,7 +8,8 @@ use crate::recipe::{FencingToken, RecipeEvent};
 /// What a [`Semaphore`](super::Semaphore) reports; a client reports each as the
 /// [`RecipeEvent`] of the same name (a count's as the count's).
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
+// Exhaustive on purpose: the handles that carry it match every
+// variant, so a new one is handled where it is delivered.
 pub enum SemaphoreEvent {
     /// A lease is held through `node` ([`RecipeEvent::Acquired`]).
     Acquired {
@@ -63,6 +64,19 @@ pub enum SemaphoreEvent {
     },
     /// An event of the count that sizes it.
     Count(CountEvent),
+}
+
+impl SemaphoreEvent {
+    /// The change under the held leases this event is, if it is one (`Lost`:
+    /// no lease is left).
+    pub fn hold_change(&self) -> Option<crate::HoldChange> {
+        match self {
+            SemaphoreEvent::Suspended => Some(crate::HoldChange::Suspended),
+            SemaphoreEvent::Reconnected => Some(crate::HoldChange::Reconnected),
+            SemaphoreEvent::Lost => Some(crate::HoldChange::Lost),
+            _ => None,
+        }
+    }
 }
 
 impl From<SemaphoreEvent> for RecipeEvent {
