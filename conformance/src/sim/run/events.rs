@@ -47,8 +47,8 @@ impl Sim {
                 self.election_event(i, event)
             }
             ClientEvent::Recipe { event, .. } => match ticket_of(event) {
-                Err(event) => self.handle_event(i, untagged(event)),
-                Ok((ticket, event)) => match self.clients[i].task_of(ticket) {
+                Sorted::Other(event) => self.handle_event(i, untagged(event)),
+                Sorted::Ticket(ticket, event) => match self.clients[i].task_of(ticket) {
                     Some(k) => self.ticket_event(i, k, event),
                     None => {
                         // A cancelled acquire reports nothing; anything else
@@ -261,19 +261,24 @@ impl Sim {
     }
 }
 
-/// A queue's ticket event as the oracles read it: the ticket and its event
-/// as a plain [`RecipeEvent`]; any other event back as it came.
-fn ticket_of(event: RecipeEvent) -> Result<(Ticket, RecipeEvent), RecipeEvent> {
+/// An event as the oracles read it: a queue's ticket event (the ticket,
+/// and its event as a plain [`RecipeEvent`]), or any other event as it came.
+enum Sorted {
+    Ticket(Ticket, RecipeEvent),
+    Other(RecipeEvent),
+}
+
+fn ticket_of(event: RecipeEvent) -> Sorted {
     match event {
         RecipeEvent::Lock(queued) => match *queued {
-            QueueEvent::Ticket { ticket, event } => Ok((ticket, event.into())),
-            other => Err(RecipeEvent::Lock(Box::new(other))),
+            QueueEvent::Ticket { ticket, event } => Sorted::Ticket(ticket, event.into()),
+            other => Sorted::Other(RecipeEvent::Lock(Box::new(other))),
         },
         RecipeEvent::Leases(leases) => match *leases {
-            LeaseQueueEvent::Ticket { ticket, event } => Ok((ticket, event.into())),
-            other => Err(RecipeEvent::Leases(Box::new(other))),
+            LeaseQueueEvent::Ticket { ticket, event } => Sorted::Ticket(ticket, event.into()),
+            other => Sorted::Other(RecipeEvent::Leases(Box::new(other))),
         },
-        other => Err(other),
+        other => Sorted::Other(other),
     }
 }
 
