@@ -280,7 +280,7 @@ impl Client {
     /// (ZooKeeper's `updateServerList`). `connect_string` is parsed as at
     /// [`Client::connect`]; its chroot must be the client's own or absent
     /// (the chroot is fixed for the client's life): another one is
-    /// [`Error::Misuse`] with [`ApiMisuse::ChrootChanged`](zoolock_core::ApiMisuse)
+    /// [`Error::Misuse`] with [`ApiMisuse::ChrootChanged`](crate::ApiMisuse)
     /// and nothing changes. The session is kept: a connection to a server
     /// that is not in the new list moves to one that is, with the same
     /// session (holds read `Suspended`, then `Held` again once it is back,

@@ -283,7 +283,7 @@ impl RequestSeries {
     /// other (a request built with `Op::from_request`) is registered by
     /// name at each sample.
     ///
-    /// [`OpCode::name`]: zoolock_core::wire::OpCode::name
+    /// [`OpCode::name`]: crate::sans_io::wire::OpCode::name
     #[cfg(feature = "metrics")]
     pub(crate) fn answered(&self, timing: &zoolock_core::RequestTiming) {
         use metrics::{Histogram, histogram};
