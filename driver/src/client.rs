@@ -242,10 +242,10 @@ impl Client {
     async fn wait_connected(&self) -> Result<(), Error> {
         loop {
             let listener = self.inner.shared.changed.listen();
-            let (state, fatal, unreachable) = self
+            let (state, fatal, unreachable, end_error) = self
                 .inner
                 .shared
-                .read(|s| ((s.connection, s.finished), s.fatal.clone(), s.unreachable.clone()))
+                .read(|s| ((s.connection, s.finished), s.fatal.clone(), s.unreachable.clone(), s.end_error.clone()))
                 .ok_or_else(|| self.inner.shared.closed())?;
             if let Some(e) = fatal {
                 return Err(Error::Tls(e));
@@ -268,7 +268,10 @@ impl Client {
                     ),
                     _,
                 ) => {
-                    return Err(Error::from(state.end_error().unwrap_or(zoolock_core::RequestError::Closed)));
+                    // The session's own reason first: it tells a server that
+                    // requires SASL from one that refused our credentials.
+                    let reason = end_error.or_else(|| state.end_error());
+                    return Err(Error::from(reason.unwrap_or(zoolock_core::RequestError::Closed)));
                 }
                 _ => listener.await,
             }

@@ -95,6 +95,10 @@ pub(crate) struct LoopState {
     /// The session has ended (closed, expired or refused): it serves nothing
     /// more, though the loop runs on until every handle is gone.
     pub(crate) ended: bool,
+    /// Why the session ended, as the session tells it: more precise than
+    /// the state's (a server that requires SASL ends it in the state
+    /// `AuthFailed`, but the reason is `SaslAuthRequired`).
+    pub(crate) end_error: Option<RequestError>,
     /// The loop has exited.
     pub(crate) finished: bool,
     /// [`crate::Client::close`] was called: handles are no longer made
@@ -351,6 +355,7 @@ impl DriverTask {
                     s.connection = Some(state);
                     s.session_id = session_id;
                     s.ended = ended;
+                    s.end_error = ended.then(|| self.client.session().status().end_error()).flatten();
                 });
                 if matches!(state, ConnectionState::Connected | ConnectionState::ConnectedReadOnly) {
                     self.security.watch.had_session = true;

@@ -102,9 +102,7 @@ pub async fn kerberos_recipes(rt: &Rt) {
         lease.release().await.unwrap();
     }
     // Without SASL the same server refuses every request.
-    let none = rt.connect(&server.addr, Options::default()).await.expect("the handshake itself is allowed");
-    let refused = rt.within("refused", none.mutex(&path).await.unwrap().acquire()).await;
-    assert!(matches!(refused, Err(Error::Request(RequestError::SaslAuthRequired))), "no SASL: {refused:?}");
+    super::refused_without_sasl(rt, &server.addr, &path).await;
     a.close().await.unwrap();
     b.close().await.unwrap();
     println!("{DONE} {case}");
