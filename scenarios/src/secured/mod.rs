@@ -258,7 +258,7 @@ impl SaslServer {
 /// SASL DIGEST-MD5 on a server that requires it of every session: locks,
 /// read-write locks and semaphores work for two users; a wrong password
 /// fails the connect with AuthFailed at once; a client without SASL gets
-/// the typed SaslAuthRequired, not a hang ([`refused_without_sasl`]).
+/// the typed SaslAuthRequired, not a hang (`refused_without_sasl`).
 pub async fn sasl(rt: &Rt) {
     let Some(server) = SaslServer::from_env() else { return };
     let (alice, alice_pw) = server.user("");
