@@ -461,6 +461,16 @@ impl<M: Machines> Client<M> {
         Ok(out)
     }
 
+    /// The recipe behind `handle`, to read (its queries: a ticket's status,
+    /// a lease's). Fails as [`Client::with`] does.
+    pub fn get<R: Machine<M>>(&self, handle: Handle<R>) -> Result<&R, ApiMisuse> {
+        if handle.client != self.identity {
+            return Err(ApiMisuse::ForeignHandle);
+        }
+        let machine = self.recipes.get(&handle.id).ok_or(ApiMisuse::UnknownRecipe(handle.id.0))?;
+        R::from_machine_ref(&**machine).ok_or(ApiMisuse::ForeignHandle)
+    }
+
     /// Unregisters a recipe and returns it. Replies still due to it are
     /// dropped and its watches forgotten. Whatever it owned on the server is
     /// the caller's to clean up first (release before removing).

@@ -103,6 +103,8 @@ pub trait Machine<M>: ClientRecipe + Sized {
     /// asks this of the value its handle was made for, so `None` means the
     /// handle came from another client.
     fn from_machine(machine: &mut M) -> Option<&mut Self>;
+    /// [`Machine::from_machine`], to read (a handle's queries).
+    fn from_machine_ref(machine: &M) -> Option<&Self>;
 }
 
 /// Every recipe kind of this crate: what [`Client::new`](crate::Client::new)
@@ -185,6 +187,13 @@ impl Machine<CoreMachine> for Mutex {
             _ => None,
         }
     }
+
+    fn from_machine_ref(machine: &CoreMachine) -> Option<&Self> {
+        match machine {
+            CoreMachine::Mutex(r) => Some(&**r),
+            _ => None,
+        }
+    }
 }
 
 impl Machine<CoreMachine> for SemaphoreMutex {
@@ -195,6 +204,13 @@ impl Machine<CoreMachine> for SemaphoreMutex {
     fn from_machine(machine: &mut CoreMachine) -> Option<&mut Self> {
         match machine {
             CoreMachine::SemaphoreMutex(r) => Some(&mut **r),
+            _ => None,
+        }
+    }
+
+    fn from_machine_ref(machine: &CoreMachine) -> Option<&Self> {
+        match machine {
+            CoreMachine::SemaphoreMutex(r) => Some(&**r),
             _ => None,
         }
     }
@@ -211,6 +227,13 @@ impl Machine<CoreMachine> for ReadWriteLock {
             _ => None,
         }
     }
+
+    fn from_machine_ref(machine: &CoreMachine) -> Option<&Self> {
+        match machine {
+            CoreMachine::ReadWriteLock(r) => Some(&**r),
+            _ => None,
+        }
+    }
 }
 
 impl Machine<CoreMachine> for MultiLock {
@@ -221,6 +244,13 @@ impl Machine<CoreMachine> for MultiLock {
     fn from_machine(machine: &mut CoreMachine) -> Option<&mut Self> {
         match machine {
             CoreMachine::MultiLock(r) => Some(&mut **r),
+            _ => None,
+        }
+    }
+
+    fn from_machine_ref(machine: &CoreMachine) -> Option<&Self> {
+        match machine {
+            CoreMachine::MultiLock(r) => Some(&**r),
             _ => None,
         }
     }
@@ -237,6 +267,13 @@ impl Machine<CoreMachine> for Semaphore {
             _ => None,
         }
     }
+
+    fn from_machine_ref(machine: &CoreMachine) -> Option<&Self> {
+        match machine {
+            CoreMachine::Semaphore(r) => Some(&**r),
+            _ => None,
+        }
+    }
 }
 
 impl Machine<CoreMachine> for LockQueue {
@@ -245,6 +282,13 @@ impl Machine<CoreMachine> for LockQueue {
     }
 
     fn from_machine(machine: &mut CoreMachine) -> Option<&mut Self> {
+        match machine {
+            CoreMachine::LockQueue(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    fn from_machine_ref(machine: &CoreMachine) -> Option<&Self> {
         match machine {
             CoreMachine::LockQueue(r) => Some(r),
             _ => None,
@@ -263,6 +307,13 @@ impl Machine<CoreMachine> for LeaseQueue {
             _ => None,
         }
     }
+
+    fn from_machine_ref(machine: &CoreMachine) -> Option<&Self> {
+        match machine {
+            CoreMachine::LeaseQueue(r) => Some(&**r),
+            _ => None,
+        }
+    }
 }
 
 impl Machine<CoreMachine> for SharedCount {
@@ -273,6 +324,13 @@ impl Machine<CoreMachine> for SharedCount {
     fn from_machine(machine: &mut CoreMachine) -> Option<&mut Self> {
         match machine {
             CoreMachine::SharedCount(r) => Some(&mut **r),
+            _ => None,
+        }
+    }
+
+    fn from_machine_ref(machine: &CoreMachine) -> Option<&Self> {
+        match machine {
+            CoreMachine::SharedCount(r) => Some(&**r),
             _ => None,
         }
     }
@@ -289,6 +347,13 @@ impl Machine<CoreMachine> for Participants {
             _ => None,
         }
     }
+
+    fn from_machine_ref(machine: &CoreMachine) -> Option<&Self> {
+        match machine {
+            CoreMachine::Participants(r) => Some(&**r),
+            _ => None,
+        }
+    }
 }
 
 impl Machine<CoreMachine> for Revoker {
@@ -297,6 +362,13 @@ impl Machine<CoreMachine> for Revoker {
     }
 
     fn from_machine(machine: &mut CoreMachine) -> Option<&mut Self> {
+        match machine {
+            CoreMachine::Revoker(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    fn from_machine_ref(machine: &CoreMachine) -> Option<&Self> {
         match machine {
             CoreMachine::Revoker(r) => Some(r),
             _ => None,
@@ -315,6 +387,13 @@ impl Machine<CoreMachine> for Election {
             _ => None,
         }
     }
+
+    fn from_machine_ref(machine: &CoreMachine) -> Option<&Self> {
+        match machine {
+            CoreMachine::Election(r) => Some(&**r),
+            _ => None,
+        }
+    }
 }
 
 impl Machine<CoreMachine> for Observer {
@@ -325,6 +404,13 @@ impl Machine<CoreMachine> for Observer {
     fn from_machine(machine: &mut CoreMachine) -> Option<&mut Self> {
         match machine {
             CoreMachine::Observer(r) => Some(&mut **r),
+            _ => None,
+        }
+    }
+
+    fn from_machine_ref(machine: &CoreMachine) -> Option<&Self> {
+        match machine {
+            CoreMachine::Observer(r) => Some(&**r),
             _ => None,
         }
     }

@@ -108,6 +108,10 @@ impl Machine<Probe> for Probe {
     fn from_machine(machine: &mut Probe) -> Option<&mut Probe> {
         Some(machine)
     }
+
+    fn from_machine_ref(machine: &Probe) -> Option<&Probe> {
+        Some(machine)
+    }
 }
 
 /// A hand-driven server end: decodes what the client sends, encodes answers.

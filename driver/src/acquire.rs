@@ -3,10 +3,15 @@
 //! registered queue is one [`RegisteredQueue`], shared by its handles ([`Owner`]s),
 //! their acquires and holds, and its event sink. An acquire ([`Acquire`])
 //! queues its command on the event loop, learns the ticket core issues for
-//! it, follows its queue position and waits for the grant, all through one
-//! [`Answer`]; dropping it abandons the ticket, and core gives back whatever
-//! the ticket got. Both handles acquire this way; what differs (the grant,
-//! what a waiter keeps, how holds are recorded) is in their [`TicketRecords`] impl.
+//! it and waits for the grant, all through one [`Answer`]; dropping it
+//! abandons the ticket, and core gives back whatever the ticket got.
+//!
+//! Core is the only ledger: a ticket's status, loss, revocation and queue
+//! position are read from its queue ([`LoopShared::read`](crate::task::LoopShared::read_recipe)).
+//! The driver keeps only what core cannot: the answer cells of acquires
+//! and releases waiting for the server ([`Answers`]), and the wakers in
+//! them. Both handles acquire this way; what differs (the request, the
+//! grant, what a waiter builds) is their [`DrivenQueue`] impl.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -17,6 +22,7 @@ use std::task::{Context, Poll, Waker};
 use event_listener::Event;
 use std::time::Duration;
 
+use futures_channel::oneshot;
 use zoolock_core::recipes::{LeaseQueue, LockKind, LockQueue, Part, Ticket};
 use zoolock_core::{ApiMisuse, Client as CoreClient, CoreMachine, Handle, Instant, Machine, RecipeEvent, RecipeId};
 
@@ -54,15 +60,22 @@ impl<T> Signalled<T> {
     pub(crate) fn peek<R>(&self, f: impl FnOnce(&T) -> R) -> R {
         f(&self.state.lock().unwrap_or_else(|e| e.into_inner()))
     }
+
+    /// Wakes everyone waiting: what they read (core's state) changed.
+    pub(crate) fn notify(&self) {
+        if self.changed.total_listeners() > 0 {
+            self.changed.notify(usize::MAX);
+        }
+    }
 }
 
 /// One registered ticket queue: its typed handle, the state its handles and
 /// its sink share, its path and metrics labels, in one allocation. It holds
 /// no [`Client`]: the event loop keeps the sink (this) until the recipe is
 /// gone, and a client kept there would keep the session open.
-pub(crate) struct RegisteredQueue<S: TicketRecords> {
-    pub(crate) handle: Handle<S::Queue>,
-    pub(crate) shared: Signalled<S>,
+pub(crate) struct RegisteredQueue<Q: DrivenQueue> {
+    pub(crate) handle: Handle<Q>,
+    pub(crate) shared: Signalled<Answers<Q>>,
     /// The lock or semaphore path (paths, for a multi-lock), for the log
     /// and the metrics labels.
     pub(crate) path: Box<str>,
@@ -76,16 +89,10 @@ pub(crate) struct RegisteredQueue<S: TicketRecords> {
     owners: AtomicUsize,
 }
 
-impl<S: TicketRecords> RegisteredQueue<S> {
-    /// The shared part of the recipe registered as `handle`, with `state`.
-    pub(crate) fn new(
-        handle: Handle<S::Queue>,
-        state: S,
-        path: Box<str>,
-        kind: LockKind,
-        path_label: bool,
-    ) -> RegisteredQueue<S> {
-        let shared = Signalled { state: Mutex::new(state), changed: Event::new() };
+impl<Q: DrivenQueue> RegisteredQueue<Q> {
+    /// The shared part of the recipe registered as `handle`.
+    pub(crate) fn new(handle: Handle<Q>, path: Box<str>, kind: LockKind, path_label: bool) -> RegisteredQueue<Q> {
+        let shared = Signalled { state: Mutex::new(Answers::default()), changed: Event::new() };
         RegisteredQueue {
             handle,
             shared,
@@ -103,7 +110,7 @@ impl<S: TicketRecords> RegisteredQueue<S> {
     }
 }
 
-impl<S: TicketRecords> Owned for RegisteredQueue<S> {
+impl<Q: DrivenQueue> Owned for RegisteredQueue<Q> {
     fn id(&self) -> RecipeId {
         self.handle.id()
     }
@@ -113,9 +120,9 @@ impl<S: TicketRecords> Owned for RegisteredQueue<S> {
     }
 }
 
-/// Where one acquire's answer goes: the ticket core issued for it, where it
-/// stands in the queue, how it ended, and the task to wake when any of it
-/// changes. Shared by the acquire, its command and (once the ticket is
+/// Where one acquire's answer goes: the ticket core issued for it, how it
+/// ended, and the task to wake when it ends or its queue position (core's
+/// to keep) changes. Shared by the acquire, its command and (once the ticket is
 /// issued) its [`Waiter`]; the event sink fills it. It is the only way an
 /// acquire is woken: no channel, no listener on the recipe's state.
 #[derive(Debug)]
@@ -130,7 +137,6 @@ struct AnswerState<G> {
     /// The acquire was dropped: its command does nothing if it has not run,
     /// and a grant is not taken (the cancel gives it back).
     abandoned: bool,
-    position: Option<Packed>,
     /// Boxed: an error is rare, and the answer lives as long as the wait.
     outcome: Option<Result<G, Box<Error>>>,
     /// The event loop dropped the acquire's command or waiter unanswered:
@@ -141,14 +147,7 @@ struct AnswerState<G> {
 
 impl<G> Answer<G> {
     fn new() -> Answer<G> {
-        let state = AnswerState {
-            ticket: None,
-            abandoned: false,
-            position: None,
-            outcome: None,
-            loop_gone: false,
-            waker: None,
-        };
+        let state = AnswerState { ticket: None, abandoned: false, outcome: None, loop_gone: false, waker: None };
         Answer { state: Mutex::new(state) }
     }
 
@@ -156,15 +155,9 @@ impl<G> Answer<G> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The acquire now stands at `position`.
-    fn queued(&self, position: QueuePosition) {
-        let position = pack(position);
-        let mut state = self.lock();
-        if state.position == Some(position) {
-            return;
-        }
-        state.position = Some(position);
-        wake(state);
+    /// The acquire's queue position changed: its task reads it from core.
+    fn nudge(&self) {
+        wake(self.lock());
     }
 
     /// The acquire ended with `outcome`. False if it was dropped (a grant
@@ -197,10 +190,10 @@ fn wake<G>(mut state: MutexGuard<'_, AnswerState<G>>) {
 pub(crate) struct Responder<G>(Option<Arc<Answer<G>>>);
 
 impl<G> Responder<G> {
-    /// Sink side: the acquire now stands at `position`.
-    pub(crate) fn queued(&self, position: QueuePosition) {
+    /// Sink side: the acquire's queue position changed.
+    pub(crate) fn nudge(&self) {
         if let Some(answer) = &self.0 {
-            answer.queued(position);
+            answer.nudge();
         }
     }
 
@@ -224,8 +217,7 @@ impl<G> Drop for Responder<G> {
 }
 
 /// An acquire waiting for its grant (its [`Answer`]), with what its kind
-/// keeps beside it (`X`: a lock's part and early revocation, a semaphore's
-/// leases so far).
+/// builds beside it (`X`: a semaphore's leases so far; nothing for a lock).
 #[derive(Debug)]
 pub(crate) struct Waiter<G, X> {
     pub(crate) answer: Responder<G>,
@@ -234,10 +226,14 @@ pub(crate) struct Waiter<G, X> {
     _waiting: Gauge,
 }
 
-/// A core ticket queue the driver drives.
-pub(crate) trait DrivenQueue: Machine<CoreMachine> + 'static {
+/// A core ticket queue the driver drives, and what its acquires carry.
+pub(crate) trait DrivenQueue: Machine<CoreMachine> + Send + 'static {
     /// What an acquire asks of it (data, carried to the event loop).
     type Request: Send + 'static;
+    /// What a granted acquire receives.
+    type Grant: Send + 'static;
+    /// What a waiter builds beside its answer.
+    type Waiting: Send + 'static;
 
     /// Issues a ticket for `request`, or refuses it.
     fn issue(&mut self, now: Instant, request: Self::Request) -> Result<Ticket, ApiMisuse>;
@@ -245,6 +241,12 @@ pub(crate) trait DrivenQueue: Machine<CoreMachine> + 'static {
     /// Abandons `ticket` wherever it is (queued, acquiring, granted): core
     /// gives back what it got.
     fn cancel(&mut self, now: Instant, ticket: Ticket);
+
+    /// Where `ticket`'s acquire stands on ZooKeeper (position, total).
+    fn position(&self, ticket: Ticket) -> Option<(usize, usize)>;
+
+    /// The loop's command carrying `command` to `recipe`.
+    fn command(recipe: Arc<RegisteredQueue<Self>>, command: TicketCommand<Self>) -> Command;
 }
 
 /// What a lock's acquire asks for.
@@ -258,6 +260,8 @@ pub(crate) enum LockRequest {
 
 impl DrivenQueue for LockQueue {
     type Request = LockRequest;
+    type Grant = crate::lock::Grant;
+    type Waiting = ();
 
     fn issue(&mut self, now: Instant, request: LockRequest) -> Result<Ticket, ApiMisuse> {
         match request {
@@ -268,6 +272,14 @@ impl DrivenQueue for LockQueue {
 
     fn cancel(&mut self, now: Instant, ticket: Ticket) {
         LockQueue::cancel(self, now, ticket);
+    }
+
+    fn position(&self, ticket: Ticket) -> Option<(usize, usize)> {
+        LockQueue::position(self, ticket)
+    }
+
+    fn command(recipe: Arc<RegisteredQueue<Self>>, command: TicketCommand<Self>) -> Command {
+        Command::Lock(recipe, crate::lock::LockCommand::Ticket(command))
     }
 }
 
@@ -281,6 +293,8 @@ pub(crate) struct LeaseRequest {
 
 impl DrivenQueue for LeaseQueue {
     type Request = LeaseRequest;
+    type Grant = crate::semaphore::Grant;
+    type Waiting = crate::semaphore::Waiting;
 
     fn issue(&mut self, now: Instant, request: LeaseRequest) -> Result<Ticket, ApiMisuse> {
         self.acquire(now, request.qty, request.timeout.map(|d| now + d))
@@ -289,42 +303,108 @@ impl DrivenQueue for LeaseQueue {
     fn cancel(&mut self, now: Instant, ticket: Ticket) {
         LeaseQueue::cancel(self, now, ticket);
     }
+
+    fn position(&self, ticket: Ticket) -> Option<(usize, usize)> {
+        LeaseQueue::position(self, ticket)
+    }
+
+    fn command(recipe: Arc<RegisteredQueue<Self>>, command: TicketCommand<Self>) -> Command {
+        Command::Lease(recipe, crate::semaphore::LeaseCommand::Ticket(command))
+    }
 }
 
 /// A ticket command of one queue, as the event loop runs it ([`run`]).
-pub(crate) enum TicketCommand<S: TicketRecords> {
-    /// Issue a ticket for `request` and file a waiter keeping `of` under
+pub(crate) enum TicketCommand<Q: DrivenQueue> {
+    /// Issue a ticket for `request` and file a waiter building `of` under
     /// it, answering through `answer`.
-    Acquire { request: <S::Queue as DrivenQueue>::Request, of: S::Waiting, answer: Responder<S::Grant> },
+    Acquire { request: Q::Request, of: Q::Waiting, answer: Responder<Q::Grant> },
     /// Abandon the ticket wherever it is (its acquire was dropped).
     Cancel(Ticket),
 }
 
-/// What the driver keeps of one recipe's tickets: their waiters, and
-/// whatever the kind records of its holds.
-pub(crate) trait TicketRecords: Send + Sized + 'static {
-    /// What a granted acquire receives.
-    type Grant: Send + 'static;
-    /// What a waiter of this kind keeps beside its answer.
-    type Waiting: Send + 'static;
-    /// The core queue behind the recipe.
-    type Queue: DrivenQueue;
+/// The answer cells of one queue's tickets: acquires waiting for their
+/// grant, and (a lock's, in the Curator plan) releases waiting for the
+/// server's answer. Core keeps everything else of a ticket. A small vector
+/// in ticket order each (core issues tickets in increasing order), searched
+/// by bisection: a handle rarely has more than a few tickets at once.
+pub(crate) struct Answers<Q: DrivenQueue> {
+    waiters: Vec<(Ticket, QueueWaiter<Q>)>,
+    releases: Vec<(Ticket, oneshot::Sender<Result<(), Error>>)>,
+}
 
+/// The waiter of an acquire of queue `Q`.
+pub(crate) type QueueWaiter<Q> = Waiter<<Q as DrivenQueue>::Grant, <Q as DrivenQueue>::Waiting>;
+
+impl<Q: DrivenQueue> Default for Answers<Q> {
+    fn default() -> Self {
+        Answers { waiters: Vec::new(), releases: Vec::new() }
+    }
+}
+
+impl<Q: DrivenQueue> std::fmt::Debug for Answers<Q> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let tickets = |v: &[(Ticket, _)]| v.iter().map(|(t, _)| *t).collect::<Vec<_>>();
+        f.debug_struct("Answers")
+            .field("waiters", &self.waiters.iter().map(|(t, _)| *t).collect::<Vec<_>>())
+            .field("releases", &tickets(&self.releases))
+            .finish()
+    }
+}
+
+/// Up to this many cells a vector grows one by one (a handle keeps as few
+/// as it needs), past it by doubling.
+const FEW_TICKETS: usize = 4;
+
+/// Files `value` under `t` in `cells` (in ticket order), replacing what was there.
+fn file<V>(cells: &mut Vec<(Ticket, V)>, t: Ticket, value: V) {
+    match cells.binary_search_by_key(&t, |(k, _)| *k) {
+        Ok(i) => {
+            if let Some(slot) = cells.get_mut(i) {
+                slot.1 = value;
+            }
+        }
+        Err(i) => {
+            if cells.len() == cells.capacity() && cells.len() < FEW_TICKETS {
+                cells.reserve_exact(1);
+            }
+            cells.insert(i, (t, value));
+        }
+    }
+}
+
+/// Takes out what `cells` files under `t`.
+fn take<V>(cells: &mut Vec<(Ticket, V)>, t: Ticket) -> Option<V> {
+    let i = cells.binary_search_by_key(&t, |(k, _)| *k).ok()?;
+    Some(cells.remove(i).1)
+}
+
+impl<Q: DrivenQueue> Answers<Q> {
     /// The acquire waiting under ticket `t`.
-    fn waiter(&self, t: Ticket) -> Option<&Waiter<Self::Grant, Self::Waiting>>;
+    pub(crate) fn waiter(&self, t: Ticket) -> Option<&QueueWaiter<Q>> {
+        let i = self.waiters.binary_search_by_key(&t, |(k, _)| *k).ok()?;
+        self.waiters.get(i).map(|(_, w)| w)
+    }
 
-    /// Registers the acquire of a new ticket `t`.
-    fn insert_waiter(&mut self, t: Ticket, waiter: Waiter<Self::Grant, Self::Waiting>);
+    /// The acquire waiting under ticket `t`, to build its grant.
+    pub(crate) fn waiter_mut(&mut self, t: Ticket) -> Option<&mut QueueWaiter<Q>> {
+        let i = self.waiters.binary_search_by_key(&t, |(k, _)| *k).ok()?;
+        self.waiters.get_mut(i).map(|(_, w)| w)
+    }
 
     /// Takes out the acquire waiting under `t` (it ended, or was granted).
-    fn take_waiter(&mut self, t: Ticket) -> Option<Waiter<Self::Grant, Self::Waiting>>;
+    pub(crate) fn take_waiter(&mut self, t: Ticket) -> Option<QueueWaiter<Q>> {
+        take(&mut self.waiters, t)
+    }
 
-    /// Forgets ticket `t`, whose acquire was dropped: its waiter and any
-    /// hold recorded for it.
-    fn forget(&mut self, t: Ticket);
+    /// Files the release of `t` waiting for the server's answer.
+    pub(crate) fn file_release(&mut self, t: Ticket, reply: oneshot::Sender<Result<(), Error>>) {
+        file(&mut self.releases, t, reply);
+    }
 
-    /// The loop's command carrying `command` to `recipe`.
-    fn command(recipe: Arc<RegisteredQueue<Self>>, command: TicketCommand<Self>) -> Command;
+    /// Takes out the release of `t` waiting for the server's answer.
+    pub(crate) fn take_release(&mut self, t: Ticket) -> Option<oneshot::Sender<Result<(), Error>>> {
+        take(&mut self.releases, t)
+    }
 }
 
 /// An acquire's outcome: its ticket, its grant and how long it waited.
@@ -334,20 +414,6 @@ pub(crate) struct Granted<G> {
     pub(crate) waited: std::time::Duration,
 }
 
-/// A [`QueuePosition`] in half the room (position, total), as an acquire
-/// keeps it while it waits; a queue never nears `u32::MAX`.
-type Packed = (u32, u32);
-
-fn pack(p: QueuePosition) -> Packed {
-    let half = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
-    (half(p.position), half(p.total))
-}
-
-fn unpack((position, total): Packed) -> QueuePosition {
-    let full = |n: u32| usize::try_from(n).unwrap_or(usize::MAX);
-    QueuePosition { position: full(position), total: full(total) }
-}
-
 /// Reports each new queue position to the caller's progress callback.
 pub(crate) type Progress<'p> = &'p mut (dyn FnMut(QueuePosition) + Send + 'p);
 
@@ -355,13 +421,13 @@ pub(crate) type Progress<'p> = &'p mut (dyn FnMut(QueuePosition) + Send + 'p);
 /// any) with each new queue position. Dropping it abandons the ticket
 /// wherever it is. Its state is small (the caller's task keeps it inline):
 /// a borrow of the handle, the [`Answer`], the start time and the last
-/// position reported.
-pub(crate) struct Acquire<'a, 'p, S: TicketRecords> {
-    owner: &'a Owner<RegisteredQueue<S>>,
+/// position reported (read from core when its sink nudges it).
+pub(crate) struct Acquire<'a, 'p, Q: DrivenQueue> {
+    owner: &'a Owner<RegisteredQueue<Q>>,
     /// `None` once answered.
-    answer: Option<Arc<Answer<S::Grant>>>,
+    answer: Option<Arc<Answer<Q::Grant>>>,
     began: std::time::Instant,
-    last: Option<Packed>,
+    last: Option<QueuePosition>,
     progress: Option<Progress<'p>>,
     /// The `zoolock.acquire` span (path; node and token once granted),
     /// open while the acquire waits.
@@ -369,17 +435,17 @@ pub(crate) struct Acquire<'a, 'p, S: TicketRecords> {
 }
 
 /// Runs a ticket command on the event loop. An acquire gets the ticket
-/// core issues for its request, and a waiter keeping `of` is filed under it
+/// core issues for its request, and a waiter building `of` is filed under it
 /// (before any event of the ticket is delivered: events are delivered after
 /// the command). Core issues tickets in command order, so grants follow
 /// call order. A request the recipe refuses answers with the refusal; an
 /// acquire dropped before its command ran does nothing. A cancel takes the
 /// ticket out wherever it is, and core gives back what it got.
-pub(crate) fn run<S: TicketRecords>(
+pub(crate) fn run<Q: DrivenQueue>(
     client: &mut CoreClient,
     now: Instant,
-    recipe: &RegisteredQueue<S>,
-    command: TicketCommand<S>,
+    recipe: &RegisteredQueue<Q>,
+    command: TicketCommand<Q>,
 ) {
     match command {
         TicketCommand::Acquire { request, of, answer } => {
@@ -394,7 +460,7 @@ pub(crate) fn run<S: TicketRecords>(
                 Ok(Ok(ticket)) => {
                     state.ticket = Some(ticket);
                     let waiter = Waiter { answer, of, _waiting: Gauge::waiting(&recipe.labels()) };
-                    recipe.shared.with(|s| s.insert_waiter(ticket, waiter));
+                    recipe.shared.with(|s| file(&mut s.waiters, ticket, waiter));
                 }
                 Ok(Err(e)) | Err(e) => {
                     drop(state);
@@ -403,7 +469,7 @@ pub(crate) fn run<S: TicketRecords>(
             }
         }
         TicketCommand::Cancel(t) => {
-            recipe.shared.with(|s| s.forget(t));
+            recipe.shared.with(|s| s.take_waiter(t));
             let _ = client.with(now, recipe.handle, |q, now| q.cancel(now, t));
         }
     }
@@ -416,15 +482,15 @@ pub(crate) fn run<S: TicketRecords>(
 ///
 /// [`Error::ClientClosed`] when the event loop has ended (nothing was
 /// queued).
-pub(crate) fn acquire<'a, 'p, S: TicketRecords>(
-    owner: &'a Owner<RegisteredQueue<S>>,
-    of: S::Waiting,
-    request: <S::Queue as DrivenQueue>::Request,
+pub(crate) fn acquire<'a, 'p, Q: DrivenQueue>(
+    owner: &'a Owner<RegisteredQueue<Q>>,
+    of: Q::Waiting,
+    request: Q::Request,
     progress: Option<Progress<'p>>,
-) -> Result<Acquire<'a, 'p, S>, Error> {
+) -> Result<Acquire<'a, 'p, Q>, Error> {
     let answer = Arc::new(Answer::new());
     let command = TicketCommand::Acquire { request, of, answer: Responder(Some(answer.clone())) };
-    owner.client.inner.send(S::command(owner.recipe.clone(), command))?;
+    owner.client.inner.send(Q::command(owner.recipe.clone(), command))?;
     let began = owner.client.inner.runtime.now();
     let span = acquire_span(&owner.recipe.path);
     Ok(Acquire { owner, answer: Some(answer), began, last: None, progress, span })
@@ -442,15 +508,15 @@ pub(crate) fn record_grant(span: &tracing::Span, node: &str, token: zoolock_core
     span.record("token", token.0);
 }
 
-impl<S: TicketRecords> Acquire<'_, '_, S> {
+impl<Q: DrivenQueue> Acquire<'_, '_, Q> {
     /// Its `zoolock.acquire` span.
     pub(crate) fn span(&self) -> &tracing::Span {
         &self.span
     }
 }
 
-impl<S: TicketRecords> Future for Acquire<'_, '_, S> {
-    type Output = Result<Granted<S::Grant>, Error>;
+impl<Q: DrivenQueue> Future for Acquire<'_, '_, Q> {
+    type Output = Result<Granted<Q::Grant>, Error>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
@@ -476,19 +542,26 @@ impl<S: TicketRecords> Future for Acquire<'_, '_, S> {
         if !state.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
             state.waker = Some(cx.waker().clone());
         }
-        let position = state.position;
+        let ticket = state.ticket;
         drop(state);
-        if position.is_some() && position != this.last {
-            this.last = position;
-            if let (Some(p), Some(progress)) = (position, this.progress.as_mut()) {
-                progress(unpack(p));
+        // Core keeps the position: read it (without the answer's lock held)
+        // only for a caller who follows it.
+        if let (Some(progress), Some(ticket)) = (this.progress.as_mut(), ticket) {
+            let recipe = &this.owner.recipe;
+            let position = inner.shared.read_recipe(recipe.handle, |q| q.position(ticket)).flatten();
+            let position = position.map(|(position, total)| QueuePosition { position, total });
+            if position.is_some() && position != this.last {
+                this.last = position;
+                if let Some(p) = position {
+                    progress(p);
+                }
             }
         }
         Poll::Pending
     }
 }
 
-impl<S: TicketRecords> Drop for Acquire<'_, '_, S> {
+impl<Q: DrivenQueue> Drop for Acquire<'_, '_, Q> {
     fn drop(&mut self) {
         let Some(answer) = self.answer.take() else { return };
         let ticket = {
@@ -504,7 +577,7 @@ impl<S: TicketRecords> Drop for Acquire<'_, '_, S> {
         // runs, so it cannot issue the ticket behind this back).
         let Some(t) = ticket else { return };
         // Commands run in order: this runs after the acquire's own command.
-        let _ = self.owner.client.inner.send(S::command(self.owner.recipe.clone(), TicketCommand::Cancel(t)));
+        let _ = self.owner.client.inner.send(Q::command(self.owner.recipe.clone(), TicketCommand::Cancel(t)));
     }
 }
 
@@ -551,7 +624,7 @@ pub(crate) fn acquire_end(event: &RecipeEvent) -> Option<Error> {
 /// Sink side: ends ticket `t`'s acquire with `error` (a time-out counts
 /// in the metrics). `Err(error)` when no acquire waits under `t` (for a
 /// lock: the ticket's release failed).
-pub(crate) fn end<S: TicketRecords>(recipe: &RegisteredQueue<S>, t: Ticket, error: Error) -> Result<(), Error> {
+pub(crate) fn end<Q: DrivenQueue>(recipe: &RegisteredQueue<Q>, t: Ticket, error: Error) -> Result<(), Error> {
     if error == Error::TimedOut {
         crate::metrics::timed_out(&recipe.labels());
     }
@@ -564,11 +637,12 @@ pub(crate) fn end<S: TicketRecords>(recipe: &RegisteredQueue<S>, t: Ticket, erro
     }
 }
 
-/// Sink side: ticket `t`'s acquire now stands at `position` of `total`.
-pub(crate) fn queued<S: TicketRecords>(recipe: &RegisteredQueue<S>, t: Ticket, position: usize, total: usize) {
+/// Sink side: ticket `t`'s acquire has a new queue position (core keeps
+/// it): its task reads it.
+pub(crate) fn queued<Q: DrivenQueue>(recipe: &RegisteredQueue<Q>, t: Ticket) {
     recipe.shared.peek(|s| {
         if let Some(w) = s.waiter(t) {
-            w.answer.queued(QueuePosition { position, total });
+            w.answer.nudge();
         }
     });
 }
@@ -600,10 +674,35 @@ mod tests {
         assert!(answer.lock().outcome.is_none());
     }
 
+    /// `n` tickets, as core issues them.
+    fn issued(n: usize) -> Vec<Ticket> {
+        use zoolock_core::recipes::{LockConfig, LockSpec};
+        let (lock, part) = LockSpec::Mutex("/t".into()).build(LockConfig::new(1), false).expect("a mutex");
+        let mut queue = LockQueue::new(lock, true);
+        (0..n).map(|_| queue.acquire(Instant::ZERO, part, None)).collect()
+    }
+
     #[test]
-    fn positions_pack_and_unpack() {
-        let p = QueuePosition::new(3, 10);
-        assert_eq!(unpack(pack(p)), p);
-        assert_eq!(pack(QueuePosition::new(usize::MAX, 1)), (u32::MAX, 1));
+    fn many_cells_are_found_whatever_order_they_came_in() {
+        let mut cells = Vec::new();
+        let tickets = issued(40);
+        for (i, &t) in tickets.iter().enumerate().rev() {
+            file(&mut cells, t, i);
+        }
+        for (i, &t) in tickets.iter().enumerate() {
+            assert_eq!(cells.get(i).map(|c| (c.0, c.1)), Some((t, i)));
+        }
+        assert_eq!(take(&mut cells, tickets[7]), Some(7));
+        assert_eq!(take(&mut cells, tickets[7]), None);
+        assert_eq!(cells.len(), 39);
+    }
+
+    #[test]
+    fn one_cell_takes_room_for_one() {
+        let (mut cells, tickets) = (Vec::new(), issued(2));
+        file(&mut cells, tickets[0], ());
+        assert_eq!(cells.capacity(), 1);
+        file(&mut cells, tickets[1], ());
+        assert_eq!(cells.capacity(), 2);
     }
 }

@@ -188,9 +188,9 @@ impl Client {
         core.set_renew_session(options.renew_session);
         let reserver = core.reserver();
         let (commands, rx) = mpsc::unbounded();
-        let shared = Arc::new(LoopShared::new(origin, connect_string));
+        let shared = Arc::new(LoopShared::new(origin, connect_string, core));
         let span = tracing::info_span!("zoolock", hosts = %connect_string, session = tracing::field::Empty);
-        let mut task = DriverTask::new(core, runtime.clone(), origin, shared.clone(), rx, span);
+        let mut task = DriverTask::new(runtime.clone(), origin, shared.clone(), rx, span);
         #[cfg(feature = "tls")]
         {
             task.security.tls = options.tls.clone();

@@ -74,7 +74,6 @@ mod hold;
 mod latch;
 mod leader;
 mod lock;
-mod lock_records;
 mod metrics;
 mod observe;
 mod options;

@@ -20,55 +20,43 @@ use futures_channel::oneshot;
 use zoolock_core::recipes::{BoxedLock, LockEvent, LockKind, LockQueue, Part, QueueEvent, Ticket};
 use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Instant, RecipeEvent};
 
-use crate::acquire::{self, LockRequest, RegisteredQueue, TicketCommand, TicketRecords as _};
+use crate::acquire::{self, LockRequest, RegisteredQueue, TicketCommand};
 use crate::client::{Client, Owner};
 use crate::error::Error;
 use crate::hold::{self, Hold, QueuePosition};
-use crate::lock_records::{HoldState, LockRecords, TicketState, Waiting};
 use crate::metrics::Gauge;
 use crate::runtime::BoxFuture;
 use crate::task::{Command, RecipeSink};
 use crate::{HoldStatus, LossReason};
 
+/// A lock node and its fencing token, as an acquire is granted them; the
+/// node is shared by the [`Guard`]s of the hold (one copy per held lock).
+pub(crate) type Grant = (Arc<str>, FencingToken);
+
 /// The registered lock recipe a [`Lock`] and its clones share (with its
 /// event sink).
-pub(crate) type RegisteredLock = RegisteredQueue<LockRecords>;
+pub(crate) type RegisteredLock = RegisteredQueue<LockQueue>;
 
 /// What a lock's handles ask of the event loop ([`run`]).
 pub(crate) enum LockCommand {
     /// Acquire, or cancel an acquire.
-    Ticket(TicketCommand<LockRecords>),
+    Ticket(TicketCommand<LockQueue>),
     /// Release one hold of `ticket` (counting a re-entry off), answering
     /// `reply` (if any) once done, or once the server has the delete in the
     /// Curator plan.
     Release { ticket: Ticket, reply: Option<oneshot::Sender<Result<(), Error>>> },
     /// Count one more re-entry of `ticket`'s hold.
     Reenter { ticket: Ticket, reply: oneshot::Sender<Result<(), ApiMisuse>> },
-    /// The nodes `ticket` holds (none once lost), for a fenced write.
-    HoldNodes { ticket: Ticket, reply: oneshot::Sender<Result<Option<Vec<String>>, ApiMisuse>> },
 }
 
 /// Runs a lock's command on the event loop.
 pub(crate) fn run(client: &mut CoreClient, now: Instant, recipe: &RegisteredLock, command: LockCommand) {
     match command {
         LockCommand::Ticket(command) => acquire::run(client, now, recipe, command),
-        LockCommand::Release { ticket, mut reply } => {
-            if let (Some(result), Some(reply)) = (release_job(client, now, recipe, ticket, &mut reply), reply) {
-                let _ = reply.send(result);
-            }
-        }
+        LockCommand::Release { ticket, reply } => release(client, now, recipe, ticket, reply),
         LockCommand::Reenter { ticket, reply } => {
             let _ = reply.send(client.with(now, recipe.handle, |q, _| q.reenter(ticket)).and_then(|r| r));
         }
-        LockCommand::HoldNodes { ticket, reply } => {
-            let _ = reply.send(client.with(now, recipe.handle, |q, _| q.hold_nodes(ticket)));
-        }
-    }
-}
-
-impl RegisteredLock {
-    fn hold_status(&self, ticket: Ticket) -> HoldStatus {
-        self.shared.peek(|t| t.hold(ticket).map_or(HoldStatus::NotHeld, |s| s.status))
     }
 }
 
@@ -101,7 +89,7 @@ impl RecipeSink for RegisteredLock {
 /// or bound the wait with [`Lock::acquire_timeout`].
 #[derive(Clone)]
 pub struct Lock {
-    owner: Owner<RegisteredQueue<LockRecords>>,
+    owner: Owner<RegisteredLock>,
     part: Part,
 }
 
@@ -149,7 +137,9 @@ impl std::fmt::Debug for Lock {
 }
 
 /// Carries one lock event to the tasks: the queue's own typed event, each
-/// of a ticket's [`LockEvent`]s matched by name.
+/// of a ticket's [`LockEvent`]s matched by name. Core keeps the ticket's
+/// state; this answers the acquire or release waiting on it, or wakes those
+/// who read it.
 fn on_event(recipe: &RegisteredLock, event: RecipeEvent) {
     let (shared, path) = (&recipe.shared, &*recipe.path);
     let RecipeEvent::Lock(queued) = event else { return tracing::trace!(%path, ?event, "lock event") };
@@ -164,33 +154,16 @@ fn on_event(recipe: &RegisteredLock, event: RecipeEvent) {
     match event {
         LockEvent::Acquired { node, token } => {
             let node: Arc<str> = node.into();
-            let waiter = shared.with(|s| {
-                let waiter = s.take_waiter(t)?;
-                let Waiting { part, revoked } = waiter.of;
-                let held = HoldState {
-                    part,
-                    status: HoldStatus::Held,
-                    revoked,
-                    loss: None,
-                    node: node.clone(),
-                    release: None,
-                    releasing: false,
-                    _held: Gauge::held(&recipe.labels()),
-                };
-                s.insert(t, TicketState::Held(held));
-                Some(waiter.answer)
-            });
-            if waiter.is_none_or(|w| !w.answer(Ok((node.clone(), token)))) {
+            let waiter = shared.with(|s| s.take_waiter(t));
+            if waiter.is_none_or(|w| !w.answer.answer(Ok((node.clone(), token)))) {
                 // Granted to an acquire that was dropped: its cancel, queued
                 // when it was dropped, has core give the hold back.
                 tracing::debug!(%path, %node, "lock granted to a dropped acquire");
-                shared.with(|s| s.forget_hold(t));
             }
         }
         LockEvent::Released => {
-            let node = shared.peek(|s| s.hold(t).map(|h| h.node.clone())).unwrap_or_default();
-            tracing::debug!(%path, %node, "lock released");
-            if let Some(r) = shared.with(|s| s.forget_hold(t)) {
+            tracing::debug!(%path, %t, "lock released");
+            if let Some(r) = shared.with(|s| s.take_release(t)) {
                 let _ = r.send(Ok(()));
             }
         }
@@ -198,47 +171,30 @@ fn on_event(recipe: &RegisteredLock, event: RecipeEvent) {
         LockEvent::Failed(e) => ended(recipe, t, Error::from(e)),
         LockEvent::Refused(e) => ended(recipe, t, Error::Misuse(e)),
         change @ (LockEvent::Suspended | LockEvent::Reconnected | LockEvent::Lost) => {
-            let Some(new) = change.hold_change().map(HoldStatus::after) else { return };
-            let node = shared.peek(|s| s.hold(t).map(|h| h.node.clone())).unwrap_or_default();
-            match new {
-                HoldStatus::Lost => {
+            match change.hold_change().map(HoldStatus::after) {
+                Some(HoldStatus::Lost) => {
                     crate::metrics::lost(&recipe.labels());
-                    tracing::warn!(%path, %node, "hold lost");
+                    tracing::warn!(%path, %t, "hold lost");
                 }
-                HoldStatus::Suspended => {
+                Some(HoldStatus::Suspended) => {
                     crate::metrics::suspended(&recipe.labels());
-                    tracing::info!(%path, %node, "hold suspended: the connection dropped");
+                    tracing::info!(%path, %t, "hold suspended: the connection dropped");
                 }
-                _ => tracing::info!(%path, %node, "hold confirmed after the reconnect"),
+                _ => tracing::info!(%path, %t, "hold confirmed after the reconnect"),
             }
-            shared.with(|s| {
-                if let Some(h) = s.hold_mut(t) {
-                    h.status = new;
-                    if new == HoldStatus::Lost {
-                        h.loss.get_or_insert(LossReason::SessionOrNode);
-                    }
-                }
-            });
+            shared.notify();
         }
         LockEvent::Queued { position, total } => {
             tracing::trace!(%path, %t, position, total, "queued");
-            acquire::queued(recipe, t, position, total);
+            acquire::queued(recipe, t);
         }
         LockEvent::Expired { node } => {
             tracing::warn!(%path, %node, "hold reached its max hold: lost");
-            shared.with(|s| {
-                if let Some(h) = s.hold_mut(t) {
-                    h.loss = Some(LossReason::MaxHold);
-                }
-            });
+            shared.notify();
         }
         LockEvent::RevocationRequested => {
             tracing::debug!(%path, %t, "revocation requested");
-            shared.with(|s| match s.get_mut(t) {
-                Some(TicketState::Held(h)) => h.revoked = true,
-                Some(TicketState::Waiting(w)) => w.of.revoked = true,
-                None => {}
-            });
+            shared.notify();
         }
         // A semaphore mutex's lease node is gone: `Lost` follows.
         LockEvent::LeaseLost { node } => tracing::debug!(%path, %t, %node, "lease node gone"),
@@ -254,7 +210,7 @@ fn on_event(recipe: &RegisteredLock, event: RecipeEvent) {
 fn ended(recipe: &RegisteredLock, t: Ticket, error: Error) {
     tracing::debug!(path = %recipe.path, %t, %error, "lock acquire or release ended");
     if let Err(error) = acquire::end(recipe, t, error) {
-        if let Some(r) = recipe.shared.with(|s| s.forget_hold(t)) {
+        if let Some(r) = recipe.shared.with(|s| s.take_release(t)) {
             let _ = r.send(Err(error));
         }
     }
@@ -270,8 +226,7 @@ impl Lock {
         let path_label = client.inner.options.metrics_path_label;
         let reserved = client.reserve::<LockQueue>();
         // The recipe's shared state is its own sink: one allocation.
-        let recipe =
-            Arc::new(RegisteredQueue::new(reserved.handle(), LockRecords::default(), path.into(), kind, path_label));
+        let recipe = Arc::new(RegisteredQueue::new(reserved.handle(), path.into(), kind, path_label));
         client.register(reserved, LockQueue::new(lock, renew), recipe.clone())?;
         Ok(parts.iter().map(|&part| Lock { owner: Owner::new(client.clone(), recipe.clone()), part }).collect())
     }
@@ -448,8 +403,7 @@ impl Lock {
         progress: Option<acquire::Progress<'p>>,
     ) -> Result<Acquiring<'a, 'p>, Error> {
         tracing::trace!(path = %self.owner.recipe.path, ?part, "acquire");
-        let of = Waiting { part, revoked: false };
-        let acquire = acquire::acquire(&self.owner, of, request, progress)?;
+        let acquire = acquire::acquire(&self.owner, (), request, progress)?;
         Ok(Acquiring { lock: self, part, acquire })
     }
 
@@ -488,7 +442,9 @@ impl Lock {
     /// `Held` past the session's lease reads `Suspended`, even before the
     /// event loop has run.
     pub fn status(&self) -> HoldStatus {
-        let reported = self.owner.recipe.shared.peek(|s| s.holder(self.part).map_or(HoldStatus::NotHeld, |h| h.status));
+        let recipe = self.recipe();
+        let shared = &self.client().inner.shared;
+        let reported = shared.read_recipe(recipe.handle, |q| q.part_status(self.part)).unwrap_or(HoldStatus::NotHeld);
         hold::effective(&self.client().inner, reported)
     }
 }
@@ -498,7 +454,7 @@ impl Lock {
 struct Acquiring<'a, 'p> {
     lock: &'a Lock,
     part: Part,
-    acquire: acquire::Acquire<'a, 'p, LockRecords>,
+    acquire: acquire::Acquire<'a, 'p, LockQueue>,
 }
 
 impl Future for Acquiring<'_, '_> {
@@ -512,15 +468,28 @@ impl Future for Acquiring<'_, '_> {
         let path = &this.lock.owner.recipe.path;
         tracing::debug!(%path, %node, token = token.0, ?waited, "lock granted");
         let lock = Lock { owner: this.lock.owner.clone(), part: this.part };
-        Poll::Ready(Ok(Guard::new(lock, ticket, node, token)))
+        let held = Arc::new(Gauge::held(&lock.recipe().labels()));
+        Poll::Ready(Ok(Guard::new(lock, ticket, node, token, held)))
     }
 }
 
-/// What a [`Guard`]'s [`Hold`] asks of its lock: the hold of one ticket.
+/// What a [`Guard`]'s [`Hold`] asks of its lock: the hold of one ticket,
+/// which core keeps.
 #[derive(Debug)]
 struct TicketHold {
     lock: Lock,
     ticket: Ticket,
+    /// `zoolock_holds`, raised while a guard of the hold lives: its
+    /// re-entries share it, so the hold counts once.
+    held: Arc<Gauge>,
+}
+
+impl TicketHold {
+    /// Reads the ticket's state in core (`None` once the lock is gone).
+    fn read<T>(&self, f: impl FnOnce(&LockQueue, Ticket) -> T) -> Option<T> {
+        let shared = &self.lock.client().inner.shared;
+        shared.read_recipe(self.lock.recipe().handle, |q| f(q, self.ticket))
+    }
 }
 
 impl hold::Source for TicketHold {
@@ -537,31 +506,27 @@ impl hold::Source for TicketHold {
     }
 
     fn reported(&self) -> HoldStatus {
-        match self.lock.recipe().hold_status(self.ticket) {
-            // The hold's record is gone only once it was let go.
+        match self.read(|q, t| q.hold_status(t)).unwrap_or(HoldStatus::NotHeld) {
+            // Core forgets a hold only once it was let go (a guard asking
+            // has not been released): it was lost.
             HoldStatus::NotHeld => HoldStatus::Lost,
             other => other,
         }
     }
 
     fn revoked(&self) -> bool {
-        self.lock.recipe().shared.peek(|s| s.hold(self.ticket).is_some_and(|h| h.revoked))
+        self.read(|q, t| q.revoked(t)).unwrap_or(false)
     }
 
     fn loss(&self) -> Option<LossReason> {
-        let shared = &self.lock.recipe().shared;
-        shared.peek(|s| s.hold(self.ticket).filter(|h| h.status == HoldStatus::Lost).and_then(|h| h.loss))
+        self.read(|q, t| q.loss(t)).flatten()
     }
 
     fn fence_nodes(&self) -> BoxFuture<Result<Option<Vec<String>>, Error>> {
         // Core knows the hold: its nodes, or none once it was lost.
-        let (reply, rx) = oneshot::channel();
-        let sent = self.lock.command(LockCommand::HoldNodes { ticket: self.ticket, reply });
+        let nodes = self.read(|q, t| q.hold_nodes(t));
         let inner = self.lock.client().inner.clone();
-        Box::pin(async move {
-            sent?;
-            Ok(rx.await.map_err(|_| inner.shared.closed())??)
-        })
+        Box::pin(async move { nodes.ok_or_else(|| inner.shared.closed()) })
     }
 
     fn release(&self) -> BoxFuture<Result<(), Error>> {
@@ -614,8 +579,8 @@ impl From<Guard> for Hold {
 }
 
 impl Guard {
-    fn new(lock: Lock, ticket: Ticket, node: Arc<str>, token: FencingToken) -> Guard {
-        let of = Arc::new(TicketHold { lock, ticket });
+    fn new(lock: Lock, ticket: Ticket, node: Arc<str>, token: FencingToken, held: Arc<Gauge>) -> Guard {
+        let of = Arc::new(TicketHold { lock, ticket, held });
         Guard { hold: Hold::new(node, token, of.clone(), None), of }
     }
 
@@ -666,7 +631,7 @@ impl Guard {
         let (reply, rx) = oneshot::channel();
         lock.command(LockCommand::Reenter { ticket: t, reply })?;
         rx.await.map_err(|_| lock.client().inner.shared.closed())??;
-        Ok(Guard::new(lock.clone(), t, self.hold.shared_node(), self.fencing_token()))
+        Ok(Guard::new(lock.clone(), t, self.hold.shared_node(), self.fencing_token(), self.of.held.clone()))
     }
 
     /// Releases (with re-entries, counts this guard off): [`Hold::release`].
@@ -689,48 +654,33 @@ impl Guard {
     }
 }
 
-/// Releases one hold of ticket `t` on the event loop. `Some(result)` when it
-/// is done; `None` when `reply` was taken, parked for the server's answer.
-fn release_job(
+/// Releases one hold of ticket `t` on the event loop, answering `reply`
+/// now, or (the last hold, in the Curator plan) filing it for the server's
+/// answer: `Released`, or the release's failure. From the moment core takes
+/// the release, before its delete is written, the lock's status no longer
+/// reads this hold, so it never says `Held` once another client can have
+/// been granted the lock.
+fn release(
     client: &mut CoreClient,
     now: Instant,
     recipe: &RegisteredLock,
     t: Ticket,
-    reply: &mut Option<oneshot::Sender<Result<(), Error>>>,
-) -> Option<Result<(), Error>> {
-    let shared = &recipe.shared;
-    match client.with(now, recipe.handle, |q, now| {
-        let result = q.release(now, t);
-        let still_held = q.inner().parts().iter().any(|p| q.holder(*p).is_some_and(|(h, _, _)| h == t));
-        (result, still_held)
-    }) {
-        Ok((Ok(true), still_held)) => {
-            if !still_held {
-                shared.with(|s| s.forget_hold(t));
+    reply: Option<oneshot::Sender<Result<(), Error>>>,
+) {
+    let answer = match client.with(now, recipe.handle, |q, now| q.release(now, t)) {
+        Ok(Ok(true)) => Ok(()),
+        Ok(Ok(false)) => {
+            if let Some(reply) = reply {
+                recipe.shared.with(|s| s.file_release(t, reply));
             }
-            Some(Ok(()))
+            return;
         }
-        // `Released` (or the release's failure) follows: it answers `reply`.
-        // The delete is written after this job: from now on the lock's
-        // status no longer reads this hold, so it never says `Held` once
-        // another client can have been granted the lock.
-        Ok((Ok(false), _)) => shared.with(|s| match s.hold_mut(t) {
-            Some(h) => {
-                h.releasing = true;
-                if reply.is_some() {
-                    h.release = reply.take();
-                }
-                None
-            }
-            // No record to answer through: the delete is under way.
-            None => Some(Ok(())),
-        }),
         // Nothing held under this ticket any more: the hold was lost and
         // let go, or released by a racing cancel.
-        Ok((Err(ApiMisuse::NotHeld), _)) => {
-            shared.with(|s| s.forget_hold(t));
-            Some(Ok(()))
-        }
-        Ok((Err(e), _)) | Err(e) => Some(Err(e.into())),
+        Ok(Err(ApiMisuse::NotHeld)) => Ok(()),
+        Ok(Err(e)) | Err(e) => Err(e.into()),
+    };
+    if let Some(reply) = reply {
+        let _ = reply.send(answer);
     }
 }

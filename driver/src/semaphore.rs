@@ -2,7 +2,6 @@
 //! which queues the acquires of a handle and its clones (each gets its own
 //! leases) and re-queues them on a renewed session.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,7 +12,7 @@ use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Instant, Recip
 
 use futures_channel::oneshot;
 
-use crate::acquire::{self, LeaseRequest, RegisteredQueue, TicketCommand, Waiter};
+use crate::acquire::{self, LeaseRequest, RegisteredQueue, TicketCommand};
 use crate::client::{Client, Owner};
 use crate::error::Error;
 use crate::hold::{self, Hold, QueuePosition};
@@ -26,36 +25,17 @@ use crate::{HoldStatus, LossReason};
 /// [`Lease`]'s hold and the hold's source.
 pub(crate) type Grant = Vec<(Arc<str>, FencingToken)>;
 
-/// The leases an acquire has got so far, and how many it wants.
+/// The leases an acquire has got so far, and how many it wants: what its
+/// answer is built from.
 #[derive(Debug)]
 pub(crate) struct Waiting {
     qty: usize,
     got: Grant,
 }
 
-#[derive(Debug, Default)]
-pub(crate) struct LeaseRecords {
-    waiters: HashMap<Ticket, Waiter<Grant, Waiting>>,
-    /// The connection dropped while leases were held (until `Reconnected`).
-    suspended: bool,
-    /// Lease nodes known lost (deleted, or gone with the session), until
-    /// their lease is released or dropped.
-    lost: HashMap<String, LossReason>,
-    /// Lease nodes past their max hold, whose loss is on its way.
-    expired: HashSet<String>,
-    /// The limit in force and the leases left free by the last listing.
-    size: usize,
-    available: Option<usize>,
-    /// Lease nodes asked to be given back.
-    revoked: HashSet<String>,
-}
-
-/// State shared by a semaphore's handles and its event sink.
-type SemShared = acquire::Signalled<LeaseRecords>;
-
 /// The registered semaphore a [`Semaphore`] and its clones share (with its
 /// event sink).
-pub(crate) type RegisteredSemaphore = RegisteredQueue<LeaseRecords>;
+pub(crate) type RegisteredSemaphore = RegisteredQueue<LeaseQueue>;
 
 impl RecipeSink for RegisteredSemaphore {
     fn deliver(&self, event: RecipeEvent) {
@@ -63,36 +43,10 @@ impl RecipeSink for RegisteredSemaphore {
     }
 }
 
-impl acquire::TicketRecords for LeaseRecords {
-    type Grant = Grant;
-    type Waiting = Waiting;
-    type Queue = LeaseQueue;
-
-    fn waiter(&self, t: Ticket) -> Option<&Waiter<Grant, Waiting>> {
-        self.waiters.get(&t)
-    }
-
-    fn insert_waiter(&mut self, t: Ticket, waiter: Waiter<Grant, Waiting>) {
-        self.waiters.insert(t, waiter);
-    }
-
-    fn take_waiter(&mut self, t: Ticket) -> Option<Waiter<Grant, Waiting>> {
-        self.waiters.remove(&t)
-    }
-
-    fn forget(&mut self, t: Ticket) {
-        self.waiters.remove(&t);
-    }
-
-    fn command(recipe: Arc<RegisteredQueue<Self>>, command: TicketCommand<Self>) -> Command {
-        Command::Lease(recipe, LeaseCommand::Ticket(command))
-    }
-}
-
 /// What a semaphore's handles ask of the event loop ([`run`]).
 pub(crate) enum LeaseCommand {
     /// Acquire leases, or cancel an acquire.
-    Ticket(TicketCommand<LeaseRecords>),
+    Ticket(TicketCommand<LeaseQueue>),
     /// Return the lease on `node`, answering `reply` (if any) once the
     /// return is under way.
     Return { node: Arc<str>, reply: Option<oneshot::Sender<Result<(), Error>>> },
@@ -103,23 +57,13 @@ pub(crate) fn run(client: &mut CoreClient, now: Instant, recipe: &RegisteredSema
     match command {
         LeaseCommand::Ticket(command) => acquire::run(client, now, recipe, command),
         LeaseCommand::Return { node, reply } => {
-            let returned = return_lease(client, now, recipe, &node);
+            tracing::debug!(%node, "returning lease");
+            // Core forgets the lease's loss, expiry and revocation with it.
+            let returned = client.with(now, recipe.handle, |s, now| s.return_lease(now, &node));
             if let Some(reply) = reply {
-                let _ = reply.send(returned);
+                let _ = reply.send(returned.and_then(|r| r).map_err(Error::from));
             }
         }
-    }
-}
-
-impl SemShared {
-    /// The reported status of the lease on `node`: its own loss, else the
-    /// connection's.
-    fn lease_status(&self, node: &str) -> HoldStatus {
-        self.peek(|s| match (s.lost.contains_key(node), s.suspended) {
-            (true, _) => HoldStatus::Lost,
-            (false, true) => HoldStatus::Suspended,
-            (false, false) => HoldStatus::Held,
-        })
     }
 }
 
@@ -130,7 +74,7 @@ impl SemShared {
 /// earlier acquires stay held meanwhile.
 #[derive(Clone)]
 pub struct Semaphore {
-    owner: Owner<RegisteredQueue<LeaseRecords>>,
+    owner: Owner<RegisteredSemaphore>,
 }
 
 impl std::fmt::Debug for Semaphore {
@@ -140,41 +84,16 @@ impl std::fmt::Debug for Semaphore {
     }
 }
 
-/// Returns the lease on `node` (on the driver task, so no loss of it can be
-/// reported after its entry in `lost` is forgotten here).
-fn return_lease(client: &mut CoreClient, now: Instant, recipe: &RegisteredSemaphore, node: &str) -> Result<(), Error> {
-    let shared = &recipe.shared;
-    tracing::debug!(%node, "returning lease");
-    if shared.peek(|s| s.lost.contains_key(node) || s.expired.contains(node)) {
-        shared.with(|s| {
-            s.lost.remove(node);
-            s.expired.remove(node);
-        });
-    }
-    client.with(now, recipe.handle, |s, now| s.return_lease(now, node))??;
-    Ok(())
-}
-
-/// Notes that the lease on `node` reached its max hold: its `LeaseLost`
-/// follows, with that reason.
-fn expired(shared: &SemShared, path: &str, node: String) {
-    tracing::warn!(%path, %node, "lease reached its max hold: lost");
-    shared.with(|s| {
-        s.expired.insert(node);
-    });
-}
-
 /// Carries one semaphore event to the tasks: the lease queue's own typed
 /// event, each [`SemaphoreEvent`] matched by name.
 fn on_event(recipe: &RegisteredSemaphore, event: RecipeEvent) {
-    let (shared, path) = (&recipe.shared, &*recipe.path);
+    let path = &*recipe.path;
     let RecipeEvent::Leases(event) = event else { return tracing::trace!(%path, ?event, "semaphore event") };
     match *event {
         LeaseQueueEvent::Ticket { ticket, event } => on_ticket(recipe, ticket, event),
         LeaseQueueEvent::Semaphore(event) => on_semaphore(recipe, event),
-        LeaseQueueEvent::Capacity { limit, available } => {
-            shared.with(|s| (s.size, s.available) = (limit, available));
-        }
+        // Core keeps it (`Semaphore::size`, `available` read it there).
+        LeaseQueueEvent::Capacity { limit, available } => tracing::trace!(%path, limit, ?available, "capacity"),
     }
 }
 
@@ -187,9 +106,9 @@ fn on_ticket(recipe: &RegisteredSemaphore, ticket: Ticket, event: SemaphoreEvent
     match event {
         SemaphoreEvent::Acquired { node, token } => {
             let done = shared.with(|s| {
-                let w = s.waiters.get_mut(&ticket)?;
+                let w = s.waiter_mut(ticket)?;
                 w.of.got.push((node.as_str().into(), token));
-                if w.of.got.len() >= w.of.qty { s.waiters.remove(&ticket) } else { None }
+                if w.of.got.len() >= w.of.qty { s.take_waiter(ticket) } else { None }
             });
             let Some(w) = done else { return };
             let nodes: Vec<Arc<str>> = w.of.got.iter().map(|l| l.0.clone()).collect();
@@ -203,7 +122,7 @@ fn on_ticket(recipe: &RegisteredSemaphore, ticket: Ticket, event: SemaphoreEvent
         SemaphoreEvent::TimedOut => end(Error::TimedOut),
         SemaphoreEvent::Failed(e) => end(Error::from(e)),
         SemaphoreEvent::Refused(e) => end(Error::Misuse(e)),
-        SemaphoreEvent::Queued { position, total } => acquire::queued(recipe, ticket, position, total),
+        SemaphoreEvent::Queued { .. } => acquire::queued(recipe, ticket),
         // What a ticket's acquire reports is the above; anything else is
         // the semaphore's own.
         other => on_semaphore(recipe, other),
@@ -216,31 +135,29 @@ fn on_semaphore(recipe: &RegisteredSemaphore, event: SemaphoreEvent) {
     let (shared, path, labels) = (&recipe.shared, &*recipe.path, &recipe.labels());
     match event {
         // Every lease shares the connection's status (each one's loss comes
-        // as its own `LeaseLost`); `Lost` says no lease is left.
+        // as its own `LeaseLost`); `Lost` says no lease is left. Core keeps
+        // each lease's status: the holders are woken to read it.
         change @ (SemaphoreEvent::Suspended | SemaphoreEvent::Reconnected | SemaphoreEvent::Lost) => {
-            let suspended = change.hold_change().map(HoldStatus::after) == Some(HoldStatus::Suspended);
-            if suspended {
+            if change.hold_change().map(HoldStatus::after) == Some(HoldStatus::Suspended) {
                 crate::metrics::suspended(labels);
                 tracing::info!(%path, "hold suspended: the connection dropped (semaphore leases)");
             } else if change == SemaphoreEvent::Reconnected {
                 tracing::info!(%path, "hold confirmed after the reconnect (semaphore leases)");
             }
-            shared.with(|s| s.suspended = suspended);
+            shared.notify();
         }
         SemaphoreEvent::LeaseLost { node } => {
             crate::metrics::lost(labels);
             tracing::warn!(%path, %node, "lease lost: its node is gone");
-            shared.with(|s| {
-                let reason = if s.expired.remove(&node) { LossReason::MaxHold } else { LossReason::SessionOrNode };
-                s.lost.insert(node, reason);
-            });
+            shared.notify();
         }
-        SemaphoreEvent::Expired { node } => expired(shared, path, node),
+        SemaphoreEvent::Expired { node } => {
+            tracing::warn!(%path, %node, "lease reached its max hold: lost");
+            shared.notify();
+        }
         SemaphoreEvent::LeaseRevocationRequested { node } => {
             tracing::debug!(%path, %node, "lease revocation requested");
-            shared.with(|s| {
-                s.revoked.insert(node);
-            });
+            shared.notify();
         }
         SemaphoreEvent::Count(CountEvent::Value { value, .. }) => tracing::debug!(%path, value, "semaphore resized"),
         SemaphoreEvent::Count(CountEvent::Malformed { len }) => {
@@ -268,11 +185,10 @@ impl Semaphore {
         let renew = client.inner.options.renew_session;
         let path_label = client.inner.options.metrics_path_label;
         let path: Box<str> = semaphore.base().as_str().into();
-        let state = LeaseRecords { size: semaphore.max_leases(), ..LeaseRecords::default() };
         let kind = zoolock_core::recipes::LockKind::Semaphore;
         // The semaphore's shared state is its own sink: one allocation.
         let reserved = client.reserve::<LeaseQueue>();
-        let recipe = Arc::new(RegisteredQueue::new(reserved.handle(), state, path, kind, path_label));
+        let recipe = Arc::new(RegisteredQueue::new(reserved.handle(), path, kind, path_label));
         client.register(reserved, LeaseQueue::new(semaphore, renew), recipe.clone())?;
         Ok(Semaphore { owner: Owner::new(client, recipe) })
     }
@@ -297,7 +213,7 @@ impl Semaphore {
     /// The limit in force: the fixed lease count, or the shared count's
     /// latest value for a semaphore sized by one (0 until it is read).
     pub fn size(&self) -> usize {
-        self.owner.recipe.shared.peek(|s| s.size)
+        self.capacity().0
     }
 
     /// Leases left free by the last listing of the semaphore's leases this
@@ -305,7 +221,13 @@ impl Semaphore {
     /// `None` before its first acquire lists them. Reading it sends no
     /// request.
     pub fn available(&self) -> Option<usize> {
-        self.owner.recipe.shared.peek(|s| s.available)
+        self.capacity().1
+    }
+
+    /// The limit and free leases, as core last heard them.
+    fn capacity(&self) -> (usize, Option<usize>) {
+        let shared = &self.owner.client.inner.shared;
+        shared.read_recipe(self.owner.recipe.handle, LeaseQueue::capacity).unwrap_or_default()
     }
 
     /// Takes `qty` leases, waiting as long as needed.
@@ -461,8 +383,10 @@ struct NodeHold {
 }
 
 impl NodeHold {
-    fn shared(&self) -> &SemShared {
-        &self.sem.owner.recipe.shared
+    /// Reads the lease's state in core (`None` once the semaphore is gone).
+    fn read<T>(&self, f: impl FnOnce(&LeaseQueue, &str) -> T) -> Option<T> {
+        let shared = &self.sem.owner.client.inner.shared;
+        shared.read_recipe(self.sem.owner.recipe.handle, |q| f(q, &self.node))
     }
 
     /// Sends `command` to the semaphore on the event loop.
@@ -481,23 +405,24 @@ impl hold::Source for NodeHold {
     }
 
     fn changed(&self) -> &event_listener::Event {
-        &self.shared().changed
+        &self.sem.owner.recipe.shared.changed
     }
 
     fn reported(&self) -> HoldStatus {
-        self.shared().lease_status(&self.node)
+        // A semaphore gone from core (its client closed) holds nothing.
+        self.read(|q, node| q.lease_status(node)).unwrap_or(HoldStatus::Lost)
     }
 
     fn revoked(&self) -> bool {
-        self.shared().peek(|s| s.revoked.contains(&*self.node))
+        self.read(|q, node| q.revoked(node)).unwrap_or(false)
     }
 
     fn loss(&self) -> Option<LossReason> {
-        self.shared().peek(|s| s.lost.get(&*self.node).copied())
+        self.read(|q, node| q.loss(node)).flatten()
     }
 
     fn fence_nodes(&self) -> BoxFuture<Result<Option<Vec<String>>, Error>> {
-        let known_lost = self.shared().lease_status(&self.node) == HoldStatus::Lost;
+        let known_lost = self.reported() == HoldStatus::Lost;
         let nodes = (!known_lost).then(|| vec![self.node.to_string()]);
         Box::pin(async move { Ok(nodes) })
     }
@@ -505,7 +430,6 @@ impl hold::Source for NodeHold {
     /// Completes once the return is under way (unlike a lock in the Curator
     /// plan, it does not wait for the delete's reply).
     fn release(&self) -> BoxFuture<Result<(), Error>> {
-        self.shared().with(|s| s.revoked.remove(&*self.node));
         let (reply, rx) = oneshot::channel();
         let sent = self.send(LeaseCommand::Return { node: self.node.clone(), reply: Some(reply) });
         let inner = self.sem.owner.client.inner.clone();
@@ -519,7 +443,6 @@ impl hold::Source for NodeHold {
     }
 
     fn release_in_background(&self) {
-        self.shared().with(|s| s.revoked.remove(&*self.node));
         let _ = self.send(LeaseCommand::Return { node: self.node.clone(), reply: None });
     }
 }

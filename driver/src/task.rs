@@ -1,12 +1,17 @@
-//! The one event loop: a future that owns the sans-IO [`CoreClient`] and a
+//! The one event loop: a future that drives the sans-IO [`CoreClient`] over a
 //! connection, and follows the client's drain order on every wake-up.
+//!
+//! The core client sits in [`LoopShared`] behind a mutex, as quinn's
+//! connection state does: the loop takes it for each turn, and handles take
+//! it briefly to read what core alone keeps (a ticket's status, a lease's,
+//! a queue position). Changes still go through [`Command`]s, in order.
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::io;
 use std::net::IpAddr;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex as StdMutex};
+use std::sync::{Arc, Mutex as StdMutex, MutexGuard};
 use std::task::{Context, Poll};
 
 use bytes::{Buf, BytesMut};
@@ -15,8 +20,8 @@ use futures_channel::{mpsc, oneshot};
 use futures_lite::Stream;
 use zoolock_core::wire::Response;
 use zoolock_core::{
-    ApiMisuse, Client as CoreClient, ClientEvent, ConnectString, ConnectionState, CoreMachine, Instant, IoCommand,
-    NewRecipe, Op, RecipeEvent, RecipeId, RequestError, RequestId,
+    ApiMisuse, Client as CoreClient, ClientEvent, ConnectString, ConnectionState, CoreMachine, Handle, Instant,
+    IoCommand, Machine, NewRecipe, Op, RecipeEvent, RecipeId, RequestError, RequestId,
 };
 
 use crate::count::CountCommand;
@@ -111,8 +116,14 @@ pub(crate) struct LoopState {
     pub(crate) unreachable: Option<crate::DialError>,
 }
 
+/// What the loop and the handles share: the core client itself, and what
+/// the loop tells the handles of the connection.
 #[derive(Debug)]
 pub(crate) struct LoopShared {
+    /// The sans-IO client: the one ledger of every recipe. Never taken while
+    /// a handle holds another lock of the driver's (the loop takes this one
+    /// first, then a recipe's answers).
+    core: StdMutex<CoreClient>,
     pub(crate) state: StdMutex<LoopState>,
     pub(crate) changed: Event,
     /// How many recipes the loop keeps (set as they come and go; nobody
@@ -125,10 +136,11 @@ pub(crate) struct LoopShared {
 }
 
 impl LoopShared {
-    /// The state of a loop of the client of `hosts` whose clock starts at
-    /// `origin`.
-    pub(crate) fn new(origin: std::time::Instant, hosts: &str) -> LoopShared {
+    /// The state of the loop driving `core`, the client of `hosts` whose
+    /// clock starts at `origin`.
+    pub(crate) fn new(origin: std::time::Instant, hosts: &str, core: CoreClient) -> LoopShared {
         LoopShared {
+            core: StdMutex::new(core),
             state: StdMutex::default(),
             changed: Event::new(),
             recipes: Default::default(),
@@ -148,6 +160,21 @@ impl LoopShared {
         crate::Error::ClientClosed(self.name())
     }
 
+    /// The core client, for one turn of the loop (or one read).
+    fn core(&self) -> MutexGuard<'_, CoreClient> {
+        self.core.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Reads the recipe behind `handle` in core (`None` once it is gone):
+    /// a handle's query, answered by core's own state.
+    pub(crate) fn read_recipe<R: Machine<CoreMachine>, T>(
+        &self,
+        handle: Handle<R>,
+        f: impl FnOnce(&R) -> T,
+    ) -> Option<T> {
+        self.core().get(handle).ok().map(f)
+    }
+
     pub(crate) fn update(&self, f: impl FnOnce(&mut LoopState)) {
         if let Ok(mut s) = self.state.lock() {
             f(&mut s);
@@ -162,7 +189,6 @@ impl LoopShared {
 
 /// The driver loop. Spawned once per client by [`crate::Client::connect`].
 pub(crate) struct DriverTask {
-    client: CoreClient,
     runtime: Arc<dyn Runtime>,
     origin: std::time::Instant,
     shared: Arc<LoopShared>,
@@ -204,7 +230,6 @@ const COMMANDS_PER_TURN: usize = 256;
 
 impl DriverTask {
     pub(crate) fn new(
-        client: CoreClient,
         runtime: Arc<dyn Runtime>,
         origin: std::time::Instant,
         shared: Arc<LoopShared>,
@@ -212,7 +237,6 @@ impl DriverTask {
         span: tracing::Span,
     ) -> Self {
         DriverTask {
-            client,
             runtime,
             origin,
             shared,
@@ -245,53 +269,53 @@ impl DriverTask {
     /// events reached their sinks (so a renewed lease never shows beside a
     /// hold whose loss is still undelivered); wakes the waiters when a
     /// reader's answer changed in a way their timers do not catch.
-    fn publish_lease(&self) {
-        if self.shared.lease.publish(self.now(), self.client.session()) {
+    fn publish_lease(&self, client: &CoreClient) {
+        if self.shared.lease.publish(self.now(), client.session()) {
             self.shared.changed.notify(usize::MAX);
         }
     }
 
-    fn apply(&mut self, command: Command) {
+    fn apply(&mut self, client: &mut CoreClient, command: Command) {
         let now = self.now();
         match command {
             Command::Submit { op, reply } => {
                 tracing::trace!(?op, "submit");
-                match self.client.submit(now, *op) {
+                match client.submit(now, *op) {
                     Ok(id) => {
                         self.replies.insert(id, reply);
                     }
                     Err(_) => {
-                        let _ = reply.send(Err(self.ended_error()));
+                        let _ = reply.send(Err(self.ended_error(client)));
                     }
                 }
             }
             Command::Register { recipe, sink } => {
                 // Reserved by this client's own handles: never foreign.
-                if let Ok(id) = self.client.add_new(now, *recipe) {
+                if let Ok(id) = client.add_new(now, *recipe) {
                     tracing::trace!(?id, "recipe added");
                     self.slots.insert(id, sink);
                     self.shared.recipes.store(self.slots.len(), std::sync::atomic::Ordering::Relaxed);
                 }
             }
-            Command::Lock(recipe, command) => crate::lock::run(&mut self.client, now, &recipe, command),
-            Command::Lease(recipe, command) => crate::semaphore::run(&mut self.client, now, &recipe, command),
-            Command::Election(command) => crate::leader::run(&mut self.client, now, command),
-            Command::Count(command) => crate::count::run(&mut self.client, now, command),
+            Command::Lock(recipe, command) => crate::lock::run(client, now, &recipe, command),
+            Command::Lease(recipe, command) => crate::semaphore::run(client, now, &recipe, command),
+            Command::Election(command) => crate::leader::run(client, now, command),
+            Command::Count(command) => crate::count::run(client, now, command),
             Command::Flush(reply) => {
                 let _ = reply.send(());
             }
             Command::UpdateServers { servers, reply } => {
-                let _ = reply.send(self.client.update_servers(now, &servers));
+                let _ = reply.send(client.update_servers(now, &servers));
             }
             Command::Servers(reply) => {
-                let _ = reply.send(self.client.session().hosts().iter().map(ToString::to_string).collect());
+                let _ = reply.send(client.session().hosts().iter().map(ToString::to_string).collect());
             }
             Command::Retire(id) => {
                 if self.slots.contains_key(&id) {
                     // The core removes it once it owes the server nothing
                     // ([`ClientEvent::Retired`] drops the sink); retiring
                     // twice changes nothing.
-                    let _ = self.client.retire(now, id);
+                    let _ = client.retire(now, id);
                 }
             }
             Command::Subscribe(tx) => {
@@ -300,7 +324,7 @@ impl DriverTask {
                 }
                 self.subscribers.push(tx);
             }
-            Command::Settle { recipe, reply } => match self.client.notify_quiescent(now, recipe) {
+            Command::Settle { recipe, reply } => match client.notify_quiescent(now, recipe) {
                 Ok(()) => self.settling.entry(recipe).or_default().push(reply),
                 // Gone: nothing left to owe.
                 Err(_) => {
@@ -309,27 +333,27 @@ impl DriverTask {
             },
             Command::Close => {
                 tracing::debug!("closing the session");
-                self.client.close(now);
+                client.close(now);
             }
         }
     }
 
     /// Ends the session over a failure that reconnecting cannot fix.
-    fn fatal(&mut self, error: crate::security::TlsError) {
+    fn fatal(&mut self, client: &mut CoreClient, error: crate::security::TlsError) {
         tracing::info!(%error, "ending the session");
         self.shared.update(|s| s.fatal = Some(error));
         let now = self.now();
-        self.client.close(now);
+        client.close(now);
     }
 
-    fn ended_error(&self) -> RequestError {
-        self.client.session().status().end_error().unwrap_or(RequestError::Closed)
+    fn ended_error(&self, client: &CoreClient) -> RequestError {
+        client.session().status().end_error().unwrap_or(RequestError::Closed)
     }
 
-    fn dispatch(&mut self, event: ClientEvent) {
+    fn dispatch(&mut self, client: &mut CoreClient, event: ClientEvent) {
         match event {
             ClientEvent::State(state) => {
-                let session_id = self.client.session().session_id();
+                let session_id = client.session().session_id();
                 if session_id != 0 {
                     self.span.record("session", tracing::field::display(format_args!("{session_id:#x}")));
                 }
@@ -345,7 +369,7 @@ impl DriverTask {
                     }
                     _ => tracing::info!(?state, "connection state"),
                 }
-                let ended = self.client.session().is_ended();
+                let ended = client.session().is_ended();
                 if state == ConnectionState::Lost && !ended {
                     // The client renewed the session at once.
                     crate::metrics::renewed();
@@ -355,7 +379,7 @@ impl DriverTask {
                     s.connection = Some(state);
                     s.session_id = session_id;
                     s.ended = ended;
-                    s.end_error = ended.then(|| self.client.session().status().end_error()).flatten();
+                    s.end_error = ended.then(|| client.session().status().end_error()).flatten();
                 });
                 if matches!(state, ConnectionState::Connected | ConnectionState::ConnectedReadOnly) {
                     self.security.watch.had_session = true;
@@ -404,30 +428,30 @@ impl DriverTask {
     }
 
     /// The connection failed or the server closed it: tell the session.
-    fn disconnected(&mut self) {
+    fn disconnected(&mut self, client: &mut CoreClient) {
         self.drop_connection();
         let now = self.now();
-        self.client.handle_disconnected(now);
+        client.handle_disconnected(now);
     }
 
     /// One pass over every input and output, in the core's order; true if
     /// anything happened.
-    fn turn(&mut self, cx: &mut Context<'_>) -> bool {
-        let mut progress = self.take_commands(cx);
-        progress |= self.poll_connect(cx);
-        progress |= self.read(cx);
-        progress |= self.fire_timers();
-        progress |= self.transport_commands();
-        progress |= self.transmit(cx);
-        progress |= self.deliver_events();
-        self.publish_lease();
-        self.settle();
+    fn turn(&mut self, client: &mut CoreClient, cx: &mut Context<'_>) -> bool {
+        let mut progress = self.take_commands(client, cx);
+        progress |= self.poll_connect(client, cx);
+        progress |= self.read(client, cx);
+        progress |= self.fire_timers(client);
+        progress |= self.transport_commands(client);
+        progress |= self.transmit(client, cx);
+        progress |= self.deliver_events(client);
+        self.publish_lease(client);
+        self.settle(client);
         progress
     }
 
     /// Applies the handles' commands; closes the session once every handle
     /// is gone.
-    fn take_commands(&mut self, cx: &mut Context<'_>) -> bool {
+    fn take_commands(&mut self, client: &mut CoreClient, cx: &mut Context<'_>) -> bool {
         let mut progress = false;
         let mut applied = 0;
         // At most a batch per turn: the rest wait for the next turn (this one
@@ -436,17 +460,17 @@ impl DriverTask {
         // buffer, whose high-water mark the process would keep. While the
         // session has a window's worth of requests in flight, commands wait
         // in the channel (the replies that free the window wake this loop).
-        while !self.handles_gone && applied < COMMANDS_PER_TURN && self.client.has_room() {
+        while !self.handles_gone && applied < COMMANDS_PER_TURN && client.has_room() {
             match Pin::new(&mut self.commands).poll_next(cx) {
                 Poll::Ready(Some(cmd)) => {
-                    self.apply(cmd);
+                    self.apply(client, cmd);
                     applied += 1;
                     progress = true;
                 }
                 Poll::Ready(None) => {
                     self.handles_gone = true;
                     let now = self.now();
-                    self.client.close(now);
+                    client.close(now);
                     progress = true;
                 }
                 Poll::Pending => break,
@@ -456,7 +480,7 @@ impl DriverTask {
     }
 
     /// Finishes a connect in progress, telling the session how it went.
-    fn poll_connect(&mut self, cx: &mut Context<'_>) -> bool {
+    fn poll_connect(&mut self, client: &mut CoreClient, cx: &mut Context<'_>) -> bool {
         let Some(fut) = self.connecting.as_mut() else { return false };
         let Poll::Ready(result) = fut.as_mut().poll(cx) else { return false };
         self.connecting = None;
@@ -467,16 +491,16 @@ impl DriverTask {
                 self.conn = Some(conn);
                 self.security.watch.connected();
                 let now = self.now();
-                self.client.handle_connected(now);
+                client.handle_connected(now);
             }
             Err(error) => {
                 tracing::debug!(%error, addr = self.dialing, "connect failed");
                 self.last_dial = Some(crate::DialError::new(self.dialing.clone(), &error));
                 let now = self.now();
-                self.client.handle_disconnected(now);
+                client.handle_disconnected(now);
                 let tls = self.security.uses_tls();
                 if let Some(e) = self.security.watch.connect_failed(&error, tls) {
-                    self.fatal(e);
+                    self.fatal(client, e);
                 }
             }
         }
@@ -484,7 +508,7 @@ impl DriverTask {
     }
 
     /// Reads until the connection would block, feeding the session.
-    fn read(&mut self, cx: &mut Context<'_>) -> bool {
+    fn read(&mut self, client: &mut CoreClient, cx: &mut Context<'_>) -> bool {
         let mut progress = false;
         while let Some(conn) = self.conn.as_mut() {
             // Read into a scratch buffer: growing `rx` by a zeroed chunk on
@@ -496,8 +520,8 @@ impl DriverTask {
                 Err(error) => {
                     tracing::debug!(%error, "read failed");
                     if let Some(e) = self.security.watch.read_failed(&error) {
-                        self.disconnected();
-                        self.fatal(e);
+                        self.disconnected(client);
+                        self.fatal(client, e);
                         continue;
                     }
                     0
@@ -505,16 +529,16 @@ impl DriverTask {
             };
             if n == 0 {
                 tracing::debug!("connection closed");
-                self.disconnected();
+                self.disconnected(client);
                 if let Some(e) = self.security.watch.closed(self.security.uses_tls()) {
-                    self.fatal(e);
+                    self.fatal(client, e);
                 }
                 continue;
             }
             self.security.watch.heard = true;
             self.rx.extend_from_slice(&self.scratch[..n.min(self.scratch.len())]);
             let now = self.now();
-            let result = self.client.handle_bytes(now, &mut self.rx);
+            let result = client.handle_bytes(now, &mut self.rx);
             if let Err(error) = result {
                 // The session has dropped this connection (its Close
                 // command follows): read nothing more from it.
@@ -526,19 +550,19 @@ impl DriverTask {
     }
 
     /// Fires the core's timers if one is due.
-    fn fire_timers(&mut self) -> bool {
+    fn fire_timers(&mut self, client: &mut CoreClient) -> bool {
         let now = self.now();
-        let due = self.client.poll_timeout().is_some_and(|t| t <= now);
+        let due = client.poll_timeout().is_some_and(|t| t <= now);
         if due {
-            self.client.handle_timeout(now);
+            client.handle_timeout(now);
         }
         due
     }
 
     /// Carries out the session's connect and close commands.
-    fn transport_commands(&mut self) -> bool {
+    fn transport_commands(&mut self, client: &mut CoreClient) -> bool {
         let mut progress = false;
-        while let Some(io) = self.client.poll_io() {
+        while let Some(io) = client.poll_io() {
             progress = true;
             self.drop_connection();
             match io {
@@ -555,8 +579,8 @@ impl DriverTask {
     }
 
     /// Writes what the session has to send, as far as the socket takes it.
-    fn transmit(&mut self, cx: &mut Context<'_>) -> bool {
-        let _ = self.client.poll_transmit(&mut self.tx);
+    fn transmit(&mut self, client: &mut CoreClient, cx: &mut Context<'_>) -> bool {
+        let _ = client.poll_transmit(&mut self.tx);
         let Some(conn) = self.conn.as_mut() else {
             self.tx.clear();
             return false;
@@ -566,7 +590,7 @@ impl DriverTask {
             match Pin::new(&mut **conn).poll_write(cx, &self.tx) {
                 Poll::Ready(Ok(0)) | Poll::Ready(Err(_)) => {
                     tracing::debug!("write failed");
-                    self.disconnected();
+                    self.disconnected(client);
                     return true;
                 }
                 Poll::Ready(Ok(n)) => {
@@ -585,15 +609,15 @@ impl DriverTask {
     }
 
     /// Hands the core's events to the handles.
-    fn deliver_events(&mut self) -> bool {
+    fn deliver_events(&mut self, client: &mut CoreClient) -> bool {
         let mut progress = false;
-        while let Some(event) = self.client.poll_event() {
-            self.dispatch(event);
+        while let Some(event) = client.poll_event() {
+            self.dispatch(client, event);
             progress = true;
         }
         // Only with the feature does the session time requests at all.
         #[cfg(feature = "metrics")]
-        while let Some(timing) = self.client.poll_timing() {
+        while let Some(timing) = client.poll_timing() {
             self.requests.answered(&timing);
         }
         progress
@@ -602,13 +626,13 @@ impl DriverTask {
     /// Once the session has ended, answers every [`Command::Settle`] still
     /// waiting: settled if its recipe is quiescent (or gone), else the
     /// session's end.
-    fn settle(&mut self) {
-        if self.settling.is_empty() || !self.client.session().is_ended() {
+    fn settle(&mut self, client: &mut CoreClient) {
+        if self.settling.is_empty() || !client.session().is_ended() {
             return;
         }
-        let ended = self.ended_error();
+        let ended = self.ended_error(client);
         for (id, replies) in std::mem::take(&mut self.settling) {
-            let settled = self.client.recipe(id).is_none_or(|r| r.is_quiescent());
+            let settled = client.recipe(id).is_none_or(|r| r.is_quiescent());
             for reply in replies {
                 let _ = reply.send(if settled { Ok(()) } else { Err(ended.clone()) });
             }
@@ -616,8 +640,8 @@ impl DriverTask {
     }
 
     /// Every handle is gone and the session has ended (closed or expired).
-    fn finished(&self) -> bool {
-        self.handles_gone && self.client.session().is_ended()
+    fn finished(&self, client: &CoreClient) -> bool {
+        self.handles_gone && client.session().is_ended()
     }
 }
 
@@ -631,8 +655,11 @@ impl Future for DriverTask {
         // Bounded, so one busy connection cannot starve the executor; if
         // there is still work after the budget, ask to be polled again.
         let mut idle = false;
+        let shared = this.shared.clone();
         for _ in 0..64 {
-            if !this.turn(cx) {
+            // Taken for one turn at a time: a handle reading core waits at
+            // most a turn.
+            if !this.turn(&mut shared.core(), cx) {
                 idle = true;
                 break;
             }
@@ -640,7 +667,8 @@ impl Future for DriverTask {
         if !idle {
             cx.waker().wake_by_ref();
         }
-        if this.finished() {
+        let client = shared.core();
+        if this.finished(&client) {
             tracing::debug!("event loop finished");
             this.shared.update(|s| {
                 s.finished = true;
@@ -648,7 +676,7 @@ impl Future for DriverTask {
             });
             return Poll::Ready(());
         }
-        match this.client.poll_timeout() {
+        match client.poll_timeout() {
             Some(at) => {
                 // Re-arm only for an earlier deadline. The session's deadline
                 // moves later with every request sent (the next ping), and a

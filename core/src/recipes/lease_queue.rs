@@ -3,14 +3,15 @@
 //! its own leases; one acquire works on the semaphore at a time, while the
 //! leases of earlier ones stay held.
 
-use alloc::collections::{BTreeMap, VecDeque};
+use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use super::queue::{SessionGate, TicketIssuer, TicketQueue, TicketQueued};
+use super::queue::{SessionGate, TicketIssuer, TicketQueue, TicketQueued, position_of};
 use super::semaphore::Semaphore;
 use super::semaphore::SemaphoreEvent;
 use crate::error::{ApiMisuse, RequestError};
+use crate::hold_status::{HoldStatus, LossReason};
 use crate::recipe::{Recipe, RecipeEvent, Ticket};
 use crate::session::ConnectionState;
 use crate::time::Instant;
@@ -44,7 +45,52 @@ pub struct LeaseQueue {
     granted: BTreeMap<Ticket, Vec<String>>,
     /// The capacity last reported (`Capacity`): limit and free leases.
     capacity: (usize, Option<usize>),
+    /// What the holders of leases read of them ([`LeaseQueue::lease_status`]).
+    leases: LeaseStates,
     events: VecDeque<LeaseQueueEvent>,
+}
+
+/// What core knows of the held leases beyond their nodes: the status,
+/// loss reason and revocation a handle reads. A lost, expired or revoked
+/// lease is kept until it is returned.
+#[derive(Debug, Default)]
+struct LeaseStates {
+    /// The connection dropped while leases were held (until `Reconnected`).
+    suspended: bool,
+    /// Leases known lost (deleted, or gone with the session), and why.
+    lost: BTreeMap<String, LossReason>,
+    /// Leases past their max hold, whose loss is on its way.
+    expired: BTreeSet<String>,
+    /// Leases someone asked to be given back.
+    revoked: BTreeSet<String>,
+}
+
+impl LeaseStates {
+    /// Notes what `event` says of the held leases.
+    fn on_event(&mut self, event: &SemaphoreEvent) {
+        match event {
+            SemaphoreEvent::Suspended => self.suspended = true,
+            SemaphoreEvent::Reconnected | SemaphoreEvent::Lost => self.suspended = false,
+            SemaphoreEvent::LeaseLost { node } => {
+                let reason = if self.expired.remove(node) { LossReason::MaxHold } else { LossReason::SessionOrNode };
+                self.lost.insert(node.clone(), reason);
+            }
+            SemaphoreEvent::Expired { node } => {
+                self.expired.insert(node.clone());
+            }
+            SemaphoreEvent::LeaseRevocationRequested { node } => {
+                self.revoked.insert(node.clone());
+            }
+            _ => {}
+        }
+    }
+
+    /// `lease` was returned: nothing is kept of it.
+    fn forget(&mut self, lease: &str) {
+        self.lost.remove(lease);
+        self.expired.remove(lease);
+        self.revoked.remove(lease);
+    }
 }
 
 /// What a [`LeaseQueue`] reports, typed.
@@ -94,6 +140,7 @@ impl LeaseQueue {
             tickets: TicketIssuer::default(),
             granted: BTreeMap::new(),
             capacity,
+            leases: LeaseStates::default(),
             events: VecDeque::new(),
         }
     }
@@ -140,6 +187,7 @@ impl LeaseQueue {
         } else if let Some(leases) = self.granted.remove(&ticket) {
             for lease in leases {
                 // Each is still held (a returned or lost one left the list).
+                self.leases.forget(&lease);
                 let _ = self.inner.return_lease(now, &lease);
             }
         } else {
@@ -153,6 +201,7 @@ impl LeaseQueue {
     /// on it is no longer its ticket's.
     pub fn return_lease(&mut self, now: Instant, lease: &str) -> Result<(), ApiMisuse> {
         self.forget_lease(lease);
+        self.leases.forget(lease);
         let result = self.inner.return_lease(now, lease);
         self.collect(now);
         result
@@ -167,6 +216,38 @@ impl LeaseQueue {
                 self.granted.remove(&ticket);
             }
         }
+    }
+
+    /// The status of the lease on `node`, until it is returned: its own
+    /// loss, else the connection's as the semaphore last heard it.
+    pub fn lease_status(&self, node: &str) -> HoldStatus {
+        match (self.leases.lost.contains_key(node), self.leases.suspended) {
+            (true, _) => HoldStatus::Lost,
+            (false, true) => HoldStatus::Suspended,
+            (false, false) => HoldStatus::Held,
+        }
+    }
+
+    /// Why the lease on `node` was lost, once it is (until its return).
+    pub fn loss(&self, node: &str) -> Option<LossReason> {
+        self.leases.lost.get(node).copied()
+    }
+
+    /// Whether someone asked for the lease on `node` back.
+    pub fn revoked(&self, node: &str) -> bool {
+        self.leases.revoked.contains(node)
+    }
+
+    /// The limit in force and the leases left free by the last listing
+    /// (`None` before the first), as `Capacity` last reported them.
+    pub fn capacity(&self) -> (usize, Option<usize>) {
+        self.capacity
+    }
+
+    /// Where `ticket`'s acquire last stood (position, total): only the
+    /// acquire under way has one.
+    pub fn position(&self, ticket: Ticket) -> Option<(usize, usize)> {
+        self.queue.head.as_ref().filter(|h| h.entry.ticket == ticket).and_then(position_of)
     }
 
     /// How many acquires wait behind the one under way.
@@ -204,6 +285,7 @@ impl LeaseQueue {
             if let SemaphoreEvent::LeaseLost { node } = &event {
                 self.forget_lease(node);
             }
+            self.leases.on_event(&event);
             let head = self.queue.head.as_mut().filter(|h| h.started);
             let Some(head) = head else {
                 self.events.push_back(LeaseQueueEvent::Semaphore(event));
@@ -233,7 +315,10 @@ impl LeaseQueue {
                     self.queue.head = None;
                     self.events.push_back(ticket_event(ticket, event));
                 }
-                event @ SemaphoreEvent::Queued { .. } => self.events.push_back(ticket_event(ticket, event)),
+                SemaphoreEvent::Queued { position, total } => {
+                    head.queued(position, total);
+                    self.events.push_back(ticket_event(ticket, SemaphoreEvent::Queued { position, total }));
+                }
                 other => self.events.push_back(LeaseQueueEvent::Semaphore(other)),
             }
         }

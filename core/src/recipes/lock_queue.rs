@@ -15,13 +15,14 @@
 //! node, as Curator's do.
 
 use alloc::boxed::Box;
-use alloc::collections::{BTreeSet, VecDeque};
+use alloc::collections::{BTreeMap, VecDeque};
 use alloc::vec::Vec;
 
 use super::capability::{BoxedLock, LockRecipe, Part};
 use super::lock_event::{LockEvent, PartEvent, QueueEvent};
-use super::queue::{SessionGate, TicketIssuer, TicketQueue, TicketQueued};
+use super::queue::{SessionGate, TicketIssuer, TicketQueue, TicketQueued, position_of};
 use crate::error::{ApiMisuse, RequestError};
+use crate::hold_status::{HoldStatus, LossReason};
 use crate::recipe::{FencingToken, Ticket};
 use crate::session::ConnectionState;
 use crate::time::Instant;
@@ -31,7 +32,12 @@ enum Hold {
     None,
     Held {
         ticket: Ticket,
+        /// The one re-entry count (Curator's).
         holds: u32,
+        /// What the holder is told of it: the connection dropped (until
+        /// `Reconnected`), someone asked for it, it reached its max hold
+        /// (its `Lost` follows, for that reason).
+        flags: HoldFlags,
     },
     /// The recipe is releasing; `Released` goes to `ticket` (none: a lost
     /// hold being dropped).
@@ -40,19 +46,28 @@ enum Hold {
     },
 }
 
+/// What core knows of a held ticket beyond its count: the status,
+/// revocation and loss reason a handle reads ([`LockQueue::hold_status`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct HoldFlags {
+    suspended: bool,
+    revoked: bool,
+    expired: bool,
+}
+
 #[derive(Debug)]
 struct PartState {
     /// Acquires, each marked whether it is a downgrade (which passes the
     /// other part's hold).
     queue: TicketQueue<bool>,
     hold: Hold,
-    /// Tickets whose hold was lost: releasing them is a no-op.
-    lost: BTreeSet<Ticket>,
+    /// Tickets whose hold was lost, and why: releasing them is a no-op.
+    lost: BTreeMap<Ticket, LossReason>,
 }
 
 impl Default for PartState {
     fn default() -> PartState {
-        PartState { queue: TicketQueue::default(), hold: Hold::None, lost: BTreeSet::new() }
+        PartState { queue: TicketQueue::default(), hold: Hold::None, lost: BTreeMap::new() }
     }
 }
 
@@ -209,7 +224,7 @@ impl LockQueue {
     pub fn reenter(&mut self, ticket: Ticket) -> Result<(), ApiMisuse> {
         let reentrant = self.inner.reentrant();
         for state in self.parts.iter_mut() {
-            if let Hold::Held { ticket: t, holds } = &mut state.hold {
+            if let Hold::Held { ticket: t, holds, .. } = &mut state.hold {
                 if *t == ticket {
                     if !reentrant {
                         return Err(ApiMisuse::NotReentrant);
@@ -228,7 +243,7 @@ impl LockQueue {
     pub fn release(&mut self, now: Instant, ticket: Ticket) -> Result<bool, ApiMisuse> {
         let Some(part) = self.owner(ticket) else { return Err(ApiMisuse::NotHeld) };
         let Some(state) = self.parts.get_mut(part) else { return Err(ApiMisuse::NotHeld) };
-        if state.lost.remove(&ticket) {
+        if state.lost.remove(&ticket).is_some() {
             return Ok(true);
         }
         match &mut state.hold {
@@ -278,7 +293,7 @@ impl LockQueue {
                 self.advance(now);
                 return;
             }
-            if state.lost.remove(&ticket) {
+            if state.lost.remove(&ticket).is_some() {
                 return;
             }
             if matches!(state.hold, Hold::Held { ticket: t, .. } if t == ticket) {
@@ -326,6 +341,60 @@ impl LockQueue {
         (!nodes.is_empty()).then_some(nodes)
     }
 
+    /// The status of `ticket`'s hold: `Held` or `Suspended` while it holds
+    /// (the connection's state as this lock last heard it), `Lost` once lost
+    /// (until its release), `NotHeld` otherwise: never granted, or released
+    /// (from the moment the release is taken, before its delete is
+    /// written, so it never reads held once another can be granted).
+    pub fn hold_status(&self, ticket: Ticket) -> HoldStatus {
+        for state in self.parts.iter() {
+            match state.hold {
+                Hold::Held { ticket: t, flags, .. } if t == ticket => {
+                    return if flags.suspended { HoldStatus::Suspended } else { HoldStatus::Held };
+                }
+                _ if state.lost.contains_key(&ticket) => return HoldStatus::Lost,
+                _ => {}
+            }
+        }
+        HoldStatus::NotHeld
+    }
+
+    /// The status of the hold of `part` that is neither lost nor being
+    /// released (`NotHeld` if none).
+    pub fn part_status(&self, part: Part) -> HoldStatus {
+        match self.parts.get(self.slot(part)).map(|s| s.hold) {
+            Some(Hold::Held { ticket, .. }) => self.hold_status(ticket),
+            _ => HoldStatus::NotHeld,
+        }
+    }
+
+    /// Why `ticket`'s hold was lost, once it is (until its release).
+    pub fn loss(&self, ticket: Ticket) -> Option<LossReason> {
+        self.parts.iter().find_map(|s| s.lost.get(&ticket).copied())
+    }
+
+    /// Whether someone asked the holder of `ticket` to give it up (asked
+    /// before the grant counts for the hold). False once lost.
+    pub fn revoked(&self, ticket: Ticket) -> bool {
+        self.parts.iter().any(|s| match (s.hold, s.queue.head.as_ref()) {
+            (Hold::Held { ticket: t, flags, .. }, _) if t == ticket => flags.revoked,
+            (_, Some(h)) if h.entry.ticket == ticket => h.revoked,
+            _ => false,
+        })
+    }
+
+    /// Where `ticket`'s acquire last stood on ZooKeeper (position, total):
+    /// only the acquire under way has one.
+    pub fn position(&self, ticket: Ticket) -> Option<(usize, usize)> {
+        self.parts.iter().find_map(|s| s.queue.head.as_ref().filter(|h| h.entry.ticket == ticket)).and_then(position_of)
+    }
+
+    /// How many parts are held (not lost, not being released): what a
+    /// handle counts in its holds gauge.
+    pub fn held(&self) -> usize {
+        self.parts.iter().filter(|s| matches!(s.hold, Hold::Held { .. })).count()
+    }
+
     /// How many acquires of `part` wait behind the one under way.
     pub fn waiting(&self, part: Part) -> usize {
         self.parts.get(self.slot(part)).map_or(0, |s| s.queue.waiting())
@@ -335,7 +404,7 @@ impl LockQueue {
     fn owner(&self, ticket: Ticket) -> Option<usize> {
         self.parts.iter().position(|s| {
             s.queue.contains(ticket)
-                || s.lost.contains(&ticket)
+                || s.lost.contains_key(&ticket)
                 || matches!(s.hold, Hold::Held { ticket: t, .. } if t == ticket)
                 || matches!(s.hold, Hold::Releasing { ticket: Some(t) } if t == ticket)
         })
@@ -412,8 +481,9 @@ impl LockQueue {
         let acquiring = state.queue.head.as_ref().filter(|h| h.started).map(|h| h.entry.ticket);
         match (event, state.hold, acquiring) {
             (LockEvent::Acquired { node, token }, Hold::None, Some(ticket)) => {
-                state.queue.head = None;
-                state.hold = Hold::Held { ticket, holds: 1 };
+                let revoked = state.queue.head.take().is_some_and(|h| h.revoked);
+                let flags = HoldFlags { revoked, ..HoldFlags::default() };
+                state.hold = Hold::Held { ticket, holds: 1, flags };
                 self.events.push_back(ticket_event(ticket, LockEvent::Acquired { node, token }));
             }
             (LockEvent::Acquired { .. }, _, _) => {
@@ -440,10 +510,11 @@ impl LockQueue {
                     self.events.push_back(ticket_event(ticket, event));
                 }
             }
-            (LockEvent::Lost, Hold::Held { ticket, .. }, _) => {
+            (LockEvent::Lost, Hold::Held { ticket, flags, .. }, _) => {
                 // Lost for good; the lock moves on to the next acquire. A
                 // multi-lock still holds its other members: drop them.
-                state.lost.insert(ticket);
+                let reason = if flags.expired { LossReason::MaxHold } else { LossReason::SessionOrNode };
+                state.lost.insert(ticket, reason);
                 state.hold = Hold::Releasing { ticket: None };
                 self.events.push_back(ticket_event(ticket, LockEvent::Lost));
                 if self.inner.release_part(now, part_at(&*self.inner, part)).is_err() {
@@ -461,8 +532,24 @@ impl LockQueue {
                 | LockEvent::Expired { .. }),
                 Hold::Held { ticket, .. },
                 _,
-            )
-            | (event @ (LockEvent::Queued { .. } | LockEvent::RevocationRequested), _, Some(ticket)) => {
+            ) => {
+                if let Hold::Held { flags, .. } = &mut state.hold {
+                    match &event {
+                        LockEvent::Suspended => flags.suspended = true,
+                        LockEvent::Reconnected => flags.suspended = false,
+                        LockEvent::RevocationRequested => flags.revoked = true,
+                        _ => flags.expired = true,
+                    }
+                }
+                self.events.push_back(ticket_event(ticket, event));
+            }
+            (event @ (LockEvent::Queued { .. } | LockEvent::RevocationRequested), _, Some(ticket)) => {
+                if let Some(head) = state.queue.head.as_mut() {
+                    match event {
+                        LockEvent::Queued { position, total } => head.queued(position, total),
+                        _ => head.revoked = true,
+                    }
+                }
                 self.events.push_back(ticket_event(ticket, event));
             }
             (other, _, _) => self.events.push_back(QueueEvent::Untagged { member: Vec::new(), event: other }),

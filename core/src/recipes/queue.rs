@@ -182,6 +182,26 @@ pub(crate) struct Head<T> {
     pub(crate) entry: Entry<T>,
     /// Started on the recipe; `false` while parked until a session can serve it.
     pub(crate) started: bool,
+    /// Asked to give the hold up before it was granted: it counts for the
+    /// hold (a lock's).
+    pub(crate) revoked: bool,
+    /// Where it last stood on ZooKeeper (position, total), from its
+    /// `Queued` events; `None` before its first.
+    pub(crate) position: Option<(u32, u32)>,
+}
+
+impl<T> Head<T> {
+    /// Notes the position a `Queued` event reports.
+    pub(crate) fn queued(&mut self, position: usize, total: usize) {
+        let half = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        self.position = Some((half(position), half(total)));
+    }
+}
+
+/// A head's position as (position, total), as [`Head::queued`] kept it.
+pub(crate) fn position_of<T>(head: &Head<T>) -> Option<(usize, usize)> {
+    let full = |n: u32| usize::try_from(n).unwrap_or(usize::MAX);
+    head.position.map(|(p, t)| (full(p), full(t)))
 }
 
 /// FIFO of acquires; the head is the one the recipe works for.
@@ -239,7 +259,7 @@ impl<T> TicketQueue<T> {
     pub(crate) fn promote(&mut self) -> Option<&mut Head<T>> {
         if self.head.is_none() {
             let entry = crate::slack::pop_front_freeing(&mut self.waiting)?;
-            self.head = Some(Head { entry, started: false });
+            self.head = Some(Head { entry, started: false, revoked: false, position: None });
         }
         self.head.as_mut()
     }
