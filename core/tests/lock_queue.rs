@@ -85,11 +85,14 @@ fn reentry_is_explicit_and_counted() {
     let node = grant(&mut h, 0);
     h.events();
     h.sent();
-    h.run(|q| q.reenter(t1)).unwrap();
-    h.run(|q| q.reenter(t1)).unwrap();
+    h.run(|q| q.reenter(at(1), t1)).unwrap();
+    h.run(|q| q.reenter(at(1), t1)).unwrap();
+    assert_eq!(h.run(|q| q.inner().hold_count(Part::Whole)), 3, "the recipe keeps the one count");
+    assert!(h.events().is_empty(), "a re-entry's report stays in the queue");
+    assert_eq!(h.run(|q| q.hold_status(t1)), zoolock_core::HoldStatus::Held);
     let t9 = h.run(|q| q.acquire(at(1), Part::Whole, None));
     h.run(|q| q.cancel(at(1), t9));
-    assert_eq!(h.run(|q| q.reenter(t9)), Err(ApiMisuse::NotHeld));
+    assert_eq!(h.run(|q| q.reenter(at(1), t9)), Err(ApiMisuse::NotHeld));
     assert_eq!(h.run(|q| q.release(at(1), t1)), Ok(true));
     assert_eq!(h.run(|q| q.release(at(1), t1)), Ok(true));
     assert!(h.sent().is_empty(), "no delete while a re-entry is held");
@@ -107,7 +110,7 @@ fn the_semaphore_mutex_is_not_reentrant() {
     let lease = h.answer(at(1), &format!("create2 {BASE}/leases/"), Answer::Seq(0));
     h.answer(at(1), &format!("getChildren2 {BASE}/leases"), kids(&[name(&lease)]));
     assert!(h.events().contains(&ticket(t1, acquired(&lease, 1000))));
-    assert_eq!(h.run(|q| q.reenter(t1)), Err(ApiMisuse::NotReentrant));
+    assert_eq!(h.run(|q| q.reenter(at(1), t1)), Err(ApiMisuse::NotReentrant));
 }
 
 #[test]

@@ -55,7 +55,7 @@ pub(crate) fn run(client: &mut CoreClient, now: Instant, recipe: &RegisteredLock
         LockCommand::Ticket(command) => acquire::run(client, now, recipe, command),
         LockCommand::Release { ticket, reply } => release(client, now, recipe, ticket, reply),
         LockCommand::Reenter { ticket, reply } => {
-            let _ = reply.send(client.with(now, recipe.handle, |q, _| q.reenter(ticket)).and_then(|r| r));
+            let _ = reply.send(client.with(now, recipe.handle, |q, now| q.reenter(now, ticket)).and_then(|r| r));
         }
     }
 }

@@ -105,9 +105,13 @@ pub trait LockRecipe: Recipe<Event = PartEvent> {
 
     /// Takes the held `part` once more, reporting `Acquired` again, as
     /// Curator's reentrant acquire does; each re-entry needs its own
-    /// `release_part`. For callers that let the recipe count (the trace
-    /// replay); the shared queue counts re-entries itself.
+    /// `release_part`. The recipe's count is the only one: the shared queue
+    /// re-enters through this too.
     fn reenter_part(&mut self, now: Instant, part: Part) -> Result<(), ApiMisuse>;
+
+    /// How many holds of `part` are outstanding (0 when not held): the
+    /// last `release_part` deletes the node.
+    fn hold_count(&self, part: Part) -> u32;
 }
 
 /// A boxed lock recipe, as composites hold them.
@@ -129,6 +133,11 @@ pub trait OnePartLock: Recipe<Event = PartEvent> {
     fn is_idle(&self) -> bool;
     /// Whether a holder may take it again (see [`LockRecipe::reentrant`]).
     fn reentrant(&self) -> bool;
+    /// Outstanding holds (see [`LockRecipe::hold_count`]): one while held,
+    /// for a lock that is not reentrant.
+    fn hold_count(&self) -> u32 {
+        u32::from(self.holder().is_some())
+    }
     /// Every node proving the hold (see [`LockRecipe::hold_nodes`]).
     fn hold_nodes(&self) -> Vec<String> {
         self.holder().map(|(node, _)| alloc::vec![String::from(node)]).unwrap_or_default()
@@ -177,6 +186,10 @@ impl<L: OnePartLock> LockRecipe for L {
 
     fn reentrant(&self) -> bool {
         OnePartLock::reentrant(self)
+    }
+
+    fn hold_count(&self, _part: Part) -> u32 {
+        OnePartLock::hold_count(self)
     }
 
     fn reenter_part(&mut self, now: Instant, _part: Part) -> Result<(), ApiMisuse> {

@@ -30,10 +30,10 @@ use crate::time::Instant;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Hold {
     None,
+    /// Held by `ticket`; its re-entries are the recipe's to count
+    /// ([`LockRecipe::hold_count`], as Curator counts).
     Held {
         ticket: Ticket,
-        /// The one re-entry count (Curator's).
-        holds: u32,
         /// What the holder is told of it: the connection dropped (until
         /// `Reconnected`), someone asked for it, it reached its max hold
         /// (its `Lost` follows, for that reason).
@@ -219,22 +219,18 @@ impl LockQueue {
         Ok(ticket)
     }
 
-    /// Takes the hold of `ticket` once more (explicit reentrancy); each
-    /// re-entry needs its own [`LockQueue::release`].
-    pub fn reenter(&mut self, ticket: Ticket) -> Result<(), ApiMisuse> {
-        let reentrant = self.inner.reentrant();
-        for state in self.parts.iter_mut() {
-            if let Hold::Held { ticket: t, holds, .. } = &mut state.hold {
-                if *t == ticket {
-                    if !reentrant {
-                        return Err(ApiMisuse::NotReentrant);
-                    }
-                    *holds = holds.saturating_add(1);
-                    return Ok(());
-                }
-            }
+    /// Takes the hold of `ticket` once more (explicit reentrancy, counted
+    /// by the recipe); each re-entry needs its own [`LockQueue::release`].
+    pub fn reenter(&mut self, now: Instant, ticket: Ticket) -> Result<(), ApiMisuse> {
+        let part = self.parts.iter().position(|s| matches!(s.hold, Hold::Held { ticket: t, .. } if t == ticket));
+        let Some(part) = part else { return Err(ApiMisuse::NotHeld) };
+        if !self.inner.reentrant() {
+            return Err(ApiMisuse::NotReentrant);
         }
-        Err(ApiMisuse::NotHeld)
+        let result = self.inner.reenter_part(now, part_at(&*self.inner, part));
+        // Its `Acquired` again is the re-entry's report: taken here.
+        self.collect(now);
+        result
     }
 
     /// Releases one hold of `ticket`. `Ok(true)`: done (a re-entry counted
@@ -246,12 +242,11 @@ impl LockQueue {
         if state.lost.remove(&ticket).is_some() {
             return Ok(true);
         }
+        let at = part_at(&*self.inner, part);
         match &mut state.hold {
             Hold::Held { ticket: t, .. } if *t != ticket => Err(ApiMisuse::NotHeld),
-            Hold::Held { holds, .. } if *holds > 1 => {
-                *holds -= 1;
-                Ok(true)
-            }
+            // A re-entry counted off: the recipe keeps the node.
+            Hold::Held { .. } if self.inner.hold_count(at) > 1 => self.inner.release_part(now, at).map(|()| true),
             Hold::Held { .. } => {
                 state.hold = Hold::Releasing { ticket: Some(ticket) };
                 let done = match self.inner.release_part(now, part_at(&*self.inner, part)) {
@@ -483,9 +478,11 @@ impl LockQueue {
             (LockEvent::Acquired { node, token }, Hold::None, Some(ticket)) => {
                 let revoked = state.queue.head.take().is_some_and(|h| h.revoked);
                 let flags = HoldFlags { revoked, ..HoldFlags::default() };
-                state.hold = Hold::Held { ticket, holds: 1, flags };
+                state.hold = Hold::Held { ticket, flags };
                 self.events.push_back(ticket_event(ticket, LockEvent::Acquired { node, token }));
             }
+            // A re-entry's report: the recipe counted it.
+            (LockEvent::Acquired { .. }, Hold::Held { .. }, _) => {}
             (LockEvent::Acquired { .. }, _, _) => {
                 // Nobody asked (cannot happen through the ticket commands):
                 // give it back rather than hold it for no one.

@@ -560,6 +560,10 @@ impl OnePartLock for MultiLock {
         true
     }
 
+    fn hold_count(&self) -> u32 {
+        MultiLock::hold_count(self)
+    }
+
     fn hold_nodes(&self) -> Vec<String> {
         MultiLock::hold_nodes(self)
     }

@@ -191,4 +191,8 @@ impl OnePartLock for Mutex {
     fn reentrant(&self) -> bool {
         true
     }
+
+    fn hold_count(&self) -> u32 {
+        Mutex::hold_count(self)
+    }
 }

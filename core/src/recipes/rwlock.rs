@@ -396,6 +396,14 @@ impl LockRecipe for ReadWriteLock {
         self.is_idle(part)
     }
 
+    fn hold_count(&self, part: Part) -> u32 {
+        let half = match self.part(part) {
+            Part::Read => READ,
+            Part::Whole | Part::Write => WRITE,
+        };
+        self.halves.get(half).filter(|h| h.core.held().is_some()).map_or(0, |h| h.holds)
+    }
+
     fn reenter_part(&mut self, now: Instant, part: Part) -> Result<(), ApiMisuse> {
         if self.hold(part).is_none() {
             return Err(ApiMisuse::NotHeld);
