@@ -154,12 +154,15 @@ pub enum RecipeEvent {
     /// semaphore's own events, and its capacity. Boxed, as `Lock`.
     Leases(alloc::boxed::Box<crate::recipes::LeaseQueueEvent>),
     /// An event of one member of a composite recipe (the read or write half of
-    /// a read-write lock, one lock of a multi-lock).
+    /// a read-write lock, one lock of a multi-lock): flat, the member's own
+    /// typed event under its place.
     Member {
-        /// The member's index.
-        index: usize,
+        /// The member's index at each level, outermost first (a read-write
+        /// lock half's [`Part::index`](crate::recipes::Part::index), a
+        /// multi-lock member's place).
+        members: alloc::vec::Vec<usize>,
         /// Its event.
-        event: alloc::boxed::Box<RecipeEvent>,
+        event: crate::recipes::LockEvent,
     },
     /// The lock's participants, in queue order.
     Participants(alloc::vec::Vec<Participant>),

@@ -115,14 +115,12 @@ pub(super) struct Logged {
     pub(super) consumed: bool,
 }
 
-/// `Member { index, event }` unwrapped.
-pub(super) fn unwrap_member(event: &RecipeEvent) -> (Option<usize>, &RecipeEvent) {
+/// `Member { members, event }` unwrapped: the outermost index and the
+/// member's event.
+pub(super) fn unwrap_member(event: &RecipeEvent) -> (Option<usize>, RecipeEvent) {
     match event {
-        RecipeEvent::Member { index, event } => {
-            let (_, inner) = unwrap_member(event);
-            (Some(*index), inner)
-        }
-        e => (None, e),
+        RecipeEvent::Member { members, event } => (members.first().copied(), RecipeEvent::from(event.clone())),
+        e => (None, e.clone()),
     }
 }
 
@@ -440,7 +438,7 @@ impl ClientRun<'_> {
                         && l.recipe == recipe
                         && l.at >= exp.not_before
                         && (half.is_none() || index == *half)
-                        && same_kind(want, event)
+                        && same_kind(want, &event)
                 });
                 let Some(pos) = found else {
                     let pending: Vec<String> = self
@@ -460,7 +458,7 @@ impl ClientRun<'_> {
                         format!("unmatched events {pending:?}"),
                     ));
                 };
-                let event = self.log.events.get(pos).map(|l| unwrap_member(&l.event).1.clone());
+                let event = self.log.events.get(pos).map(|l| unwrap_member(&l.event).1);
                 if let Some(l) = self.log.events.get_mut(pos) {
                     l.consumed = true;
                 }

@@ -34,7 +34,7 @@ pub enum Part {
 
 impl Part {
     /// The part's place among its lock's parts, which is also the
-    /// [`RecipeEvent::Member`](crate::RecipeEvent::Member) index of a
+    /// outermost [`RecipeEvent::Member`](crate::RecipeEvent::Member) index of a
     /// read-write lock half's events at the client: 0 for `Whole` and
     /// `Read`, 1 for `Write`.
     pub fn index(self) -> usize {

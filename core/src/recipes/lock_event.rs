@@ -154,22 +154,21 @@ impl From<LockEvent> for RecipeEvent {
     }
 }
 
-/// Wraps `event` as the events of `member` (outermost first).
-fn through_members(member: Vec<usize>, event: LockEvent) -> RecipeEvent {
-    member
-        .into_iter()
-        .rev()
-        .fold(RecipeEvent::from(event), |event, index| RecipeEvent::Member { index, event: Box::new(event) })
+/// `event` of `members` (outermost first): plain for the lock itself.
+fn through_members(members: Vec<usize>, event: LockEvent) -> RecipeEvent {
+    if members.is_empty() { RecipeEvent::from(event) } else { RecipeEvent::Member { members, event } }
 }
 
-/// A half's event is a `Member` with the half's [`Part::index`]; a one-part
+/// A half's event is a `Member` under the half's [`Part::index`]; a one-part
 /// lock's is plain.
 impl From<PartEvent> for RecipeEvent {
     fn from(PartEvent { part, member, event }: PartEvent) -> RecipeEvent {
-        let event = through_members(member, event);
         match part {
-            Part::Whole => event,
-            Part::Read | Part::Write => RecipeEvent::Member { index: part.index(), event: Box::new(event) },
+            Part::Whole => through_members(member, event),
+            Part::Read | Part::Write => {
+                let members = core::iter::once(part.index()).chain(member).collect();
+                RecipeEvent::Member { members, event }
+            }
         }
     }
 }

@@ -41,7 +41,7 @@ pub(crate) fn member_seed(seed: u64, index: usize) -> u64 {
 ///
 /// Events are [`PartEvent`]s naming the half ([`Part::Read`] or
 /// [`Part::Write`]); a client reports them as
-/// [`RecipeEvent::Member`](crate::RecipeEvent::Member) with the half's
+/// [`RecipeEvent::Member`](crate::RecipeEvent::Member) under the half's
 /// [`Part::index`].
 ///
 /// Each half is reentrant per handle, like [`Mutex`](super::Mutex): acquiring

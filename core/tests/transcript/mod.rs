@@ -156,7 +156,7 @@ pub(crate) struct Harness<R: Recipe> {
 pub(crate) fn queued_of(event: &RecipeEvent) -> Option<(usize, usize)> {
     match event {
         RecipeEvent::Queued { position, total } => Some((*position, *total)),
-        RecipeEvent::Member { event, .. } => queued_of(event),
+        RecipeEvent::Member { event: LockEvent::Queued { position, total }, .. } => Some((*position, *total)),
         RecipeEvent::Lock(queued) => match &**queued {
             QueueEvent::Ticket { event: LockEvent::Queued { position, total }, .. } => Some((*position, *total)),
             _ => None,
@@ -380,9 +380,17 @@ pub(crate) fn listing(base: &str, watch: bool) -> String {
     format!("getChildren2 {base}{}", self::watch(watch))
 }
 
-/// A `Member` event.
+/// A `Member` event: `event` (one a lock reports) of member `index`.
 pub(crate) fn member(index: usize, event: RecipeEvent) -> RecipeEvent {
-    RecipeEvent::Member { index, event: Box::new(event) }
+    let event = match event {
+        RecipeEvent::Acquired { node, token } => LockEvent::Acquired { node, token },
+        RecipeEvent::Released => LockEvent::Released,
+        RecipeEvent::TimedOut => LockEvent::TimedOut,
+        RecipeEvent::Lost => LockEvent::Lost,
+        RecipeEvent::Failed(e) => LockEvent::Failed(e),
+        other => panic!("not a lock's event: {other:?}"),
+    };
+    RecipeEvent::Member { members: vec![index], event }
 }
 
 /// An `Acquired` event for `node` created with sequence `seq` by [`Answer::Seq`].
