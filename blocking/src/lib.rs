@@ -153,10 +153,10 @@ pub use zoolock_smol::sans_io;
 pub use zoolock_smol::{
     Acl, AclParseError, AclPolicy, ApiMisuse, AuthInfo, Bytes, ClientName, CloseMode, Compression, ConnectStringError,
     ConnectionState, CreateMode, DialError, ElectionKind, ElectionParticipant, Error, ErrorCode, FencingToken,
-    HoldStatus, LeadershipPolicy, LockKind, LockOptions, LockSpec, LossReason, Misbehavior, MultiResult, Op, OpPlan,
-    Options, Participant, PathError, PathProblem, QueuePosition, RequestError, RetryPolicy, SaslConfig, SaslError,
-    SaslMechanism, SemaphoreOptions, SemaphoreSize, SessionError, Stat, Suspension, TlsError, VersionedCount, ZkPath,
-    parse_acl,
+    HoldStatus, LeadershipPolicy, LockKind, LockName, LockNameError, LockOptions, LockSpec, LossReason, Misbehavior,
+    MultiResult, Op, OpPlan, Options, Participant, PathError, PathProblem, QueuePosition, RequestError, RetryPolicy,
+    SaslConfig, SaslError, SaslMechanism, SemaphoreOptions, SemaphoreSize, SessionError, SortRule, Stat, Suspension,
+    TlsError, VersionedCount, ZkPath, parse_acl,
 };
 #[cfg(feature = "gssapi")]
 pub use zoolock_smol::{GSSAPI_DEFAULT_SERVICE, GssapiClient};

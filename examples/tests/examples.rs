@@ -1,9 +1,10 @@
-//! Runs each example (tokio, smol, blocking threads, and the core driven
-//! by hand and from a mio loop) against the real ZooKeeper from `ZOOLOCK_TEST_CONNECT`
-//! (started by `.ci/run`) and checks its exit status, its output, and that it
-//! left no lock node behind. Skipped, with the reason printed, when the
-//! variable is unset; failing instead when `CI` is set. Each also runs with
-//! no `ZOOLOCK_CONNECT` at all, on the embedded server it then starts.
+//! Runs each example (tokio, smol, blocking threads, and `zoolock-core`'s
+//! own: the core driven by hand and from a mio loop) against the real
+//! ZooKeeper from `ZOOLOCK_TEST_CONNECT` (started by `.ci/run`) and checks
+//! its exit status, its output, and that it left no lock node behind.
+//! Skipped, with the reason printed, when the variable is unset; failing
+//! instead when `CI` is set. Each also runs with no `ZOOLOCK_CONNECT` at
+//! all, on the embedded server it then starts.
 //!
 //! The examples are built with the same cargo and profile as this test, then
 //! run as plain processes: quicker than `cargo run --example`, and the build
@@ -17,8 +18,9 @@ use std::time::{Duration, Instant};
 /// How long one example may take.
 const LIMIT: Duration = Duration::from_secs(60);
 
-/// Builds the examples once and returns the folder holding them:
-/// `<target>/<profile>/examples`, next to this test's own `deps` folder.
+/// Builds the examples (this crate's and `zoolock-core`'s) once and returns
+/// the folder holding them: `<target>/<profile>/examples`, next to this
+/// test's own `deps` folder.
 fn examples_dir() -> &'static PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
@@ -31,7 +33,8 @@ fn examples_dir() -> &'static PathBuf {
         };
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let status = Command::new(cargo)
-            .args(["build", "--quiet", "-p", "zoolock-examples", "--examples", "--profile", profile, "--target-dir"])
+            .args(["build", "--quiet", "-p", "zoolock-examples", "-p", "zoolock-core", "--examples"])
+            .args(["--profile", profile, "--target-dir"])
             .arg(target_dir)
             .status()
             .expect("run cargo");

@@ -1,5 +1,9 @@
 //! zoolock on tokio: the [`Runtime`] for tokio, and [`connect`].
 //!
+//! The handles, options and errors are `zoolock-driver`'s, re-exported by
+//! name. [`sans_io`] is the advanced sans-IO layer beneath them (`zoolock-core`),
+//! for what the handles do not cover.
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), zoolock_tokio::Error> {
 //! let client = zoolock_tokio::connect("127.0.0.1:2181", zoolock_tokio::Options::default()).await?;
@@ -51,7 +55,27 @@ use std::sync::Arc;
 use tokio::net::TcpStream;
 use tokio_util::compat::TokioAsyncReadCompatExt;
 
-pub use zoolock_driver::*;
+// The driver's public items by name (no glob), gated as the driver gates them.
+#[doc(inline)]
+pub use zoolock_driver::{
+    Acl, AclParseError, AclPolicy, ApiMisuse, AsyncRead, AsyncWrite, AuthInfo, BoxFuture, Bytes, Client, ClientName,
+    CloseMode, Compression, Conn, ConnectStringError, ConnectionState, CreateMode, DialError, ElectionKind,
+    ElectionParticipant, Error, ErrorCode, FencingToken, Guard, Hold, HoldStatus, HolderChanges, IoConn, LeaderChanges,
+    LeaderLatch, LeaderSelector, Leadership, LeadershipChanges, LeadershipPolicy, Lease, Lock, LockKind, LockName,
+    LockNameError, LockOptions, LockSpec, LossReason, Misbehavior, MultiResult, Op, OpPlan, Options, Participant,
+    PathError, PathProblem, QueuePosition, ReadWriteLock, RequestError, RetryPolicy, Runtime, SaslConfig, SaslError,
+    SaslMechanism, Semaphore, SemaphoreOptions, SemaphoreSize, SessionError, SharedCount, SortRule, Stat,
+    StatusChanges, StreamExt, Suspension, TlsError, VersionedCount, ZkPath, parse_acl, unresolved,
+};
+#[cfg(feature = "gssapi")]
+#[doc(inline)]
+pub use zoolock_driver::{GSSAPI_DEFAULT_SERVICE, GssapiClient};
+#[cfg(feature = "tls")]
+#[doc(inline)]
+pub use zoolock_driver::{TlsConfigError, TlsConnect, TlsOptions, rustls};
+// The one module re-exported whole: the advanced sans-IO layer.
+#[doc(inline)]
+pub use zoolock_driver::sans_io;
 
 /// Runs zoolock's event loop on a tokio runtime.
 #[derive(Debug, Clone)]

@@ -14,7 +14,7 @@
 //! when it is released, with a higher fencing token.
 //!
 //! ```sh
-//! ZOOLOCK_CONNECT=127.0.0.1:2181 cargo run -p zoolock-examples --example mio_locks
+//! ZOOLOCK_CONNECT=127.0.0.1:2181 cargo run -p zoolock-core --example mio_locks
 //! ```
 //!
 //! Without `ZOOLOCK_CONNECT` it starts an embedded in-memory ZooKeeper;

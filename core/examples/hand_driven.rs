@@ -10,7 +10,7 @@
 //! socket and clock.
 //!
 //! ```sh
-//! ZOOLOCK_CONNECT=127.0.0.1:2181 cargo run -p zoolock-examples --example hand_driven
+//! ZOOLOCK_CONNECT=127.0.0.1:2181 cargo run -p zoolock-core --example hand_driven
 //! ```
 //!
 //! Without `ZOOLOCK_CONNECT` it starts an embedded in-memory ZooKeeper;
