@@ -151,12 +151,13 @@ pub use semaphore::{Lease, Semaphore};
 /// `zoolock_smol::sans_io`), for what the handles do not cover.
 pub use zoolock_smol::sans_io;
 pub use zoolock_smol::{
-    Acl, AclParseError, AclPolicy, ApiMisuse, AuthInfo, Bytes, ClientName, CloseMode, Compression, ConnectStringError,
-    ConnectionState, CreateMode, DialError, ElectionKind, ElectionParticipant, Error, ErrorCode, FencingToken,
-    HoldStatus, LeadershipPolicy, LockKind, LockName, LockNameError, LockOptions, LockSpec, LossReason, Misbehavior,
-    MultiResult, Op, OpPlan, Options, Participant, PathError, PathProblem, QueuePosition, RequestError, RetryPolicy,
-    SaslConfig, SaslError, SaslMechanism, SemaphoreOptions, SemaphoreSize, SessionError, SortRule, Stat, Suspension,
-    TlsError, VersionedCount, ZkPath, parse_acl,
+    Acl, AclParseError, AclPolicy, AddWatchMode, ApiMisuse, AuthInfo, Bytes, ClientName, CloseMode, Compression,
+    ConnectStringError, ConnectionState, CreateMode, DecodeError, DecodeErrorKind, DialError, ElectionKind,
+    ElectionParticipant, Error, ErrorCode, FencingToken, HoldStatus, Id, LeadershipPolicy, LockKind, LockName,
+    LockNameError, LockOptions, LockSpec, LossReason, Misbehavior, MultiResult, Op, OpCode, OpPlan, Options,
+    Participant, PathError, PathProblem, Perms, QueuePosition, RequestError, RetryPolicy, SaslConfig, SaslError,
+    SaslMechanism, SemaphoreOptions, SemaphoreSize, SessionError, SortKey, SortRule, Stat, Suspension, TlsError,
+    VersionedCount, WatcherType, ZkPath, parse_acl,
 };
 #[cfg(feature = "gssapi")]
 pub use zoolock_smol::{GSSAPI_DEFAULT_SERVICE, GssapiClient};

@@ -7,8 +7,8 @@
 //! and what happened ([`Client::poll_event`]). Recipes ([`Mutex`](crate::recipes::Mutex),
 //! [`ReadWriteLock`](crate::recipes::ReadWriteLock), [`Semaphore`](crate::recipes::Semaphore), ...) are added to it with [`Client::add`]
 //! and commanded with [`Client::with`]. The drive-loop contract is on
-//! [`Session`] and [`Client`]. In the repository, `examples/hand_driven.rs`
-//! drives it over a blocking socket and `examples/mio_locks.rs` over a mio
+//! [`Session`] and [`Client`]. In the repository, `core/examples/hand_driven.rs`
+//! drives it over a blocking socket and `core/examples/mio_locks.rs` over a mio
 //! event loop; `zoolock-driver` is the async loop that the tokio, smol and
 //! blocking crates use.
 //!

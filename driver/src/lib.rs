@@ -120,6 +120,10 @@ pub use zoolock_core::wire::ErrorCode;
 /// What the plain operations take and return ([`Client::create`],
 /// [`Client::get_data`], ...) and the SASL settings of [`Options::sasl`].
 pub use zoolock_core::wire::{Acl, CreateMode, Stat};
+/// What those values and errors carry in turn: an ACL's permissions and
+/// identity, an operation's code (in [`ApiMisuse`] and [`RequestError`]), a
+/// watch's kind, a frame that did not decode ([`SessionError`]).
+pub use zoolock_core::wire::{AddWatchMode, DecodeError, DecodeErrorKind, Id, OpCode, Perms, WatcherType};
 pub use zoolock_core::{
     ApiMisuse, ConnectStringError, Misbehavior, PathError, PathProblem, RequestError, SaslError, SessionError,
 };
@@ -137,7 +141,7 @@ pub mod sans_io {
 }
 pub use zoolock_core::recipes::{
     ElectionKind, ElectionParticipant, LeadershipPolicy, LockKind, LockName, LockNameError, LockSpec, SemaphoreSize,
-    SortRule,
+    SortRule, policy::SortKey,
 };
 pub use zoolock_core::{
     Compression, ConnectionState, FencingToken, Participant, Suspension,

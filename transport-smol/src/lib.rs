@@ -30,14 +30,15 @@ use smol::net::TcpStream;
 // The driver's public items by name (no glob), gated as the driver gates them.
 #[doc(inline)]
 pub use zoolock_driver::{
-    Acl, AclParseError, AclPolicy, ApiMisuse, AsyncRead, AsyncWrite, AuthInfo, BoxFuture, Bytes, Client, ClientName,
-    CloseMode, Compression, Conn, ConnectStringError, ConnectionState, CreateMode, DialError, ElectionKind,
-    ElectionParticipant, Error, ErrorCode, FencingToken, Guard, Hold, HoldStatus, HolderChanges, IoConn, LeaderChanges,
-    LeaderLatch, LeaderSelector, Leadership, LeadershipChanges, LeadershipPolicy, Lease, Lock, LockKind, LockName,
-    LockNameError, LockOptions, LockSpec, LossReason, Misbehavior, MultiResult, Op, OpPlan, Options, Participant,
-    PathError, PathProblem, QueuePosition, ReadWriteLock, RequestError, RetryPolicy, Runtime, SaslConfig, SaslError,
-    SaslMechanism, Semaphore, SemaphoreOptions, SemaphoreSize, SessionError, SharedCount, SortRule, Stat,
-    StatusChanges, StreamExt, Suspension, TlsError, VersionedCount, ZkPath, parse_acl, unresolved,
+    Acl, AclParseError, AclPolicy, AddWatchMode, ApiMisuse, AsyncRead, AsyncWrite, AuthInfo, BoxFuture, Bytes, Client,
+    ClientName, CloseMode, Compression, Conn, ConnectStringError, ConnectionState, CreateMode, DecodeError,
+    DecodeErrorKind, DialError, ElectionKind, ElectionParticipant, Error, ErrorCode, FencingToken, Guard, Hold,
+    HoldStatus, HolderChanges, Id, IoConn, LeaderChanges, LeaderLatch, LeaderSelector, Leadership, LeadershipChanges,
+    LeadershipPolicy, Lease, Lock, LockKind, LockName, LockNameError, LockOptions, LockSpec, LossReason, Misbehavior,
+    MultiResult, Op, OpCode, OpPlan, Options, Participant, PathError, PathProblem, Perms, QueuePosition, ReadWriteLock,
+    RequestError, RetryPolicy, Runtime, SaslConfig, SaslError, SaslMechanism, Semaphore, SemaphoreOptions,
+    SemaphoreSize, SessionError, SharedCount, SortKey, SortRule, Stat, StatusChanges, StreamExt, Suspension, TlsError,
+    VersionedCount, WatcherType, ZkPath, parse_acl, unresolved,
 };
 #[cfg(feature = "gssapi")]
 #[doc(inline)]

@@ -146,7 +146,7 @@ use zoolock_wire::{Acl, DecodeError, OpCode, Stat};
 
 pub use config::{ModelConfig, StandaloneCheck};
 #[cfg(feature = "server")]
-pub use testing_server::TestingServer;
+pub use testing_server::{TestingServer, ThreadedServer};
 
 use server::Conn;
 use session::Sessions;

@@ -326,3 +326,52 @@ fn spawn_connection(
 fn stop_reader(reader: &AbortHandle) {
     reader.abort();
 }
+
+/// A [`TestingServer`] on a thread of its own (with its own tokio runtime),
+/// for programs that are not on tokio: a blocking one, a smol one, a
+/// hand-driven one. Dropping it stops the server and joins the thread.
+#[derive(Debug)]
+pub struct ThreadedServer {
+    connect_string: String,
+    stop: Option<(std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>)>,
+}
+
+impl ThreadedServer {
+    /// Starts one.
+    ///
+    /// # Errors
+    ///
+    /// When the thread's runtime cannot be built or the server does not
+    /// start.
+    pub fn start() -> io::Result<ThreadedServer> {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+        let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            runtime.block_on(async move {
+                let server = TestingServer::start().await;
+                let _ = addr_tx.send(server.connect_string().to_owned());
+                // Serve until stopped (or the owner is gone).
+                let _ = tokio::task::spawn_blocking(move || stop_rx.recv()).await;
+                server.stop().await;
+            });
+        });
+        let connect_string =
+            addr_rx.recv().map_err(|_| io::Error::other("the in-memory ZooKeeper's thread ended before it served"))?;
+        Ok(ThreadedServer { connect_string, stop: Some((stop_tx, thread)) })
+    }
+
+    /// `127.0.0.1:PORT`.
+    pub fn connect_string(&self) -> &str {
+        &self.connect_string
+    }
+}
+
+impl Drop for ThreadedServer {
+    fn drop(&mut self) {
+        if let Some((stop, thread)) = self.stop.take() {
+            let _ = stop.send(());
+            let _ = thread.join();
+        }
+    }
+}
