@@ -325,11 +325,19 @@ pub(crate) enum TicketCommand<Q: DrivenQueue> {
 /// The answer cells of one queue's tickets: acquires waiting for their
 /// grant, and (a lock's, in the Curator plan) releases waiting for the
 /// server's answer. Core keeps everything else of a ticket. A small vector
-/// in ticket order each (core issues tickets in increasing order), searched
-/// by bisection: a handle rarely has more than a few tickets at once.
+/// in ticket order (core issues tickets in increasing order), searched by
+/// bisection: a handle rarely has more than a few tickets waiting at once,
+/// and none while it only holds (the vector is freed once empty).
 pub(crate) struct Answers<Q: DrivenQueue> {
-    waiters: Vec<(Ticket, QueueWaiter<Q>)>,
-    releases: Vec<(Ticket, oneshot::Sender<Result<(), Error>>)>,
+    cells: Vec<(Ticket, Cell<Q>)>,
+}
+
+/// One ticket's answer cell.
+enum Cell<Q: DrivenQueue> {
+    /// Its acquire, waiting for the grant.
+    Acquire(QueueWaiter<Q>),
+    /// Its release, waiting for the server's answer.
+    Release(oneshot::Sender<Result<(), Error>>),
 }
 
 /// The waiter of an acquire of queue `Q`.
@@ -337,21 +345,18 @@ pub(crate) type QueueWaiter<Q> = Waiter<<Q as DrivenQueue>::Grant, <Q as DrivenQ
 
 impl<Q: DrivenQueue> Default for Answers<Q> {
     fn default() -> Self {
-        Answers { waiters: Vec::new(), releases: Vec::new() }
+        Answers { cells: Vec::new() }
     }
 }
 
 impl<Q: DrivenQueue> std::fmt::Debug for Answers<Q> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let tickets = |v: &[(Ticket, _)]| v.iter().map(|(t, _)| *t).collect::<Vec<_>>();
-        f.debug_struct("Answers")
-            .field("waiters", &self.waiters.iter().map(|(t, _)| *t).collect::<Vec<_>>())
-            .field("releases", &tickets(&self.releases))
-            .finish()
+        let cells = self.cells.iter().map(|(t, c)| (*t, matches!(c, Cell::Acquire(_))));
+        f.debug_map().entries(cells.map(|(t, acquire)| (t, if acquire { "acquire" } else { "release" }))).finish()
     }
 }
 
-/// Up to this many cells a vector grows one by one (a handle keeps as few
+/// Up to this many cells the vector grows one by one (a handle keeps as few
 /// as it needs), past it by doubling.
 const FEW_TICKETS: usize = 4;
 
@@ -372,38 +377,64 @@ fn file<V>(cells: &mut Vec<(Ticket, V)>, t: Ticket, value: V) {
     }
 }
 
-/// Takes out what `cells` files under `t`.
-fn take<V>(cells: &mut Vec<(Ticket, V)>, t: Ticket) -> Option<V> {
+/// Takes out what `cells` files under `t` if `take` says so; frees the
+/// vector once it is empty.
+fn take<V>(cells: &mut Vec<(Ticket, V)>, t: Ticket, take: impl FnOnce(&V) -> bool) -> Option<V> {
     let i = cells.binary_search_by_key(&t, |(k, _)| *k).ok()?;
-    Some(cells.remove(i).1)
+    let out = take(&cells.get(i)?.1).then(|| cells.remove(i).1);
+    if cells.is_empty() {
+        *cells = Vec::new();
+    }
+    out
 }
 
 impl<Q: DrivenQueue> Answers<Q> {
+    fn cell(&self, t: Ticket) -> Option<&Cell<Q>> {
+        let i = self.cells.binary_search_by_key(&t, |(k, _)| *k).ok()?;
+        self.cells.get(i).map(|(_, c)| c)
+    }
+
     /// The acquire waiting under ticket `t`.
     pub(crate) fn waiter(&self, t: Ticket) -> Option<&QueueWaiter<Q>> {
-        let i = self.waiters.binary_search_by_key(&t, |(k, _)| *k).ok()?;
-        self.waiters.get(i).map(|(_, w)| w)
+        match self.cell(t)? {
+            Cell::Acquire(w) => Some(w),
+            Cell::Release(_) => None,
+        }
     }
 
     /// The acquire waiting under ticket `t`, to build its grant.
     pub(crate) fn waiter_mut(&mut self, t: Ticket) -> Option<&mut QueueWaiter<Q>> {
-        let i = self.waiters.binary_search_by_key(&t, |(k, _)| *k).ok()?;
-        self.waiters.get_mut(i).map(|(_, w)| w)
+        let i = self.cells.binary_search_by_key(&t, |(k, _)| *k).ok()?;
+        match self.cells.get_mut(i).map(|(_, c)| c)? {
+            Cell::Acquire(w) => Some(w),
+            Cell::Release(_) => None,
+        }
+    }
+
+    /// Files the acquire of a new ticket `t`.
+    fn file_waiter(&mut self, t: Ticket, waiter: QueueWaiter<Q>) {
+        file(&mut self.cells, t, Cell::Acquire(waiter));
     }
 
     /// Takes out the acquire waiting under `t` (it ended, or was granted).
     pub(crate) fn take_waiter(&mut self, t: Ticket) -> Option<QueueWaiter<Q>> {
-        take(&mut self.waiters, t)
+        match take(&mut self.cells, t, |c| matches!(c, Cell::Acquire(_)))? {
+            Cell::Acquire(w) => Some(w),
+            Cell::Release(_) => None,
+        }
     }
 
     /// Files the release of `t` waiting for the server's answer.
     pub(crate) fn file_release(&mut self, t: Ticket, reply: oneshot::Sender<Result<(), Error>>) {
-        file(&mut self.releases, t, reply);
+        file(&mut self.cells, t, Cell::Release(reply));
     }
 
     /// Takes out the release of `t` waiting for the server's answer.
     pub(crate) fn take_release(&mut self, t: Ticket) -> Option<oneshot::Sender<Result<(), Error>>> {
-        take(&mut self.releases, t)
+        match take(&mut self.cells, t, |c| matches!(c, Cell::Release(_)))? {
+            Cell::Release(r) => Some(r),
+            Cell::Acquire(_) => None,
+        }
     }
 }
 
@@ -460,7 +491,7 @@ pub(crate) fn run<Q: DrivenQueue>(
                 Ok(Ok(ticket)) => {
                     state.ticket = Some(ticket);
                     let waiter = Waiter { answer, of, _waiting: Gauge::waiting(&recipe.labels()) };
-                    recipe.shared.with(|s| file(&mut s.waiters, ticket, waiter));
+                    recipe.shared.with(|s| s.file_waiter(ticket, waiter));
                 }
                 Ok(Err(e)) | Err(e) => {
                     drop(state);
@@ -692,8 +723,9 @@ mod tests {
         for (i, &t) in tickets.iter().enumerate() {
             assert_eq!(cells.get(i).map(|c| (c.0, c.1)), Some((t, i)));
         }
-        assert_eq!(take(&mut cells, tickets[7]), Some(7));
-        assert_eq!(take(&mut cells, tickets[7]), None);
+        assert_eq!(take(&mut cells, tickets[7], |_| true), Some(7));
+        assert_eq!(take(&mut cells, tickets[7], |_| true), None);
+        assert_eq!(take(&mut cells, tickets[8], |_| false), None, "left where it is");
         assert_eq!(cells.len(), 39);
     }
 
@@ -704,5 +736,8 @@ mod tests {
         assert_eq!(cells.capacity(), 1);
         file(&mut cells, tickets[1], ());
         assert_eq!(cells.capacity(), 2);
+        take(&mut cells, tickets[0], |_| true);
+        take(&mut cells, tickets[1], |_| true);
+        assert_eq!(cells.capacity(), 0, "an empty vector is freed: a handle that only holds keeps none");
     }
 }

@@ -468,7 +468,8 @@ impl Future for Acquiring<'_, '_> {
         let path = &this.lock.owner.recipe.path;
         tracing::debug!(%path, %node, token = token.0, ?waited, "lock granted");
         let lock = Lock { owner: this.lock.owner.clone(), part: this.part };
-        let held = Arc::new(Gauge::held(&lock.recipe().labels()));
+        // Only with metrics is there a gauge to share (no allocation without).
+        let held = cfg!(feature = "metrics").then(|| Arc::new(Gauge::held(&lock.recipe().labels())));
         Poll::Ready(Ok(Guard::new(lock, ticket, node, token, held)))
     }
 }
@@ -480,8 +481,8 @@ struct TicketHold {
     lock: Lock,
     ticket: Ticket,
     /// `zoolock_holds`, raised while a guard of the hold lives: its
-    /// re-entries share it, so the hold counts once.
-    held: Arc<Gauge>,
+    /// re-entries share it, so the hold counts once (with metrics).
+    held: Option<Arc<Gauge>>,
 }
 
 impl TicketHold {
@@ -579,7 +580,7 @@ impl From<Guard> for Hold {
 }
 
 impl Guard {
-    fn new(lock: Lock, ticket: Ticket, node: Arc<str>, token: FencingToken, held: Arc<Gauge>) -> Guard {
+    fn new(lock: Lock, ticket: Ticket, node: Arc<str>, token: FencingToken, held: Option<Arc<Gauge>>) -> Guard {
         let of = Arc::new(TicketHold { lock, ticket, held });
         Guard { hold: Hold::new(node, token, of.clone(), None), of }
     }
