@@ -7,7 +7,7 @@
 //! abandons the ticket, and core gives back whatever the ticket got.
 //!
 //! Core is the only ledger: a ticket's status, loss, revocation and queue
-//! position are read from its queue ([`LoopShared::read`](crate::task::LoopShared::read_recipe)).
+//! position are read from its queue ([`LoopShared::read_recipe`](crate::task::LoopShared::read_recipe)).
 //! The driver keeps only what core cannot: the answer cells of acquires
 //! and releases waiting for the server ([`Answers`]), and the wakers in
 //! them. Both handles acquire this way; what differs (the request, the
@@ -46,12 +46,7 @@ impl<T> Signalled<T> {
         let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let out = f(&mut guard);
         drop(guard);
-        // Nobody to wake until someone listens (a listener registers before
-        // it reads the state): then the event needs no state of its own
-        // (an allocation per recipe, which notifying would make).
-        if self.changed.total_listeners() > 0 {
-            self.changed.notify(usize::MAX);
-        }
+        self.notify();
         out
     }
 
@@ -61,7 +56,10 @@ impl<T> Signalled<T> {
         f(&self.state.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
-    /// Wakes everyone waiting: what they read (core's state) changed.
+    /// Wakes everyone waiting: what they read (this state, or core's)
+    /// changed. Nobody to wake until someone listens (a listener registers
+    /// before it reads): then the event needs no state of its own (an
+    /// allocation per recipe, which notifying would make).
     pub(crate) fn notify(&self) {
         if self.changed.total_listeners() > 0 {
             self.changed.notify(usize::MAX);

@@ -177,7 +177,7 @@ pub struct Hold {
     source: Arc<dyn Source>,
     released: bool,
     /// `zoolock_holds` for a hold that counts by itself (a lease; a lock's
-    /// hold counts once for all its re-entries, in the lock's state).
+    /// hold counts once for all its re-entries, in the guards' shared source).
     _held: Option<Gauge>,
     /// The `zoolock.hold` span (path, node, token), open while the hold
     /// lives; a disabled span (no subscriber wants it) costs nothing more.

@@ -384,12 +384,6 @@ impl LockQueue {
         self.parts.iter().find_map(|s| s.queue.head.as_ref().filter(|h| h.entry.ticket == ticket)).and_then(position_of)
     }
 
-    /// How many parts are held (not lost, not being released): what a
-    /// handle counts in its holds gauge.
-    pub fn held(&self) -> usize {
-        self.parts.iter().filter(|s| matches!(s.hold, Hold::Held { .. })).count()
-    }
-
     /// How many acquires of `part` wait behind the one under way.
     pub fn waiting(&self, part: Part) -> usize {
         self.parts.get(self.slot(part)).map_or(0, |s| s.queue.waiting())
