@@ -224,6 +224,16 @@ pub(crate) struct Waiter<G, X> {
     _waiting: Gauge,
 }
 
+impl<G, X> Waiter<G, X> {
+    /// Answers the acquire (false: it was dropped), lowering the waiting
+    /// gauge first: the woken task may read the gauge at once.
+    pub(crate) fn answer(self, outcome: Result<G, Error>) -> bool {
+        let Waiter { answer, of: _, _waiting } = self;
+        drop(_waiting);
+        answer.answer(outcome)
+    }
+}
+
 /// A core ticket queue the driver drives, and what its acquires carry.
 pub(crate) trait DrivenQueue: Machine<CoreMachine> + Send + 'static {
     /// What an acquire asks of it (data, carried to the event loop).
@@ -456,11 +466,13 @@ pub(crate) struct Acquire<'a, 'p, Q: DrivenQueue> {
     /// `None` once answered.
     answer: Option<Arc<Answer<Q::Grant>>>,
     began: std::time::Instant,
-    last: Option<QueuePosition>,
+    /// The last position reported, packed: a queue never nears `u32::MAX`,
+    /// and the caller's task keeps this inline.
+    last: Option<(u32, u32)>,
     progress: Option<Progress<'p>>,
     /// The `zoolock.acquire` span (path; node and token once granted),
     /// open while the acquire waits.
-    span: tracing::Span,
+    span: KeptSpan,
 }
 
 /// Runs a ticket command on the event loop. An acquire gets the ticket
@@ -525,21 +537,41 @@ pub(crate) fn acquire<'a, 'p, Q: DrivenQueue>(
     Ok(Acquire { owner, answer: Some(answer), began, last: None, progress, span })
 }
 
-/// The span of one acquire of `path` (a lock, a semaphore, an election's
-/// term), its node and token recorded by [`record_grant`].
-pub(crate) fn acquire_span(path: &str) -> tracing::Span {
-    tracing::info_span!("zoolock.acquire", path, node = tracing::field::Empty, token = tracing::field::Empty)
+/// A span kept only when a subscriber wants it. A `tracing::Span` is 40
+/// bytes, which every waiting acquire and every guard would otherwise carry
+/// for nothing when nobody listens (the usual case); this is one pointer,
+/// null then.
+#[derive(Debug)]
+pub(crate) struct KeptSpan(Option<Box<tracing::Span>>);
+
+impl KeptSpan {
+    pub(crate) fn new(span: tracing::Span) -> KeptSpan {
+        KeptSpan((!span.is_disabled()).then(|| Box::new(span)))
+    }
+
+    /// Records the node and token an acquire was granted.
+    pub(crate) fn record_grant(&self, node: &str, token: zoolock_core::FencingToken) {
+        if let Some(span) = &self.0 {
+            span.record("node", node);
+            span.record("token", token.0);
+        }
+    }
 }
 
-/// Records the node and token an acquire was granted in its span.
-pub(crate) fn record_grant(span: &tracing::Span, node: &str, token: zoolock_core::FencingToken) {
-    span.record("node", node);
-    span.record("token", token.0);
+/// The span of one acquire of `path` (a lock, a semaphore, an election's
+/// term), its node and token recorded by [`KeptSpan::record_grant`].
+pub(crate) fn acquire_span(path: &str) -> KeptSpan {
+    KeptSpan::new(tracing::info_span!(
+        "zoolock.acquire",
+        path,
+        node = tracing::field::Empty,
+        token = tracing::field::Empty
+    ))
 }
 
 impl<Q: DrivenQueue> Acquire<'_, '_, Q> {
     /// Its `zoolock.acquire` span.
-    pub(crate) fn span(&self) -> &tracing::Span {
+    pub(crate) fn span(&self) -> &KeptSpan {
         &self.span
     }
 }
@@ -578,11 +610,12 @@ impl<Q: DrivenQueue> Future for Acquire<'_, '_, Q> {
         if let (Some(progress), Some(ticket)) = (this.progress.as_mut(), ticket) {
             let recipe = &this.owner.recipe;
             let position = inner.shared.read_recipe(recipe.handle, |q| q.position(ticket)).flatten();
-            let position = position.map(|(position, total)| QueuePosition { position, total });
-            if position.is_some() && position != this.last {
-                this.last = position;
-                if let Some(p) = position {
-                    progress(p);
+            if let Some((position, total)) = position {
+                let half = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+                let packed = Some((half(position), half(total)));
+                if packed != this.last {
+                    this.last = packed;
+                    progress(QueuePosition { position, total });
                 }
             }
         }
@@ -659,7 +692,7 @@ pub(crate) fn end<Q: DrivenQueue>(recipe: &RegisteredQueue<Q>, t: Ticket, error:
     }
     match recipe.shared.with(|s| s.take_waiter(t)) {
         Some(w) => {
-            w.answer.answer(Err(error));
+            w.answer(Err(error));
             Ok(())
         }
         None => Err(error),

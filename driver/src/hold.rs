@@ -15,6 +15,7 @@ use futures_lite::Stream;
 
 use zoolock_core::{FencingToken, HoldStatus, LossReason, Suspension};
 
+use crate::acquire::KeptSpan;
 use crate::client::{Client, Inner};
 use crate::error::Error;
 use crate::metrics::Gauge;
@@ -180,8 +181,8 @@ pub struct Hold {
     /// hold counts once for all its re-entries, in the guards' shared source).
     _held: Option<Gauge>,
     /// The `zoolock.hold` span (path, node, token), open while the hold
-    /// lives; a disabled span (no subscriber wants it) costs nothing more.
-    _span: tracing::Span,
+    /// lives (kept only when a subscriber wants it).
+    _span: KeptSpan,
 }
 
 impl std::fmt::Debug for Hold {
@@ -193,7 +194,7 @@ impl std::fmt::Debug for Hold {
 impl Hold {
     pub(crate) fn new(node: Arc<str>, token: FencingToken, source: Arc<dyn Source>, held: Option<Gauge>) -> Hold {
         let span = tracing::info_span!("zoolock.hold", path = source.path(), node = &*node, token = token.0);
-        Hold { node, token, source, released: false, _held: held, _span: span }
+        Hold { node, token, source, released: false, _held: held, _span: KeptSpan::new(span) }
     }
 
     /// The hold's node (for a multi-lock, one member's).

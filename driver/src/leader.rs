@@ -344,7 +344,7 @@ impl Candidate {
         let position = || self.shared.peek(|s| s.position);
         let term = acquire::with_progress(&self.shared.changed, position, progress, bounded).await;
         if let Ok(t) = &term {
-            acquire::record_grant(&span, &t.node, t.token);
+            span.record_grant(&t.node, t.token);
         }
         term
     }

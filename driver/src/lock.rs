@@ -155,7 +155,7 @@ fn on_event(recipe: &RegisteredLock, event: RecipeEvent) {
         LockEvent::Acquired { node, token } => {
             let node: Arc<str> = node.into();
             let waiter = shared.with(|s| s.take_waiter(t));
-            if waiter.is_none_or(|w| !w.answer.answer(Ok((node.clone(), token)))) {
+            if waiter.is_none_or(|w| !w.answer(Ok((node.clone(), token)))) {
                 // Granted to an acquire that was dropped: its cancel, queued
                 // when it was dropped, has core give the hold back.
                 tracing::debug!(%path, %node, "lock granted to a dropped acquire");
@@ -464,7 +464,7 @@ impl Future for Acquiring<'_, '_> {
         let this = self.get_mut();
         let Poll::Ready(granted) = Pin::new(&mut this.acquire).poll(cx) else { return Poll::Pending };
         let acquire::Granted { ticket, grant: (node, token), waited } = granted?;
-        acquire::record_grant(this.acquire.span(), &node, token);
+        this.acquire.span().record_grant(&node, token);
         let path = &this.lock.owner.recipe.path;
         tracing::debug!(%path, %node, token = token.0, ?waited, "lock granted");
         let lock = Lock { owner: this.lock.owner.clone(), part: this.part };

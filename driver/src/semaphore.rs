@@ -110,9 +110,10 @@ fn on_ticket(recipe: &RegisteredSemaphore, ticket: Ticket, event: SemaphoreEvent
                 w.of.got.push((node.as_str().into(), token));
                 if w.of.got.len() >= w.of.qty { s.take_waiter(ticket) } else { None }
             });
-            let Some(w) = done else { return };
-            let nodes: Vec<Arc<str>> = w.of.got.iter().map(|l| l.0.clone()).collect();
-            if w.answer.answer(Ok(w.of.got)) {
+            let Some(mut w) = done else { return };
+            let got = std::mem::take(&mut w.of.got);
+            let nodes: Vec<Arc<str>> = got.iter().map(|l| l.0.clone()).collect();
+            if w.answer(Ok(got)) {
                 tracing::debug!(%path, ?nodes, "leases granted");
             } else {
                 // Its cancel, queued when it was dropped, has core return them.

@@ -247,7 +247,7 @@ impl LeaseQueue {
     /// Where `ticket`'s acquire last stood (position, total): only the
     /// acquire under way has one.
     pub fn position(&self, ticket: Ticket) -> Option<(usize, usize)> {
-        self.queue.head.as_ref().filter(|h| h.entry.ticket == ticket).and_then(position_of)
+        self.queue.head.as_ref().filter(|h| h.ticket == ticket).and_then(position_of)
     }
 
     /// How many acquires wait behind the one under way.
@@ -267,8 +267,8 @@ impl LeaseQueue {
                 return;
             }
             head.started = true;
-            let (ticket, qty, deadline) = (head.entry.ticket, head.entry.what.qty, head.entry.deadline);
-            head.entry.what.got.clear();
+            let (ticket, qty, deadline) = (head.ticket, head.what.qty, head.deadline);
+            head.what.got.clear();
             if let Err(e) = self.inner.acquire(now, qty, deadline) {
                 self.queue.head = None;
                 self.events.push_back(ticket_event(ticket, SemaphoreEvent::Refused(e)));
@@ -291,14 +291,14 @@ impl LeaseQueue {
                 self.events.push_back(LeaseQueueEvent::Semaphore(event));
                 continue;
             };
-            let ticket = head.entry.ticket;
+            let ticket = head.ticket;
             match event {
                 SemaphoreEvent::Acquired { node, token } => {
-                    head.entry.what.got.push(node.clone());
-                    if head.entry.what.got.len() >= head.entry.what.qty {
+                    head.what.got.push(node.clone());
+                    if head.what.got.len() >= head.what.qty {
                         // Complete: its leases are the ticket's until each
                         // is returned or lost.
-                        let got = core::mem::take(&mut head.entry.what.got);
+                        let got = core::mem::take(&mut head.what.got);
                         self.queue.head = None;
                         self.granted.insert(ticket, got);
                     }

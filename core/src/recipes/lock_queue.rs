@@ -373,7 +373,7 @@ impl LockQueue {
     pub fn revoked(&self, ticket: Ticket) -> bool {
         self.parts.iter().any(|s| match (s.hold, s.queue.head.as_ref()) {
             (Hold::Held { ticket: t, flags, .. }, _) if t == ticket => flags.revoked,
-            (_, Some(h)) if h.entry.ticket == ticket => h.revoked,
+            (_, Some(h)) if h.ticket == ticket => h.revoked,
             _ => false,
         })
     }
@@ -381,7 +381,7 @@ impl LockQueue {
     /// Where `ticket`'s acquire last stood on ZooKeeper (position, total):
     /// only the acquire under way has one.
     pub fn position(&self, ticket: Ticket) -> Option<(usize, usize)> {
-        self.parts.iter().find_map(|s| s.queue.head.as_ref().filter(|h| h.entry.ticket == ticket)).and_then(position_of)
+        self.parts.iter().find_map(|s| s.queue.head.as_ref().filter(|h| h.ticket == ticket)).and_then(position_of)
     }
 
     /// How many acquires of `part` wait behind the one under way.
@@ -422,11 +422,11 @@ impl LockQueue {
         (0..self.parts.len())
             .filter_map(|part| {
                 let state = self.parts.get(part)?;
-                let next = state.queue.next()?;
+                let (ticket, downgrade) = state.queue.next()?;
                 let others_idle = (0..self.parts.len()).all(|p| p == part || !self.active(p));
                 let free =
                     state.hold == Hold::None && !self.active(part) && self.inner.ready(part_at(&*self.inner, part));
-                (free && (others_idle || next.what)).then_some((next.ticket, part))
+                (free && (others_idle || *downgrade)).then_some((ticket, part))
             })
             .min()
             .map(|(_, part)| part)
@@ -438,7 +438,7 @@ impl LockQueue {
             let Some(state) = self.parts.get_mut(part) else { return };
             let Some(head) = state.queue.promote() else { return };
             head.started = true;
-            let (ticket, deadline) = (head.entry.ticket, head.entry.deadline);
+            let (ticket, deadline) = (head.ticket, head.deadline);
             if let Err(e) = self.inner.acquire_part(now, part_at(&*self.inner, part), deadline) {
                 if let Some(state) = self.parts.get_mut(part) {
                     state.queue.head = None;
@@ -467,7 +467,7 @@ impl LockQueue {
         let gate = &self.gate;
         let parks = |e: &RequestError| gate.parks(e);
         let Some(state) = self.parts.get_mut(part) else { return };
-        let acquiring = state.queue.head.as_ref().filter(|h| h.started).map(|h| h.entry.ticket);
+        let acquiring = state.queue.head.as_ref().filter(|h| h.started).map(|h| h.ticket);
         match (event, state.hold, acquiring) {
             (LockEvent::Acquired { node, token }, Hold::None, Some(ticket)) => {
                 let revoked = state.queue.head.take().is_some_and(|h| h.revoked);

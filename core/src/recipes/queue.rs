@@ -176,10 +176,14 @@ pub(crate) struct Entry<T> {
     pub(crate) what: T,
 }
 
-/// The acquire at the head of the queue.
+/// The acquire at the head of the queue: its [`Entry`]'s fields, laid out
+/// flat so that the flags and the position fill the entry's padding (every
+/// lock handle keeps one).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Head<T> {
-    pub(crate) entry: Entry<T>,
+    pub(crate) ticket: Ticket,
+    pub(crate) deadline: Option<Instant>,
+    pub(crate) what: T,
     /// Started on the recipe; `false` while parked until a session can serve it.
     pub(crate) started: bool,
     /// Asked to give the hold up before it was granted: it counts for the
@@ -220,7 +224,7 @@ impl<T> Default for TicketQueue<T> {
 impl<T> TicketQueue<T> {
     /// True when `ticket` is waiting or at the head.
     pub(crate) fn contains(&self, ticket: Ticket) -> bool {
-        self.head.as_ref().is_some_and(|h| h.entry.ticket == ticket) || self.waiting.iter().any(|e| e.ticket == ticket)
+        self.head.as_ref().is_some_and(|h| h.ticket == ticket) || self.waiting.iter().any(|e| e.ticket == ticket)
     }
 
     /// Queues an acquire (a fresh ticket) behind every other.
@@ -234,12 +238,13 @@ impl<T> TicketQueue<T> {
         self.waiting.push_front(Entry { ticket, deadline, what });
     }
 
-    /// The acquire that starts next: a parked head, else the first waiting.
-    pub(crate) fn next(&self) -> Option<&Entry<T>> {
+    /// The acquire that starts next (its ticket and what it asks): a parked
+    /// head, else the first waiting.
+    pub(crate) fn next(&self) -> Option<(Ticket, &T)> {
         match &self.head {
-            Some(h) if !h.started => Some(&h.entry),
+            Some(h) if !h.started => Some((h.ticket, &h.what)),
             Some(_) => None,
-            None => self.waiting.front(),
+            None => self.waiting.front().map(|e| (e.ticket, &e.what)),
         }
     }
 
@@ -252,14 +257,14 @@ impl<T> TicketQueue<T> {
 
     /// The head's ticket if it is `ticket`.
     pub(crate) fn head_is(&self, ticket: Ticket) -> bool {
-        self.head.as_ref().is_some_and(|h| h.entry.ticket == ticket)
+        self.head.as_ref().is_some_and(|h| h.ticket == ticket)
     }
 
     /// Moves the next waiting acquire to the (empty) head, parked.
     pub(crate) fn promote(&mut self) -> Option<&mut Head<T>> {
         if self.head.is_none() {
-            let entry = crate::slack::pop_front_freeing(&mut self.waiting)?;
-            self.head = Some(Head { entry, started: false, revoked: false, position: None });
+            let Entry { ticket, deadline, what } = crate::slack::pop_front_freeing(&mut self.waiting)?;
+            self.head = Some(Head { ticket, deadline, what, started: false, revoked: false, position: None });
         }
         self.head.as_mut()
     }
@@ -268,8 +273,8 @@ impl<T> TicketQueue<T> {
     /// or takes it out if its deadline has passed (returned: it timed out).
     pub(crate) fn park_head(&mut self, now: Instant) -> Option<Ticket> {
         let head = self.head.as_mut()?;
-        if head.entry.deadline.is_some_and(|d| d <= now) {
-            return self.head.take().map(|h| h.entry.ticket);
+        if head.deadline.is_some_and(|d| d <= now) {
+            return self.head.take().map(|h| h.ticket);
         }
         head.started = false;
         None
@@ -278,16 +283,16 @@ impl<T> TicketQueue<T> {
     /// The earliest deadline among waiting acquires and a parked head (a
     /// started head's deadline is the recipe's to keep).
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
-        let head = self.head.as_ref().filter(|h| !h.started).and_then(|h| h.entry.deadline);
+        let head = self.head.as_ref().filter(|h| !h.started).and_then(|h| h.deadline);
         self.waiting.iter().filter_map(|e| e.deadline).chain(head).min()
     }
 
     /// Takes the waiting acquires (and a parked head) whose deadline passed.
     pub(crate) fn take_expired(&mut self, now: Instant) -> Vec<Ticket> {
         let mut expired = Vec::new();
-        if self.head.as_ref().is_some_and(|h| !h.started && h.entry.deadline.is_some_and(|d| d <= now)) {
+        if self.head.as_ref().is_some_and(|h| !h.started && h.deadline.is_some_and(|d| d <= now)) {
             if let Some(h) = self.head.take() {
-                expired.push(h.entry.ticket);
+                expired.push(h.ticket);
             }
         }
         self.waiting.retain(|e| {
@@ -302,7 +307,7 @@ impl<T> TicketQueue<T> {
 
     /// Takes every acquire, head first.
     pub(crate) fn take_all(&mut self) -> Vec<Ticket> {
-        let head = self.head.take().map(|h| h.entry.ticket);
+        let head = self.head.take().map(|h| h.ticket);
         head.into_iter().chain(self.waiting.drain(..).map(|e| e.ticket)).collect()
     }
 
