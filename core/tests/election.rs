@@ -367,3 +367,40 @@ fn the_observer_lists_anew_on_a_renewed_session_and_resends_after_a_drop() {
     assert_eq!(h.events(), [RecipeEvent::Holder(None)]);
     h.assert_idle();
 }
+
+/// Core keeps the terms: the driver's handles read the current one (and
+/// the last one lost, with why), the wait's position and the failure that
+/// ended a wait, here, not from a ledger of their own.
+#[test]
+fn the_participant_keeps_its_terms_position_and_failures() {
+    use zoolock_core::recipes::TermFailure;
+    use zoolock_core::{HoldStatus, LossReason, RequestError};
+
+    let mut h = waiting_selector(false);
+    assert_eq!(h.recipe.term(), None);
+    assert_eq!(h.recipe.position(), Some((1, 2)), "one node ahead of two");
+    assert_eq!(h.recipe.failure_since(0), None);
+    h.session(at(5), ConnectionState::Lost);
+    h.events();
+    assert_eq!(h.recipe.failure_since(0), Some(&TermFailure::Failed(RequestError::SessionExpired)));
+    assert_eq!(h.recipe.failure_since(1), None, "it ended the wait before any term");
+
+    let mut h = election(ElectionKind::Latch, "a");
+    let node = lead(&mut h, "latch-", 1);
+    let term = h.recipe.term().expect("leading").clone();
+    assert_eq!((term.n, term.node.as_str(), term.status, term.loss), (1, node.as_str(), HoldStatus::Held, None));
+    assert_eq!(h.recipe.position(), None, "no position while leading");
+    h.session(at(5), ConnectionState::Suspended);
+    h.events();
+    assert_eq!(h.recipe.term().map(|t| t.status), Some(HoldStatus::Suspended));
+    h.watch(at(6), EventType::NODE_DELETED, &node);
+    assert_eq!(h.events(), [RecipeEvent::Lost]);
+    let lost = h.recipe.term().expect("the lost term is kept until the next");
+    assert_eq!((lost.n, lost.status, lost.loss), (1, HoldStatus::Lost, Some(LossReason::SessionOrNode)));
+    h.session(at(7), ConnectionState::Reconnected);
+    assert_eq!(h.recipe.term().map(|t| t.status), Some(HoldStatus::Lost), "a lost term stays lost");
+    assert_eq!(h.recipe.terms(), 1);
+    // A refused start is the failure a waiter hears.
+    assert_eq!(h.run(|e| e.start(at(8))), Err(ApiMisuse::AcquireInProgress));
+    assert_eq!(h.recipe.failure_since(1), Some(&TermFailure::Refused(ApiMisuse::AcquireInProgress)));
+}

@@ -6,11 +6,11 @@ use std::sync::Arc;
 
 use futures_lite::Stream;
 use zoolock_core::ApiMisuse;
-use zoolock_core::recipes::{ElectionKind, ElectionParticipant};
+use zoolock_core::recipes::{Election as CoreElection, ElectionKind, ElectionParticipant};
 
 use crate::client::Client;
 use crate::error::Error;
-use crate::leader::{Candidate, ElectionOp, leads};
+use crate::leader::{Candidate, ElectionOp, failure_error, leads, not_in_core};
 use crate::options::LockOptions;
 
 impl Client {
@@ -97,8 +97,10 @@ impl LeaderLatch {
     /// `Suspended`.
     pub fn has_leadership(&self) -> bool {
         let p = &self.participant;
-        let n = p.shared.peek(|s| s.term.as_ref().filter(|_| s.closed.is_none()).map(|t| t.n));
-        n.is_some_and(|n| p.leads(n))
+        if p.shared.peek(|s| s.closed.is_some()) {
+            return false;
+        }
+        p.read(|e| e.term().map(|t| t.n)).flatten().is_some_and(|n| p.leads(n))
     }
 
     /// Completes once this latch leads (Curator's `await()`), as
@@ -113,17 +115,24 @@ impl LeaderLatch {
     ///
     /// Cancel-safe: it only waits; the latch stays queued.
     pub async fn leadership(&self) -> Result<(), Error> {
-        let (shared, policy) = (&self.participant.shared, self.participant.policy);
-        let inner = &self.participant.client().inner;
-        let failures = shared.peek(|s| s.failures);
+        let p = &self.participant;
+        let inner = &p.client().inner;
+        // A failure since the last grant ends the wait: the latch will not
+        // lead after it.
+        let since = p.read(|e| e.terms()).unwrap_or(0);
         loop {
-            let listener = shared.changed.listen();
-            let ready = shared.peek(|s| match (&s.closed, &s.term) {
-                (Some(_), _) => Some(Err(Error::Misuse(ApiMisuse::ElectionClosed))),
-                (None, Some(t)) if leads(policy, t.status) => Some(Ok(())),
-                _ if s.failures > failures => Some(Err(s.failure.clone().unwrap_or_else(|| inner.shared.closed()))),
-                _ => None,
-            });
+            let listener = p.shared.changed.listen();
+            let ready = if p.shared.peek(|s| s.closed.is_some()) {
+                Some(Err(Error::Misuse(ApiMisuse::ElectionClosed)))
+            } else {
+                match p.read(|e| match e.term() {
+                    Some(t) if leads(p.policy, t.status) => Some(Ok(())),
+                    _ => e.failure_since(since).cloned().map(Err),
+                }) {
+                    None => not_in_core(inner).map(Err),
+                    Some(ready) => ready.map(|r| r.map_err(|f| failure_error(&f, inner))),
+                }
+            };
             if let Some(ready) = ready {
                 return ready.map_err(|e| inner.named(e));
             }
@@ -139,12 +148,17 @@ impl LeaderLatch {
     /// Ends once the latch is closed, after a last `false` with
     /// [`CloseMode::NotifyLeader`] if it led.
     pub fn leadership_changes(&self) -> LeadershipChanges {
-        let (shared, policy) = (self.participant.shared.clone(), self.participant.policy);
-        Box::pin(futures_lite::stream::unfold((shared, None::<bool>), move |(shared, last)| async move {
+        let p = &self.participant;
+        let (shared, policy, handle) = (p.shared.clone(), p.policy, p.handle);
+        // The loop's shared state, not the client: the stream must not keep
+        // the session open.
+        let core = p.client().inner.shared.clone();
+        let leads_now = move |e: &CoreElection| e.term().is_some_and(|t| leads(policy, t.status));
+        Box::pin(futures_lite::stream::unfold((shared, core, None::<bool>), move |(shared, core, last)| async move {
             loop {
                 let listener = shared.changed.listen();
-                let (leading, closed) =
-                    shared.peek(|s| (s.term.as_ref().is_some_and(|t| leads(policy, t.status)), s.closed));
+                let closed = shared.peek(|s| s.closed);
+                let leading = core.read_recipe(handle, leads_now).unwrap_or(false);
                 let next = match closed {
                     Some(CloseMode::NotifyLeader) if last == Some(true) => Some(false),
                     Some(_) => return None,
@@ -152,7 +166,7 @@ impl LeaderLatch {
                     None => None,
                 };
                 if let Some(next) = next {
-                    return Some((next, (shared, Some(next))));
+                    return Some((next, (shared, core, Some(next))));
                 }
                 listener.await;
             }

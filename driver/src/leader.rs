@@ -15,11 +15,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use zoolock_core::recipes::{Election as CoreElection, ElectionKind, ElectionParticipant, LeadershipPolicy};
-use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Handle, Instant, RecipeEvent, ZkPath};
+use zoolock_core::recipes::{
+    Election as CoreElection, ElectionKind, ElectionParticipant, LeadershipPolicy, Term, TermFailure,
+};
+use zoolock_core::{ApiMisuse, Client as CoreClient, Handle, Instant, RecipeEvent, ZkPath};
 
 use crate::acquire::{self, Signalled};
-use crate::client::{Client, Owner, Registration};
+use crate::client::{Client, Inner, Owner, Registration};
 use crate::error::Error;
 use crate::hold::{self, Hold, QueuePosition};
 use crate::latch::CloseMode;
@@ -29,30 +31,11 @@ use crate::runtime::BoxFuture;
 use crate::task::{Command, RecipeSink};
 use crate::{HoldStatus, LossReason};
 
-/// One term as the tasks see it.
-#[derive(Debug, Clone)]
-pub(crate) struct TermState {
-    /// Its number: terms of one participant count up from 1.
-    pub(crate) n: u64,
-    node: String,
-    token: FencingToken,
-    pub(crate) status: HoldStatus,
-    /// Why it was (or is being) lost: core's `Expired` comes before `Lost`.
-    loss: Option<LossReason>,
-}
-
-/// What a participant's handles and its event sink share.
+/// What a participant's handles and its event sink share. Core's
+/// [`Election`](CoreElection) keeps the terms, the position and the
+/// failures ([`Term`]); the handles read them there.
 #[derive(Debug, Default)]
 pub(crate) struct ElectionState {
-    /// The number of the last term granted.
-    granted: u64,
-    /// The current term (kept once lost, until the next one).
-    pub(crate) term: Option<TermState>,
-    /// Where the wait stands in the queue.
-    position: Option<QueuePosition>,
-    /// Failures so far, and the last one.
-    pub(crate) failures: u64,
-    pub(crate) failure: Option<Error>,
     /// A latch closed by its owner, and how.
     pub(crate) closed: Option<CloseMode>,
     /// Whether the participant leads, as the metrics last said.
@@ -92,8 +75,8 @@ pub(crate) enum ElectionOp {
     Close,
 }
 
-/// A participant's command: `op`, to the machine behind `handle`, whose
-/// refusal `shared`'s waits fail with.
+/// A participant's command: `op`, to the machine behind `handle`; a
+/// refusal (core records it) wakes `shared`'s waits.
 pub(crate) struct ElectionCommand {
     handle: Handle<CoreElection>,
     shared: Arc<ElectionShared>,
@@ -101,13 +84,13 @@ pub(crate) struct ElectionCommand {
 }
 
 /// Runs a participant's command on the event loop; a refusal fails the
-/// waits.
+/// waits (core counts it among the participant's failures).
 pub(crate) fn run(client: &mut CoreClient, now: Instant, command: ElectionCommand) {
     let ElectionCommand { handle, shared, op } = command;
     let done = client.with(now, handle, |e, now| match op {
         ElectionOp::Start => e.start(now),
         ElectionOp::Resign { term } => {
-            let current = shared.peek(|s| s.term.as_ref().is_some_and(|t| t.n == term));
+            let current = e.term().is_some_and(|t| t.n == term);
             if current && e.is_leader() { e.resign(now) } else { Ok(()) }
         }
         ElectionOp::Close => {
@@ -115,51 +98,27 @@ pub(crate) fn run(client: &mut CoreClient, now: Instant, command: ElectionComman
             Ok(())
         }
     });
-    let refused = match done {
-        Ok(Ok(())) => return,
-        Ok(Err(e)) | Err(e) => e,
-    };
-    shared.with(|s| {
-        s.failures += 1;
-        s.failure = Some(Error::Misuse(refused));
-    });
+    // A participant gone from core reads as ended: its waits see that.
+    if !matches!(done, Ok(Ok(()))) {
+        shared.notify();
+    }
 }
 
-/// Carries one election event to the tasks, then tells the metrics whether
-/// the participant leads under `policy`. Every failure ends the wait: core
-/// reports none it recovers from (a wait cut by a session expiry is queued
-/// again on the renewed session without one).
+/// Carries one election event to the tasks (core's [`Election`](CoreElection)
+/// has noted it in its terms: this wakes those who read them), then tells
+/// the metrics whether the participant leads under `policy`. Every failure
+/// ends the wait: core reports none it recovers from (a wait cut by a
+/// session expiry is queued again on the renewed session without one).
 fn on_event(shared: &ElectionShared, path: &str, labels: &Labels<'_>, policy: LeadershipPolicy, event: RecipeEvent) {
-    carry(shared, path, labels, event);
-    shared.with(|s| {
-        let leads = s.term.as_ref().is_some_and(|t| leads(policy, t.status));
-        if leads != s.leading {
-            s.leading = leads;
-            crate::metrics::leading(labels, leads);
-        }
-        let ended = s.term.as_ref().is_none_or(|t| t.status == HoldStatus::Lost);
-        match (&s.held, ended) {
-            (None, false) => s.held = Some(Gauge::held(labels)),
-            (Some(_), true) => s.held = None,
-            _ => {}
-        }
-    });
-}
-
-/// [`on_event`]'s first part: the event into the shared state.
-fn carry(shared: &ElectionShared, path: &str, labels: &Labels<'_>, event: RecipeEvent) {
-    match event {
+    // What the event does to the term the metrics follow.
+    let change = match event {
         RecipeEvent::Acquired { node, token } => {
             tracing::debug!(%path, %node, token = token.0, "leadership gained");
-            shared.with(|s| {
-                s.granted += 1;
-                s.term = Some(TermState { n: s.granted, node, token, status: HoldStatus::Held, loss: None });
-                s.position = None;
-            });
+            Some(TermChange::Began)
         }
         RecipeEvent::Released => {
             tracing::debug!(%path, "leadership given up");
-            shared.with(|s| s.term = None);
+            Some(TermChange::Ended)
         }
         status @ (RecipeEvent::Suspended | RecipeEvent::Reconnected | RecipeEvent::Lost) => {
             let Some(new) = status.hold_change().map(HoldStatus::after) else { return };
@@ -173,43 +132,82 @@ fn carry(shared: &ElectionShared, path: &str, labels: &Labels<'_>, event: Recipe
                 HoldStatus::Suspended => crate::metrics::suspended(labels),
                 _ => {}
             }
-            shared.with(|s| {
-                if let Some(t) = s.term.as_mut() {
-                    t.status = new;
-                    if new == HoldStatus::Lost {
-                        t.loss.get_or_insert(LossReason::SessionOrNode);
-                    }
-                }
-            });
+            Some(if new == HoldStatus::Lost { TermChange::Ended } else { TermChange::Now(new) })
         }
         RecipeEvent::Expired { node } => {
             tracing::warn!(%path, %node, "leadership held past its max hold: lost");
-            shared.with(|s| {
-                if let Some(t) = s.term.as_mut() {
-                    t.loss = Some(LossReason::MaxHold);
-                }
-            });
+            None
         }
-        RecipeEvent::Queued { position, total } => {
-            shared.with(|s| s.position = Some(QueuePosition { position, total }));
-        }
+        RecipeEvent::Queued { .. } => None,
         end @ (RecipeEvent::Failed(_) | RecipeEvent::Refused(_) | RecipeEvent::TimedOut) => {
             let Some(error) = acquire::acquire_end(&end) else { return };
             tracing::debug!(%path, %error, "election failed");
-            shared.with(|s| {
-                s.failures += 1;
-                s.failure = Some(error);
-            });
+            None
         }
-        other => tracing::trace!(%path, ?other, "election event"),
+        other => {
+            tracing::trace!(%path, ?other, "election event");
+            None
+        }
+    };
+    // Wakes the handles, whatever the event.
+    shared.with(|s| {
+        let status = match change {
+            None => return,
+            Some(TermChange::Began) => Some(HoldStatus::Held),
+            Some(TermChange::Ended) => None,
+            // A connection change under no term (a wait's) changes nothing.
+            Some(TermChange::Now(_)) if s.held.is_none() => return,
+            Some(TermChange::Now(status)) => Some(status),
+        };
+        let leads = status.is_some_and(|st| leads(policy, st));
+        if leads != s.leading {
+            s.leading = leads;
+            crate::metrics::leading(labels, leads);
+        }
+        match (&s.held, status.is_some()) {
+            (None, true) => s.held = Some(Gauge::held(labels)),
+            (Some(_), false) => s.held = None,
+            _ => {}
+        }
+    });
+}
+
+/// A term's status read from core: `Lost` for a term that is over, or a
+/// participant that is gone.
+fn term_status(read: Option<Option<HoldStatus>>) -> HoldStatus {
+    read.flatten().unwrap_or(HoldStatus::Lost)
+}
+
+/// A participant's machine core does not have: not yet (the loop adds it
+/// on its next turn; its waits wait), or no more (the loop has exited: the
+/// error they end with).
+pub(crate) fn not_in_core(inner: &Inner) -> Option<Error> {
+    inner.shared.read(|s| s.finished).unwrap_or(true).then(|| inner.shared.closed())
+}
+
+/// The error a wait for a term ends with, for core's reason.
+pub(crate) fn failure_error(failure: &TermFailure, inner: &Inner) -> Error {
+    match failure {
+        TermFailure::TimedOut => Error::TimedOut,
+        TermFailure::Failed(e) => Error::from(e.clone()),
+        TermFailure::Refused(e) => Error::Misuse(e.clone()),
+        // A reason a later core adds: the wait has ended all the same.
+        _ => inner.shared.closed(),
     }
+}
+
+/// What an event does to the term the metrics follow.
+enum TermChange {
+    Began,
+    Now(HoldStatus),
+    Ended,
 }
 
 /// A registered core election: one participant. Dropping the last handle
 /// closes it (its node is deleted) and drops the machine.
 pub(crate) struct Candidate {
     recipe: Owner<Registration>,
-    handle: Handle<CoreElection>,
+    pub(crate) handle: Handle<CoreElection>,
     pub(crate) shared: Arc<ElectionShared>,
     pub(crate) path: Arc<str>,
     /// Whether a suspended term still leads.
@@ -299,6 +297,11 @@ impl Candidate {
         self.client().inner.send(Command::Election(command))
     }
 
+    /// Reads the participant's machine in core (`None` once it is gone).
+    pub(crate) fn read<T>(&self, f: impl FnOnce(&CoreElection) -> T) -> Option<T> {
+        self.client().inner.shared.read_recipe(self.handle, f)
+    }
+
     /// Waits for a term after term `after` (whatever its status by then),
     /// at most `timeout`, reporting the queue position to `progress`.
     async fn next_term(
@@ -306,19 +309,21 @@ impl Candidate {
         after: u64,
         timeout: Option<Duration>,
         progress: &mut (dyn FnMut(QueuePosition) + Send),
-    ) -> Result<TermState, Error> {
-        let failures = self.shared.peek(|s| s.failures);
+    ) -> Result<Term, Error> {
         let inner = &self.client().inner;
         let span = acquire::acquire_span(&self.path);
         let term = async {
             loop {
                 let listener = self.shared.changed.listen();
-                let ready = self.shared.peek(|s| match &s.term {
+                let closed = self.shared.peek(|s| s.closed.is_some());
+                let ready = match self.read(|e| match e.term() {
                     Some(t) if t.n > after => Some(Ok(t.clone())),
-                    _ if s.failures > failures => Some(Err(s.failure.clone().unwrap_or_else(|| inner.shared.closed()))),
-                    _ if s.closed.is_some() => Some(Err(Error::Misuse(ApiMisuse::ElectionClosed))),
-                    _ => None,
-                });
+                    _ => e.failure_since(after).cloned().map(Err),
+                }) {
+                    None => not_in_core(inner).map(Err),
+                    Some(None) if closed => Some(Err(Error::Misuse(ApiMisuse::ElectionClosed))),
+                    Some(ready) => ready.map(|r| r.map_err(|f| failure_error(&f, inner))),
+                };
                 if let Some(ready) = ready {
                     return ready.map_err(|e| inner.named(e));
                 }
@@ -335,13 +340,14 @@ impl Candidate {
             // someone.
             loop {
                 let listener = self.shared.changed.listen();
-                if self.shared.peek(|s| s.position.is_some()) {
+                if self.read(|e| e.position().is_some()).unwrap_or(true) {
                     return Err(Error::TimedOut);
                 }
                 listener.await;
             }
         });
-        let position = || self.shared.peek(|s| s.position);
+        let position =
+            || self.read(|e| e.position()).flatten().map(|(position, total)| QueuePosition { position, total });
         let term = acquire::with_progress(&self.shared.changed, position, progress, bounded).await;
         if let Ok(t) = &term {
             span.record_grant(&t.node, t.token);
@@ -349,13 +355,10 @@ impl Candidate {
         term
     }
 
-    /// The status the loop reported for term `n` (`Lost` once it is
+    /// The status of term `n`, as core's events left it (`Lost` once it is
     /// over: the hold asking has not been released).
     fn term_status(&self, n: u64) -> HoldStatus {
-        self.shared.peek(|s| match &s.term {
-            Some(t) if t.n == n => t.status,
-            _ => HoldStatus::Lost,
-        })
+        term_status(self.read(|e| e.term().filter(|t| t.n == n).map(|t| t.status)))
     }
 
     /// Whether term `n` still leads, judged now (the lease included).
@@ -696,15 +699,13 @@ impl hold::Source for TermHold {
     }
 
     fn loss(&self) -> Option<LossReason> {
-        let p = &self.participant;
-        p.shared
-            .peek(|s| s.term.as_ref().filter(|t| t.n == self.n && t.status == HoldStatus::Lost).and_then(|t| t.loss))
+        let lost = |t: &&Term| t.n == self.n && t.status == HoldStatus::Lost;
+        self.participant.read(|e| e.term().filter(lost).and_then(|t| t.loss)).flatten()
     }
 
     fn fence_nodes(&self) -> BoxFuture<Result<Option<Vec<String>>, Error>> {
-        let node = self.participant.shared.peek(|s| {
-            s.term.as_ref().filter(|t| t.n == self.n && t.status != HoldStatus::Lost).map(|t| vec![t.node.clone()])
-        });
+        let live = |t: &&Term| t.n == self.n && t.status != HoldStatus::Lost;
+        let node = self.participant.read(|e| e.term().filter(live).map(|t| vec![t.node.clone()])).flatten();
         Box::pin(async move { Ok(node) })
     }
 
@@ -761,7 +762,7 @@ impl From<Leadership> for Hold {
 }
 
 impl Leadership {
-    fn new(participant: Arc<Candidate>, term: TermState) -> Leadership {
+    fn new(participant: Arc<Candidate>, term: Term) -> Leadership {
         let source = Arc::new(TermHold { participant, n: term.n });
         Leadership { hold: Hold::new(term.node.into(), term.token, source, None) }
     }

@@ -20,6 +20,7 @@ use super::naming::LockName;
 use super::participants::Participants;
 use super::queue::SessionGate;
 use crate::error::{ApiMisuse, RequestError};
+use crate::hold_status::{HoldChange, HoldStatus, LossReason};
 use crate::path::ZkPath;
 use crate::recipe::{FencingToken, OpId, Participant, Recipe, RecipeOp};
 use crate::session::{ConnectionState, WatchEvent};
@@ -154,6 +155,36 @@ pub fn election_leader(list: &[Participant]) -> Option<ElectionParticipant> {
     election_participants(list).into_iter().next()
 }
 
+/// A term of leadership as the participant knows it: the current one, or
+/// the last one, kept once lost until the next is granted (so its holder
+/// reads the loss, and why).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Term {
+    /// Its number: a participant's terms count up from 1.
+    pub n: u64,
+    /// Our election node.
+    pub node: String,
+    /// The node's czxid.
+    pub token: FencingToken,
+    /// As the events left it: `Held`, `Suspended` or `Lost`.
+    pub status: HoldStatus,
+    /// Why it was (or is being) lost: `Expired` comes before `Lost`.
+    pub loss: Option<LossReason>,
+}
+
+/// Why a wait for a term ended without one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TermFailure {
+    /// The wait's deadline passed.
+    TimedOut,
+    /// The server failed a request the participant cannot recover from.
+    Failed(RequestError),
+    /// A start (or a re-queue) was refused: the caller's mistake.
+    Refused(ApiMisuse),
+}
+
 /// One participant of a leader election on `base` (see [`ElectionKind`]).
 ///
 /// Commands: [`Election::start`] queues, [`Election::resign`] ends a term
@@ -181,6 +212,15 @@ pub struct Election {
     suspended: bool,
     gate: SessionGate,
     events: alloc::collections::VecDeque<LockEvent>,
+    /// Terms granted so far.
+    terms: u64,
+    /// The current term, or the last one lost.
+    term: Option<Term>,
+    /// Where the wait stood at its last listing (position, total).
+    position: Option<(u32, u32)>,
+    /// The last wait that ended without a term: the terms granted by
+    /// then, and why.
+    failure: Option<(u64, TermFailure)>,
 }
 
 impl Election {
@@ -207,6 +247,10 @@ impl Election {
             suspended: false,
             gate: SessionGate::new(true),
             events: alloc::collections::VecDeque::new(),
+            terms: 0,
+            term: None,
+            position: None,
+            failure: None,
         }
     }
 
@@ -249,17 +293,21 @@ impl Election {
 
     /// Queues for leadership (Curator's `start`/`requeue`). Fails with
     /// `AcquireInProgress` while queued or leading, and with
-    /// `ElectionClosed` after [`Election::close`].
+    /// `ElectionClosed` after [`Election::close`]; a refusal is also kept
+    /// as the last failure ([`Election::failure_since`]): it ends the wait
+    /// for a term.
     pub fn start(&mut self, now: Instant) -> Result<(), ApiMisuse> {
-        if self.closed {
-            return Err(ApiMisuse::ElectionClosed);
-        }
-        if self.wanted || !self.mutex.is_idle() {
-            return Err(ApiMisuse::AcquireInProgress);
-        }
-        self.wanted = true;
-        self.queue(now);
-        Ok(())
+        let refused = if self.closed {
+            ApiMisuse::ElectionClosed
+        } else if self.wanted || !self.mutex.is_idle() {
+            ApiMisuse::AcquireInProgress
+        } else {
+            self.wanted = true;
+            self.queue(now);
+            return Ok(());
+        };
+        self.fail(TermFailure::Refused(refused.clone()));
+        Err(refused)
     }
 
     /// Ends this term: the node is deleted and `Released` reported; with
@@ -312,6 +360,32 @@ impl Election {
         self.mutex.holder()
     }
 
+    /// The current term, or the last one (lost) until the next is granted;
+    /// `None` before the first and once a term is given up.
+    pub fn term(&self) -> Option<&Term> {
+        self.term.as_ref()
+    }
+
+    /// Where the wait for a term stood at its last listing: (how many
+    /// nodes go before ours, how many the listing held); `None` before the
+    /// first listing and while a term lasts.
+    pub fn position(&self) -> Option<(usize, usize)> {
+        let full = |n: u32| usize::try_from(n).unwrap_or(usize::MAX);
+        self.position.map(|(p, t)| (full(p), full(t)))
+    }
+
+    /// How many terms were granted so far.
+    pub fn terms(&self) -> u64 {
+        self.terms
+    }
+
+    /// Why the wait for the term after term `after` ended without it, if it
+    /// did: the last failure, once `after` terms had been granted (a
+    /// failure before that ended an earlier wait).
+    pub fn failure_since(&self, after: u64) -> Option<&TermFailure> {
+        self.failure.as_ref().filter(|(at, _)| *at >= after).map(|(_, f)| f)
+    }
+
     /// True when nothing is in progress and nothing is owed to the server.
     pub fn is_quiescent(&self) -> bool {
         !self.wanted && self.mutex.is_quiescent()
@@ -325,7 +399,7 @@ impl Election {
         self.parked = false;
         if let Err(e) = self.mutex.acquire(now, None) {
             self.wanted = false;
-            self.events.push_back(LockEvent::Refused(e));
+            self.report(LockEvent::Refused(e));
         }
     }
 
@@ -361,13 +435,55 @@ impl Election {
                 LockEvent::TimedOut => Some(false),
                 _ => None,
             };
-            self.events.push_back(event);
+            self.report(event);
             match then {
                 Some(true) => self.after_term(now),
                 Some(false) => self.wanted = false,
                 None => {}
             }
         }
+    }
+}
+
+impl Election {
+    /// Notes `event` in the term ledger, then reports it.
+    fn report(&mut self, event: LockEvent) {
+        match &event {
+            LockEvent::Acquired { node, token } => {
+                self.terms += 1;
+                let status = HoldStatus::Held;
+                self.term = Some(Term { n: self.terms, node: node.clone(), token: *token, status, loss: None });
+                self.position = None;
+            }
+            LockEvent::Released => self.term = None,
+            LockEvent::Expired { .. } => {
+                if let Some(t) = self.term.as_mut() {
+                    t.loss = Some(LossReason::MaxHold);
+                }
+            }
+            LockEvent::Queued { position, total } => {
+                let half = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+                self.position = Some((half(*position), half(*total)));
+            }
+            LockEvent::TimedOut => self.fail(TermFailure::TimedOut),
+            LockEvent::Failed(e) => self.fail(TermFailure::Failed(e.clone())),
+            LockEvent::Refused(e) => self.fail(TermFailure::Refused(e.clone())),
+            other => {
+                // A lost term stays lost.
+                let live = self.term.as_mut().filter(|t| t.status != HoldStatus::Lost);
+                if let (Some(change), Some(t)) = (other.hold_change(), live) {
+                    t.status = HoldStatus::after(change);
+                    if change == HoldChange::Lost {
+                        t.loss.get_or_insert(LossReason::SessionOrNode);
+                    }
+                }
+            }
+        }
+        self.events.push_back(event);
+    }
+
+    fn fail(&mut self, failure: TermFailure) {
+        self.failure = Some((self.terms, failure));
     }
 }
 
