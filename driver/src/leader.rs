@@ -340,7 +340,9 @@ impl Candidate {
             // someone.
             loop {
                 let listener = self.shared.changed.listen();
-                if self.read(|e| e.position().is_some()).unwrap_or(true) {
+                // Not in core yet: not queued either (one gone with the
+                // loop ends the wait above).
+                if self.read(|e| e.position().is_some()).unwrap_or(false) {
                     return Err(Error::TimedOut);
                 }
                 listener.await;
