@@ -1,9 +1,7 @@
-//! The cases filed as known core gaps: the own node's watch across a re-list, a
-//! waiting node deleted. (None is `#[ignore]`d any more, whatever the header says.)
+//! Cases once filed as core gaps, fixed since and kept as regressions: the
+//! own node's watch across a re-list, a waiting node deleted.
 
 use crate::*;
-
-// ---- known core gaps (ignored until fixed; `cargo test -- --ignored`) ---------------------
 
 /// The own node's watch used up by a data change while a re-list is on its
 /// way (the waiter is listing, not watching) must still be re-armed by the
