@@ -223,7 +223,7 @@ if BASELINE:
 # issue 29: many locks on one session
 # Clean-up requests per lock directory, which the server counts with the run: zoolock's
 # tree walk lists each directory twice and deletes it; zookeeper-client's lists and deletes.
-CLEANUP = {"zl": 3, "zkc": 2, "cur": 0}
+CLEANUP = {"zl": 3, "zl0": 3, "zkc": 2, "cur": 0}
 
 
 def held_requests(key):
@@ -258,12 +258,22 @@ for label, zl, zkc, cur in (("held-10k", "zl-held-10k", "zkc-held-10k", "cur-hel
     row(f"{name}: RSS per held lock", None if b is None else f"{b:,.0f} B", None,
         None if med(zkc, "bytes_per_lock") is None else f"{med(zkc, 'bytes_per_lock'):,.0f} B", None,
         ratio(b, med(zkc, "bytes_per_lock")), "≤ 2,500 B", verdict(b, lambda x: x <= 2500, [zl]))
+    # per-lock memory, now ÷ the baseline revision (BENCH_BASELINE), alternated runs: it must not grow
+    then = "zl0-" + zl[len("zl-"):]
+    if BASELINE and then in ran:
+        for what, field in (("RSS per held lock", "bytes_per_lock"), ("RSS per idle handle", "idle_bytes_per_lock")):
+            now_b, then_b = med(zl, field), med(then, field)
+            each = ", ".join(f"{v.get(field, 0):,.0f}" for v in ok.get(then, {}).values())
+            row(f"{name}: {what}, now ÷ {BASELINE}",
+                None if now_b is None else f"{now_b:,.0f} B now, {then_b or 0:,.0f} B then (each: {each})",
+                None, None, None, ratio(now_b, then_b), "≤ 1× (no growth)",
+                verdict(ratio(now_b, then_b), lambda x: x <= 1.0, [zl, then]))
     if label == "held-100k":
         vals = [v["acquire_s"] + v["release_s"] for v in ok.get(zl, {}).values()]
         worst = max(vals) if vals else None
         row(f"{name}: acquired + released (slowest run)", None if worst is None else f"{worst:.1f} s", None, None,
             None, None, "< 120 s", verdict(worst, lambda x: x < 120, [zl]))
-    for key in (zl, zkc, cur):
+    for key in (zl, then if BASELINE else None, zkc, cur):
         if key is None or key not in ran:
             continue
         q = held_requests(key)

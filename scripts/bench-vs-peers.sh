@@ -79,9 +79,10 @@
 #                                held-100k tasks (default: all)
 #   BENCH_BASELINE=REV           also run zoolock as of git revision REV (built in a throwaway
 #                                worktree): its runs (keys zl0-*) join the mutex-acked,
-#                                mutex-pipelined, contended, read-lock, semaphore and waiters
-#                                comparisons, interleaved with the current tree's, and the report
-#                                shows now ÷ then beside each side's run-to-run swing
+#                                mutex-pipelined, contended, read-lock, semaphore, waiters and
+#                                held-10k comparisons, interleaved with the current tree's, and the
+#                                report shows now ÷ then beside each side's run-to-run swing (for
+#                                held-10k: RSS per held lock and per idle handle, which must not grow)
 #   BENCH_JAVA_OPTS="..."        extra JVM options for CuratorBench
 #   ZK_JAVA_DIR=PATH             where the jars live (default /usr/share/java)
 #   CARGO_TARGET_DIR             honoured when locating the release binaries
@@ -504,7 +505,7 @@ every_group() {
         group "$1" zl-contended cur-contended zkc-contended raw-chain zl-contended-nowatch $(baseline_of zl-contended)
     ! wanted read-lock || group "$1" zl-read-lock cur-read-lock $(baseline_of zl-read-lock)
     ! wanted semaphore || group "$1" zl-semaphore cur-semaphore zl-semaphore-nowatch $(baseline_of zl-semaphore)
-    ! wanted held-10k || group "$1" zl-held-10k zkc-held-10k cur-held
+    ! wanted held-10k || group "$1" zl-held-10k zkc-held-10k cur-held $(baseline_of zl-held-10k)
     # The 10k round warms the server; a 100k warm-up round would only add minutes.
     ! wanted held-100k || ((WARMING)) || group "$1" zl-held-100k zkc-held-100k
     ! wanted tasks || group "$1" zl-tasks-1 zkc-tasks-1 zl-tasks-16 zkc-tasks-16 zl-tasks-128 zkc-tasks-128 cur-tasks-128
