@@ -317,7 +317,7 @@ impl DrivenQueue for LeaseQueue {
     }
 
     fn command(recipe: Arc<RegisteredQueue<Self>>, command: TicketCommand<Self>) -> Command {
-        Command::Lease(recipe, crate::semaphore::LeaseCommand::Ticket(command))
+        Command::Lease(recipe, Box::new(crate::semaphore::LeaseCommand::Ticket(command)))
     }
 }
 

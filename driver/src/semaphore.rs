@@ -392,7 +392,7 @@ impl NodeHold {
 
     /// Sends `command` to the semaphore on the event loop.
     fn send(&self, command: LeaseCommand) -> Result<(), Error> {
-        self.sem.owner.client.inner.send(Command::Lease(self.sem.owner.recipe.clone(), command))
+        self.sem.owner.client.inner.send(Command::Lease(self.sem.owner.recipe.clone(), Box::new(command)))
     }
 }
 

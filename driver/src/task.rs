@@ -66,8 +66,10 @@ pub(crate) enum Command {
     Retire(RecipeId),
     /// A lock's acquire, cancel, release, re-entry or hold listing.
     Lock(Arc<RegisteredLock>, LockCommand),
-    /// A semaphore's acquire, cancel or lease return.
-    Lease(Arc<RegisteredSemaphore>, LeaseCommand),
+    /// A semaphore's acquire, cancel or lease return. Boxed: the largest
+    /// command otherwise (72 bytes), and every queued command's channel
+    /// node is the largest command's size (a lock's acquire too).
+    Lease(Arc<RegisteredSemaphore>, Box<LeaseCommand>),
     /// An election participant's start, resignation or close.
     Election(ElectionCommand),
     /// A shared count's write.
@@ -298,7 +300,7 @@ impl DriverTask {
                 }
             }
             Command::Lock(recipe, command) => crate::lock::run(client, now, &recipe, command),
-            Command::Lease(recipe, command) => crate::semaphore::run(client, now, &recipe, command),
+            Command::Lease(recipe, command) => crate::semaphore::run(client, now, &recipe, *command),
             Command::Election(command) => crate::leader::run(client, now, command),
             Command::Count(command) => crate::count::run(client, now, command),
             Command::Flush(reply) => {
