@@ -172,12 +172,6 @@ fn on_event(shared: &ElectionShared, path: &str, labels: &Labels<'_>, policy: Le
     });
 }
 
-/// A term's status read from core: `Lost` for a term that is over, or a
-/// participant that is gone.
-fn term_status(read: Option<Option<HoldStatus>>) -> HoldStatus {
-    read.flatten().unwrap_or(HoldStatus::Lost)
-}
-
 /// A participant's machine core does not have: not yet (the loop adds it
 /// on its next turn; its waits wait), or no more (the loop has exited: the
 /// error they end with).
@@ -358,9 +352,10 @@ impl Candidate {
     }
 
     /// The status of term `n`, as core's events left it (`Lost` once it is
-    /// over: the hold asking has not been released).
+    /// over, or the participant is gone: the hold asking has not been
+    /// released).
     fn term_status(&self, n: u64) -> HoldStatus {
-        term_status(self.read(|e| e.term().filter(|t| t.n == n).map(|t| t.status)))
+        self.read(|e| e.term().filter(|t| t.n == n).map(|t| t.status)).flatten().unwrap_or(HoldStatus::Lost)
     }
 
     /// Whether term `n` still leads, judged now (the lease included).

@@ -64,7 +64,7 @@ pub(crate) enum Command {
     },
     /// Drop the recipe once it owes the server nothing.
     Retire(RecipeId),
-    /// A lock's acquire, cancel, release, re-entry or hold listing.
+    /// A lock's acquire, cancel, release or re-entry.
     Lock(Arc<RegisteredLock>, LockCommand),
     /// A semaphore's acquire, cancel or lease return. Boxed: the largest
     /// command otherwise (72 bytes), and every queued command's channel

@@ -18,7 +18,7 @@ use super::lock_event::LockEvent;
 use super::mutex::Mutex;
 use super::naming::LockName;
 use super::participants::Participants;
-use super::queue::SessionGate;
+use super::queue::{Packed, SessionGate};
 use crate::error::{ApiMisuse, RequestError};
 use crate::hold_status::{HoldChange, HoldStatus, LossReason};
 use crate::path::ZkPath;
@@ -216,8 +216,8 @@ pub struct Election {
     terms: u64,
     /// The current term, or the last one lost.
     term: Option<Term>,
-    /// Where the wait stood at its last listing (position, total).
-    position: Option<(u32, u32)>,
+    /// Where the wait stood at its last listing.
+    position: Option<Packed>,
     /// The last wait that ended without a term: the terms granted by
     /// then, and why.
     failure: Option<(u64, TermFailure)>,
@@ -370,8 +370,7 @@ impl Election {
     /// nodes go before ours, how many the listing held); `None` before the
     /// first listing and while a term lasts.
     pub fn position(&self) -> Option<(usize, usize)> {
-        let full = |n: u32| usize::try_from(n).unwrap_or(usize::MAX);
-        self.position.map(|(p, t)| (full(p), full(t)))
+        self.position.map(Packed::get)
     }
 
     /// How many terms were granted so far.
@@ -461,10 +460,7 @@ impl Election {
                     t.loss = Some(LossReason::MaxHold);
                 }
             }
-            LockEvent::Queued { position, total } => {
-                let half = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
-                self.position = Some((half(*position), half(*total)));
-            }
+            LockEvent::Queued { position, total } => self.position = Some(Packed::new(*position, *total)),
             LockEvent::TimedOut => self.fail(TermFailure::TimedOut),
             LockEvent::Failed(e) => self.fail(TermFailure::Failed(e.clone())),
             LockEvent::Refused(e) => self.fail(TermFailure::Refused(e.clone())),

@@ -189,23 +189,39 @@ pub(crate) struct Head<T> {
     /// Asked to give the hold up before it was granted: it counts for the
     /// hold (a lock's).
     pub(crate) revoked: bool,
-    /// Where it last stood on ZooKeeper (position, total), from its
-    /// `Queued` events; `None` before its first.
-    pub(crate) position: Option<(u32, u32)>,
+    /// Where it last stood on ZooKeeper, from its `Queued` events; `None`
+    /// before its first.
+    pub(crate) position: Option<Packed>,
 }
 
 impl<T> Head<T> {
     /// Notes the position a `Queued` event reports.
     pub(crate) fn queued(&mut self, position: usize, total: usize) {
-        let half = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
-        self.position = Some((half(position), half(total)));
+        self.position = Some(Packed::new(position, total));
     }
 }
 
 /// A head's position as (position, total), as [`Head::queued`] kept it.
 pub(crate) fn position_of<T>(head: &Head<T>) -> Option<(usize, usize)> {
-    let full = |n: u32| usize::try_from(n).unwrap_or(usize::MAX);
-    head.position.map(|(p, t)| (full(p), full(t)))
+    head.position.map(Packed::get)
+}
+
+/// A queue position (position, total) in half the room, as a queue head or
+/// an election keeps it: a queue never nears `u32::MAX`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Packed(u32, u32);
+
+impl Packed {
+    pub(crate) fn new(position: usize, total: usize) -> Packed {
+        let half = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        Packed(half(position), half(total))
+    }
+
+    /// (position, total).
+    pub(crate) fn get(self) -> (usize, usize) {
+        let full = |n: u32| usize::try_from(n).unwrap_or(usize::MAX);
+        (full(self.0), full(self.1))
+    }
 }
 
 /// FIFO of acquires; the head is the one the recipe works for.
