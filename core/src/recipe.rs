@@ -153,6 +153,11 @@ pub enum RecipeEvent {
     /// reports, typed: an acquire's ticket and its semaphore's event, the
     /// semaphore's own events, and its capacity. Boxed, as `Lock`.
     Leases(alloc::boxed::Box<crate::recipes::LeaseQueueEvent>),
+    /// What an [`Election`](crate::recipes::Election) participant reports,
+    /// typed: its lock's event about a term (`Acquired` begins one,
+    /// `Released` and `Lost` end it, `Suspended` and `Reconnected` change
+    /// it) or about the wait for one (`Queued`, `Failed`, `Refused`).
+    Election(crate::recipes::LockEvent),
     /// An event of one member of a composite recipe (the read or write half of
     /// a read-write lock, one lock of a multi-lock): flat, the member's own
     /// typed event under its place.

@@ -4,7 +4,7 @@
 mod transcript;
 
 use zoolock_core::recipes::policy::SortKey;
-use zoolock_core::recipes::{ElectionKind, SortRule, election_leader, election_participants};
+use zoolock_core::recipes::{ElectionKind, LockEvent, SortRule, election_leader, election_participants};
 use zoolock_core::wire::{ErrorCode, EventType, Request};
 use zoolock_core::{
     ApiMisuse, ConnectionState, Participant, RecipeEvent, ZkPath,
@@ -14,6 +14,17 @@ use zoolock_core::{
 use transcript::{Answer, Harness, acquired, at, held_watch, kids, listing, mask, name};
 
 const BASE: &str = "/app/leader";
+
+/// A participant's `event`, as the client hands it on: typed, the
+/// election's own.
+fn election_event(event: LockEvent) -> RecipeEvent {
+    RecipeEvent::Election(event)
+}
+
+/// A participant's term beginning through `node`.
+fn elected(node: &str, czxid: i64) -> RecipeEvent {
+    election_event(LockEvent::Acquired { node: node.to_string(), token: zoolock_core::FencingToken(czxid) })
+}
 
 fn election(kind: ElectionKind, id: &str) -> Harness<Election> {
     Harness::new(Election::new(ZkPath::new(BASE).unwrap(), LockConfig::new(1), kind, id))
@@ -34,7 +45,7 @@ fn lead(h: &mut Harness<Election>, node_name: &str, seq: i32) -> String {
     assert_eq!(h.sent(), [format!("create2 {BASE}/_c_<uuid>-{node_name} [ES]"), listing(BASE, true)]);
     let node = h.answer(at(1), "create2", Answer::Seq(seq));
     h.answer(at(1), &listing(BASE, true), kids(&[name(&node)]));
-    assert_eq!(h.events(), [acquired(&node, 1000 + i64::from(seq))]);
+    assert_eq!(h.events(), [elected(&node, 1000 + i64::from(seq))]);
     assert!(h.recipe.is_leader());
     node
 }
@@ -70,7 +81,7 @@ fn a_selector_with_auto_requeue_queues_again_after_its_term() {
     let mut h = Harness::new(e.auto_requeue(true));
     let node = lead(&mut h, "lock-", 1);
     h.run(|e| e.resign(at(5))).unwrap();
-    assert_eq!(h.events(), [RecipeEvent::Released]);
+    assert_eq!(h.events(), [election_event(LockEvent::Released)]);
     let sent = h.sent();
     assert_eq!(sent[0], format!("delete {}", mask(&node)));
     assert_eq!(sent[1], format!("create2 {BASE}/_c_<uuid>-lock- [ES]"), "queued again at once");
@@ -87,7 +98,7 @@ fn a_selector_without_auto_requeue_stops_after_its_term() {
     let node = lead(&mut h, "lock-", 1);
     assert_eq!(h.run(|e| e.start(at(2))), Err(ApiMisuse::AcquireInProgress));
     h.run(|e| e.resign(at(5))).unwrap();
-    assert_eq!(h.events(), [RecipeEvent::Released]);
+    assert_eq!(h.events(), [election_event(LockEvent::Released)]);
     assert_eq!(h.sent(), [format!("delete {}", mask(&node))]);
     assert_eq!(h.run(|e| e.resign(at(6))), Err(ApiMisuse::NotHeld));
     h.answer(at(6), "delete", Answer::Empty);
@@ -102,7 +113,7 @@ fn a_latch_whose_node_is_deleted_loses_leadership_and_queues_again() {
     let mut h = election(ElectionKind::Latch, "a");
     let node = lead(&mut h, "latch-", 1);
     h.watch(at(5), EventType::NODE_DELETED, &node);
-    assert_eq!(h.events(), [RecipeEvent::Lost]);
+    assert_eq!(h.events(), [election_event(LockEvent::Lost)]);
     assert_eq!(h.sent()[0], format!("create2 {BASE}/_c_<uuid>-latch- [ES]"));
     assert!(h.recipe.is_queued());
 }
@@ -112,10 +123,10 @@ fn after_a_session_expiry_a_latch_queues_again_once_the_new_session_connects() {
     let mut h = election(ElectionKind::Latch, "a");
     lead(&mut h, "latch-", 1);
     h.session(at(5), ConnectionState::Suspended);
-    assert_eq!(h.events(), [RecipeEvent::Suspended]);
+    assert_eq!(h.events(), [election_event(LockEvent::Suspended)]);
     assert!(h.recipe.is_leader(), "suspended leadership is not yet lost");
     h.session(at(6), ConnectionState::Lost);
-    assert_eq!(h.events(), [RecipeEvent::Lost]);
+    assert_eq!(h.events(), [election_event(LockEvent::Lost)]);
     assert!(!h.sent().iter().any(|s| s.starts_with("create2")), "no create before the new session");
     assert!(h.recipe.is_queued());
     h.session(at(7), ConnectionState::Connected);
@@ -147,7 +158,7 @@ fn a_latch_never_leads_on_its_node_from_a_replaced_session() {
     let new = h.answer(at(7), "create2", Answer::Seq(2));
     h.answer(at(7), "getChildren2", kids(&[name(&old), name(&new)]));
     assert!(!h.recipe.is_leader(), "led on the old session's node");
-    assert!(!h.events().iter().any(|e| matches!(e, RecipeEvent::Acquired { .. })));
+    assert!(!h.events().iter().any(|e| matches!(e, RecipeEvent::Election(LockEvent::Acquired { .. }))));
     let sent = h.sent();
     assert!(sent.contains(&format!("getData {} w", mask(&old))), "watches the stale node: {sent:?}");
     // The server expires the old session: its node goes, and the latch leads on its own.
@@ -157,7 +168,7 @@ fn a_latch_never_leads_on_its_node_from_a_replaced_session() {
     if h.sent().iter().any(|s| s.starts_with("getChildren2")) {
         h.answer(at(9), "getChildren2", kids(&[name(&new)]));
     }
-    assert_eq!(h.events(), [acquired(&new, 1002)]);
+    assert_eq!(h.events(), [elected(&new, 1002)]);
     assert!(h.recipe.is_leader());
 }
 
@@ -176,11 +187,11 @@ fn the_policy_decides_whether_a_suspended_term_leads() {
             lead(&mut h, node_name, 1);
             assert!(h.recipe.leads());
             h.session(at(5), ConnectionState::Suspended);
-            assert_eq!(h.events(), [RecipeEvent::Suspended]);
+            assert_eq!(h.events(), [election_event(LockEvent::Suspended)]);
             assert!(h.recipe.is_leader(), "{policy:?} {kind:?}: the node is kept");
             assert_eq!(h.recipe.leads(), policy == LeadershipPolicy::Session, "{policy:?} {kind:?}");
             h.session(at(6), ConnectionState::Lost);
-            assert_eq!(h.events(), [RecipeEvent::Lost]);
+            assert_eq!(h.events(), [election_event(LockEvent::Lost)]);
             assert!(!h.recipe.leads(), "{policy:?} {kind:?}: a lost session ends the term");
         }
     }
@@ -212,7 +223,7 @@ fn a_wait_cut_by_a_session_expiry_queues_again_without_a_failure() {
     let mut h = waiting_selector(true);
     h.session(at(5), ConnectionState::Lost);
     let events = h.events();
-    assert!(!events.iter().any(|e| matches!(e, RecipeEvent::Failed(_))), "{events:?}");
+    assert!(!events.iter().any(|e| matches!(e, RecipeEvent::Election(LockEvent::Failed(_)))), "{events:?}");
     assert!(h.recipe.is_queued());
     assert!(!h.sent().iter().any(|s| s.starts_with("create2")), "no create before the new session");
     h.session(at(6), ConnectionState::Connected);
@@ -223,7 +234,7 @@ fn a_wait_cut_by_a_session_expiry_queues_again_without_a_failure() {
 fn without_renewal_a_session_expiry_fails_the_wait() {
     let mut h = waiting_selector(false);
     h.session(at(5), ConnectionState::Lost);
-    assert_eq!(h.events(), [RecipeEvent::Failed(zoolock_core::RequestError::SessionExpired)]);
+    assert_eq!(h.events(), [election_event(LockEvent::Failed(zoolock_core::RequestError::SessionExpired))]);
     assert!(!h.recipe.is_queued());
 }
 
@@ -243,7 +254,7 @@ fn a_waiting_participant_leads_when_the_leader_goes() {
     h.watch(at(3), EventType::NODE_DELETED, &format!("{BASE}/{leader}"));
     // The foreign name has no sequence key: no fast handoff, a listing.
     h.answer(at(3), &listing(BASE, false), kids(&[name(&node), "lock-0000000000".into()]));
-    assert_eq!(h.events(), [acquired(&node, 1002)]);
+    assert_eq!(h.events(), [elected(&node, 1002)]);
 }
 
 /// A participant as the listing reports it: a node whose data was read has
@@ -394,7 +405,7 @@ fn the_participant_keeps_its_terms_position_and_failures() {
     h.events();
     assert_eq!(h.recipe.term().map(|t| t.status), Some(HoldStatus::Suspended));
     h.watch(at(6), EventType::NODE_DELETED, &node);
-    assert_eq!(h.events(), [RecipeEvent::Lost]);
+    assert_eq!(h.events(), [election_event(LockEvent::Lost)]);
     let lost = h.recipe.term().expect("the lost term is kept until the next");
     assert_eq!((lost.n, lost.status, lost.loss), (1, HoldStatus::Lost, Some(LossReason::SessionOrNode)));
     h.session(at(7), ConnectionState::Reconnected);

@@ -9,7 +9,7 @@ use std::time::Duration;
 use zoolock_core::wire::EventType;
 use zoolock_core::{
     Recipe, RecipeEvent, ZkPath,
-    recipes::{Election, ElectionKind, LockConfig, Mutex, Semaphore},
+    recipes::{Election, ElectionKind, LockConfig, LockEvent, Mutex, Semaphore},
 };
 
 use transcript::{Answer, Harness, acquired, at, held_watch, kids, listing, mask, name};
@@ -160,9 +160,12 @@ fn a_term_of_leadership_expires_and_the_participant_queues_again() {
     h.sent();
     let node = h.answer(at(3), "create2", Answer::Seq(1));
     h.answer(at(3), &listing(BASE, true), kids(&[name(&node)]));
-    assert_eq!(h.events(), [acquired(&node, 1001)]);
+    assert_eq!(
+        h.events(),
+        [RecipeEvent::Election(LockEvent::Acquired { node: node.clone(), token: zoolock_core::FencingToken(1001) })]
+    );
     h.timeout(at(5003));
-    assert_eq!(h.events(), [RecipeEvent::Expired { node: node.clone() }, RecipeEvent::Lost]);
+    assert_eq!(h.events(), [LockEvent::Expired { node: node.clone() }, LockEvent::Lost].map(RecipeEvent::Election));
     let sent = h.sent();
     assert_eq!(sent[0], format!("delete {}", mask(&node)));
     assert_eq!(sent[1], format!("create2 {BASE}/_c_<uuid>-latch- [ES]"), "queued again");

@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use futures_channel::oneshot;
 use zoolock_core::recipes::{LeaseQueue, LockKind, LockQueue, Part, Ticket};
-use zoolock_core::{ApiMisuse, Client as CoreClient, CoreMachine, Handle, Instant, Machine, RecipeEvent, RecipeId};
+use zoolock_core::{ApiMisuse, Client as CoreClient, CoreMachine, Handle, Instant, Machine, RecipeId};
 
 use crate::client::{Owned, Owner};
 use crate::error::Error;
@@ -693,17 +693,6 @@ pub(crate) async fn with_progress<T>(
         if let Some(out) = step.await {
             return out;
         }
-    }
-}
-
-/// The error of an acquire that ended without a grant (`TimedOut`,
-/// `Failed`, `Refused`), or `None` for any other event.
-pub(crate) fn acquire_end(event: &RecipeEvent) -> Option<Error> {
-    match event {
-        RecipeEvent::TimedOut => Some(Error::TimedOut),
-        RecipeEvent::Failed(e) => Some(Error::from(e.clone())),
-        RecipeEvent::Refused(e) => Some(Error::Misuse(e.clone())),
-        _ => None,
     }
 }
 

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use zoolock_core::recipes::{
-    Election as CoreElection, ElectionKind, ElectionParticipant, LeadershipPolicy, Term, TermFailure,
+    Election as CoreElection, ElectionKind, ElectionParticipant, LeadershipPolicy, LockEvent, Term, TermFailure,
 };
 use zoolock_core::{ApiMisuse, Client as CoreClient, Handle, Instant, RecipeEvent, ZkPath};
 
@@ -59,6 +59,9 @@ struct ElectionSink {
 
 impl RecipeSink for ElectionSink {
     fn deliver(&self, event: RecipeEvent) {
+        let RecipeEvent::Election(event) = event else {
+            return tracing::trace!(path = %self.path, ?event, "not an election's event");
+        };
         let labels = Labels::new("election", &self.path, self.path_label, &self.series);
         on_event(&self.shared, &self.path, &labels, self.policy, event);
     }
@@ -109,18 +112,18 @@ pub(crate) fn run(client: &mut CoreClient, now: Instant, command: ElectionComman
 /// the metrics whether the participant leads under `policy`. Every failure
 /// ends the wait: core reports none it recovers from (a wait cut by a
 /// session expiry is queued again on the renewed session without one).
-fn on_event(shared: &ElectionShared, path: &str, labels: &Labels<'_>, policy: LeadershipPolicy, event: RecipeEvent) {
+fn on_event(shared: &ElectionShared, path: &str, labels: &Labels<'_>, policy: LeadershipPolicy, event: LockEvent) {
     // What the event does to the term the metrics follow.
     let change = match event {
-        RecipeEvent::Acquired { node, token } => {
+        LockEvent::Acquired { node, token } => {
             tracing::debug!(%path, %node, token = token.0, "leadership gained");
             Some(TermChange::Began)
         }
-        RecipeEvent::Released => {
+        LockEvent::Released => {
             tracing::debug!(%path, "leadership given up");
             Some(TermChange::Ended)
         }
-        status @ (RecipeEvent::Suspended | RecipeEvent::Reconnected | RecipeEvent::Lost) => {
+        status @ (LockEvent::Suspended | LockEvent::Reconnected | LockEvent::Lost) => {
             let Some(new) = status.hold_change().map(HoldStatus::after) else { return };
             match new {
                 HoldStatus::Lost => tracing::warn!(%path, "leadership lost"),
@@ -134,18 +137,26 @@ fn on_event(shared: &ElectionShared, path: &str, labels: &Labels<'_>, policy: Le
             }
             Some(if new == HoldStatus::Lost { TermChange::Ended } else { TermChange::Now(new) })
         }
-        RecipeEvent::Expired { node } => {
+        LockEvent::Expired { node } => {
             tracing::warn!(%path, %node, "leadership held past its max hold: lost");
             None
         }
-        RecipeEvent::Queued { .. } => None,
-        end @ (RecipeEvent::Failed(_) | RecipeEvent::Refused(_) | RecipeEvent::TimedOut) => {
-            let Some(error) = acquire::acquire_end(&end) else { return };
-            tracing::debug!(%path, %error, "election failed");
+        LockEvent::Queued { .. } | LockEvent::RevocationRequested | LockEvent::LeaseLost { .. } => None,
+        LockEvent::TimedOut => {
+            tracing::debug!(%path, error = %Error::TimedOut, "election failed");
             None
         }
-        other => {
-            tracing::trace!(%path, ?other, "election event");
+        LockEvent::Failed(e) => {
+            tracing::debug!(%path, error = %Error::from(e), "election failed");
+            None
+        }
+        LockEvent::Refused(e) => {
+            tracing::debug!(%path, error = %Error::Misuse(e), "election failed");
+            None
+        }
+        LockEvent::CleanupFailed { path: node, error } => {
+            crate::metrics::cleanup_failed(labels);
+            tracing::warn!(%path, %node, %error, "election node clean-up failed");
             None
         }
     };

@@ -22,7 +22,7 @@ use super::queue::{Packed, SessionGate};
 use crate::error::{ApiMisuse, RequestError};
 use crate::hold_status::{HoldChange, HoldStatus, LossReason};
 use crate::path::ZkPath;
-use crate::recipe::{FencingToken, OpId, Participant, Recipe, RecipeOp};
+use crate::recipe::{FencingToken, OpId, Participant, Recipe, RecipeEvent, RecipeOp};
 use crate::session::{ConnectionState, WatchEvent};
 use crate::time::Instant;
 
@@ -483,8 +483,19 @@ impl Election {
     }
 }
 
+/// An [`Election`] participant's event, its own type: the client hands it
+/// on as [`RecipeEvent::Election`] (see there), not flattened as a lock's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ElectionEvent(pub LockEvent);
+
+impl From<ElectionEvent> for RecipeEvent {
+    fn from(ElectionEvent(event): ElectionEvent) -> RecipeEvent {
+        RecipeEvent::Election(event)
+    }
+}
+
 impl Recipe for Election {
-    type Event = LockEvent;
+    type Event = ElectionEvent;
 
     fn handle_reply(&mut self, now: Instant, op: OpId, result: Result<Response, RequestError>) {
         self.mutex.handle_reply(now, op, result);
@@ -519,8 +530,8 @@ impl Recipe for Election {
         self.mutex.poll_op()
     }
 
-    fn poll_event(&mut self) -> Option<LockEvent> {
-        self.events.pop_front()
+    fn poll_event(&mut self) -> Option<ElectionEvent> {
+        self.events.pop_front().map(ElectionEvent)
     }
 
     fn poll_timeout(&self) -> Option<Instant> {

@@ -27,7 +27,7 @@ pub use crate::recipe::Ticket;
 pub use capability::{BoxedLock, LockRecipe, OnePartLock, Part};
 pub use config::{LockConfig, OpPlan, RetryPolicy, SharedLockConfig};
 pub use election::{
-    Election, ElectionKind, ElectionParticipant, LeadershipPolicy, Term, TermFailure, election_leader,
+    Election, ElectionEvent, ElectionKind, ElectionParticipant, LeadershipPolicy, Term, TermFailure, election_leader,
     election_participants,
 };
 pub use kit::Outbox;

@@ -139,7 +139,7 @@ pub(crate) struct Harness<R: Recipe> {
     pub(crate) sent_ops: Vec<RecipeOp>,
     seen: usize,
     events: Vec<RecipeEvent>,
-    /// `Queued` events (also inside `Member` and `Ticket`), kept apart so
+    /// `Queued` events (also inside `Member`, `Ticket` and `Election`), kept apart so
     /// the transcripts of every other event read as before.
     pub(crate) queued: Vec<RecipeEvent>,
     /// The Pipelined plan's `createContainer <base>` sent ahead of a base's
@@ -156,7 +156,8 @@ pub(crate) struct Harness<R: Recipe> {
 pub(crate) fn queued_of(event: &RecipeEvent) -> Option<(usize, usize)> {
     match event {
         RecipeEvent::Queued { position, total } => Some((*position, *total)),
-        RecipeEvent::Member { event: LockEvent::Queued { position, total }, .. } => Some((*position, *total)),
+        RecipeEvent::Member { event: LockEvent::Queued { position, total }, .. }
+        | RecipeEvent::Election(LockEvent::Queued { position, total }) => Some((*position, *total)),
         RecipeEvent::Lock(queued) => match &**queued {
             QueueEvent::Ticket { event: LockEvent::Queued { position, total }, .. } => Some((*position, *total)),
             _ => None,

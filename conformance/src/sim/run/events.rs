@@ -43,9 +43,11 @@ impl Sim {
                 }
                 Ok(())
             }
-            ClientEvent::Recipe { event, .. } if matches!(self.clients[i].shared, Shared::Election(_)) => {
-                self.election_event(i, event)
-            }
+            ClientEvent::Recipe { event, .. } if matches!(self.clients[i].shared, Shared::Election(_)) => match event {
+                // The participant's own typed event, read as a lock's.
+                RecipeEvent::Election(event) => self.election_event(i, RecipeEvent::from(event)),
+                other => Err(format!("c{i}: an election reported {other:?}, not an event of its own")),
+            },
             ClientEvent::Recipe { event, .. } => match ticket_of(event) {
                 Sorted::Other(event) => self.handle_event(i, untagged(event)),
                 Sorted::Ticket(ticket, event) => match self.clients[i].task_of(ticket) {
