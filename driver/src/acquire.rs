@@ -257,35 +257,11 @@ pub(crate) trait DrivenQueue: Machine<CoreMachine> + Send + 'static {
     fn command(recipe: Arc<RegisteredQueue<Self>>, command: TicketCommand<Self>) -> Command;
 }
 
-/// How long an acquire may wait, from when the loop takes it: whole
-/// nanoseconds, `u64::MAX` for no limit. Eight bytes where an
-/// `Option<Duration>` takes sixteen: it rides in every queued acquire, and
-/// each queued command's channel node is the largest command's size. A
-/// longer limit loses nothing: core's deadline saturates at the same end of
-/// its nanosecond range.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Timeout(u64);
-
-impl Timeout {
-    /// `timeout`, or no limit for `None`.
-    pub(crate) fn new(timeout: Option<Duration>) -> Timeout {
-        match timeout {
-            None => Timeout(u64::MAX),
-            Some(d) => Timeout(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX).min(u64::MAX - 1)),
-        }
-    }
-
-    /// The deadline of a wait that starts at `now` (`None`: forever).
-    pub(crate) fn deadline(self, now: Instant) -> Option<Instant> {
-        (self.0 != u64::MAX).then(|| now + Duration::from_nanos(self.0))
-    }
-}
-
 /// What a lock's acquire asks for.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum LockRequest {
     /// `part`, waiting at most `timeout` from when the loop takes it.
-    Part { part: Part, timeout: Timeout },
+    Part { part: Part, timeout: Option<Duration> },
     /// A read hold granted at once to the holder of write ticket `writer`.
     Downgrade { writer: Ticket },
 }
@@ -297,7 +273,7 @@ impl DrivenQueue for LockQueue {
 
     fn issue(&mut self, now: Instant, request: LockRequest) -> Result<Ticket, ApiMisuse> {
         match request {
-            LockRequest::Part { part, timeout } => Ok(self.acquire(now, part, timeout.deadline(now))),
+            LockRequest::Part { part, timeout } => Ok(self.acquire(now, part, timeout.map(|d| now + d))),
             LockRequest::Downgrade { writer } => self.downgrade(now, writer),
         }
     }
@@ -320,7 +296,7 @@ impl DrivenQueue for LockQueue {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct LeaseRequest {
     pub(crate) qty: usize,
-    pub(crate) timeout: Timeout,
+    pub(crate) timeout: Option<Duration>,
 }
 
 impl DrivenQueue for LeaseQueue {
@@ -329,7 +305,7 @@ impl DrivenQueue for LeaseQueue {
     type Waiting = crate::semaphore::Waiting;
 
     fn issue(&mut self, now: Instant, request: LeaseRequest) -> Result<Ticket, ApiMisuse> {
-        self.acquire(now, request.qty, request.timeout.deadline(now))
+        self.acquire(now, request.qty, request.timeout.map(|d| now + d))
     }
 
     fn cancel(&mut self, now: Instant, ticket: Ticket) {

@@ -180,7 +180,7 @@ impl SharedCount {
         // The waiter and the command under one lock: outcomes come in call order.
         self.shared.with(|s| {
             s.writes.push_back(tx);
-            self.handle.client.inner.send(Command::Count(Box::new(command)))
+            self.handle.client.inner.send(Command::Count(command))
         })?;
         let inner = &self.handle.client.inner;
         rx.await.map_err(|_| inner.shared.closed())?.map_err(|e| inner.named(e))

@@ -299,7 +299,7 @@ impl Candidate {
     /// Queues `op` on the event loop; a refusal fails the waits.
     pub(crate) fn command(&self, op: ElectionOp) -> Result<(), Error> {
         let command = ElectionCommand { handle: self.handle, shared: self.shared.clone(), op };
-        self.client().inner.send(Command::Election(Box::new(command)))
+        self.client().inner.send(Command::Election(command))
     }
 
     /// Reads the participant's machine in core (`None` once it is gone).

@@ -20,7 +20,7 @@ use futures_channel::oneshot;
 use zoolock_core::recipes::{BoxedLock, LockEvent, LockKind, LockQueue, Part, QueueEvent, Ticket};
 use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Instant, RecipeEvent};
 
-use crate::acquire::{self, LockRequest, RegisteredQueue, TicketCommand, Timeout};
+use crate::acquire::{self, LockRequest, RegisteredQueue, TicketCommand};
 use crate::client::{Client, Owner};
 use crate::error::Error;
 use crate::hold::{self, Hold, QueuePosition};
@@ -390,7 +390,7 @@ impl Lock {
         progress: Option<acquire::Progress<'p>>,
     ) -> Result<Acquiring<'a, 'p>, Error> {
         let part = self.part;
-        self.start(part, LockRequest::Part { part, timeout: Timeout::new(timeout) }, progress)
+        self.start(part, LockRequest::Part { part, timeout }, progress)
     }
 
     /// Queues an acquire of `part` for a new ticket for `request`; the

