@@ -142,16 +142,9 @@ fn on_event(shared: &ElectionShared, path: &str, labels: &Labels<'_>, policy: Le
             None
         }
         LockEvent::Queued { .. } | LockEvent::RevocationRequested | LockEvent::LeaseLost { .. } => None,
-        LockEvent::TimedOut => {
-            tracing::debug!(%path, error = %Error::TimedOut, "election failed");
-            None
-        }
-        LockEvent::Failed(e) => {
-            tracing::debug!(%path, error = %Error::from(e), "election failed");
-            None
-        }
-        LockEvent::Refused(e) => {
-            tracing::debug!(%path, error = %Error::Misuse(e), "election failed");
+        // Core keeps it as the failure the waits read (`failure_since`).
+        end @ (LockEvent::TimedOut | LockEvent::Failed(_) | LockEvent::Refused(_)) => {
+            tracing::debug!(%path, event = ?end, "election wait ended without a term");
             None
         }
         LockEvent::CleanupFailed { path: node, error } => {
