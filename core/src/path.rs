@@ -1,6 +1,7 @@
 //! Validated ZooKeeper paths, parsed once at the API boundary.
 
 use alloc::string::String;
+use alloc::sync::Arc;
 use core::fmt;
 
 /// Why a path was rejected ([`PathError::problem`]). The rules are ZooKeeper's
@@ -64,13 +65,17 @@ impl PathError {
 }
 
 /// An absolute ZooKeeper path that the server will accept.
+///
+/// Immutable and shared: a clone is a reference count, so a lock node's path
+/// is one allocation however many records name it (the recipe's, the event
+/// that reports it, the handle's hold).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ZkPath(String);
+pub struct ZkPath(Arc<str>);
 
 impl ZkPath {
     /// The root, `/`.
     pub fn root() -> ZkPath {
-        ZkPath(String::from("/"))
+        ZkPath(Arc::from("/"))
     }
 
     /// Validates `path` by ZooKeeper's rules.
@@ -84,14 +89,14 @@ impl ZkPath {
     /// ```
     pub fn new(path: &str) -> Result<ZkPath, PathError> {
         validate(path, false)?;
-        Ok(ZkPath(String::from(path)))
+        Ok(ZkPath(Arc::from(path)))
     }
 
     /// Validates the path of a sequential create: the server appends digits,
     /// so a trailing `/` is allowed (`/q/` becomes `/q/0000000003`).
     pub fn new_sequential_prefix(path: &str) -> Result<ZkPath, PathError> {
         validate(path, true)?;
-        Ok(ZkPath(String::from(path)))
+        Ok(ZkPath(Arc::from(path)))
     }
 
     /// The path as text.
@@ -101,7 +106,7 @@ impl ZkPath {
 
     /// True for `/`.
     pub fn is_root(&self) -> bool {
-        self.0 == "/"
+        &*self.0 == "/"
     }
 
     /// The node a sequential create of `self` made: `self` (a prefix checked
@@ -109,14 +114,14 @@ impl ZkPath {
     /// only it checks (digits, and `-` once the counter has wrapped).
     pub(crate) fn with_sequence(&self, counter: &str) -> Result<ZkPath, PathError> {
         if counter.is_empty() || !counter.bytes().all(|b| b.is_ascii_digit() || b == b'-') {
-            let mut path = self.0.clone();
+            let mut path = String::from(&*self.0);
             path.push_str(counter);
             return Err(PathError::new(&path, PathProblem::InvalidName(String::from(counter))));
         }
         let mut s = String::with_capacity(self.0.len() + counter.len());
         s.push_str(&self.0);
         s.push_str(counter);
-        Ok(ZkPath(s))
+        Ok(ZkPath(Arc::from(s)))
     }
 
     /// `self/name`, where `name` is one node name.
@@ -125,7 +130,7 @@ impl ZkPath {
             let path = if self.is_root() { alloc::format!("/{name}") } else { alloc::format!("{}/{name}", self.0) };
             return Err(PathError::new(&path, PathProblem::InvalidName(String::from(name))));
         }
-        let mut s = self.0.clone();
+        let mut s = String::from(&*self.0);
         if !self.is_root() {
             s.push('/');
         }
@@ -139,7 +144,7 @@ impl ZkPath {
             return None;
         }
         let idx = self.0.rfind('/')?;
-        Some(ZkPath(if idx == 0 { String::from("/") } else { String::from(self.0.get(..idx)?) }))
+        Some(ZkPath(Arc::from(if idx == 0 { "/" } else { self.0.get(..idx)? })))
     }
 
     /// The last segment (empty for the root).
@@ -157,6 +162,13 @@ impl ZkPath {
 impl fmt::Display for ZkPath {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
+    }
+}
+
+/// The path's text, shared: no copy is made.
+impl From<ZkPath> for Arc<str> {
+    fn from(path: ZkPath) -> Arc<str> {
+        path.0
     }
 }
 

@@ -97,8 +97,8 @@ impl core::fmt::Display for FencingToken {
 pub enum RecipeEvent {
     /// The lock (or lease) is held through `node`.
     Acquired {
-        /// Our lock node's path.
-        node: String,
+        /// Our lock node's path (shared with the recipe's record of it).
+        node: alloc::sync::Arc<str>,
         /// The node's czxid.
         token: FencingToken,
     },

@@ -52,7 +52,8 @@ impl Recipe for Probe {
         self.log.push(format!("reply {} {:?}", op.get(), result.as_ref().map(|_| ()).map_err(Clone::clone)));
         self.busy = false;
         if let Ok(Response::Data { stat, .. }) = result {
-            self.events.push(RecipeEvent::Acquired { node: self.path.to_string(), token: FencingToken(stat.czxid) });
+            self.events
+                .push(RecipeEvent::Acquired { node: self.path.to_string().into(), token: FencingToken(stat.czxid) });
         }
     }
     fn handle_watch(&mut self, _now: Instant, event: &WatchEvent) {

@@ -23,7 +23,7 @@ fn election_event(event: LockEvent) -> RecipeEvent {
 
 /// A participant's term beginning through `node`.
 fn elected(node: &str, czxid: i64) -> RecipeEvent {
-    election_event(LockEvent::Acquired { node: node.to_string(), token: zoolock_core::FencingToken(czxid) })
+    election_event(LockEvent::Acquired { node: node.to_string().into(), token: zoolock_core::FencingToken(czxid) })
 }
 
 fn election(kind: ElectionKind, id: &str) -> Harness<Election> {
@@ -399,7 +399,7 @@ fn the_participant_keeps_its_terms_position_and_failures() {
     let mut h = election(ElectionKind::Latch, "a");
     let node = lead(&mut h, "latch-", 1);
     let term = h.recipe.term().expect("leading").clone();
-    assert_eq!((term.n, term.node.as_str(), term.status, term.loss), (1, node.as_str(), HoldStatus::Held, None));
+    assert_eq!((term.n, &*term.node, term.status, term.loss), (1, node.as_str(), HoldStatus::Held, None));
     assert_eq!(h.recipe.position(), None, "no position while leading");
     h.session(at(5), ConnectionState::Suspended);
     h.events();

@@ -162,7 +162,10 @@ fn a_term_of_leadership_expires_and_the_participant_queues_again() {
     h.answer(at(3), &listing(BASE, true), kids(&[name(&node)]));
     assert_eq!(
         h.events(),
-        [RecipeEvent::Election(LockEvent::Acquired { node: node.clone(), token: zoolock_core::FencingToken(1001) })]
+        [RecipeEvent::Election(LockEvent::Acquired {
+            node: node.as_str().into(),
+            token: zoolock_core::FencingToken(1001)
+        })]
     );
     h.timeout(at(5003));
     assert_eq!(h.events(), [LockEvent::Expired { node: node.clone() }, LockEvent::Lost].map(RecipeEvent::Election));

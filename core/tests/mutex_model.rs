@@ -287,12 +287,12 @@ impl Model {
                     return;
                 }
                 self.acquiring = false;
-                self.holding = Some(node.clone());
-                if self.tampered.contains(node) {
+                self.holding = Some(node.to_string());
+                if self.tampered.contains(&**node) {
                     return;
                 }
                 // Safety: our node exists under our session and nothing is ahead of it.
-                let ours = self.nodes.get(node).unwrap_or_else(|| panic!("acquired through a missing node {node}"));
+                let ours = self.nodes.get(&**node).unwrap_or_else(|| panic!("acquired through a missing node {node}"));
                 assert_eq!(ours.owner, self.session, "acquired through another session's node");
                 assert_eq!(ours.czxid, token.0, "the token is the node's czxid");
                 let min = self.nodes.values().map(|n| n.seq).min().unwrap();

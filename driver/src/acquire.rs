@@ -75,8 +75,8 @@ pub(crate) struct RegisteredQueue<Q: DrivenQueue> {
     pub(crate) handle: Handle<Q>,
     pub(crate) shared: Signalled<Answers<Q>>,
     /// The lock or semaphore path (paths, for a multi-lock), for the log
-    /// and the metrics labels.
-    pub(crate) path: Box<str>,
+    /// and the metrics labels: core's own path, shared, where there is one.
+    pub(crate) path: Arc<str>,
     /// Its kind (the metrics label `kind`), and whether the labels carry
     /// the path.
     kind: LockKind,
@@ -89,7 +89,7 @@ pub(crate) struct RegisteredQueue<Q: DrivenQueue> {
 
 impl<Q: DrivenQueue> RegisteredQueue<Q> {
     /// The shared part of the recipe registered as `handle`.
-    pub(crate) fn new(handle: Handle<Q>, path: Box<str>, kind: LockKind, path_label: bool) -> RegisteredQueue<Q> {
+    pub(crate) fn new(handle: Handle<Q>, path: Arc<str>, kind: LockKind, path_label: bool) -> RegisteredQueue<Q> {
         let shared = Signalled { state: Mutex::new(Answers::default()), changed: Event::new() };
         RegisteredQueue {
             handle,

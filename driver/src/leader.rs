@@ -706,7 +706,7 @@ impl hold::Source for TermHold {
 
     fn fence_nodes(&self) -> BoxFuture<Result<Option<Vec<String>>, Error>> {
         let live = |t: &&Term| t.n == self.n && t.status != HoldStatus::Lost;
-        let node = self.participant.read(|e| e.term().filter(live).map(|t| vec![t.node.clone()])).flatten();
+        let node = self.participant.read(|e| e.term().filter(live).map(|t| vec![String::from(&*t.node)])).flatten();
         Box::pin(async move { Ok(node) })
     }
 
@@ -765,7 +765,7 @@ impl From<Leadership> for Hold {
 impl Leadership {
     fn new(participant: Arc<Candidate>, term: Term) -> Leadership {
         let source = Arc::new(TermHold { participant, n: term.n });
-        Leadership { hold: Hold::new(term.node.into(), term.token, source, None) }
+        Leadership { hold: Hold::new(term.node, term.token, source, None) }
     }
 
     /// Ends the term (as [`Hold::release`]): the node's delete is queued

@@ -153,7 +153,6 @@ fn on_event(recipe: &RegisteredLock, event: RecipeEvent) {
     };
     match event {
         LockEvent::Acquired { node, token } => {
-            let node: Arc<str> = node.into();
             let waiter = shared.with(|s| s.take_waiter(t));
             if waiter.is_none_or(|w| !w.answer(Ok((node.clone(), token)))) {
                 // Granted to an acquire that was dropped: its cancel, queued
@@ -219,14 +218,16 @@ fn ended(recipe: &RegisteredLock, t: Ticket, error: Error) {
 impl Lock {
     /// Registers `recipe` behind a shared queue and returns one handle per
     /// part (one, or the read and write halves).
-    /// `kind` gives the metrics label `kind`.
-    pub(crate) fn register(client: Client, lock: BoxedLock, path: String, kind: LockKind) -> Result<Vec<Lock>, Error> {
+    /// `kind` gives the metrics label `kind`; `label` names the lock in the
+    /// log and the metrics when it has no path of its own (a multi-lock).
+    pub(crate) fn register(client: Client, lock: BoxedLock, label: String, kind: LockKind) -> Result<Vec<Lock>, Error> {
         let parts = lock.parts();
         let renew = client.inner.options.renew_session;
         let path_label = client.inner.options.metrics_path_label;
         let reserved = client.reserve::<LockQueue>();
         // The recipe's shared state is its own sink: one allocation.
-        let recipe = Arc::new(RegisteredQueue::new(reserved.handle(), path.into(), kind, path_label));
+        let path: Arc<str> = lock.path().map_or_else(|| label.into(), |p| p.clone().into());
+        let recipe = Arc::new(RegisteredQueue::new(reserved.handle(), path, kind, path_label));
         client.register(reserved, LockQueue::new(lock, renew), recipe.clone())?;
         Ok(parts.iter().map(|&part| Lock { owner: Owner::new(client.clone(), recipe.clone()), part }).collect())
     }

@@ -107,7 +107,7 @@ fn on_ticket(recipe: &RegisteredSemaphore, ticket: Ticket, event: SemaphoreEvent
         SemaphoreEvent::Acquired { node, token } => {
             let done = shared.with(|s| {
                 let w = s.waiter_mut(ticket)?;
-                w.of.got.push((node.as_str().into(), token));
+                w.of.got.push((node, token));
                 if w.of.got.len() >= w.of.qty { s.take_waiter(ticket) } else { None }
             });
             let Some(mut w) = done else { return };
@@ -185,7 +185,7 @@ impl Semaphore {
     pub(crate) fn new(client: Client, semaphore: CoreSemaphore) -> Result<Semaphore, Error> {
         let renew = client.inner.options.renew_session;
         let path_label = client.inner.options.metrics_path_label;
-        let path: Box<str> = semaphore.base().as_str().into();
+        let path: Arc<str> = semaphore.base().clone().into();
         let kind = zoolock_core::recipes::LockKind::Semaphore;
         // The semaphore's shared state is its own sink: one allocation.
         let reserved = client.reserve::<LeaseQueue>();

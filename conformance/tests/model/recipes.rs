@@ -183,7 +183,7 @@ impl World {
 
 fn acquired(events: &[RecipeEvent]) -> Option<(String, FencingToken)> {
     events.iter().find_map(|e| match e {
-        RecipeEvent::Acquired { node, token } => Some((node.clone(), *token)),
+        RecipeEvent::Acquired { node, token } => Some((String::from(&**node), *token)),
         _ => None,
     })
 }

@@ -9,6 +9,7 @@ use alloc::vec::Vec;
 
 use super::lock_event::PartEvent;
 use crate::error::ApiMisuse;
+use crate::path::ZkPath;
 use crate::recipe::{FencingToken, Recipe};
 use crate::time::Instant;
 
@@ -112,6 +113,13 @@ pub trait LockRecipe: Recipe<Event = PartEvent> {
     /// How many holds of `part` are outstanding (0 when not held): the
     /// last `release_part` deletes the node.
     fn hold_count(&self, part: Part) -> u32;
+
+    /// The lock path; `None` for a multi-lock (each member has its own).
+    /// A clone shares it (see [`ZkPath`]): a handle names the lock by it
+    /// without a copy of its own.
+    fn path(&self) -> Option<&ZkPath> {
+        None
+    }
 }
 
 /// A boxed lock recipe, as composites hold them.
@@ -145,6 +153,10 @@ pub trait OnePartLock: Recipe<Event = PartEvent> {
     /// Each member's hold (see [`LockRecipe::member_holds`]).
     fn member_holds(&self) -> Vec<Option<(&str, FencingToken)>> {
         alloc::vec![self.holder()]
+    }
+    /// The lock path (see [`LockRecipe::path`]).
+    fn path(&self) -> Option<&ZkPath> {
+        None
     }
 }
 
@@ -190,6 +202,10 @@ impl<L: OnePartLock> LockRecipe for L {
 
     fn hold_count(&self, _part: Part) -> u32 {
         OnePartLock::hold_count(self)
+    }
+
+    fn path(&self) -> Option<&ZkPath> {
+        OnePartLock::path(self)
     }
 
     fn reenter_part(&mut self, now: Instant, _part: Part) -> Result<(), ApiMisuse> {

@@ -164,7 +164,7 @@ pub struct Term {
     /// Its number: a participant's terms count up from 1.
     pub n: u64,
     /// Our election node.
-    pub node: String,
+    pub node: alloc::sync::Arc<str>,
     /// The node's czxid.
     pub token: FencingToken,
     /// As the events left it: `Held`, `Suspended` or `Lost`.

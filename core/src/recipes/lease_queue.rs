@@ -5,6 +5,7 @@
 
 use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
 use alloc::string::String;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use super::queue::{SessionGate, TicketIssuer, TicketQueue, TicketQueued, position_of};
@@ -20,7 +21,7 @@ use crate::time::Instant;
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Want {
     qty: usize,
-    got: Vec<String>,
+    got: Vec<Arc<str>>,
 }
 
 /// The per-process ticket queue of a [`Semaphore`]: its acquires, each getting its own leases.
@@ -42,7 +43,7 @@ pub struct LeaseQueue {
     tickets: TicketIssuer,
     /// The lease nodes of complete acquires, by ticket, until each is
     /// returned or lost.
-    granted: BTreeMap<Ticket, Vec<String>>,
+    granted: BTreeMap<Ticket, Vec<Arc<str>>>,
     /// The capacity last reported (`Capacity`): limit and free leases.
     capacity: (usize, Option<usize>),
     /// What the holders of leases read of them ([`LeaseQueue::lease_status`]).
@@ -209,9 +210,9 @@ impl LeaseQueue {
 
     /// `lease` no longer belongs to the ticket it was granted to.
     fn forget_lease(&mut self, lease: &str) {
-        let owner = self.granted.iter_mut().find(|(_, leases)| leases.iter().any(|l| l == lease));
+        let owner = self.granted.iter_mut().find(|(_, leases)| leases.iter().any(|l| **l == *lease));
         if let Some((&ticket, leases)) = owner {
-            leases.retain(|l| l != lease);
+            leases.retain(|l| **l != *lease);
             if leases.is_empty() {
                 self.granted.remove(&ticket);
             }

@@ -23,8 +23,8 @@ use crate::recipe::{FencingToken, RecipeEvent, Ticket};
 pub enum LockEvent {
     /// Held through `node`, whose czxid is `token`.
     Acquired {
-        /// Our lock node's path.
-        node: String,
+        /// Our lock node's path (shared with the recipe's record of it).
+        node: alloc::sync::Arc<str>,
         /// The node's czxid.
         token: FencingToken,
     },

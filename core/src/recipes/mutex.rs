@@ -67,7 +67,7 @@ impl Mutex {
     /// `Acquired`, `TimedOut` or `Failed`.
     pub fn acquire(&mut self, now: Instant, deadline: Option<Instant>) -> Result<(), ApiMisuse> {
         if let Some(node) = self.core.held() {
-            let event = LockEvent::Acquired { node: node.path_string(), token: node.token };
+            let event = LockEvent::Acquired { node: node.shared_path(), token: node.token };
             self.holds = self.hold_count() + 1;
             self.counted = Some(node.token);
             self.core.emit(event);
@@ -194,5 +194,9 @@ impl OnePartLock for Mutex {
 
     fn hold_count(&self) -> u32 {
         Mutex::hold_count(self)
+    }
+
+    fn path(&self) -> Option<&ZkPath> {
+        Some(self.base())
     }
 }

@@ -180,7 +180,7 @@ impl ReadWriteLock {
     fn reenter(&mut self, part: usize) -> bool {
         let Some(half) = self.halves.get_mut(part) else { return false };
         let Some(node) = half.core.held() else { return false };
-        let event = LockEvent::Acquired { node: node.path_string(), token: node.token };
+        let event = LockEvent::Acquired { node: node.shared_path(), token: node.token };
         half.holds += 1;
         self.out.emit(member(part, event));
         true
@@ -352,6 +352,10 @@ impl Recipe for ReadWriteLock {
 impl LockRecipe for ReadWriteLock {
     fn parts(&self) -> &'static [Part] {
         &[Part::Read, Part::Write]
+    }
+
+    fn path(&self) -> Option<&ZkPath> {
+        Some(self.base())
     }
 
     fn part(&self, asked: Part) -> Part {

@@ -152,6 +152,10 @@ impl OnePartLock for SemaphoreMutex {
     fn reentrant(&self) -> bool {
         false
     }
+
+    fn path(&self) -> Option<&ZkPath> {
+        Some(self.base())
+    }
 }
 
 /// The one-lease semaphore's event as the lock's. It is not revocable and

@@ -105,7 +105,7 @@ pub(crate) fn no_node() -> Result<Response, RequestError> {
 }
 
 pub(crate) fn acquired(node: &str, czxid: i64) -> RecipeEvent {
-    RecipeEvent::Acquired { node: node.to_string(), token: FencingToken(czxid) }
+    RecipeEvent::Acquired { node: node.to_string().into(), token: FencingToken(czxid) }
 }
 
 pub(crate) fn failed(e: RequestError) -> RecipeEvent {

@@ -396,7 +396,7 @@ pub(crate) fn member(index: usize, event: RecipeEvent) -> RecipeEvent {
 
 /// An `Acquired` event for `node` created with sequence `seq` by [`Answer::Seq`].
 pub(crate) fn acquired(node: &str, czxid: i64) -> RecipeEvent {
-    RecipeEvent::Acquired { node: node.to_string(), token: zoolock_core::FencingToken(czxid) }
+    RecipeEvent::Acquired { node: node.to_string().into(), token: zoolock_core::FencingToken(czxid) }
 }
 
 /// A foreign protected node name (fixed UUID per `who`).

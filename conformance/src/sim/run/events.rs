@@ -182,7 +182,13 @@ impl Sim {
                                 .ok_or_else(|| format!("c{i}: Acquired {node} but the semaphore does not hold it"))?,
                             Shared::Lock(_) | Shared::Election(_) => 1,
                         };
-                        vec![Hold { path: path.into(), node, token: token.0, mode: pending.mode, limit }]
+                        vec![Hold {
+                            path: path.into(),
+                            node: String::from(&*node),
+                            token: token.0,
+                            mode: pending.mode,
+                            limit,
+                        }]
                     }
                 };
                 self.report.holds += holds.len();

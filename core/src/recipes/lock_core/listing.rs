@@ -117,7 +117,7 @@ impl LockCore {
     /// revocable node's data watch, armed at its create; otherwise one
     /// exists arms a watch, in the round trip of whatever goes out with it.
     fn grant(&mut self, now: Instant, node: Node, by_child_watch: bool) {
-        self.out.emit(LockEvent::Acquired { node: node.path_string(), token: node.token });
+        self.out.emit(LockEvent::Acquired { node: node.shared_path(), token: node.token });
         let hold_until = self.config.max_hold.map(|d| now + d);
         if hold_until.is_some() || self.rare.is_some() {
             self.rare_mut().hold_until = hold_until;

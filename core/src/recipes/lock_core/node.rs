@@ -38,7 +38,13 @@ impl Node {
         self.path.name()
     }
 
-    /// The path as events report it.
+    /// The path as `Acquired` reports it: shared, not copied, so a held
+    /// node's path is one allocation for the recipe and the hold.
+    pub(crate) fn shared_path(&self) -> alloc::sync::Arc<str> {
+        self.path.clone().into()
+    }
+
+    /// The path as the other events report it.
     pub(crate) fn path_string(&self) -> String {
         String::from(self.path.as_str())
     }

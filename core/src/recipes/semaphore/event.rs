@@ -13,8 +13,8 @@ use crate::recipe::{FencingToken, RecipeEvent};
 pub enum SemaphoreEvent {
     /// A lease is held through `node` ([`RecipeEvent::Acquired`]).
     Acquired {
-        /// The lease node.
-        node: alloc::string::String,
+        /// The lease node (shared with the recipe's record of it).
+        node: alloc::sync::Arc<str>,
         /// Its czxid.
         token: FencingToken,
     },

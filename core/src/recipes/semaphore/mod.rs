@@ -501,7 +501,7 @@ impl Semaphore {
         self.acquiring = None;
         for slot in got {
             if let Some(node) = self.cores.get(&slot).and_then(|c| c.held()) {
-                self.out.emit(SemaphoreEvent::Acquired { node: node.path_string(), token: node.token });
+                self.out.emit(SemaphoreEvent::Acquired { node: node.shared_path(), token: node.token });
                 self.held.push(slot);
             }
         }
