@@ -10,7 +10,7 @@ use zoolock_core::recipes::{Election as CoreElection, ElectionKind, ElectionPart
 
 use crate::client::Client;
 use crate::error::Error;
-use crate::leader::{Candidate, ElectionOp, failure_error, leads, not_in_core};
+use crate::leader::{Candidate, ElectionOp, failure_error, not_in_core};
 use crate::options::LockOptions;
 
 impl Client {
@@ -126,7 +126,7 @@ impl LeaderLatch {
                 Some(Err(Error::Misuse(ApiMisuse::ElectionClosed)))
             } else {
                 match p.read(|e| match e.term() {
-                    Some(t) if leads(p.policy, t.status) => Some(Ok(())),
+                    Some(t) if p.policy.leads_with(t.status) => Some(Ok(())),
                     _ => e.failure_since(since).cloned().map(Err),
                 }) {
                     None => not_in_core(inner).map(Err),
@@ -153,7 +153,7 @@ impl LeaderLatch {
         // The loop's shared state, not the client: the stream must not keep
         // the session open.
         let core = p.client().inner.shared.clone();
-        let leads_now = move |e: &CoreElection| e.term().is_some_and(|t| leads(policy, t.status));
+        let leads_now = move |e: &CoreElection| e.term().is_some_and(|t| policy.leads_with(t.status));
         Box::pin(futures_lite::stream::unfold((shared, core, None::<bool>), move |(shared, core, last)| async move {
             loop {
                 let listener = shared.changed.listen();

@@ -163,7 +163,7 @@ fn on_event(shared: &ElectionShared, path: &str, labels: &Labels<'_>, policy: Le
             Some(TermChange::Now(_)) if s.held.is_none() => return,
             Some(TermChange::Now(status)) => Some(status),
         };
-        let leads = status.is_some_and(|st| leads(policy, st));
+        let leads = status.is_some_and(|st| policy.leads_with(st));
         if leads != s.leading {
             s.leading = leads;
             crate::metrics::leading(labels, leads);
@@ -364,24 +364,12 @@ impl Candidate {
 
     /// Whether term `n` still leads, judged now (the lease included).
     pub(crate) fn leads(&self, n: u64) -> bool {
-        leads(self.policy, hold::effective(&self.client().inner, self.term_status(n)))
+        self.policy.leads_with(hold::effective(&self.client().inner, self.term_status(n)))
     }
 
     /// Ends term `n` if it is still the current one.
     fn resign(&self, n: u64) -> Result<(), Error> {
         self.command(ElectionOp::Resign { term: n })
-    }
-}
-
-/// Whether a term with `status` leads under `policy` (core's rule,
-/// [`LeadershipPolicy::leads`]): a suspended one only under the session
-/// policy, an ended one never.
-pub(crate) fn leads(policy: LeadershipPolicy, status: HoldStatus) -> bool {
-    match status {
-        HoldStatus::Held => true,
-        HoldStatus::Suspended => policy.leads(true),
-        // Lost, not held, and any status a later core adds: no lead.
-        _ => false,
     }
 }
 

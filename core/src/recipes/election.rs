@@ -108,6 +108,17 @@ impl LeadershipPolicy {
         !suspended || self == LeadershipPolicy::Session
     }
 
+    /// Whether a term whose hold reads `status` leads: a held one always,
+    /// a suspended one as [`LeadershipPolicy::leads`] says, an ended one
+    /// (or none) never. Handles judge their term's status by this.
+    pub fn leads_with(self, status: HoldStatus) -> bool {
+        match status {
+            HoldStatus::Held => true,
+            HoldStatus::Suspended => self.leads(true),
+            HoldStatus::Lost | HoldStatus::NotHeld => false,
+        }
+    }
+
     /// Its name on command lines and in reports: `standard` or `session`.
     pub fn name(self) -> &'static str {
         match self {
