@@ -17,7 +17,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures_channel::oneshot;
-use zoolock_core::recipes::{BoxedLock, LockEvent, LockKind, LockQueue, Part, QueueEvent, Ticket};
+use zoolock_core::recipes::{BoxedLock, LockEvent, LockQueue, LockSpec, Part, QueueEvent, Ticket};
 use zoolock_core::{ApiMisuse, Client as CoreClient, FencingToken, Instant, RecipeEvent};
 
 use crate::acquire::{self, LockRequest, RegisteredQueue, TicketCommand};
@@ -218,16 +218,17 @@ fn ended(recipe: &RegisteredLock, t: Ticket, error: Error) {
 impl Lock {
     /// Registers `recipe` behind a shared queue and returns one handle per
     /// part (one, or the read and write halves).
-    /// `kind` gives the metrics label `kind`; `label` names the lock in the
-    /// log and the metrics when it has no path of its own (a multi-lock).
-    pub(crate) fn register(client: Client, lock: BoxedLock, label: String, kind: LockKind) -> Result<Vec<Lock>, Error> {
+    /// `spec` (what `lock` was built from) gives the metrics label `kind`,
+    /// and names a lock with no path of its own (a multi-lock) in the log
+    /// and the metrics.
+    pub(crate) fn register(client: Client, lock: BoxedLock, spec: &LockSpec) -> Result<Vec<Lock>, Error> {
         let parts = lock.parts();
         let renew = client.inner.options.renew_session;
         let path_label = client.inner.options.metrics_path_label;
         let reserved = client.reserve::<LockQueue>();
         // The recipe's shared state is its own sink: one allocation.
-        let path: Arc<str> = lock.path().map_or_else(|| label.into(), |p| p.clone().into());
-        let recipe = Arc::new(RegisteredQueue::new(reserved.handle(), path, kind, path_label));
+        let path: Arc<str> = lock.path().map_or_else(|| spec.label().into(), |p| p.clone().into());
+        let recipe = Arc::new(RegisteredQueue::new(reserved.handle(), path, spec.kind(), path_label));
         client.register(reserved, LockQueue::new(lock, renew), recipe.clone())?;
         Ok(parts.iter().map(|&part| Lock { owner: Owner::new(client.clone(), recipe.clone()), part }).collect())
     }

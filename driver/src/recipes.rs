@@ -97,7 +97,7 @@ impl Client {
     pub async fn read_write_lock_with(&self, path: &str, options: LockOptions) -> Result<ReadWriteLock, Error> {
         let spec = LockSpec::Read(path.into());
         let (rw, _) = spec.build(self.inner.lock_config_with(&options), options.revocable).map_err(spec_error)?;
-        let mut halves = Lock::register(self.clone(), rw, spec.label(), spec.kind())?.into_iter();
+        let mut halves = Lock::register(self.clone(), rw, &spec)?.into_iter();
         match (halves.next(), halves.next()) {
             (Some(read), Some(write)) => Ok(ReadWriteLock { read, write }),
             _ => Err(self.inner.shared.closed()),
@@ -169,7 +169,7 @@ impl Client {
     pub async fn lock_of(&self, spec: LockSpec, options: LockOptions) -> Result<Lock, Error> {
         let (recipe, part) =
             spec.build(self.inner.lock_config_with(&options), options.revocable).map_err(spec_error)?;
-        Lock::register(self.clone(), recipe, spec.label(), spec.kind())?
+        Lock::register(self.clone(), recipe, &spec)?
             .into_iter()
             .nth(part.index())
             .ok_or_else(|| self.inner.shared.closed())
