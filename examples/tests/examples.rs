@@ -20,7 +20,10 @@ const LIMIT: Duration = Duration::from_secs(60);
 
 /// Builds the examples (this crate's and `zoolock-core`'s) once and returns
 /// the folder holding them: `<target>/<profile>/examples`, next to this
-/// test's own `deps` folder.
+/// test's own `deps` folder. The whole workspace's examples, so that their
+/// features unify as in `cargo test --workspace`, which has then built them
+/// already (`-p` for the two crates alone recompiled 47 s of dependencies in
+/// CI).
 fn examples_dir() -> &'static PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
@@ -33,7 +36,7 @@ fn examples_dir() -> &'static PathBuf {
         };
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let status = Command::new(cargo)
-            .args(["build", "--quiet", "-p", "zoolock-examples", "-p", "zoolock-core", "--examples"])
+            .args(["build", "--quiet", "--workspace", "--examples"])
             .args(["--profile", profile, "--target-dir"])
             .arg(target_dir)
             .status()
