@@ -35,7 +35,17 @@ fn examples_dir() -> &'static PathBuf {
             Some(other) => other,
         };
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
+        let mut build = Command::new(cargo);
+        // Not the variables cargo set for this test (its package's name and
+        // folder): build scripts that read them (ring's, through cc) would
+        // count as changed and rebuild, here and again in the next outer build.
+        for (name, _) in std::env::vars_os() {
+            let name = name.to_string_lossy();
+            if is_set_for_this_test(&name) {
+                build.env_remove(&*name);
+            }
+        }
+        let status = build
             .args(["build", "--quiet", "--workspace", "--examples"])
             .args(["--profile", profile, "--target-dir"])
             .arg(target_dir)
@@ -44,6 +54,14 @@ fn examples_dir() -> &'static PathBuf {
         assert!(status.success(), "building the examples failed: {status}");
         profile_dir.join("examples")
     })
+}
+
+/// The variables cargo sets for a test it runs, naming that test's package;
+/// not the ones a user sets for cargo itself (`CARGO_HOME`, `CARGO_PROFILE_*`).
+fn is_set_for_this_test(name: &str) -> bool {
+    name.starts_with("CARGO_PKG_")
+        || name.starts_with("CARGO_MANIFEST_")
+        || matches!(name, "CARGO_CRATE_NAME" | "CARGO_PRIMARY_PACKAGE" | "CARGO_BIN_NAME" | "CARGO_TARGET_TMPDIR")
 }
 
 /// Runs example `name` on its own lock path (`connect`: `None` leaves
