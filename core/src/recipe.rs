@@ -133,7 +133,7 @@ pub enum RecipeEvent {
     /// Tells why the loss came.
     Expired {
         /// The node that was held.
-        node: String,
+        node: alloc::sync::Arc<str>,
     },
     /// Another process asked the holder to give the lock up.
     RevocationRequested,
@@ -183,12 +183,12 @@ pub enum RecipeEvent {
     /// lease is left.)
     LeaseLost {
         /// The lease node.
-        node: String,
+        node: alloc::sync::Arc<str>,
     },
     /// A revocable semaphore's lease `node` was asked to be given back.
     LeaseRevocationRequested {
         /// The lease node.
-        node: String,
+        node: alloc::sync::Arc<str>,
     },
     /// A shared count's value, newer than the last one reported.
     Count {
@@ -211,7 +211,7 @@ pub enum RecipeEvent {
     /// (NoAuth, ...): the node stays until our session ends.
     CleanupFailed {
         /// The node.
-        path: String,
+        path: alloc::sync::Arc<str>,
         /// Why.
         error: RequestError,
     },

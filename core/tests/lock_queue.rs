@@ -354,7 +354,7 @@ fn cancel_returns_only_the_leases_the_ticket_still_holds() {
     let events = h.events();
     assert!(
         events.contains(&RecipeEvent::Leases(Box::new(LeaseQueueEvent::Semaphore(SemaphoreEvent::LeaseLost {
-            node: leases[1].clone()
+            node: leases[1].clone().into()
         })))),
         "{events:?}"
     );

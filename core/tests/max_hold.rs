@@ -41,7 +41,7 @@ fn a_hold_is_lost_at_exactly_its_max_hold_and_its_node_is_deleted() {
     assert!(h.events().is_empty(), "not a moment early");
     assert_eq!(h.recipe.hold_count(), 1);
     h.timeout(at(5007));
-    assert_eq!(h.events(), [RecipeEvent::Expired { node: node.clone() }, RecipeEvent::Lost]);
+    assert_eq!(h.events(), [RecipeEvent::Expired { node: node.clone().into() }, RecipeEvent::Lost]);
     assert_eq!(h.sent(), [format!("delete {}", mask(&node))]);
     assert_eq!((h.recipe.hold_count(), h.recipe.holder()), (0, None));
     assert_eq!(h.recipe.poll_timeout(), None, "no timer once expired");
@@ -84,7 +84,7 @@ fn a_waiter_in_another_client_gets_the_lock_when_the_holder_expires() {
     assert_eq!(b.recipe.poll_timeout(), None, "a waiter's max hold has not started");
     // A hangs; at its limit it is lost and its node deleted.
     a.timeout(at(5007));
-    assert_eq!(a.events(), [RecipeEvent::Expired { node: a_node.clone() }, RecipeEvent::Lost]);
+    assert_eq!(a.events(), [RecipeEvent::Expired { node: a_node.clone().into() }, RecipeEvent::Lost]);
     assert_eq!(a.sent(), [format!("delete {}", mask(&a_node))]);
     a.answer(at(5008), "delete", Answer::Empty);
     // The server tells B: its predecessor is gone, and B holds the lock.
@@ -132,7 +132,7 @@ fn each_semaphore_lease_expires_on_its_own() {
     h.timeout(at(5001));
     assert_eq!(
         h.events(),
-        [RecipeEvent::Expired { node: first.clone() }, RecipeEvent::LeaseLost { node: first.clone() }]
+        [RecipeEvent::Expired { node: first.clone().into() }, RecipeEvent::LeaseLost { node: first.clone().into() }]
     );
     assert_eq!(h.sent(), [format!("delete {}", mask(&first))]);
     assert_eq!(h.recipe.leases(), [second.as_str()]);
@@ -141,8 +141,8 @@ fn each_semaphore_lease_expires_on_its_own() {
     assert_eq!(
         h.events(),
         [
-            RecipeEvent::Expired { node: second.clone() },
-            RecipeEvent::LeaseLost { node: second.clone() },
+            RecipeEvent::Expired { node: second.clone().into() },
+            RecipeEvent::LeaseLost { node: second.clone().into() },
             RecipeEvent::Lost
         ]
     );
@@ -168,7 +168,10 @@ fn a_term_of_leadership_expires_and_the_participant_queues_again() {
         })]
     );
     h.timeout(at(5003));
-    assert_eq!(h.events(), [LockEvent::Expired { node: node.clone() }, LockEvent::Lost].map(RecipeEvent::Election));
+    assert_eq!(
+        h.events(),
+        [LockEvent::Expired { node: node.clone().into() }, LockEvent::Lost].map(RecipeEvent::Election)
+    );
     let sent = h.sent();
     assert_eq!(sent[0], format!("delete {}", mask(&node)));
     assert_eq!(sent[1], format!("create2 {BASE}/_c_<uuid>-latch- [ES]"), "queued again");

@@ -4,7 +4,6 @@
 //! leases of earlier ones stay held.
 
 use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
-use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
@@ -59,11 +58,11 @@ struct LeaseStates {
     /// The connection dropped while leases were held (until `Reconnected`).
     suspended: bool,
     /// Leases known lost (deleted, or gone with the session), and why.
-    lost: BTreeMap<String, LossReason>,
+    lost: BTreeMap<Arc<str>, LossReason>,
     /// Leases past their max hold, whose loss is on its way.
-    expired: BTreeSet<String>,
+    expired: BTreeSet<Arc<str>>,
     /// Leases someone asked to be given back.
-    revoked: BTreeSet<String>,
+    revoked: BTreeSet<Arc<str>>,
 }
 
 impl LeaseStates {
@@ -73,7 +72,7 @@ impl LeaseStates {
             SemaphoreEvent::Suspended => self.suspended = true,
             SemaphoreEvent::Reconnected | SemaphoreEvent::Lost => self.suspended = false,
             SemaphoreEvent::LeaseLost { node } => {
-                let reason = if self.expired.remove(node) { LossReason::MaxHold } else { LossReason::SessionOrNode };
+                let reason = if self.expired.remove(&**node) { LossReason::MaxHold } else { LossReason::SessionOrNode };
                 self.lost.insert(node.clone(), reason);
             }
             SemaphoreEvent::Expired { node } => {

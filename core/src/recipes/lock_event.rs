@@ -8,7 +8,6 @@
 //! [`Client`](crate::Client) hands events out (`From` impls here).
 
 use alloc::boxed::Box;
-use alloc::string::String;
 use alloc::vec::Vec;
 
 use super::capability::Part;
@@ -51,12 +50,12 @@ pub enum LockEvent {
     /// follows.
     Expired {
         /// The node whose hold ended.
-        node: String,
+        node: alloc::sync::Arc<str>,
     },
     /// A semaphore mutex's lease node is gone (`Lost` follows).
     LeaseLost {
         /// The lease node.
-        node: String,
+        node: alloc::sync::Arc<str>,
     },
     /// The lock gave up on an error it cannot recover from.
     Failed(RequestError),
@@ -66,7 +65,7 @@ pub enum LockEvent {
     /// Deleting an abandoned node failed for good.
     CleanupFailed {
         /// The node.
-        path: String,
+        path: alloc::sync::Arc<str>,
         /// Why.
         error: RequestError,
     },

@@ -70,14 +70,14 @@ fn two_leases() -> (Harness<Semaphore>, String, String) {
 fn each_lease_is_lost_alone_then_the_handle() {
     let (mut h, first, second) = two_leases();
     h.watch(at(3), EventType::NODE_DELETED, &first);
-    assert_eq!(h.events(), [RecipeEvent::LeaseLost { node: first.clone() }]);
+    assert_eq!(h.events(), [RecipeEvent::LeaseLost { node: first.clone().into() }]);
     assert_eq!(h.recipe.leases(), [second.as_str()]);
     assert!(h.sent().is_empty());
     h.children_changed(at(3), "/s/leases", &[&second]);
     h.answer_held_watch(at(3), &second);
     assert!(h.events().is_empty());
     h.watch(at(4), EventType::NODE_DELETED, &second);
-    assert_eq!(h.events(), [RecipeEvent::LeaseLost { node: second.clone() }, RecipeEvent::Lost]);
+    assert_eq!(h.events(), [RecipeEvent::LeaseLost { node: second.clone().into() }, RecipeEvent::Lost]);
     assert!(h.recipe.leases().is_empty());
     assert!(h.sent().is_empty());
     h.assert_idle();
@@ -111,7 +111,7 @@ fn pipelined_lease_is_watched_by_its_listing() {
             assert!(h.events().is_empty());
             h.watch(at(5), EventType::NODE_DELETED, &lease);
         }
-        assert_eq!(h.events(), [RecipeEvent::LeaseLost { node: lease.clone() }, RecipeEvent::Lost]);
+        assert_eq!(h.events(), [RecipeEvent::LeaseLost { node: lease.clone().into() }, RecipeEvent::Lost]);
         assert!(h.recipe.leases().is_empty());
         assert!(h.sent().is_empty());
         h.assert_idle();
@@ -142,7 +142,7 @@ fn curator_plan_lease_checks_the_watch_off_and_watches_the_node() {
     assert!(h.sent().is_empty(), "watched by the node itself");
     assert!(h.events().is_empty());
     h.watch(at(4), EventType::NODE_DELETED, &lease);
-    assert_eq!(h.events(), [RecipeEvent::LeaseLost { node: lease.clone() }, RecipeEvent::Lost]);
+    assert_eq!(h.events(), [RecipeEvent::LeaseLost { node: lease.clone().into() }, RecipeEvent::Lost]);
     h.assert_idle();
 }
 

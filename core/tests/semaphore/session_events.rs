@@ -22,7 +22,7 @@ fn suspension_while_holding_is_reported_once_for_all_leases() {
     t.session(ConnectionState::Suspended);
     t.session(ConnectionState::Reconnected);
     t.answer(no_node());
-    assert_eq!(t.events(), vec![RecipeEvent::Suspended, RecipeEvent::LeaseLost { node: first.clone() }]);
+    assert_eq!(t.events(), vec![RecipeEvent::Suspended, RecipeEvent::LeaseLost { node: first.clone().into() }]);
     assert_eq!(t.r.leases(), vec![second.as_str()]);
     t.answer(exists_ok());
     assert_eq!(t.events(), vec![RecipeEvent::Reconnected]);
@@ -37,7 +37,7 @@ fn session_lost_while_holding_reports_lost() {
     // Each held lease is lost, then the handle.
     assert_eq!(
         t.events(),
-        vec![RecipeEvent::Suspended, RecipeEvent::LeaseLost { node: lease.clone() }, RecipeEvent::Lost]
+        vec![RecipeEvent::Suspended, RecipeEvent::LeaseLost { node: lease.clone().into() }, RecipeEvent::Lost]
     );
     assert!(t.r.leases().is_empty());
     assert!(t.cmd(|s, now| s.return_lease(now, &lease)).is_err());
@@ -84,7 +84,7 @@ fn session_lost_while_acquiring_fails_and_holding_is_lost() {
     assert_eq!(
         t.events(),
         vec![
-            RecipeEvent::LeaseLost { node: held.clone() },
+            RecipeEvent::LeaseLost { node: held.clone().into() },
             RecipeEvent::Lost,
             RecipeEvent::Failed(RequestError::SessionExpired)
         ]

@@ -67,7 +67,7 @@ fn a_revocable_lease_is_told_of_a_revocation_request() {
     t.watch(EventType::NODE_DATA_CHANGED, &lease);
     assert_eq!(t.sent(), vec![format!("getData {shown} w")]);
     t.answer(Ok(Response::Data { data: Some(Bytes::from_static(REVOKE_MESSAGE)), stat: stat(200) }));
-    assert_eq!(t.events(), vec![RecipeEvent::LeaseRevocationRequested { node: lease.clone() }]);
+    assert_eq!(t.events(), vec![RecipeEvent::LeaseRevocationRequested { node: lease.clone().into() }]);
     // Giving it back checks off the revocation watch and deletes the node.
     t.cmd(|s, now| s.return_lease(now, &lease)).unwrap();
     assert_eq!(t.sent(), vec![format!("checkWatches {shown} t3"), format!("delete {shown}")]);

@@ -83,11 +83,11 @@ impl Sim {
         let now = self.now;
         if let RecipeEvent::LeaseLost { node } = &event {
             // That lease alone stops counting; the task gives back the rest.
-            let task = self.clients[i].tasks.iter_mut().find(|t| t.holds.iter().any(|h| h.node == *node));
+            let task = self.clients[i].tasks.iter_mut().find(|t| t.holds.iter().any(|h| *h.node == **node));
             let Some(task) = task else {
                 return Err(format!("c{i}: LeaseLost for {node}, which no task holds"));
             };
-            task.holds.retain(|h| h.node != *node);
+            task.holds.retain(|h| *h.node != **node);
             task.must_release = true;
             task.next_action = now;
             return Ok(());
@@ -100,7 +100,7 @@ impl Sim {
         }
         if let RecipeEvent::LeaseRevocationRequested { node } = &event {
             // The holder gives the lease back at once.
-            let task = self.clients[i].tasks.iter_mut().find(|t| t.holds.iter().any(|h| h.node == *node));
+            let task = self.clients[i].tasks.iter_mut().find(|t| t.holds.iter().any(|h| *h.node == **node));
             let Some(task) = task else {
                 return Err(format!("c{i}: revocation requested for {node}, which no task holds"));
             };

@@ -56,7 +56,7 @@ impl LockCore {
             self.send(Op::check_watches(&node.path, WatcherType::ANY), Purpose::CheckWatches);
         }
         self.start_delete(node.path.clone());
-        self.out.emit(LockEvent::Expired { node: node.path_string() });
+        self.out.emit(LockEvent::Expired { node: node.shared_path() });
         self.rare_mut().lost = Some(node.path);
         self.attempt += 1;
         self.out.emit(LockEvent::Lost);

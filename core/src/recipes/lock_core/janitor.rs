@@ -92,7 +92,7 @@ impl LockCore {
                     self.state = State::Idle;
                     self.out.emit(LockEvent::Failed(e));
                 } else {
-                    self.out.emit(LockEvent::CleanupFailed { path: String::from(path.as_str()), error: e });
+                    self.out.emit(LockEvent::CleanupFailed { path: path.into(), error: e });
                 }
             }
         }

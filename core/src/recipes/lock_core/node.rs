@@ -43,11 +43,6 @@ impl Node {
     pub(crate) fn shared_path(&self) -> alloc::sync::Arc<str> {
         self.path.clone().into()
     }
-
-    /// The path as the other events report it.
-    pub(crate) fn path_string(&self) -> String {
-        String::from(self.path.as_str())
-    }
 }
 
 #[cfg(test)]

@@ -97,7 +97,7 @@ impl Semaphore {
         let was_acquiring = self.acquiring.take().is_some();
         for slot in core::mem::take(&mut self.held) {
             if let Some(node) = self.cores.get(&slot).and_then(|c| c.held()) {
-                self.out.emit(SemaphoreEvent::LeaseLost { node: node.path_string() });
+                self.out.emit(SemaphoreEvent::LeaseLost { node: node.shared_path() });
             }
         }
         self.verifying.clear();

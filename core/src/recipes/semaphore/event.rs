@@ -39,17 +39,17 @@ pub enum SemaphoreEvent {
     /// `LeaseLost` follows.
     Expired {
         /// The lease node.
-        node: alloc::string::String,
+        node: alloc::sync::Arc<str>,
     },
     /// Lease `node` is gone ([`RecipeEvent::LeaseLost`]).
     LeaseLost {
         /// The lease node.
-        node: alloc::string::String,
+        node: alloc::sync::Arc<str>,
     },
     /// Lease `node` was asked back ([`RecipeEvent::LeaseRevocationRequested`]).
     LeaseRevocationRequested {
         /// The lease node.
-        node: alloc::string::String,
+        node: alloc::sync::Arc<str>,
     },
     /// An error it cannot recover from.
     Failed(RequestError),
@@ -58,7 +58,7 @@ pub enum SemaphoreEvent {
     /// Deleting an abandoned node failed for good.
     CleanupFailed {
         /// The node.
-        path: alloc::string::String,
+        path: alloc::sync::Arc<str>,
         /// Why.
         error: RequestError,
     },

@@ -513,7 +513,7 @@ impl Semaphore {
     /// `LeaseRevocationRequested` for held lease `slot`.
     fn report_revocation(&mut self, slot: u64) {
         if let Some(node) = self.held.contains(&slot).then(|| self.cores.get(&slot)).flatten().and_then(|c| c.held()) {
-            self.out.emit(SemaphoreEvent::LeaseRevocationRequested { node: node.path_string() });
+            self.out.emit(SemaphoreEvent::LeaseRevocationRequested { node: node.shared_path() });
         }
     }
 
