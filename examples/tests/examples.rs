@@ -18,9 +18,9 @@ use std::time::{Duration, Instant};
 /// How long one example may take.
 const LIMIT: Duration = Duration::from_secs(60);
 
-/// Builds the examples (this crate's and `zoolock-core`'s) once and returns
-/// the folder holding them: `<target>/<profile>/examples`, next to this
-/// test's own `deps` folder. The whole workspace's examples, so that their
+/// Builds the examples once (this crate's and `zoolock-core`'s among them)
+/// and returns the folder holding them: `<target>/<profile>/examples`, next
+/// to this test's own `deps` folder. It builds the whole workspace's, so that
 /// features unify as in `cargo test --workspace`, which has then built them
 /// already (`-p` for the two crates alone recompiled 47 s of dependencies in
 /// CI).

@@ -38,8 +38,9 @@ impl Node {
         self.path.name()
     }
 
-    /// The path as `Acquired` reports it: shared, not copied, so a held
-    /// node's path is one allocation for the recipe and the hold.
+    /// The path as every event that names our node reports it: shared, not
+    /// copied, so a held node's path is one allocation for the recipe and
+    /// the hold.
     pub(crate) fn shared_path(&self) -> alloc::sync::Arc<str> {
         self.path.clone().into()
     }
